@@ -1,0 +1,152 @@
+// Package chat is the provider-neutral model of a chat completion: the
+// request a caller builds, the messages of a conversation, tool descriptors
+// and calls, and the completion a provider returns.
+//
+// Codecs (codecs/openai, codecs/ollama, codecs/omlx) translate these values
+// to and from each provider's wire format. The types are plain data: they are
+// safe to copy, hold no resources and are not safe for concurrent mutation.
+package chat
+
+import "encoding/json"
+
+// Role is the author of a message.
+type Role string
+
+// The roles of a conversation.
+const (
+	System    Role = "system"
+	User      Role = "user"
+	Assistant Role = "assistant"
+	Tool      Role = "tool"
+)
+
+// Message is one entry of a conversation history.
+type Message struct {
+	Role Role `json:"role"`
+	// Content is the text of the message.
+	Content string `json:"content,omitempty"`
+	// Reasoning is the model's reasoning text of an assistant message, when the
+	// provider returned one. Codecs do not send it back to the provider.
+	Reasoning string `json:"reasoning,omitempty"`
+	// Images are raw image bytes attached to a user message; codecs encode them
+	// (base64, data URLs) as their provider requires.
+	Images []Image `json:"images,omitempty"`
+	// ToolCalls are the completed tool calls of an assistant message.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID links a tool message to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// ToolName is the name of the tool that produced a tool message.
+	ToolName string `json:"tool_name,omitempty"`
+}
+
+// Image is an image attached to a message.
+type Image struct {
+	// MIMEType is the media type, for example "image/png". Empty means "image/png".
+	MIMEType string `json:"mime_type,omitempty"`
+	// Data holds the raw (not base64-encoded) image bytes.
+	Data []byte `json:"data"`
+}
+
+// ToolCall is one completed call of a tool requested by the model.
+type ToolCall struct {
+	// ID is the provider's call identifier; Ollama may leave it empty.
+	ID string `json:"id,omitempty"`
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Arguments is the call's argument object as JSON text.
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolSpec describes a tool the model may call.
+type ToolSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON schema of the argument object.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Schema asks for a structured (JSON) completion that follows a JSON schema.
+type Schema struct {
+	// Name names the schema (OpenAI requires one); empty means "response".
+	Name string `json:"name,omitempty"`
+	// Schema is the JSON schema document.
+	Schema json.RawMessage `json:"schema"`
+	// Strict asks providers that support it to enforce the schema exactly.
+	Strict bool `json:"strict,omitempty"`
+}
+
+// Options are the sampling and generation controls of a request. A nil
+// pointer means "not set": the codec sends nothing and the provider default
+// applies. A codec whose provider does not support a set control returns an
+// error from Encode instead of dropping it silently.
+type Options struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	TopK        *int     `json:"top_k,omitempty"`
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
+	Seed        *int     `json:"seed,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+	// ContextLength is Ollama's num_ctx.
+	ContextLength *int `json:"num_ctx,omitempty"`
+	// ReasoningEffort is "low", "medium" or "high" for providers with reasoning models.
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// Think turns Ollama's thinking mode on or off.
+	Think *bool `json:"think,omitempty"`
+	// KeepAlive is Ollama's keep_alive duration string, for example "5m".
+	KeepAlive string `json:"keep_alive,omitempty"`
+	// JSONMode asks for a JSON object without a schema (Ollama format "json",
+	// OpenAI response_format json_object).
+	JSONMode bool `json:"json_mode,omitempty"`
+}
+
+// Request is one logical chat completion request.
+type Request struct {
+	Model    string     `json:"model"`
+	Messages []Message  `json:"messages"`
+	Tools    []ToolSpec `json:"tools,omitempty"`
+	// Schema, when set, makes the request a structured completion.
+	Schema  *Schema `json:"schema,omitempty"`
+	Options Options `json:"options"`
+	// Stream asks for a streamed response.
+	Stream bool `json:"stream,omitempty"`
+}
+
+// Usage is the token accounting of a completion.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Completion is a provider's answer to a request.
+type Completion struct {
+	// Message is the assistant message (content, reasoning, tool calls).
+	Message Message `json:"message"`
+	// FinishReason is the provider's finish or done reason ("stop", "length",
+	// "tool_calls", ...).
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Model is the model that answered, as the provider reported it.
+	Model string `json:"model,omitempty"`
+	// ID is the provider's completion identifier, when it sends one.
+	ID string `json:"id,omitempty"`
+	// Usage is nil when the provider reported no token counts.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Clone returns a deep copy of m, so that later mutation of either value
+// cannot reach the other.
+func (m Message) Clone() Message {
+	c := m
+	if m.Images != nil {
+		c.Images = make([]Image, len(m.Images))
+		for i, im := range m.Images {
+			c.Images[i] = Image{MIMEType: im.MIMEType, Data: append([]byte(nil), im.Data...)}
+		}
+	}
+	if m.ToolCalls != nil {
+		c.ToolCalls = make([]ToolCall, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			c.ToolCalls[i] = ToolCall{ID: tc.ID, Name: tc.Name, Arguments: append(json.RawMessage(nil), tc.Arguments...)}
+		}
+	}
+	return c
+}

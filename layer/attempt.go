@@ -1,0 +1,243 @@
+package layer
+
+import (
+	"context"
+	"net/http"
+	"sync"
+)
+
+// Direction says which way a wire snapshot went.
+type Direction string
+
+// The directions of a wire snapshot.
+const (
+	Request  Direction = "request"
+	Response Direction = "response"
+)
+
+// WireSnapshot is one sensitive capture (R12): an independent copy of request
+// or response bytes and headers. Mutating it cannot change any request.
+type WireSnapshot struct {
+	Identity
+	Direction Direction
+	// Seq is the capture sequence index within the attempt, restarting at 0
+	// each attempt (R12.2).
+	Seq    int
+	Bytes  []byte
+	Header http.Header
+	// Status is the response status, 0 when no response arrived.
+	Status int
+	// Complete reports, for a response, that the body ended at HTTP EOF.
+	Complete bool
+}
+
+// WireHook is the sensitive capture hook (R12). Returning an error, or
+// panicking, ends the completion with reason capture_failed and never causes
+// another request (R12.3).
+type WireHook func(ctx context.Context, s WireSnapshot) error
+
+// CaptureError is returned through the wire plane when the capture hook
+// failed. Cause is the hook's error or panic value (sensitive); Transport is
+// a separate body transport error, when there was one.
+type CaptureError struct {
+	Direction Direction
+	Cause     any
+	Transport error
+}
+
+// Error returns a safe message.
+func (e *CaptureError) Error() string {
+	return "recourse: " + string(e.Direction) + " capture failed"
+}
+
+// Attempt is the typed per-attempt state that the retry layer places in the
+// request context for the wire-plane layers (capture, progress, redirect
+// guard, sender), reached with AttemptFrom. Its methods are safe for
+// concurrent use.
+type Attempt struct {
+	// Identity is the attempt's identity (R10.1).
+	Identity Identity
+	// Info describes the request.
+	Info RequestInfo
+	// Codec is the provider codec of the call.
+	Codec Codec
+	// OnWire is the sensitive capture hook, nil when capture is off.
+	OnWire WireHook
+
+	mu       sync.Mutex
+	onBegin  func()
+	began    bool
+	progress Progress
+	observer Observer
+	phase    Phase
+	wrote    bool
+	dialed   bool
+}
+
+// NewAttempt returns attempt state. onBegin, if not nil, runs once when the
+// request is about to leave (see Begin).
+func NewAttempt(id Identity, info RequestInfo, codec Codec, onWire WireHook, onBegin func()) *Attempt {
+	a := &Attempt{Identity: id, Info: info, Codec: codec, OnWire: onWire, onBegin: onBegin, phase: PhaseConnecting}
+	if codec != nil {
+		a.observer = codec.NewObserver(info)
+	}
+	return a
+}
+
+// Begin marks that the request passed request capture and is about to be
+// sent; the first call runs the attempt_started notification. It is called
+// by the capture layer and by the sender, and is idempotent.
+func (a *Attempt) Begin() {
+	a.mu.Lock()
+	if a.began {
+		a.mu.Unlock()
+		return
+	}
+	a.began = true
+	f := a.onBegin
+	a.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// Began reports whether Begin was called.
+func (a *Attempt) Began() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.began
+}
+
+// SetPhase records the attempt's current phase.
+func (a *Attempt) SetPhase(p Phase) {
+	a.mu.Lock()
+	a.phase = p
+	a.mu.Unlock()
+}
+
+// Phase returns the attempt's current phase.
+func (a *Attempt) Phase() Phase {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.phase
+}
+
+// MarkConnected records that a connection was obtained, so bytes may have
+// reached the server.
+func (a *Attempt) MarkConnected() {
+	a.mu.Lock()
+	a.dialed = true
+	if a.phase == PhaseConnecting {
+		a.phase = PhaseAwaitingHeaders
+	}
+	a.mu.Unlock()
+}
+
+// Connected reports whether a connection was obtained for the request. When
+// it was not, nothing was sent (acceptance "no").
+func (a *Attempt) Connected() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.dialed
+}
+
+// HeadersReceived records that response headers arrived.
+func (a *Attempt) HeadersReceived() {
+	a.mu.Lock()
+	a.progress.HeadersReceived = true
+	a.phase = PhaseBody
+	a.mu.Unlock()
+}
+
+// Received accounts raw body bytes and the semantic evidence they carry.
+// The progress layer calls it before any capture hook sees p (R12.3).
+func (a *Attempt) Received(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	a.mu.Lock()
+	a.progress.RawBytes += int64(len(p))
+	if a.observer != nil {
+		a.observer.Write(p)
+		a.progress.Observed = a.observer.Observed()
+	}
+	a.mu.Unlock()
+}
+
+// Deliver adds c to the delivered counters.
+func (a *Attempt) Deliver(c Counts) {
+	a.mu.Lock()
+	a.progress.Delivered = a.progress.Delivered.Add(c)
+	a.mu.Unlock()
+}
+
+// SetDelivered sets the delivered counters.
+func (a *Attempt) SetDelivered(c Counts) {
+	a.mu.Lock()
+	a.progress.Delivered = c
+	a.mu.Unlock()
+}
+
+// Progress returns a snapshot of the attempt's progress.
+func (a *Attempt) Progress() Progress {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.progress
+}
+
+type attemptKey struct{}
+
+// WithAttempt returns a context that carries a.
+func WithAttempt(ctx context.Context, a *Attempt) context.Context {
+	return context.WithValue(ctx, attemptKey{}, a)
+}
+
+// AttemptFrom returns the attempt state in ctx, or nil outside a recovery
+// layer. Wire-plane layers must work (as plain pass-through) when it is nil.
+func AttemptFrom(ctx context.Context) *Attempt {
+	a, _ := ctx.Value(attemptKey{}).(*Attempt)
+	return a
+}
+
+// Report is filled in by the retry layer for the caller that placed it in
+// the context with WithReport: the logical ID, the wire attempts made and the
+// typed error of a failed call. The native client uses it to return a
+// *RecoveryError even when the RoundTripper passes a response through.
+type Report struct {
+	LogicalID    string
+	WireAttempts int
+	Err          *RecoveryError
+	// Completion evidence of the successful attempt, when decoded.
+	Response ResponseEvidence
+}
+
+type reportKey struct{}
+
+// WithReport returns a context that carries r.
+func WithReport(ctx context.Context, r *Report) context.Context {
+	return context.WithValue(ctx, reportKey{}, r)
+}
+
+// ReportFrom returns the Report in ctx, or nil.
+func ReportFrom(ctx context.Context) *Report {
+	r, _ := ctx.Value(reportKey{}).(*Report)
+	return r
+}
+
+// Observer functions placed in a context with WithObserver receive every
+// lifecycle event of calls made with that context, after the policy's
+// OnEvent. Tracing layers use it.
+type observersKey struct{}
+
+// WithObserver returns a context whose calls also report lifecycle events to f.
+func WithObserver(ctx context.Context, f func(Event)) context.Context {
+	prev, _ := ctx.Value(observersKey{}).([]func(Event))
+	next := append(append([]func(Event){}, prev...), f)
+	return context.WithValue(ctx, observersKey{}, next)
+}
+
+// ObserversFrom returns the observers placed in ctx with WithObserver.
+func ObserversFrom(ctx context.Context) []func(Event) {
+	o, _ := ctx.Value(observersKey{}).([]func(Event))
+	return o
+}

@@ -1,0 +1,210 @@
+package layer
+
+import (
+	"errors"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/recourse-dev/recourse/chat"
+)
+
+// RequestInfo is what a codec learns from an encoded request body.
+type RequestInfo struct {
+	// Model is the requested model.
+	Model string
+	// Operation is ordinary, structured (a schema or JSON format was asked
+	// for) or streaming.
+	Operation Operation
+}
+
+// Observer accounts the semantic evidence in a response body as its bytes
+// arrive (R13.2). Write must accept any split of the body and never fail;
+// Observed returns the evidence seen so far, including in a body that is cut
+// before it is complete. An Observer is used by one attempt only and is not
+// safe for concurrent use.
+type Observer interface {
+	Write(p []byte)
+	Observed() Counts
+}
+
+// Codec translates between the provider-neutral chat model and one
+// provider's wire format, and tells the recovery layers what a body means.
+// Implementations must be safe for concurrent use.
+type Codec interface {
+	// Provider names the provider family (it selects the admission default of R8.3).
+	Provider() Provider
+	// Capabilities declares what the endpoint can and cannot do (R15).
+	Capabilities() Capabilities
+	// Path is the endpoint path relative to the base URL, for example "/v1/chat/completions".
+	Path() string
+	// Encode encodes a request once (R2.3). A control the provider does not
+	// support is an *UnsupportedError, never silently dropped (R14.1).
+	Encode(req *chat.Request) ([]byte, error)
+	// Describe reads an encoded request body.
+	Describe(body []byte) (RequestInfo, error)
+	// Decode decodes a complete 2xx ordinary or structured response body. It
+	// returns a *ProviderError for an error object inside the body and a
+	// *ProtocolError for a body that is not a valid response.
+	Decode(body []byte) (*chat.Completion, error)
+	// ErrorCode returns the provider error code found in an error body, as
+	// sent (it may be arbitrary; the recovery layers keep only known codes).
+	ErrorCode(body []byte) string
+	// RequestID returns the provider request ID found in response headers, as sent.
+	RequestID(h http.Header) string
+	// NewObserver returns an Observer for the response body of one attempt.
+	NewObserver(info RequestInfo) Observer
+}
+
+// ProviderError is an error object a provider returned inside a response
+// body (R4.7: never eligible when it arrives in a 2xx body). Its Error text is
+// safe: it holds the code only when the code is in the known set.
+type ProviderError struct {
+	// Code is the provider's error code as sent; sensitive (it may echo input).
+	Code string
+	// Message is the provider's message; sensitive.
+	Message string
+}
+
+// Error returns a safe message.
+func (e *ProviderError) Error() string {
+	if IsKnownProviderCode(e.Code) {
+		return "recourse: provider error " + e.Code
+	}
+	return "recourse: provider error"
+}
+
+// ProtocolError is a malformed response: invalid JSON, SSE or NDJSON, invalid
+// UTF-8 or a body that does not match the provider's schema (R4.5).
+type ProtocolError struct {
+	// What says, without quoting the body, what was wrong.
+	What string
+	// Err is the underlying decode error; sensitive (it may quote bytes).
+	Err error
+}
+
+// Error returns a safe message.
+func (e *ProtocolError) Error() string { return "recourse: malformed response: " + e.What }
+
+// Unwrap returns nil: the decode error may quote the body and is reachable
+// only through Inspect.
+func (e *ProtocolError) Unwrap() error { return nil }
+
+// UnsupportedError reports a request control that a codec's provider does not
+// support (R14.1).
+type UnsupportedError struct {
+	Provider Provider
+	Control  string
+}
+
+// Error returns a safe message naming the control.
+func (e *UnsupportedError) Error() string {
+	return "recourse: " + string(e.Provider) + " does not support " + e.Control
+}
+
+// KnownProviderCodes is the fixed set of provider error codes that safe
+// failure records may keep (R10.3).
+var KnownProviderCodes = []string{
+	"rate_limit_exceeded",
+	"server_error",
+	"invalid_request_error",
+	"invalid_api_key",
+	"model_not_found",
+	"insufficient_quota",
+	"overloaded_error",
+}
+
+// IsKnownProviderCode reports whether code is in KnownProviderCodes.
+func IsKnownProviderCode(code string) bool { return slices.Contains(KnownProviderCodes, code) }
+
+var requestIDPattern = regexp.MustCompile(`^(req_)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// IsValidRequestID reports whether id is a UUID, optionally "req_"-prefixed (R10.3).
+func IsValidRequestID(id string) bool { return requestIDPattern.MatchString(id) }
+
+// Echoes reports whether v occurs in the encoded request body or in any
+// request header value (a credential). Safe records omit such values (R10.3).
+func Echoes(v string, body []byte, h http.Header) bool {
+	if v == "" {
+		return false
+	}
+	if strings.Contains(string(body), v) {
+		return true
+	}
+	for _, vs := range h {
+		for _, hv := range vs {
+			if strings.Contains(hv, v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Support is a capability value (R15.1).
+type Support string
+
+// The capability values of R15.1.
+const (
+	Supported   Support = "supported"
+	Unsupported Support = "unsupported"
+	Unknown     Support = "unknown"
+)
+
+// Capability names one of the five capabilities of R15.1.
+type Capability string
+
+// The five capabilities every codec declares (R15.1).
+const (
+	ClientAbort             Capability = "client_abort"
+	RequestCancellation     Capability = "request_cancellation"
+	RequestStatus           Capability = "request_status"
+	Idempotency             Capability = "idempotency"
+	ExactAttemptTermination Capability = "exact_attempt_termination"
+)
+
+// AllCapabilities lists the five capabilities of R15.1.
+var AllCapabilities = []Capability{ClientAbort, RequestCancellation, RequestStatus, Idempotency, ExactAttemptTermination}
+
+// CapabilityEvidence is the basis of one capability value (R15.1).
+type CapabilityEvidence struct {
+	// Endpoint is the exact endpoint inspected, for example "POST /v1/chat/completions".
+	Endpoint string `json:"endpoint"`
+	// DocumentationURL is the provider documentation that was read.
+	DocumentationURL string `json:"documentation_url"`
+	// InspectedOn is the inspection date, YYYY-MM-DD.
+	InspectedOn string `json:"inspected_on"`
+	// Basis says why the value was chosen.
+	Basis string `json:"basis"`
+}
+
+// Capabilities declares what a provider endpoint can and cannot do (R15).
+// Values describe the inspected endpoint's documentation; a custom host or
+// proxy may differ. Capabilities never change eligibility or admission.
+type Capabilities struct {
+	Values   map[Capability]Support            `json:"values"`
+	Evidence map[Capability]CapabilityEvidence `json:"evidence"`
+}
+
+// Get returns the value of c, or "" when it is not declared.
+func (c Capabilities) Get(k Capability) Support { return c.Values[k] }
+
+// Validate reports an error unless all five values are declared with a valid
+// Support value and a complete evidence entry (R15.1).
+func (c Capabilities) Validate() error {
+	var errs []error
+	for _, k := range AllCapabilities {
+		switch c.Values[k] {
+		case Supported, Unsupported, Unknown:
+		default:
+			errs = append(errs, errors.New("recourse: capability "+string(k)+" is not declared"))
+			continue
+		}
+		ev, ok := c.Evidence[k]
+		if !ok || ev.Endpoint == "" || ev.DocumentationURL == "" || ev.InspectedOn == "" || ev.Basis == "" {
+			errs = append(errs, errors.New("recourse: capability "+string(k)+" has no complete evidence"))
+		}
+	}
+	return errors.Join(errs...)
+}

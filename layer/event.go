@@ -1,0 +1,59 @@
+package layer
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Metrics are the numeric durations and token counts of an Ollama done frame
+// (R13.6). Durations are as reported (nanoseconds on the wire).
+type Metrics struct {
+	TotalDuration      time.Duration `json:"total_duration_ns"`
+	LoadDuration       time.Duration `json:"load_duration_ns"`
+	PromptEvalCount    int           `json:"prompt_eval_count"`
+	PromptEvalDuration time.Duration `json:"prompt_eval_duration_ns"`
+	EvalCount          int           `json:"eval_count"`
+	EvalDuration       time.Duration `json:"eval_duration_ns"`
+}
+
+// Event is a safe lifecycle event (R11). Every event carries the complete
+// identity and the progress of the current attempt; failure-bearing events
+// carry the safe Failure. Events are delivered synchronously, in order, to the
+// policy's OnEvent observer; an observer that panics or returns an error
+// propagates that to the caller and never causes a retry (R11.4).
+type Event struct {
+	Type EventType `json:"type"`
+	Identity
+	Provider  Provider  `json:"provider"`
+	Operation Operation `json:"operation"`
+	Progress  Progress  `json:"progress"`
+	// Failure is set on attempt_failed, admission, delay, retry and terminal events.
+	Failure *Failure `json:"failure,omitempty"`
+	// Delay is the scheduled backoff of a delay_scheduled event.
+	Delay time.Duration `json:"-"`
+	// NextAttempt is the wire attempt an admission or delay event is about.
+	NextAttempt int `json:"next_attempt,omitempty"`
+	// MaxAttempts is the policy's attempt limit.
+	MaxAttempts int `json:"max_attempts"`
+	// Elapsed is the time since the logical completion started (monotonic).
+	Elapsed time.Duration `json:"-"`
+	// Frame is the frame index of an Ollama progress event, restarting per attempt.
+	Frame int `json:"frame,omitempty"`
+	// Metrics is set on an Ollama metrics event.
+	Metrics *Metrics `json:"metrics,omitempty"`
+}
+
+// MarshalJSON encodes durations as integer milliseconds (delay_ms, elapsed_ms).
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event
+	v := struct {
+		plain
+		DelayMS   *int64 `json:"delay_ms,omitempty"`
+		ElapsedMS int64  `json:"elapsed_ms"`
+	}{plain: plain(e), ElapsedMS: e.Elapsed.Milliseconds()}
+	if e.Type == EventDelayScheduled {
+		ms := e.Delay.Milliseconds()
+		v.DelayMS = &ms
+	}
+	return json.Marshal(v)
+}

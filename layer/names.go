@@ -1,0 +1,152 @@
+package layer
+
+// Provider names the provider family a codec speaks to.
+type Provider string
+
+// The providers recourse ships codecs for.
+const (
+	OpenAI Provider = "openai"
+	Ollama Provider = "ollama"
+	OMLX   Provider = "omlx"
+)
+
+// Operation is the kind of completion call (R10.2).
+type Operation string
+
+// The operations of R10.2.
+const (
+	Ordinary   Operation = "ordinary"
+	Structured Operation = "structured"
+	Streaming  Operation = "streaming"
+)
+
+// Category is the failure category of R10.2.
+type Category string
+
+// The failure categories of R10.2.
+const (
+	CategoryTransport        Category = "transport"
+	CategoryHTTP             Category = "http"
+	CategoryProviderResponse Category = "provider_response"
+	CategoryProtocol         Category = "protocol"
+	CategoryCancellation     Category = "cancellation"
+	CategoryClientTimeout    Category = "client_timeout"
+)
+
+// Categories lists every failure category, in the order of R10.2.
+var Categories = []Category{CategoryTransport, CategoryHTTP, CategoryProviderResponse, CategoryProtocol, CategoryCancellation, CategoryClientTimeout}
+
+// Valid reports whether c is one of the categories of R10.2.
+func (c Category) Valid() bool {
+	for _, k := range Categories {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Phase is where in an attempt a failure happened, when known.
+type Phase string
+
+// The phases of an attempt.
+const (
+	PhaseUnknown         Phase = ""
+	PhaseConnecting      Phase = "connecting"
+	PhaseAwaitingHeaders Phase = "awaiting_headers"
+	PhaseBody            Phase = "body"
+	PhaseDecoding        Phase = "decoding"
+	PhaseCapture         Phase = "capture"
+)
+
+// Acceptance says whether the server accepted the request (R10.2): "yes" for
+// a 2xx response, "no" only when provably nothing was sent, otherwise
+// "unknown".
+type Acceptance string
+
+// The acceptance values of R10.2.
+const (
+	AcceptanceYes     Acceptance = "yes"
+	AcceptanceUnknown Acceptance = "unknown"
+	AcceptanceNo      Acceptance = "no"
+)
+
+// Reason is the classification reason of R4.
+type Reason string
+
+// The classification reasons of R4, in classification order.
+const (
+	ReasonCancelled       Reason = "cancelled"
+	ReasonPermanent       Reason = "permanent"
+	ReasonCaptureFailed   Reason = "capture_failed"
+	ReasonSemanticOutput  Reason = "semantic_output"
+	ReasonMalformed       Reason = "malformed"
+	ReasonPartialResponse Reason = "partial_response"
+	ReasonTransient       Reason = "transient"
+)
+
+// Outcome is how a recovery ended without success (R10.4).
+type Outcome string
+
+// The eight outcomes of R10.4. Callers that switch over outcomes must handle
+// OutcomeAdmissionNoDecision apart from OutcomeAdmissionRejected (R10.6).
+const (
+	OutcomeExhausted           Outcome = "exhausted"
+	OutcomeInterrupted         Outcome = "interrupted"
+	OutcomeCancelled           Outcome = "cancelled"
+	OutcomeAdmissionRequired   Outcome = "admission_required"
+	OutcomeAdmissionRejected   Outcome = "admission_rejected"
+	OutcomeAdmissionNoDecision Outcome = "admission_no_decision"
+	OutcomeDeadline            Outcome = "deadline"
+	OutcomeDelayCeiling        Outcome = "delay_ceiling"
+)
+
+// Outcomes lists every outcome of R10.4.
+var Outcomes = []Outcome{OutcomeExhausted, OutcomeInterrupted, OutcomeCancelled, OutcomeAdmissionRequired, OutcomeAdmissionRejected, OutcomeAdmissionNoDecision, OutcomeDeadline, OutcomeDelayCeiling}
+
+// TerminalEvent returns the lifecycle event type that announces o (R11.2):
+// exhausted, deadline and delay_ceiling map to EventExhausted, interrupted to
+// EventInterrupted, cancelled to EventCancelled, and each admission outcome
+// to its own admission event.
+func (o Outcome) TerminalEvent() EventType {
+	switch o {
+	case OutcomeInterrupted:
+		return EventInterrupted
+	case OutcomeCancelled:
+		return EventCancelled
+	case OutcomeAdmissionRequired:
+		return EventAdmissionRequired
+	case OutcomeAdmissionRejected:
+		return EventAdmissionRejected
+	case OutcomeAdmissionNoDecision:
+		return EventAdmissionNoDecision
+	default:
+		return EventExhausted
+	}
+}
+
+// EventType is the type of a lifecycle event (R11.1).
+type EventType string
+
+// The lifecycle event types of R11.1.
+const (
+	EventAttemptStarted      EventType = "attempt_started"
+	EventAttemptSucceeded    EventType = "attempt_succeeded"
+	EventAttemptFailed       EventType = "attempt_failed"
+	EventAdmissionPending    EventType = "admission_pending"
+	EventAdmissionAllowed    EventType = "admission_allowed"
+	EventAdmissionRejected   EventType = "admission_rejected"
+	EventAdmissionNoDecision EventType = "admission_no_decision"
+	EventAdmissionRequired   EventType = "admission_required"
+	EventDelayScheduled      EventType = "delay_scheduled"
+	EventRetryStarted        EventType = "retry_started"
+	EventExhausted           EventType = "exhausted"
+	EventInterrupted         EventType = "interrupted"
+	EventCancelled           EventType = "cancelled"
+	// EventProgress and EventMetrics are emitted for Ollama streams only (R13.6).
+	EventProgress EventType = "progress"
+	EventMetrics  EventType = "metrics"
+)
+
+// EventTypes lists every lifecycle event type of R11.1.
+var EventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventProgress, EventMetrics}
