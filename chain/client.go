@@ -1,0 +1,145 @@
+package chain
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// StatusError is the native client's error for a non-2xx response when the
+// chain does not recover (no retry layer, or recovery disabled). Its Error
+// text is safe; Body is sensitive.
+type StatusError struct {
+	StatusCode int
+	// Body is the response body (sensitive: it may echo the request).
+	Body []byte
+}
+
+// Error returns a safe message naming the status.
+func (e *StatusError) Error() string {
+	return "recourse: provider answered HTTP " + strconv.Itoa(e.StatusCode)
+}
+
+// Client is the native typed client: it encodes a chat.Request once with the
+// chain's codec, sends it through the chain and decodes the completion. It
+// is safe for concurrent use.
+type Client struct {
+	base   string
+	chain  *Chain
+	codec  layer.Codec
+	header http.Header
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*Client)
+
+// WithAPIKey sends key as a bearer token. The key is copied once per logical
+// request and never appears in a safe output.
+func WithAPIKey(key string) ClientOption {
+	return func(c *Client) { c.header.Set("Authorization", "Bearer "+key) }
+}
+
+// WithHeader adds a request header to every call.
+func WithHeader(k, v string) ClientOption { return func(c *Client) { c.header.Add(k, v) } }
+
+// NewClient returns a client that posts to baseURL (for example
+// "https://api.openai.com" or "http://127.0.0.1:11434", without the
+// endpoint path) through ch, using ch's codec. ch must have a retry layer
+// with a codec (Default always does).
+func NewClient(baseURL string, ch *Chain, opts ...ClientOption) (*Client, error) {
+	if ch == nil || ch.Codec() == nil {
+		return nil, errors.New("chain: NewClient needs a chain with a codec (use Default)")
+	}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), chain: ch, codec: ch.Codec(), header: http.Header{}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Complete runs an ordinary completion (a structured one when req.Schema or
+// JSON mode is set). It returns a *layer.RecoveryError when recovery ended
+// without success, a *layer.PolicyError for an invalid per-call policy, a
+// *layer.UnsupportedError for a control the provider does not support, and
+// a *StatusError for a non-2xx answer when recovery is disabled. The
+// caller's request is never modified.
+func (c *Client) Complete(ctx context.Context, req *chat.Request) (*chat.Completion, error) {
+	r := *req
+	r.Stream = false
+	return c.do(ctx, &r)
+}
+
+// CompleteStructured runs a structured completion that asks for JSON
+// following schema (R16.3: the schema is sent, no tools are added and the
+// answer is parsed, not validated).
+func (c *Client) CompleteStructured(ctx context.Context, req *chat.Request, schema chat.Schema) (*chat.Completion, error) {
+	r := *req
+	r.Stream = false
+	r.Schema = &schema
+	return c.do(ctx, &r)
+}
+
+// WithCallPolicy returns a context whose calls through any chain use p for
+// recovery instead of the chain's policy (nil disables recovery).
+func WithCallPolicy(ctx context.Context, p *retry.Policy) context.Context {
+	return retry.WithPolicy(ctx, p)
+}
+
+// legacyTimeout is implemented by codecs whose provider has a timeout that
+// applies only while recovery is disabled (oMLX).
+type legacyTimeout interface{ LegacyTimeout() time.Duration }
+
+func (c *Client) do(ctx context.Context, req *chat.Request) (*chat.Completion, error) {
+	body, err := c.codec.Encode(req)
+	if err != nil {
+		return nil, err
+	}
+	if lt, ok := c.codec.(legacyTimeout); ok && !c.recovering(ctx) {
+		if d := lt.LegacyTimeout(); d > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+	}
+	report := &layer.Report{}
+	hreq, err := http.NewRequestWithContext(layer.WithReport(ctx, report), http.MethodPost, c.base+c.codec.Path(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header = c.header.Clone()
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	resp, err := c.chain.RoundTrip(hreq)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if report.Err != nil {
+		return nil, report.Err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, &StatusError{StatusCode: resp.StatusCode, Body: b}
+	}
+	return c.codec.Decode(b)
+}
+
+// recovering reports whether calls with ctx run with recovery enabled.
+func (c *Client) recovering(ctx context.Context) bool {
+	if p, ok := retry.PolicyFrom(ctx); ok {
+		return p != nil
+	}
+	return c.chain.retry != nil && c.chain.retry.Enabled()
+}

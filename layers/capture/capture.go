@@ -1,0 +1,196 @@
+// Package capture is the sensitive OnWire tap (R12). For every actual
+// attempt it hands the attempt's hook independent snapshots: the request
+// bytes and headers before anything is sent, and the response status,
+// headers, bytes and completeness afterwards — also for HTTP failures,
+// refused redirects, partial bodies and a transport failure before headers
+// (an empty, incomplete snapshot with no status).
+//
+// Ordinary calls get one response snapshot, taken when the body ends.
+// Streaming calls get one snapshot per received byte chunk with the exact
+// bytes, then an empty end marker whose Complete reports HTTP EOF; the
+// sequence index restarts with every attempt (R12.2).
+//
+// A hook that returns an error or panics ends the attempt with a
+// *layer.CaptureError: a failed request capture sends nothing, and a failed
+// response capture is terminal (reason capture_failed); neither ever causes
+// another request (R12.3). Snapshots are copies: mutating them cannot change
+// any later request (R12.4).
+package capture
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/redirectguard"
+)
+
+// Layer is the capture layer. The hook comes from the attempt state that
+// the retry layer places in the request context (the policy's OnWire); with
+// no hook the layer passes everything through. The zero value is ready to
+// use and safe for concurrent use.
+type Layer struct{}
+
+// New returns the capture layer.
+func New() *Layer { return &Layer{} }
+
+// Kind returns layer.KindCapture.
+func (*Layer) Kind() layer.Kind { return layer.KindCapture }
+
+// Wrap returns a RoundTripper that captures around next.
+func (*Layer) Wrap(next http.RoundTripper) http.RoundTripper { return tap{next} }
+
+type tap struct{ next http.RoundTripper }
+
+// call runs the hook, turning a panic into an error value.
+func call(ctx context.Context, hook layer.WireHook, s layer.WireSnapshot) (cause any) {
+	defer func() {
+		if r := recover(); r != nil {
+			cause = r
+		}
+	}()
+	if err := hook(ctx, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	a := layer.AttemptFrom(ctx)
+	if a == nil || a.OnWire == nil {
+		return t.next.RoundTrip(req)
+	}
+	var reqBytes []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return nil, errors.New("recourse: capture needs a replayable request body (GetBody)")
+		}
+		rc, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		reqBytes, err = io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if cause := call(ctx, a.OnWire, layer.WireSnapshot{
+		Identity: a.Identity, Direction: layer.Request, Bytes: reqBytes, Header: req.Header.Clone(), Complete: true,
+	}); cause != nil {
+		return nil, &layer.CaptureError{Direction: layer.Request, Cause: cause}
+	}
+	if err := a.Begin(); err != nil {
+		return nil, err
+	}
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		s := layer.WireSnapshot{Identity: a.Identity, Direction: layer.Response}
+		var refused *redirectguard.RefusedError
+		if errors.As(err, &refused) {
+			s.Status = refused.Response.StatusCode
+			s.Header = refused.Response.Header.Clone()
+			s.Bytes = bytes.Clone(refused.Body)
+			s.Complete = true
+		}
+		if cause := call(ctx, a.OnWire, s); cause != nil {
+			return nil, &layer.CaptureError{Direction: layer.Response, Cause: cause, Transport: err}
+		}
+		return nil, err
+	}
+	out := *resp
+	out.Body = &body{
+		rc: resp.Body, ctx: ctx, a: a, status: resp.StatusCode, header: resp.Header.Clone(),
+		chunked: a.Info.Operation == layer.Streaming,
+	}
+	return &out, nil
+}
+
+// body snapshots the response as it is read.
+type body struct {
+	rc      io.ReadCloser
+	ctx     context.Context
+	a       *layer.Attempt
+	status  int
+	header  http.Header
+	chunked bool
+
+	buf  []byte // ordinary: everything read so far
+	seq  int
+	done bool
+	fail *layer.CaptureError
+}
+
+func (b *body) snapshot(p []byte, complete bool) *layer.CaptureError {
+	s := layer.WireSnapshot{
+		Identity: b.a.Identity, Direction: layer.Response, Seq: b.seq,
+		Bytes: bytes.Clone(p), Header: b.header.Clone(), Status: b.status, Complete: complete,
+	}
+	if s.Bytes == nil {
+		s.Bytes = []byte{}
+	}
+	b.seq++
+	if cause := call(b.ctx, b.a.OnWire, s); cause != nil {
+		return &layer.CaptureError{Direction: layer.Response, Cause: cause}
+	}
+	return nil
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.fail != nil {
+		return 0, b.fail
+	}
+	if b.done {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		if b.chunked {
+			if f := b.snapshot(p[:n], false); f != nil {
+				b.fail = f
+				return 0, f
+			}
+		} else {
+			b.buf = append(b.buf, p[:n]...)
+		}
+	}
+	if err != nil {
+		b.done = true
+		complete := err == io.EOF
+		var f *layer.CaptureError
+		if b.chunked {
+			f = b.snapshot(nil, complete)
+		} else {
+			f = b.snapshot(b.buf, complete)
+			b.buf = nil
+		}
+		if f != nil {
+			if !complete {
+				f.Transport = err
+			}
+			b.fail = f
+			return n, f
+		}
+	}
+	return n, err
+}
+
+// Close ends the body. A body closed before its end still gets its final
+// (incomplete) snapshot, so that every attempt's capture ends.
+func (b *body) Close() error {
+	err := b.rc.Close()
+	if !b.done && b.fail == nil {
+		b.done = true
+		if b.chunked {
+			b.fail = b.snapshot(nil, false)
+		} else {
+			b.fail = b.snapshot(b.buf, false)
+		}
+	}
+	return err
+}
+

@@ -1,0 +1,66 @@
+// Package progress accounts what each attempt received (R13.2): whether
+// headers arrived, the raw body bytes, and the semantic evidence (reasoning
+// bytes, content bytes, tool fragments, completed tool calls) that the
+// codec's observer finds in them. It sits inside the capture layer, so the
+// evidence of every byte is recorded before any capture hook sees that byte
+// (R12.3). Without a recovery layer above it, it passes everything through.
+package progress
+
+import (
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/redirectguard"
+)
+
+// Layer is the progress layer. The zero value is ready to use and safe for
+// concurrent use.
+type Layer struct{}
+
+// New returns the progress layer.
+func New() *Layer { return &Layer{} }
+
+// Kind returns layer.KindProgress.
+func (*Layer) Kind() layer.Kind { return layer.KindProgress }
+
+// Wrap returns a RoundTripper that counts the response bytes of next.
+func (*Layer) Wrap(next http.RoundTripper) http.RoundTripper { return counter{next} }
+
+type counter struct{ next http.RoundTripper }
+
+func (c counter) RoundTrip(req *http.Request) (*http.Response, error) {
+	a := layer.AttemptFrom(req.Context())
+	resp, err := c.next.RoundTrip(req)
+	if a == nil {
+		return resp, err
+	}
+	if err != nil {
+		var refused *redirectguard.RefusedError
+		if errors.As(err, &refused) {
+			a.HeadersReceived()
+			a.Received(refused.Body)
+		}
+		return nil, err
+	}
+	a.HeadersReceived()
+	out := *resp
+	out.Body = &body{rc: resp.Body, a: a}
+	return &out, nil
+}
+
+type body struct {
+	rc io.ReadCloser
+	a  *layer.Attempt
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.a.Received(p[:n])
+	}
+	return n, err
+}
+
+func (b *body) Close() error { return b.rc.Close() }

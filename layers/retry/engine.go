@@ -1,0 +1,624 @@
+package retry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/recourse-dev/recourse/internal/httpdate"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/redirectguard"
+)
+
+// MaxResponseBody bounds an ordinary response body; a larger body is a
+// protocol failure rather than unbounded memory.
+const MaxResponseBody = 64 << 20
+
+type transport struct {
+	l    *Layer
+	next http.RoundTripper
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	pol := t.l.policy
+	if p, ok := policyFrom(req.Context()); ok {
+		pol = p
+	}
+	if pol == nil {
+		return t.next.RoundTrip(req)
+	}
+	r, err := resolve(pol)
+	if err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	if t.l.hasGate {
+		r.admit = t.l.gate
+	}
+	var body []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		body, err = io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	info := layer.RequestInfo{Operation: layer.Ordinary}
+	if t.l.codec != nil {
+		if in, err := t.l.codec.Describe(body); err == nil {
+			info = in
+		}
+	}
+	c := &call{
+		t: t, r: r, ctx: req.Context(), req: req, body: body, header: req.Header.Clone(),
+		info: info, logical: uuid.NewString(), report: layer.ReportFrom(req.Context()),
+	}
+	if t.l.codec != nil {
+		c.provider = t.l.codec.Provider()
+	}
+	c.start = r.mono()
+	return c.run()
+}
+
+func closeRequestBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// call is the state of one logical completion.
+type call struct {
+	t        *transport
+	r        *resolved
+	ctx      context.Context
+	req      *http.Request
+	body     []byte
+	header   http.Header
+	info     layer.RequestInfo
+	provider layer.Provider
+	logical  string
+	report   *layer.Report
+	start    time.Duration
+
+	history      []layer.Failure
+	firstFailure time.Duration
+	failed       bool
+	wire         int
+	cur          *layer.Attempt
+	id           layer.Identity
+}
+
+// attemptResult is what one attempt ended with.
+type attemptResult struct {
+	resp     *http.Response // success, or a complete failure response that may pass through
+	failure  *layer.Failure
+	evidence layer.ResponseEvidence
+	err      error // an observer error or a request-capture failure: stop now
+}
+
+func (c *call) emit(typ layer.EventType, f *layer.Failure, delay time.Duration, next int) error {
+	ev := layer.Event{
+		Type: typ, Identity: c.id, Provider: c.provider, Operation: c.info.Operation,
+		Failure: f, Delay: delay, NextAttempt: next, MaxAttempts: c.r.maxAttempts,
+		Elapsed: c.r.mono() - c.start,
+	}
+	if c.cur != nil {
+		ev.Progress = c.cur.Progress()
+	}
+	if f != nil {
+		fc := *f
+		ev.Failure = &fc
+	}
+	if c.r.onEvent != nil {
+		if err := c.r.onEvent(ev); err != nil {
+			return &ObserverError{Event: typ, Err: err}
+		}
+	}
+	for _, o := range layer.ObserversFrom(c.ctx) {
+		o(ev)
+	}
+	return nil
+}
+
+// ObserverError is returned when the policy's OnEvent returned an error; it
+// wraps that error unchanged. It is never a retry (R11.4).
+type ObserverError struct {
+	Event layer.EventType
+	Err   error
+}
+
+// Error returns a message naming the event; the wrapped error is the
+// observer's own.
+func (e *ObserverError) Error() string {
+	return "recourse: event observer failed on " + string(e.Event) + ": " + e.Err.Error()
+}
+
+// Unwrap returns the observer's error.
+func (e *ObserverError) Unwrap() error { return e.Err }
+
+// remaining returns the time left before the budget or deadline, and
+// whether either is set (R7.1).
+func (c *call) remaining() (time.Duration, bool) {
+	var rem time.Duration
+	set := false
+	if !c.r.deadline.IsZero() {
+		rem, set = c.r.deadline.Sub(c.r.wall()), true
+	}
+	if c.r.hasBudget && c.failed {
+		b := c.r.budget - (c.r.mono() - c.firstFailure)
+		if !set || b < rem {
+			rem = b
+		}
+		set = true
+	}
+	return rem, set
+}
+
+func (c *call) expired() bool {
+	rem, set := c.remaining()
+	return set && rem <= 0
+}
+
+func (c *call) run() (*http.Response, error) {
+	for n := 1; ; n++ {
+		if c.ctx.Err() != nil {
+			return c.cancelled(nil)
+		}
+		c.id = layer.Identity{LogicalID: c.logical, AttemptID: uuid.NewString(), WireAttempt: n}
+		started := false
+		c.cur = layer.NewAttempt(c.id, c.info, c.t.l.codec, c.r.onWire, func() error {
+			started = true
+			c.wire = n
+			return c.emit(layer.EventAttemptStarted, nil, 0, 0)
+		})
+		res := c.attempt()
+		if res.err != nil {
+			if !started {
+				c.id.WireAttempt = n - 1
+				c.cur = nil
+			}
+			var ce *layer.CaptureError
+			if errors.As(res.err, &ce) && ce.Direction == layer.Request {
+				return c.requestCaptureFailed(ce)
+			}
+			c.fillReport(nil)
+			return nil, res.err
+		}
+		if res.failure == nil {
+			c.cur.SetDelivered(c.cur.Progress().Observed)
+			if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
+				res.resp.Body.Close()
+				return nil, err
+			}
+			if c.report != nil {
+				c.report.LogicalID, c.report.WireAttempts, c.report.Response = c.logical, c.wire, res.evidence
+			}
+			return res.resp, nil
+		}
+		f := res.failure
+		if !started {
+			// Cancelled before the request left: nothing was sent (R9.2).
+			c.id.WireAttempt = n - 1
+			c.cur = nil
+			closeResp(res.resp)
+			return c.cancelled(nil)
+		}
+		c.history = append(c.history, *f)
+		if !c.failed {
+			c.failed, c.firstFailure = true, c.r.mono()
+		}
+		if err := c.emit(layer.EventAttemptFailed, f, 0, 0); err != nil {
+			closeResp(res.resp)
+			return nil, err
+		}
+		if f.Category == layer.CategoryCancellation {
+			closeResp(res.resp)
+			return c.cancelled(f)
+		}
+		if !f.Classification.Eligible {
+			return c.finish(layer.OutcomeInterrupted, f, res.resp)
+		}
+		closeResp(res.resp)
+		if n >= c.r.maxAttempts {
+			return c.finish(layer.OutcomeExhausted, f, nil)
+		}
+		if c.expired() {
+			return c.finish(layer.OutcomeDeadline, f, nil)
+		}
+		if resp, err, stop := c.admit(f, n+1); stop {
+			return resp, err
+		}
+		delay := Backoff(n, c.r.base, c.r.ceiling, c.r.sample(n))
+		if f.RetryAfter.Valid() {
+			if f.RetryAfter.Delay > c.r.ceiling {
+				return c.finish(layer.OutcomeDelayCeiling, f, nil)
+			}
+			delay = max(delay, f.RetryAfter.Delay)
+		}
+		if rem, set := c.remaining(); set && delay >= rem {
+			return c.finish(layer.OutcomeDeadline, f, nil)
+		}
+		if err := c.emit(layer.EventDelayScheduled, f, delay, n+1); err != nil {
+			return nil, err
+		}
+		if err := c.r.sleep(c.ctx, delay); err != nil {
+			if c.ctx.Err() != nil {
+				return c.cancelled(f)
+			}
+			f.SetDelayCause(err)
+			return c.finish(layer.OutcomeInterrupted, f, nil)
+		}
+		if c.ctx.Err() != nil {
+			return c.cancelled(f)
+		}
+		if c.expired() {
+			return c.finish(layer.OutcomeDeadline, f, nil)
+		}
+		if err := c.emit(layer.EventRetryStarted, f, 0, n+1); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// admit runs the admission gate (R8). stop reports that the call ends here
+// with resp, err.
+func (c *call) admit(f *layer.Failure, next int) (resp *http.Response, err error, stop bool) {
+	hook := c.r.admit
+	if hook == nil {
+		if admission.Required(*f) {
+			if err := c.emit(layer.EventAdmissionRequired, f, 0, next); err != nil {
+				return nil, err, true
+			}
+			resp, err := c.end(layer.OutcomeAdmissionRequired, f, nil)
+			return resp, err, true
+		}
+		return nil, nil, false
+	}
+	if err := c.emit(layer.EventAdmissionPending, f, 0, next); err != nil {
+		return nil, err, true
+	}
+	wctx, cancel := context.WithCancel(c.ctx)
+	var expired bool
+	var wg sync.WaitGroup
+	if rem, set := c.remaining(); set {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if c.r.sleep(wctx, rem) == nil && wctx.Err() == nil {
+				expired = true
+				cancel()
+			}
+		}()
+	}
+	v, cause := admission.Wait(wctx, hook, admission.Request{Failure: *f, NextAttempt: next})
+	cancel()
+	wg.Wait()
+	switch {
+	case c.ctx.Err() != nil:
+		resp, err := c.cancelled(f)
+		return resp, err, true
+	case v == admission.Pending && expired:
+		resp, err := c.finish(layer.OutcomeDeadline, f, nil)
+		return resp, err, true
+	case v == admission.Rejected:
+		if err := c.emit(layer.EventAdmissionRejected, f, 0, next); err != nil {
+			return nil, err, true
+		}
+		resp, err := c.end(layer.OutcomeAdmissionRejected, f, nil)
+		return resp, err, true
+	case v == admission.Allowed:
+		if err := c.emit(layer.EventAdmissionAllowed, f, 0, next); err != nil {
+			return nil, err, true
+		}
+		return nil, nil, false
+	default:
+		f.SetAdmissionCause(cause)
+		if err := c.emit(layer.EventAdmissionNoDecision, f, 0, next); err != nil {
+			return nil, err, true
+		}
+		resp, err := c.end(layer.OutcomeAdmissionNoDecision, f, nil)
+		return resp, err, true
+	}
+}
+
+// finish emits the terminal event of o and ends the call (R11.2).
+func (c *call) finish(o layer.Outcome, f *layer.Failure, resp *http.Response) (*http.Response, error) {
+	if err := c.emit(o.TerminalEvent(), f, 0, 0); err != nil {
+		closeResp(resp)
+		return nil, err
+	}
+	return c.end(o, f, resp)
+}
+
+// end builds the RecoveryError and decides between passing the final
+// response through and returning the error.
+func (c *call) end(o layer.Outcome, f *layer.Failure, resp *http.Response) (*http.Response, error) {
+	var ctxErr error
+	if o == layer.OutcomeCancelled {
+		ctxErr = c.ctx.Err()
+	}
+	rerr := layer.NewRecoveryError(o, *f, c.history, ctxErr)
+	c.fillReport(rerr)
+	if resp != nil && o == layer.OutcomeInterrupted && c.report == nil {
+		return resp, nil
+	}
+	closeResp(resp)
+	return nil, rerr
+}
+
+func (c *call) fillReport(err *layer.RecoveryError) {
+	if c.report != nil {
+		c.report.LogicalID, c.report.WireAttempts, c.report.Err = c.logical, c.wire, err
+	}
+}
+
+// cancelled ends the call with outcome cancelled (R9). f is the failure of
+// the last actual attempt, or nil when nothing was sent in this call.
+func (c *call) cancelled(f *layer.Failure) (*http.Response, error) {
+	if f == nil || f.Category != layer.CategoryCancellation {
+		nf := c.newFailure(nil)
+		nf.Category = layer.CategoryCancellation
+		nf.Classification = layer.Classification{Reason: layer.ReasonCancelled}
+		if f == nil && c.cur == nil {
+			nf.Acceptance = layer.AcceptanceNo
+		}
+		nf.Attach(layer.Evidence{Cause: c.ctx.Err()})
+		f = &nf
+	}
+	return c.finish(layer.OutcomeCancelled, f, nil)
+}
+
+func (c *call) requestCaptureFailed(ce *layer.CaptureError) (*http.Response, error) {
+	f := c.newFailure(nil)
+	f.Category = layer.CategoryProtocol
+	f.Acceptance = layer.AcceptanceNo
+	f.Phase = layer.PhaseCapture
+	f.Classification = layer.Classification{Reason: layer.ReasonCaptureFailed}
+	var cause error
+	if e, ok := ce.Cause.(error); ok {
+		cause = e
+	}
+	f.Attach(layer.Evidence{Cause: cause, CaptureCause: ce.Cause})
+	return c.finish(layer.OutcomeInterrupted, &f, nil)
+}
+
+func (c *call) newFailure(a *layer.Attempt) layer.Failure {
+	f := layer.Failure{
+		Identity: c.id, Provider: c.provider, Operation: c.info.Operation,
+		Category: layer.CategoryTransport, Acceptance: layer.AcceptanceUnknown,
+		RetryAfter: layer.RetryAfter{Kind: layer.RetryAfterAbsent},
+	}
+	if a != nil {
+		f.Progress = a.Progress()
+		f.Phase = a.Phase()
+	}
+	return f
+}
+
+func closeResp(r *http.Response) {
+	if r != nil && r.Body != nil {
+		r.Body.Close()
+	}
+}
+
+// attempt runs one wire attempt and settles it into success or a failure.
+func (c *call) attempt() attemptResult {
+	a := c.cur
+	areq := c.req.Clone(layer.WithAttempt(c.ctx, a))
+	areq.Header = c.header.Clone()
+	body := c.body
+	areq.Body = io.NopCloser(bytes.NewReader(body))
+	areq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	areq.ContentLength = int64(len(body))
+	resp, err := c.t.next.RoundTrip(areq)
+	if err != nil {
+		return c.settleError(a, err)
+	}
+	return c.settleResponse(a, resp)
+}
+
+func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
+	var oe *ObserverError
+	if errors.As(err, &oe) {
+		return attemptResult{err: err}
+	}
+	var ce *layer.CaptureError
+	if errors.As(err, &ce) && ce.Direction == layer.Request {
+		return attemptResult{err: err}
+	}
+	f := c.newFailure(a)
+	ev := layer.Evidence{Cause: err}
+	transportErr := err
+	if ce != nil {
+		ev.Cause, ev.CaptureCause = ce.Transport, ce.Cause
+		transportErr = ce.Transport
+	}
+	var refused *redirectguard.RefusedError
+	switch {
+	case c.ctx.Err() != nil:
+		f.Category = layer.CategoryCancellation
+		ev.Cause = err
+	case errors.As(transportErr, &refused):
+		f.Category = layer.CategoryHTTP
+		f.HTTPStatus = refused.Response.StatusCode
+		f.Phase = layer.PhaseBody
+		ev.Bytes = bytes.Clone(refused.Body)
+		ev.Headers = refused.Response.Header.Clone()
+		c.responseFacts(&f, &ev, refused.Response.Header, refused.Body)
+	default:
+		var ne net.Error
+		if errors.As(transportErr, &ne) && ne.Timeout() {
+			f.Category = layer.CategoryClientTimeout
+		}
+		if !a.Connected() {
+			f.Acceptance = layer.AcceptanceNo
+		}
+	}
+	f.Attach(ev)
+	f.Classification = c.classify(&f, ce != nil, false)
+	return attemptResult{failure: &f}
+}
+
+// responseFacts fills the Retry-After, provider code and request ID of a
+// failure, keeping only safe values in the record (R5, R10.3).
+func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header, body []byte) {
+	ra := httpdate.Parse(h.Values("Retry-After"), c.r.wall())
+	switch ra.Kind {
+	case httpdate.Seconds:
+		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterSeconds, Delay: ra.Delay}
+	case httpdate.Date:
+		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterDate, Delay: ra.Delay, Time: ra.Time}
+	case httpdate.Invalid:
+		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterInvalid}
+	}
+	if c.t.l.codec == nil {
+		return
+	}
+	code := c.t.l.codec.ErrorCode(body)
+	id := c.t.l.codec.RequestID(h)
+	ev.Response.Code, ev.Response.RequestID = code, id
+	if layer.IsKnownProviderCode(code) && !layer.Echoes(code, c.body, c.header) {
+		f.ProviderCode = code
+	}
+	if layer.IsValidRequestID(id) && !layer.Echoes(id, c.body, c.header) {
+		f.ProviderRequestID = id
+	}
+}
+
+func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResult {
+	if c.info.Operation == layer.Streaming && resp.StatusCode/100 == 2 {
+		// Streaming bodies are handed to the consumer as they arrive: once
+		// headers of a 2xx stream arrived, this attempt is the call's answer.
+		return attemptResult{resp: resp}
+	}
+	b, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
+	resp.Body.Close()
+	f := c.newFailure(a)
+	f.HTTPStatus = resp.StatusCode
+	ev := layer.Evidence{Bytes: bytes.Clone(b), Headers: resp.Header.Clone()}
+	c.responseFacts(&f, &ev, resp.Header, b)
+	var ce *layer.CaptureError
+	captureFailed := errors.As(rerr, &ce)
+	if captureFailed {
+		ev.CaptureCause, rerr = ce.Cause, ce.Transport
+	}
+	ok2xx := resp.StatusCode/100 == 2
+	partial := false
+	switch {
+	case c.ctx.Err() != nil:
+		f.Category = layer.CategoryCancellation
+		ev.Cause = c.ctx.Err()
+	case !ok2xx:
+		f.Category = layer.CategoryHTTP
+		ev.Cause = rerr
+	case rerr != nil:
+		f.Category = layer.CategoryTransport
+		f.Acceptance = layer.AcceptanceYes
+		ev.Cause = rerr
+		partial = true
+	case captureFailed:
+		f.Acceptance = layer.AcceptanceYes
+	case len(b) > MaxResponseBody:
+		f.Category = layer.CategoryProtocol
+		f.Acceptance = layer.AcceptanceYes
+		f.Phase = layer.PhaseDecoding
+		ev.Cause = &layer.ProtocolError{What: "response body exceeds the size limit"}
+	default:
+		f.Acceptance = layer.AcceptanceYes
+		comp, derr := c.decode(b)
+		if derr == nil {
+			out := *resp
+			out.Body = io.NopCloser(bytes.NewReader(b))
+			out.ContentLength = int64(len(b))
+			re := layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
+			return attemptResult{resp: &out, evidence: re}
+		}
+		f.Phase = layer.PhaseDecoding
+		ev.Cause = derr
+		var pe *layer.ProviderError
+		if errors.As(derr, &pe) {
+			f.Category = layer.CategoryProviderResponse
+			ev.Response.Code = pe.Code
+			if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.body, c.header) {
+				f.ProviderCode = pe.Code
+			}
+		} else {
+			f.Category = layer.CategoryProtocol
+		}
+	}
+	f.Progress = a.Progress()
+	f.Attach(ev)
+	f.Classification = c.classify(&f, captureFailed, partial)
+	var pass *http.Response
+	if rerr == nil && !captureFailed && len(b) <= MaxResponseBody && c.ctx.Err() == nil {
+		out := *resp
+		out.Body = io.NopCloser(bytes.NewReader(b))
+		out.ContentLength = int64(len(b))
+		pass = &out
+	}
+	return attemptResult{resp: pass, failure: &f}
+}
+
+// decode decodes a complete 2xx body; a structured call's content must
+// itself be JSON (R4.5, R16.3: parsing only, no schema validation).
+func (c *call) decode(b []byte) (*layer.ResponseEvidence, error) {
+	if c.t.l.codec == nil {
+		return &layer.ResponseEvidence{}, nil
+	}
+	comp, err := c.t.l.codec.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	if c.info.Operation == layer.Structured && len(comp.Message.ToolCalls) == 0 && !json.Valid([]byte(comp.Message.Content)) {
+		return nil, &layer.ProtocolError{What: "structured content is not JSON"}
+	}
+	return &layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}, nil
+}
+
+// classify applies R4 in order: first match wins.
+func (c *call) classify(f *layer.Failure, captureFailed, partial bool) layer.Classification {
+	no := func(r layer.Reason) layer.Classification { return layer.Classification{Reason: r} }
+	switch {
+	case f.Category == layer.CategoryCancellation:
+		return no(layer.ReasonCancelled)
+	case f.HTTPStatus == 400 || f.HTTPStatus == 401 || f.HTTPStatus == 403:
+		return no(layer.ReasonPermanent)
+	case captureFailed:
+		return no(layer.ReasonCaptureFailed)
+	case f.Progress.Observed.Any() || f.Progress.Delivered.Any():
+		return no(layer.ReasonSemanticOutput)
+	case f.Category == layer.CategoryProtocol:
+		return no(layer.ReasonMalformed)
+	case partial && f.HTTPStatus/100 == 2 && f.Progress.RawBytes > 0:
+		return no(layer.ReasonPartialResponse)
+	case f.Category == layer.CategoryProviderResponse:
+		return no(layer.ReasonPermanent)
+	}
+	selected := false
+	for _, k := range c.r.categories {
+		if k == f.Category {
+			selected = true
+		}
+	}
+	if selected && f.Category == layer.CategoryHTTP {
+		selected = false
+		for _, s := range c.r.statuses {
+			if s == f.HTTPStatus {
+				selected = true
+			}
+		}
+	}
+	if selected {
+		return layer.Classification{Eligible: true, Reason: layer.ReasonTransient}
+	}
+	return no(layer.ReasonPermanent)
+}

@@ -1,0 +1,232 @@
+package retry
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/admission"
+)
+
+// MaxDuration is the largest duration a policy accepts: the timer range of
+// 2147483647 milliseconds (R3).
+const MaxDuration = 2147483647 * time.Millisecond
+
+// Default values of a Policy (R3).
+const (
+	DefaultBaseDelay    = 100 * time.Millisecond
+	DefaultDelayCeiling = 30 * time.Second
+)
+
+// DefaultRetryableStatuses are the HTTP statuses retried by default (R3).
+var DefaultRetryableStatuses = []int{429, 500, 502, 503, 504}
+
+// DefaultRetryableCategories are the failure categories retried by default (R3).
+var DefaultRetryableCategories = []layer.Category{layer.CategoryTransport, layer.CategoryHTTP}
+
+// Duration returns a pointer to d, for the optional duration fields of Policy.
+func Duration(d time.Duration) *time.Duration { return &d }
+
+// Policy is a recovery policy (R3). The zero value is an enabled policy with
+// every default: one wire attempt (R1.2), base delay 100 ms, delay ceiling
+// 30 s, no budget, no deadline, transport and HTTP 429/500/502/503/504
+// eligible, no hooks, uniform random jitter and the real clocks. A Policy is
+// a value: the retry layer copies it (and its slices) when a call starts.
+type Policy struct {
+	// MaxAttempts counts wire attempts including the first; 0 means 1. It
+	// must be positive.
+	MaxAttempts int
+	// BaseDelay is the backoff base; nil means 100 ms, 0 is allowed.
+	BaseDelay *time.Duration
+	// DelayCeiling caps every delay; nil means 30 s. A Retry-After minimum
+	// above it refuses the retry with outcome delay_ceiling.
+	DelayCeiling *time.Duration
+	// Budget, when set, bounds admission waits and backoff from the first
+	// completed failure, on the monotonic clock (R7).
+	Budget *time.Duration
+	// Deadline, when not zero, is an absolute wall-clock bound on admission
+	// waits and backoff. Neither bound times out an active attempt (R7.2).
+	Deadline time.Time
+	// RetryableCategories selects eligible failure categories; nil means
+	// transport and http. HTTP failures need both category and status (R4.7).
+	RetryableCategories []layer.Category
+	// RetryableStatuses selects eligible HTTP statuses; nil means 429, 500,
+	// 502, 503, 504. 400, 401 and 403 are never eligible (R4.2).
+	RetryableStatuses []int
+	// Admit is the admission hook (R8); nil applies the default rule.
+	Admit admission.Hook
+	// OnEvent observes safe lifecycle events synchronously (R11). An error
+	// it returns, or a panic, propagates to the caller and is never a retry.
+	OnEvent func(layer.Event) error
+	// OnWire is the sensitive capture hook (R12); nil captures nothing.
+	OnWire layer.WireHook
+	// Jitter returns a sample in [0, 1]. When set it is sampled exactly
+	// MaxAttempts-1 times before anything happens (R3.2); nil means uniform
+	// random, sampled only after admission.
+	Jitter func() float64
+	// WallClock returns the wall-clock time; nil means time.Now.
+	WallClock func() time.Time
+	// MonotonicClock returns a monotonic reading; nil means the time elapsed
+	// since the process's first use of the package (from time.Now's
+	// monotonic clock).
+	MonotonicClock func() time.Duration
+	// Sleep waits for d or until ctx is done (it must honour ctx); nil means
+	// a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Validate checks every field (R3.1) and returns a *layer.PolicyError naming
+// the first invalid field, or nil.
+func (p *Policy) Validate() error {
+	if p.MaxAttempts < 0 {
+		return layer.NewPolicyError("MaxAttempts")
+	}
+	for _, f := range []struct {
+		name string
+		d    *time.Duration
+	}{{"BaseDelay", p.BaseDelay}, {"DelayCeiling", p.DelayCeiling}, {"Budget", p.Budget}} {
+		if f.d != nil && (*f.d < 0 || *f.d > MaxDuration) {
+			return layer.NewPolicyError(f.name)
+		}
+	}
+	for _, c := range p.RetryableCategories {
+		if !c.Valid() {
+			return layer.NewPolicyError("RetryableCategories")
+		}
+	}
+	for _, s := range p.RetryableStatuses {
+		if s < 100 || s > 599 {
+			return layer.NewPolicyError("RetryableStatuses")
+		}
+	}
+	return nil
+}
+
+// resolved is a validated policy with defaults applied, owned by one call.
+type resolved struct {
+	maxAttempts int
+	base        time.Duration
+	ceiling     time.Duration
+	budget      time.Duration
+	hasBudget   bool
+	deadline    time.Time
+	categories  []layer.Category
+	statuses    []int
+	admit       admission.Hook
+	onEvent     func(layer.Event) error
+	onWire      layer.WireHook
+	samples     []float64 // pre-sampled custom jitter, in retry order
+	jitter      func() float64
+	wall        func() time.Time
+	mono        func() time.Duration
+	sleep       func(ctx context.Context, d time.Duration) error
+}
+
+var processStart = time.Now()
+
+// resolve validates p, applies defaults and pre-samples a custom jitter
+// (R3.2). It runs before capture, HTTP or any event.
+func resolve(p *Policy) (*resolved, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	r := &resolved{
+		maxAttempts: max(p.MaxAttempts, 1),
+		base:        DefaultBaseDelay,
+		ceiling:     DefaultDelayCeiling,
+		deadline:    p.Deadline,
+		categories:  slices.Clone(p.RetryableCategories),
+		statuses:    slices.Clone(p.RetryableStatuses),
+		admit:       p.Admit,
+		onEvent:     p.OnEvent,
+		onWire:      p.OnWire,
+		jitter:      p.Jitter,
+		wall:        p.WallClock,
+		mono:        p.MonotonicClock,
+		sleep:       p.Sleep,
+	}
+	if p.BaseDelay != nil {
+		r.base = *p.BaseDelay
+	}
+	if p.DelayCeiling != nil {
+		r.ceiling = *p.DelayCeiling
+	}
+	if p.Budget != nil {
+		r.budget, r.hasBudget = *p.Budget, true
+	}
+	if r.categories == nil {
+		r.categories = DefaultRetryableCategories
+	}
+	if r.statuses == nil {
+		r.statuses = DefaultRetryableStatuses
+	}
+	if r.wall == nil {
+		r.wall = time.Now
+	}
+	if r.mono == nil {
+		r.mono = func() time.Duration { return time.Since(processStart) }
+	}
+	if r.sleep == nil {
+		r.sleep = sleepTimer
+	}
+	if p.Jitter != nil {
+		r.samples = make([]float64, 0, r.maxAttempts-1)
+		for range r.maxAttempts - 1 {
+			v := p.Jitter()
+			if math.IsNaN(v) || v < 0 || v > 1 {
+				return nil, layer.NewPolicyError("Jitter")
+			}
+			r.samples = append(r.samples, v)
+		}
+	} else {
+		r.jitter = rand.Float64
+	}
+	return r, nil
+}
+
+// sample returns the jitter for the n-th retry (1-based): a pre-sampled
+// custom value, or a fresh default sample taken now, after admission.
+func (r *resolved) sample(n int) float64 {
+	if r.samples != nil {
+		return r.samples[n-1]
+	}
+	return r.jitter()
+}
+
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Backoff returns the full-jitter delay for failed attempt n (1-based):
+// jitter * min(ceiling, base * 2^(n-1)), computed without overflow (R6.1).
+func Backoff(n int, base, ceiling time.Duration, jitter float64) time.Duration {
+	if base <= 0 || n < 1 {
+		return 0
+	}
+	exp := ceiling
+	if base < ceiling {
+		exp = base
+		for i := 1; i < n; i++ {
+			if exp > ceiling/2 {
+				exp = ceiling
+				break
+			}
+			exp *= 2
+		}
+		exp = min(exp, ceiling)
+	}
+	return time.Duration(jitter * float64(exp))
+}

@@ -1,0 +1,105 @@
+// Package sender is the innermost layer of a recourse chain: it sends
+// exactly one POST per attempt (R2.1).
+//
+// The standard library's http.Transport may resend a request on a fresh
+// connection when a reused keep-alive connection fails, but only for a
+// request it considers replayable. The sender makes every request
+// non-replayable (no GetBody), so a failure on a reused connection reaches
+// the retry layer as an ordinary transport failure and only the retry layer
+// can authorize another send. A RoundTripper never follows redirects.
+package sender
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// Layer is the sender layer. The zero value sends through a private clone of
+// http.DefaultTransport. It is safe for concurrent use.
+type Layer struct {
+	once sync.Once
+	base http.RoundTripper
+}
+
+// New returns a sender that sends through base. A nil base means a private
+// clone of http.DefaultTransport with HTTP/2 disabled: HTTP/2's transparent
+// stream retries are outside the engine's control, so they are left out.
+// A base must not itself retry or follow redirects.
+func New(base http.RoundTripper) *Layer {
+	return &Layer{base: base}
+}
+
+func (l *Layer) transport() http.RoundTripper {
+	l.once.Do(func() {
+		if l.base == nil {
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			var protos http.Protocols
+			protos.SetHTTP1(true)
+			t.Protocols = &protos
+			l.base = t
+		}
+	})
+	return l.base
+}
+
+// Kind returns layer.KindSender.
+func (l *Layer) Kind() layer.Kind { return layer.KindSender }
+
+// Wrap ignores next (the sender is the innermost layer) and returns the
+// sending RoundTripper.
+func (l *Layer) Wrap(http.RoundTripper) http.RoundTripper { return l }
+
+// RoundTrip sends req once. It clones req, makes the body non-replayable,
+// records the connection phase for the retry layer and marks the attempt as
+// begun just before the request leaves.
+func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := l.transport()
+	a := layer.AttemptFrom(req.Context())
+	ctx := req.Context()
+	if a != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GotConn: func(httptrace.GotConnInfo) { a.MarkConnected() },
+		})
+	}
+	out := req.Clone(ctx)
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody != nil {
+			// Take a fresh copy so that the caller's body stays unread.
+			b, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			out.Body = b
+		}
+		// A request without GetBody is never replayed by http.Transport.
+		out.GetBody = nil
+	}
+	if a != nil {
+		if err := a.Begin(); err != nil {
+			closeBody(out)
+			return nil, err
+		}
+	}
+	resp, err := base.RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	if a != nil {
+		a.HeadersReceived()
+	}
+	return resp, nil
+}
+
+// Body returns a non-replayable request body over b.
+func Body(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
+
+func closeBody(r *http.Request) {
+	if r.Body != nil {
+		r.Body.Close()
+	}
+}
