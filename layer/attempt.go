@@ -65,8 +65,9 @@ type Attempt struct {
 	OnWire WireHook
 
 	mu       sync.Mutex
-	onBegin  func()
+	onBegin  func() error
 	began    bool
+	beginErr error
 	progress Progress
 	observer Observer
 	phase    Phase
@@ -76,7 +77,7 @@ type Attempt struct {
 
 // NewAttempt returns attempt state. onBegin, if not nil, runs once when the
 // request is about to leave (see Begin).
-func NewAttempt(id Identity, info RequestInfo, codec Codec, onWire WireHook, onBegin func()) *Attempt {
+func NewAttempt(id Identity, info RequestInfo, codec Codec, onWire WireHook, onBegin func() error) *Attempt {
 	a := &Attempt{Identity: id, Info: info, Codec: codec, OnWire: onWire, onBegin: onBegin, phase: PhaseConnecting}
 	if codec != nil {
 		a.observer = codec.NewObserver(info)
@@ -86,19 +87,27 @@ func NewAttempt(id Identity, info RequestInfo, codec Codec, onWire WireHook, onB
 
 // Begin marks that the request passed request capture and is about to be
 // sent; the first call runs the attempt_started notification. It is called
-// by the capture layer and by the sender, and is idempotent.
-func (a *Attempt) Begin() {
+// by the capture layer and by the sender, and is idempotent. A non-nil error
+// (an event observer failed) means the request must not be sent: the caller
+// returns that error.
+func (a *Attempt) Begin() error {
 	a.mu.Lock()
 	if a.began {
+		err := a.beginErr
 		a.mu.Unlock()
-		return
+		return err
 	}
 	a.began = true
 	f := a.onBegin
 	a.mu.Unlock()
-	if f != nil {
-		f()
+	if f == nil {
+		return nil
 	}
+	err := f()
+	a.mu.Lock()
+	a.beginErr = err
+	a.mu.Unlock()
+	return err
 }
 
 // Began reports whether Begin was called.
