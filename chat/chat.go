@@ -150,3 +150,30 @@ func (m Message) Clone() Message {
 	}
 	return c
 }
+
+// ToolCallFragment is one streamed piece of a tool call: the first fragment
+// of a call carries its ID and name, later ones carry pieces of the
+// argument text to concatenate. Fragments are never a completed call.
+type ToolCallFragment struct {
+	// Index identifies the call within the response.
+	Index     int    `json:"index"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
+// Chunk is one delivered piece of a streamed completion.
+type Chunk struct {
+	// Frame is the provider frame index within the attempt that produced it.
+	Frame int `json:"frame"`
+	// Content is assistant text.
+	Content string `json:"content,omitempty"`
+	// Reasoning is reasoning text; delivered only when asked for.
+	Reasoning string `json:"reasoning,omitempty"`
+	// ToolCallFragments are tool-call pieces; delivered only when asked for.
+	ToolCallFragments []ToolCallFragment `json:"tool_call_fragments,omitempty"`
+	// Done marks the accepted terminal chunk; Completion then holds the
+	// completed calls, finish reason, model and usage.
+	Done       bool        `json:"done,omitempty"`
+	Completion *Completion `json:"completion,omitempty"`
+}

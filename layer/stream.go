@@ -1,0 +1,58 @@
+package layer
+
+import "github.com/recourse-dev/recourse/chat"
+
+// Frame is one decoded frame of a streamed response.
+type Frame struct {
+	// Raw is the frame's exact bytes on the wire (owned by the Frame).
+	Raw []byte
+	// Index is the frame's index among the attempt's valid frames,
+	// restarting at 0 every attempt (R13.6).
+	Index int
+	// Keepalive marks a frame without meaning: an SSE comment, an NDJSON
+	// blank line, an oMLX keepalive chunk (R14.2).
+	Keepalive bool
+	// Reasoning and Content are the decoded text deltas of the frame.
+	Reasoning string
+	Content   string
+	// Fragments are the tool-call fragments of the frame (legacy
+	// function_call deltas included).
+	Fragments []chat.ToolCallFragment
+	// FinishReason is the provider's finish or done reason, when the frame
+	// carries one.
+	FinishReason string
+	// Done marks the accepted end of the stream (R13.3); Completion then
+	// holds the completed tool calls and the provider evidence.
+	Done       bool
+	Completion *chat.Completion
+	// Metrics are an Ollama done frame's numbers (R13.6).
+	Metrics *Metrics
+	// Err ends the stream: a *ProviderError sent in-band, a *StreamError
+	// with reason incomplete_completion for a length finish, or a
+	// *ProtocolError for a malformed frame.
+	Err error
+}
+
+// Semantic returns the semantic evidence the frame carries (R13.2).
+func (f *Frame) Semantic() Counts {
+	c := Counts{ReasoningBytes: int64(len(f.Reasoning)), ContentBytes: int64(len(f.Content)), ToolFragments: int64(len(f.Fragments))}
+	if f.Done && f.Completion != nil {
+		c.CompletedToolCalls = int64(len(f.Completion.Message.ToolCalls))
+	}
+	return c
+}
+
+// StreamDecoder is the Observer a codec returns for a streaming request: as
+// bytes arrive (Write) it frames and decodes them, counts their semantic
+// evidence, and queues the frames for Next. Frames are queued in wire order;
+// no frame is held back once its last byte arrived. A StreamDecoder is used
+// by one attempt and is not safe for concurrent use; the Attempt serializes
+// access to it.
+type StreamDecoder interface {
+	Observer
+	// Next returns the next queued frame, or ok=false when none is queued.
+	Next() (f Frame, ok bool)
+	// End is called at HTTP EOF. It returns the error for a stream that
+	// ended before its terminal frame (an incomplete stream), or nil.
+	End() error
+}
