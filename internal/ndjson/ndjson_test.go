@@ -1,0 +1,290 @@
+package ndjson
+
+import (
+	"strings"
+	"testing"
+)
+
+// ln is a comparable copy of a Line.
+type ln struct {
+	Raw   string
+	Value string
+	Blank bool
+}
+
+func snapshot(l Line) ln {
+	return ln{Raw: string(l.Raw), Value: string(l.Value), Blank: l.Blank}
+}
+
+// drain calls Next until it reports ok=false or an error.
+func drain(t testing.TB, f *Framer) ([]ln, error) {
+	t.Helper()
+	var out []ln
+	for {
+		l, ok, err := f.Next()
+		if err != nil {
+			need(t, !ok)
+			return out, err
+		}
+		if !ok {
+			return out, nil
+		}
+		need(t, len(l.Raw) > 0 && l.Raw[len(l.Raw)-1] == '\n', "Raw must end with a newline")
+		out = append(out, snapshot(l))
+	}
+}
+
+// feed writes each chunk to f, draining f after every Write.
+func feed(t testing.TB, f *Framer, chunks ...[]byte) ([]ln, error) {
+	t.Helper()
+	var out []ln
+	for _, c := range chunks {
+		f.Write(c)
+		lines, err := drain(t, f)
+		out = append(out, lines...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// tail returns the bytes not yet returned in a line's Raw.
+func (f *Framer) tail() []byte { return f.buf[f.r:] }
+
+// joinRaw concatenates the Raw of lines.
+func joinRaw(lines []ln) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l.Raw)
+	}
+	return b.String()
+}
+
+const (
+	ollamaChunk = `{"model":"m","created_at":"2026-10-10T00:00:00Z","message":{"role":"assistant","content":"Hi"},"done":false}`
+	ollamaDone  = `{"model":"m","created_at":"2026-10-10T00:00:01Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","total_duration":5191566416,"load_duration":2154458,"prompt_eval_count":26,"prompt_eval_duration":383809000,"eval_count":298,"eval_duration":4799921000}`
+	ollamaError = `{"error":"an error was encountered while running the model"}`
+)
+
+func TestFramer(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []ln
+		tail string
+	}{
+		{
+			name: "single line",
+			in:   ollamaChunk + "\n",
+			want: []ln{{Raw: ollamaChunk + "\n", Value: ollamaChunk}},
+		},
+		{
+			name: "ollama stream",
+			in:   ollamaChunk + "\n\n" + ollamaError + "\n" + ollamaDone + "\n",
+			want: []ln{
+				{Raw: ollamaChunk + "\n", Value: ollamaChunk},
+				{Raw: "\n", Blank: true},
+				{Raw: ollamaError + "\n", Value: ollamaError},
+				{Raw: ollamaDone + "\n", Value: ollamaDone},
+			},
+		},
+		{
+			name: "crlf",
+			in:   "{\"a\":1}\r\n\r\n{\"b\":2}\r\n",
+			want: []ln{
+				{Raw: "{\"a\":1}\r\n", Value: `{"a":1}`},
+				{Raw: "\r\n", Blank: true},
+				{Raw: "{\"b\":2}\r\n", Value: `{"b":2}`},
+			},
+		},
+		{
+			name: "cr is not a terminator",
+			in:   "{\"a\":1}\r{\"b\":2}\n\r\r\n",
+			want: []ln{
+				{Raw: "{\"a\":1}\r{\"b\":2}\n", Value: "{\"a\":1}\r{\"b\":2}"},
+				{Raw: "\r\r\n", Blank: true},
+			},
+		},
+		{
+			name: "surrounding whitespace trimmed",
+			in:   "  \t{\"a\": 1} \t\r\n \t\v\f\n",
+			want: []ln{
+				{Raw: "  \t{\"a\": 1} \t\r\n", Value: `{"a": 1}`},
+				{Raw: " \t\v\f\n", Blank: true},
+			},
+		},
+		{
+			name: "non-ascii space is kept",
+			in:   "\u00a0x\u00a0\n",
+			want: []ln{{Raw: "\u00a0x\u00a0\n", Value: "\u00a0x\u00a0"}},
+		},
+		{
+			name: "incomplete final line",
+			in:   ollamaChunk + "\n" + `{"model":"m"`,
+			want: []ln{{Raw: ollamaChunk + "\n", Value: ollamaChunk}},
+			tail: `{"model":"m"`,
+		},
+		{
+			name: "empty input",
+			in:   "",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := NewFramer(0)
+			got, err := feed(t, f, []byte(tt.in))
+			noErr(t, err)
+			equal(t, tt.want, got)
+			equal(t, tt.tail, string(f.tail()))
+			equal(t, tt.in, joinRaw(got)+string(f.tail()))
+
+			// Every split point yields the same lines and tail.
+			for i := 0; i <= len(tt.in); i++ {
+				f.Reset()
+				split, err := feed(t, f, []byte(tt.in[:i]), []byte(tt.in[i:]))
+				noErr(t, err)
+				equal(t, tt.want, split, "split at %d", i)
+				equal(t, tt.tail, string(f.tail()), "split at %d", i)
+			}
+
+			// One byte per Write.
+			f.Reset()
+			var chunks [][]byte
+			for i := range len(tt.in) {
+				chunks = append(chunks, []byte{tt.in[i]})
+			}
+			bytewise, err := feed(t, f, chunks...)
+			noErr(t, err)
+			equal(t, tt.want, bytewise)
+			equal(t, tt.tail, string(f.tail()))
+		})
+	}
+}
+
+func TestPending(t *testing.T) {
+	for _, tt := range []struct {
+		in      string
+		pending bool
+	}{
+		{"", false},
+		{"\n", false},
+		{" \r\t", false},
+		{"{", true},
+		{"{}\n", false},
+		{"{}\n  {", true},
+		{"{}\n\r", false},
+	} {
+		f := NewFramer(0)
+		_, err := feed(t, f, []byte(tt.in))
+		noErr(t, err)
+		equal(t, tt.pending, f.Pending(), "%q", tt.in)
+	}
+}
+
+func TestLongLineAcrossWrites(t *testing.T) {
+	f := NewFramer(0)
+	long := `{"content":"` + strings.Repeat("x", 100_000) + `"}`
+	in := "{}\n" + long + "\n{}\n"
+	var got []ln
+	for i := 0; i < len(in); i += 1000 {
+		lines, err := feed(t, f, []byte(in[i:min(i+1000, len(in))]))
+		noErr(t, err)
+		got = append(got, lines...)
+	}
+	need(t, len(got) == 3)
+	equal(t, long, got[1].Value)
+	equal(t, in, joinRaw(got))
+}
+
+func TestLimits(t *testing.T) {
+	t.Run("line at limit", func(t *testing.T) {
+		f := NewFramer(len(`{"a":1}` + "\r"))
+		got, err := feed(t, f, []byte("{\"a\":1}\r\n"))
+		noErr(t, err)
+		equal(t, 1, len(got))
+	})
+	t.Run("line over limit", func(t *testing.T) {
+		in := "{}\n{\"a\":12}\n"
+		for i := 0; i <= len(in); i++ {
+			f := NewFramer(len(`{"a":1}`))
+			got, err := feed(t, f, []byte(in[:i]), []byte(in[i:]))
+			fe := frameErr(t, err, "split at %d", i)
+			equal(t, "line exceeds limit", fe.Reason)
+			equal(t, "ndjson: line exceeds limit", err.Error())
+			equal(t, []ln{{Raw: "{}\n", Value: "{}"}}, got, "split at %d", i)
+		}
+	})
+	t.Run("incomplete line over limit", func(t *testing.T) {
+		f := NewFramer(4)
+		_, err := feed(t, f, []byte("{\"a\""))
+		noErr(t, err)
+		_, err = feed(t, f, []byte(":"))
+		frameErr(t, err)
+	})
+	t.Run("sticky until reset", func(t *testing.T) {
+		f := NewFramer(4)
+		_, err := feed(t, f, []byte("{\"secret\":1}\n"))
+		need(t, err != nil)
+		check(t, !strings.Contains(err.Error(), "secret"))
+		f.Write([]byte("{}\n"))
+		for range 3 {
+			_, ok, err2 := f.Next()
+			check(t, !ok)
+			check(t, err == err2)
+		}
+		f.Reset()
+		got, err := feed(t, f, []byte("{}\n"))
+		noErr(t, err)
+		equal(t, []ln{{Raw: "{}\n", Value: "{}"}}, got)
+	})
+	t.Run("default", func(t *testing.T) {
+		equal(t, DefaultMaxLineBytes, NewFramer(0).max)
+		equal(t, DefaultMaxLineBytes, NewFramer(-1).max)
+	})
+}
+
+func TestReset(t *testing.T) {
+	f := NewFramer(0)
+	_, err := feed(t, f, []byte("{}\n{\"partial\""))
+	noErr(t, err)
+	need(t, f.Pending())
+	f.Reset()
+	check(t, !f.Pending())
+	equal(t, 0, len(f.tail()))
+	got, err := feed(t, f, []byte("{}\n"))
+	noErr(t, err)
+	equal(t, []ln{{Raw: "{}\n", Value: "{}"}}, got)
+
+	// Reset releases a buffer grown for a long line.
+	_, err = feed(t, f, []byte(strings.Repeat("x", 2<<20)+"\n"))
+	noErr(t, err)
+	f.Reset()
+	check(t, cap(f.buf) <= retainBufferSize)
+}
+
+func TestWriteDoesNotRetain(t *testing.T) {
+	f := NewFramer(0)
+	p := []byte(`{"a":1}`)
+	f.Write(p)
+	copy(p, "XXXXXXX")
+	f.Write([]byte("\n"))
+	l, ok, err := f.Next()
+	noErr(t, err)
+	need(t, ok)
+	equal(t, `{"a":1}`, string(l.Value))
+}
+
+func TestRawIsCapped(t *testing.T) {
+	f := NewFramer(0)
+	f.Write([]byte("{}\n[]\n"))
+	l, ok, err := f.Next()
+	noErr(t, err)
+	need(t, ok)
+	_ = append(l.Raw, 'X')
+	_ = append(l.Value, 'X')
+	l, ok, err = f.Next()
+	noErr(t, err)
+	need(t, ok)
+	equal(t, "[]\n", string(l.Raw))
+}
