@@ -1,0 +1,26 @@
+// Package scripted provides a scripted loopback HTTP provider for recourse's
+// own tests and demo.
+//
+// A Server plays back a fixed script of Steps, one per incoming request, and
+// records every request it receives byte for byte. Steps can reproduce the
+// failure modes that matter when retrying LLM chat completion calls against
+// OpenAI-compatible (/v1/chat/completions), Ollama (/api/chat) and oMLX
+// endpoints:
+//
+//   - plain JSON answers with any status and headers (429 with Retry-After,
+//     500, 400, ...), see JSON;
+//   - Server-Sent Events and NDJSON streams written and flushed chunk by
+//     chunk, see SSE and NDJSON;
+//   - a body cut off abruptly after exactly N bytes, see Step.Cut;
+//   - a connection reset before any response byte, see Reset;
+//   - a response held open until the client goes away, see Step.Held and
+//     Server.Left;
+//   - a chunk delayed until the test releases it, see Step.Gated;
+//   - redirects that a safe client must not follow, see Redirect and Target.
+//
+// The canned bodies (OpenAIChat, OpenAIStream, OpenAIError, OllamaChat,
+// OllamaStream) are realistic provider payloads built with encoding/json.
+//
+// Servers listen on 127.0.0.1 only. The package is internal and intended for
+// tests and the demo only; it is not part of recourse's public API.
+package scripted
