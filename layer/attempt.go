@@ -216,6 +216,8 @@ type Report struct {
 	LogicalID    string
 	WireAttempts int
 	Err          *RecoveryError
+	// Stream is the typed frame reader of a streaming call.
+	Stream FrameReader
 	// Completion evidence of the successful attempt, when decoded.
 	Response ResponseEvidence
 }
@@ -249,4 +251,46 @@ func WithObserver(ctx context.Context, f func(Event)) context.Context {
 func ObserversFrom(ctx context.Context) []func(Event) {
 	o, _ := ctx.Value(observersKey{}).([]func(Event))
 	return o
+}
+
+// NextFrame returns the next decoded frame of a streaming attempt, or
+// ok=false when none is queued (or the codec decodes no frames).
+func (a *Attempt) NextFrame() (f Frame, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d, isDec := a.observer.(StreamDecoder)
+	if !isDec {
+		return Frame{}, false
+	}
+	return d.Next()
+}
+
+// Decodes reports whether the attempt's codec decodes stream frames.
+func (a *Attempt) Decodes() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.observer.(StreamDecoder)
+	return ok
+}
+
+// EndStream tells the stream decoder that HTTP EOF arrived and returns its
+// verdict: nil, or the error of an incomplete stream.
+func (a *Attempt) EndStream() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if d, ok := a.observer.(StreamDecoder); ok {
+		return d.End()
+	}
+	return nil
+}
+
+// FrameReader is the typed view of a recovering stream that the retry layer
+// hands to the native client through Report.Stream. NextFrame returns every
+// frame in order (keepalives included), the accepted terminal frame, then
+// io.EOF — or the call's final typed error. Deliver records what the
+// consumer handed on (R13.2). Close releases the stream.
+type FrameReader interface {
+	NextFrame() (Frame, error)
+	Deliver(c Counts)
+	Close() error
 }

@@ -110,6 +110,9 @@ type StreamError struct {
 	Reason       StreamErrorReason `json:"reason"`
 	FinishReason string            `json:"finish_reason,omitempty"`
 	Recovery     *RecoveryError    `json:"recovery,omitempty"`
+	// Detail is a safe error that ended the stream without a recovery: a
+	// *PolicyError, an *UnsupportedError, or a refusal of tools.
+	Detail error `json:"-"`
 }
 
 // Error returns a safe message.
@@ -120,14 +123,16 @@ func (e *StreamError) Error() string {
 	}
 	if e.Recovery != nil {
 		s += ": " + e.Recovery.Error()
+	} else if e.Detail != nil {
+		s += ": " + e.Detail.Error()
 	}
 	return s
 }
 
-// Unwrap returns the RecoveryError, when there is one.
+// Unwrap returns the RecoveryError, or the Detail, when there is one.
 func (e *StreamError) Unwrap() error {
-	if e.Recovery == nil {
-		return nil
+	if e.Recovery != nil {
+		return e.Recovery
 	}
-	return e.Recovery
+	return e.Detail
 }

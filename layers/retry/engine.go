@@ -95,6 +95,7 @@ type call struct {
 	wire         int
 	cur          *layer.Attempt
 	id           layer.Identity
+	streaming    bool // a stream body is open: failures end as errors
 }
 
 // attemptResult is what one attempt ended with.
@@ -106,27 +107,13 @@ type attemptResult struct {
 }
 
 func (c *call) emit(typ layer.EventType, f *layer.Failure, delay time.Duration, next int) error {
-	ev := layer.Event{
-		Type: typ, Identity: c.id, Provider: c.provider, Operation: c.info.Operation,
-		Failure: f, Delay: delay, NextAttempt: next, MaxAttempts: c.r.maxAttempts,
-		Elapsed: c.r.mono() - c.start,
-	}
-	if c.cur != nil {
-		ev.Progress = c.cur.Progress()
-	}
+	ev := c.event(typ)
 	if f != nil {
 		fc := *f
 		ev.Failure = &fc
 	}
-	if c.r.onEvent != nil {
-		if err := c.r.onEvent(ev); err != nil {
-			return &ObserverError{Event: typ, Err: err}
-		}
-	}
-	for _, o := range layer.ObserversFrom(c.ctx) {
-		o(ev)
-	}
-	return nil
+	ev.Delay, ev.NextAttempt = delay, next
+	return c.send(ev)
 }
 
 // ObserverError is returned when the policy's OnEvent returned an error; it
@@ -168,10 +155,20 @@ func (c *call) expired() bool {
 	return set && rem <= 0
 }
 
-func (c *call) run() (*http.Response, error) {
-	for n := 1; ; n++ {
+func (c *call) run() (*http.Response, error) { return c.loop(1, nil, nil) }
+
+// loop runs attempts from n on. When f is not nil it is the failure of
+// attempt n-1 (pass its complete response, if any), and the decision plane
+// runs first. loop returns the successful response, or how the call ends.
+func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Response, error) {
+	for ; ; n++ {
+		if f != nil {
+			if resp, err, stop := c.afterFailure(f, n-1, pass); stop {
+				return resp, err
+			}
+		}
 		if c.ctx.Err() != nil {
-			return c.cancelled(nil)
+			return c.cancelled(f)
 		}
 		c.id = layer.Identity{LogicalID: c.logical, AttemptID: uuid.NewString(), WireAttempt: n}
 		started := false
@@ -184,7 +181,6 @@ func (c *call) run() (*http.Response, error) {
 		if res.err != nil {
 			if !started {
 				c.id.WireAttempt = n - 1
-				c.cur = nil
 			}
 			var ce *layer.CaptureError
 			if errors.As(res.err, &ce) && ce.Direction == layer.Request {
@@ -194,17 +190,14 @@ func (c *call) run() (*http.Response, error) {
 			return nil, res.err
 		}
 		if res.failure == nil {
-			c.cur.SetDelivered(c.cur.Progress().Observed)
-			if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
-				res.resp.Body.Close()
-				return nil, err
+			if c.info.Operation == layer.Streaming && c.cur.Decodes() {
+				if c.streaming {
+					return res.resp, nil
+				}
+				return c.stream(n, res.resp), nil
 			}
-			if c.report != nil {
-				c.report.LogicalID, c.report.WireAttempts, c.report.Response = c.logical, c.wire, res.evidence
-			}
-			return res.resp, nil
+			return c.succeeded(res.resp, res.evidence)
 		}
-		f := res.failure
 		if !started {
 			// Cancelled before the request left: nothing was sent (R9.2).
 			c.id.WireAttempt = n - 1
@@ -212,61 +205,93 @@ func (c *call) run() (*http.Response, error) {
 			closeResp(res.resp)
 			return c.cancelled(nil)
 		}
-		c.history = append(c.history, *f)
-		if !c.failed {
-			c.failed, c.firstFailure = true, c.r.mono()
-		}
-		if err := c.emit(layer.EventAttemptFailed, f, 0, 0); err != nil {
-			closeResp(res.resp)
-			return nil, err
-		}
-		if f.Category == layer.CategoryCancellation {
-			closeResp(res.resp)
-			return c.cancelled(f)
-		}
-		if !f.Classification.Eligible {
-			return c.finish(layer.OutcomeInterrupted, f, res.resp)
-		}
-		closeResp(res.resp)
-		if n >= c.r.maxAttempts {
-			return c.finish(layer.OutcomeExhausted, f, nil)
-		}
-		if c.expired() {
-			return c.finish(layer.OutcomeDeadline, f, nil)
-		}
-		if resp, err, stop := c.admit(f, n+1); stop {
-			return resp, err
-		}
-		delay := Backoff(n, c.r.base, c.r.ceiling, c.r.sample(n))
-		if f.RetryAfter.Valid() {
-			if f.RetryAfter.Delay > c.r.ceiling {
-				return c.finish(layer.OutcomeDelayCeiling, f, nil)
-			}
-			delay = max(delay, f.RetryAfter.Delay)
-		}
-		if rem, set := c.remaining(); set && delay >= rem {
-			return c.finish(layer.OutcomeDeadline, f, nil)
-		}
-		if err := c.emit(layer.EventDelayScheduled, f, delay, n+1); err != nil {
-			return nil, err
-		}
-		if err := c.r.sleep(c.ctx, delay); err != nil {
-			if c.ctx.Err() != nil {
-				return c.cancelled(f)
-			}
-			f.SetDelayCause(err)
-			return c.finish(layer.OutcomeInterrupted, f, nil)
-		}
-		if c.ctx.Err() != nil {
-			return c.cancelled(f)
-		}
-		if c.expired() {
-			return c.finish(layer.OutcomeDeadline, f, nil)
-		}
-		if err := c.emit(layer.EventRetryStarted, f, 0, n+1); err != nil {
-			return nil, err
-		}
+		f, pass = res.failure, res.resp
 	}
+}
+
+// succeeded ends the call with a successful attempt.
+func (c *call) succeeded(resp *http.Response, ev layer.ResponseEvidence) (*http.Response, error) {
+	c.cur.SetDelivered(c.cur.Progress().Observed)
+	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
+		closeResp(resp)
+		return nil, err
+	}
+	if c.report != nil {
+		c.report.LogicalID, c.report.WireAttempts, c.report.Response = c.logical, c.wire, ev
+	}
+	return resp, nil
+}
+
+// afterFailure records failed attempt n and runs the decision plane: R4
+// eligibility, attempts left, budget and deadline (R7), admission (R8), the
+// delay (R5, R6) and the sleep. stop reports that the call ends with resp,
+// err; otherwise attempt n+1 may start.
+func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp *http.Response, err error, stop bool) {
+	c.history = append(c.history, *f)
+	if !c.failed {
+		c.failed, c.firstFailure = true, c.r.mono()
+	}
+	if err := c.emit(layer.EventAttemptFailed, f, 0, 0); err != nil {
+		closeResp(pass)
+		return nil, err, true
+	}
+	if f.Category == layer.CategoryCancellation {
+		closeResp(pass)
+		resp, err = c.cancelled(f)
+		return resp, err, true
+	}
+	if !f.Classification.Eligible {
+		resp, err = c.finish(layer.OutcomeInterrupted, f, pass)
+		return resp, err, true
+	}
+	closeResp(pass)
+	if n >= c.r.maxAttempts {
+		resp, err = c.finish(layer.OutcomeExhausted, f, nil)
+		return resp, err, true
+	}
+	if c.expired() {
+		resp, err = c.finish(layer.OutcomeDeadline, f, nil)
+		return resp, err, true
+	}
+	if resp, err, stop := c.admit(f, n+1); stop {
+		return resp, err, true
+	}
+	delay := Backoff(n, c.r.base, c.r.ceiling, c.r.sample(n))
+	if f.RetryAfter.Valid() {
+		if f.RetryAfter.Delay > c.r.ceiling {
+			resp, err = c.finish(layer.OutcomeDelayCeiling, f, nil)
+			return resp, err, true
+		}
+		delay = max(delay, f.RetryAfter.Delay)
+	}
+	if rem, set := c.remaining(); set && delay >= rem {
+		resp, err = c.finish(layer.OutcomeDeadline, f, nil)
+		return resp, err, true
+	}
+	if err := c.emit(layer.EventDelayScheduled, f, delay, n+1); err != nil {
+		return nil, err, true
+	}
+	if err := c.r.sleep(c.ctx, delay); err != nil {
+		if c.ctx.Err() != nil {
+			resp, err = c.cancelled(f)
+			return resp, err, true
+		}
+		f.SetDelayCause(err)
+		resp, err = c.finish(layer.OutcomeInterrupted, f, nil)
+		return resp, err, true
+	}
+	if c.ctx.Err() != nil {
+		resp, err = c.cancelled(f)
+		return resp, err, true
+	}
+	if c.expired() {
+		resp, err = c.finish(layer.OutcomeDeadline, f, nil)
+		return resp, err, true
+	}
+	if err := c.emit(layer.EventRetryStarted, f, 0, n+1); err != nil {
+		return nil, err, true
+	}
+	return nil, nil, false
 }
 
 // admit runs the admission gate (R8). stop reports that the call ends here
@@ -348,7 +373,7 @@ func (c *call) end(o layer.Outcome, f *layer.Failure, resp *http.Response) (*htt
 	}
 	rerr := layer.NewRecoveryError(o, *f, c.history, ctxErr)
 	c.fillReport(rerr)
-	if resp != nil && o == layer.OutcomeInterrupted && c.report == nil {
+	if resp != nil && o == layer.OutcomeInterrupted && c.report == nil && !c.streaming {
 		return resp, nil
 	}
 	closeResp(resp)
@@ -496,8 +521,8 @@ func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header
 
 func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResult {
 	if c.info.Operation == layer.Streaming && resp.StatusCode/100 == 2 {
-		// Streaming bodies are handed to the consumer as they arrive: once
-		// headers of a 2xx stream arrived, this attempt is the call's answer.
+		// A 2xx stream is read frame by frame by the stream body (or, for a
+		// codec that decodes no frames, handed over as it is).
 		return attemptResult{resp: resp}
 	}
 	b, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))

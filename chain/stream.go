@@ -1,0 +1,265 @@
+package chain
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"net/http"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// StreamOption selects what a chunk stream delivers beside content.
+type StreamOption func(*streamConfig)
+
+type streamConfig struct{ reasoning, fragments bool }
+
+// WithReasoning makes a chunk stream deliver reasoning text (R13.7).
+func WithReasoning() StreamOption { return func(c *streamConfig) { c.reasoning = true } }
+
+// WithToolFragments makes a chunk stream deliver tool-call fragments (R13.7).
+func WithToolFragments() StreamOption { return func(c *streamConfig) { c.fragments = true } }
+
+// ErrToolsNotSupported is the Detail of the event stream's error when the
+// request has tools: single-turn event streams take none (R13.7).
+var ErrToolsNotSupported = errors.New("recourse: event streams take no tools; use Stream or the broker")
+
+// Stream runs a streamed completion and yields its chunks as they arrive:
+// content, opt-in reasoning and tool-call fragments, then one Done chunk
+// whose Completion carries the completed tool calls, finish reason, model
+// and usage. Keepalives yield nothing. On failure it yields one error and
+// stops: a *layer.RecoveryError (interrupted after semantic output,
+// exhausted, cancelled, …), a *layer.PolicyError as the first and only item
+// for an invalid per-call policy (R3.3), or an encode error. A consumer that
+// stops ranging closes the stream; no incomplete text is kept anywhere.
+// Cancelling ctx closes the local request even while the consumer is paused
+// (R13.5); the typed cancellation is yielded at the next pull.
+func (c *Client) Stream(ctx context.Context, req *chat.Request, opts ...StreamOption) iter.Seq2[chat.Chunk, error] {
+	var cfg streamConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return func(yield func(chat.Chunk, error) bool) {
+		fr, err := c.open(ctx, req)
+		if err != nil {
+			yield(chat.Chunk{}, err)
+			return
+		}
+		defer fr.Close()
+		for {
+			f, err := fr.NextFrame()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(chat.Chunk{}, err)
+				return
+			}
+			ch := chat.Chunk{Frame: f.Index, Content: f.Content}
+			d := layer.Counts{ContentBytes: int64(len(f.Content))}
+			if cfg.reasoning {
+				ch.Reasoning = f.Reasoning
+				d.ReasoningBytes = int64(len(f.Reasoning))
+			}
+			if cfg.fragments {
+				ch.ToolCallFragments = f.Fragments
+				d.ToolFragments = int64(len(f.Fragments))
+			}
+			if f.Done {
+				ch.Done, ch.Completion = true, f.Completion
+				d.CompletedToolCalls = f.Semantic().CompletedToolCalls
+			} else if ch.Content == "" && ch.Reasoning == "" && len(ch.ToolCallFragments) == 0 {
+				continue
+			}
+			fr.Deliver(d)
+			if !yield(ch, nil) {
+				return
+			}
+		}
+	}
+}
+
+// StreamEventType is the type of a StreamEvent.
+type StreamEventType string
+
+// The event stream's event types.
+const (
+	EventContent StreamEventType = "content"
+	EventDone    StreamEventType = "done"
+	EventError   StreamEventType = "error"
+)
+
+// StreamEvent is one item of an event stream.
+type StreamEvent struct {
+	Type StreamEventType
+	// Text is the content of a content event.
+	Text string
+	// Completion is set on the done event.
+	Completion *chat.Completion
+	// Err is set on the error event: reason cancelled, interrupted_stream or
+	// request_failed, with the *layer.RecoveryError when recovery ran.
+	Err *layer.StreamError
+}
+
+// StreamEvents runs a streamed completion as events: content events, then
+// a done event, or one error event. It takes no tools (R13.7) and delivers
+// no reasoning, so delivered reasoning stays 0 (R13.2).
+func (c *Client) StreamEvents(ctx context.Context, req *chat.Request) iter.Seq[StreamEvent] {
+	return func(yield func(StreamEvent) bool) {
+		if len(req.Tools) > 0 {
+			yield(StreamEvent{Type: EventError, Err: &layer.StreamError{Reason: layer.StreamRequestFailed, Detail: ErrToolsNotSupported}})
+			return
+		}
+		fr, err := c.open(ctx, req)
+		if err != nil {
+			yield(StreamEvent{Type: EventError, Err: streamError(err)})
+			return
+		}
+		defer fr.Close()
+		for {
+			f, err := fr.NextFrame()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(StreamEvent{Type: EventError, Err: streamError(err)})
+				return
+			}
+			if f.Done {
+				fr.Deliver(layer.Counts{ContentBytes: int64(len(f.Content))})
+				if f.Content != "" && !yield(StreamEvent{Type: EventContent, Text: f.Content}) {
+					return
+				}
+				yield(StreamEvent{Type: EventDone, Completion: f.Completion})
+				return
+			}
+			if f.Content == "" {
+				continue
+			}
+			fr.Deliver(layer.Counts{ContentBytes: int64(len(f.Content))})
+			if !yield(StreamEvent{Type: EventContent, Text: f.Content}) {
+				return
+			}
+		}
+	}
+}
+
+// streamError maps a stream's error to the event API's StreamError.
+func streamError(err error) *layer.StreamError {
+	var re *layer.RecoveryError
+	if errors.As(err, &re) {
+		reason := layer.StreamRequestFailed
+		switch {
+		case re.Outcome == layer.OutcomeCancelled:
+			reason = layer.StreamCancelled
+		case re.Outcome == layer.OutcomeInterrupted && re.Failure.Acceptance == layer.AcceptanceYes:
+			reason = layer.StreamInterrupted
+		}
+		se := &layer.StreamError{Reason: reason, Recovery: re}
+		if ev := layer.Inspect(&re.Failure); ev != nil {
+			var inner *layer.StreamError
+			if errors.As(ev.Cause, &inner) {
+				se.FinishReason = inner.FinishReason
+			}
+		}
+		return se
+	}
+	var se *layer.StreamError
+	if errors.As(err, &se) {
+		return se
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &layer.StreamError{Reason: layer.StreamCancelled, Detail: err}
+	}
+	return &layer.StreamError{Reason: layer.StreamRequestFailed, Detail: err}
+}
+
+// open sends a streaming request and returns its frame reader.
+func (c *Client) open(ctx context.Context, req *chat.Request) (layer.FrameReader, error) {
+	r := *req
+	r.Stream = true
+	body, err := c.codec.Encode(&r)
+	if err != nil {
+		return nil, err
+	}
+	report := &layer.Report{}
+	hreq, err := http.NewRequestWithContext(layer.WithReport(ctx, report), http.MethodPost, c.base+c.codec.Path(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header = c.header.Clone()
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := c.chain.RoundTrip(hreq)
+	if err != nil {
+		return nil, err
+	}
+	if report.Err != nil {
+		resp.Body.Close()
+		return nil, report.Err
+	}
+	if report.Stream != nil {
+		return report.Stream, nil
+	}
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return nil, &StatusError{StatusCode: resp.StatusCode, Body: b}
+	}
+	info, _ := c.codec.Describe(body)
+	dec, ok := c.codec.NewObserver(info).(layer.StreamDecoder)
+	if !ok {
+		resp.Body.Close()
+		return nil, errors.New("recourse: the codec decodes no stream frames")
+	}
+	return &plainFrames{ctx: ctx, body: resp.Body, dec: dec, buf: make([]byte, 32<<10)}, nil
+}
+
+// plainFrames reads frames from a stream without recovery (R1.1): errors
+// are the transport's own or the decoder's.
+type plainFrames struct {
+	ctx  context.Context
+	body io.ReadCloser
+	dec  layer.StreamDecoder
+	buf  []byte
+	err  error
+}
+
+func (p *plainFrames) NextFrame() (layer.Frame, error) {
+	for {
+		if p.err != nil {
+			return layer.Frame{}, p.err
+		}
+		if f, ok := p.dec.Next(); ok {
+			if f.Err != nil {
+				p.err = f.Err
+				continue
+			}
+			if f.Done {
+				p.err = io.EOF
+			}
+			return f, nil
+		}
+		n, err := p.body.Read(p.buf)
+		if n > 0 {
+			p.dec.Write(p.buf[:n])
+		}
+		if err == io.EOF {
+			if end := p.dec.End(); end != nil {
+				p.err = end
+			} else {
+				p.err = io.ErrUnexpectedEOF
+			}
+			continue
+		}
+		if err != nil {
+			p.err = err
+		}
+	}
+}
+
+func (p *plainFrames) Deliver(layer.Counts) {}
+
+func (p *plainFrames) Close() error { return p.body.Close() }

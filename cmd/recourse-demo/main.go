@@ -1,0 +1,220 @@
+// Command recourse-demo narrates recourse's recovery policy against an
+// embedded scripted provider: no network, no keys. Each scenario prints its
+// lifecycle events as they happen; a closing table lists the outcome, the
+// wire attempts, the POSTs the provider saw and the hits on a redirect
+// target that must receive nothing.
+//
+// With -real and OPENAI_API_KEY set it also runs one completion against the
+// real endpoint (OPENAI_BASE_URL, default https://api.openai.com; model
+// OPENAI_MODEL, default gpt-4o-mini) through the same default chain.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+type row struct {
+	name     string
+	outcome  string
+	attempts int
+	posts    int
+	target   string
+}
+
+type demo struct {
+	out  io.Writer
+	rows []row
+}
+
+func main() {
+	real := flag.Bool("real", false, "also run one completion against a real OpenAI-compatible endpoint (needs OPENAI_API_KEY)")
+	flag.Parse()
+	d := &demo{out: os.Stdout}
+	start := time.Now()
+	d.run()
+	if *real {
+		d.real()
+	}
+	d.table()
+	fmt.Fprintf(d.out, "\n%d scenarios in %.1fs, no network, no keys.\n", len(d.rows), time.Since(start).Seconds())
+}
+
+func (d *demo) events(prefix string) func(layer.Event) error {
+	return func(e layer.Event) error {
+		line := fmt.Sprintf("  %-22s attempt %d/%d", e.Type, e.WireAttempt, e.MaxAttempts)
+		if f := e.Failure; f != nil && e.Type == layer.EventAttemptFailed {
+			line += fmt.Sprintf("  %s", f.Category)
+			if f.HTTPStatus != 0 {
+				line += fmt.Sprintf(" HTTP %d", f.HTTPStatus)
+			}
+			line += fmt.Sprintf(" → %s", f.Classification.Reason)
+			if f.RetryAfter.Valid() {
+				line += fmt.Sprintf(" (Retry-After %s: %s)", f.RetryAfter.Kind, f.RetryAfter.Delay)
+			}
+		}
+		if e.Type == layer.EventDelayScheduled {
+			line += fmt.Sprintf("  waiting %s", e.Delay.Round(time.Millisecond))
+		}
+		fmt.Fprintln(d.out, prefix+line)
+		return nil
+	}
+}
+
+func request(model string) *chat.Request {
+	return &chat.Request{Model: model, Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}}}
+}
+
+func allow(context.Context, admission.Request) (admission.Decision, error) { return admission.Allow, nil }
+
+// scenario runs one native completion against a fresh scripted provider.
+func (d *demo) scenario(name, narration string, codec layer.Codec, model string, p retry.Policy, target *scripted.Target, steps ...scripted.Step) {
+	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, narration)
+	srv := scripted.New(steps...)
+	defer srv.Close()
+	p.OnEvent = d.events("")
+	ch, err := chain.Default(codec, chain.WithPolicy(p))
+	if err != nil {
+		fmt.Fprintln(d.out, "  chain:", err)
+		return
+	}
+	client, _ := chain.NewClient(srv.URL, ch, chain.WithAPIKey("demo-key-not-a-secret"))
+	ctx := context.Background()
+	comp, err := client.Complete(ctx, request(model))
+	r := row{name: name, posts: srv.Count(), target: "-"}
+	if target != nil {
+		r.target = fmt.Sprint(target.Hits())
+	}
+	var re *layer.RecoveryError
+	switch {
+	case err == nil:
+		r.outcome = "success"
+		r.attempts = srv.Count()
+		fmt.Fprintf(d.out, "  ✓ answer: %q\n", comp.Message.Content)
+	case errors.As(err, &re):
+		r.outcome = string(re.Outcome)
+		r.attempts = len(re.History)
+		fmt.Fprintf(d.out, "  ✗ %v\n", err)
+	default:
+		r.outcome = "error"
+		fmt.Fprintf(d.out, "  ✗ %v\n", err)
+	}
+	d.rows = append(d.rows, r)
+}
+
+func (d *demo) run() {
+	quick := retry.Duration(50 * time.Millisecond)
+	d.scenario("503 then success", "The provider is busy once; the admission hook allows a resend of the exact same bytes.",
+		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
+		scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded")),
+		scripted.JSON(200, scripted.OpenAIChat("Hello after one retry.")))
+
+	when := time.Now().Add(1500 * time.Millisecond).UTC().Format(http1123)
+	d.scenario("429 with Retry-After date", "The provider names a time to come back; the delay is at least that long, never shorter.",
+		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 2, BaseDelay: quick}, nil,
+		scripted.JSON(429, scripted.OpenAIError("requests", "rate_limit_exceeded", "slow down"), "Retry-After", when),
+		scripted.JSON(200, scripted.OpenAIChat("Hello after waiting for the provider.")))
+
+	release := make(chan struct{})
+	pending := func(ctx context.Context, req admission.Request) (admission.Decision, error) {
+		fmt.Fprintf(d.out, "  … admission pending: the application is deciding whether attempt %d may be sent\n", req.NextAttempt)
+		select {
+		case <-release:
+			return admission.Allow, nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	go func() { time.Sleep(400 * time.Millisecond); close(release) }()
+	d.scenario("admission pending, then allowed", "The hook waits for an outside decision; nothing is resent while it is pending.",
+		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 2, BaseDelay: quick, Admit: pending}, nil,
+		scripted.JSON(502, scripted.OpenAIError("server_error", "", "bad gateway")),
+		scripted.JSON(200, scripted.OpenAIChat("Hello once the application allowed it.")))
+
+	target := scripted.NewTarget()
+	defer target.Close()
+	d.scenario("307 refused", "A redirect is a failure: its Location is never contacted, with or without credentials.",
+		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, target,
+		scripted.Redirect(307, target.URL+"/v1/chat/completions"))
+
+	d.scenario("400 never retried", "A bad request is permanent, even with attempts to spare.",
+		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
+		scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "invalid_request_error", "bad")))
+
+	d.scenario("Retry-After: 3600 refused", "A provider minimum above the delay ceiling refuses the retry at once; it is never shortened.",
+		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
+		scripted.JSON(503, scripted.OpenAIError("server_error", "", "maintenance"), "Retry-After", "3600"))
+
+	d.scenario("Ollama 503 without a hook", "A local server may have run the request: without an admission hook nothing is resent.",
+		ollama.New(), "llama3.2", retry.Policy{MaxAttempts: 3, BaseDelay: quick}, nil,
+		scripted.JSON(503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`),
+		scripted.JSON(200, scripted.OllamaChat("unused")))
+
+	d.scenario("Ollama 503 with an allowing hook", "The same failure, and the application allows the resend.",
+		ollama.New(), "llama3.2", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
+		scripted.JSON(503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`),
+		scripted.JSON(200, scripted.OllamaChat("Hello from a local model.")))
+}
+
+const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+func (d *demo) real() {
+	key := os.Getenv("OPENAI_API_KEY")
+	if key == "" {
+		fmt.Fprintln(d.out, "\n-real: OPENAI_API_KEY is not set; skipped.")
+		return
+	}
+	base := envOr("OPENAI_BASE_URL", "https://api.openai.com")
+	model := envOr("OPENAI_MODEL", "gpt-4o-mini")
+	fmt.Fprintf(d.out, "\n▶ real provider (%s, %s)\n", strings.TrimRight(base, "/"), model)
+	ch, err := chain.Default(openai.New(), chain.WithPolicy(retry.Policy{MaxAttempts: 3, OnEvent: d.events("")}))
+	if err != nil {
+		fmt.Fprintln(d.out, "  chain:", err)
+		return
+	}
+	client, _ := chain.NewClient(base, ch, chain.WithAPIKey(key))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	comp, err := client.Complete(ctx, request(model))
+	r := row{name: "real provider", outcome: "success", target: "-"}
+	if err != nil {
+		r.outcome = "error"
+		fmt.Fprintf(d.out, "  ✗ %v\n", err)
+	} else {
+		fmt.Fprintf(d.out, "  ✓ answer: %q\n", comp.Message.Content)
+	}
+	d.rows = append(d.rows, r)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func (d *demo) table() {
+	fmt.Fprintln(d.out, "\nSummary")
+	w := tabwriter.NewWriter(d.out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "scenario\toutcome\twire attempts\tPOSTs at provider\tredirect-target hits")
+	for _, r := range d.rows {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", r.name, r.outcome, r.attempts, r.posts, r.target)
+	}
+	w.Flush()
+}

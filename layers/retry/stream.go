@@ -1,0 +1,251 @@
+package retry
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// streamBody is the consumer's view of a recovering stream (R13). It reads
+// the current attempt's body, hands over only whole frames, and when the
+// attempt fails before any semantic evidence it runs the decision plane and
+// continues from a new attempt; after semantic evidence it ends with the
+// typed interrupted error. As an io.ReadCloser it returns the frames' exact
+// bytes (drop-in use); as a layer.FrameReader it returns typed frames.
+type streamBody struct {
+	c       *call
+	n       int
+	a       *layer.Attempt
+	resp    *http.Response
+	buf     []byte
+	readErr error
+	err     error // sticky: io.EOF after the terminal frame, or the final error
+	raw     []byte
+	closed  bool
+}
+
+func (c *call) stream(n int, resp *http.Response) *http.Response {
+	c.streaming = true
+	b := &streamBody{c: c, n: n, a: c.cur, resp: resp, buf: make([]byte, 32<<10)}
+	if c.report != nil {
+		c.report.LogicalID, c.report.Stream = c.logical, b
+	}
+	out := *resp
+	out.Body = b
+	out.ContentLength = -1
+	return &out
+}
+
+// NextFrame returns the next frame of the stream.
+func (b *streamBody) NextFrame() (layer.Frame, error) {
+	for {
+		if b.err != nil {
+			return layer.Frame{}, b.err
+		}
+		if b.c.ctx.Err() != nil {
+			// Abort wins over queued content and completion (R13.5).
+			b.fail(layer.CategoryCancellation, b.c.ctx.Err(), nil, nil)
+			continue
+		}
+		if f, ok := b.a.NextFrame(); ok {
+			if done, err := b.frame(&f); err != nil {
+				b.err = err
+				continue
+			} else if done {
+				return f, nil
+			}
+			if f.Err != nil {
+				continue
+			}
+			return f, nil
+		}
+		if b.readErr != nil {
+			err := b.readErr
+			b.readErr = nil
+			b.ended(err)
+			continue
+		}
+		_, err := b.resp.Body.Read(b.buf)
+		if err != nil {
+			b.readErr = err
+		}
+	}
+}
+
+// frame handles telemetry, failures and the terminal frame. done reports
+// that f is the accepted end.
+func (b *streamBody) frame(f *layer.Frame) (done bool, err error) {
+	c := b.c
+	ollama := c.provider == layer.Ollama
+	if ollama && f.Err == nil && !f.Keepalive {
+		ev := c.event(layer.EventProgress)
+		ev.Frame = f.Index
+		if err := c.send(ev); err != nil {
+			return false, err
+		}
+	}
+	if ollama && f.Metrics != nil {
+		ev := c.event(layer.EventMetrics)
+		m := *f.Metrics
+		ev.Metrics = &m
+		if err := c.send(ev); err != nil {
+			return false, err
+		}
+	}
+	if f.Err != nil {
+		var pe *layer.ProviderError
+		var se *layer.StreamError
+		switch {
+		case errors.As(f.Err, &pe), errors.As(f.Err, &se):
+			b.fail(layer.CategoryProviderResponse, f.Err, nil, f)
+		default:
+			b.fail(layer.CategoryProtocol, f.Err, nil, f)
+		}
+		return false, nil
+	}
+	if !f.Done {
+		return false, nil
+	}
+	b.a.Deliver(layer.Counts{CompletedToolCalls: f.Semantic().CompletedToolCalls})
+	closeResp(b.resp)
+	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
+		return false, err
+	}
+	if c.report != nil {
+		c.report.WireAttempts = c.wire
+		if comp := f.Completion; comp != nil {
+			c.report.Response = layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
+		}
+	}
+	b.err = io.EOF
+	return true, nil
+}
+
+// ended handles the end of the current attempt's body: HTTP EOF or a read error.
+func (b *streamBody) ended(err error) {
+	var ce *layer.CaptureError
+	switch {
+	case errors.As(err, &ce):
+		b.fail(layer.CategoryTransport, ce.Transport, ce, nil)
+	case err == io.EOF:
+		cause := b.a.EndStream()
+		if cause == nil {
+			cause = io.ErrUnexpectedEOF
+		}
+		b.fail(layer.CategoryTransport, cause, nil, nil)
+	default:
+		cat := layer.CategoryTransport
+		var ne net.Error
+		if b.c.ctx.Err() != nil {
+			cat = layer.CategoryCancellation
+		} else if errors.As(err, &ne) && ne.Timeout() {
+			cat = layer.CategoryClientTimeout
+		}
+		b.fail(cat, err, nil, nil)
+	}
+}
+
+// fail records the current attempt's failure and runs the decision plane;
+// on an admitted resend it switches to the new attempt's body.
+func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureError, fr *layer.Frame) {
+	c := b.c
+	closeResp(b.resp)
+	f := c.newFailure(b.a)
+	f.Category = cat
+	f.HTTPStatus = b.resp.StatusCode
+	f.Acceptance = layer.AcceptanceYes
+	ev := layer.Evidence{Cause: cause, Headers: b.resp.Header.Clone()}
+	if cat == layer.CategoryCancellation {
+		ev.Cause = c.ctx.Err()
+	}
+	if ce != nil {
+		ev.CaptureCause = ce.Cause
+	}
+	if fr != nil {
+		f.Phase = layer.PhaseDecoding
+		ev.Bytes = fr.Raw
+		var pe *layer.ProviderError
+		if errors.As(cause, &pe) {
+			ev.Response.Code = pe.Code
+			if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.body, c.header) {
+				f.ProviderCode = pe.Code
+			}
+		}
+		ev.Response.FinishReason = fr.FinishReason
+		if fr.Completion != nil {
+			ev.Response.Model, ev.Response.Usage = fr.Completion.Model, fr.Completion.Usage
+		}
+	}
+	f.Attach(ev)
+	f.Classification = c.classify(&f, ce != nil, false)
+	resp, err := c.loop(b.n+1, &f, nil)
+	if err != nil {
+		b.err = err
+		return
+	}
+	b.n, b.a, b.resp, b.readErr = c.wire, c.cur, resp, nil
+}
+
+// Deliver records evidence handed to the consumer.
+func (b *streamBody) Deliver(cnt layer.Counts) { b.a.Deliver(cnt) }
+
+// Read returns the exact bytes of whole frames (drop-in use).
+func (b *streamBody) Read(p []byte) (int, error) {
+	for len(b.raw) == 0 {
+		f, err := b.NextFrame()
+		if err != nil {
+			return 0, err
+		}
+		sem := f.Semantic()
+		sem.CompletedToolCalls = 0
+		b.a.Deliver(sem)
+		b.raw = f.Raw
+	}
+	n := copy(p, b.raw)
+	b.raw = b.raw[n:]
+	return n, nil
+}
+
+// Close releases the current attempt's body. A stream closed before its
+// end keeps no incomplete text and sends nothing more.
+func (b *streamBody) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	closeResp(b.resp)
+	if b.err == nil {
+		b.err = errClosed
+	}
+	return nil
+}
+
+var errClosed = errors.New("recourse: stream closed")
+
+// event returns an event of type t for the current attempt.
+func (c *call) event(t layer.EventType) layer.Event {
+	ev := layer.Event{
+		Type: t, Identity: c.id, Provider: c.provider, Operation: c.info.Operation,
+		MaxAttempts: c.r.maxAttempts, Elapsed: c.r.mono() - c.start,
+	}
+	if c.cur != nil {
+		ev.Progress = c.cur.Progress()
+	}
+	return ev
+}
+
+// send delivers ev to the observers.
+func (c *call) send(ev layer.Event) error {
+	if c.r.onEvent != nil {
+		if err := c.r.onEvent(ev); err != nil {
+			return &ObserverError{Event: ev.Type, Err: err}
+		}
+	}
+	for _, o := range layer.ObserversFrom(c.ctx) {
+		o(ev)
+	}
+	return nil
+}
