@@ -1,0 +1,79 @@
+package ollama
+
+import (
+	"net/http"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// endpointPath is the path of Ollama's native chat API, relative to the
+// base URL.
+const endpointPath = "/api/chat"
+
+// Codec is the codec of Ollama's native POST /api/chat. It holds no mutable
+// state: one Codec may be shared by any number of goroutines.
+type Codec struct{}
+
+var _ layer.Codec = (*Codec)(nil)
+
+// Option configures a Codec. The set of options is sealed: only this package
+// can define one. There are none yet; New accepts them so that adding one
+// does not change its signature.
+type Option interface {
+	apply(*Codec)
+}
+
+// New returns an Ollama codec configured by opts. Nil options are ignored.
+func New(opts ...Option) *Codec {
+	c := &Codec{}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(c)
+		}
+	}
+	return c
+}
+
+// Provider returns layer.Ollama.
+func (c *Codec) Provider() layer.Provider { return layer.Ollama }
+
+// Path returns "/api/chat".
+func (c *Codec) Path() string { return endpointPath }
+
+// ErrorCode returns "": Ollama's error bodies ({"error":"message"}) carry a
+// message and no code, so there is never a provider code to keep.
+func (c *Codec) ErrorCode([]byte) string { return "" }
+
+// RequestID returns "": Ollama sends no request ID header.
+func (c *Codec) RequestID(http.Header) string { return "" }
+
+// Capabilities declares the values of R15.2 for POST /api/chat, as inspected
+// on 2026-10-17: client abort unknown, remote cancellation, in-flight status
+// and idempotency unsupported, exact-attempt termination unknown. It returns
+// fresh maps on every call, so a caller may modify the result.
+func (c *Codec) Capabilities() layer.Capabilities {
+	ev := func(basis string) layer.CapabilityEvidence {
+		return layer.CapabilityEvidence{
+			Endpoint:         "POST /api/chat",
+			DocumentationURL: "https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion",
+			InspectedOn:      "2026-10-17",
+			Basis:            basis,
+		}
+	}
+	return layer.Capabilities{
+		Values: map[layer.Capability]layer.Support{
+			layer.ClientAbort:             layer.Unknown,
+			layer.RequestCancellation:     layer.Unsupported,
+			layer.RequestStatus:           layer.Unsupported,
+			layer.Idempotency:             layer.Unsupported,
+			layer.ExactAttemptTermination: layer.Unknown,
+		},
+		Evidence: map[layer.Capability]layer.CapabilityEvidence{
+			layer.ClientAbort:             ev("The chat reference describes streaming, keep_alive and response fields without an abort facility; closing the local request alone does not justify supported."),
+			layer.RequestCancellation:     ev("The chat reference documents no endpoint or field that cancels a request in flight."),
+			layer.RequestStatus:           ev("The chat reference documents no way to ask for the status of a request in flight."),
+			layer.Idempotency:             ev("The chat reference documents no idempotency key or header; a resend runs inference again."),
+			layer.ExactAttemptTermination: ev("Model unload, loaded-model lists and aggregate activity are not attempt evidence, so the end of one attempt's inference cannot be confirmed."),
+		},
+	}
+}

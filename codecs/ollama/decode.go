@@ -1,0 +1,247 @@
+package ollama
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// Describe reads an encoded /api/chat request body. A body without "stream"
+// (or with "stream":null) is streaming, because that is Ollama's default; a
+// body with "stream":false and a "format" that is the string "json" or an
+// object is structured; anything else is ordinary. A body that is not a JSON
+// object with a string "model" and a boolean "stream" is a
+// *layer.ProtocolError.
+func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
+	if err := checkJSONObject(body); err != nil {
+		return layer.RequestInfo{}, err
+	}
+	var d struct {
+		Model  string          `json:"model"`
+		Stream *bool           `json:"stream"`
+		Format json.RawMessage `json:"format"`
+	}
+	if err := json.Unmarshal(body, &d); err != nil {
+		return layer.RequestInfo{}, &layer.ProtocolError{What: "request does not match the /api/chat schema", Err: err}
+	}
+	info := layer.RequestInfo{Model: d.Model, Operation: layer.Ordinary}
+	switch {
+	case d.Stream == nil || *d.Stream:
+		info.Operation = layer.Streaming
+	case isStructuredFormat(d.Format):
+		info.Operation = layer.Structured
+	}
+	return info, nil
+}
+
+// isStructuredFormat reports whether a "format" value asks for JSON output:
+// the string "json" or a schema object. An absent or null format, the empty
+// string (Ollama's "no format") and other values do not.
+func isStructuredFormat(raw json.RawMessage) bool {
+	t := trimJSONSpace(raw)
+	if len(t) == 0 {
+		return false
+	}
+	switch t[0] {
+	case '{':
+		return true
+	case '"':
+		var s string
+		return json.Unmarshal(t, &s) == nil && s == "json"
+	}
+	return false
+}
+
+type wireResponse struct {
+	Model           string     `json:"model"`
+	Message         *wireReply `json:"message"`
+	Done            *bool      `json:"done"`
+	DoneReason      string     `json:"done_reason"`
+	PromptEvalCount *int       `json:"prompt_eval_count"`
+	EvalCount       *int       `json:"eval_count"`
+}
+
+type wireReply struct {
+	Role      string              `json:"role"`
+	Content   string              `json:"content"`
+	Thinking  string              `json:"thinking"`
+	ToolCalls []wireReplyToolCall `json:"tool_calls"`
+}
+
+type wireReplyToolCall struct {
+	ID       string `json:"id"`
+	Function *struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// Decode decodes the complete body of a 2xx reply to a "stream":false
+// request. Leading and trailing whitespace is accepted.
+//
+// A top-level "error" that is a string is returned as a *layer.ProviderError
+// with that Message and an empty Code (Ollama has no codes); an "error"
+// object (as a proxy may send) gives the object's "message". A body that is
+// not valid UTF-8 or JSON, is not an object, has no "message", does not say
+// "done":true, or holds a tool call without a function name or with
+// arguments that are not a JSON object is a *layer.ProtocolError.
+//
+// The Completion carries the content, the reasoning ("thinking"), the tool
+// calls (Arguments is the argument object as sent; an absent or null one is
+// {}), the done_reason as FinishReason, the model, and Usage from
+// prompt_eval_count and eval_count when either is present.
+func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
+	if err := checkObject(body); err != nil {
+		return nil, err
+	}
+	if err := providerError(body); err != nil {
+		return nil, err
+	}
+	var r wireResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, &layer.ProtocolError{What: "response does not match the /api/chat schema", Err: err}
+	}
+	if r.Message == nil {
+		return nil, &layer.ProtocolError{What: "response has no message"}
+	}
+	if r.Done == nil || !*r.Done {
+		return nil, &layer.ProtocolError{What: "response is not done"}
+	}
+	role := chat.Role(r.Message.Role)
+	if role == "" {
+		role = chat.Assistant
+	}
+	out := &chat.Completion{
+		Message: chat.Message{
+			Role:      role,
+			Content:   r.Message.Content,
+			Reasoning: r.Message.Thinking,
+		},
+		FinishReason: r.DoneReason,
+		Model:        r.Model,
+	}
+	for _, tc := range r.Message.ToolCalls {
+		if tc.Function == nil || tc.Function.Name == "" {
+			return nil, &layer.ProtocolError{What: "tool call has no function name"}
+		}
+		args := tc.Function.Arguments
+		if t := trimJSONSpace(args); len(t) == 0 || string(t) == "null" {
+			args = json.RawMessage("{}")
+		} else if t[0] != '{' {
+			return nil, &layer.ProtocolError{What: "tool call arguments are not a JSON object"}
+		}
+		out.Message.ToolCalls = append(out.Message.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+	}
+	if r.PromptEvalCount != nil || r.EvalCount != nil {
+		u := &chat.Usage{}
+		if r.PromptEvalCount != nil {
+			u.InputTokens = *r.PromptEvalCount
+		}
+		if r.EvalCount != nil {
+			u.OutputTokens = *r.EvalCount
+		}
+		out.Usage = u
+	}
+	return out, nil
+}
+
+// checkObject returns a *layer.ProtocolError unless body is valid UTF-8 and
+// one JSON object, optionally surrounded by whitespace.
+func checkObject(body []byte) error {
+	if !utf8.Valid(body) {
+		return &layer.ProtocolError{What: "body is not valid UTF-8"}
+	}
+	return checkJSONObject(body)
+}
+
+// checkJSONObject is checkObject without the UTF-8 check: encoding/json
+// replaces invalid UTF-8 in strings, as Ollama's server does.
+func checkJSONObject(body []byte) error {
+	t := trimJSONSpace(body)
+	if len(t) == 0 {
+		return &layer.ProtocolError{What: "body is empty"}
+	}
+	if !json.Valid(t) {
+		var v any
+		return &layer.ProtocolError{What: "body is not valid JSON", Err: json.Unmarshal(t, &v)}
+	}
+	if t[0] != '{' {
+		return &layer.ProtocolError{What: "body is not a JSON object"}
+	}
+	return nil
+}
+
+// providerError returns the *layer.ProviderError of a body with a top-level
+// "error", nil when there is none (or it is null), or a *layer.ProtocolError
+// when "error" is neither a string nor an object. body is a valid object.
+func providerError(body []byte) error {
+	var probe struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &probe) != nil {
+		return nil
+	}
+	t := trimJSONSpace(probe.Error)
+	if len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	switch t[0] {
+	case '"':
+		var msg string
+		_ = json.Unmarshal(t, &msg)
+		return &layer.ProviderError{Message: msg}
+	case '{':
+		var obj struct {
+			Message json.RawMessage `json:"message"`
+		}
+		_ = json.Unmarshal(t, &obj)
+		var msg string
+		_ = json.Unmarshal(obj.Message, &msg)
+		return &layer.ProviderError{Message: msg}
+	}
+	return &layer.ProtocolError{What: "error field is neither a string nor an object"}
+}
+
+// DecodeMetrics reads the durations and token counts of an Ollama done
+// object (the final NDJSON line of a stream, or a "stream":false reply):
+// total_duration, load_duration, prompt_eval_count, prompt_eval_duration,
+// eval_count and eval_duration. Durations are nanoseconds on the wire.
+// Ollama leaves zero values out, so an absent field is zero. DecodeMetrics
+// does not check "done"; it returns a *layer.ProtocolError for a body that is
+// not valid UTF-8, not one JSON object, or holds a field that is not an
+// integer.
+func DecodeMetrics(body []byte) (*layer.Metrics, error) {
+	if err := checkObject(body); err != nil {
+		return nil, err
+	}
+	var m struct {
+		TotalDuration      int64 `json:"total_duration"`
+		LoadDuration       int64 `json:"load_duration"`
+		PromptEvalCount    int   `json:"prompt_eval_count"`
+		PromptEvalDuration int64 `json:"prompt_eval_duration"`
+		EvalCount          int   `json:"eval_count"`
+		EvalDuration       int64 `json:"eval_duration"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, &layer.ProtocolError{What: "metrics are not integers", Err: err}
+	}
+	return &layer.Metrics{
+		TotalDuration:      time.Duration(m.TotalDuration),
+		LoadDuration:       time.Duration(m.LoadDuration),
+		PromptEvalCount:    m.PromptEvalCount,
+		PromptEvalDuration: time.Duration(m.PromptEvalDuration),
+		EvalCount:          m.EvalCount,
+		EvalDuration:       time.Duration(m.EvalDuration),
+	}, nil
+}
+
+// trimJSONSpace returns b without the leading and trailing whitespace that
+// JSON allows (space, tab, CR, LF), unlike bytes.TrimSpace, which also
+// removes Unicode spaces that JSON rejects.
+func trimJSONSpace(b []byte) []byte {
+	return bytes.Trim(b, " \t\r\n")
+}

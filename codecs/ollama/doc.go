@@ -1,0 +1,42 @@
+// Package ollama is the recourse codec for Ollama's native chat endpoint,
+// POST /api/chat.
+//
+// A [Codec] encodes a provider-neutral [chat.Request] once into the body of
+// an /api/chat request, reads an encoded body back ([Codec.Describe]),
+// decodes a complete non-streaming reply ([Codec.Decode]) and accounts the
+// semantic evidence of a reply as its bytes arrive ([Codec.NewObserver]).
+// [DecodeMetrics] reads the durations and token counts of a done object.
+//
+// # Request encoding
+//
+// The body is {"model","messages","stream","format","options","tools",
+// "think","keep_alive"} in that order, with absent controls left out.
+// "stream" is always sent, because Ollama streams when it is absent. Images
+// are sent as standard base64 strings without a data: prefix (their MIME
+// type is not sent: Ollama detects the format). Tool-call arguments are sent
+// as the JSON object they are; a tool call whose arguments are not a JSON
+// object cannot be encoded. A schema is sent as the "format" object itself
+// (its Name and Strict have no Ollama counterpart; Ollama always constrains
+// the output to the schema) and JSON mode as "format":"json"; when both are
+// set the schema wins. Sampling controls go into "options" (temperature,
+// top_p, top_k, num_ctx, num_predict, stop, seed). Reasoning text of earlier
+// assistant messages is never sent back.
+//
+// Options.ReasoningEffort is not supported: Ollama's "think" levels
+// ("low", "medium", "high") are not mapped from it, so Encode returns an
+// [*layer.UnsupportedError] instead of dropping it. Use Options.Think.
+//
+// # Responses
+//
+// Decode accepts the single object of a "stream":false reply, which must
+// carry a message and "done":true. A top-level "error" is a
+// [*layer.ProviderError]; Ollama has no error codes, so its Code is empty and
+// [Codec.ErrorCode] always returns "". Ollama sends no request ID header, so
+// [Codec.RequestID] always returns "".
+//
+// # Streaming
+//
+// Describe treats a body without "stream" as streaming, as Ollama does.
+// Observing NDJSON streams is later work: the Observer returned for a
+// streaming request counts nothing yet.
+package ollama

@@ -1,0 +1,104 @@
+package ollama_test
+
+import (
+	"testing"
+
+	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+var ordinary = layer.RequestInfo{Model: "m", Operation: layer.Ordinary}
+
+// observe feeds body to a fresh ordinary observer in one Write.
+func observe(info layer.RequestInfo, body string) layer.Counts {
+	o := ollama.New().NewObserver(info)
+	o.Write([]byte(body))
+	return o.Observed()
+}
+
+func TestR13_2_OllamaObserverCounts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		body string
+		want layer.Counts
+	}{
+		{"content in UTF-8 bytes", okBody, layer.Counts{ContentBytes: int64(len("Hello é🙂"))}},
+		{"thinking is reasoning", `{"message":{"role":"assistant","content":"4","thinking":"2+2"},"done":true}`, layer.Counts{ReasoningBytes: 3, ContentBytes: 1}},
+		{"escaped content counts decoded bytes", `{"message":{"content":"\u00e9\ud83d\ude42"},"done":true}`, layer.Counts{ContentBytes: 6}},
+		{"escaped keys are matched", `{"m\u0065ssage":{"con\u0074ent":"ab"}}`, layer.Counts{ContentBytes: 2}},
+		{"tool calls", `{"message":{"content":"","tool_calls":[{"function":{"name":"a","arguments":{"content":"not counted"}}},{"function":{"name":"b","arguments":{}}}]},"done":true}`,
+			layer.Counts{ToolFragments: 2, CompletedToolCalls: 2}},
+		{"a cut tool call is a fragment", `{"message":{"tool_calls":[{"function":{"name":"a"`, layer.Counts{ToolFragments: 1}},
+		{"a cut string counts what arrived", `{"message":{"content":"Hel`, layer.Counts{ContentBytes: 3}},
+		{"error body counts nothing", `{"error":"model 'content' not found"}`, layer.Counts{}},
+		{"look-alike keys elsewhere count nothing", `{"model":"content","x":{"message":{"content":"no"}},"message_content":"no"}`, layer.Counts{}},
+		{"whitespace counts nothing", " \n\t ", layer.Counts{}},
+		{"garbage freezes the counts", `{"message":{"content":"ab"} oops "content":"cd"}`, layer.Counts{ContentBytes: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := observe(ordinary, tt.body); got != tt.want {
+				t.Errorf("Observed = %+v, want %+v", got, tt.want)
+			}
+			structured := layer.RequestInfo{Operation: layer.Structured}
+			if got := observe(structured, tt.body); got != tt.want {
+				t.Errorf("structured Observed = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestR13_2_OllamaObserverEveryPrefixIsMonotonic(t *testing.T) {
+	t.Parallel()
+	body := `{"model":"m","message":{"role":"assistant","content":"é🙂 \"x\"","thinking":"hmm\u00e9",` +
+		`"tool_calls":[{"function":{"name":"a","arguments":{"k":"v"}}},{"id":"c","function":{"name":"b","arguments":{}}}]},"done":true,"eval_count":3}`
+	full := observe(ordinary, body)
+	want := layer.Counts{ContentBytes: int64(len(`é🙂 "x"`)), ReasoningBytes: 5, ToolFragments: 2, CompletedToolCalls: 2}
+	if full != want {
+		t.Fatalf("Observed = %+v, want %+v", full, want)
+	}
+	var prev layer.Counts
+	for n := 0; n <= len(body); n++ {
+		// One Write of the prefix, and the same prefix byte by byte.
+		got := observe(ordinary, body[:n])
+		o := ollama.New().NewObserver(ordinary)
+		for i := range n {
+			o.Write([]byte{body[i]})
+		}
+		if split := o.Observed(); split != got {
+			t.Fatalf("prefix %d: byte-by-byte %+v != whole %+v", n, split, got)
+		}
+		if got.ReasoningBytes < prev.ReasoningBytes || got.ContentBytes < prev.ContentBytes ||
+			got.ToolFragments < prev.ToolFragments || got.CompletedToolCalls < prev.CompletedToolCalls {
+			t.Fatalf("prefix %d: counts decreased from %+v to %+v", n, prev, got)
+		}
+		if got.CompletedToolCalls > got.ToolFragments {
+			t.Fatalf("prefix %d: more completed calls than fragments: %+v", n, got)
+		}
+		prev = got
+	}
+	if prev != full {
+		t.Errorf("last prefix %+v != full %+v", prev, full)
+	}
+}
+
+func TestR13_2_OllamaStreamingObserverCountsNothingYet(t *testing.T) {
+	t.Parallel()
+	stream := layer.RequestInfo{Model: "m", Operation: layer.Streaming}
+	body := "{\"message\":{\"content\":\"Hel\"},\"done\":false}\n{\"message\":{\"content\":\"lo\"},\"done\":true}\n"
+	if got := observe(stream, body); got.Any() {
+		t.Errorf("streaming Observed = %+v, want nothing (NDJSON observation is later work)", got)
+	}
+}
+
+func TestR13_2_OllamaObserversAreIndependent(t *testing.T) {
+	t.Parallel()
+	c := ollama.New()
+	a, b := c.NewObserver(ordinary), c.NewObserver(ordinary)
+	a.Write([]byte(`{"message":{"content":"abc"`))
+	if got := b.Observed(); got.Any() {
+		t.Errorf("second observer saw the first one's bytes: %+v", got)
+	}
+}

@@ -1,0 +1,133 @@
+package omlx
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// endpointPath is the path of oMLX's chat endpoint, relative to the base URL.
+const endpointPath = "/v1/chat/completions"
+
+// DefaultLegacyTimeout is the ordinary-request timeout of recovery-disabled
+// calls when WithLegacyTimeout is not given.
+const DefaultLegacyTimeout = 300 * time.Second
+
+// Codec is the codec of oMLX's POST /v1/chat/completions. It is immutable
+// after New: one Codec may be shared by any number of goroutines.
+type Codec struct {
+	legacyTimeout time.Duration
+}
+
+var _ layer.Codec = (*Codec)(nil)
+
+// Option configures a Codec. The set of options is sealed: only this package
+// can define one.
+type Option interface {
+	apply(*Codec)
+}
+
+type legacyTimeoutOption time.Duration
+
+func (o legacyTimeoutOption) apply(c *Codec) { c.legacyTimeout = max(time.Duration(o), 0) }
+
+// WithLegacyTimeout sets the ordinary-request timeout that applies only when
+// recovery is disabled. The default is DefaultLegacyTimeout (300 s); zero or
+// a negative d means no legacy timeout. Recovery-enabled calls never apply it
+// (R7.2).
+func WithLegacyTimeout(d time.Duration) Option { return legacyTimeoutOption(d) }
+
+// New returns an oMLX codec configured by opts, applied in order. Nil
+// options are ignored.
+func New(opts ...Option) *Codec {
+	c := &Codec{legacyTimeout: DefaultLegacyTimeout}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(c)
+		}
+	}
+	return c
+}
+
+// LegacyTimeout returns the timeout of an ordinary (non-streaming) request
+// made with recovery disabled: DefaultLegacyTimeout (300 s) unless
+// WithLegacyTimeout changed it, and 0 for none. The chain applies it only
+// when recovery is disabled; a recovery-enabled call never times out active
+// generation (R7.2).
+func (c *Codec) LegacyTimeout() time.Duration { return c.legacyTimeout }
+
+// Provider returns layer.OMLX.
+func (c *Codec) Provider() layer.Provider { return layer.OMLX }
+
+// Path returns "/v1/chat/completions".
+func (c *Codec) Path() string { return endpointPath }
+
+// ErrorCode returns error.code of an OpenAI-shaped error body
+// ({"error":{"message","type","param","code"}}) when it is a string, as
+// sent, and "" otherwise (no error object, a null or non-string code, or a
+// body that is not JSON). Surrounding whitespace is accepted.
+func (c *Codec) ErrorCode(body []byte) string {
+	var b struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return ""
+	}
+	var e struct {
+		Code json.RawMessage `json:"code"`
+	}
+	if t := trimJSONSpace(b.Error); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &e) != nil {
+		return ""
+	}
+	var code string
+	if t := trimJSONSpace(e.Code); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &code) != nil {
+		return ""
+	}
+	return code
+}
+
+// RequestID returns the X-Request-Id response header, as sent, or "" when
+// it is absent. oMLX itself sends none; a proxy in front of it may.
+func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
+
+// Capabilities declares the values of R15.2 for POST /v1/chat/completions
+// on oMLX, as inspected on 2026-10-17: client abort unknown, remote
+// cancellation, in-flight status and idempotency unsupported, exact-attempt
+// termination unknown. It returns fresh maps on every call, so a caller may
+// modify the result.
+func (c *Codec) Capabilities() layer.Capabilities {
+	ev := func(basis string) layer.CapabilityEvidence {
+		return layer.CapabilityEvidence{
+			Endpoint:         "POST /v1/chat/completions",
+			DocumentationURL: "https://github.com/jundot/omlx#api-compatibility",
+			InspectedOn:      "2026-10-17",
+			Basis:            basis,
+		}
+	}
+	return layer.Capabilities{
+		Values: map[layer.Capability]layer.Support{
+			layer.ClientAbort:             layer.Unknown,
+			layer.RequestCancellation:     layer.Unsupported,
+			layer.RequestStatus:           layer.Unsupported,
+			layer.Idempotency:             layer.Unsupported,
+			layer.ExactAttemptTermination: layer.Unknown,
+		},
+		Evidence: map[layer.Capability]layer.CapabilityEvidence{
+			layer.ClientAbort:             ev("The API Compatibility section lists streaming Chat Completions without documenting client abort; closing the local request alone does not justify supported."),
+			layer.RequestCancellation:     ev("The API Compatibility section documents no endpoint or field that cancels a chat completion in flight."),
+			layer.RequestStatus:           ev("The API Compatibility section documents no way to ask for the status of a chat completion in flight."),
+			layer.Idempotency:             ev("The API Compatibility section documents no idempotency key or header; a resend runs inference again."),
+			layer.ExactAttemptTermination: ev("Model unload, loaded-model lists and aggregate activity are not attempt evidence, so the end of one attempt's inference cannot be confirmed."),
+		},
+	}
+}
+
+// trimJSONSpace returns b without the leading and trailing whitespace that
+// JSON allows (space, tab, CR, LF), unlike bytes.TrimSpace, which also
+// removes Unicode spaces that JSON rejects.
+func trimJSONSpace(b []byte) []byte {
+	return bytes.Trim(b, " \t\r\n")
+}

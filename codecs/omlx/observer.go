@@ -1,0 +1,63 @@
+package omlx
+
+import (
+	"github.com/recourse-dev/recourse/internal/jsonscan"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// rules selects the semantic output of a chat completion object.
+var rules = jsonscan.Rules{
+	Content: [][]string{{"choices", "message", "content"}},
+	Reasoning: [][]string{
+		{"choices", "message", "reasoning_content"},
+		{"choices", "message", "reasoning"},
+	},
+	ToolCalls:   [][]string{{"choices", "message", "tool_calls"}},
+	ToolObjects: [][]string{{"choices", "message", "function_call"}},
+}
+
+// NewObserver returns an Observer for the reply body of one attempt.
+//
+// For an ordinary or structured request it scans the chat completion object
+// as it arrives, in any split, and counts the decoded bytes of
+// choices.message.content, choices.message.reasoning_content and
+// choices.message.reasoning, the tool-call objects of
+// choices.message.tool_calls and a legacy choices.message.function_call,
+// including what a body cut mid-way already holds. The whitespace oMLX sends
+// before the JSON counts nothing, and after the first byte that cannot
+// continue a JSON document the counts stay frozen.
+//
+// For a streaming request it returns an Observer that counts nothing:
+// observing SSE streams is later work.
+func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
+	if info.Operation == layer.Streaming {
+		return nopObserver{}
+	}
+	return &observer{s: jsonscan.NewScanner(&rules)}
+}
+
+// observer scans one ordinary reply body.
+type observer struct {
+	s *jsonscan.Scanner
+}
+
+// Write scans p. A syntax error freezes the counts; reporting it is left to
+// Decode.
+func (o *observer) Write(p []byte) { _ = o.s.Write(p) }
+
+// Observed returns the evidence seen so far.
+func (o *observer) Observed() layer.Counts {
+	c := o.s.Counts()
+	return layer.Counts{
+		ReasoningBytes:     c.ReasoningBytes,
+		ContentBytes:       c.ContentBytes,
+		ToolFragments:      c.ToolFragments,
+		CompletedToolCalls: c.CompletedToolCalls,
+	}
+}
+
+// nopObserver counts nothing.
+type nopObserver struct{}
+
+func (nopObserver) Write([]byte)           {}
+func (nopObserver) Observed() layer.Counts { return layer.Counts{} }

@@ -1,0 +1,117 @@
+package openai
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// Codec is the OpenAI chat completions codec. The zero value is not usable;
+// use [New]. A Codec is immutable after New and safe for concurrent use.
+type Codec struct {
+	reasoning func(model string) bool
+}
+
+var _ layer.Codec = (*Codec)(nil)
+
+// Option configures a [Codec] in [New]. Options are applied in order, so a
+// later option overrides an earlier one; a nil Option is ignored.
+type Option func(*Codec)
+
+// WithReasoningModel replaces the model-family detection that decides how
+// Encode adapts the sampling controls (R14.1). The default is
+// [IsReasoningModel]. f is called from Encode, possibly concurrently, and
+// must be safe for concurrent use. A nil f keeps the default.
+func WithReasoningModel(f func(model string) bool) Option {
+	return func(c *Codec) {
+		if f != nil {
+			c.reasoning = f
+		}
+	}
+}
+
+// New returns an OpenAI codec configured by opts; nil options are ignored.
+// Without options, reasoning models are detected by [IsReasoningModel]. The
+// returned Codec is immutable and safe for concurrent use.
+func New(opts ...Option) *Codec {
+	c := &Codec{reasoning: IsReasoningModel}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}
+
+// reasoningPrefixes are the model-name prefixes of OpenAI reasoning models.
+var reasoningPrefixes = []string{"o1", "o3", "o4", "gpt-5"}
+
+// IsReasoningModel reports whether model names an OpenAI reasoning model: a
+// name that starts, ignoring case, with "o1", "o3", "o4" or "gpt-5". It is
+// the default detection of a [Codec] and is safe for concurrent use.
+func IsReasoningModel(model string) bool {
+	for _, p := range reasoningPrefixes {
+		if len(model) >= len(p) && strings.EqualFold(model[:len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Provider returns [layer.OpenAI].
+func (c *Codec) Provider() layer.Provider { return layer.OpenAI }
+
+// Path returns "/v1/chat/completions", the endpoint path relative to a base
+// URL given without /v1.
+func (c *Codec) Path() string { return "/v1/chat/completions" }
+
+// RequestID returns the value of the x-request-id response header as sent,
+// or "" when there is none. A nil h has no request ID.
+func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
+
+// Capability evidence (R15.2), as inspected on 2026-10-17.
+const (
+	capEndpoint    = "POST /v1/chat/completions"
+	capDocURL      = "https://platform.openai.com/docs/api-reference/chat/create"
+	capInspectedOn = "2026-10-17"
+)
+
+// Capabilities returns the R15.2 declaration for POST /v1/chat/completions:
+// client abort unknown; remote cancellation, in-flight status and
+// idempotency unsupported; exact-attempt termination unknown. Each value
+// carries its evidence. The values describe OpenAI's documentation; a custom
+// host or proxy may differ. Every call returns new maps, so a caller may
+// modify the result.
+func (c *Codec) Capabilities() layer.Capabilities {
+	type entry struct {
+		value layer.Support
+		basis string
+	}
+	entries := map[layer.Capability]entry{
+		layer.ClientAbort: {layer.Unknown,
+			"The create reference describes request parameters and streaming but not how a client aborts; local HTTP abort alone is not provider support."},
+		layer.RequestCancellation: {layer.Unsupported,
+			"The endpoint documentation describes no remote cancellation facility for chat completions."},
+		layer.RequestStatus: {layer.Unsupported,
+			"Stored chat completion retrieval is a completed artifact, not in-flight status."},
+		layer.Idempotency: {layer.Unsupported,
+			"No idempotency facility is documented for this endpoint; no key is sent."},
+		layer.ExactAttemptTermination: {layer.Unknown,
+			"No documented evidence ties an abort to the end of one attempt's inference."},
+	}
+	caps := layer.Capabilities{
+		Values:   make(map[layer.Capability]layer.Support, len(entries)),
+		Evidence: make(map[layer.Capability]layer.CapabilityEvidence, len(entries)),
+	}
+	for k, e := range entries {
+		caps.Values[k] = e.value
+		caps.Evidence[k] = layer.CapabilityEvidence{
+			Endpoint:         capEndpoint,
+			DocumentationURL: capDocURL,
+			InspectedOn:      capInspectedOn,
+			Basis:            e.basis,
+		}
+	}
+	return caps
+}
