@@ -21,11 +21,12 @@ var rules = jsonscan.Rules{
 // Whitespace counts nothing, and after the first byte that cannot continue a
 // JSON object the counts stay frozen.
 //
-// For a streaming request it returns an Observer that counts nothing:
-// observing NDJSON streams is later work.
+// For a streaming request it returns a layer.StreamDecoder of the NDJSON
+// stream (see streamDecoder): blank lines are keepalives, each valid line is
+// a frame whose content, thinking and whole tool calls are counted.
 func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
 	if info.Operation == layer.Streaming {
-		return nopObserver{}
+		return newStreamDecoder()
 	}
 	return &observer{s: jsonscan.NewScanner(&rules)}
 }
@@ -41,12 +42,6 @@ func (o *observer) Write(p []byte) { _ = o.s.Write(p) }
 
 // Observed returns the evidence seen so far.
 func (o *observer) Observed() layer.Counts { return counts(o.s.Counts()) }
-
-// nopObserver counts nothing.
-type nopObserver struct{}
-
-func (nopObserver) Write([]byte)           {}
-func (nopObserver) Observed() layer.Counts { return layer.Counts{} }
 
 func counts(c jsonscan.Counts) layer.Counts {
 	return layer.Counts{

@@ -1,6 +1,7 @@
 package omlx
 
 import (
+	"github.com/recourse-dev/recourse/codecs/internal/ssechat"
 	"github.com/recourse-dev/recourse/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -27,11 +28,13 @@ var rules = jsonscan.Rules{
 // before the JSON counts nothing, and after the first byte that cannot
 // continue a JSON document the counts stay frozen.
 //
-// For a streaming request it returns an Observer that counts nothing:
-// observing SSE streams is later work.
+// For a streaming request it returns a layer.StreamDecoder of the SSE
+// chat.completion.chunk stream (package codecs/internal/ssechat): ": keep-alive"
+// comments and {"model":"keepalive"}-style chunks are keepalives, and an
+// error chunk ends the stream even when [DONE] follows.
 func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
 	if info.Operation == layer.Streaming {
-		return nopObserver{}
+		return ssechat.New()
 	}
 	return &observer{s: jsonscan.NewScanner(&rules)}
 }
@@ -55,9 +58,3 @@ func (o *observer) Observed() layer.Counts {
 		CompletedToolCalls: c.CompletedToolCalls,
 	}
 }
-
-// nopObserver counts nothing.
-type nopObserver struct{}
-
-func (nopObserver) Write([]byte)           {}
-func (nopObserver) Observed() layer.Counts { return layer.Counts{} }

@@ -1,0 +1,165 @@
+package ollama
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/internal/ndjson"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// ErrIncompleteStream is the End error of a stream that reached HTTP EOF
+// before its done:true line.
+var ErrIncompleteStream = errors.New("recourse: ollama stream ended before done")
+
+// streamDecoder decodes an /api/chat NDJSON stream into layer.Frames. A
+// blank line is a keepalive; a line with "error" is an in-band provider
+// error (Ollama keeps status 200); done:true with done_reason "stop" is the
+// accepted end (R13.3); done_reason "length" (or any other reason) ends the
+// stream with an incomplete_completion error, its metrics still reported
+// (R13.6). Ollama sends whole tool calls, so every call is one fragment and
+// becomes a completed call only at the accepted end.
+type streamDecoder struct {
+	framer  *ndjson.Framer
+	queue   []layer.Frame
+	head    int
+	counts  layer.Counts
+	index   int
+	ended   bool
+	content strings.Builder
+	think   strings.Builder
+	calls   []chat.ToolCall
+	model   string
+}
+
+func newStreamDecoder() *streamDecoder { return &streamDecoder{framer: ndjson.NewFramer(0)} }
+
+var _ layer.StreamDecoder = (*streamDecoder)(nil)
+
+func (d *streamDecoder) Observed() layer.Counts { return d.counts }
+
+func (d *streamDecoder) Next() (layer.Frame, bool) {
+	if d.head >= len(d.queue) {
+		d.queue, d.head = d.queue[:0], 0
+		return layer.Frame{}, false
+	}
+	f := d.queue[d.head]
+	d.queue[d.head] = layer.Frame{}
+	d.head++
+	return f, true
+}
+
+func (d *streamDecoder) End() error {
+	if d.ended {
+		return nil
+	}
+	return ErrIncompleteStream
+}
+
+func (d *streamDecoder) Write(p []byte) {
+	if d.ended {
+		return
+	}
+	d.framer.Write(p)
+	for !d.ended {
+		line, ok, err := d.framer.Next()
+		if err != nil {
+			d.push(layer.Frame{Err: &layer.ProtocolError{What: "oversized NDJSON line", Err: err}})
+			return
+		}
+		if !ok {
+			return
+		}
+		d.line(line)
+	}
+}
+
+func (d *streamDecoder) push(f layer.Frame) {
+	if f.Err != nil || f.Done {
+		d.ended = true
+	}
+	if f.Err == nil && !f.Keepalive {
+		f.Index = d.index
+		d.index++
+	}
+	d.queue = append(d.queue, f)
+}
+
+func (d *streamDecoder) line(l ndjson.Line) {
+	raw := bytes.Clone(l.Raw)
+	if l.Blank {
+		d.push(layer.Frame{Raw: raw, Keepalive: true})
+		return
+	}
+	if err := checkObject(l.Value); err != nil {
+		d.push(layer.Frame{Raw: raw, Err: err})
+		return
+	}
+	if err := providerError(l.Value); err != nil {
+		d.push(layer.Frame{Raw: raw, Err: err})
+		return
+	}
+	var r wireResponse
+	if err := json.Unmarshal(l.Value, &r); err != nil {
+		d.push(layer.Frame{Raw: raw, Err: &layer.ProtocolError{What: "line does not match the /api/chat schema", Err: err}})
+		return
+	}
+	if r.Model != "" {
+		d.model = r.Model
+	}
+	f := layer.Frame{Raw: raw}
+	if m := r.Message; m != nil {
+		f.Content, f.Reasoning = m.Content, m.Thinking
+		for _, tc := range m.ToolCalls {
+			if tc.Function == nil || tc.Function.Name == "" {
+				d.push(layer.Frame{Raw: raw, Err: &layer.ProtocolError{What: "tool call has no function name"}})
+				return
+			}
+			args := tc.Function.Arguments
+			if t := trimJSONSpace(args); len(t) == 0 || string(t) == "null" {
+				args = json.RawMessage("{}")
+			} else if t[0] != '{' {
+				d.push(layer.Frame{Raw: raw, Err: &layer.ProtocolError{What: "tool call arguments are not a JSON object"}})
+				return
+			}
+			f.Fragments = append(f.Fragments, chat.ToolCallFragment{Index: len(d.calls), ID: tc.ID, Name: tc.Function.Name, Arguments: string(args)})
+			d.calls = append(d.calls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: bytes.Clone(args)})
+		}
+	}
+	d.content.WriteString(f.Content)
+	d.think.WriteString(f.Reasoning)
+	d.counts = d.counts.Add(f.Semantic())
+	if r.Done == nil || !*r.Done {
+		d.push(f)
+		return
+	}
+	f.FinishReason = r.DoneReason
+	if m, err := DecodeMetrics(l.Value); err == nil {
+		f.Metrics = m
+	}
+	if r.DoneReason != "stop" {
+		f.Err = &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: r.DoneReason}
+		d.push(f)
+		return
+	}
+	comp := &chat.Completion{
+		Message:      chat.Message{Role: chat.Assistant, Content: d.content.String(), Reasoning: d.think.String(), ToolCalls: d.calls},
+		FinishReason: r.DoneReason, Model: d.model,
+	}
+	if r.PromptEvalCount != nil || r.EvalCount != nil {
+		u := &chat.Usage{}
+		if r.PromptEvalCount != nil {
+			u.InputTokens = *r.PromptEvalCount
+		}
+		if r.EvalCount != nil {
+			u.OutputTokens = *r.EvalCount
+		}
+		comp.Usage = u
+	}
+	f.Done, f.Completion = true, comp
+	d.counts.CompletedToolCalls += int64(len(d.calls))
+	d.push(f)
+}
