@@ -26,7 +26,12 @@ type Event struct {
 	Identity
 	Provider  Provider  `json:"provider"`
 	Operation Operation `json:"operation"`
-	Progress  Progress  `json:"progress"`
+	// Model is the requested model (it names tracing spans).
+	Model    string   `json:"model,omitempty"`
+	Progress Progress `json:"progress"`
+	// HTTPStatus is the response status of an attempt_succeeded or
+	// attempt_failed event, when a response arrived.
+	HTTPStatus int `json:"http_status,omitempty"`
 	// Failure is set on attempt_failed, admission, delay, retry and terminal events.
 	Failure *Failure `json:"failure,omitempty"`
 	// Delay is the scheduled backoff of a delay_scheduled event.

@@ -96,6 +96,7 @@ type call struct {
 	cur          *layer.Attempt
 	id           layer.Identity
 	streaming    bool // a stream body is open: failures end as errors
+	status       int  // the status of the current attempt's response
 }
 
 // attemptResult is what one attempt ended with.
@@ -111,6 +112,12 @@ func (c *call) emit(typ layer.EventType, f *layer.Failure, delay time.Duration, 
 	if f != nil {
 		fc := *f
 		ev.Failure = &fc
+		if typ == layer.EventAttemptFailed {
+			ev.HTTPStatus = f.HTTPStatus
+		}
+	}
+	if typ == layer.EventAttemptSucceeded {
+		ev.HTTPStatus = c.status
 	}
 	ev.Delay, ev.NextAttempt = delay, next
 	return c.send(ev)
@@ -520,6 +527,7 @@ func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header
 }
 
 func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResult {
+	c.status = resp.StatusCode
 	if c.info.Operation == layer.Streaming && resp.StatusCode/100 == 2 {
 		// A 2xx stream is read frame by frame by the stream body (or, for a
 		// codec that decodes no frames, handed over as it is).

@@ -228,7 +228,7 @@ var errClosed = errors.New("recourse: stream closed")
 // event returns an event of type t for the current attempt.
 func (c *call) event(t layer.EventType) layer.Event {
 	ev := layer.Event{
-		Type: t, Identity: c.id, Provider: c.provider, Operation: c.info.Operation,
+		Type: t, Identity: c.id, Provider: c.provider, Operation: c.info.Operation, Model: c.info.Model,
 		MaxAttempts: c.r.maxAttempts, Elapsed: c.r.mono() - c.start,
 	}
 	if c.cur != nil {
