@@ -24,7 +24,9 @@ func userRequest() *chat.Request {
 	return &chat.Request{Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: rigtest.Prompt}}}
 }
 
-func allow(context.Context, admission.Request) (admission.Decision, error) { return admission.Allow, nil }
+func allow(context.Context, admission.Request) (admission.Decision, error) {
+	return admission.Allow, nil
+}
 
 func recoveryError(t *testing.T, err error) *layer.RecoveryError {
 	t.Helper()

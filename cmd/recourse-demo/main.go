@@ -81,7 +81,9 @@ func request(model string) *chat.Request {
 	return &chat.Request{Model: model, Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}}}
 }
 
-func allow(context.Context, admission.Request) (admission.Decision, error) { return admission.Allow, nil }
+func allow(context.Context, admission.Request) (admission.Decision, error) {
+	return admission.Allow, nil
+}
 
 // scenario runs one native completion against a fresh scripted provider.
 func (d *demo) scenario(name, narration string, codec layer.Codec, model string, p retry.Policy, target *scripted.Target, steps ...scripted.Step) {

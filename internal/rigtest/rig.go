@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
-	"github.com/recourse-dev/recourse/internal/scripted"
 )
 
 // Epoch is the fake wall clock's start: Sat, 10 Oct 2026 00:00:00 GMT.

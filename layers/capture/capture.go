@@ -193,4 +193,3 @@ func (b *body) Close() error {
 	}
 	return err
 }
-

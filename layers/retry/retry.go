@@ -35,9 +35,9 @@ import (
 // Layer is the retry layer. It is immutable after New and safe for
 // concurrent use.
 type Layer struct {
-	codec  layer.Codec
-	policy *Policy
-	gate   admission.Hook
+	codec   layer.Codec
+	policy  *Policy
+	gate    admission.Hook
 	hasGate bool
 }
 
