@@ -1,0 +1,174 @@
+package chain_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+const keepalive = ": keep-alive\n\n"
+
+func collect(t *testing.T, seq func(func(chat.Chunk, error) bool)) (string, *chat.Completion, error) {
+	t.Helper()
+	var b strings.Builder
+	var comp *chat.Completion
+	for ch, err := range seq {
+		if err != nil {
+			return b.String(), comp, err
+		}
+		b.WriteString(ch.Content)
+		if ch.Done {
+			comp = ch.Completion
+		}
+	}
+	return b.String(), comp, nil
+}
+
+func TestR13_1_KeepaliveThenResetIsResumed(t *testing.T) {
+	cut := scripted.Step{Status: 200, Chunks: [][]byte{[]byte(keepalive)}}.Cut(len(keepalive))
+	full := scripted.SSE(append([]string{keepalive}, scripted.OpenAIStream("Hel", "lo")...)...)
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, cut, full)
+	text, comp, err := collect(t, r.Client.Stream(context.Background(), userRequest()))
+	require.NoError(t, err)
+	assert.Equal(t, "Hello", text, "content exactly once")
+	require.NotNil(t, comp)
+	assert.Equal(t, "stop", comp.FinishReason)
+	assert.Equal(t, 2, r.Server.Count())
+	assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started", "attempt_started", "attempt_succeeded"}, r.Rec.Types())
+	f := r.Rec.Events()[1].Failure
+	assert.True(t, f.Classification.Eligible)
+	assert.Equal(t, int64(len(keepalive)), f.Progress.RawBytes)
+	assert.False(t, f.Progress.Observed.Any())
+}
+
+func TestR13_1_ContentThenResetIsInterrupted(t *testing.T) {
+	events := scripted.OpenAIStream("Hel", "lo")
+	partial := events[0] + events[1]
+	cut := scripted.SSE(events...).Cut(len(partial))
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, cut, scripted.SSE(events...))
+	text, _, err := collect(t, r.Client.Stream(context.Background(), userRequest()))
+	re := recoveryError(t, err)
+	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, "Hel", text)
+	assert.Equal(t, 1, r.Server.Count())
+	assert.Equal(t, int64(3), re.Failure.Progress.Observed.ContentBytes)
+	assert.Equal(t, int64(3), re.Failure.Progress.Delivered.ContentBytes)
+}
+
+func TestR13_3_LengthFinishIsTerminalWithoutDone(t *testing.T) {
+	ev := `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"abc"},"finish_reason":"length"}]}` + "\n\n"
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, scripted.SSE(ev).Held())
+	_, _, err := collect(t, r.Client.Stream(context.Background(), userRequest()))
+	re := recoveryError(t, err)
+	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	var se *layer.StreamError
+	require.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &se)
+	assert.Equal(t, layer.StreamIncompleteCompletion, se.Reason)
+	assert.Equal(t, "length", se.FinishReason)
+	assert.Equal(t, "length", layer.Inspect(&re.Failure).Response.FinishReason)
+	assert.Equal(t, 1, r.Server.Count())
+}
+
+func TestR13_3_EOFBeforeTerminalIsIncomplete(t *testing.T) {
+	events := scripted.OpenAIStream("Hi")
+	noDone := scripted.SSE(events[:len(events)-1]...)
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, noDone)
+	_, _, err := collect(t, r.Client.Stream(context.Background(), userRequest()))
+	re := recoveryError(t, err)
+	assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
+	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+}
+
+func TestR13_1_DropInStreamResumesBeforeSemanticOutput(t *testing.T) {
+	cut := scripted.Step{Status: 200, Chunks: [][]byte{[]byte(keepalive)}}.Cut(len(keepalive))
+	events := scripted.OpenAIStream("Hi")
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, cut, scripted.SSE(events...))
+	req, _ := http.NewRequest("POST", r.Server.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+	resp, err := r.HTTP.Do(req)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, keepalive+strings.Join(events, ""), string(b), "one stream, no duplicated byte")
+	assert.Equal(t, 2, r.Server.Count())
+}
+
+func TestR13_1_DropInStreamEndsWithTypedErrorWithoutDone(t *testing.T) {
+	events := scripted.OpenAIStream("Hi")
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, scripted.SSE(events[:len(events)-1]...))
+	req, _ := http.NewRequest("POST", r.Server.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+	resp, err := r.HTTP.Do(req)
+	require.NoError(t, err)
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	re := recoveryError(t, err)
+	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+}
+
+func TestR13_5_CancelWhilePausedClosesTheRequest(t *testing.T) {
+	events := scripted.OpenAIStream("Hi", "there")
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, scripted.SSE(events[:2]...).Held())
+	ctx, cancel := context.WithCancel(context.Background())
+	next, stop := iterPull(r.Client.Stream(ctx, userRequest()))
+	defer stop()
+	ch, err, ok := next()
+	require.True(t, ok)
+	require.NoError(t, err)
+	assert.Equal(t, "Hi", ch.Content)
+	cancel() // the consumer is paused: nobody pulls
+	select {
+	case <-r.Server.Left():
+	case <-time.After(5 * time.Second):
+		t.Fatal("R13.5: the server never saw the request close while the consumer was paused")
+	}
+	_, err, ok = next()
+	require.True(t, ok)
+	re := recoveryError(t, err)
+	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	types := r.Rec.Types()
+	assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, types)
+}
+
+func TestR13_2_EventAPIDeliversNoReasoning(t *testing.T) {
+	ev := func(delta string) string {
+		return `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}` + "\n\n"
+	}
+	events := []string{ev(`{"reasoning_content":"think"}`), ev(`{"content":"é🙂"}`),
+		`data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n", "data: [DONE]\n\n"}
+	// Cut right after the content so that recovery reports its progress.
+	all := strings.Join(events, "")
+	cut := scripted.SSE(events...).Cut(len(events[0]) + len(events[1]))
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2}, cut)
+	var got []chain.StreamEvent
+	for e := range r.Client.StreamEvents(context.Background(), userRequest()) {
+		got = append(got, e)
+	}
+	_ = all
+	require.NotEmpty(t, got)
+	last := got[len(got)-1]
+	require.Equal(t, chain.EventError, last.Type)
+	assert.Equal(t, layer.StreamInterrupted, last.Err.Reason)
+	require.NotNil(t, last.Err.Recovery)
+	p := last.Err.Recovery.Failure.Progress
+	assert.Equal(t, int64(5), p.Observed.ReasoningBytes)
+	assert.Equal(t, int64(6), p.Observed.ContentBytes, "é🙂 is 6 UTF-8 bytes")
+	assert.Equal(t, int64(0), p.Delivered.ReasoningBytes)
+	assert.Equal(t, int64(6), p.Delivered.ContentBytes)
+	assert.True(t, errors.As(last.Err, new(*layer.RecoveryError)))
+}
