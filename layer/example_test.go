@@ -1,0 +1,50 @@
+package layer_test
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// NewPolicyError names the field, never the value.
+func ExampleNewPolicyError() {
+	err := layer.NewPolicyError("BaseDelay")
+	fmt.Println(err)
+	// Output:
+	// recourse: invalid recovery policy field BaseDelay (RECOVERY_POLICY_ERROR)
+}
+
+// NewRecoveryError's text and JSON are safe to log; private evidence is
+// reached only through Inspect.
+func ExampleNewRecoveryError() {
+	f := layer.Failure{
+		Identity: layer.Identity{LogicalID: "5d1c2a40-0000-4000-8000-000000000000", WireAttempt: 3},
+		Provider: layer.OpenAI, Operation: layer.Ordinary, Category: layer.CategoryHTTP, HTTPStatus: 503,
+		Acceptance: layer.AcceptanceUnknown, Classification: layer.Classification{Eligible: true, Reason: layer.ReasonTransient},
+	}
+	f.Attach(layer.Evidence{Bytes: []byte(`{"error":{"message":"secret prompt echoed"}}`)})
+	err := layer.NewRecoveryError(layer.OutcomeExhausted, f, []layer.Failure{f}, nil)
+	fmt.Println(err)
+	b, _ := json.Marshal(err)
+	fmt.Println(len(b) > 0, string(layer.Inspect(&err.Failure).Bytes) != "")
+	// Output:
+	// recourse: recovery exhausted (http/transient, HTTP 503, wire attempt 3)
+	// true true
+}
+
+// NewAttempt is the per-attempt state wire-plane layers reach with
+// AttemptFrom; Begin runs the attempt_started notification once.
+func ExampleNewAttempt() {
+	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, func() error {
+		fmt.Println("attempt_started")
+		return nil
+	})
+	_ = a.Begin()
+	_ = a.Begin()
+	a.Received([]byte("12345"))
+	fmt.Println(a.Progress().RawBytes)
+	// Output:
+	// attempt_started
+	// 5
+}

@@ -1,0 +1,34 @@
+package capture_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/capture"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// New is the sensitive tap: the policy's OnWire hook receives one request
+// and one response snapshot per attempt of an ordinary call.
+func ExampleNew() {
+	srv := scripted.New(scripted.JSON(200, scripted.OpenAIChat("hi")))
+	defer srv.Close()
+	onWire := func(_ context.Context, s layer.WireSnapshot) error {
+		fmt.Println(s.Direction, s.WireAttempt, s.Status, s.Complete)
+		return nil
+	}
+	rl, _ := retry.New(openai.New(), &retry.Policy{OnWire: onWire})
+	ch, _ := chain.New(rl, capture.New())
+	client, _ := chain.NewClient(srv.URL, ch)
+	_, err := client.Complete(context.Background(), &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+	fmt.Println(err)
+	// Output:
+	// request 1 0 true
+	// response 1 200 true
+	// <nil>
+}

@@ -1,0 +1,33 @@
+package progress_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/progress"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// New counts what each attempt received; events carry the counters.
+func ExampleNew() {
+	srv := scripted.New(scripted.JSON(200, scripted.OpenAIChat("é🙂")))
+	defer srv.Close()
+	rl, _ := retry.New(openai.New(), &retry.Policy{OnEvent: func(e layer.Event) error {
+		if e.Type == layer.EventAttemptSucceeded {
+			fmt.Println("content bytes observed:", e.Progress.Observed.ContentBytes, "delivered:", e.Progress.Delivered.ContentBytes)
+		}
+		return nil
+	}})
+	ch, _ := chain.New(rl, progress.New())
+	client, _ := chain.NewClient(srv.URL, ch)
+	_, err := client.Complete(context.Background(), &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+	fmt.Println(err)
+	// Output:
+	// content bytes observed: 6 delivered: 6
+	// <nil>
+}

@@ -1,0 +1,26 @@
+package redirectguard_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layers/redirectguard"
+	"github.com/recourse-dev/recourse/layers/sender"
+)
+
+// New refuses redirects: even inside an http.Client with its default
+// redirect policy, the Location is never contacted.
+func ExampleNew() {
+	target := scripted.NewTarget()
+	defer target.Close()
+	srv := scripted.New(scripted.Redirect(307, target.URL))
+	defer srv.Close()
+	rt := redirectguard.New().Wrap(sender.New(nil))
+	_, err := (&http.Client{Transport: rt}).Post(srv.URL, "application/json", nil)
+	var refused *redirectguard.RefusedError
+	fmt.Println(errors.As(err, &refused), refused.StatusCode(), target.Hits())
+	// Output:
+	// true 307 0
+}
