@@ -91,6 +91,11 @@ func Wait(ctx context.Context, hook Hook, req Request) (v Verdict, cause any) {
 	case <-ctx.Done():
 		return Pending, nil
 	case r := <-ch:
+		if ctx.Err() != nil {
+			// The wait ended; whatever the hook answered while its context
+			// was being cancelled does not count.
+			return Pending, nil
+		}
 		switch {
 		case r.cause != nil:
 			return NoDecision, r.cause
