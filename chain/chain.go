@@ -213,3 +213,14 @@ func Default(codec layer.Codec, opts ...Option) (*Chain, error) {
 	layers = append(layers, rl, admission.New(nil), capture.New(), progress.New(), redirectguard.New(), sender.New(cfg.base))
 	return New(layers...)
 }
+
+// CloseIdleConnections closes the idle connections of every layer that
+// holds some (the sender's transport), so that http.Client's method of the
+// same name reaches them.
+func (c *Chain) CloseIdleConnections() {
+	for _, l := range c.layers {
+		if ci, ok := l.(interface{ CloseIdleConnections() }); ok {
+			ci.CloseIdleConnections()
+		}
+	}
+}

@@ -103,3 +103,11 @@ func closeBody(r *http.Request) {
 		r.Body.Close()
 	}
 }
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// when it has such a method (a private default transport always does).
+func (l *Layer) CloseIdleConnections() {
+	if c, ok := l.transport().(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

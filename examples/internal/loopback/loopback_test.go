@@ -1,0 +1,52 @@
+package loopback
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestServerPlaysScriptAndRecords(t *testing.T) {
+	srv := New(JSON(http.StatusTooManyRequests, `{"a":1}`, "Retry-After", "2"), Redirect(http.StatusFound, "http://127.0.0.1:1/x"))
+	defer srv.Close()
+	assert.True(t, strings.HasPrefix(srv.URL, "http://127.0.0.1:"), srv.URL)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	for i, want := range []struct {
+		status int
+		body   string
+		header [2]string
+	}{
+		{429, `{"a":1}`, [2]string{"Retry-After", "2"}},
+		{302, ``, [2]string{"Location", "http://127.0.0.1:1/x"}},
+		{500, `{"error":{"message":"script exhausted","type":"server_error"}}`, [2]string{"Content-Type", "application/json"}},
+	} {
+		resp, err := client.Post(srv.URL+"/p", "application/json", strings.NewReader("body"+string(rune('0'+i))))
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, want.status, resp.StatusCode, "reply %d", i)
+		assert.Equal(t, want.body, string(b), "reply %d", i)
+		assert.Equal(t, want.header[1], resp.Header.Get(want.header[0]), "reply %d", i)
+	}
+	reqs := srv.Requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, 3, srv.Hits())
+	for i, r := range reqs {
+		assert.Equal(t, http.MethodPost, r.Method)
+		assert.Equal(t, "/p", r.Path)
+		assert.Equal(t, "body"+string(rune('0'+i)), string(r.Body))
+	}
+}

@@ -1,0 +1,164 @@
+// Command ollama-client runs one non-streaming chat through the official
+// Ollama Go client (github.com/ollama/ollama/api) with recourse's default
+// chain as the HTTP transport.
+//
+// A failed Ollama request is an ambiguous local execution: the model may
+// have run. So, unlike OpenAI, recourse never resends an Ollama request on
+// its own (R8.3); the application must say so through an admission hook.
+// This program's hook allows a resend only after Ollama's 503 "server busy"
+// (its queue was full, so the request never reached a model) and rejects
+// anything else.
+//
+// By default the program starts a tiny scripted server on 127.0.0.1 that
+// answers 503 (busy) and then 200, so it runs offline. Set OLLAMA_HOST (for
+// example http://127.0.0.1:11434) to talk to a real Ollama instead;
+// OLLAMA_MODEL picks the model (default llama3.2).
+//
+//	go -C examples run ./ollama-client
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/examples/internal/loopback"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+func main() {
+	if err := run(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "ollama-client:", err)
+		os.Exit(1)
+	}
+}
+
+// run picks the endpoint (the local scripted server unless OLLAMA_HOST is
+// set), runs one chat and prints what happened to w.
+func run(w io.Writer) error {
+	host, model := os.Getenv("OLLAMA_HOST"), os.Getenv("OLLAMA_MODEL")
+	if model == "" {
+		model = "llama3.2"
+	}
+	if host == "" {
+		srv := loopback.New(
+			loopback.JSON(http.StatusServiceUnavailable, loopback.OllamaError(loopback.OllamaBusy)),
+			loopback.JSON(http.StatusOK, loopback.OllamaChat("Hello from the scripted server.")),
+		)
+		defer srv.Close()
+		host = srv.URL
+		fmt.Fprintf(w, "offline: scripted server at %s (503 busy, then 200)\n", srv.URL)
+	}
+	base, err := url.Parse(host)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	return chatOnce(ctx, w, base, model)
+}
+
+// allowBusy is the admission hook: it allows a resend after Ollama's 503
+// (the queue was full; nothing ran) and rejects every other failure. A real
+// application might ask a person here; the hook may block until ctx is done.
+func allowBusy(_ context.Context, req admission.Request) (admission.Decision, error) {
+	if req.Failure.HTTPStatus == http.StatusServiceUnavailable {
+		return admission.Allow, nil
+	}
+	return admission.Reject, nil
+}
+
+// newClient returns an Ollama API client for base whose transport is the
+// default recourse chain for Ollama's /api/chat: at most 3 wire attempts,
+// resends decided by admit (nil means none: an eligible failure then ends
+// with outcome admission_required), events sent to onEvent.
+func newClient(base *url.URL, admit admission.Hook, onEvent func(layer.Event) error) (*api.Client, error) {
+	ch, err := chain.Default(ollama.New(), chain.WithPolicy(retry.Policy{
+		MaxAttempts: 3,
+		Admit:       admit,
+		OnEvent:     onEvent,
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return api.NewClient(base, &http.Client{Transport: ch}), nil
+}
+
+// chatRequest is a non-streaming chat request (streaming through the chain
+// is later work).
+func chatRequest(model, prompt string) *api.ChatRequest {
+	stream := false
+	return &api.ChatRequest{
+		Model:    model,
+		Messages: []api.Message{{Role: "user", Content: prompt}},
+		Stream:   &stream,
+	}
+}
+
+// chatOnce runs one chat and prints the events, the answer or the way it
+// failed.
+func chatOnce(ctx context.Context, w io.Writer, base *url.URL, model string) error {
+	client, err := newClient(base, allowBusy, func(ev layer.Event) error {
+		printEvent(w, ev)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var answer api.ChatResponse
+	err = client.Chat(ctx, chatRequest(model, "Say hello in one short sentence."), func(r api.ChatResponse) error {
+		answer = r
+		return nil
+	})
+	var rerr *layer.RecoveryError
+	var serr api.StatusError
+	switch {
+	case err == nil:
+		fmt.Fprintf(w, "answer (%s, done %s): %s\n", answer.Model, answer.DoneReason, answer.Message.Content)
+		return nil
+	case errors.As(err, &rerr):
+		// The chain gave up; the Ollama client returns http.Client's
+		// *url.Error, and our typed error is inside it.
+		fmt.Fprintf(w, "recovery ended: outcome %s, HTTP %d, %d wire attempt(s)\n",
+			rerr.Outcome, rerr.Failure.HTTPStatus, len(rerr.History))
+		return err
+	case errors.As(err, &serr):
+		// A complete, non-retryable failure (400, 404, ...) passes through,
+		// so the Ollama client builds its own api.StatusError.
+		fmt.Fprintf(w, "ollama error: HTTP %d\n", serr.StatusCode)
+		return err
+	default:
+		return err
+	}
+}
+
+// printEvent prints the safe fields of a lifecycle event: never a body,
+// header or credential (R10.5).
+func printEvent(w io.Writer, ev layer.Event) {
+	line := fmt.Sprintf("event %-19s attempt %d/%d", ev.Type, ev.WireAttempt, ev.MaxAttempts)
+	if f := ev.Failure; f != nil {
+		line += fmt.Sprintf("  %s", f.Category)
+		if f.HTTPStatus != 0 {
+			line += fmt.Sprintf(" %d", f.HTTPStatus)
+		}
+		line += fmt.Sprintf(" (%s)", f.Classification.Reason)
+	}
+	if ev.NextAttempt != 0 {
+		line += fmt.Sprintf("  next %d", ev.NextAttempt)
+	}
+	if ev.Type == layer.EventDelayScheduled {
+		line += fmt.Sprintf("  delay %s", ev.Delay.Round(time.Millisecond))
+	}
+	fmt.Fprintln(w, line)
+}

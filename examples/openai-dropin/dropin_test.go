@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/recourse-dev/recourse/examples/internal/loopback"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// TestMain fails the package if a test leaves a goroutine behind. No
+// library goroutine needs to be ignored: the loopback servers close their
+// connections, which ends the transport's keep-alive goroutines.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// recorder collects the lifecycle events of one test. OnEvent is called
+// synchronously on the caller's goroutine, so no lock is needed.
+type recorder struct{ events []layer.Event }
+
+func (r *recorder) onEvent(ev layer.Event) error {
+	r.events = append(r.events, ev)
+	return nil
+}
+
+func (r *recorder) types() []layer.EventType {
+	var out []layer.EventType
+	for _, ev := range r.events {
+		out = append(out, ev.Type)
+	}
+	return out
+}
+
+// start starts a scripted loopback server that is closed when the test ends.
+func start(t *testing.T, script ...loopback.Reply) *loopback.Server {
+	t.Helper()
+	srv := loopback.New(script...)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// callOnce builds the program's client (newClient) for srv and runs exactly
+// one Chat.Completions.New call.
+func callOnce(t *testing.T, srv *loopback.Server) (*openai.ChatCompletion, error, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	client, err := newClient(srv.URL+"/v1/", "sk-test-key", rec.onEvent)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	comp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:    "gpt-4o-mini",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
+	})
+	return comp, err, rec
+}
+
+// assertPOSTs checks that srv received exactly n POSTs to the chat endpoint,
+// all with the byte-identical body and credential (R2.3).
+func assertPOSTs(t *testing.T, srv *loopback.Server, n int) {
+	t.Helper()
+	reqs := srv.Requests()
+	require.Len(t, reqs, n, "POSTs that reached the server")
+	for i, r := range reqs {
+		assert.Equal(t, http.MethodPost, r.Method, "request %d method", i)
+		assert.Equal(t, "/v1/chat/completions", r.Path, "request %d path", i)
+		assert.Equal(t, "Bearer sk-test-key", r.Header.Get("Authorization"), "request %d credential", i)
+		assert.True(t, bytes.Equal(reqs[0].Body, r.Body), "request %d body differs from the first", i)
+	}
+}
+
+// A 503 then a 200: the SDK sees one successful call, the server two POSTs
+// (R2.1, R2.5), and the events tell the story in order (R6.2, R11).
+func TestDropIn503Then200(t *testing.T) {
+	srv := start(t,
+		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded")),
+		loopback.JSON(http.StatusOK, loopback.OpenAIChat("scripted hello")),
+	)
+
+	comp, err, rec := callOnce(t, srv)
+
+	require.NoError(t, err)
+	require.Len(t, comp.Choices, 1)
+	assert.Equal(t, "scripted hello", comp.Choices[0].Message.Content)
+	assert.Equal(t, "stop", comp.Choices[0].FinishReason)
+	assert.Equal(t, "gpt-4o-mini-2024-07-18", comp.Model)
+	assertPOSTs(t, srv, 2)
+
+	assert.Equal(t, []layer.EventType{
+		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled,
+		layer.EventRetryStarted, layer.EventAttemptStarted, layer.EventAttemptSucceeded,
+	}, rec.types())
+	failed := rec.events[1]
+	require.NotNil(t, failed.Failure)
+	assert.Equal(t, 503, failed.Failure.HTTPStatus)
+	assert.Equal(t, layer.CategoryHTTP, failed.Failure.Category)
+	assert.True(t, failed.Failure.Classification.Eligible)
+	assert.Equal(t, "server_error", failed.Failure.ProviderCode)
+	assert.Equal(t, 2, rec.events[2].NextAttempt, "delay_scheduled is about attempt 2")
+	// One logical request, two wire attempts with their own attempt IDs.
+	first, second := rec.events[0], rec.events[4]
+	assert.Equal(t, first.LogicalID, rec.events[5].LogicalID)
+	assert.Equal(t, first.LogicalID, second.LogicalID)
+	assert.NotEqual(t, first.AttemptID, second.AttemptID)
+	assert.Equal(t, []int{1, 2}, []int{first.WireAttempt, second.WireAttempt})
+}
+
+// A 307 is a failure that nothing follows (R2.2): the SDK gets an error that
+// wraps our *layer.RecoveryError (outcome interrupted, status 307) and the
+// Location is never contacted.
+func TestDropInRedirectIsRefused(t *testing.T) {
+	target := start(t, loopback.JSON(http.StatusOK, loopback.OpenAIChat("must not be reached")))
+	srv := start(t, loopback.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
+
+	comp, err, rec := callOnce(t, srv)
+
+	require.Error(t, err)
+	assert.Nil(t, comp)
+	var rerr *layer.RecoveryError
+	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
+	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, http.StatusTemporaryRedirect, rerr.Failure.HTTPStatus)
+	assert.Equal(t, layer.CategoryHTTP, rerr.Failure.Category)
+	assert.False(t, rerr.Failure.Classification.Eligible)
+	assert.Len(t, rerr.History, 1)
+	// openai-go returns the transport error as it got it from http.Client: a
+	// *url.Error around the chain's error.
+	var uerr *url.Error
+	assert.True(t, errors.As(err, &uerr), "a *url.Error, got %T", err)
+	assert.NotContains(t, err.Error(), target.URL, "the safe error text names no Location")
+
+	assertPOSTs(t, srv, 1)
+	assert.Equal(t, 0, target.Hits(), "the redirect target was contacted")
+	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted}, rec.types())
+}
+
+// A 400 is permanent (R4.2): the complete response passes through the chain
+// unchanged, so the SDK builds its own *openai.Error from it, after exactly
+// one POST.
+func TestDropInBadRequestPassesThrough(t *testing.T) {
+	srv := start(t, loopback.JSON(http.StatusBadRequest,
+		loopback.OpenAIError("invalid_request_error", "invalid_value", "bad 'messages'")))
+
+	comp, err, rec := callOnce(t, srv)
+
+	require.Error(t, err)
+	assert.Nil(t, comp)
+	var aerr *openai.Error
+	require.True(t, errors.As(err, &aerr), "errors.As(*openai.Error) on %T: %v", err, err)
+	assert.Equal(t, http.StatusBadRequest, aerr.StatusCode)
+	assert.Equal(t, "invalid_request_error", aerr.Type)
+	assert.Equal(t, "invalid_value", aerr.Code)
+	assert.Equal(t, "bad 'messages'", aerr.Message)
+	var rerr *layer.RecoveryError
+	assert.False(t, errors.As(err, &rerr), "a passed-through 400 is not a RecoveryError")
+
+	assertPOSTs(t, srv, 1)
+	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted}, rec.types())
+	require.NotNil(t, rec.events[1].Failure)
+	assert.Equal(t, layer.ReasonPermanent, rec.events[1].Failure.Classification.Reason)
+}
+
+// The program itself runs offline by default and recovers the scripted 503.
+func TestRunOffline(t *testing.T) {
+	t.Setenv("OPENAI_BASE_URL", "")
+	var out bytes.Buffer
+	require.NoError(t, run(&out))
+	s := out.String()
+	assert.Contains(t, s, "event attempt_failed    attempt 1/3  http 503 (transient)")
+	assert.Contains(t, s, "event attempt_succeeded attempt 2/3")
+	assert.Contains(t, s, "answer (gpt-4o-mini-2024-07-18, finish stop): Hello from the scripted server.")
+	assert.NotContains(t, s, "sk-offline-demo", "the key never appears in the output")
+}
+
+// Cancelling the caller's context during the backoff ends recovery at once
+// with outcome cancelled (R9.1), after one POST. openai-go checks the
+// context itself after the transport returns and then returns ctx.Err()
+// instead of the transport's error: the caller sees context.Canceled and
+// cannot reach the *layer.RecoveryError (the events still tell the story).
+func TestDropInCancelDuringBackoff(t *testing.T) {
+	srv := start(t,
+		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "10"),
+		loopback.JSON(http.StatusOK, loopback.OpenAIChat("must not be fetched")),
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := &recorder{}
+	client, err := newClient(srv.URL+"/v1/", "sk-test-key", func(ev layer.Event) error {
+		if ev.Type == layer.EventDelayScheduled {
+			cancel() // the caller gives up while recourse waits 10 s
+		}
+		return rec.onEvent(ev)
+	})
+	require.NoError(t, err)
+
+	began := time.Now()
+	_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:    "gpt-4o-mini",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
+	})
+
+	assert.Less(t, time.Since(began), 5*time.Second, "cancellation did not wait for the backoff")
+	require.ErrorIs(t, err, context.Canceled)
+	var rerr *layer.RecoveryError
+	assert.False(t, errors.As(err, &rerr), "openai-go returns ctx.Err(), not the transport error")
+	assertPOSTs(t, srv, 1)
+	assert.Equal(t, []layer.EventType{
+		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled, layer.EventCancelled,
+	}, rec.types())
+	assert.Equal(t, 10*time.Second, rec.events[2].Delay, "Retry-After is a minimum (R5.5)")
+}
+
+// Three 503s exhaust MaxAttempts: three POSTs, then our typed error (outcome
+// exhausted, the last failure and the full history) inside a *url.Error;
+// the 503 does not pass through as an *openai.Error.
+func TestDropInExhausted(t *testing.T) {
+	overloaded := loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
+	srv := start(t, overloaded, overloaded, overloaded, loopback.JSON(http.StatusOK, loopback.OpenAIChat("must not be fetched")))
+
+	_, err, rec := callOnce(t, srv)
+
+	var rerr *layer.RecoveryError
+	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
+	assert.Equal(t, layer.OutcomeExhausted, rerr.Outcome)
+	assert.Equal(t, 503, rerr.Failure.HTTPStatus)
+	assert.Equal(t, 3, rerr.Failure.WireAttempt)
+	require.Len(t, rerr.History, 3)
+	assert.Equal(t, rerr.Failure.AttemptID, rerr.History[2].AttemptID, "the final failure is the last history entry")
+	var aerr *openai.Error
+	assert.False(t, errors.As(err, &aerr))
+	assertPOSTs(t, srv, 3)
+	assert.Equal(t, layer.EventExhausted, rec.types()[len(rec.events)-1])
+}
