@@ -1,0 +1,13 @@
+package openai_test
+
+import (
+	"testing"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/layer/layertest"
+)
+
+func TestCodecContract(t *testing.T) {
+	layertest.Codec(t, openai.New(), &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+}

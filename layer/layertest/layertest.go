@@ -1,0 +1,201 @@
+// Package layertest holds the contract tests that every recourse layer and
+// codec must pass. The project's own layers and codecs run them; a custom
+// layer or codec proves the same contract from its own tests:
+//
+//	func TestMyLayer(t *testing.T) { layertest.Layer(t, mylayer.New()) }
+//	func TestMyCodec(t *testing.T) { layertest.Codec(t, mycodec.New(), sampleRequest) }
+package layertest
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// body is a response body that records whether it was closed.
+type body struct {
+	r      io.Reader
+	closed atomic.Bool
+}
+
+func (b *body) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *body) Close() error               { b.closed.Store(true); return nil }
+
+// fake is the inner RoundTripper the layer under test wraps.
+type fake struct {
+	mu     sync.Mutex
+	bodies []*body
+	seen   [][]byte
+	status int
+	err    error
+}
+
+func (f *fake) RoundTrip(req *http.Request) (*http.Response, error) {
+	var in []byte
+	if req.Body != nil {
+		in, _ = io.ReadAll(req.Body)
+		req.Body.Close()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seen = append(f.seen, in)
+	if f.err != nil {
+		return nil, f.err
+	}
+	b := &body{r: strings.NewReader(`{"ok":true}`)}
+	f.bodies = append(f.bodies, b)
+	return &http.Response{StatusCode: f.status, Header: http.Header{"Content-Type": {"application/json"}}, Body: b, Request: req}, nil
+}
+
+func newRequest(t testing.TB) *http.Request {
+	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/v1/chat/completions", bytes.NewReader([]byte(`{"model":"m"}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer layertest")
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+// Layer checks that l keeps the standard library's RoundTripper contract
+// when no recovery layer is above it: it passes a request and its response
+// through unchanged, leaves the caller's request unchanged, returns either a
+// response or an error (never both), lets the caller close the body it
+// returns, passes errors up, and is safe for concurrent use.
+func Layer(t *testing.T, l layer.Layer) {
+	t.Helper()
+	if k := l.Kind(); k < layer.KindTracing || k > layer.KindSender {
+		t.Fatalf("Kind() = %d, outside the known kinds", k)
+	}
+	if l.Kind() == layer.KindSender {
+		// The sender is the innermost layer: it ignores next by design.
+		return
+	}
+	t.Run("pass-through", func(t *testing.T) {
+		inner := &fake{status: 200}
+		rt := l.Wrap(inner)
+		req := newRequest(t)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("RoundTrip: %v", err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(got) != `{"ok":true}` {
+			t.Errorf("body = %q, want the inner body unchanged", got)
+		}
+		if resp.StatusCode != 200 {
+			t.Errorf("status = %d, want 200", resp.StatusCode)
+		}
+		if len(inner.seen) != 1 || string(inner.seen[0]) != `{"model":"m"}` {
+			t.Errorf("inner saw %q, want exactly one request with the body unchanged", inner.seen)
+		}
+		for _, b := range inner.bodies {
+			if !b.closed.Load() {
+				t.Error("the inner response body was not closed when the caller closed the returned one")
+			}
+		}
+		if req.Header.Get("Authorization") != "Bearer layertest" || req.URL.String() != "http://127.0.0.1:1/v1/chat/completions" {
+			t.Error("the caller's request was modified")
+		}
+	})
+	t.Run("error", func(t *testing.T) {
+		sentinel := errors.New("layertest: transport failed")
+		rt := l.Wrap(&fake{err: sentinel})
+		resp, err := rt.RoundTrip(newRequest(t))
+		if resp != nil {
+			resp.Body.Close()
+			t.Error("a response was returned together with an error")
+		}
+		if !errors.Is(err, sentinel) {
+			t.Errorf("err = %v, want the inner error passed up", err)
+		}
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		inner := &fake{status: 200}
+		rt := l.Wrap(inner)
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := rt.RoundTrip(newRequest(t))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}()
+		}
+		wg.Wait()
+		if len(inner.seen) != 16 {
+			t.Errorf("inner saw %d requests, want 16", len(inner.seen))
+		}
+	})
+}
+
+// Codec checks the codec contract: complete capabilities with evidence
+// (R15.1), deterministic single encoding (R2.3), Describe reading back what
+// Encode wrote, typed errors (never a panic) for hostile bodies, and an
+// Observer for every operation (a StreamDecoder for streaming).
+func Codec(t *testing.T, c layer.Codec, sample *chat.Request) {
+	t.Helper()
+	if err := c.Capabilities().Validate(); err != nil {
+		t.Errorf("Capabilities: %v", err)
+	}
+	if c.Provider() == "" || !strings.HasPrefix(c.Path(), "/") {
+		t.Errorf("Provider() = %q, Path() = %q", c.Provider(), c.Path())
+	}
+	a, err := c.Encode(sample)
+	if err != nil {
+		t.Fatalf("Encode: %v", err)
+	}
+	b, _ := c.Encode(sample)
+	if !bytes.Equal(a, b) {
+		t.Error("Encode is not deterministic")
+	}
+	info, err := c.Describe(a)
+	if err != nil {
+		t.Errorf("Describe(Encode(sample)): %v", err)
+	} else if info.Model != sample.Model {
+		t.Errorf("Describe model = %q, want %q", info.Model, sample.Model)
+	}
+	for _, hostile := range []string{"", "{", "null", "[]", `{"error":"x"}`, "\xff\xfe", strings.Repeat("[", 10000)} {
+		comp, err := c.Decode([]byte(hostile))
+		if err == nil {
+			t.Errorf("Decode(%q) = %v, want an error", hostile, comp)
+			continue
+		}
+		var pe *layer.ProtocolError
+		var pv *layer.ProviderError
+		if !errors.As(err, &pe) && !errors.As(err, &pv) {
+			t.Errorf("Decode(%q) error %T, want *layer.ProtocolError or *layer.ProviderError", hostile, err)
+		}
+		_ = c.ErrorCode([]byte(hostile))
+	}
+	for _, op := range []layer.Operation{layer.Ordinary, layer.Structured, layer.Streaming} {
+		o := c.NewObserver(layer.RequestInfo{Model: sample.Model, Operation: op})
+		if o == nil {
+			t.Errorf("NewObserver(%s) = nil", op)
+			continue
+		}
+		o.Write([]byte("\xff{garbage"))
+		_ = o.Observed()
+		if op == layer.Streaming {
+			if d, ok := o.(layer.StreamDecoder); !ok {
+				t.Error("the streaming observer is not a layer.StreamDecoder")
+			} else if d.End() == nil {
+				t.Error("End() after garbage = nil, want an incomplete-stream error")
+			}
+		}
+	}
+}

@@ -1,0 +1,25 @@
+package layers_test
+
+import (
+	"testing"
+
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layer/layertest"
+	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/capture"
+	"github.com/recourse-dev/recourse/layers/progress"
+	"github.com/recourse-dev/recourse/layers/redirectguard"
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/layers/sender"
+)
+
+func TestLayerContract(t *testing.T) {
+	disabled, err := retry.New(openai.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []layer.Layer{disabled, admission.New(nil), capture.New(), progress.New(), redirectguard.New(), sender.New(nil)} {
+		t.Run(l.Kind().String(), func(t *testing.T) { layertest.Layer(t, l) })
+	}
+}
