@@ -51,16 +51,10 @@ func (b *streamBody) NextFrame() (layer.Frame, error) {
 			continue
 		}
 		if f, ok := b.a.NextFrame(); ok {
-			if done, err := b.frame(&f); err != nil {
-				b.err = err
-				continue
-			} else if done {
+			if b.frame(&f) {
 				return f, nil
 			}
-			if f.Err != nil {
-				continue
-			}
-			return f, nil
+			continue
 		}
 		if b.readErr != nil {
 			err := b.readErr
@@ -75,44 +69,62 @@ func (b *streamBody) NextFrame() (layer.Frame, error) {
 	}
 }
 
-// frame handles telemetry, failures and the terminal frame. done reports
-// that f is the accepted end.
-func (b *streamBody) frame(f *layer.Frame) (done bool, err error) {
+// frame handles telemetry, failures and the terminal frame; it reports
+// whether f is to be handed to the consumer. Abort wins over queued content,
+// telemetry and completion (R13.5): the context is checked after every
+// event, so an observer that cancels stops the frame it was told about.
+func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 	c := b.c
-	ollama := c.provider == layer.Ollama
-	if ollama && f.Err == nil && !f.Keepalive {
+	aborted := func() bool {
+		if c.ctx.Err() != nil {
+			b.fail(layer.CategoryCancellation, c.ctx.Err(), nil, nil)
+			return true
+		}
+		return false
+	}
+	var se *layer.StreamError
+	telemetry := c.provider == layer.Ollama && !f.Keepalive && (f.Err == nil || errors.As(f.Err, &se))
+	if telemetry {
 		ev := c.event(layer.EventProgress)
 		ev.Frame = f.Index
 		if err := c.send(ev); err != nil {
-			return false, err
+			b.err = err
+			return false
 		}
-	}
-	if ollama && f.Metrics != nil {
-		ev := c.event(layer.EventMetrics)
-		m := *f.Metrics
-		ev.Metrics = &m
-		if err := c.send(ev); err != nil {
-			return false, err
+		if aborted() {
+			return false
+		}
+		if f.Metrics != nil {
+			ev := c.event(layer.EventMetrics)
+			m := *f.Metrics
+			ev.Metrics = &m
+			if err := c.send(ev); err != nil {
+				b.err = err
+				return false
+			}
+			if aborted() {
+				return false
+			}
 		}
 	}
 	if f.Err != nil {
 		var pe *layer.ProviderError
-		var se *layer.StreamError
 		switch {
 		case errors.As(f.Err, &pe), errors.As(f.Err, &se):
 			b.fail(layer.CategoryProviderResponse, f.Err, nil, f)
 		default:
 			b.fail(layer.CategoryProtocol, f.Err, nil, f)
 		}
-		return false, nil
+		return false
 	}
 	if !f.Done {
-		return false, nil
+		return true
 	}
 	b.a.Deliver(layer.Counts{CompletedToolCalls: f.Semantic().CompletedToolCalls})
 	closeResp(b.resp)
 	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
-		return false, err
+		b.err = err
+		return false
 	}
 	if c.report != nil {
 		c.report.WireAttempts = c.wire
@@ -121,7 +133,7 @@ func (b *streamBody) frame(f *layer.Frame) (done bool, err error) {
 		}
 	}
 	b.err = io.EOF
-	return true, nil
+	return true
 }
 
 // ended handles the end of the current attempt's body: HTTP EOF or a read error.
