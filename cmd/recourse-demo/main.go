@@ -163,6 +163,18 @@ func (d *demo) run() {
 		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
 		scripted.JSON(503, scripted.OpenAIError("server_error", "", "maintenance"), "Retry-After", "3600"))
 
+	keepalive := ": keep-alive\n\n"
+	d.streamScenario("stream cut after keepalives", "The first attempt sends only keepalives and is cut: nothing was generated, so a new attempt continues the one stream.",
+		retry.Policy{MaxAttempts: 3, BaseDelay: quick},
+		scripted.Step{Status: 200, Chunks: [][]byte{[]byte(keepalive), []byte(keepalive)}}.Cut(2*len(keepalive)),
+		scripted.SSE(scripted.OpenAIStream("Hello, ", "streamed ", "world.")...))
+
+	events := scripted.OpenAIStream("Half an ", "answer ", "never repeated.")
+	d.streamScenario("stream cut after content", "Content already arrived: a resend would duplicate inference, so the stream ends with the typed interrupted error.",
+		retry.Policy{MaxAttempts: 3, BaseDelay: quick},
+		scripted.SSE(events...).Cut(len(events[0])+len(events[1])+len(events[2])),
+		scripted.SSE(events...))
+
 	d.scenario("Ollama 503 without a hook", "A local server may have run the request: without an admission hook nothing is resent.",
 		ollama.New(), "llama3.2", retry.Policy{MaxAttempts: 3, BaseDelay: quick}, nil,
 		scripted.JSON(503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`),
@@ -175,6 +187,57 @@ func (d *demo) run() {
 }
 
 const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+// streamScenario runs one native chunk stream and prints content as it
+// arrives, with a transient status line while recovery waits.
+func (d *demo) streamScenario(name, narration string, p retry.Policy, steps ...scripted.Step) {
+	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, narration)
+	srv := scripted.New(steps...)
+	defer srv.Close()
+	p.OnEvent = func(e layer.Event) error {
+		switch e.Type {
+		case layer.EventAttemptFailed:
+			f := e.Failure
+			fmt.Fprintf(d.out, "\n  [%s after %d raw bytes, %d content bytes seen → %s]", f.Category, f.Progress.RawBytes, f.Progress.Observed.ContentBytes, f.Classification.Reason)
+		case layer.EventDelayScheduled:
+			fmt.Fprintf(d.out, "\n  status: retrying LLM request after %s (attempt %d/%d in %s)", e.Failure.Category, e.NextAttempt, e.MaxAttempts, e.Delay.Round(time.Millisecond))
+		case layer.EventAttemptStarted:
+			if e.WireAttempt > 1 {
+				fmt.Fprint(d.out, "\n  status: (cleared)\n  ")
+			}
+		}
+		return nil
+	}
+	ch, err := chain.Default(openai.New(), chain.WithPolicy(p))
+	if err != nil {
+		fmt.Fprintln(d.out, "  chain:", err)
+		return
+	}
+	client, _ := chain.NewClient(srv.URL, ch)
+	fmt.Fprint(d.out, "  ")
+	r := row{name: name, target: "-", outcome: "success"}
+	var text strings.Builder
+	for chunk, err := range client.Stream(context.Background(), request("gpt-4o-mini")) {
+		if err != nil {
+			var re *layer.RecoveryError
+			if errors.As(err, &re) {
+				r.outcome, r.attempts = string(re.Outcome), len(re.History)
+			}
+			fmt.Fprintf(d.out, "\n  ✗ %v\n", err)
+			break
+		}
+		fmt.Fprint(d.out, chunk.Content)
+		text.WriteString(chunk.Content)
+		if chunk.Done {
+			fmt.Fprintf(d.out, "\n  ✓ streamed answer, each byte exactly once: %q\n", text.String())
+		}
+	}
+	r.posts = srv.Count()
+	if r.outcome == "success" {
+		r.attempts = srv.Count()
+	}
+	d.rows = append(d.rows, r)
+}
 
 func (d *demo) real() {
 	key := os.Getenv("OPENAI_API_KEY")
