@@ -1,0 +1,286 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// DefaultMaxToolDepth is the number of tool rounds a run executes at most
+// unless WithMaxToolDepth says otherwise.
+const DefaultMaxToolDepth = 8
+
+// Tool is a tool the model may call: its descriptor and the function that
+// runs it. Run receives the call's argument object as JSON text and returns
+// the text of the tool message; an error becomes the tool message
+// "error: " + err.Error(), so it is what the model reads and must not hold
+// anything the model may not see. Run is called at most once per call.
+type Tool struct {
+	// Spec is the descriptor sent to the model; its Name selects the tool.
+	Spec chat.ToolSpec
+	// Run executes one call; it should honour ctx.
+	Run func(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+// Continuation configures stream continuation (R17.3). The zero value
+// leaves it off.
+type Continuation struct {
+	// Max is the budget: how many continuations (or restarts) of one answer
+	// may be sent in a row. A completion that ends normally resets the
+	// count. 0 or less turns continuation off.
+	Max int
+}
+
+// Option configures a Broker.
+type Option func(*Broker)
+
+// WithModel sets the model every request names.
+func WithModel(model string) Option { return func(b *Broker) { b.model = model } }
+
+// WithOptions sets the sampling and generation controls of every request.
+func WithOptions(o chat.Options) Option { return func(b *Broker) { b.options = o } }
+
+// WithTools adds tools the model may call. A tool whose name was already
+// added replaces the earlier one.
+func WithTools(tools ...Tool) Option {
+	return func(b *Broker) {
+		for _, t := range tools {
+			if i := slices.IndexFunc(b.tools, func(o Tool) bool { return o.Spec.Name == t.Spec.Name }); i >= 0 {
+				b.tools[i] = t
+				continue
+			}
+			b.tools = append(b.tools, t)
+		}
+	}
+}
+
+// WithMaxToolDepth sets how many tool rounds (a response's calls executed
+// and answered) one run executes at most; values below 1 mean 1. The
+// default is DefaultMaxToolDepth.
+func WithMaxToolDepth(n int) Option { return func(b *Broker) { b.maxDepth = max(n, 1) } }
+
+// WithPolicy sets the recovery policy applied to every completion of the
+// broker through chain.WithCallPolicy (R1.3), and the admission hook, the
+// backoff, the jitter, the clocks and the Sleep of continuations. Without
+// it every completion uses the chain's own policy, and continuations use
+// the policy defaults (no hook, 100 ms base, 30 s ceiling, real time).
+func WithPolicy(p retry.Policy) Option { return func(b *Broker) { b.policy = &p } }
+
+// WithNotices sets the callback that receives the run's notices: retry and
+// continuation notices and progress signals (see Notice). It is called
+// synchronously, on the goroutine of the call, in order; a panic in it
+// propagates to the caller. Runs of one Broker on several goroutines call
+// it concurrently.
+func WithNotices(f func(Notice)) Option { return func(b *Broker) { b.notify = f } }
+
+// WithContinuation turns on stream continuation for GenerateStream (R17.3),
+// off by default.
+func WithContinuation(c Continuation) Option { return func(b *Broker) { b.cont = c } }
+
+// Broker runs the tool loop over a native client (R16.1). It is immutable
+// after New and safe for concurrent use; each call is an independent run.
+type Broker struct {
+	client   *chain.Client
+	model    string
+	options  chat.Options
+	tools    []Tool
+	maxDepth int
+	policy   *retry.Policy
+	notify   func(Notice)
+	cont     Continuation
+}
+
+// New returns a broker that sends through client.
+func New(client *chain.Client, opts ...Option) *Broker {
+	b := &Broker{client: client, maxDepth: DefaultMaxToolDepth}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// Generate runs the tool loop on history (R16.1): it sends the
+// conversation, and while the response asks for tools it appends the
+// assistant message with its calls, runs each call once and appends one
+// tool message per call (ToolCallID, ToolName, the tool's output or an
+// error text), then sends again. The response without tool calls is
+// appended too and returned. Everything completed stays appended when a
+// later completion fails; the failure is returned as the chain reports it
+// (a *layer.RecoveryError, a *layer.PolicyError before anything was sent,
+// …), or as a *ToolDepthError or *IncompleteError.
+func (b *Broker) Generate(ctx context.Context, history *[]chat.Message) (*chat.Completion, error) {
+	if history == nil {
+		return nil, ErrNilHistory
+	}
+	r := b.newRun()
+	defer r.end()
+	rounds := 0
+	for {
+		cctx, idx := r.begin(ctx)
+		comp, err := b.client.Complete(cctx, b.request(*history, true))
+		if err != nil {
+			return nil, err
+		}
+		r.arrived(idx, comp.Message)
+		done, err := b.completed(ctx, r, idx, history, comp, &rounds)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			return comp, nil
+		}
+	}
+}
+
+// GenerateObject runs one structured completion that asks for JSON
+// following schema (R16.3): the schema is sent as given, no tools are
+// offered or executed and the answer is parsed, not validated. The
+// assistant message is appended to history and the completion returned.
+func (b *Broker) GenerateObject(ctx context.Context, history *[]chat.Message, schema chat.Schema) (*chat.Completion, error) {
+	if history == nil {
+		return nil, ErrNilHistory
+	}
+	r := b.newRun()
+	defer r.end()
+	cctx, idx := r.begin(ctx)
+	comp, err := b.client.CompleteStructured(cctx, b.request(*history, false), schema)
+	if err != nil {
+		return nil, err
+	}
+	r.arrived(idx, comp.Message)
+	msg := comp.Message.Clone()
+	msg.Role = chat.Assistant
+	*history = append(*history, msg)
+	return comp, nil
+}
+
+// request builds the request of one completion from a copy of history.
+func (b *Broker) request(history []chat.Message, tools bool) *chat.Request {
+	msgs := make([]chat.Message, len(history))
+	for i, m := range history {
+		msgs[i] = m.Clone()
+	}
+	req := &chat.Request{Model: b.model, Messages: msgs, Options: b.options}
+	if tools {
+		for _, t := range b.tools {
+			req.Tools = append(req.Tools, t.Spec)
+		}
+	}
+	return req
+}
+
+// completed is the one success path of a completed response, shared by
+// Generate and GenerateStream: append the final answer and stop, or append
+// the assistant message with its tool calls, run them once and append
+// their results. done reports the final answer.
+func (b *Broker) completed(ctx context.Context, r *run, idx int, history *[]chat.Message, comp *chat.Completion, rounds *int) (done bool, err error) {
+	msg := comp.Message.Clone()
+	msg.Role = chat.Assistant
+	if len(msg.ToolCalls) == 0 {
+		*history = append(*history, msg)
+		return true, nil
+	}
+	if comp.FinishReason == "length" {
+		return false, &IncompleteError{Completion: idx, FinishReason: comp.FinishReason}
+	}
+	if *rounds >= b.maxDepth {
+		return false, &ToolDepthError{Max: b.maxDepth, Completion: idx}
+	}
+	*rounds++
+	*history = append(*history, msg)
+	for _, call := range msg.ToolCalls {
+		out := b.runTool(ctx, call)
+		*history = append(*history, chat.Message{Role: chat.Tool, Content: out, ToolCallID: call.ID, ToolName: call.Name})
+		r.progress(ProgressToolResult, idx)
+	}
+	return false, nil
+}
+
+// runTool runs one call and returns the text of its tool message.
+func (b *Broker) runTool(ctx context.Context, call chat.ToolCall) string {
+	i := slices.IndexFunc(b.tools, func(t Tool) bool { return t.Spec.Name == call.Name })
+	if i < 0 || b.tools[i].Run == nil {
+		return "error: unknown tool"
+	}
+	if ctx.Err() != nil {
+		return "error: the tool was not run because the request was cancelled"
+	}
+	out, err := b.tools[i].Run(ctx, append(json.RawMessage(nil), call.Arguments...))
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return out
+}
+
+// run is the state of one Generate, GenerateStream or GenerateObject call.
+type run struct {
+	b *Broker
+	n int // completions started
+	// seen records the delta kinds already reported for completion n.
+	seen map[ProgressKind]bool
+}
+
+func (b *Broker) newRun() *run { return &run{b: b} }
+
+// begin starts the next completion: it announces it and returns its
+// context (the broker's policy, the retry-notice observer) and index.
+func (r *run) begin(ctx context.Context) (context.Context, int) {
+	r.n++
+	idx := r.n
+	r.seen = nil
+	r.progress(ProgressCompletionStarted, idx)
+	if r.b.policy != nil {
+		ctx = chain.WithCallPolicy(ctx, r.b.policy)
+	}
+	if notify := r.b.notify; notify != nil {
+		// The chain calls its observers right after the policy's OnEvent
+		// and before it sleeps, so the notice precedes every backoff sleep.
+		ctx = layer.WithObserver(ctx, func(ev layer.Event) {
+			if ev.Type == layer.EventDelayScheduled {
+				n := retryNotice(idx, ev)
+				notify(Notice{Event: EventRetry, Retry: &n})
+			}
+		})
+	}
+	return ctx, idx
+}
+
+// end announces the end of the run.
+func (r *run) end() { r.progress(ProgressRunEnded, r.n) }
+
+// progress reports a progress signal.
+func (r *run) progress(k ProgressKind, idx int) {
+	if r.b.notify != nil {
+		r.b.notify(Notice{Event: EventProgress, Progress: &Progress{Kind: k, Completion: idx}})
+	}
+}
+
+// delta reports the first delta of kind k of completion idx.
+func (r *run) delta(k ProgressKind, idx int) {
+	if r.b.notify == nil || r.seen[k] {
+		return
+	}
+	if r.seen == nil {
+		r.seen = map[ProgressKind]bool{}
+	}
+	r.seen[k] = true
+	r.progress(k, idx)
+}
+
+// arrived reports the output of a non-streamed completion.
+func (r *run) arrived(idx int, m chat.Message) {
+	if m.Reasoning != "" {
+		r.delta(ProgressReasoning, idx)
+	}
+	if m.Content != "" {
+		r.delta(ProgressContent, idx)
+	}
+	if len(m.ToolCalls) > 0 {
+		r.delta(ProgressToolCall, idx)
+	}
+}

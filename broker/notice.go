@@ -1,0 +1,296 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// RetryNotice announces that a completion failed and is about to be retried
+// after a backoff (R17.1). It is derived from the chain's delay_scheduled
+// lifecycle event and delivered right before the sleep. Every field is safe
+// to show and log: Error is a fixed description of the failure kind, never
+// a key, a header, a body or tool output.
+type RetryNotice struct {
+	// Completion is the 1-based index of the completion within the run
+	// (one Generate, GenerateStream or GenerateObject call, or one session
+	// turn); all attempts of one completion share it.
+	Completion int
+	// FailedAttempt is the wire attempt that just failed (1-based).
+	FailedAttempt int
+	// MaxAttempts is the policy's attempt limit.
+	MaxAttempts int
+	// Wait is the backoff about to be slept before the next attempt.
+	Wait time.Duration
+	// Elapsed is the time since the completion started (monotonic clock).
+	Elapsed time.Duration
+	// HTTPStatus is the failed attempt's HTTP status, 0 when none arrived.
+	HTTPStatus int
+	// Error is a safe description of the failure, for example "HTTP 504"
+	// or "transport error".
+	Error string
+}
+
+// retryWire is the JSON form of a RetryNotice.
+type retryWire struct {
+	Completion    int    `json:"completion"`
+	FailedAttempt int    `json:"failed_attempt"`
+	MaxAttempts   int    `json:"max_attempts"`
+	WaitMS        int64  `json:"wait_ms"`
+	ElapsedMS     int64  `json:"elapsed_ms"`
+	Status        int    `json:"status,omitempty"`
+	Error         string `json:"error"`
+}
+
+// MarshalJSON encodes the notice with wait_ms and elapsed_ms in whole
+// milliseconds and status left out when it is 0.
+func (n RetryNotice) MarshalJSON() ([]byte, error) {
+	return json.Marshal(retryWire{
+		Completion: n.Completion, FailedAttempt: n.FailedAttempt, MaxAttempts: n.MaxAttempts,
+		WaitMS: n.Wait.Milliseconds(), ElapsedMS: n.Elapsed.Milliseconds(),
+		Status: n.HTTPStatus, Error: n.Error,
+	})
+}
+
+// UnmarshalJSON decodes the form written by MarshalJSON.
+func (n *RetryNotice) UnmarshalJSON(b []byte) error {
+	var w retryWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*n = RetryNotice{
+		Completion: w.Completion, FailedAttempt: w.FailedAttempt, MaxAttempts: w.MaxAttempts,
+		Wait: time.Duration(w.WaitMS) * time.Millisecond, Elapsed: time.Duration(w.ElapsedMS) * time.Millisecond,
+		HTTPStatus: w.Status, Error: w.Error,
+	}
+	return nil
+}
+
+// ReasonRestart is the ContinuationNotice reason of a stream that broke
+// before any block closed: nothing is committed and the next request is the
+// same conversation again, so it is a restart rather than a continuation.
+const ReasonRestart = "restart"
+
+// ContinuationNotice announces that a stream broke after it started and
+// that the broker sends the next request of the same turn loop (R17.3). It
+// is delivered before the continuation's backoff sleep. Every field is safe.
+type ContinuationNotice struct {
+	// Completion is the 1-based index within the run of the completion
+	// whose stream broke.
+	Completion int
+	// Attempt is the continuation's number (1-based) within the budget.
+	Attempt int
+	// Max is the continuation budget.
+	Max int
+	// Reason is a safe description of the break ("transport error",
+	// "client timeout"), or ReasonRestart when no block had closed.
+	Reason string
+	// Wait is the backoff slept before the continuation request.
+	Wait time.Duration
+	// Discarded counts the content bytes the consumer already received from
+	// the broken stream that were not committed to the history (the
+	// unfinished text block). A UI that printed them may take them back.
+	Discarded int
+}
+
+// continuationWire is the JSON form of a ContinuationNotice.
+type continuationWire struct {
+	Completion     int    `json:"completion"`
+	Attempt        int    `json:"attempt"`
+	Max            int    `json:"max"`
+	Reason         string `json:"reason"`
+	WaitMS         int64  `json:"wait_ms"`
+	DiscardedBytes int    `json:"discarded_bytes,omitempty"`
+}
+
+// MarshalJSON encodes the notice with wait_ms in whole milliseconds.
+func (n ContinuationNotice) MarshalJSON() ([]byte, error) {
+	return json.Marshal(continuationWire{
+		Completion: n.Completion, Attempt: n.Attempt, Max: n.Max, Reason: n.Reason,
+		WaitMS: n.Wait.Milliseconds(), DiscardedBytes: n.Discarded,
+	})
+}
+
+// UnmarshalJSON decodes the form written by MarshalJSON.
+func (n *ContinuationNotice) UnmarshalJSON(b []byte) error {
+	var w continuationWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*n = ContinuationNotice{
+		Completion: w.Completion, Attempt: w.Attempt, Max: w.Max, Reason: w.Reason,
+		Wait: time.Duration(w.WaitMS) * time.Millisecond, Discarded: w.DiscardedBytes,
+	}
+	return nil
+}
+
+// ProgressKind is a kind of progress signal.
+type ProgressKind string
+
+// The progress signals that clear a transient status line (R17.2).
+const (
+	// ProgressCompletionStarted: a completion (a new model request) starts.
+	ProgressCompletionStarted ProgressKind = "completion_started"
+	// ProgressContent: content arrived (the first delta of a completion, or
+	// the content of a non-streamed answer).
+	ProgressContent ProgressKind = "content_delta"
+	// ProgressReasoning: reasoning arrived.
+	ProgressReasoning ProgressKind = "reasoning_delta"
+	// ProgressToolCall: a tool call arrived (a fragment, or a completed call
+	// of a non-streamed answer).
+	ProgressToolCall ProgressKind = "tool_delta"
+	// ProgressToolResult: a tool finished and its result was appended.
+	ProgressToolResult ProgressKind = "tool_result"
+	// ProgressRunEnded: the run ended, successfully or not.
+	ProgressRunEnded ProgressKind = "run_ended"
+	// ProgressIdle: the application is idle or paused. The broker never
+	// sends it; applications apply it to a Status themselves.
+	ProgressIdle ProgressKind = "idle"
+)
+
+// Progress is a sign that the run moved on. The broker reports the first
+// delta of each kind per completion (enough to clear a status line; the
+// content itself flows through the stream), every completion start, every
+// tool result and the end of the run.
+type Progress struct {
+	// Kind is the signal.
+	Kind ProgressKind `json:"kind"`
+	// Completion is the 1-based completion index within the run it refers
+	// to (the last one for ProgressRunEnded), 0 when none.
+	Completion int `json:"completion,omitempty"`
+}
+
+// NoticeEvent names the kind of a Notice on the wire.
+type NoticeEvent string
+
+// The events of a Notice.
+const (
+	// EventRetry is the event of a Notice carrying a RetryNotice.
+	EventRetry NoticeEvent = "llm_retry"
+	// EventContinuation is the event of a Notice carrying a ContinuationNotice.
+	EventContinuation NoticeEvent = "llm_continuation"
+	// EventProgress is the event of a Notice carrying a Progress signal.
+	EventProgress NoticeEvent = "progress"
+)
+
+// Notice is one operational event of a run for the user interface: exactly
+// one of Retry, Continuation and Progress is set, matching Event. Its JSON
+// form is {"event":"llm_retry","data":{…}} (or llm_continuation, progress).
+// Notices never enter the history, the model context or a session's
+// messages.
+type Notice struct {
+	// Event says which of the other fields is set.
+	Event NoticeEvent
+	// Retry is set for EventRetry.
+	Retry *RetryNotice
+	// Continuation is set for EventContinuation.
+	Continuation *ContinuationNotice
+	// Progress is set for EventProgress.
+	Progress *Progress
+}
+
+// noticeWire is the JSON form of a Notice.
+type noticeWire struct {
+	Event NoticeEvent     `json:"event"`
+	Data  json.RawMessage `json:"data"`
+}
+
+// MarshalJSON encodes the notice as {"event":…,"data":…}. It fails when the
+// field that Event names is nil.
+func (n Notice) MarshalJSON() ([]byte, error) {
+	var data any
+	switch n.Event {
+	case EventRetry:
+		if n.Retry != nil {
+			data = n.Retry
+		}
+	case EventContinuation:
+		if n.Continuation != nil {
+			data = n.Continuation
+		}
+	case EventProgress:
+		if n.Progress != nil {
+			data = n.Progress
+		}
+	}
+	if data == nil {
+		return nil, errors.New("broker: notice " + strconv.Quote(string(n.Event)) + " has no data")
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(noticeWire{Event: n.Event, Data: b})
+}
+
+// UnmarshalJSON decodes the form written by MarshalJSON; an unknown event
+// is an error.
+func (n *Notice) UnmarshalJSON(b []byte) error {
+	var w noticeWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	out := Notice{Event: w.Event}
+	var err error
+	switch w.Event {
+	case EventRetry:
+		out.Retry = &RetryNotice{}
+		err = json.Unmarshal(w.Data, out.Retry)
+	case EventContinuation:
+		out.Continuation = &ContinuationNotice{}
+		err = json.Unmarshal(w.Data, out.Continuation)
+	case EventProgress:
+		out.Progress = &Progress{}
+		err = json.Unmarshal(w.Data, out.Progress)
+	default:
+		return errors.New("broker: unknown notice event " + strconv.Quote(string(w.Event)))
+	}
+	if err != nil {
+		return err
+	}
+	*n = out
+	return nil
+}
+
+// failureText is the safe description of a failure: "HTTP 504" for an HTTP
+// failure with a status, otherwise the failure kind. It reads only the
+// category and the status, so it can hold nothing sensitive.
+func failureText(f *layer.Failure) string {
+	if f == nil {
+		return "error"
+	}
+	switch f.Category {
+	case layer.CategoryHTTP:
+		if f.HTTPStatus != 0 {
+			return "HTTP " + strconv.Itoa(f.HTTPStatus)
+		}
+		return "HTTP error"
+	case layer.CategoryTransport:
+		return "transport error"
+	case layer.CategoryClientTimeout:
+		return "client timeout"
+	case layer.CategoryProviderResponse:
+		return "provider error"
+	case layer.CategoryProtocol:
+		return "protocol error"
+	case layer.CategoryCancellation:
+		return "cancelled"
+	}
+	return "error"
+}
+
+// retryNotice builds the notice of a delay_scheduled event of completion idx.
+func retryNotice(idx int, ev layer.Event) RetryNotice {
+	n := RetryNotice{
+		Completion: idx, FailedAttempt: ev.NextAttempt - 1, MaxAttempts: ev.MaxAttempts,
+		Wait: ev.Delay, Elapsed: ev.Elapsed, Error: failureText(ev.Failure),
+	}
+	if f := ev.Failure; f != nil {
+		n.FailedAttempt = f.WireAttempt
+		n.HTTPStatus = f.HTTPStatus
+	}
+	return n
+}

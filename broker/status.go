@@ -1,0 +1,120 @@
+package broker
+
+import (
+	"strconv"
+	"sync"
+	"time"
+)
+
+// FormatRetry renders a retry notice as one status line (R17.2), for
+// example "retrying LLM request after HTTP 504 (attempt 2/4 in 1.2s)". The
+// attempt shown is the next one (FailedAttempt+1, capped at MaxAttempts).
+// A failure without a non-2xx HTTP status shows its kind instead
+// ("retrying LLM request after transport error (attempt 2/3 in 800ms)").
+// Waits of a second or more show seconds with one decimal; shorter waits
+// show whole milliseconds.
+func FormatRetry(n RetryNotice) string {
+	return formatRetry(n, n.Wait)
+}
+
+// Countdown renders n like FormatRetry, with the wait reduced by since, the
+// time that passed since the notice arrived; the remaining wait never goes
+// below zero. A UI that redraws its status line calls it on every tick.
+func Countdown(n RetryNotice, since time.Duration) string {
+	return formatRetry(n, max(n.Wait-max(since, 0), 0))
+}
+
+func formatRetry(n RetryNotice, wait time.Duration) string {
+	what := n.Error
+	if n.HTTPStatus != 0 && n.HTTPStatus/100 != 2 {
+		what = "HTTP " + strconv.Itoa(n.HTTPStatus)
+	} else if what == "" {
+		what = "error"
+	}
+	next := n.FailedAttempt + 1
+	if n.MaxAttempts > 0 && next > n.MaxAttempts {
+		next = n.MaxAttempts
+	}
+	return "retrying LLM request after " + what + " (attempt " + strconv.Itoa(next) + "/" +
+		strconv.Itoa(n.MaxAttempts) + " in " + formatWait(wait) + ")"
+}
+
+// formatWait renders d as "1.2s" (one decimal, rounded) from one second up
+// and as "800ms" below.
+func formatWait(d time.Duration) string {
+	ms := max(d.Milliseconds(), 0)
+	if ms < 1000 {
+		return strconv.FormatInt(ms, 10) + "ms"
+	}
+	tenths := (ms + 50) / 100
+	return strconv.FormatInt(tenths/10, 10) + "." + strconv.FormatInt(tenths%10, 10) + "s"
+}
+
+// FormatContinuation renders a continuation notice as one status line:
+// "LLM stream interrupted; continuing generation (1/3): transport error".
+func FormatContinuation(n ContinuationNotice) string {
+	reason := n.Reason
+	if reason == "" {
+		reason = "error"
+	}
+	return "LLM stream interrupted; continuing generation (" + strconv.Itoa(n.Attempt) + "/" +
+		strconv.Itoa(n.Max) + "): " + reason
+}
+
+// Status is the transient status line of a terminal UI (R17.2): a retry or
+// continuation notice sets it, and the next sign of progress clears it —
+// a new completion starting, a content, reasoning or tool delta, a tool
+// result, the end of the run, or idle. It is never a transcript entry.
+// Feed it every Notice of a broker's WithNotices callback. The zero value
+// is an empty status; a Status is safe for concurrent use.
+type Status struct {
+	mu    sync.Mutex
+	retry *RetryNotice
+	cont  *ContinuationNotice
+}
+
+// Apply updates the status with n: a retry or continuation notice replaces
+// the line, any Progress clears it.
+func (s *Status) Apply(n Notice) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case n.Event == EventRetry && n.Retry != nil:
+		r := *n.Retry
+		s.retry, s.cont = &r, nil
+	case n.Event == EventContinuation && n.Continuation != nil:
+		c := *n.Continuation
+		s.retry, s.cont = nil, &c
+	case n.Event == EventProgress && n.Progress != nil:
+		s.retry, s.cont = nil, nil
+	}
+}
+
+// Line returns the current status line, or "" when there is none.
+func (s *Status) Line() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.retry != nil:
+		return FormatRetry(*s.retry)
+	case s.cont != nil:
+		return FormatContinuation(*s.cont)
+	}
+	return ""
+}
+
+// Live returns the current status line with a retry's wait counting down
+// by since, the time that passed since the notice was applied (see
+// Countdown); a continuation line is returned as it is, "" when there is
+// no status.
+func (s *Status) Live(since time.Duration) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.retry != nil:
+		return Countdown(*s.retry, since)
+	case s.cont != nil:
+		return FormatContinuation(*s.cont)
+	}
+	return ""
+}

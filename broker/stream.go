@@ -1,0 +1,313 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// errNoCompletion ends a stream that stopped without a terminal chunk and
+// without an error (a chain would never do that).
+var errNoCompletion = errors.New("broker: the stream ended without a completion")
+
+// GenerateStream runs the same tool loop as Generate over streamed
+// completions (Client.Stream) and yields the content strings as they
+// arrive. Tool calls are taken only from the completion of the accepted
+// terminal chunk; fragments are never executed. On failure it yields one
+// error and stops; a consumer that stops ranging stops the run. In every
+// case the history keeps everything completed and never an unfinished
+// assistant message.
+//
+// With WithContinuation, a stream that breaks after it started is continued
+// (R17.3): the blocks the protocol had closed — reasoning once content or a
+// tool call started, text once a tool call started — are appended as a
+// partial assistant message (never an unfinished block, never a tool call),
+// and the next request of the loop continues from that history, after the
+// admission and backoff of a retry, within the budget, announced with a
+// ContinuationNotice. A break before any block closed commits nothing and
+// sends the same conversation again (reason ReasonRestart). Only breaks of
+// the transport (an interrupted *layer.RecoveryError with semantic output,
+// category transport or client_timeout) are continued; a length finish, an
+// in-band provider error or a malformed stream ends the run as without
+// continuation. A partial message committed for a continuation holds
+// closed blocks only, so it stays in the history when a later completion
+// of the run fails.
+func (b *Broker) GenerateStream(ctx context.Context, history *[]chat.Message) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		if history == nil {
+			yield("", ErrNilHistory)
+			return
+		}
+		r := b.newRun()
+		defer r.end()
+		rounds, conts := 0, 0
+		for {
+			cctx, idx := r.begin(ctx)
+			var blocks tracker
+			var comp *chat.Completion
+			var serr error
+			for ch, err := range b.client.Stream(cctx, b.request(*history, true), chain.WithReasoning(), chain.WithToolFragments()) {
+				if err != nil {
+					serr = err
+					break
+				}
+				if ch.Reasoning != "" {
+					blocks.add(blockReasoning, ch.Reasoning)
+					r.delta(ProgressReasoning, idx)
+				}
+				if ch.Content != "" {
+					blocks.add(blockText, ch.Content)
+					r.delta(ProgressContent, idx)
+				}
+				if len(ch.ToolCallFragments) > 0 {
+					blocks.add(blockTool, "")
+					r.delta(ProgressToolCall, idx)
+				}
+				if ch.Content != "" && !yield(ch.Content, nil) {
+					return
+				}
+				if ch.Done {
+					comp = ch.Completion
+				}
+			}
+			if serr == nil && comp == nil {
+				serr = errNoCompletion
+			}
+			if serr != nil {
+				partial, err := b.continuation(ctx, idx, conts, &blocks, serr)
+				if err != nil {
+					yield("", err)
+					return
+				}
+				conts++
+				if partial != nil {
+					*history = append(*history, *partial)
+				}
+				continue
+			}
+			conts = 0
+			done, err := b.completed(ctx, r, idx, history, comp, &rounds)
+			if err != nil {
+				yield("", err)
+				return
+			}
+			if done {
+				return
+			}
+		}
+	}
+}
+
+// continuable returns the RecoveryError of a stream that broke after it
+// started, when continuation may apply to it, or nil.
+func continuable(err error) *layer.RecoveryError {
+	var re *layer.RecoveryError
+	if !errors.As(err, &re) || re.Outcome != layer.OutcomeInterrupted {
+		return nil
+	}
+	f := re.Failure
+	if f.Classification.Reason != layer.ReasonSemanticOutput {
+		return nil
+	}
+	if f.Category != layer.CategoryTransport && f.Category != layer.CategoryClientTimeout {
+		return nil // length finishes, in-band provider errors, malformed streams
+	}
+	return re
+}
+
+// continuation decides what follows the break serr of completion idx, the
+// done-th continuation in a row having been sent already. It returns the
+// error that ends the run, or the partial assistant message to commit
+// (nil for a restart) once the continuation's admission and backoff passed.
+// Nothing is committed when it returns an error.
+func (b *Broker) continuation(ctx context.Context, idx, done int, blocks *tracker, serr error) (*chat.Message, error) {
+	re := continuable(serr)
+	if b.cont.Max <= 0 || re == nil {
+		return nil, serr
+	}
+	stop := func(o layer.Outcome, cause error) error {
+		return &ContinuationError{Outcome: o, Completion: idx, Continuations: done, Max: b.cont.Max, Err: re, cause: cause}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, stop(layer.OutcomeCancelled, err)
+	}
+	if done >= b.cont.Max {
+		return nil, stop(layer.OutcomeExhausted, nil)
+	}
+	attempt := done + 1
+	p := retry.Policy{}
+	if b.policy != nil {
+		p = *b.policy
+	}
+	// Admission, as for a retry (R8): only an explicit Allow lets it go.
+	if p.Admit != nil {
+		v, _ := admission.Wait(ctx, p.Admit, admission.Request{Failure: re.Failure, NextAttempt: 1})
+		switch {
+		case ctx.Err() != nil || v == admission.Pending:
+			return nil, stop(layer.OutcomeCancelled, ctx.Err())
+		case v == admission.Rejected:
+			return nil, stop(layer.OutcomeAdmissionRejected, nil)
+		case v != admission.Allowed:
+			return nil, stop(layer.OutcomeAdmissionNoDecision, nil)
+		}
+	} else if admission.Required(re.Failure) {
+		return nil, stop(layer.OutcomeAdmissionRequired, nil)
+	}
+	// Backoff, as for a retry (R6.1), numbered by continuation.
+	base, ceiling := retry.DefaultBaseDelay, retry.DefaultDelayCeiling
+	if p.BaseDelay != nil {
+		base = *p.BaseDelay
+	}
+	if p.DelayCeiling != nil {
+		ceiling = *p.DelayCeiling
+	}
+	jitter := rand.Float64
+	if p.Jitter != nil {
+		jitter = p.Jitter
+	}
+	j := jitter()
+	if math.IsNaN(j) || j < 0 || j > 1 {
+		return nil, layer.NewPolicyError("Jitter")
+	}
+	delay := retry.Backoff(attempt, base, ceiling, j)
+	if !p.Deadline.IsZero() {
+		wall := time.Now
+		if p.WallClock != nil {
+			wall = p.WallClock
+		}
+		if !wall().Add(delay).Before(p.Deadline) {
+			return nil, stop(layer.OutcomeDeadline, nil)
+		}
+	}
+	partial, discarded := blocks.partial()
+	reason := failureText(&re.Failure)
+	if partial == nil {
+		reason = ReasonRestart
+	}
+	if b.notify != nil {
+		b.notify(Notice{Event: EventContinuation, Continuation: &ContinuationNotice{
+			Completion: idx, Attempt: attempt, Max: b.cont.Max, Reason: reason, Wait: delay, Discarded: discarded,
+		}})
+	}
+	sleep := p.Sleep
+	if sleep == nil {
+		sleep = sleepTimer
+	}
+	if err := sleep(ctx, delay); err != nil {
+		if ctx.Err() != nil {
+			return nil, stop(layer.OutcomeCancelled, ctx.Err())
+		}
+		return nil, stop(layer.OutcomeInterrupted, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, stop(layer.OutcomeCancelled, err)
+	}
+	return partial, nil
+}
+
+// sleepTimer waits for d or until ctx is done.
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// blockKind is the kind of a streamed block.
+type blockKind int
+
+const (
+	blockReasoning blockKind = iota
+	blockText
+	blockTool
+)
+
+// block is one run of deltas of one kind.
+type block struct {
+	kind   blockKind
+	text   strings.Builder
+	closed bool
+}
+
+// tracker follows the blocks of one streamed completion and knows which
+// ones the protocol has closed: reasoning closes when content or a tool
+// call starts, text closes when a tool call starts, and a terminal frame
+// would close everything (but then the completion is used as it is).
+type tracker struct {
+	blocks  []*block
+	content int // content bytes delivered to the consumer
+}
+
+// closes reports whether a delta of kind next closes an open block of kind open.
+func closes(next, open blockKind) bool {
+	switch open {
+	case blockReasoning:
+		return next == blockText || next == blockTool
+	case blockText:
+		return next == blockTool
+	}
+	return false
+}
+
+// add records a delta of kind k.
+func (t *tracker) add(k blockKind, s string) {
+	if k == blockText {
+		t.content += len(s)
+	}
+	var cur *block
+	for _, bl := range t.blocks {
+		if bl.closed {
+			continue
+		}
+		if closes(k, bl.kind) {
+			bl.closed = true
+		} else if bl.kind == k {
+			cur = bl
+		}
+	}
+	if cur == nil {
+		cur = &block{kind: k}
+		t.blocks = append(t.blocks, cur)
+	}
+	cur.text.WriteString(s)
+}
+
+// partial returns the assistant message of the closed reasoning and text
+// blocks (nil when none closed) and the delivered content bytes it leaves
+// out. Tool calls are never part of it.
+func (t *tracker) partial() (*chat.Message, int) {
+	var content, reasoning strings.Builder
+	for _, bl := range t.blocks {
+		if !bl.closed {
+			continue
+		}
+		switch bl.kind {
+		case blockReasoning:
+			reasoning.WriteString(bl.text.String())
+		case blockText:
+			content.WriteString(bl.text.String())
+		}
+	}
+	discarded := t.content - content.Len()
+	if content.Len() == 0 && reasoning.Len() == 0 {
+		return nil, discarded
+	}
+	return &chat.Message{Role: chat.Assistant, Content: content.String(), Reasoning: reasoning.String()}, discarded
+}
