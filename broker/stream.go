@@ -148,6 +148,8 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, blocks *tracke
 	p := retry.Policy{}
 	if b.policy != nil {
 		p = *b.policy
+	} else if cp := b.client.Chain().Policy(); cp != nil {
+		p = *cp
 	}
 	// Admission, as for a retry (R8): only an explicit Allow lets it go.
 	if p.Admit != nil {

@@ -152,6 +152,16 @@ func (c *Chain) Order() string {
 	return strings.Join(names, " > ")
 }
 
+// Policy returns a copy of the recovery policy of the chain's retry layer
+// (with an admission layer's hook applied), or nil when the chain does not
+// recover.
+func (c *Chain) Policy() *retry.Policy {
+	if c.retry == nil {
+		return nil
+	}
+	return c.retry.Policy()
+}
+
 // Codec returns the codec of the chain's retry layer, or nil.
 func (c *Chain) Codec() layer.Codec {
 	if c.retry == nil {

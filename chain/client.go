@@ -66,6 +66,9 @@ func NewClient(baseURL string, ch *Chain, opts ...ClientOption) (*Client, error)
 	return c, nil
 }
 
+// Chain returns the chain the client sends through.
+func (c *Client) Chain() *Chain { return c.chain }
+
 // Complete runs an ordinary completion (a structured one when req.Schema or
 // JSON mode is set). It returns a *layer.RecoveryError when recovery ended
 // without success, a *layer.PolicyError for an invalid per-call policy, a

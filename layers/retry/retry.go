@@ -93,6 +93,20 @@ func WithPolicy(ctx context.Context, p *Policy) context.Context {
 // whether there was one (a nil policy with ok=true means recovery is off).
 func PolicyFrom(ctx context.Context) (*Policy, bool) { return policyFrom(ctx) }
 
+// Policy returns a copy of the layer's policy with an admission layer's hook
+// applied, or nil when recovery is disabled. The broker uses it to give a
+// continuation the same admission and backoff as a retry.
+func (l *Layer) Policy() *Policy {
+	if l.policy == nil {
+		return nil
+	}
+	p := *l.policy
+	if l.hasGate {
+		p.Admit = l.gate
+	}
+	return &p
+}
+
 // Enabled reports whether the layer recovers by default (it has a policy).
 func (l *Layer) Enabled() bool { return l.policy != nil }
 
