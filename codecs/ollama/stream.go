@@ -19,9 +19,24 @@ var ErrIncompleteStream = errors.New("recourse: ollama stream ended before done"
 // blank line is a keepalive; a line with "error" is an in-band provider
 // error (Ollama keeps status 200); done:true with done_reason "stop" is the
 // accepted end (R13.3); done_reason "length" (or any other reason) ends the
-// stream with an incomplete_completion error, its metrics still reported
-// (R13.6). Ollama sends whole tool calls, so every call is one fragment and
-// becomes a completed call only at the accepted end.
+// stream with an incomplete_completion error, its content still counted and
+// its metrics still reported (R13.6). Ollama sends whole tool calls, so every
+// call is one fragment and becomes a completed call only at the accepted end.
+// A line that is not valid UTF-8, not one JSON object, or does not match the
+// /api/chat schema is a *layer.ProtocolError and carries no metrics.
+//
+// Frames other than keepalives and malformed-line errors are numbered from 0
+// (Frame.Index, the progress index of R13.6). Every frame's Raw is its exact
+// line, "\n" included.
+//
+// A line is a frame only once its "\n" arrived: Ollama terminates every line,
+// the final done line included, so a stream whose last line has no "\n" at
+// HTTP EOF was cut. End then reports ErrIncompleteStream (an incomplete
+// stream, R13.3), even when the unterminated bytes hold a whole done:true
+// object: the framing never completed, the line is not delivered as a frame
+// (its bytes were never passed through), and accepting it would make the
+// verdict depend on where a cut happened to fall. The SSE decoder treats an
+// event without its closing blank line the same way.
 type streamDecoder struct {
 	framer  *ndjson.Framer
 	queue   []layer.Frame
@@ -33,6 +48,7 @@ type streamDecoder struct {
 	think   strings.Builder
 	calls   []chat.ToolCall
 	model   string
+	raw     rawArena
 }
 
 func newStreamDecoder() *streamDecoder { return &streamDecoder{framer: ndjson.NewFramer(0)} }
@@ -77,11 +93,13 @@ func (d *streamDecoder) Write(p []byte) {
 	}
 }
 
+// push queues f. Frames other than keepalives and malformed-line errors
+// take the next Index.
 func (d *streamDecoder) push(f layer.Frame) {
 	if f.Err != nil || f.Done {
 		d.ended = true
 	}
-	if f.Err == nil && !f.Keepalive {
+	if _, malformed := f.Err.(*layer.ProtocolError); !malformed && !f.Keepalive {
 		f.Index = d.index
 		d.index++
 	}
@@ -89,7 +107,7 @@ func (d *streamDecoder) push(f layer.Frame) {
 }
 
 func (d *streamDecoder) line(l ndjson.Line) {
-	raw := bytes.Clone(l.Raw)
+	raw := d.raw.clone(l.Raw)
 	if l.Blank {
 		d.push(layer.Frame{Raw: raw, Keepalive: true})
 		return
@@ -162,4 +180,36 @@ func (d *streamDecoder) line(l ndjson.Line) {
 	f.Done, f.Completion = true, comp
 	d.counts.CompletedToolCalls += int64(len(d.calls))
 	d.push(f)
+}
+
+// rawArena copies lines into Frame.Raw. Short lines (blank keepalive lines
+// above all) are carved from a shared block, so that they cost no
+// allocation of their own; each copy is a disjoint region whose capacity
+// equals its length, so a Frame still owns its Raw: writing to it or
+// appending to it changes no other frame. (A single shared, immutable slice
+// for the common keepalive bytes would break that ownership: a consumer
+// writing to one frame's Raw would change every later keepalive of every
+// stream.) A retained Raw keeps at most its block alive.
+type rawArena struct{ block []byte }
+
+const (
+	arenaBlock = 4 << 10
+	arenaLimit = 512
+)
+
+func (a *rawArena) clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	if len(b) > arenaLimit {
+		c := make([]byte, len(b))
+		copy(c, b)
+		return c
+	}
+	if cap(a.block)-len(a.block) < len(b) {
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	n := len(a.block)
+	a.block = append(a.block, b...)
+	return a.block[n:len(a.block):len(a.block)]
 }

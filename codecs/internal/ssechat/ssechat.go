@@ -2,15 +2,39 @@
 // (Server-Sent Events of chat.completion.chunk objects) into layer.Frames.
 // The OpenAI and oMLX codecs share it.
 //
-// Acceptance (R13.3): a finish reason of "stop" or "tool_calls" followed by
-// "data: [DONE]" ends the stream. A "length" finish (or any other finish
-// reason) is terminal at once, even without [DONE]: the frame's error is a
-// *layer.StreamError with reason incomplete_completion. A data event with a
-// top-level "error" object, or an "event: error", is an in-band provider
-// error, even when [DONE] follows. EOF before acceptance is an incomplete
-// stream. SSE comments, blank events and {"model":"keepalive"} chunks are
-// keepalives (R14.2). JSON is decoded, not pattern-matched: escaped keys and
-// whitespace-prefixed data lines mean what they say.
+// Acceptance (R13.3): a finish reason of "stop" or "tool_calls" (or the
+// legacy "function_call") followed by "data: [DONE]" ends the stream. A
+// "length" finish (or any other finish reason) is terminal at once, even
+// without [DONE]: the frame keeps its content and its finish reason, and its
+// error is a *layer.StreamError with reason incomplete_completion. [DONE]
+// without an accepted finish is a *layer.ProtocolError. A data event with a
+// top-level "error" other than null, a vLLM {"object":"error"} event, or any
+// event named "error" (with or without data) is an in-band
+// *layer.ProviderError, even when [DONE] follows. EOF before acceptance is an
+// incomplete stream (End returns ErrIncomplete); that includes a [DONE] event
+// whose terminating blank line never arrived.
+//
+// Keepalives (R14.2) carry no semantics and no Index: SSE comments (":
+// keep-alive", ": OPENROUTER PROCESSING"), events with no data or only
+// whitespace data, and chunks with no choices, no usage and no id, such as
+// oMLX's {"model":"keepalive"} (whose model is not the answering model).
+//
+// JSON is decoded, not pattern-matched (R14.2): whitespace-prefixed data
+// lines are data lines, escaped keys ("con\u0074ent") mean what they
+// decode to, and text that looks like a key inside a string is that
+// string's content. Keys are matched exactly after unescaping, as OpenAI's
+// clients and the non-streaming codecs do; encoding/json's case-insensitive
+// struct matching would read "Content" as content. Of duplicate keys the
+// last counts, as in encoding/json.
+//
+// Frames other than keepalives and malformed-frame errors are numbered from
+// 0 (Frame.Index). Observed is always the sum of the queued frames'
+// Semantic counts. Every frame's Raw is the exact bytes of its event
+// (preceded by stray blank lines), so the Raw of all frames concatenated is
+// the stream up to the end of the last frame. One exception is inherent to
+// SSE framing: a "\r" line end completes an event, so when a terminal
+// event's final "\r\n" is split between two Writes, the "\n" arrives after
+// the terminal frame and belongs to no frame.
 package ssechat
 
 import (
@@ -18,6 +42,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -47,6 +72,7 @@ type Decoder struct {
 	usage   *chat.Usage
 	ended   bool // terminal frame (or error) emitted
 	legacy  *chat.ToolCallFragment
+	raw     rawArena
 }
 
 // New returns a decoder.
@@ -70,6 +96,7 @@ func (d *Decoder) Next() (layer.Frame, bool) {
 }
 
 // End reports an incomplete stream unless the terminal frame was decoded.
+// After an error frame it returns nil: the frame carries the error.
 func (d *Decoder) End() error {
 	if d.ended {
 		return nil
@@ -77,7 +104,7 @@ func (d *Decoder) End() error {
 	return ErrIncomplete
 }
 
-// Write frames and decodes p.
+// Write frames and decodes p. Bytes after the terminal frame are ignored.
 func (d *Decoder) Write(p []byte) {
 	if d.ended {
 		return
@@ -96,128 +123,195 @@ func (d *Decoder) Write(p []byte) {
 	}
 }
 
+// push queues f. Frames other than keepalives and malformed-frame errors
+// take the next Index.
 func (d *Decoder) push(f layer.Frame) {
 	if f.Err != nil || f.Done {
 		d.ended = true
 	}
-	if f.Err == nil && !f.Keepalive {
+	if _, malformed := f.Err.(*layer.ProtocolError); !malformed && !f.Keepalive {
 		f.Index = d.index
 		d.index++
 	}
 	d.queue = append(d.queue, f)
 }
 
-type delta struct {
-	Content          *string `json:"content"`
-	ReasoningContent *string `json:"reasoning_content"`
-	Reasoning        *string `json:"reasoning"`
-	ToolCalls        []struct {
-		Index    int    `json:"index"`
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-	FunctionCall *struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function_call"`
-}
-
-type chunk struct {
-	ID      string          `json:"id"`
-	Model   string          `json:"model"`
-	Error   json.RawMessage `json:"error"`
-	Object  string          `json:"object"`
-	Message string          `json:"message"`
-	Choices []struct {
-		Index        int     `json:"index"`
-		Delta        delta   `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
+func protocolError(raw []byte, what string, err error) layer.Frame {
+	return layer.Frame{Raw: raw, Err: &layer.ProtocolError{What: what, Err: err}}
 }
 
 func (d *Decoder) event(ev sse.Event) {
-	raw := bytes.Clone(ev.Raw)
-	if ev.Keepalive() {
-		d.push(layer.Frame{Raw: raw, Keepalive: true})
-		return
-	}
-	if ev.Done {
+	raw := d.raw.clone(ev.Raw)
+	switch {
+	case ev.Event == "error":
+		d.push(layer.Frame{Raw: raw, Err: eventError(ev.Data)})
+	case ev.Done:
 		d.done(raw)
-		return
-	}
-	if !ev.HasData {
-		// An event with only an event: field carries nothing.
+	case len(trimSpace(ev.Data)) == 0:
+		// No data (comments, an event or id field alone) or blank data.
 		d.push(layer.Frame{Raw: raw, Keepalive: true})
-		return
+	default:
+		d.chunk(raw, ev.Data)
 	}
-	if !utf8.Valid(ev.Data) {
-		d.push(layer.Frame{Raw: raw, Err: &layer.ProtocolError{What: "stream event is not valid UTF-8"}})
-		return
+}
+
+// eventError is the provider error of an "event: error" event, with the
+// code and message of its data when that is a JSON error object.
+func eventError(data []byte) *layer.ProviderError {
+	if !utf8.Valid(data) || !json.Valid(data) {
+		return &layer.ProviderError{}
 	}
-	var c chunk
-	if err := json.Unmarshal(ev.Data, &c); err != nil {
-		if ev.Event == "error" {
-			d.push(layer.Frame{Raw: raw, Err: &layer.ProviderError{}})
-			return
+	it, ok := object(data)
+	if !ok {
+		return &layer.ProviderError{}
+	}
+	var errv, code, message []byte
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(keyName(k)) {
+		case "error":
+			errv = v
+		case "code":
+			code = v
+		case "message":
+			message = v
 		}
-		d.push(layer.Frame{Raw: raw, Err: &layer.ProtocolError{What: "stream event is not a JSON chunk", Err: err}})
+	}
+	if errv != nil && !isNull(errv) {
+		return providerError(errv)
+	}
+	return &layer.ProviderError{Code: strOr(code), Message: strOr(message)}
+}
+
+// providerError is the provider error of an "error" value: an object with
+// code (kept only when a string) and message, or a string message.
+func providerError(v []byte) *layer.ProviderError {
+	if s, ok := str(v); ok {
+		return &layer.ProviderError{Message: s}
+	}
+	pe := &layer.ProviderError{}
+	if it, ok := object(v); ok {
+		for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+			switch string(keyName(k)) {
+			case "code":
+				pe.Code = strOr(v)
+			case "message":
+				pe.Message = strOr(v)
+			}
+		}
+	}
+	return pe
+}
+
+// chunk decodes a data event that should hold a chat.completion.chunk.
+func (d *Decoder) chunk(raw, data []byte) {
+	if !utf8.Valid(data) {
+		d.push(protocolError(raw, "stream event is not valid UTF-8", nil))
 		return
 	}
-	if ev.Event == "error" || (len(c.Error) > 0 && string(c.Error) != "null") || c.Object == "error" {
-		d.push(layer.Frame{Raw: raw, Err: providerError(c)})
+	if !json.Valid(data) {
+		var v json.RawMessage
+		d.push(protocolError(raw, "stream event is not valid JSON", json.Unmarshal(data, &v)))
 		return
 	}
-	if c.Model != "" {
-		d.model = c.Model
+	top, ok := object(data)
+	if !ok {
+		d.push(protocolError(raw, "stream event is not a JSON object", nil))
+		return
 	}
-	if c.ID != "" {
-		d.id = c.ID
+	var idv, modelv, errv, objectv, codev, messagev, choicesv, usagev []byte
+	for k, v, ok := top.next(); ok; k, v, ok = top.next() {
+		switch string(keyName(k)) {
+		case "id":
+			idv = v
+		case "model":
+			modelv = v
+		case "error":
+			errv = v
+		case "object":
+			objectv = v
+		case "code":
+			codev = v
+		case "message":
+			messagev = v
+		case "choices":
+			choicesv = v
+		case "usage":
+			usagev = v
+		}
 	}
-	if c.Usage != nil {
-		d.usage = &chat.Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens}
+	if errv != nil && !isNull(errv) {
+		d.push(layer.Frame{Raw: raw, Err: providerError(errv)})
+		return
+	}
+	if strIs(objectv, "error") {
+		// vLLM: {"object":"error","message":…,"type":…,"code":400}.
+		d.push(layer.Frame{Raw: raw, Err: &layer.ProviderError{Code: strOr(codev), Message: strOr(messagev)}})
+		return
+	}
+	// The id and model repeat in every chunk: reuse the strings.
+	id, ok1 := optStrAs(idv, d.id)
+	model, ok2 := optStrAs(modelv, d.model)
+	if !ok1 || !ok2 {
+		d.push(protocolError(raw, "chunk id or model is not a string", nil))
+		return
+	}
+	u, ok := decodeUsage(usagev)
+	if !ok {
+		d.push(protocolError(raw, "chunk usage is not an object of integers", nil))
+		return
 	}
 	f := layer.Frame{Raw: raw}
-	if len(c.Choices) == 0 && c.Usage == nil && c.ID == "" {
-		f.Keepalive = true // {"model":"keepalive"} and other empty chunks
+	var frags []chat.ToolCallFragment
+	var legacy *chat.ToolCallFragment
+	choices, ok := array(choicesv)
+	if !ok && choicesv != nil && !isNull(choicesv) {
+		d.push(protocolError(raw, "chunk choices is not an array", nil))
+		return
 	}
-	for _, ch := range c.Choices {
-		if ch.Index != 0 {
+	nChoices := 0
+	seen := false
+	for c, ok := choices.next(); ok; c, ok = choices.next() {
+		nChoices++
+		if seen {
 			continue
 		}
-		dl := ch.Delta
-		if dl.Content != nil {
-			f.Content = *dl.Content
+		var what string
+		seen, what = decodeChoice(c, &f, &frags, &legacy)
+		if what != "" {
+			d.push(protocolError(raw, what, nil))
+			return
 		}
-		if dl.ReasoningContent != nil {
-			f.Reasoning = *dl.ReasoningContent
-		} else if dl.Reasoning != nil {
-			f.Reasoning = *dl.Reasoning
+	}
+	if nChoices == 0 && u == nil && id == "" {
+		// {"model":"keepalive"} and other chunks that carry nothing; their
+		// model is not the answering model.
+		f.Keepalive = true
+		d.push(f)
+		return
+	}
+	if model != "" {
+		d.model = model
+	}
+	if id != "" {
+		d.id = id
+	}
+	if u != nil {
+		d.usage = u
+	}
+	f.Fragments = frags
+	for _, fr := range frags {
+		d.addFragment(fr)
+	}
+	if legacy != nil {
+		f.Fragments = append(f.Fragments, *legacy)
+		if d.legacy == nil {
+			d.legacy = &chat.ToolCallFragment{}
 		}
-		for _, tc := range dl.ToolCalls {
-			fr := chat.ToolCallFragment{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
-			f.Fragments = append(f.Fragments, fr)
-			d.addFragment(fr)
-		}
-		if fc := dl.FunctionCall; fc != nil {
-			fr := chat.ToolCallFragment{Index: 0, Name: fc.Name, Arguments: fc.Arguments}
-			f.Fragments = append(f.Fragments, fr)
-			if d.legacy == nil {
-				d.legacy = &chat.ToolCallFragment{}
-			}
-			d.legacy.Name += fc.Name
-			d.legacy.Arguments += fc.Arguments
-		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			d.finish = *ch.FinishReason
-			f.FinishReason = d.finish
-		}
+		d.legacy.Name += legacy.Name
+		d.legacy.Arguments += legacy.Arguments
+	}
+	if f.FinishReason != "" {
+		d.finish = f.FinishReason
 	}
 	d.content.WriteString(f.Content)
 	d.reason.WriteString(f.Reasoning)
@@ -231,24 +325,172 @@ func (d *Decoder) event(ev sse.Event) {
 	d.push(f)
 }
 
-func providerError(c chunk) *layer.ProviderError {
-	var obj struct {
-		Code    any    `json:"code"`
-		Message string `json:"message"`
+// decodeChoice decodes one element of choices into f, frags and legacy when
+// its index is 0. It reports whether it did, or what is malformed.
+func decodeChoice(c []byte, f *layer.Frame, frags *[]chat.ToolCallFragment, legacy **chat.ToolCallFragment) (used bool, what string) {
+	it, ok := object(c)
+	if !ok {
+		return false, "chunk choice is not an object"
 	}
-	pe := &layer.ProviderError{Message: c.Message}
-	if json.Unmarshal(c.Error, &obj) == nil {
-		if s, ok := obj.Code.(string); ok {
-			pe.Code = s
+	var indexv, deltav, finishv []byte
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(keyName(k)) {
+		case "index":
+			indexv = v
+		case "delta":
+			deltav = v
+		case "finish_reason":
+			finishv = v
 		}
-		pe.Message = obj.Message
+	}
+	index, ok := optInt(indexv)
+	if !ok {
+		return false, "chunk choice index is not an integer"
+	}
+	if index != 0 {
+		return false, "" // only the first choice is decoded (n = 1)
+	}
+	if f.FinishReason, ok = optStr(finishv); !ok {
+		return false, "chunk finish_reason is not a string"
+	}
+	if deltav == nil || isNull(deltav) {
+		return true, ""
+	}
+	dl, ok := object(deltav)
+	if !ok {
+		return false, "chunk delta is not an object"
+	}
+	var contentv, rcv, rv, toolsv, fcv []byte
+	for k, v, ok := dl.next(); ok; k, v, ok = dl.next() {
+		switch string(keyName(k)) {
+		case "content":
+			contentv = v
+		case "reasoning_content":
+			rcv = v
+		case "reasoning":
+			rv = v
+		case "tool_calls":
+			toolsv = v
+		case "function_call":
+			fcv = v
+		}
+	}
+	var ok1, ok2, ok3 bool
+	f.Content, ok1 = optStr(contentv)
+	rc, ok2 := optStr(rcv)
+	r, ok3 := optStr(rv)
+	if !ok1 || !ok2 || !ok3 {
+		return false, "chunk content or reasoning is not a string"
+	}
+	// A server that sends both names sends the same text twice; an empty
+	// reasoning_content does not hide reasoning.
+	if f.Reasoning = rc; rc == "" {
+		f.Reasoning = r
+	}
+	tools, ok := array(toolsv)
+	if !ok && toolsv != nil && !isNull(toolsv) {
+		return false, "chunk tool_calls is not an array"
+	}
+	for tv, ok := tools.next(); ok; tv, ok = tools.next() {
+		tc, ok := object(tv)
+		if !ok {
+			return false, "chunk tool call is not an object"
+		}
+		var ti, tid, tfn []byte
+		for k, v, ok := tc.next(); ok; k, v, ok = tc.next() {
+			switch string(keyName(k)) {
+			case "index":
+				ti = v
+			case "id":
+				tid = v
+			case "function":
+				tfn = v
+			}
+		}
+		var fr chat.ToolCallFragment
+		var ok1, ok2 bool
+		fr.Index, ok1 = optInt(ti)
+		fr.ID, ok2 = optStr(tid)
+		if !ok1 || !ok2 {
+			return false, "chunk tool call index or id has the wrong type"
+		}
+		if what := decodeFunction(tfn, &fr); what != "" {
+			return false, what
+		}
+		*frags = append(*frags, fr)
+	}
+	if fcv != nil && !isNull(fcv) {
+		var fr chat.ToolCallFragment
+		if _, ok := object(fcv); !ok {
+			return false, "chunk function_call is not an object"
+		}
+		if what := decodeFunction(fcv, &fr); what != "" {
+			return false, what
+		}
+		*legacy = &fr
+	}
+	return true, ""
+}
+
+// decodeFunction decodes {"name":…,"arguments":…} into fr. Arguments that
+// are not a string (some compatible servers send an object) are kept as
+// their JSON text.
+func decodeFunction(v []byte, fr *chat.ToolCallFragment) (what string) {
+	if v == nil || isNull(v) {
+		return ""
+	}
+	it, ok := object(v)
+	if !ok {
+		return "chunk tool call function is not an object"
+	}
+	var namev, argsv []byte
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(keyName(k)) {
+		case "name":
+			namev = v
+		case "arguments":
+			argsv = v
+		}
+	}
+	if fr.Name, ok = optStr(namev); !ok {
+		return "chunk tool call name is not a string"
+	}
+	if argsv == nil || isNull(argsv) {
+		return ""
+	}
+	if s, ok := str(argsv); ok {
+		fr.Arguments = s
 	} else {
-		var s string
-		if json.Unmarshal(c.Error, &s) == nil {
-			pe.Message = s
+		fr.Arguments = string(argsv)
+	}
+	return ""
+}
+
+// decodeUsage decodes a usage value; nil (and ok) when absent or null.
+func decodeUsage(v []byte) (*chat.Usage, bool) {
+	if v == nil || isNull(v) {
+		return nil, true
+	}
+	it, ok := object(v)
+	if !ok {
+		return nil, false
+	}
+	u := &chat.Usage{}
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		var n *int
+		switch string(keyName(k)) {
+		case "prompt_tokens":
+			n = &u.InputTokens
+		case "completion_tokens":
+			n = &u.OutputTokens
+		default:
+			continue
+		}
+		if *n, ok = optInt(v); !ok {
+			return nil, false
 		}
 	}
-	return pe
+	return u, true
 }
 
 func (d *Decoder) addFragment(fr chat.ToolCallFragment) {
@@ -271,7 +513,7 @@ func (d *Decoder) done(raw []byte) {
 	switch d.finish {
 	case "stop", "tool_calls", "function_call":
 	default:
-		d.push(layer.Frame{Raw: raw, Err: &layer.ProtocolError{What: "stream ended without an accepted finish reason"}})
+		d.push(protocolError(raw, "stream ended without an accepted finish reason", nil))
 		return
 	}
 	comp := &chat.Completion{
@@ -303,4 +545,252 @@ func arguments(s string) json.RawMessage {
 	}
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// ---------------------------------------------------------------------------
+// Exact-key access to JSON that json.Valid accepted. The iterators rely on
+// that validation: they never see malformed input.
+
+// objectIter iterates over the members of a valid JSON object.
+type objectIter struct {
+	b []byte
+	i int
+}
+
+// object returns an iterator over v's members; ok is false when v is not
+// an object.
+func object(v []byte) (objectIter, bool) {
+	v = trimSpace(v)
+	if len(v) == 0 || v[0] != '{' {
+		return objectIter{}, false
+	}
+	return objectIter{b: v, i: 1}, true
+}
+
+// next returns the next member: its key, quoted and still escaped, and its
+// value.
+func (it *objectIter) next() (key, val []byte, ok bool) {
+	if it.b == nil {
+		return nil, nil, false
+	}
+	i := skipSpace(it.b, it.i)
+	if it.b[i] == ',' {
+		i = skipSpace(it.b, i+1)
+	}
+	if it.b[i] == '}' {
+		it.b = nil
+		return nil, nil, false
+	}
+	ke := endString(it.b, i)
+	key = it.b[i:ke]
+	i = skipSpace(it.b, skipSpace(it.b, ke)+1) // past the colon
+	ve := endValue(it.b, i)
+	it.i = ve
+	return key, it.b[i:ve], true
+}
+
+// arrayIter iterates over the elements of a valid JSON array.
+type arrayIter struct {
+	b []byte
+	i int
+}
+
+// array returns an iterator over v's elements; ok is false when v is not
+// an array (the zero iterator then yields nothing).
+func array(v []byte) (arrayIter, bool) {
+	v = trimSpace(v)
+	if len(v) == 0 || v[0] != '[' {
+		return arrayIter{}, false
+	}
+	return arrayIter{b: v, i: 1}, true
+}
+
+func (it *arrayIter) next() (val []byte, ok bool) {
+	if it.b == nil {
+		return nil, false
+	}
+	i := skipSpace(it.b, it.i)
+	if it.b[i] == ',' {
+		i = skipSpace(it.b, i+1)
+	}
+	if it.b[i] == ']' {
+		it.b = nil
+		return nil, false
+	}
+	ve := endValue(it.b, i)
+	it.i = ve
+	return it.b[i:ve], true
+}
+
+// keyName returns the unescaped name of a quoted key. It allocates only
+// for a key with escapes.
+func keyName(key []byte) []byte {
+	inner := key[1 : len(key)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return inner
+	}
+	var s string
+	_ = json.Unmarshal(key, &s)
+	return []byte(s)
+}
+
+// str decodes a JSON string value.
+func str(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), true
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// strIs reports whether v is the JSON string s.
+func strIs(v []byte, s string) bool {
+	if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1:len(v)-1]) == s
+	}
+	t, ok := str(v)
+	return ok && t == s
+}
+
+// optStrAs is optStr that returns prev, without allocating, when v is the
+// JSON string prev.
+func optStrAs(v []byte, prev string) (string, bool) {
+	if prev != "" && strIs(v, prev) {
+		return prev, true
+	}
+	return optStr(v)
+}
+
+// strOr returns the string value v, or "" when v is anything else.
+func strOr(v []byte) string {
+	s, _ := str(v)
+	return s
+}
+
+// optStr decodes an optional string: absent or null is "".
+func optStr(v []byte) (string, bool) {
+	if v == nil || isNull(v) {
+		return "", true
+	}
+	return str(v)
+}
+
+// optInt decodes an optional integer: absent or null is 0.
+func optInt(v []byte) (int, bool) {
+	if v == nil || isNull(v) {
+		return 0, true
+	}
+	if len(v) == 1 && v[0] >= '0' && v[0] <= '9' {
+		return int(v[0] - '0'), true
+	}
+	n, err := strconv.Atoi(string(v))
+	return n, err == nil
+}
+
+func isNull(v []byte) bool { return string(v) == "null" }
+
+// endString returns the index just past the string that starts at b[i].
+func endString(b []byte, i int) int {
+	for j := i + 1; ; j++ {
+		switch b[j] {
+		case '"':
+			return j + 1
+		case '\\':
+			j++ // an escape: skip the byte after the backslash too
+		}
+	}
+}
+
+// endValue returns the index just past the value that starts at b[i].
+func endValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return endString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; ; {
+			switch b[j] {
+			case '"':
+				j = endString(b, j)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+			j++
+		}
+	}
+	j := i
+	for j < len(b) {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// trimSpace returns b without the whitespace JSON allows around a value.
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// ---------------------------------------------------------------------------
+
+// rawArena copies event bytes into Frame.Raw. Small events (keepalives
+// above all) are carved from a shared block, so that they cost no
+// allocation of their own; each copy is a disjoint region whose capacity
+// equals its length, so a Frame still owns its Raw: writing to it or
+// appending to it changes no other frame. (A single shared, immutable slice
+// for the common keepalive bytes would break that ownership: a consumer
+// writing to one frame's Raw would change every later keepalive of every
+// stream.) A retained Raw keeps at most its block alive.
+type rawArena struct{ block []byte }
+
+const (
+	arenaBlock = 4 << 10
+	arenaLimit = 512
+)
+
+func (a *rawArena) clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	if len(b) > arenaLimit {
+		c := make([]byte, len(b))
+		copy(c, b)
+		return c
+	}
+	if cap(a.block)-len(a.block) < len(b) {
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	n := len(a.block)
+	a.block = append(a.block, b...)
+	return a.block[n:len(a.block):len(a.block)]
 }

@@ -1,0 +1,987 @@
+package ssechat_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/internal/ssechat"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// ---------------------------------------------------------------------------
+// Wire builders (shapes from wire-and-peers.md §1.3 and §3).
+
+// chunkHead opens an OpenAI chat.completion.chunk up to its first choice's
+// delta.
+const chunkHead = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o","system_fingerprint":"fp_1","choices":[{"index":0,"delta":`
+
+// openai returns an OpenAI data event whose first choice has delta and an
+// explicit "finish_reason":null.
+func openai(delta string) string {
+	return "data: " + chunkHead + delta + `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+}
+
+// finish returns an OpenAI data event with an empty delta and a finish reason.
+func finish(reason string) string {
+	return "data: " + chunkHead + `{},"logprobs":null,"finish_reason":"` + reason + `"}]}` + "\n\n"
+}
+
+// usage is the include_usage chunk: no choices, usage filled in.
+const usage = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}` + "\n\n"
+
+// omlx returns an oMLX data event: exclude_none, so no finish_reason key.
+func omlx(delta string) string {
+	return `data: {"id":"chatcmpl-7","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":` + delta + "}]}\n\n"
+}
+
+// omlxFinish is oMLX's final chunk with an empty delta.
+func omlxFinish(reason string) string {
+	return `data: {"id":"chatcmpl-7","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{},"finish_reason":"` + reason + `"}]}` + "\n\n"
+}
+
+const (
+	done           = "data: [DONE]\n\n"
+	keepAlive      = ": keep-alive\n\n"
+	openRouterPing = ": OPENROUTER PROCESSING\n\n"
+	modelKeepalive = `data: {"model":"keepalive"}` + "\n\n"
+)
+
+// ---------------------------------------------------------------------------
+// Frame views and feeding.
+
+// view is the comparable meaning of a frame: everything but Raw, with the
+// error reduced to its type and safe fields.
+type view struct {
+	Index        int
+	Keepalive    bool
+	Reasoning    string
+	Content      string
+	Fragments    []chat.ToolCallFragment
+	FinishReason string
+	Done         bool
+	Completion   *chat.Completion
+	Err          string
+}
+
+// errView names err's type and its safe fields.
+func errView(err error) string {
+	var (
+		pe *layer.ProtocolError
+		ve *layer.ProviderError
+		se *layer.StreamError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &pe):
+		return "protocol"
+	case errors.As(err, &ve):
+		return "provider code=" + ve.Code + " message=" + ve.Message
+	case errors.As(err, &se):
+		return "stream " + string(se.Reason) + " finish=" + se.FinishReason
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+func viewOf(f layer.Frame) view {
+	return view{
+		Index: f.Index, Keepalive: f.Keepalive, Reasoning: f.Reasoning, Content: f.Content,
+		Fragments: f.Fragments, FinishReason: f.FinishReason, Done: f.Done, Completion: f.Completion,
+		Err: errView(f.Err),
+	}
+}
+
+func views(fs []layer.Frame) []view {
+	out := make([]view, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, viewOf(f))
+	}
+	return out
+}
+
+// result is what a decoder produced for one way of writing a stream.
+type result struct {
+	frames   []layer.Frame
+	observed []layer.Counts // Observed after each Write
+	end      error
+	dec      *ssechat.Decoder
+}
+
+// feed writes each element of writes to a fresh decoder, draining the queue
+// after every Write as a consumer does, then calls End.
+func feed(writes [][]byte) result {
+	d := ssechat.New()
+	var r result
+	for _, w := range writes {
+		d.Write(w)
+		for {
+			f, ok := d.Next()
+			if !ok {
+				break
+			}
+			r.frames = append(r.frames, f)
+		}
+		r.observed = append(r.observed, d.Observed())
+	}
+	r.end, r.dec = d.End(), d
+	return r
+}
+
+// plan is one way of writing a stream.
+type plan struct {
+	name   string
+	writes [][]byte
+}
+
+// plans returns the ways the tests write in: in one Write, split in two at
+// every byte boundary, and one byte at a time.
+func plans(in []byte) []plan {
+	ps := []plan{{"one write", [][]byte{in}}}
+	for i := 1; i < len(in); i++ {
+		ps = append(ps, plan{fmt.Sprintf("split at %d", i), [][]byte{in[:i], in[i:]}})
+	}
+	bytewise := make([][]byte, len(in))
+	for i := range in {
+		bytewise[i] = in[i : i+1]
+	}
+	return append(ps, plan{"byte at a time", bytewise})
+}
+
+func concatRaw(fs []layer.Frame) []byte {
+	var b []byte
+	for _, f := range fs {
+		b = append(b, f.Raw...)
+	}
+	return b
+}
+
+func isProtocol(err error) bool {
+	var pe *layer.ProtocolError
+	return errors.As(err, &pe)
+}
+
+func sum(fs []layer.Frame) layer.Counts {
+	var c layer.Counts
+	for _, f := range fs {
+		c = c.Add(f.Semantic())
+	}
+	return c
+}
+
+// invariants checks what holds for every stream, however it was written:
+// Observed never decreases and ends equal to the sum of the frames'
+// semantics; nothing follows an error or a Done frame; End is nil exactly
+// when the last frame is terminal; keepalives and malformed frames carry
+// Index 0 and no semantics, other frames are numbered from 0 in order.
+func invariants(t testing.TB, r result) {
+	t.Helper()
+	for i := 1; i < len(r.observed); i++ {
+		prev, cur := r.observed[i-1], r.observed[i]
+		if cur.ReasoningBytes < prev.ReasoningBytes || cur.ContentBytes < prev.ContentBytes ||
+			cur.ToolFragments < prev.ToolFragments || cur.CompletedToolCalls < prev.CompletedToolCalls {
+			t.Fatalf("Observed decreased after write %d: %+v -> %+v", i, prev, cur)
+		}
+	}
+	if got := r.dec.Observed(); got != sum(r.frames) {
+		t.Fatalf("Observed() = %+v, sum of frame semantics = %+v", got, sum(r.frames))
+	}
+	next := 0
+	for i, f := range r.frames {
+		terminal := f.Err != nil || f.Done
+		if terminal && i != len(r.frames)-1 {
+			t.Fatalf("frame %d is terminal (%v) but %d frames follow it", i, viewOf(f), len(r.frames)-1-i)
+		}
+		if f.Err != nil && f.Done {
+			t.Fatalf("frame %d is both Done and an error", i)
+		}
+		if f.Done && f.Completion == nil {
+			t.Fatalf("Done frame %d has no Completion", i)
+		}
+		if f.Keepalive || isProtocol(f.Err) {
+			if f.Index != 0 || f.Semantic().Any() {
+				t.Fatalf("keepalive or malformed frame %d has Index %d or semantics %+v", i, f.Index, f.Semantic())
+			}
+			continue
+		}
+		if f.Index != next {
+			t.Fatalf("frame %d has Index %d, want %d", i, f.Index, next)
+		}
+		next++
+	}
+	ended := len(r.frames) > 0 && (r.frames[len(r.frames)-1].Err != nil || r.frames[len(r.frames)-1].Done)
+	if ended != (r.end == nil) {
+		t.Fatalf("End() = %v after a stream whose terminal frame was seen: %v", r.end, ended)
+	}
+}
+
+// streamCase is one table entry: in is the stream the decoder consumes;
+// tail follows it on the wire and must never be consumed (it comes after
+// the terminal frame, or is an incomplete event).
+type streamCase struct {
+	name string
+	in   string
+	tail string
+	want []view
+	// incomplete is set when End must report an incomplete stream.
+	incomplete bool
+}
+
+// runCases runs each case in one Write, split at every byte boundary and
+// one byte at a time, and checks that all of them yield the wanted frames,
+// whose Raw bytes concatenated are exactly in.
+func runCases(t *testing.T, cases []streamCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			input := []byte(c.in + c.tail)
+			base := feed([][]byte{input})
+			mustEqual(t, c.want, views(base.frames))
+			equal(t, c.in, string(concatRaw(base.frames)), "Raw bytes of all frames")
+			if c.incomplete {
+				check(t, errors.Is(base.end, ssechat.ErrIncomplete), "End() = %v, want ErrIncomplete", base.end)
+			} else {
+				check(t, base.end == nil, "End() = %v, want nil", base.end)
+			}
+			invariants(t, base)
+			for _, p := range plans(input) {
+				r := feed(p.writes)
+				mustEqual(t, views(base.frames), views(r.frames), p.name)
+				if got := string(concatRaw(r.frames)); got != c.in {
+					// The one split-dependent loss (see the package doc): a
+					// "\r" completes the terminal event, and the "\n" of its
+					// "\r\n", written later, belongs to no frame.
+					last := r.frames[len(r.frames)-1]
+					need(t, strings.HasSuffix(c.in, "\r\n") && got == c.in[:len(c.in)-1] && (last.Done || last.Err != nil),
+						"%s: Raw bytes of all frames:\nwant %q\n got %q", p.name, c.in, got)
+				}
+				if !strings.Contains(c.in, "\r") {
+					// A CR ending an event may be followed by an LF that
+					// arrives in a later Write and then opens the next
+					// frame's Raw; only with LF line ends is each frame's
+					// Raw independent of the split.
+					for i := range r.frames {
+						mustEqual(t, string(base.frames[i].Raw), string(r.frames[i].Raw), "%s: frame %d Raw", p.name, i)
+					}
+				}
+				mustEqual(t, base.end, r.end, p.name)
+				invariants(t, r)
+			}
+		})
+	}
+}
+
+// Frame view shorthands.
+
+func ka() view                     { return view{Keepalive: true} }
+func content(i int, s string) view { return view{Index: i, Content: s} }
+func reasoning(i int, s string) view {
+	return view{Index: i, Reasoning: s}
+}
+func empty(i int) view { return view{Index: i} }
+func finished(i int, reason string) view {
+	return view{Index: i, FinishReason: reason}
+}
+
+func completion(content, reasoning, finish, model, id string, u *chat.Usage, calls ...chat.ToolCall) *chat.Completion {
+	return &chat.Completion{
+		Message:      chat.Message{Role: chat.Assistant, Content: content, Reasoning: reasoning, ToolCalls: calls},
+		FinishReason: finish, Model: model, ID: id, Usage: u,
+	}
+}
+
+func doneView(i int, c *chat.Completion) view {
+	return view{Index: i, Done: true, FinishReason: c.FinishReason, Completion: c}
+}
+
+// ---------------------------------------------------------------------------
+// R13.3 acceptance.
+
+func TestR13_3_StopThenDoneIsAccepted(t *testing.T) {
+	t.Parallel()
+	u := &chat.Usage{InputTokens: 9, OutputTokens: 2}
+	runCases(t, []streamCase{
+		{
+			name: "role, content deltas, finish stop, usage chunk, [DONE]",
+			in: openai(`{"role":"assistant","content":"","refusal":null}`) + openai(`{"content":"Hel"}`) +
+				openai(`{"content":"lo"}`) + finish("stop") + usage + done,
+			want: []view{
+				content(0, ""), content(1, "Hel"), content(2, "lo"), finished(3, "stop"), empty(4),
+				doneView(5, completion("Hello", "", "stop", "gpt-4o", "chatcmpl-1", u)),
+			},
+		},
+		{
+			name: "finish stop in the last content chunk, no usage",
+			in:   "data: " + chunkHead + `{"content":"ok"},"finish_reason":"stop"}]}` + "\n\n" + done,
+			want: []view{
+				{Index: 0, Content: "ok", FinishReason: "stop"},
+				doneView(1, completion("ok", "", "stop", "gpt-4o", "chatcmpl-1", nil)),
+			},
+		},
+		{
+			name: "bytes after [DONE] are not consumed",
+			in:   openai(`{"content":"x"}`) + finish("stop") + done,
+			tail: openai(`{"content":"late"}`) + ": keep-alive\n\n",
+			want: []view{content(0, "x"), finished(1, "stop"), doneView(2, completion("x", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+		{
+			name: "CRLF line ends and a byte order mark",
+			in: "\xEF\xBB\xBF" + strings.ReplaceAll(keepAlive+openai(`{"content":"a"}`)+finish("stop"), "\n", "\r\n") +
+				"data: [DONE]\r\n\r\n",
+			want: []view{ka(), content(0, "a"), finished(1, "stop"), doneView(2, completion("a", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+		{
+			name: "a data value split over two data lines is joined with a newline",
+			in:   "data: {\"choices\":[{\"delta\":\ndata: {\"content\":\"j\"},\"finish_reason\":\"stop\"}]}\n\n" + done,
+			want: []view{
+				{Index: 0, Content: "j", FinishReason: "stop"},
+				doneView(1, completion("j", "", "stop", "", "", nil)),
+			},
+		},
+		{
+			name: "[DONE] with surrounding spaces",
+			in:   finish("stop") + "data:  [DONE] \n\n",
+			want: []view{finished(0, "stop"), doneView(1, completion("", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+		{
+			name: "choices other than index 0 are ignored",
+			in: "data: " + `{"choices":[{"index":1,"delta":{"content":"other"},"finish_reason":"length"},{"index":0,"delta":{"content":"mine"}}]}` + "\n\n" +
+				finish("stop") + done,
+			want: []view{content(0, "mine"), finished(1, "stop"), doneView(2, completion("mine", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+	})
+}
+
+func TestR13_3_LengthIsTerminalWithoutDone(t *testing.T) {
+	t.Parallel()
+	lengthErr := "stream incomplete_completion finish=length"
+	runCases(t, []streamCase{
+		{
+			name: "finish length after content",
+			in:   openai(`{"content":"Once upon"}`) + finish("length"),
+			tail: done,
+			want: []view{content(0, "Once upon"), {Index: 1, FinishReason: "length", Err: lengthErr}},
+		},
+		{
+			name: "content in the length chunk is still counted",
+			in:   "data: " + chunkHead + `{"content":"é🙂"},"finish_reason":"length"}]}` + "\n\n",
+			tail: usage + done,
+			want: []view{{Index: 0, Content: "é🙂", FinishReason: "length", Err: lengthErr}},
+		},
+		{
+			name: "oMLX length",
+			in:   keepAlive + omlx(`{"role":"assistant"}`) + omlx(`{"content":"a"}`) + omlxFinish("length"),
+			tail: done,
+			want: []view{ka(), empty(0), content(1, "a"), {Index: 2, FinishReason: "length", Err: lengthErr}},
+		},
+		{
+			name: "another finish (content_filter) is terminal the same way",
+			in:   openai(`{"content":"a"}`) + finish("content_filter"),
+			tail: done,
+			want: []view{content(0, "a"), {Index: 1, FinishReason: "content_filter", Err: "stream incomplete_completion finish=content_filter"}},
+		},
+	})
+}
+
+func TestR13_3_DoneWithoutAcceptedFinishIsProtocolError(t *testing.T) {
+	t.Parallel()
+	runCases(t, []streamCase{
+		{
+			name: "content then [DONE] without any finish",
+			in:   openai(`{"content":"a"}`) + done,
+			want: []view{content(0, "a"), {Err: "protocol"}},
+		},
+		{
+			name: "[DONE] alone",
+			in:   done,
+			want: []view{{Err: "protocol"}},
+		},
+		{
+			name: "finish_reason null everywhere",
+			in:   openai(`{"content":"a"}`) + usage + done,
+			want: []view{content(0, "a"), empty(1), {Err: "protocol"}},
+		},
+	})
+}
+
+func TestR13_3_EOFBeforeTerminalIsIncomplete(t *testing.T) {
+	t.Parallel()
+	runCases(t, []streamCase{
+		{name: "empty body", in: "", incomplete: true, want: []view{}},
+		{name: "keepalives only", in: keepAlive + keepAlive, incomplete: true, want: []view{ka(), ka()}},
+		{
+			name:       "content, finish stop, no [DONE]",
+			in:         openai(`{"content":"a"}`) + finish("stop"),
+			incomplete: true,
+			want:       []view{content(0, "a"), finished(1, "stop")},
+		},
+		{
+			name:       "[DONE] without its blank line at EOF is an unfinished event",
+			in:         openai(`{"content":"a"}`) + finish("stop"),
+			tail:       "data: [DONE]\n",
+			incomplete: true,
+			want:       []view{content(0, "a"), finished(1, "stop")},
+		},
+		{
+			name:       "cut mid-event",
+			in:         openai(`{"content":"a"}`),
+			tail:       `data: {"choices":[{"delta":{"content":"b`,
+			incomplete: true,
+			want:       []view{content(0, "a")},
+		},
+	})
+}
+
+func TestR13_3_EndVerdict(t *testing.T) {
+	t.Parallel()
+	d := ssechat.New()
+	need(t, errors.Is(d.End(), ssechat.ErrIncomplete), "End before any byte")
+	d.Write([]byte(openai(`{"content":"a"}`) + finish("stop")))
+	need(t, errors.Is(d.End(), ssechat.ErrIncomplete), "End before [DONE]")
+	d.Write([]byte(done))
+	need(t, d.End() == nil, "End after the Done frame")
+
+	d = ssechat.New()
+	d.Write([]byte(`data: {"error":{"message":"boom"}}` + "\n\n"))
+	need(t, d.End() == nil, "End after an error frame: the frame carries the error")
+	check(t, ssechat.ErrIncomplete.Error() != "", "ErrIncomplete has a message")
+}
+
+// ---------------------------------------------------------------------------
+// R13.2 counts and frame numbering.
+
+func TestR13_2_CountsAreDecodedUTF8Bytes(t *testing.T) {
+	t.Parallel()
+	runCases(t, []streamCase{
+		{
+			name: "é🙂 is 6 bytes of content and of reasoning",
+			in:   openai(`{"reasoning_content":"é🙂"}`) + openai(`{"content":"é🙂"}`) + finish("stop") + done,
+			want: []view{reasoning(0, "é🙂"), content(1, "é🙂"), finished(2, "stop"), doneView(3, completion("é🙂", "é🙂", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+		{
+			name: "escapes count their decoded bytes",
+			in:   openai(`{"content":"\u00e9\ud83d\ude42\n"}`) + finish("stop") + done,
+			want: []view{content(0, "é🙂\n"), finished(1, "stop"), doneView(2, completion("é🙂\n", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+		{
+			name: "a lone surrogate escape decodes to U+FFFD (3 bytes)",
+			in:   openai(`{"content":"\ud800"}`) + finish("stop") + done,
+			want: []view{content(0, "\uFFFD"), finished(1, "stop"), doneView(2, completion("\uFFFD", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+	})
+	r := feed([][]byte{[]byte(openai(`{"reasoning_content":"é🙂"}`) + openai(`{"content":"é🙂"}`))})
+	equal(t, layer.Counts{ReasoningBytes: 6, ContentBytes: 6}, r.dec.Observed())
+}
+
+func TestR13_2_ObservedIsTheSumOfFrameSemantics(t *testing.T) {
+	t.Parallel()
+	in := keepAlive + openai(`{"role":"assistant","content":""}`) + openai(`{"reasoning_content":"hm"}`) +
+		openai(`{"content":"ab"}`) +
+		openai(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}`) +
+		openai(`{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}`) + finish("tool_calls") + done
+	for _, p := range plans([]byte(in)) {
+		r := feed(p.writes)
+		invariants(t, r)
+		mustEqual(t, layer.Counts{ReasoningBytes: 2, ContentBytes: 2, ToolFragments: 2, CompletedToolCalls: 1}, r.dec.Observed(), p.name)
+	}
+}
+
+func TestR13_6_FrameIndexCountsNonKeepaliveFramesFromZero(t *testing.T) {
+	t.Parallel()
+	in := keepAlive + openai(`{"content":"a"}`) + openRouterPing + modelKeepalive + openai(`{"content":"b"}`) + finish("stop") + keepAlive + done
+	r := feed([][]byte{[]byte(in)})
+	var idx []int
+	var kas int
+	for _, f := range r.frames {
+		if f.Keepalive {
+			kas++
+			equal(t, 0, f.Index)
+			continue
+		}
+		idx = append(idx, f.Index)
+	}
+	equal(t, []int{0, 1, 2, 3}, idx)
+	equal(t, 4, kas)
+	// A new decoder (a new attempt) restarts at 0.
+	r = feed([][]byte{[]byte(openai(`{"content":"a"}`))})
+	need(t, len(r.frames) == 1, "frames: %d", len(r.frames))
+	equal(t, 0, r.frames[0].Index)
+}
+
+// ---------------------------------------------------------------------------
+// R13.7 reasoning and R13.4 tool calls.
+
+func TestR13_7_ReasoningDeltas(t *testing.T) {
+	t.Parallel()
+	runCases(t, []streamCase{
+		{
+			name: "oMLX reasoning_content then content",
+			in: keepAlive + omlx(`{"role":"assistant"}`) + omlx(`{"reasoning_content":"2+2"}`) + omlx(`{"reasoning_content":"=4"}`) +
+				omlx(`{"content":"4"}`) + omlxFinish("stop") + done,
+			want: []view{
+				ka(), empty(0), reasoning(1, "2+2"), reasoning(2, "=4"), content(3, "4"), finished(4, "stop"),
+				doneView(5, completion("4", "2+2=4", "stop", "qwen3", "chatcmpl-7", nil)),
+			},
+		},
+		{
+			name: "reasoning (Ollama's OpenAI layer, OpenRouter)",
+			in:   openai(`{"role":"assistant","content":"","reasoning":"hm"}`) + openai(`{"content":"ok"}`) + finish("stop") + done,
+			want: []view{
+				{Index: 0, Reasoning: "hm"}, content(1, "ok"), finished(2, "stop"),
+				doneView(3, completion("ok", "hm", "stop", "gpt-4o", "chatcmpl-1", nil)),
+			},
+		},
+		{
+			name: "reasoning_content wins over reasoning when a server sends both",
+			in:   openai(`{"reasoning_content":"a","reasoning":"a"}`) + finish("stop") + done,
+			want: []view{reasoning(0, "a"), finished(1, "stop"), doneView(2, completion("", "a", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+		{
+			name: "an empty reasoning_content does not hide reasoning",
+			in:   openai(`{"reasoning_content":"","reasoning":"r"}`) + finish("stop") + done,
+			want: []view{reasoning(0, "r"), finished(1, "stop"), doneView(2, completion("", "r", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+		{
+			name: "null fields are absent",
+			in:   openai(`{"content":null,"reasoning_content":null,"reasoning":null,"tool_calls":null,"function_call":null}`) + finish("stop") + done,
+			want: []view{empty(0), finished(1, "stop"), doneView(2, completion("", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+	})
+}
+
+func TestR13_4_ToolCallFragmentsAssembleOnlyAtAcceptedEnd(t *testing.T) {
+	t.Parallel()
+	frag := func(i int, id, name, args string) chat.ToolCallFragment {
+		return chat.ToolCallFragment{Index: i, ID: id, Name: name, Arguments: args}
+	}
+	call := func(id, name, args string) chat.ToolCall {
+		return chat.ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
+	}
+	runCases(t, []streamCase{
+		{
+			name: "OpenAI fragments by index, parallel calls",
+			in: openai(`{"role":"assistant","content":null}`) +
+				openai(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}`) +
+				openai(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}`) +
+				openai(`{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"get_time","arguments":"{\"tz\""}}]}`) +
+				openai(`{"tool_calls":[{"index":0,"function":{"arguments":"\"Tokyo\"}"}}]}`) +
+				openai(`{"tool_calls":[{"index":1,"function":{"arguments":":\"JST\"}"}}]}`) +
+				finish("tool_calls") + done,
+			want: []view{
+				empty(0),
+				{Index: 1, Fragments: []chat.ToolCallFragment{frag(0, "call_1", "get_weather", "")}},
+				{Index: 2, Fragments: []chat.ToolCallFragment{frag(0, "", "", `{"city":`)}},
+				{Index: 3, Fragments: []chat.ToolCallFragment{frag(1, "call_2", "get_time", `{"tz"`)}},
+				{Index: 4, Fragments: []chat.ToolCallFragment{frag(0, "", "", `"Tokyo"}`)}},
+				{Index: 5, Fragments: []chat.ToolCallFragment{frag(1, "", "", `:"JST"}`)}},
+				finished(6, "tool_calls"),
+				doneView(7, completion("", "", "tool_calls", "gpt-4o", "chatcmpl-1", nil,
+					call("call_1", "get_weather", `{"city":"Tokyo"}`), call("call_2", "get_time", `{"tz":"JST"}`))),
+			},
+		},
+		{
+			name: "oMLX whole calls, one chunk each",
+			in: keepAlive + omlx(`{"role":"assistant"}`) +
+				omlx(`{"tool_calls":[{"index":0,"id":"call_abcdefgh","type":"function","function":{"name":"a","arguments":"{\"x\":1}"}}]}`) +
+				omlx(`{"tool_calls":[{"index":1,"id":"call_ijklmnop","type":"function","function":{"name":"b","arguments":"{}"}}]}`) +
+				omlxFinish("tool_calls") + done,
+			want: []view{
+				ka(), empty(0),
+				{Index: 1, Fragments: []chat.ToolCallFragment{frag(0, "call_abcdefgh", "a", `{"x":1}`)}},
+				{Index: 2, Fragments: []chat.ToolCallFragment{frag(1, "call_ijklmnop", "b", `{}`)}},
+				finished(3, "tool_calls"),
+				doneView(4, completion("", "", "tool_calls", "qwen3", "chatcmpl-7", nil,
+					call("call_abcdefgh", "a", `{"x":1}`), call("call_ijklmnop", "b", `{}`))),
+			},
+		},
+		{
+			name: "two fragments in one delta",
+			in: openai(`{"tool_calls":[{"index":0,"id":"c0","function":{"name":"a","arguments":"{}"}},{"index":1,"id":"c1","function":{"name":"b","arguments":"[]"}}]}`) +
+				finish("tool_calls") + done,
+			want: []view{
+				{Index: 0, Fragments: []chat.ToolCallFragment{frag(0, "c0", "a", "{}"), frag(1, "c1", "b", "[]")}},
+				finished(1, "tool_calls"),
+				doneView(2, completion("", "", "tool_calls", "gpt-4o", "chatcmpl-1", nil, call("c0", "a", "{}"), call("c1", "b", "[]"))),
+			},
+		},
+		{
+			name: "arguments that are not JSON are kept as a JSON string",
+			in:   openai(`{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\":"}}]}`) + finish("tool_calls") + done,
+			want: []view{
+				{Index: 0, Fragments: []chat.ToolCallFragment{frag(0, "c", "f", `{"a":`)}},
+				finished(1, "tool_calls"),
+				doneView(2, completion("", "", "tool_calls", "gpt-4o", "chatcmpl-1", nil, call("c", "f", `"{\"a\":"`))),
+			},
+		},
+		{
+			name: "content and a tool call, finish stop",
+			in: openai(`{"content":"Let me check."}`) +
+				openai(`{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}`) + finish("stop") + done,
+			want: []view{
+				content(0, "Let me check."),
+				{Index: 1, Fragments: []chat.ToolCallFragment{frag(0, "c", "f", "{}")}},
+				finished(2, "stop"),
+				doneView(3, completion("Let me check.", "", "stop", "gpt-4o", "chatcmpl-1", nil, call("c", "f", "{}"))),
+			},
+		},
+		{
+			name: "fragments before a length finish never complete",
+			in: openai(`{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\""}}]}`) +
+				finish("length"),
+			tail: done,
+			want: []view{
+				{Index: 0, Fragments: []chat.ToolCallFragment{frag(0, "c", "f", `{"a"`)}},
+				{Index: 1, FinishReason: "length", Err: "stream incomplete_completion finish=length"},
+			},
+		},
+	})
+}
+
+func TestR14_2_LegacyFunctionCallDeltasAreFragments(t *testing.T) {
+	t.Parallel()
+	runCases(t, []streamCase{{
+		name: "function_call name then arguments, finish function_call",
+		in: openai(`{"role":"assistant","content":null,"function_call":{"name":"get_weather","arguments":""}}`) +
+			openai(`{"function_call":{"arguments":"{\"city\":"}}`) +
+			openai(`{"function_call":{"arguments":"\"Paris\"}"}}`) +
+			finish("function_call") + done,
+		want: []view{
+			{Index: 0, Fragments: []chat.ToolCallFragment{{Name: "get_weather"}}},
+			{Index: 1, Fragments: []chat.ToolCallFragment{{Arguments: `{"city":`}}},
+			{Index: 2, Fragments: []chat.ToolCallFragment{{Arguments: `"Paris"}`}}},
+			finished(3, "function_call"),
+			doneView(4, completion("", "", "function_call", "gpt-4o", "chatcmpl-1", nil,
+				chat.ToolCall{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)})),
+		},
+	}})
+}
+
+// ---------------------------------------------------------------------------
+// R14.2 keepalives, escapes, whitespace and look-alikes.
+
+func TestR14_2_KeepalivesHaveNoSemantics(t *testing.T) {
+	t.Parallel()
+	runCases(t, []streamCase{
+		{
+			name: "comment keepalives and a model:keepalive chunk",
+			in: keepAlive + openRouterPing + modelKeepalive + openai(`{"content":"a"}`) + keepAlive + finish("stop") +
+				modelKeepalive + done,
+			// The keepalive chunk's "model" is not the answering model.
+			want: []view{ka(), ka(), ka(), content(0, "a"), ka(), finished(1, "stop"), ka(),
+				doneView(2, completion("a", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+		{
+			name: "a comment with other fields, stray blank lines, an event name only",
+			in:   "\n\n: ping\n: ping\n\n" + "event: ping\n\n" + `data: {"choices":[]}` + "\n\n" + "data: \n\n" + "data:\n\n",
+			want: []view{ka(), ka(), ka(), ka(), ka()},
+
+			incomplete: true,
+		},
+		{
+			name:       "an id or retry field alone",
+			in:         "id: 7\n\nretry: 1000\n\n",
+			want:       []view{ka(), ka()},
+			incomplete: true,
+		},
+	})
+}
+
+func TestR14_2_EscapedKeysAreDecoded(t *testing.T) {
+	t.Parallel()
+	runCases(t, []streamCase{
+		{
+			name: "con\\u0074ent is content",
+			in:   `data: {"\u0063hoices":[{"delta":{"con\u0074ent":"hi","reasoning\u005fcontent":"r"},"finish\u005freason":"stop"}]}` + "\n\n" + done,
+			want: []view{{Index: 0, Content: "hi", Reasoning: "r", FinishReason: "stop"}, doneView(1, completion("hi", "r", "stop", "", "", nil))},
+		},
+		{
+			name: "escaped tool_calls and function keys",
+			in:   `data: {"choices":[{"delta":{"tool\u005fcalls":[{"\u0069ndex":0,"id":"c","\u0066unction":{"n\u0061me":"f","argument\u0073":"{}"}}]},"finish_reason":"tool_calls"}]}` + "\n\n" + done,
+			want: []view{
+				{Index: 0, Fragments: []chat.ToolCallFragment{{ID: "c", Name: "f", Arguments: "{}"}}, FinishReason: "tool_calls"},
+				doneView(1, completion("", "", "tool_calls", "", "", nil, chat.ToolCall{ID: "c", Name: "f", Arguments: json.RawMessage("{}")})),
+			},
+		},
+		{
+			name: "keys that differ only in case are other keys",
+			in:   `data: {"choices":[{"delta":{"Content":"no","TOOL_CALLS":[{"function":{"name":"f"}}],"content":"yes"}}]}` + "\n\n",
+			want: []view{content(0, "yes")}, incomplete: true,
+		},
+		{
+			name: "an Error key is not an error",
+			in:   `data: {"Error":{"message":"no"},"choices":[{"delta":{"content":"a"}}]}` + "\n\n",
+			want: []view{content(0, "a")}, incomplete: true,
+		},
+		{
+			name: "a duplicate key: the last one counts, as in encoding/json",
+			in:   `data: {"choices":[{"delta":{"content":"first","content":"last"}}]}` + "\n\n",
+			want: []view{content(0, "last")}, incomplete: true,
+		},
+	})
+}
+
+func TestR14_2_WhitespacePrefixedDataLinesAreDecoded(t *testing.T) {
+	t.Parallel()
+	runCases(t, []streamCase{
+		{
+			name: "spaces and a tab before data:, no space after it",
+			in: "  data: " + chunkHead + `{"content":"a"}}]}` + "\n\n" +
+				"\tdata:" + chunkHead + `{"content":"b"}}]}` + "\n\n" +
+				"   data:  " + chunkHead + `{"content":"c"},"finish_reason":"stop"}]}` + "\n\n" +
+				"  data: [DONE]\n\n",
+			want: []view{content(0, "a"), content(1, "b"), {Index: 2, Content: "c", FinishReason: "stop"},
+				doneView(3, completion("abc", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+		},
+		{
+			name: "whitespace inside the JSON",
+			in:   "data: { \"choices\" : [ { \"delta\" : { \"content\" : \"a\" } , \"finish_reason\" : \"stop\" } ] }\n\n" + done,
+			want: []view{{Index: 0, Content: "a", FinishReason: "stop"}, doneView(1, completion("a", "", "stop", "", "", nil))},
+		},
+	})
+}
+
+func TestR14_2_QuotedLookAlikesAreContent(t *testing.T) {
+	t.Parallel()
+	runCases(t, []streamCase{
+		{
+			name: "tool_calls inside content",
+			in:   `data: {"choices":[{"delta":{"content":"quoted \"tool_calls\": ["}}]}` + "\n\n",
+			want: []view{content(0, `quoted "tool_calls": [`)}, incomplete: true,
+		},
+		{
+			name: "an error object and [DONE] inside content",
+			in: `data: {"choices":[{"delta":{"content":"{\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\n"}}]}` + "\n\n" +
+				`data: {"choices":[{"delta":{"content":": keep-alive"},"finish_reason":"stop"}]}` + "\n\n" + done,
+			want: []view{
+				content(0, "{\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\n"),
+				{Index: 1, Content: ": keep-alive", FinishReason: "stop"},
+				doneView(2, completion("{\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\n: keep-alive", "", "stop", "", "", nil)),
+			},
+		},
+		{
+			name: "a finish_reason look-alike in content does not finish",
+			in:   `data: {"choices":[{"delta":{"content":"\"finish_reason\":\"length\""}}]}` + "\n\n" + done,
+			want: []view{content(0, `"finish_reason":"length"`), {Err: "protocol"}},
+		},
+	})
+}
+
+// ---------------------------------------------------------------------------
+// R4.7 in-band provider errors and R4.5 malformed events.
+
+func TestR4_7_InBandErrorsEndTheStream(t *testing.T) {
+	t.Parallel()
+	runCases(t, []streamCase{
+		{
+			name: "oMLX error then [DONE]",
+			in:   keepAlive + omlx(`{"content":"a"}`) + `data: {"error":{"message":"Internal server error","type":"server_error"}}` + "\n\n",
+			tail: done,
+			want: []view{ka(), content(0, "a"), {Index: 1, Err: "provider code= message=Internal server error"}},
+		},
+		{
+			name: "OpenAI error with a string code",
+			in:   `data: {"error":{"message":"The server had an error","type":"server_error","param":null,"code":"server_error"}}` + "\n\n",
+			tail: openai(`{"content":"after"}`) + finish("stop") + done,
+			want: []view{{Index: 0, Err: "provider code=server_error message=The server had an error"}},
+		},
+		{
+			name: "OpenRouter error with finish_reason error in the same chunk",
+			in: openai(`{"content":"a"}`) +
+				`data: {"id":"cmpl-1","object":"chat.completion.chunk","model":"m","provider":"openai","error":{"code":"server_error","message":"Provider disconnected"},"choices":[{"index":0,"delta":{"content":"zz"},"finish_reason":"error"}]}` + "\n\n",
+			tail: done,
+			want: []view{content(0, "a"), {Index: 1, Err: "provider code=server_error message=Provider disconnected"}},
+		},
+		{
+			name: "a numeric code is not kept",
+			in:   `data: {"error":{"message":"m","code":500}}` + "\n\n",
+			want: []view{{Index: 0, Err: "provider code= message=m"}},
+		},
+		{
+			name: "error as a string",
+			in:   `data: {"error":"overloaded"}` + "\n\n",
+			want: []view{{Index: 0, Err: "provider code= message=overloaded"}},
+		},
+		{
+			name: "vLLM object:error",
+			in:   `data: {"object":"error","message":"bad","type":"BadRequestError","param":null,"code":400}` + "\n\n",
+			tail: done,
+			want: []view{{Index: 0, Err: "provider code= message=bad"}},
+		},
+		{
+			name: "event: error with a JSON error",
+			in:   openai(`{"content":"a"}`) + "event: error\n" + `data: {"error":{"message":"m","code":"rate_limit_exceeded"}}` + "\n\n",
+			tail: done,
+			want: []view{content(0, "a"), {Index: 1, Err: "provider code=rate_limit_exceeded message=m"}},
+		},
+		{
+			name: "event: error with text data",
+			in:   "event: error\ndata: upstream went away\n\n",
+			tail: done,
+			want: []view{{Index: 0, Err: "provider code= message="}},
+		},
+		{
+			name: "event: error without data",
+			in:   "event: error\n\n",
+			tail: openai(`{"content":"a"}`) + finish("stop") + done,
+			want: []view{{Index: 0, Err: "provider code= message="}},
+		},
+		{
+			name: "event: error with [DONE] data",
+			in:   finish("stop") + "event: error\ndata: [DONE]\n\n",
+			want: []view{finished(0, "stop"), {Index: 1, Err: "provider code= message="}},
+		},
+		{
+			name: "error: null is no error",
+			in:   `data: {"error":null,"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}]}` + "\n\n" + done,
+			want: []view{{Index: 0, Content: "a", FinishReason: "stop"}, doneView(1, completion("a", "", "stop", "", "", nil))},
+		},
+	})
+}
+
+func TestR4_5_MalformedEventsEndTheStream(t *testing.T) {
+	t.Parallel()
+	after := openai(`{"content":"after"}`) + finish("stop") + done
+	runCases(t, []streamCase{
+		{name: "truncated JSON", in: openai(`{"content":"a"}`) + `data: {"choices":[{"delta":{"content":"b"` + "\n\n", tail: after,
+			want: []view{content(0, "a"), {Err: "protocol"}}},
+		{name: "a bare word (an unprefixed OpenRouter comment)", in: "data: OPENROUTER PROCESSING\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "invalid UTF-8 in a string", in: "data: {\"choices\":[{\"delta\":{\"content\":\"\xff\"}}]}\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "invalid UTF-8 outside strings", in: "data: {\"choices\":[]}\xc3\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "null", in: "data: null\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "an array", in: "data: []\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "a number", in: "data: 5\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "two objects", in: "data: {} {}\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "content is not a string", in: `data: {"choices":[{"delta":{"content":5}}]}` + "\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "choices is not an array", in: `data: {"choices":{}}` + "\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "finish_reason is not a string", in: `data: {"choices":[{"delta":{},"finish_reason":1}]}` + "\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "tool call index is not an integer", in: `data: {"choices":[{"delta":{"tool_calls":[{"index":"0"}]}}]}` + "\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "usage is not an object", in: `data: {"choices":[],"usage":7}` + "\n\n", tail: after, want: []view{{Err: "protocol"}}},
+		{name: "model is not a string", in: `data: {"model":7,"choices":[]}` + "\n\n", tail: after, want: []view{{Err: "protocol"}}},
+	})
+}
+
+func TestR4_5_OversizedEventIsProtocolError(t *testing.T) {
+	t.Parallel()
+	d := ssechat.New()
+	d.Write([]byte(openai(`{"content":"a"}`)))
+	big := bytes.Repeat([]byte("x"), 8<<20+1)
+	d.Write([]byte(`data: {"choices":[{"delta":{"content":"`))
+	d.Write(big)
+	var fs []layer.Frame
+	for f, ok := d.Next(); ok; f, ok = d.Next() {
+		fs = append(fs, f)
+	}
+	need(t, len(fs) == 2, "frames: %d", len(fs))
+	equal(t, "a", fs[0].Content)
+	check(t, isProtocol(fs[1].Err), "want a ProtocolError, got %v", fs[1].Err)
+	check(t, d.End() == nil, "End() = %v", d.End())
+	d.Write([]byte("\n\n" + done))
+	_, ok := d.Next()
+	check(t, !ok, "nothing after the error")
+}
+
+// ---------------------------------------------------------------------------
+// Raw bytes.
+
+func TestR12_2_RawIsExactAndOwned(t *testing.T) {
+	t.Parallel()
+	in := []byte("\n" + keepAlive + openai(`{"content":"a"}`) + "\r\n" + finish("stop") + done)
+	buf := bytes.Clone(in)
+	d := ssechat.New()
+	d.Write(buf)
+	clear(buf) // the decoder must not retain the caller's buffer
+	var fs []layer.Frame
+	for f, ok := d.Next(); ok; f, ok = d.Next() {
+		fs = append(fs, f)
+	}
+	need(t, len(fs) == 4, "frames: %d", len(fs))
+	equal(t, string(in), string(concatRaw(fs)))
+	equal(t, "\n"+keepAlive, string(fs[0].Raw), "a stray blank line joins the next frame")
+	// Raw is owned: appending to or overwriting one frame's Raw changes no
+	// other frame, and no later frame.
+	for _, f := range fs {
+		equal(t, len(f.Raw), cap(f.Raw), "Raw has no spare capacity to append into")
+	}
+	want := string(fs[1].Raw)
+	_ = append(fs[0].Raw, "garbage"...)
+	for i := range fs[0].Raw {
+		fs[0].Raw[i] = 'X'
+	}
+	equal(t, want, string(fs[1].Raw))
+	d2 := ssechat.New()
+	d2.Write([]byte(keepAlive))
+	f, ok := d2.Next()
+	need(t, ok, "a frame")
+	equal(t, keepAlive, string(f.Raw), "another decoder's keepalive is unaffected")
+}
+
+// ---------------------------------------------------------------------------
+// Assertion helpers. They keep the tests free of third-party dependencies.
+
+// show formats v for a failure message, one element per line for slices.
+func show(v any) string {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice {
+		return fmt.Sprintf("%+v", v)
+	}
+	var b strings.Builder
+	for i := range rv.Len() {
+		e := rv.Index(i).Interface()
+		if c, ok := e.(view); ok && c.Completion != nil {
+			fmt.Fprintf(&b, "\n  %d: %+v completion=%+v", i, c, *c.Completion)
+			continue
+		}
+		fmt.Fprintf(&b, "\n  %d: %+v", i, e)
+	}
+	return b.String()
+}
+
+func msg(msgAndArgs []any) string {
+	if len(msgAndArgs) == 0 {
+		return ""
+	}
+	if f, ok := msgAndArgs[0].(string); ok {
+		return " (" + fmt.Sprintf(f, msgAndArgs[1:]...) + ")"
+	}
+	return " (" + fmt.Sprint(msgAndArgs...) + ")"
+}
+
+// equal reports an error unless want and got are deeply equal.
+func equal(t testing.TB, want, got any, msgAndArgs ...any) bool {
+	t.Helper()
+	if reflect.DeepEqual(want, got) {
+		return true
+	}
+	t.Errorf("not equal%s:\nwant: %s\n got: %s", msg(msgAndArgs), show(want), show(got))
+	return false
+}
+
+// mustEqual stops the test unless want and got are deeply equal.
+func mustEqual(t testing.TB, want, got any, msgAndArgs ...any) {
+	t.Helper()
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("not equal%s:\nwant: %s\n got: %s", msg(msgAndArgs), show(want), show(got))
+	}
+}
+
+// check reports an error unless cond holds.
+func check(t testing.TB, cond bool, msgAndArgs ...any) {
+	t.Helper()
+	if !cond {
+		t.Errorf("check failed%s", msg(msgAndArgs))
+	}
+}
+
+// need stops the test unless cond holds.
+func need(t testing.TB, cond bool, msgAndArgs ...any) {
+	t.Helper()
+	if !cond {
+		t.Fatalf("requirement failed%s", msg(msgAndArgs))
+	}
+}
