@@ -31,9 +31,22 @@ fuzz:
 	done
 
 ## bench: benchmarks, reported as ratios against baselines measured in the same run
+## (BENCHFLAGS=-count=3 repeats each; the ratios are the numbers to read)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./bench/...
+	$(GO) test -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./bench/...
+	$(GO) -C examples test -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./bench-openai/
 
 ## lint: staticcheck over the core module
 lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+## e2e: the Jaeger end-to-end tracing check. Builds Jaeger from tools/jaeger
+## (about 8 minutes cold on 2 cores; cached in GOCACHE afterwards), then runs
+## examples/jaeger's TestJaegerE2E, which starts Jaeger on free loopback
+## ports, exports the example's traces and reads them back.
+e2e:
+	@echo "building jaeger (tools/jaeger; cached in GOCACHE after the first build)"; \
+	start=$$(date +%s); \
+	JAEGER_BIN=$$($(GO) -C tools/jaeger tool -n jaeger) && test -x "$$JAEGER_BIN" || exit 1; \
+	echo "jaeger: $$JAEGER_BIN ($$(( $$(date +%s) - start ))s)"; \
+	cd examples && JAEGER_BIN="$$JAEGER_BIN" $(GO) test -race -count=1 -v -run '^TestJaegerE2E$$' ./jaeger/

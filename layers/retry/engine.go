@@ -46,7 +46,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
-		body, err = io.ReadAll(req.Body)
+		body, err = readAll(req.Body, req.ContentLength)
 		req.Body.Close()
 		if err != nil {
 			return nil, err
@@ -445,7 +445,10 @@ func closeResp(r *http.Response) {
 // attempt runs one wire attempt and settles it into success or a failure.
 func (c *call) attempt() attemptResult {
 	a := c.cur
-	areq := c.req.Clone(layer.WithAttempt(c.ctx, a))
+	// A shallow copy: the header, the only part a wire layer may need to
+	// own, is cloned from the call's copy; the wire layers clone the
+	// request before anything below them can change it.
+	areq := c.req.WithContext(layer.WithAttempt(c.ctx, a))
 	areq.Header = c.header.Clone()
 	body := c.body
 	areq.Body = io.NopCloser(bytes.NewReader(body))
@@ -533,8 +536,25 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		// codec that decodes no frames, handed over as it is).
 		return attemptResult{resp: resp}
 	}
-	b, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
+	b, rerr := readAll(io.LimitReader(resp.Body, MaxResponseBody+1), min(resp.ContentLength, MaxResponseBody))
 	resp.Body.Close()
+	cancelled := c.ctx.Err() != nil
+	ok2xx := resp.StatusCode/100 == 2
+	// A whole 2xx body that decodes is a success: nothing of the failure
+	// record below (evidence copies, Retry-After, provider code) is needed.
+	complete := !cancelled && ok2xx && rerr == nil && len(b) <= MaxResponseBody
+	var (
+		comp layer.ResponseEvidence
+		derr error
+	)
+	if complete {
+		if comp, derr = c.decode(b); derr == nil {
+			out := *resp
+			out.Body = newBytesBody(b)
+			out.ContentLength = int64(len(b))
+			return attemptResult{resp: &out, evidence: comp}
+		}
+	}
 	f := c.newFailure(a)
 	f.HTTPStatus = resp.StatusCode
 	ev := layer.Evidence{Bytes: bytes.Clone(b), Headers: resp.Header.Clone()}
@@ -544,10 +564,9 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 	if captureFailed {
 		ev.CaptureCause, rerr = ce.Cause, ce.Transport
 	}
-	ok2xx := resp.StatusCode/100 == 2
 	partial := false
 	switch {
-	case c.ctx.Err() != nil:
+	case cancelled:
 		f.Category = layer.CategoryCancellation
 		ev.Cause = c.ctx.Err()
 	case !ok2xx:
@@ -566,15 +585,8 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		f.Phase = layer.PhaseDecoding
 		ev.Cause = &layer.ProtocolError{What: "response body exceeds the size limit"}
 	default:
+		// complete holds here and the body did not decode (derr != nil).
 		f.Acceptance = layer.AcceptanceYes
-		comp, derr := c.decode(b)
-		if derr == nil {
-			out := *resp
-			out.Body = io.NopCloser(bytes.NewReader(b))
-			out.ContentLength = int64(len(b))
-			re := layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
-			return attemptResult{resp: &out, evidence: re}
-		}
 		f.Phase = layer.PhaseDecoding
 		ev.Cause = derr
 		var pe *layer.ProviderError
@@ -592,9 +604,9 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 	f.Attach(ev)
 	f.Classification = c.classify(&f, captureFailed, partial)
 	var pass *http.Response
-	if rerr == nil && !captureFailed && len(b) <= MaxResponseBody && c.ctx.Err() == nil {
+	if rerr == nil && !captureFailed && len(b) <= MaxResponseBody && !cancelled {
 		out := *resp
-		out.Body = io.NopCloser(bytes.NewReader(b))
+		out.Body = newBytesBody(b)
 		out.ContentLength = int64(len(b))
 		pass = &out
 	}
@@ -603,18 +615,54 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 
 // decode decodes a complete 2xx body; a structured call's content must
 // itself be JSON (R4.5, R16.3: parsing only, no schema validation).
-func (c *call) decode(b []byte) (*layer.ResponseEvidence, error) {
+func (c *call) decode(b []byte) (layer.ResponseEvidence, error) {
 	if c.t.l.codec == nil {
-		return &layer.ResponseEvidence{}, nil
+		return layer.ResponseEvidence{}, nil
 	}
 	comp, err := c.t.l.codec.Decode(b)
 	if err != nil {
-		return nil, err
+		return layer.ResponseEvidence{}, err
 	}
 	if c.info.Operation == layer.Structured && len(comp.Message.ToolCalls) == 0 && !json.Valid([]byte(comp.Message.Content)) {
-		return nil, &layer.ProtocolError{What: "structured content is not JSON"}
+		return layer.ResponseEvidence{}, &layer.ProtocolError{What: "structured content is not JSON"}
 	}
-	return &layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}, nil
+	return layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}, nil
+}
+
+// bytesBody is a complete response body held in memory: one allocation
+// instead of io.NopCloser over a bytes.Reader. It keeps WriteTo.
+type bytesBody struct{ bytes.Reader }
+
+func newBytesBody(b []byte) *bytesBody {
+	r := &bytesBody{}
+	r.Reset(b)
+	return r
+}
+
+// Close does nothing: the body is in memory.
+func (*bytesBody) Close() error { return nil }
+
+// readAll is io.ReadAll with the first buffer sized from a known length
+// (a Content-Length; a hint of 0 or less, or above 1 MiB, is ignored), so a
+// body of known size is read without regrowing the buffer.
+func readAll(r io.Reader, hint int64) ([]byte, error) {
+	if hint <= 0 || hint > 1<<20 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, hint+1) // +1: the read that sees EOF needs room
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append grow the buffer
+		}
+	}
 }
 
 // classify applies R4 in order: first match wins.

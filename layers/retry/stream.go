@@ -29,7 +29,7 @@ type streamBody struct {
 
 func (c *call) stream(n int, resp *http.Response) *http.Response {
 	c.streaming = true
-	b := &streamBody{c: c, n: n, a: c.cur, resp: resp, buf: make([]byte, 32<<10)}
+	b := &streamBody{c: c, n: n, a: c.cur, resp: resp, buf: make([]byte, 4<<10)}
 	if c.report != nil {
 		c.report.LogicalID, c.report.Stream = c.logical, b
 	}
@@ -82,8 +82,7 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 		}
 		return false
 	}
-	var se *layer.StreamError
-	telemetry := c.provider == layer.Ollama && !f.Keepalive && (f.Err == nil || errors.As(f.Err, &se))
+	telemetry := c.provider == layer.Ollama && !f.Keepalive && (f.Err == nil || isStreamError(f.Err))
 	if telemetry {
 		ev := c.event(layer.EventProgress)
 		ev.Frame = f.Index
@@ -110,7 +109,7 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 	if f.Err != nil {
 		var pe *layer.ProviderError
 		switch {
-		case errors.As(f.Err, &pe), errors.As(f.Err, &se):
+		case errors.As(f.Err, &pe), isStreamError(f.Err):
 			b.fail(layer.CategoryProviderResponse, f.Err, nil, f)
 		default:
 			b.fail(layer.CategoryProtocol, f.Err, nil, f)
@@ -260,4 +259,12 @@ func (c *call) send(ev layer.Event) error {
 		o(ev)
 	}
 	return nil
+}
+
+// isStreamError reports whether err is a *layer.StreamError (a length or
+// other incomplete finish). It keeps the target off the per-frame path's
+// heap: a keepalive frame allocates nothing.
+func isStreamError(err error) bool {
+	var se *layer.StreamError
+	return errors.As(err, &se)
 }

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package benchopenai
+
+import "time"
+
+// cpuTime is not measured on this platform: the CPU ratio is left out.
+func cpuTime() time.Duration { return 0 }
