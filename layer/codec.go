@@ -125,9 +125,13 @@ func IsValidRequestID(id string) bool { return requestIDPattern.MatchString(id) 
 
 // Echoes reports whether v occurs in the encoded request body or in any
 // request header value (a credential). Safe records omit such values (R10.3).
+// A "req_"-prefixed value also echoes when its unprefixed part does.
 func Echoes(v string, body []byte, h http.Header) bool {
 	if v == "" {
 		return false
+	}
+	if bare, ok := strings.CutPrefix(v, "req_"); ok && bare != "" && Echoes(bare, body, h) {
+		return true
 	}
 	if strings.Contains(string(body), v) {
 		return true

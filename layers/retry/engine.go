@@ -191,6 +191,14 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 			}
 			var ce *layer.CaptureError
 			if errors.As(res.err, &ce) && ce.Direction == layer.Request {
+				if c.ctx.Err() != nil {
+					// Cancelled while the request was being captured:
+					// nothing was sent (R9.1, R9.2).
+					if !started {
+						c.cur = nil
+					}
+					return c.cancelled(f)
+				}
 				return c.requestCaptureFailed(ce)
 			}
 			c.fillReport(nil)
@@ -589,6 +597,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		f.Acceptance = layer.AcceptanceYes
 		f.Phase = layer.PhaseDecoding
 		ev.Cause = derr
+		ev.Response.FinishReason, ev.Response.Model, ev.Response.Usage = comp.FinishReason, comp.Model, comp.Usage
 		var pe *layer.ProviderError
 		if errors.As(derr, &pe) {
 			f.Category = layer.CategoryProviderResponse
@@ -623,10 +632,12 @@ func (c *call) decode(b []byte) (layer.ResponseEvidence, error) {
 	if err != nil {
 		return layer.ResponseEvidence{}, err
 	}
+	ev := layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
 	if c.info.Operation == layer.Structured && len(comp.Message.ToolCalls) == 0 && !json.Valid([]byte(comp.Message.Content)) {
-		return layer.ResponseEvidence{}, &layer.ProtocolError{What: "structured content is not JSON"}
+		// The refused answer keeps its evidence for Inspect (R10.5).
+		return ev, &layer.ProtocolError{What: "structured content is not JSON"}
 	}
-	return layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}, nil
+	return ev, nil
 }
 
 // bytesBody is a complete response body held in memory: one allocation
@@ -679,7 +690,10 @@ func (c *call) classify(f *layer.Failure, captureFailed, partial bool) layer.Cla
 		return no(layer.ReasonSemanticOutput)
 	case f.Category == layer.CategoryProtocol:
 		return no(layer.ReasonMalformed)
-	case partial && f.HTTPStatus/100 == 2 && f.Progress.RawBytes > 0:
+	case partial && f.HTTPStatus/100 == 2:
+		// The provider accepted the request and its answer was cut, even
+		// before the first body byte: resending could duplicate inference,
+		// so an ordinary or structured call fails closed (R4.6).
 		return no(layer.ReasonPartialResponse)
 	case f.Category == layer.CategoryProviderResponse:
 		return no(layer.ReasonPermanent)

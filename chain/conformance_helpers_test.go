@@ -1,0 +1,159 @@
+package chain_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// Shared fixtures of the non-streaming conformance suite (R1–R12). The
+// helpers of recovery_test.go are left alone; these have their own names.
+
+const completionsPath = "/v1/chat/completions"
+
+// wait is the generous bound for anything that only waits for a loopback
+// server or a goroutine; no test depends on it being short.
+const wait = 10 * time.Second
+
+// canaryRequest is an ordinary request whose only message is the prompt canary.
+func canaryRequest() *chat.Request {
+	return &chat.Request{Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: rigtest.Prompt}}}
+}
+
+// encoded returns the OpenAI encoding of req, as the native client sends it.
+func encoded(t testing.TB, req *chat.Request) []byte {
+	t.Helper()
+	b, err := openai.New().Encode(req)
+	require.NoError(t, err)
+	return b
+}
+
+// okStep answers 200 with an ordinary OpenAI completion holding content.
+func okStep(content string) scripted.Step { return scripted.JSON(200, scripted.OpenAIChat(content)) }
+
+// statusStep answers status with an OpenAI server_error body.
+func statusStep(status int) scripted.Step {
+	return scripted.JSON(status, scripted.OpenAIError("server_error", "server_error", "busy"))
+}
+
+// repeat returns n copies of s.
+func repeat(s scripted.Step, n int) []scripted.Step {
+	out := make([]scripted.Step, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+// zeroJitter makes every backoff delay 0 (R6.1), so no test waits.
+func zeroJitter() float64 { return 0 }
+
+// jitterSeq returns a custom jitter that yields vals in order, cycling; note,
+// when set, is called on every sample. It is safe for concurrent use.
+func jitterSeq(note func(), vals ...float64) func() float64 {
+	var mu sync.Mutex
+	i := 0
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		if note != nil {
+			note()
+		}
+		v := vals[i%len(vals)]
+		i++
+		return v
+	}
+}
+
+func allowHook(context.Context, admission.Request) (admission.Decision, error) {
+	return admission.Allow, nil
+}
+
+// asRecoveryError returns the *layer.RecoveryError in err's chain.
+func asRecoveryError(t testing.TB, err error) *layer.RecoveryError {
+	t.Helper()
+	require.Error(t, err)
+	var re *layer.RecoveryError
+	require.ErrorAs(t, err, &re)
+	return re
+}
+
+// wired gives p a fresh recorder for both its events and its captures, and
+// returns it. (The rig records events only, in Rig.Rec.)
+func wired(p *retry.Policy) *rigtest.Recorder {
+	rec := &rigtest.Recorder{}
+	p.OnEvent = rec.OnEvent
+	p.OnWire = rec.OnWire
+	return rec
+}
+
+// eventsOf returns the events of type typ, in order.
+func eventsOf(evs []layer.Event, typ layer.EventType) []layer.Event {
+	var out []layer.Event
+	for _, e := range evs {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// firstFailed returns the safe failure of the first attempt_failed event.
+func firstFailed(t testing.TB, evs []layer.Event) layer.Failure {
+	t.Helper()
+	failed := eventsOf(evs, layer.EventAttemptFailed)
+	require.NotEmpty(t, failed, "no attempt_failed event")
+	require.NotNil(t, failed[0].Failure)
+	return *failed[0].Failure
+}
+
+// count returns how many times s occurs in list.
+func count(list []string, s string) int {
+	n := 0
+	for _, v := range list {
+		if v == s {
+			n++
+		}
+	}
+	return n
+}
+
+// newTransport returns a private HTTP transport whose idle connections are
+// closed when the test ends.
+func newTransport(t testing.TB) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
+}
+
+// startServer starts a scripted provider closed when the test ends.
+func startServer(t testing.TB, steps ...scripted.Step) *scripted.Server {
+	s := scripted.New(steps...)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// awaitResult waits for a call's error, failing the test if it does not
+// return within the generous bound (a call that hangs is the failure).
+func awaitResult(t testing.TB, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(wait):
+		t.Fatal("the call did not return")
+		return nil
+	}
+}
