@@ -792,7 +792,9 @@ func TestR9_StreamCancellation(t *testing.T) {
 			run := scAwait(t, done, "cancel during backoff")
 			scAssertCancelled(t, run)
 			assert.Equal(t, 1, r.Server.Count())
-			assert.Len(t, r.Clock.Sleeps(), 1)
+			// The cancel may land before the sleep starts (then Sleep returns
+			// at once without recording) or during it: at most one sleep.
+			assert.LessOrEqual(t, len(r.Clock.Sleeps()), 1)
 			assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed", "delay_scheduled", "cancelled"},
 				scLifecycle(rec.Types()))
 		})
