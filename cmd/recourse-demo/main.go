@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
@@ -175,6 +177,9 @@ func (d *demo) run() {
 		scripted.SSE(events...).Cut(len(events[0])+len(events[1])+len(events[2])),
 		scripted.SSE(events...))
 
+	d.toolLoop()
+	d.continuation()
+
 	d.scenario("Ollama 503 without a hook", "A local server may have run the request: without an admission hook nothing is resent.",
 		ollama.New(), "llama3.2", retry.Policy{MaxAttempts: 3, BaseDelay: quick}, nil,
 		scripted.JSON(503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`),
@@ -187,6 +192,101 @@ func (d *demo) run() {
 }
 
 const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+// notices prints the broker's retry and continuation notices as the status
+// line a terminal shows (never a transcript entry).
+func (d *demo) notices(n broker.Notice) {
+	switch n.Event {
+	case broker.EventRetry:
+		fmt.Fprintf(d.out, "  status: %s\n", broker.FormatRetry(*n.Retry))
+	case broker.EventContinuation:
+		fmt.Fprintf(d.out, "\n  status: %s\n  ", broker.FormatContinuation(*n.Continuation))
+	}
+}
+
+// toolLoop: a tool call, then 503s, then success; the tool runs once.
+func (d *demo) toolLoop() {
+	name := "tool loop: tool once, then 503s"
+	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, "The model asks for a tool; the next completion meets two 503s. The tool's work is kept and never run again.")
+	call := `{"id":"chatcmpl-t","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"clock","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`
+	busy := scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy"))
+	srv := scripted.New(scripted.JSON(200, call), busy, busy, scripted.JSON(200, scripted.OpenAIChat("It is 12:00.")))
+	defer srv.Close()
+	ch, _ := chain.Default(openai.New())
+	client, _ := chain.NewClient(srv.URL, ch)
+	runs := 0
+	clock := broker.Tool{
+		Spec: chat.ToolSpec{Name: "clock", Description: "The current time.", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)},
+		Run: func(context.Context, json.RawMessage) (string, error) {
+			runs++
+			fmt.Fprintln(d.out, "  tool clock ran")
+			return "12:00", nil
+		},
+	}
+	b := broker.New(client, broker.WithModel("gpt-4o-mini"), broker.WithTools(clock), broker.WithNotices(d.notices),
+		broker.WithPolicy(retry.Policy{MaxAttempts: 3, BaseDelay: retry.Duration(20 * time.Millisecond)}))
+	history := []chat.Message{{Role: chat.User, Content: "What time is it?"}}
+	comp, err := b.Generate(context.Background(), &history)
+	r := row{name: name, posts: srv.Count(), target: "-", attempts: srv.Count()}
+	if err != nil {
+		r.outcome = "error"
+		fmt.Fprintf(d.out, "  ✗ %v\n", err)
+	} else {
+		r.outcome = "success"
+		fmt.Fprintf(d.out, "  ✓ answer: %q — the tool ran %d time(s)\n", comp.Message.Content, runs)
+	}
+	var roles []string
+	for _, m := range history {
+		roles = append(roles, string(m.Role))
+	}
+	fmt.Fprintf(d.out, "  history: [%s]\n", strings.Join(roles, ", "))
+	d.rows = append(d.rows, r)
+}
+
+// continuation: a stream breaks after a closed text block; only that block
+// is committed and the next request continues from it.
+func (d *demo) continuation() {
+	name := "stream continuation"
+	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, "The stream breaks after a text block closed; only that block is kept, and the next request continues from it.")
+	chunk := func(delta string, finish string) string {
+		f := "null"
+		if finish != "" {
+			f = `"` + finish + `"`
+		}
+		return `data: {"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + f + `}]}` + "\n\n"
+	}
+	first := []string{
+		chunk(`{"content":"Let me check the clock. "}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"clock","arguments":""}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"tz\":"}}]}`, ""),
+	}
+	cut := scripted.SSE(first...).Cut(len(first[0]) + len(first[1]) + 10)
+	rest := scripted.SSE(chunk(`{"content":"It is noon."}`, ""), chunk(`{}`, "stop"), "data: [DONE]\n\n")
+	srv := scripted.New(cut, rest)
+	defer srv.Close()
+	ch, _ := chain.Default(openai.New())
+	client, _ := chain.NewClient(srv.URL, ch)
+	b := broker.New(client, broker.WithModel("gpt-4o-mini"), broker.WithNotices(d.notices),
+		broker.WithContinuation(broker.Continuation{Max: 3}),
+		broker.WithPolicy(retry.Policy{MaxAttempts: 1, BaseDelay: retry.Duration(20 * time.Millisecond)}))
+	history := []chat.Message{{Role: chat.User, Content: "What time is it?"}}
+	fmt.Fprint(d.out, "  ")
+	r := row{name: name, target: "-", outcome: "success"}
+	for text, err := range b.GenerateStream(context.Background(), &history) {
+		if err != nil {
+			r.outcome = "error"
+			fmt.Fprintf(d.out, "\n  ✗ %v\n", err)
+			break
+		}
+		fmt.Fprint(d.out, text)
+	}
+	fmt.Fprintln(d.out)
+	for _, m := range history[1:] {
+		fmt.Fprintf(d.out, "  history: %s %q (tool calls: %d)\n", m.Role, m.Content, len(m.ToolCalls))
+	}
+	r.posts, r.attempts = srv.Count(), srv.Count()
+	d.rows = append(d.rows, r)
+}
 
 // streamScenario runs one native chunk stream and prints content as it
 // arrives, with a transient status line while recovery waits.
