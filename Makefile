@@ -38,7 +38,7 @@ bench:
 
 ## lint: staticcheck over the core module
 lint:
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 ## e2e: the Jaeger end-to-end tracing check. Builds Jaeger from tools/jaeger
 ## (about 8 minutes cold on 2 cores; cached in GOCACHE afterwards), then runs

@@ -298,17 +298,6 @@ func logicalIDs(evs []layer.Event) ([]string, map[string][]int) {
 	return ids, attempts
 }
 
-// subsequence reports whether want occurs in list in order.
-func subsequence(list, want []string) bool {
-	i := 0
-	for _, s := range list {
-		if i < len(want) && s == want[i] {
-			i++
-		}
-	}
-	return i == len(want)
-}
-
 // only keeps the lines of log that start with one of the prefixes.
 func only(log []string, prefixes ...string) []string {
 	var out []string

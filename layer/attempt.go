@@ -71,7 +71,6 @@ type Attempt struct {
 	progress Progress
 	observer Observer
 	phase    Phase
-	wrote    bool
 	dialed   bool
 }
 

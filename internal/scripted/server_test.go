@@ -48,7 +48,8 @@ func TestJSONStepHeaderPairs(t *testing.T) {
 			t.Fatal("JSON with an odd number of header arguments did not panic")
 		}
 	}()
-	JSON(200, "{}", "Retry-After")
+	odd := []string{"Retry-After"}
+	JSON(200, "{}", odd...)
 }
 
 func TestSSEStepStreamsChunked(t *testing.T) {
