@@ -113,7 +113,7 @@ func (c *Client) do(ctx context.Context, req *chat.Request) (*chat.Completion, e
 			defer cancel()
 		}
 	}
-	report := &layer.Report{}
+	report := &layer.Report{TypedErrors: true}
 	hreq, err := http.NewRequestWithContext(layer.WithReport(ctx, report), http.MethodPost, c.base+c.codec.Path(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err

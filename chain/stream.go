@@ -185,7 +185,7 @@ func (c *Client) open(ctx context.Context, req *chat.Request) (layer.FrameReader
 	if err != nil {
 		return nil, err
 	}
-	report := &layer.Report{}
+	report := &layer.Report{TypedErrors: true}
 	hreq, err := http.NewRequestWithContext(layer.WithReport(ctx, report), http.MethodPost, c.base+c.codec.Path(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err

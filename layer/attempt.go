@@ -212,6 +212,13 @@ func AttemptFrom(ctx context.Context) *Attempt {
 // typed error of a failed call. The native client uses it to return a
 // *RecoveryError even when the RoundTripper passes a response through.
 type Report struct {
+	// TypedErrors asks the retry layer for the *RecoveryError in every case
+	// (it is then also in Err): a final non-eligible response is not passed
+	// through. The native client sets it; a tracing layer that only wants
+	// the evidence leaves it false, so drop-in clients see what they would
+	// see without it.
+	TypedErrors bool
+
 	LogicalID    string
 	WireAttempts int
 	Err          *RecoveryError

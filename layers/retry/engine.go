@@ -388,7 +388,7 @@ func (c *call) end(o layer.Outcome, f *layer.Failure, resp *http.Response) (*htt
 	}
 	rerr := layer.NewRecoveryError(o, *f, c.history, ctxErr)
 	c.fillReport(rerr)
-	if resp != nil && o == layer.OutcomeInterrupted && c.report == nil && !c.streaming {
+	if resp != nil && o == layer.OutcomeInterrupted && (c.report == nil || !c.report.TypedErrors) && !c.streaming {
 		return resp, nil
 	}
 	closeResp(resp)

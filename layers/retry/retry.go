@@ -21,7 +21,7 @@
 //     errors.As finds.
 //
 // A caller that wants the typed error in every case (the native client)
-// places a *layer.Report in the request context.
+// places a *layer.Report with TypedErrors set in the request context.
 package retry
 
 import (

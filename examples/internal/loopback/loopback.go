@@ -7,6 +7,11 @@
 // compare their bodies. Once the script runs out every further request gets
 // HTTP 500.
 //
+// A Reply can also stream: SSE and NDJSON send their chunks one at a time
+// (each written and flushed on its own, chunked encoding), and Aborted drops
+// the connection after the last chunk instead of ending the body, which is
+// what a client sees when a stream is cut.
+//
 // recourse's own scripted provider lives in an internal package of the main
 // module, which this module cannot import; this is a deliberately small
 // stand-in with just what the examples need.
@@ -27,8 +32,36 @@ type Reply struct {
 	Status int
 	// Header holds extra response headers.
 	Header http.Header
-	// Body is the response body, sent with Content-Length.
+	// Body is the response body. Without Chunks it is sent with
+	// Content-Length.
 	Body string
+	// Chunks follow Body; each is written and flushed on its own, so the
+	// response is chunked and the client sees the chunks arrive one by one.
+	Chunks []string
+	// Abort drops the connection after the last chunk instead of ending the
+	// response: the client's body read fails (unexpected EOF) rather than
+	// reaching a clean EOF.
+	Abort bool
+}
+
+// Aborted returns a copy of r that drops the connection after its last
+// chunk.
+func (r Reply) Aborted() Reply {
+	r.Abort = true
+	return r
+}
+
+// SSE returns a 200 text/event-stream Reply that sends events one at a time.
+// Each event is sent exactly as given (see SSEEvent, SSEKeepalive, SSEDone).
+func SSE(events ...string) Reply {
+	return Reply{Header: http.Header{"Content-Type": {"text/event-stream"}}, Chunks: append([]string(nil), events...)}
+}
+
+// NDJSON returns a 200 application/x-ndjson Reply that sends lines one at a
+// time. Each line is sent exactly as given, so it needs its own "\n" (the
+// Ollama helpers below include it).
+func NDJSON(lines ...string) Reply {
+	return Reply{Header: http.Header{"Content-Type": {"application/x-ndjson"}}, Chunks: append([]string(nil), lines...)}
 }
 
 // JSON returns a Reply with status and an application/json body. kv lists
@@ -103,6 +136,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, reply.Body)
+	if reply.Chunks == nil && !reply.Abort {
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	for _, c := range reply.Chunks {
+		_, _ = io.WriteString(w, c)
+		_ = rc.Flush()
+	}
+	if reply.Abort {
+		// net/http closes the connection without ending the chunked body
+		// and logs nothing for this sentinel.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // Requests returns copies of the requests received so far, in order.
@@ -175,6 +222,95 @@ func OllamaChat(content string) string {
 		"eval_count":           7,
 		"eval_duration":        345678901,
 	})
+}
+
+// SSEKeepalive is an SSE comment event, the keep-alive some servers send
+// before the first chunk. It carries no meaning.
+const SSEKeepalive = ": keep-alive\n\n"
+
+// SSEDone is the event that ends an OpenAI stream.
+const SSEDone = "data: [DONE]\n\n"
+
+// SSEEvent returns one SSE event carrying data ("data: <data>\n\n").
+func SSEEvent(data string) string { return "data: " + data + "\n\n" }
+
+// OpenAIChunk returns one chat.completion.chunk event (SSEEvent applied)
+// whose delta holds content (none when empty) and whose finish_reason is
+// finish (null when empty).
+func OpenAIChunk(content, finish string) string {
+	delta := map[string]any{}
+	if content != "" {
+		delta["content"] = content
+	}
+	var fr any
+	if finish != "" {
+		fr = finish
+	}
+	return openAIChunk(delta, fr)
+}
+
+func openAIChunk(delta map[string]any, finish any) string {
+	return SSEEvent(marshal(map[string]any{
+		"id":      "chatcmpl-loopback-1",
+		"object":  "chat.completion.chunk",
+		"created": 1700000000,
+		"model":   "gpt-4o-mini-2024-07-18",
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
+	}))
+}
+
+// OpenAIStream returns the events of a complete streamed completion: a role
+// chunk (no content), one chunk per content piece, a finish_reason "stop"
+// chunk and SSEDone.
+func OpenAIStream(content ...string) []string {
+	out := []string{openAIChunk(map[string]any{"role": "assistant", "content": ""}, nil)}
+	for _, c := range content {
+		out = append(out, OpenAIChunk(c, ""))
+	}
+	return append(out, OpenAIChunk("", "stop"), SSEDone)
+}
+
+// OllamaKeepalive is a blank NDJSON line, the keepalive recourse's Ollama
+// codec recognizes (SPEC R14.2).
+const OllamaKeepalive = "\n"
+
+// OllamaChunk returns one streamed /api/chat line ("\n" included) holding
+// content, done false.
+func OllamaChunk(content string) string {
+	return marshal(map[string]any{
+		"model":      "llama3.2",
+		"created_at": "2024-01-01T00:00:00.000000Z",
+		"message":    map[string]any{"role": "assistant", "content": content},
+		"done":       false,
+	}) + "\n"
+}
+
+// OllamaDone returns the final streamed /api/chat line ("\n" included):
+// empty content, done true, done_reason "stop", the metrics.
+func OllamaDone() string {
+	return marshal(map[string]any{
+		"model":                "llama3.2",
+		"created_at":           "2024-01-01T00:00:00.000000Z",
+		"message":              map[string]any{"role": "assistant", "content": ""},
+		"done_reason":          "stop",
+		"done":                 true,
+		"total_duration":       512345678,
+		"load_duration":        12345678,
+		"prompt_eval_count":    12,
+		"prompt_eval_duration": 98765432,
+		"eval_count":           7,
+		"eval_duration":        345678901,
+	}) + "\n"
+}
+
+// OllamaStream returns the lines of a complete streamed chat: one chunk per
+// content piece, then OllamaDone.
+func OllamaStream(content ...string) []string {
+	var out []string
+	for _, c := range content {
+		out = append(out, OllamaChunk(c))
+	}
+	return append(out, OllamaDone())
 }
 
 // OllamaError returns an Ollama error body {"error":message}.

@@ -1,0 +1,207 @@
+package otelbridge
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// The gen_ai.* keys (OpenTelemetry GenAI semantic conventions, development
+// status). They are spelled here because the semconv package of otel
+// v1.47.0 (v1.43.0) no longer carries them: they moved to the
+// semantic-conventions-genai repository, which has no Go package.
+const (
+	keyOperationName  = attribute.Key("gen_ai.operation.name")
+	keyProviderName   = attribute.Key("gen_ai.provider.name")
+	keyRequestModel   = attribute.Key("gen_ai.request.model")
+	keyRequestStream  = attribute.Key("gen_ai.request.stream")
+	keyResponseModel  = attribute.Key("gen_ai.response.model")
+	keyFinishReasons  = attribute.Key("gen_ai.response.finish_reasons")
+	keyInputTokens    = attribute.Key("gen_ai.usage.input_tokens")
+	keyOutputTokens   = attribute.Key("gen_ai.usage.output_tokens")
+	operationChat     = "chat"
+	maxResponseModel  = 128
+	maxBodyEchoLength = 64 << 20
+)
+
+// The recourse.* keys (project-namespaced, as the naming rules ask).
+const (
+	keyOutcome         = attribute.Key("recourse.outcome")
+	keyAttempts        = attribute.Key("recourse.attempts")
+	keyOperation       = attribute.Key("recourse.operation")
+	keyLogicalID       = attribute.Key("recourse.logical_request_id")
+	keyAttemptID       = attribute.Key("recourse.attempt_id")
+	keyEvent           = attribute.Key("recourse.event")
+	keyAttempt         = attribute.Key("recourse.attempt")
+	keyNextAttempt     = attribute.Key("recourse.next_attempt")
+	keyFailureCategory = attribute.Key("recourse.failure.category")
+	keyFailureReason   = attribute.Key("recourse.failure.reason")
+	keyDelayMS         = attribute.Key("recourse.delay_ms")
+)
+
+// target is what the spans say about the request's destination: never the
+// user information, the query or the fragment.
+type target struct {
+	method  string // a known method, or "_OTHER"
+	url     string
+	address string
+	port    int
+}
+
+var knownMethods = []string{"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "QUERY", "TRACE"}
+
+func targetOf(req *http.Request) target {
+	m := req.Method
+	if m == "" {
+		m = http.MethodGet
+	}
+	if !slices.Contains(knownMethods, m) {
+		m = "_OTHER"
+	}
+	t := target{method: m}
+	u := req.URL
+	if u == nil {
+		return t
+	}
+	host := u.Host
+	if i := strings.LastIndexByte(host, '@'); i >= 0 {
+		host = host[i+1:]
+	}
+	t.url = (&url.URL{Scheme: u.Scheme, Host: host, Path: u.Path, RawPath: u.RawPath}).String()
+	h := &url.URL{Host: host}
+	t.address = h.Hostname()
+	if p, err := strconv.Atoi(h.Port()); err == nil {
+		t.port = p
+	} else {
+		switch strings.ToLower(u.Scheme) {
+		case "http":
+			t.port = 80
+		case "https":
+			t.port = 443
+		}
+	}
+	return t
+}
+
+// spanName is the attempt span's name: the method, or "HTTP" for an
+// unknown one (HTTP semantic conventions).
+func (t target) spanName() string {
+	if t.method == "_OTHER" {
+		return "HTTP"
+	}
+	return t.method
+}
+
+// server returns server.address and server.port (always, also 80 and 443).
+func (t target) server() []attribute.KeyValue {
+	if t.address == "" {
+		return nil
+	}
+	a := []attribute.KeyValue{semconv.ServerAddress(t.address)}
+	if t.port != 0 {
+		a = append(a, semconv.ServerPort(t.port))
+	}
+	return a
+}
+
+// attempt returns url.full and the server attributes.
+func (t target) attempt() []attribute.KeyValue {
+	var a []attribute.KeyValue
+	if t.url != "" {
+		a = append(a, semconv.URLFull(t.url))
+	}
+	return append(a, t.server()...)
+}
+
+// eventName is the span event name of a lifecycle event type:
+// "recourse." followed by the type with its first underscore made a dot
+// ("admission_no_decision" → "recourse.admission.no_decision").
+func eventName(t layer.EventType) string {
+	s := string(t)
+	switch t {
+	case layer.EventAdmissionPending, layer.EventAdmissionAllowed, layer.EventAdmissionRejected,
+		layer.EventAdmissionNoDecision, layer.EventAdmissionRequired, layer.EventDelayScheduled,
+		layer.EventRetryStarted:
+		s = strings.Replace(s, "_", ".", 1)
+	}
+	return "recourse." + s
+}
+
+// eventAttributes are the safe attributes of a span event: the event type,
+// attempt numbers, the failure's category, reason and status, the delay.
+func eventAttributes(ev *layer.Event) []attribute.KeyValue {
+	a := []attribute.KeyValue{keyEvent.String(string(ev.Type)), keyAttempt.Int(ev.WireAttempt)}
+	if ev.NextAttempt > 0 {
+		a = append(a, keyNextAttempt.Int(ev.NextAttempt))
+	}
+	if f := ev.Failure; f != nil {
+		a = append(a, keyFailureCategory.String(string(f.Category)), keyFailureReason.String(string(f.Classification.Reason)))
+		if f.HTTPStatus != 0 {
+			a = append(a, semconv.HTTPResponseStatusCode(f.HTTPStatus))
+		}
+	}
+	if ev.Type == layer.EventDelayScheduled {
+		a = append(a, keyDelayMS.Int64(ev.Delay.Milliseconds()))
+	}
+	return a
+}
+
+// knownFinishReasons are the finish and done reasons the layer records;
+// any other value is dropped (response evidence is sensitive, R10.5).
+var knownFinishReasons = []string{"stop", "length", "tool_calls", "content_filter", "function_call", "load", "unload", "error"}
+
+func safeFinishReason(s string) string {
+	if slices.Contains(knownFinishReasons, s) {
+		return s
+	}
+	return ""
+}
+
+var modelToken = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$`)
+
+// safeResponseModel returns the response model when it is safe to record:
+// the requested model itself, or a short model-like token that occurs in no
+// request header value and not in the request body. Without a way to read
+// the body again (GetBody) only the requested model is kept. c.mu must be
+// held.
+func (c *call) safeResponseModel(m string) string {
+	if m == "" {
+		return ""
+	}
+	if m == c.requestModel() {
+		return m
+	}
+	if len(m) > maxResponseModel || !modelToken.MatchString(m) || c.req.GetBody == nil {
+		return ""
+	}
+	for _, vs := range c.req.Header {
+		for _, v := range vs {
+			if strings.Contains(v, m) {
+				return ""
+			}
+		}
+	}
+	if u := c.req.URL; u != nil && (strings.Contains(u.RawQuery, m) || strings.Contains(u.User.String(), m)) {
+		return ""
+	}
+	rc, err := c.req.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxBodyEchoLength))
+	if err != nil || bytes.Contains(b, []byte(m)) {
+		return ""
+	}
+	return m
+}

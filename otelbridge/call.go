@@ -1,0 +1,374 @@
+package otelbridge
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// call is the tracing state of one logical completion. The retry layer
+// delivers events synchronously, from the goroutine that runs RoundTrip or
+// reads the stream; the mutex also orders them against Close.
+type call struct {
+	l      *Layer
+	parent context.Context
+	req    *http.Request
+	start  time.Time
+	report *layer.Report
+	target target
+
+	mu       sync.Mutex
+	logical  trace.Span
+	lctx     context.Context
+	named    bool   // the logical span has its model name and attributes
+	model    string // the requested model
+	attempt  trace.Span
+	attempts int
+	// succeeded: attempt_succeeded was seen.
+	succeeded bool
+	// terminal is the last terminal event (exhausted, interrupted,
+	// cancelled, or an admission outcome); its span event is added when the
+	// span ends, with the exact outcome.
+	terminal     *layer.Event
+	terminalTime time.Time
+	metrics      *layer.Metrics
+	status       int // the response status RoundTrip returned
+	ended        bool
+}
+
+func newCall(l *Layer, req *http.Request, start time.Time) *call {
+	return &call{
+		l: l, parent: req.Context(), req: req, start: start,
+		report: layer.ReportFrom(req.Context()), target: targetOf(req),
+	}
+}
+
+// startLogical starts the logical span if it has not started yet, named
+// after ev's model when ev is not nil. c.mu must be held.
+func (c *call) startLogical(ev *layer.Event) {
+	if c.logical != nil {
+		if !c.named && ev != nil {
+			c.named = true
+			c.logical.SetName(spanName(ev.Model))
+			c.logical.SetAttributes(c.genAIAttributes(ev)...)
+		}
+		return
+	}
+	attrs := []attribute.KeyValue{keyOperationName.String(operationChat)}
+	name := spanName("")
+	if ev != nil {
+		c.named = true
+		name = spanName(ev.Model)
+		attrs = append(attrs, c.genAIAttributes(ev)...)
+	}
+	attrs = append(attrs, c.target.server()...)
+	c.lctx, c.logical = c.l.tracer.Start(c.parent, name,
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithTimestamp(c.start),
+		trace.WithAttributes(attrs...))
+}
+
+func spanName(model string) string {
+	if model == "" {
+		return operationChat
+	}
+	return operationChat + " " + model
+}
+
+// genAIAttributes are the attributes the first event teaches.
+func (c *call) genAIAttributes(ev *layer.Event) []attribute.KeyValue {
+	c.model = ev.Model
+	var a []attribute.KeyValue
+	if ev.Provider != "" {
+		a = append(a, keyProviderName.String(string(ev.Provider)))
+	}
+	if ev.Model != "" {
+		a = append(a, keyRequestModel.String(ev.Model))
+	}
+	if ev.Operation != "" {
+		a = append(a, keyOperation.String(string(ev.Operation)))
+	}
+	if ev.Operation == layer.Streaming {
+		a = append(a, keyRequestStream.Bool(true))
+	}
+	if ev.LogicalID != "" {
+		a = append(a, keyLogicalID.String(ev.LogicalID))
+	}
+	return a
+}
+
+// observe receives every lifecycle event of the call.
+func (c *call) observe(ev layer.Event) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return
+	}
+	c.startLogical(&ev)
+	switch ev.Type {
+	case layer.EventAttemptStarted:
+		c.endAttempt()
+		c.attempts = max(c.attempts, ev.WireAttempt)
+		attrs := append([]attribute.KeyValue{semconv.HTTPRequestMethodKey.String(c.target.method)}, c.target.attempt()...)
+		if ev.WireAttempt > 1 {
+			attrs = append(attrs, semconv.HTTPRequestResendCount(ev.WireAttempt-1))
+		}
+		if ev.AttemptID != "" {
+			attrs = append(attrs, keyAttemptID.String(ev.AttemptID))
+		}
+		_, c.attempt = c.l.tracer.Start(c.lctx, c.target.spanName(),
+			trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithTimestamp(now),
+			trace.WithAttributes(attrs...))
+	case layer.EventAttemptSucceeded:
+		c.succeeded = true
+		if c.attempt != nil {
+			if ev.HTTPStatus != 0 {
+				c.attempt.SetAttributes(semconv.HTTPResponseStatusCode(ev.HTTPStatus))
+			}
+			c.attempt.End(trace.WithTimestamp(now))
+			c.attempt = nil
+		}
+	case layer.EventAttemptFailed:
+		if c.attempt != nil {
+			if ev.HTTPStatus != 0 {
+				c.attempt.SetAttributes(semconv.HTTPResponseStatusCode(ev.HTTPStatus))
+			}
+			if f := ev.Failure; f != nil && f.Category != layer.CategoryCancellation {
+				et := errorType(f)
+				c.attempt.SetAttributes(semconv.ErrorTypeKey.String(et))
+				// No description when the status code says it all
+				// (HTTP conventions); otherwise the failure category.
+				desc := et
+				if f.Category == layer.CategoryHTTP && f.HTTPStatus != 0 {
+					desc = ""
+				}
+				c.attempt.SetStatus(codes.Error, desc)
+			}
+			c.attempt.End(trace.WithTimestamp(now))
+			c.attempt = nil
+		}
+	case layer.EventAdmissionPending, layer.EventAdmissionAllowed, layer.EventDelayScheduled, layer.EventRetryStarted:
+		c.logical.AddEvent(eventName(ev.Type), trace.WithTimestamp(now), trace.WithAttributes(eventAttributes(&ev)...))
+	case layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired,
+		layer.EventExhausted, layer.EventInterrupted, layer.EventCancelled:
+		e := ev
+		c.terminal, c.terminalTime = &e, now
+	case layer.EventMetrics:
+		if ev.Metrics != nil {
+			m := *ev.Metrics
+			c.metrics = &m
+		}
+	}
+}
+
+// endAttempt ends an attempt span left open (no attempt_failed came: an
+// observer error, a consumer that closed the stream). c.mu must be held.
+func (c *call) endAttempt() {
+	if c.attempt != nil {
+		c.attempt.End()
+		c.attempt = nil
+	}
+}
+
+// responded records the response RoundTrip returned.
+func (c *call) responded(resp *http.Response) {
+	c.mu.Lock()
+	c.status = resp.StatusCode
+	c.mu.Unlock()
+}
+
+// How a call ended.
+type endKind int
+
+const (
+	endEOF   endKind = iota // the body (or frame reader) reached its end
+	endError                // RoundTrip or the body returned an error
+	endClose                // the caller closed the body
+)
+
+// end ends the logical span once, with the outcome of the call.
+func (c *call) end(how endKind, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return
+	}
+	c.startLogical(nil)
+	c.ended = true
+	res := c.result(how, err)
+	if res.failed && c.attempt != nil {
+		c.attempt.SetAttributes(semconv.ErrorTypeKey.String(res.errorType))
+		c.attempt.SetStatus(codes.Error, res.errorType)
+	}
+	c.endAttempt()
+	if t := c.terminal; t != nil {
+		attrs := eventAttributes(t)
+		if res.outcome != "" {
+			attrs = append(attrs, keyOutcome.String(res.outcome))
+		}
+		c.logical.AddEvent(eventName(t.Type), trace.WithTimestamp(c.terminalTime), trace.WithAttributes(attrs...))
+	}
+	var attrs []attribute.KeyValue
+	if res.outcome != "" {
+		attrs = append(attrs, keyOutcome.String(res.outcome))
+	}
+	if c.attempts > 0 || res.outcome != "" {
+		attrs = append(attrs, keyAttempts.Int(c.attempts))
+	}
+	if res.outcome == outcomeSuccess {
+		attrs = append(attrs, c.responseAttributes()...)
+	}
+	if res.failed {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(res.errorType))
+		c.logical.SetStatus(codes.Error, res.description)
+	}
+	c.logical.SetAttributes(attrs...)
+	c.logical.End()
+}
+
+// The recourse.outcome values beside the outcomes of R10.4.
+const (
+	outcomeSuccess = "success"
+	outcomeClosed  = "closed"
+	outcomeError   = "error"
+)
+
+type result struct {
+	outcome     string
+	failed      bool
+	errorType   string
+	description string // safe
+}
+
+// result decides the outcome of the call. c.mu must be held.
+func (c *call) result(how endKind, err error) result {
+	var re *layer.RecoveryError
+	if err == nil && c.report != nil && c.report.Err != nil {
+		err = c.report.Err
+	}
+	switch {
+	case err != nil && errors.As(err, &re):
+		return recoveryResult(re.Outcome, &re.Failure, err, re.Error())
+	case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return recoveryResult(layer.OutcomeCancelled, nil, err, "")
+	case err != nil:
+		et := semconv.ErrorTypeOther.Value.AsString()
+		var pe *layer.PolicyError
+		var oe *retry.ObserverError
+		switch {
+		case errors.As(err, &pe):
+			et = "policy_error"
+		case errors.As(err, &oe):
+			et = "observer_error"
+		}
+		return result{outcome: outcomeError, failed: true, errorType: et, description: "recourse: " + et}
+	case c.terminal != nil:
+		// A final response passed through (interrupted, no Report).
+		return recoveryResult(outcomeOf(c.terminal.Type), c.terminal.Failure, nil, "recourse: recovery "+string(outcomeOf(c.terminal.Type)))
+	case c.succeeded:
+		return result{outcome: outcomeSuccess}
+	case c.attempts == 0 && c.status != 0:
+		// No recovery ran (no events): only the response status is known.
+		if c.status >= 400 {
+			s := strconv.Itoa(c.status)
+			return result{failed: true, errorType: s, description: "HTTP " + s}
+		}
+		return result{}
+	case how == endEOF:
+		return result{outcome: outcomeSuccess}
+	}
+	return result{outcome: outcomeClosed}
+}
+
+// recoveryResult is the result of a recovery outcome. f is the final
+// failure, when known.
+func recoveryResult(o layer.Outcome, f *layer.Failure, err error, desc string) result {
+	r := result{outcome: string(o)}
+	if o == layer.OutcomeCancelled {
+		if err != nil && errors.Is(err, context.DeadlineExceeded) {
+			r.failed, r.errorType, r.description = true, "timeout", "recourse: context deadline exceeded"
+		}
+		return r
+	}
+	r.failed = true
+	r.errorType = semconv.ErrorTypeOther.Value.AsString()
+	if f != nil {
+		r.errorType = errorType(f)
+	}
+	r.description = desc
+	return r
+}
+
+// outcomeOf maps a terminal event back to its outcome (R11.2). exhausted
+// also stands for deadline and delay_ceiling; the exact outcome comes from
+// the RecoveryError when there is one.
+func outcomeOf(t layer.EventType) layer.Outcome {
+	switch t {
+	case layer.EventInterrupted:
+		return layer.OutcomeInterrupted
+	case layer.EventCancelled:
+		return layer.OutcomeCancelled
+	case layer.EventAdmissionRequired:
+		return layer.OutcomeAdmissionRequired
+	case layer.EventAdmissionRejected:
+		return layer.OutcomeAdmissionRejected
+	case layer.EventAdmissionNoDecision:
+		return layer.OutcomeAdmissionNoDecision
+	}
+	return layer.OutcomeExhausted
+}
+
+// errorType is the error.type of a failure: the HTTP status for an HTTP
+// failure, otherwise the failure category.
+func errorType(f *layer.Failure) string {
+	if f.Category == layer.CategoryHTTP && f.HTTPStatus != 0 {
+		return strconv.Itoa(f.HTTPStatus)
+	}
+	if f.Category == "" {
+		return semconv.ErrorTypeOther.Value.AsString()
+	}
+	return string(f.Category)
+}
+
+// requestModel returns the requested model. c.mu must be held.
+func (c *call) requestModel() string { return c.model }
+
+// responseAttributes are the gen_ai response attributes of a successful
+// call. c.mu must be held.
+func (c *call) responseAttributes() []attribute.KeyValue {
+	var a []attribute.KeyValue
+	var in, out int
+	has := false
+	if r := c.report; r != nil {
+		ev := r.Response
+		if m := c.safeResponseModel(ev.Model); m != "" {
+			a = append(a, keyResponseModel.String(m))
+		}
+		if fr := safeFinishReason(ev.FinishReason); fr != "" {
+			a = append(a, keyFinishReasons.StringSlice([]string{fr}))
+		}
+		if ev.Usage != nil {
+			in, out, has = ev.Usage.InputTokens, ev.Usage.OutputTokens, true
+		}
+	}
+	if !has && c.metrics != nil {
+		in, out, has = c.metrics.PromptEvalCount, c.metrics.EvalCount, true
+	}
+	if has {
+		a = append(a, keyInputTokens.Int(in), keyOutputTokens.Int(out))
+	}
+	return a
+}

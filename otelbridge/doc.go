@@ -1,0 +1,114 @@
+// Package otelbridge is the tracing layer of a recourse chain: it turns the
+// retry layer's safe lifecycle events (R11) into OpenTelemetry spans. It is
+// the only package of the core module that imports OpenTelemetry, and it
+// imports only the API (go.opentelemetry.io/otel and .../otel/trace); the
+// application chooses the SDK and the exporter.
+//
+// Put it outermost, for example with chain.WithTracing:
+//
+//	ch, err := chain.Default(openai.New(),
+//		chain.WithTracing(otelbridge.New()),
+//		chain.WithPolicy(retry.Policy{MaxAttempts: 3}))
+//
+// # The span tree
+//
+// Every logical completion gets one span, and every request that actually
+// went on the wire gets one child span:
+//
+//	chat gpt-4o-mini   CLIENT  the logical completion: admission waits, every attempt,
+//	│                           every backoff sleep and the whole stream
+//	├── POST           CLIENT  attempt 1             503  status Error, error.type "503"
+//	└── POST           CLIENT  resend_count 1        200  status Unset
+//
+// The logical span follows the OpenTelemetry GenAI conventions (development
+// status): its name is "chat {model}" ("chat" when the request names no
+// model) and it carries gen_ai.operation.name ("chat"),
+// gen_ai.provider.name (the codec's provider: "openai", the well-known
+// value, and the custom values "ollama" and "omlx"), gen_ai.request.model,
+// gen_ai.request.stream (true for streamed calls), server.address,
+// server.port, and recourse.outcome, recourse.attempts,
+// recourse.operation and recourse.logical_request_id. It starts when
+// RoundTrip is called and ends when the response body reaches EOF or an
+// error, or is closed — for a native stream (layer.Report.Stream), when its
+// frame reader returns io.EOF or an error, or is closed — or at once when
+// RoundTrip returns an error. A response body that is neither drained nor
+// closed leaves the span open, as with otelhttp.
+//
+// recourse.outcome is "success", one of the outcomes of R10.4
+// ("exhausted", "interrupted", "cancelled", "admission_required",
+// "admission_rejected", "admission_no_decision", "deadline",
+// "delay_ceiling"), "closed" for a body the caller closed before the
+// completion ended, or "error" for an error that is not a recovery outcome
+// (an invalid policy, a failing OnEvent observer). The logical span gets
+// status Error and error.type only when the call finally failed; failures
+// that a retry recovered stay on their attempt spans (recording-errors
+// convention). error.type is then the final failure's HTTP status
+// ("503") for an HTTP failure, or its failure category ("transport",
+// "provider_response", …); a caller that cancelled its context is not an
+// error (recourse.outcome "cancelled", status Unset), while a context
+// deadline is (error.type "timeout").
+//
+// Response evidence — gen_ai.response.model, gen_ai.response.finish_reasons,
+// gen_ai.usage.input_tokens and gen_ai.usage.output_tokens — is read from
+// the *layer.Report in the request context: the native client's, or one the
+// layer adds itself. The layer's own Report does not ask for typed errors,
+// so a drop-in SDK still gets a final non-retryable response (a 400, a 404)
+// passed through; Ollama stream usage also comes from the metrics event. Because the spec treats response evidence as sensitive
+// (R10.5), the finish reasons are kept only from a fixed set of known
+// values, and a response model is kept only when it equals the requested
+// model, or is a short model-like token that occurs neither in a request
+// header value nor in the request body.
+//
+// Each attempt span follows the stable HTTP client conventions: its name is
+// the method ("POST"), and it carries http.request.method, url.full,
+// server.address, server.port (always, also for 80 and 443),
+// http.response.status_code when a response arrived,
+// http.request.resend_count = n-1 on the n-th attempt (absent on the first)
+// and recourse.attempt_id. It starts at attempt_started (when the request
+// is about to leave) and ends at attempt_succeeded or attempt_failed; for a
+// stream attempt_succeeded comes with the terminal frame, so a stream cut in
+// the middle lands on the attempt that broke. A failed attempt has status
+// Error and error.type (the status as a string for an HTTP failure,
+// otherwise the failure category), except for a caller's cancellation.
+//
+// url.full is scheme://host/path only: user information is stripped and
+// the query and fragment are dropped entirely rather than redacted,
+// because API keys are commonly passed as query parameters (?key=,
+// ?api-key=) and no redaction list can know every name.
+//
+// # Span events
+//
+// The decision plane appears as span events on the logical span (in
+// Jaeger: the span's logs): recourse.admission.pending,
+// recourse.admission.allowed, recourse.admission.rejected,
+// recourse.admission.no_decision, recourse.admission.required,
+// recourse.delay.scheduled (with recourse.delay_ms), recourse.retry.started,
+// and the terminal recourse.exhausted, recourse.interrupted and
+// recourse.cancelled. Their attributes are the safe values of the event
+// only: recourse.event, recourse.attempt, recourse.next_attempt,
+// recourse.failure.category, recourse.failure.reason,
+// http.response.status_code and, on terminal events, recourse.outcome.
+//
+// Nothing the layer records contains a prompt, completion text, tool
+// argument, header value, URL query or credential (R10.5).
+//
+// # Propagation
+//
+// By default the layer sends nothing: no traceparent or other header is
+// added, so every attempt stays byte-identical to what the caller built
+// (R2.3, R2.4) and a provider learns nothing about the caller's traces.
+// WithPropagation(p) opts in: the layer clones the request and injects the
+// logical span's context with p once, before the retry layer copies the
+// headers, so every attempt of one completion carries the same traceparent
+// (naming the logical span, not the attempt span). The trade-off: a
+// provider or proxy that records traces can join the attempts to the
+// caller's trace, but the header is an extra identifier sent to the
+// provider, it cannot tell the attempts apart, and the logical span has to
+// start before the model is known, so a sampler sees the name "chat"
+// (renamed to "chat {model}" at the first event) without the gen_ai
+// attributes.
+//
+// Without a recovery policy (chain.WithoutRecovery, or a nil per-call
+// policy) the retry layer emits no events; the layer then records only the
+// logical span.
+package otelbridge

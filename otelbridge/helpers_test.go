@@ -1,0 +1,146 @@
+package otelbridge_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/otelbridge"
+)
+
+// TestMain fails the package if any goroutine outlives the tests (DESIGN
+// invariant 5).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fixture is a scripted loopback provider behind
+// chain.Default(codec, chain.WithTracing(otelbridge.New(...)), chain.WithPolicy(...)),
+// with an in-memory span recorder and the rig's fake clock.
+type fixture struct {
+	t      *testing.T
+	codec  layer.Codec
+	srv    *scripted.Server
+	sr     *tracetest.SpanRecorder
+	clock  *rigtest.Clock
+	rec    *rigtest.Recorder
+	chain  *chain.Chain
+	client *chain.Client
+	http   *http.Client
+}
+
+func newFixture(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, steps ...scripted.Step) *fixture {
+	t.Helper()
+	f := &fixture{t: t, codec: codec, srv: scripted.New(steps...), sr: tracetest.NewSpanRecorder(), clock: rigtest.NewClock(), rec: &rigtest.Recorder{}}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.sr))
+	p.WallClock, p.MonotonicClock, p.Sleep, p.OnEvent = f.clock.Now, f.clock.Mono, f.clock.Sleep, f.rec.OnEvent
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	tl := otelbridge.New(append([]otelbridge.Option{otelbridge.WithTracerProvider(tp)}, opts...)...)
+	ch, err := chain.Default(codec, chain.WithTracing(tl), chain.WithPolicy(p), chain.WithTransport(base))
+	require.NoError(t, err)
+	f.chain = ch
+	f.client, err = chain.NewClient(f.srv.URL, ch, chain.WithAPIKey(rigtest.Key))
+	require.NoError(t, err)
+	f.http = &http.Client{Transport: ch}
+	t.Cleanup(func() {
+		f.srv.Close()
+		base.CloseIdleConnections()
+		require.NoError(t, tp.Shutdown(context.Background()))
+	})
+	return f
+}
+
+func allow(context.Context, admission.Request) (admission.Decision, error) {
+	return admission.Allow, nil
+}
+
+// request returns a chat request whose user message is the prompt canary.
+func request(model string) *chat.Request {
+	return &chat.Request{Model: model, Messages: []chat.Message{{Role: chat.User, Content: rigtest.Prompt}}}
+}
+
+// post builds a drop-in request (what an SDK sends) to rawURL.
+func (f *fixture) post(ctx context.Context, rawURL string, req *chat.Request) *http.Request {
+	f.t.Helper()
+	body, err := f.codec.Encode(req)
+	require.NoError(f.t, err)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
+	require.NoError(f.t, err)
+	hreq.Header.Set("Authorization", "Bearer "+rigtest.Key)
+	hreq.Header.Set("Content-Type", "application/json")
+	return hreq
+}
+
+func (f *fixture) endpoint() string { return f.srv.URL + f.codec.Path() }
+
+func (f *fixture) port() int {
+	u, err := url.Parse(f.srv.URL)
+	require.NoError(f.t, err)
+	p, err := strconv.Atoi(u.Port())
+	require.NoError(f.t, err)
+	return p
+}
+
+// tree splits the ended spans into the logical span and its attempt spans,
+// in start order, and checks their parentage.
+func (f *fixture) tree() (sdktrace.ReadOnlySpan, []sdktrace.ReadOnlySpan) {
+	f.t.Helper()
+	var logical sdktrace.ReadOnlySpan
+	var attempts []sdktrace.ReadOnlySpan
+	for _, s := range f.sr.Ended() {
+		if s.Name() == "POST" {
+			attempts = append(attempts, s)
+			continue
+		}
+		require.Nil(f.t, logical, "one logical span")
+		logical = s
+	}
+	require.NotNil(f.t, logical, "the logical span ended")
+	for _, a := range attempts {
+		require.Equal(f.t, logical.SpanContext().TraceID(), a.SpanContext().TraceID())
+		require.Equal(f.t, logical.SpanContext().SpanID(), a.Parent().SpanID(), "attempt span is a child of the logical span")
+	}
+	return logical, attempts
+}
+
+// attrs returns a span's attributes by key.
+func attrs(kvs []attribute.KeyValue) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range kvs {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// eventNames returns a span's event names in order.
+func eventNames(s sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for _, e := range s.Events() {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// ended reports whether a span named name has ended.
+func (f *fixture) ended(name string) bool {
+	for _, s := range f.sr.Ended() {
+		if s.Name() == name {
+			return true
+		}
+	}
+	return false
+}

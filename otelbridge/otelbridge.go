@@ -1,0 +1,116 @@
+package otelbridge
+
+import (
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// ScopeName is the instrumentation scope name of the layer's tracer.
+const ScopeName = "github.com/recourse-dev/recourse/otelbridge"
+
+// Layer is the tracing layer. It is immutable after New and safe for
+// concurrent use.
+type Layer struct {
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+}
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	tp   trace.TracerProvider
+	prop propagation.TextMapPropagator
+}
+
+// WithTracerProvider sets the tracer provider; nil (the default) means
+// otel.GetTracerProvider() at the time New is called, which follows a
+// global provider set later.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tp = tp }
+}
+
+// WithPropagation injects the logical span's context into every outgoing
+// request with p (for example propagation.TraceContext{}). It is off by
+// default: see "Propagation" in the package documentation for the
+// trade-off. A nil p leaves propagation off.
+func WithPropagation(p propagation.TextMapPropagator) Option {
+	return func(c *config) { c.prop = p }
+}
+
+// New returns a tracing layer. Without options it uses the global tracer
+// provider and sends no propagation header.
+func New(opts ...Option) *Layer {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	return &Layer{
+		tracer: c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
+		prop:   c.prop,
+	}
+}
+
+// Kind returns layer.KindTracing: the tracing layer is the outermost layer.
+func (*Layer) Kind() layer.Kind { return layer.KindTracing }
+
+// Wrap returns a RoundTripper that traces every call through next. It
+// places an observer in each request's context (layer.WithObserver), so it
+// sees the events of the retry layer below it.
+func (l *Layer) Wrap(next http.RoundTripper) http.RoundTripper {
+	return &transport{l: l, next: next}
+}
+
+type transport struct {
+	l    *Layer
+	next http.RoundTripper
+}
+
+// RoundTrip traces one logical completion. The caller's request is never
+// modified: the observer travels in a shallow copy, and a propagation
+// header in a clone.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := newCall(t.l, req, time.Now())
+	ctx := req.Context()
+	if c.report == nil {
+		// A Report without TypedErrors collects the response evidence and
+		// changes nothing in what the retry layer returns.
+		c.report = &layer.Report{}
+		ctx = layer.WithReport(ctx, c.report)
+	}
+	ctx = layer.WithObserver(ctx, c.observe)
+	out := req.WithContext(ctx)
+	if t.l.prop != nil {
+		c.mu.Lock()
+		c.startLogical(nil)
+		lctx := c.lctx
+		c.mu.Unlock()
+		out = req.Clone(ctx)
+		t.l.prop.Inject(lctx, propagation.HeaderCarrier(out.Header))
+	}
+	resp, err := t.next.RoundTrip(out)
+	if err != nil {
+		c.end(endError, err)
+		return nil, err
+	}
+	c.responded(resp)
+	if r := c.report; r != nil && r.Stream != nil {
+		r.Stream = &frames{FrameReader: r.Stream, c: c}
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		c.end(endEOF, nil)
+		return resp, nil
+	}
+	resp.Body = &body{ReadCloser: resp.Body, c: c}
+	return resp, nil
+}

@@ -1,0 +1,101 @@
+package otelbridge_test
+
+import (
+	"context"
+	"io"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/otelbridge"
+)
+
+// canaries must appear in no span name, status, attribute or event.
+var canaries = []string{rigtest.Key, rigtest.Prompt, "Bearer"}
+
+// TestPrivacyCanary runs calls whose request (header, URL user
+// information and query, prompt) and responses (error bodies, response
+// model, finish reason) carry the canaries, and scans every span.
+func TestPrivacyCanary(t *testing.T) {
+	secret := func(s string) string {
+		return strings.NewReplacer(scripted.OpenAIModel, rigtest.Key, `"stop"`, `"`+rigtest.Key+`"`).Replace(s)
+	}
+	echo := scripted.OpenAIError("server_error", rigtest.Key, "echo "+rigtest.Prompt+" Bearer "+rigtest.Key)
+	var stream []string
+	for _, e := range scripted.OpenAIStream("a", rigtest.Prompt) {
+		stream = append(stream, strings.ReplaceAll(e, scripted.OpenAIModel, rigtest.Prompt))
+	}
+	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2, Admit: allow},
+		[]otelbridge.Option{otelbridge.WithPropagation(propagation.TraceContext{})},
+		// 1: drop-in with a Report, 503 echoing the secrets, then a 200 whose model and finish reason are the key.
+		scripted.JSON(503, echo, "X-Echo", rigtest.Key),
+		scripted.JSON(200, secret(scripted.OpenAIChat(rigtest.Prompt))),
+		// 2: native stream whose response model is the prompt.
+		scripted.SSE(stream...),
+		// 3: exhausted, both bodies echoing.
+		scripted.JSON(500, echo), scripted.JSON(502, echo),
+		// 4: a 200 with an error object echoing the key (interrupted, passed through).
+		scripted.JSON(200, echo),
+	)
+
+	u, err := url.Parse(f.endpoint())
+	require.NoError(t, err)
+	u.User = url.UserPassword("user", rigtest.Key)
+	u.RawQuery = url.Values{"api-key": {rigtest.Key}, "q": {rigtest.Prompt}}.Encode()
+	report := &layer.Report{}
+	resp, err := f.http.Do(f.post(layer.WithReport(context.Background(), report), u.String(), request(model)))
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, rigtest.Key, report.Response.Model, "the response really echoed the key")
+
+	for _, err := range f.client.Stream(context.Background(), request(model)) {
+		require.NoError(t, err)
+	}
+	_, err = f.client.Complete(context.Background(), request(model))
+	require.Error(t, err)
+	resp, err = f.http.Do(f.post(context.Background(), u.String(), request(model)))
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+
+	spans := f.sr.Ended()
+	require.Len(t, spans, 3+2+3+2)
+	for _, s := range spans {
+		scan(t, s)
+		if s.Name() == "POST" {
+			full := attrs(s.Attributes())["url.full"].AsString()
+			assert.Equal(t, f.endpoint(), full, "url.full has no user information and no query")
+		}
+	}
+}
+
+// scan fails if a canary appears anywhere in s.
+func scan(t *testing.T, s sdktrace.ReadOnlySpan) {
+	t.Helper()
+	texts := []string{s.Name(), s.Status().Description}
+	kvs := append([]attribute.KeyValue{}, s.Attributes()...)
+	for _, e := range s.Events() {
+		texts = append(texts, e.Name)
+		kvs = append(kvs, e.Attributes...)
+	}
+	for _, kv := range kvs {
+		texts = append(texts, string(kv.Key), kv.Value.Emit())
+	}
+	for _, txt := range texts {
+		for _, c := range canaries {
+			assert.NotContains(t, txt, c, "span %q", s.Name())
+		}
+	}
+}
