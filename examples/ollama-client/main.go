@@ -95,8 +95,8 @@ func newClient(base *url.URL, admit admission.Hook, onEvent func(layer.Event) er
 	return api.NewClient(base, &http.Client{Transport: ch}), nil
 }
 
-// chatRequest is a non-streaming chat request (streaming through the chain
-// is later work).
+// chatRequest is a non-streaming chat request. For a streaming one leave
+// Stream nil (Ollama's default) or set it to true, and call chatStream.
 func chatRequest(model, prompt string) *api.ChatRequest {
 	stream := false
 	return &api.ChatRequest{
@@ -104,6 +104,32 @@ func chatRequest(model, prompt string) *api.ChatRequest {
 		Messages: []api.Message{{Role: "user", Content: prompt}},
 		Stream:   &stream,
 	}
+}
+
+// chatStream runs one streaming Chat (req.Stream nil or true) through
+// client and returns recourse's typed error where the Ollama client drops
+// it.
+//
+// Through the chain a stream that fails before any content is resumed from
+// a new attempt (only when the admission hook allows it) without fn seeing
+// anything twice; a stream that fails after content, or ends before its
+// done:true line, ends with a *layer.RecoveryError as a body read error
+// (R13). The Ollama client (v0.17.4) stops at a body read error without
+// returning it: it never checks its scanner's error, so Chat returns nil
+// for a cut or truncated stream, with recourse and without. chatStream
+// places a *layer.Report in the request context, which the chain fills in
+// with the typed error, and returns that error when Chat returned nil.
+//
+// The Report leaves TypedErrors false, so the chain still passes a
+// complete, non-retryable response (a 400, a 404) through and Chat returns
+// its api.StatusError as before; an error Chat returns always wins.
+func chatStream(ctx context.Context, client *api.Client, req *api.ChatRequest, fn api.ChatResponseFunc) error {
+	var rep layer.Report
+	err := client.Chat(layer.WithReport(ctx, &rep), req, fn)
+	if err == nil && rep.Err != nil {
+		return rep.Err
+	}
+	return err
 }
 
 // chatOnce runs one chat and prints the events, the answer or the way it

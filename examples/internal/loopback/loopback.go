@@ -10,7 +10,8 @@
 // A Reply can also stream: SSE and NDJSON send their chunks one at a time
 // (each written and flushed on its own, chunked encoding), and Aborted drops
 // the connection after the last chunk instead of ending the body, which is
-// what a client sees when a stream is cut.
+// what a client sees when a stream is cut. Hangup drops the connection
+// before any response byte.
 //
 // recourse's own scripted provider lives in an internal package of the main
 // module, which this module cannot import; this is a deliberately small
@@ -42,7 +43,13 @@ type Reply struct {
 	// response: the client's body read fails (unexpected EOF) rather than
 	// reaching a clean EOF.
 	Abort bool
+	// Hangup drops the connection before any response byte: no status line,
+	// no headers. The other fields are ignored.
+	Hangup bool
 }
+
+// Hangup returns a Reply that drops the connection without answering.
+func Hangup() Reply { return Reply{Hangup: true} }
 
 // Aborted returns a copy of r that drops the connection after its last
 // chunk.
@@ -127,6 +134,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply = s.script[n]
 	}
 	s.mu.Unlock()
+	if reply.Hangup {
+		panic(http.ErrAbortHandler)
+	}
 	for k, v := range reply.Header {
 		w.Header()[k] = append([]string(nil), v...)
 	}

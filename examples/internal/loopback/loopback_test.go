@@ -50,3 +50,51 @@ func TestServerPlaysScriptAndRecords(t *testing.T) {
 		assert.Equal(t, "body"+string(rune('0'+i)), string(r.Body))
 	}
 }
+
+func TestStreamingReplies(t *testing.T) {
+	events := OpenAIStream("Hel", "lo")
+	srv := New(SSE(events...), SSE(events[0]).Aborted(), NDJSON(OllamaStream("hi")...), Hangup())
+	defer srv.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	post := func() (*http.Response, error) {
+		return client.Post(srv.URL+"/p", "application/json", strings.NewReader("{}"))
+	}
+
+	// A complete stream: chunked, every event, a clean EOF.
+	resp, err := post()
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	assert.Equal(t, int64(-1), resp.ContentLength, "chunked")
+	assert.Equal(t, strings.Join(events, ""), string(b))
+	assert.True(t, strings.HasSuffix(string(b), "\n\ndata: [DONE]\n\n"))
+
+	// An aborted stream: the event arrives, then the read fails.
+	resp, err = post()
+	require.NoError(t, err)
+	b, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Equal(t, events[0], string(b))
+
+	// NDJSON lines, the last one done:true.
+	resp, err = post()
+	require.NoError(t, err)
+	b, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, "application/x-ndjson", resp.Header.Get("Content-Type"))
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	require.Len(t, lines, 2)
+	assert.Contains(t, lines[0], `"content":"hi"`)
+	assert.Contains(t, lines[1], `"done":true`)
+
+	// A hang-up: no response at all.
+	_, err = post()
+	assert.Error(t, err)
+	assert.Equal(t, 4, srv.Hits())
+}

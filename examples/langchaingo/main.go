@@ -1,0 +1,163 @@
+// Command langchaingo runs langchaingo's OpenAI LLM (github.com/tmc/langchaingo
+// v0.1.14, package llms/openai) with recourse's default chain as the HTTP
+// transport: one ordinary completion and one streamed completion.
+//
+// The chain is an http.RoundTripper, so it drops into langchaingo through
+// openai.WithHTTPClient(&http.Client{Transport: chain}). langchaingo has no
+// retry loop of its own, so recourse is the only thing that may send a
+// request again (R2.1), under its policy (here at most 3 wire attempts).
+//
+// It matters most for streams. langchaingo reads a stream with a
+// bufio.Scanner that stops at "data: [DONE]" but treats a clean end of the
+// body without it as a complete answer, and it drops in-band error events
+// ({"error":…} in a 200 stream) as chunks without choices. Through the
+// chain both end GenerateContent with an error that wraps recourse's
+// *layer.RecoveryError (outcome interrupted), and a stream that fails before
+// any content is resumed from a new attempt without the streaming function
+// seeing anything twice (R13).
+//
+// By default the program starts a tiny scripted server on 127.0.0.1, so it
+// runs offline: a 503 then a 200 for the ordinary completion, and for the
+// stream a keep-alive followed by a dropped connection, then a full stream.
+// Set OPENAI_BASE_URL (for example https://api.openai.com/v1) to talk to a
+// real endpoint instead; OPENAI_API_KEY is then the key and OPENAI_MODEL the
+// model (default gpt-4o-mini).
+//
+//	go -C examples run ./langchaingo
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/recourse-dev/recourse/chain"
+	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/examples/internal/loopback"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+func main() {
+	if err := run(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "langchaingo:", err)
+		os.Exit(1)
+	}
+}
+
+// run picks the endpoint (the local scripted server unless OPENAI_BASE_URL
+// is set), runs one ordinary and one streamed completion and prints what
+// happened to w.
+func run(w io.Writer) error {
+	apiBase, key, model := os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_MODEL")
+	if model == "" {
+		model = "gpt-4o-mini"
+	}
+	if apiBase == "" {
+		srv := loopback.New(
+			loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "The server is overloaded.")),
+			loopback.JSON(http.StatusOK, loopback.OpenAIChat("Hello from the scripted server.")),
+			loopback.SSE(loopback.SSEKeepalive).Aborted(),
+			loopback.SSE(loopback.OpenAIStream("Hello", " from", " a", " resumed", " stream.")...),
+		)
+		defer srv.Close()
+		apiBase, key = srv.URL+"/v1", "sk-offline-demo"
+		fmt.Fprintf(w, "offline: scripted server at %s (503, then 200; a cut stream, then a full one)\n", srv.URL)
+	}
+	llm, err := newLLM(apiBase, key, model, func(ev layer.Event) error {
+		printEvent(w, ev)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	fmt.Fprintln(w, "ordinary completion:")
+	resp, err := llm.GenerateContent(ctx, prompt("Say hello in one short sentence."))
+	if err != nil {
+		return report(w, err)
+	}
+	fmt.Fprintf(w, "answer (finish %s): %s\n", resp.Choices[0].StopReason, resp.Choices[0].Content)
+
+	fmt.Fprintln(w, "streamed completion:")
+	var streamed strings.Builder
+	resp, err = llm.GenerateContent(ctx, prompt("Say hello in a few words."),
+		llms.WithStreamingFunc(func(_ context.Context, chunk []byte) error {
+			streamed.Write(chunk)
+			return nil
+		}))
+	if err != nil {
+		return report(w, err)
+	}
+	fmt.Fprintf(w, "streamed (finish %s): %s\n", resp.Choices[0].StopReason, streamed.String())
+	return nil
+}
+
+// newLLM returns a langchaingo OpenAI LLM for apiBase (the API root, for
+// example "https://api.openai.com/v1") whose HTTP client's transport is
+// the default recourse chain: at most 3 wire attempts, events sent to
+// onEvent.
+func newLLM(apiBase, key, model string, onEvent func(layer.Event) error) (*openai.LLM, error) {
+	ch, err := chain.Default(openaicodec.New(), chain.WithPolicy(retry.Policy{
+		MaxAttempts: 3,
+		OnEvent:     onEvent,
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return openai.New(
+		openai.WithHTTPClient(&http.Client{Transport: ch}),
+		openai.WithBaseURL(strings.TrimRight(apiBase, "/")),
+		openai.WithToken(key),
+		openai.WithModel(model),
+	)
+}
+
+// prompt is a one-message conversation.
+func prompt(text string) []llms.MessageContent {
+	return []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, text)}
+}
+
+// report prints how a completion failed and returns err.
+//
+// A stream that recourse ends (interrupted after content, or cut before
+// [DONE]) reaches the caller as langchaingo's "error reading streaming
+// response: %w", so errors.As finds the *layer.RecoveryError. An error from
+// the request itself (exhausted, admission, refused redirect) does not:
+// langchaingo replaces every error that is a net.Error, which http.Client's
+// *url.Error is, with a fixed "network error: failed to reach API server".
+func report(w io.Writer, err error) error {
+	var rerr *layer.RecoveryError
+	if errors.As(err, &rerr) {
+		fmt.Fprintf(w, "recovery ended: outcome %s, %s, %d wire attempt(s)\n",
+			rerr.Outcome, rerr.Failure.Category, len(rerr.History))
+	}
+	return err
+}
+
+// printEvent prints the safe fields of a lifecycle event: never a body,
+// header or credential (R10.5).
+func printEvent(w io.Writer, ev layer.Event) {
+	line := fmt.Sprintf("  event %-17s attempt %d/%d", ev.Type, ev.WireAttempt, ev.MaxAttempts)
+	if f := ev.Failure; f != nil {
+		line += fmt.Sprintf("  %s", f.Category)
+		if f.HTTPStatus != 0 {
+			line += fmt.Sprintf(" %d", f.HTTPStatus)
+		}
+		line += fmt.Sprintf(" (%s)", f.Classification.Reason)
+	}
+	if ev.Type == layer.EventDelayScheduled {
+		line += fmt.Sprintf("  delay %s", ev.Delay.Round(time.Millisecond))
+	}
+	fmt.Fprintln(w, line)
+}

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/examples/internal/loopback"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/admission"
+)
+
+// Streaming through the official Ollama client with the chain as its
+// transport (SPEC R13). The client streams unless the request says
+// "stream": false, so the chain hands it a recovering body.
+//
+// Two properties of the client (v0.17.4, api/client.go stream) shape what
+// these tests can show:
+//
+//   - It stops at a body read error without returning it (it never checks
+//     its bufio.Scanner's Err). Chat returns nil for a cut or truncated
+//     stream, with recourse and without; recourse's typed error reaches the
+//     caller only through a *layer.Report in the request context, which the
+//     program's chatStream uses.
+//   - It fails on a blank line (json.Unmarshal of an empty line, returned as
+//     errors.New("")). recourse's Ollama codec treats a blank line as a
+//     keepalive (R14.2) and, as a drop-in body, passes its bytes through
+//     unchanged, so the client rejects it exactly as it would without
+//     recourse. A real Ollama (v0.17.4, server/routes.go streamResponse)
+//     sends no blank lines; the keepalive-style pre-content frame that the
+//     client accepts is a chunk with empty content, used below.
+
+// streamRequest is a streaming chat request; stream nil is Ollama's default
+// (a stream), as is true.
+func streamRequest(stream *bool) *api.ChatRequest {
+	return &api.ChatRequest{
+		Model:    "llama3.2",
+		Messages: []api.Message{{Role: "user", Content: "hello"}},
+		Stream:   stream,
+	}
+}
+
+// streamed is what one streaming Chat gave the caller.
+type streamed struct {
+	calls   int    // fn calls
+	content string // the concatenated message contents
+	done    bool   // the last response had done:true
+	err     error  // what chatStream (or Chat) returned
+}
+
+// collect returns an api.ChatResponseFunc that records into s.
+func (s *streamed) collect(r api.ChatResponse) error {
+	s.calls++
+	s.content += r.Message.Content
+	s.done = r.Done
+	return nil
+}
+
+// streamChat runs one streaming chat through the program's client
+// (newClient with admit) and the program's chatStream.
+func streamChat(t *testing.T, srv *loopback.Server, admit admission.Hook, stream *bool) (streamed, *recorder) {
+	t.Helper()
+	base, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	rec := &recorder{}
+	client, err := newClient(base, admit, rec.onEvent)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var s streamed
+	s.err = chatStream(ctx, client, streamRequest(stream), s.collect)
+	return s, rec
+}
+
+// chatDirect runs the same chat with Chat itself: through the program's
+// client when viaChain, else through a plain http.Client.
+func chatDirect(t *testing.T, srv *loopback.Server, viaChain bool) streamed {
+	t.Helper()
+	base, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	var client *api.Client
+	if viaChain {
+		client, err = newClient(base, nil, nil)
+		require.NoError(t, err)
+	} else {
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		client = api.NewClient(base, &http.Client{Transport: tr})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var s streamed
+	s.err = client.Chat(ctx, streamRequest(nil), s.collect)
+	return s
+}
+
+// assertStreamPOSTs checks n POSTs to /api/chat with byte-identical
+// streaming bodies (no "stream":false).
+func assertStreamPOSTs(t *testing.T, srv *loopback.Server, n int) {
+	t.Helper()
+	reqs := srv.Requests()
+	require.Len(t, reqs, n, "POSTs that reached the server")
+	for i, r := range reqs {
+		assert.Equal(t, http.MethodPost, r.Method, "request %d method", i)
+		assert.Equal(t, "/api/chat", r.Path, "request %d path", i)
+		assert.NotContains(t, string(r.Body), `"stream":false`, "request %d body", i)
+		assert.Equal(t, string(reqs[0].Body), string(r.Body), "request %d body differs from the first", i)
+	}
+}
+
+func allow() *hookSpy { return &hookSpy{decision: admission.Allow} }
+
+// emptyChunk is a streamed line with empty content: a frame, but no
+// semantic evidence (R13.1), the way a model's first token can be empty.
+var emptyChunk = loopback.OllamaChunk("")
+
+// requireTyped checks that err is our typed error (returned as is, not
+// wrapped) with outcome o, and returns it.
+func requireTyped(t *testing.T, err error, o layer.Outcome) *layer.RecoveryError {
+	t.Helper()
+	var rerr *layer.RecoveryError
+	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
+	assert.Equal(t, o, rerr.Outcome)
+	assert.Same(t, rerr, err, "chatStream returns the Report's error unwrapped")
+	return rerr
+}
+
+// A stream that fails before any content (an empty chunk, then the
+// connection drops) is resumed when the hook allows it (R8.3, R13.1): fn
+// sees the empty chunk and then the second attempt's stream, the content
+// exactly once; 2 POSTs; the hook was asked once. Stream nil and true alike.
+func TestStreamEmptyChunkThenAbortIsResumed(t *testing.T) {
+	yes := true
+	for name, stream := range map[string]*bool{"stream nil": nil, "stream true": &yes} {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t,
+				loopback.NDJSON(emptyChunk).Aborted(),
+				loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...),
+			)
+			spy := allow()
+
+			got, rec := streamChat(t, srv, spy.hook, stream)
+
+			require.NoError(t, got.err)
+			assert.Equal(t, "Hello", got.content)
+			assert.Equal(t, 4, got.calls, "the empty chunk, then Hel, lo, done: each once")
+			assert.True(t, got.done)
+			assertStreamPOSTs(t, srv, 2)
+			asked := spy.requests()
+			require.Len(t, asked, 1)
+			assert.Equal(t, 2, asked[0].NextAttempt)
+			assert.Equal(t, layer.CategoryTransport, asked[0].Failure.Category)
+			assert.False(t, asked[0].Failure.Progress.Observed.Any(), "nothing semantic before the cut")
+			assert.Equal(t, []layer.EventType{
+				layer.EventAttemptStarted, layer.EventProgress, layer.EventAttemptFailed,
+				layer.EventAdmissionPending, layer.EventAdmissionAllowed,
+				layer.EventDelayScheduled, layer.EventRetryStarted,
+				layer.EventAttemptStarted, layer.EventProgress, layer.EventProgress, layer.EventProgress,
+				layer.EventMetrics, layer.EventAttemptSucceeded,
+			}, rec.types())
+		})
+	}
+}
+
+// The same with the cut right after the response headers: no line at all.
+func TestStreamHeadersThenAbortIsResumed(t *testing.T) {
+	srv := start(t,
+		loopback.NDJSON().Aborted(),
+		loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...),
+	)
+
+	got, _ := streamChat(t, srv, allow().hook, nil)
+
+	require.NoError(t, got.err)
+	assert.Equal(t, "Hello", got.content)
+	assert.Equal(t, 3, got.calls)
+	assertStreamPOSTs(t, srv, 2)
+}
+
+// A blank-line keepalive, then the connection drops: the official client
+// itself fails on the blank line (errors.New(""), an empty message) before
+// the cut is read, without recourse and with it alike. recourse passes the
+// line through unchanged, so it never sees the cut and sends nothing again.
+func TestStreamBlankKeepaliveIsRejectedByTheClient(t *testing.T) {
+	script := []loopback.Reply{
+		loopback.NDJSON(loopback.OllamaKeepalive).Aborted(),
+		loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...),
+	}
+	t.Run("plain Ollama client", func(t *testing.T) {
+		srv := start(t, script...)
+		got := chatDirect(t, srv, false)
+		require.Error(t, got.err)
+		assert.Empty(t, got.err.Error())
+		assert.Zero(t, got.calls)
+		assert.Equal(t, 1, srv.Hits())
+	})
+	t.Run("through recourse", func(t *testing.T) {
+		srv := start(t, script...)
+		spy := allow()
+		got, rec := streamChat(t, srv, spy.hook, nil)
+		require.Error(t, got.err)
+		assert.Empty(t, got.err.Error(), "the client's own error for the blank line")
+		var rerr *layer.RecoveryError
+		assert.False(t, errors.As(got.err, &rerr))
+		assert.Zero(t, got.calls)
+		assert.Empty(t, spy.requests())
+		assertStreamPOSTs(t, srv, 1)
+		assert.Equal(t, []layer.EventType{layer.EventAttemptStarted}, rec.types(),
+			"the client closed the body after the blank line: no failure was read")
+	})
+}
+
+// Without a hook the chain never resends an Ollama request (R8.3). Where
+// the typed error surfaces depends on when the failure happens:
+//   - after the response headers (a body read error), Chat returns nil:
+//     the client drops the read error; chatStream returns the
+//     *layer.RecoveryError (outcome admission_required) from its Report;
+//   - before any response byte (the connection drops), RoundTrip fails,
+//     http.Client wraps the error in a *url.Error and the client returns
+//     it as is: errors.As finds it through Chat directly.
+//
+// One POST either way.
+func TestStreamWithoutHookNeedsAdmission(t *testing.T) {
+	full := loopback.NDJSON(loopback.OllamaStream("must not be fetched")...)
+	t.Run("after headers, Chat", func(t *testing.T) {
+		srv := start(t, loopback.NDJSON(emptyChunk).Aborted(), full)
+		got := chatDirect(t, srv, true)
+		assert.NoError(t, got.err, "the Ollama client drops the body read error")
+		assert.Equal(t, 1, got.calls, "fn saw the empty chunk only")
+		assert.False(t, got.done)
+		assertStreamPOSTs(t, srv, 1)
+	})
+	t.Run("after headers, chatStream", func(t *testing.T) {
+		srv := start(t, loopback.NDJSON(emptyChunk).Aborted(), full)
+		got, rec := streamChat(t, srv, nil, nil)
+		rerr := requireTyped(t, got.err, layer.OutcomeAdmissionRequired)
+		assert.True(t, rerr.Failure.Classification.Eligible, "eligible, but not admitted")
+		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category)
+		assert.Equal(t, http.StatusOK, rerr.Failure.HTTPStatus)
+		assert.Len(t, rerr.History, 1)
+		assert.Equal(t, 1, got.calls)
+		assertStreamPOSTs(t, srv, 1)
+		assert.Equal(t, []layer.EventType{
+			layer.EventAttemptStarted, layer.EventProgress, layer.EventAttemptFailed, layer.EventAdmissionRequired,
+		}, rec.types())
+	})
+	t.Run("before headers, Chat", func(t *testing.T) {
+		srv := start(t, loopback.Hangup(), full)
+		got := chatDirect(t, srv, true)
+		var rerr *layer.RecoveryError
+		require.True(t, errors.As(got.err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", got.err, got.err)
+		assert.Equal(t, layer.OutcomeAdmissionRequired, rerr.Outcome)
+		var uerr *url.Error
+		assert.True(t, errors.As(got.err, &uerr), "http.Client's *url.Error, returned as is; got %T", got.err)
+		assert.Zero(t, got.calls)
+		assertStreamPOSTs(t, srv, 1)
+	})
+}
+
+// Content, then the connection drops: the attempt cannot be replaced
+// (R13.1), even with an allowing hook, which is not asked. The plain client
+// and Chat through the chain both return nil (the read error is dropped);
+// chatStream returns the typed error, outcome interrupted. Content once,
+// 1 POST.
+func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
+	script := []loopback.Reply{
+		loopback.NDJSON(loopback.OllamaChunk("Hel")).Aborted(),
+		loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...),
+	}
+	t.Run("plain Ollama client", func(t *testing.T) {
+		srv := start(t, script...)
+		got := chatDirect(t, srv, false)
+		assert.NoError(t, got.err, "the Ollama client reports a cut stream as success")
+		assert.Equal(t, "Hel", got.content)
+	})
+	t.Run("Chat through recourse", func(t *testing.T) {
+		srv := start(t, script...)
+		got := chatDirect(t, srv, true)
+		assert.NoError(t, got.err, "the client drops recourse's read error too")
+		assert.Equal(t, "Hel", got.content)
+		assert.Equal(t, 1, srv.Hits())
+	})
+	t.Run("chatStream", func(t *testing.T) {
+		srv := start(t, script...)
+		spy := allow()
+		got, rec := streamChat(t, srv, spy.hook, nil)
+		rerr := requireTyped(t, got.err, layer.OutcomeInterrupted)
+		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category)
+		assert.Equal(t, layer.ReasonSemanticOutput, rerr.Failure.Classification.Reason)
+		assert.Equal(t, int64(3), rerr.Failure.Progress.Observed.ContentBytes)
+		assert.Equal(t, "Hel", got.content)
+		assert.Equal(t, 1, got.calls)
+		assert.Empty(t, spy.requests(), "no admission is asked for an interrupted stream")
+		assertStreamPOSTs(t, srv, 1)
+		assert.Equal(t, []layer.EventType{
+			layer.EventAttemptStarted, layer.EventProgress, layer.EventAttemptFailed, layer.EventInterrupted,
+		}, rec.types())
+	})
+}
+
+// The body ends cleanly before the done:true line. The plain client calls
+// it success; through recourse it is an incomplete stream (R13.3): Chat
+// still returns nil, chatStream the typed interrupted error.
+func TestStreamWithoutDoneIsAnError(t *testing.T) {
+	lines := loopback.OllamaStream("Hel", "lo")
+	noDone := loopback.NDJSON(lines[:len(lines)-1]...)
+	t.Run("plain Ollama client", func(t *testing.T) {
+		srv := start(t, noDone)
+		got := chatDirect(t, srv, false)
+		assert.NoError(t, got.err, "the Ollama client accepts a stream without done:true")
+		assert.Equal(t, "Hello", got.content)
+		assert.False(t, got.done)
+	})
+	t.Run("chatStream", func(t *testing.T) {
+		srv := start(t, noDone, loopback.NDJSON(lines...))
+		got, rec := streamChat(t, srv, allow().hook, nil)
+		rerr := requireTyped(t, got.err, layer.OutcomeInterrupted)
+		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category, "an incomplete stream is a transport failure (R13.3)")
+		assert.Equal(t, "Hello", got.content, "what arrived was delivered once")
+		assert.False(t, got.done)
+		assertStreamPOSTs(t, srv, 1)
+		assert.Equal(t, layer.EventInterrupted, rec.types()[len(rec.events)-1])
+	})
+}
+
+// An in-band {"error":…} line after content. The plain client returns the
+// message as an error. Through the chain the error line is decoded and
+// withheld, and the stream ends with the typed error as a body read error,
+// which the client drops: Chat through recourse returns nil where the plain
+// client reported the error. chatStream returns the typed error (outcome
+// interrupted, category provider_response).
+func TestStreamMidStreamErrorLine(t *testing.T) {
+	script := []loopback.Reply{
+		loopback.NDJSON(loopback.OllamaChunk("Hel"), loopback.OllamaError("an error was encountered while running the model")+"\n"),
+		loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...),
+	}
+	t.Run("plain Ollama client", func(t *testing.T) {
+		srv := start(t, script...)
+		got := chatDirect(t, srv, false)
+		require.Error(t, got.err)
+		assert.Equal(t, "an error was encountered while running the model", got.err.Error())
+		assert.Equal(t, "Hel", got.content)
+	})
+	t.Run("Chat through recourse", func(t *testing.T) {
+		srv := start(t, script...)
+		got := chatDirect(t, srv, true)
+		assert.NoError(t, got.err, "the error line never reaches the client; the read error is dropped")
+		assert.Equal(t, "Hel", got.content)
+	})
+	t.Run("chatStream", func(t *testing.T) {
+		srv := start(t, script...)
+		got, _ := streamChat(t, srv, allow().hook, nil)
+		rerr := requireTyped(t, got.err, layer.OutcomeInterrupted)
+		assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category)
+		assert.False(t, strings.Contains(got.err.Error(), "running the model"), "the safe error text holds no body")
+		assert.Equal(t, "Hel", got.content)
+		assertStreamPOSTs(t, srv, 1)
+	})
+}
+
+// chatStream changes nothing when Chat itself fails: its Report leaves
+// TypedErrors false, so a permanent 400 still passes through and Chat's
+// api.StatusError is returned; the Report holds the typed error too.
+func TestStreamBadRequestThroughChatStream(t *testing.T) {
+	srv := start(t, loopback.JSON(http.StatusBadRequest, loopback.OllamaError("model is required")))
+
+	got, rec := streamChat(t, srv, allow().hook, nil)
+
+	var serr api.StatusError
+	require.True(t, errors.As(got.err, &serr), "got %T: %v", got.err, got.err)
+	assert.Equal(t, http.StatusBadRequest, serr.StatusCode)
+	assert.Equal(t, "model is required", serr.ErrorMessage)
+	var rerr *layer.RecoveryError
+	assert.False(t, errors.As(got.err, &rerr))
+	assertStreamPOSTs(t, srv, 1)
+	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted}, rec.types())
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/examples/internal/loopback"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// Streaming through openai-go v3 with the chain as its transport (SPEC R13).
+// openai-go asks for a stream by adding "stream": true to the body, so the
+// chain hands the SDK a recovering body: a stream that fails before any
+// content, reasoning or tool fragment is resumed from a new attempt behind
+// the SDK's back (the SDK reads one body, no byte twice); a stream that fails
+// after content, or ends without its terminal frame, ends with a read error
+// that is our *layer.RecoveryError. openai-go's SSE decoder returns a body
+// read error unchanged (bufio.Scanner.Err), so stream.Err() is the
+// *layer.RecoveryError itself, not wrapped in a *url.Error.
+
+// streamResult is what one streamed completion gave the caller.
+type streamResult struct {
+	chunks  int    // chunk events the SDK yielded
+	content string // the concatenated content deltas
+	err     error  // stream.Err()
+}
+
+// streamOnce runs one Chat.Completions.NewStreaming call with client and
+// reads the stream to its end.
+func streamOnce(t *testing.T, client openai.Client) streamResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model:    "gpt-4o-mini",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
+	})
+	defer st.Close()
+	var r streamResult
+	var b strings.Builder
+	for st.Next() {
+		r.chunks++
+		for _, c := range st.Current().Choices {
+			b.WriteString(c.Delta.Content)
+		}
+	}
+	r.content, r.err = b.String(), st.Err()
+	return r
+}
+
+// streamThroughChain runs one streamed completion through the program's
+// client (newClient: the default chain, MaxAttempts 3, SDK retries off).
+func streamThroughChain(t *testing.T, srv *loopback.Server) (streamResult, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	client, err := newClient(srv.URL+"/v1/", "sk-test-key", rec.onEvent)
+	require.NoError(t, err)
+	return streamOnce(t, client), rec
+}
+
+// streamPlain runs the same call through openai-go with a plain
+// http.Client, for comparison.
+func streamPlain(t *testing.T, srv *loopback.Server) streamResult {
+	t.Helper()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	return streamOnce(t, openai.NewClient(
+		option.WithBaseURL(srv.URL+"/v1/"),
+		option.WithAPIKey("sk-test-key"),
+		option.WithHTTPClient(&http.Client{Transport: tr}),
+		option.WithMaxRetries(0),
+	))
+}
+
+// assertStreamPOSTs is assertPOSTs for streamed requests: every body asks
+// for a stream.
+func assertStreamPOSTs(t *testing.T, srv *loopback.Server, n int) {
+	t.Helper()
+	assertPOSTs(t, srv, n)
+	for i, r := range srv.Requests() {
+		assert.Contains(t, string(r.Body), `"stream":true`, "request %d body", i)
+	}
+}
+
+// requireInterrupted checks that err is our typed error with outcome
+// interrupted after content was delivered, and returns it.
+func requireInterrupted(t *testing.T, err error) *layer.RecoveryError {
+	t.Helper()
+	var rerr *layer.RecoveryError
+	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
+	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, layer.ReasonSemanticOutput, rerr.Failure.Classification.Reason)
+	assert.False(t, rerr.Failure.Classification.Eligible)
+	assert.True(t, rerr.Failure.Progress.Observed.Any(), "content was observed")
+	assert.Equal(t, http.StatusOK, rerr.Failure.HTTPStatus)
+	require.Len(t, rerr.History, 1)
+	var uerr *url.Error
+	assert.False(t, errors.As(err, &uerr), "a body read error is not a *url.Error")
+	return rerr
+}
+
+// (a) The first attempt sends only an SSE keep-alive comment, then the
+// connection drops. Nothing semantic was seen (R13.1), so recourse resends
+// on its own (OpenAI needs no admission hook, R8.3) and the SDK reads the
+// keep-alive followed by the second attempt's stream: every chunk once,
+// Err() nil, 2 POSTs.
+func TestStreamKeepaliveThenAbortIsResumed(t *testing.T) {
+	srv := start(t,
+		loopback.SSE(loopback.SSEKeepalive).Aborted(),
+		loopback.SSE(loopback.OpenAIStream("Hel", "lo")...),
+	)
+
+	got, rec := streamThroughChain(t, srv)
+
+	require.NoError(t, got.err)
+	assert.Equal(t, "Hello", got.content)
+	assert.Equal(t, 4, got.chunks, "role, two content chunks, finish: each once")
+	assertStreamPOSTs(t, srv, 2)
+	assert.Equal(t, []layer.EventType{
+		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled,
+		layer.EventRetryStarted, layer.EventAttemptStarted, layer.EventAttemptSucceeded,
+	}, rec.types())
+	failed := rec.events[1].Failure
+	require.NotNil(t, failed)
+	assert.Equal(t, layer.CategoryTransport, failed.Category)
+	assert.True(t, failed.Classification.Eligible)
+	assert.True(t, failed.Progress.HeadersReceived)
+	assert.False(t, failed.Progress.Observed.Any(), "only a keep-alive was seen")
+}
+
+// The first attempt is cut inside its first content event. recourse hands
+// over whole events only, so none of the cut event's bytes reach the SDK:
+// the content is seen exactly once, from the second attempt.
+func TestStreamCutInsideFirstEventIsResumed(t *testing.T) {
+	first := loopback.OpenAIChunk("Hel", "")
+	srv := start(t,
+		loopback.SSE(first[:len(first)/2]).Aborted(),
+		loopback.SSE(loopback.OpenAIStream("Hel", "lo")...),
+	)
+
+	got, rec := streamThroughChain(t, srv)
+
+	require.NoError(t, got.err)
+	assert.Equal(t, "Hello", got.content)
+	assert.Equal(t, 4, got.chunks)
+	assertStreamPOSTs(t, srv, 2)
+	assert.Equal(t, layer.EventAttemptSucceeded, rec.types()[len(rec.events)-1])
+}
+
+// (b) Content, then the connection drops. The content was delivered, so the
+// attempt cannot be replaced (R13.1): the stream ends with our typed error,
+// outcome interrupted, after 1 POST; the content was seen once.
+func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
+	events := loopback.OpenAIStream("Hel", "lo")
+	srv := start(t,
+		loopback.SSE(events[:2]...).Aborted(), // role chunk, "Hel"
+		loopback.SSE(events...),               // must not be fetched
+	)
+
+	got, rec := streamThroughChain(t, srv)
+
+	rerr := requireInterrupted(t, got.err)
+	assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category)
+	assert.Equal(t, "Hel", got.content)
+	assert.Equal(t, 2, got.chunks)
+	assertStreamPOSTs(t, srv, 1)
+	assert.Equal(t, []layer.EventType{
+		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted,
+	}, rec.types())
+}
+
+// (c) The handler returns cleanly without "data: [DONE]": a chunked body
+// that ends at a clean EOF. Plain openai-go reports success (Err() nil, the
+// truncation is silent); through recourse an EOF before the terminal frame
+// is an incomplete stream (R13.3), so Err() is the typed interrupted error.
+func TestStreamWithoutDoneIsAnError(t *testing.T) {
+	events := loopback.OpenAIStream("Hel", "lo")
+	noDone := loopback.SSE(events[:len(events)-1]...) // finish chunk, no [DONE]
+
+	t.Run("plain openai-go", func(t *testing.T) {
+		srv := start(t, noDone)
+		got := streamPlain(t, srv)
+		assert.NoError(t, got.err, "openai-go accepts a stream without [DONE]")
+		assert.Equal(t, "Hello", got.content)
+		assert.Equal(t, 1, srv.Hits())
+	})
+	t.Run("through recourse", func(t *testing.T) {
+		srv := start(t, noDone, loopback.SSE(events...))
+		got, rec := streamThroughChain(t, srv)
+		rerr := requireInterrupted(t, got.err)
+		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category, "an incomplete stream is a transport failure (R13.3)")
+		assert.Equal(t, "Hello", got.content, "what arrived was delivered once")
+		assertStreamPOSTs(t, srv, 1)
+		assert.Equal(t, layer.EventInterrupted, rec.types()[len(rec.events)-1])
+	})
+}
+
+// (d) An error event in a 200 stream after content. Plain openai-go ends
+// with its own *ssestream.StreamError. Through recourse the error event is
+// decoded by the chain, which ends the stream with the typed interrupted
+// error (category provider_response) before the SDK sees the event's
+// bytes: Err() is the *layer.RecoveryError, not a StreamError.
+func TestStreamMidStreamErrorEvent(t *testing.T) {
+	events := loopback.OpenAIStream("Hel", "lo")
+	midError := loopback.SSE(events[0], events[1],
+		loopback.SSEEvent(loopback.OpenAIError("server_error", "server_error", "The model crashed.")))
+
+	t.Run("plain openai-go", func(t *testing.T) {
+		srv := start(t, midError)
+		got := streamPlain(t, srv)
+		var serr *ssestream.StreamError
+		require.True(t, errors.As(got.err, &serr), "got %T: %v", got.err, got.err)
+		assert.Equal(t, "Hel", got.content)
+	})
+	t.Run("through recourse", func(t *testing.T) {
+		srv := start(t, midError, loopback.SSE(events...))
+		got, rec := streamThroughChain(t, srv)
+		rerr := requireInterrupted(t, got.err)
+		assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category)
+		assert.Equal(t, "server_error", rerr.Failure.ProviderCode)
+		var serr *ssestream.StreamError
+		assert.False(t, errors.As(got.err, &serr), "the SDK never saw the error event")
+		assert.NotContains(t, got.err.Error(), "crashed", "the safe error text holds no body")
+		assert.Equal(t, "Hel", got.content)
+		assertStreamPOSTs(t, srv, 1)
+		assert.Equal(t, layer.EventInterrupted, rec.types()[len(rec.events)-1])
+	})
+}
+
+// (e) A 429 with Retry-After: 0 before the stream starts is an ordinary
+// retry (R5.5): the SDK sees one successful stream, the server 2 POSTs.
+func TestStream429ThenStream(t *testing.T) {
+	srv := start(t,
+		loopback.JSON(http.StatusTooManyRequests, loopback.OpenAIError("requests", "rate_limit_exceeded", "Rate limit reached"), "Retry-After", "0"),
+		loopback.SSE(loopback.OpenAIStream("Hel", "lo")...),
+	)
+
+	got, rec := streamThroughChain(t, srv)
+
+	require.NoError(t, got.err)
+	assert.Equal(t, "Hello", got.content)
+	assert.Equal(t, 4, got.chunks)
+	assertStreamPOSTs(t, srv, 2)
+	assert.Equal(t, []layer.EventType{
+		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled,
+		layer.EventRetryStarted, layer.EventAttemptStarted, layer.EventAttemptSucceeded,
+	}, rec.types())
+	failed := rec.events[1].Failure
+	require.NotNil(t, failed)
+	assert.Equal(t, http.StatusTooManyRequests, failed.HTTPStatus)
+	assert.Equal(t, layer.RetryAfterSeconds, failed.RetryAfter.Kind)
+}
