@@ -172,3 +172,17 @@ func TestR13_2_EventAPIDeliversNoReasoning(t *testing.T) {
 	assert.Equal(t, int64(6), p.Delivered.ContentBytes)
 	assert.True(t, errors.As(last.Err, new(*layer.RecoveryError)))
 }
+
+func TestR13_1_DropInInBandErrorReachesTheClientBeforeTheTypedError(t *testing.T) {
+	line := `{"error":"an error was encountered while running the model"}` + "\n"
+	r := rigtest.New(t, ollamaCodec(), retry.Policy{MaxAttempts: 3},
+		scripted.NDJSON(`{"model":"m","created_at":"2026-10-10T00:00:00Z","message":{"role":"assistant","content":"Hi"},"done":false}`, line))
+	req, _ := http.NewRequest("POST", r.Server.URL+"/api/chat", strings.NewReader(`{"model":"m","messages":[]}`))
+	resp, err := r.HTTP.Do(req)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.True(t, strings.HasSuffix(string(b), line), "the provider's error line is handed over")
+	re := recoveryError(t, err)
+	assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
+}

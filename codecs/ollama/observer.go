@@ -1,16 +1,17 @@
 package ollama
 
 import (
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
 
 // rules selects the semantic output of an /api/chat reply object.
-var rules = jsonscan.Rules{
+var rules = jsonscan.Compile(&jsonscan.Rules{
 	Content:   [][]string{{"message", "content"}},
 	Reasoning: [][]string{{"message", "thinking"}},
 	ToolCalls: [][]string{{"message", "tool_calls"}},
-}
+})
 
 // NewObserver returns an Observer for the reply body of one attempt.
 //
@@ -28,26 +29,5 @@ func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
 	if info.Operation == layer.Streaming {
 		return newStreamDecoder()
 	}
-	return &observer{s: jsonscan.NewScanner(&rules)}
-}
-
-// observer scans one ordinary reply body.
-type observer struct {
-	s *jsonscan.Scanner
-}
-
-// Write scans p. A syntax error freezes the counts; reporting it is left to
-// Decode.
-func (o *observer) Write(p []byte) { _ = o.s.Write(p) }
-
-// Observed returns the evidence seen so far.
-func (o *observer) Observed() layer.Counts { return counts(o.s.Counts()) }
-
-func counts(c jsonscan.Counts) layer.Counts {
-	return layer.Counts{
-		ReasoningBytes:     c.ReasoningBytes,
-		ContentBytes:       c.ContentBytes,
-		ToolFragments:      c.ToolFragments,
-		CompletedToolCalls: c.CompletedToolCalls,
-	}
+	return bodyscan.New(rules)
 }

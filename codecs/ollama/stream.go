@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/recourse-dev/recourse/codecs/internal/frames"
 	"strings"
 
 	"github.com/recourse-dev/recourse/chat"
@@ -39,16 +40,12 @@ var ErrIncompleteStream = errors.New("recourse: ollama stream ended before done"
 // event without its closing blank line the same way.
 type streamDecoder struct {
 	framer  *ndjson.Framer
-	queue   []layer.Frame
-	head    int
+	q       frames.Queue
 	counts  layer.Counts
-	index   int
-	ended   bool
 	content strings.Builder
 	think   strings.Builder
 	calls   []chat.ToolCall
 	model   string
-	raw     rawArena
 }
 
 func newStreamDecoder() *streamDecoder { return &streamDecoder{framer: ndjson.NewFramer(0)} }
@@ -57,30 +54,21 @@ var _ layer.StreamDecoder = (*streamDecoder)(nil)
 
 func (d *streamDecoder) Observed() layer.Counts { return d.counts }
 
-func (d *streamDecoder) Next() (layer.Frame, bool) {
-	if d.head >= len(d.queue) {
-		d.queue, d.head = d.queue[:0], 0
-		return layer.Frame{}, false
-	}
-	f := d.queue[d.head]
-	d.queue[d.head] = layer.Frame{}
-	d.head++
-	return f, true
-}
+func (d *streamDecoder) Next() (layer.Frame, bool) { return d.q.Next() }
 
 func (d *streamDecoder) End() error {
-	if d.ended {
+	if d.q.Ended() {
 		return nil
 	}
 	return ErrIncompleteStream
 }
 
 func (d *streamDecoder) Write(p []byte) {
-	if d.ended {
+	if d.q.Ended() {
 		return
 	}
 	d.framer.Write(p)
-	for !d.ended {
+	for !d.q.Ended() {
 		line, ok, err := d.framer.Next()
 		if err != nil {
 			d.push(layer.Frame{Err: &layer.ProtocolError{What: "oversized NDJSON line", Err: err}})
@@ -95,19 +83,10 @@ func (d *streamDecoder) Write(p []byte) {
 
 // push queues f. Frames other than keepalives and malformed-line errors
 // take the next Index.
-func (d *streamDecoder) push(f layer.Frame) {
-	if f.Err != nil || f.Done {
-		d.ended = true
-	}
-	if _, malformed := f.Err.(*layer.ProtocolError); !malformed && !f.Keepalive {
-		f.Index = d.index
-		d.index++
-	}
-	d.queue = append(d.queue, f)
-}
+func (d *streamDecoder) push(f layer.Frame) { d.q.Push(f) }
 
 func (d *streamDecoder) line(l ndjson.Line) {
-	raw := d.raw.clone(l.Raw)
+	raw := d.q.Raw(l.Raw)
 	if l.Blank {
 		d.push(layer.Frame{Raw: raw, Keepalive: true})
 		return
@@ -180,36 +159,4 @@ func (d *streamDecoder) line(l ndjson.Line) {
 	f.Done, f.Completion = true, comp
 	d.counts.CompletedToolCalls += int64(len(d.calls))
 	d.push(f)
-}
-
-// rawArena copies lines into Frame.Raw. Short lines (blank keepalive lines
-// above all) are carved from a shared block, so that they cost no
-// allocation of their own; each copy is a disjoint region whose capacity
-// equals its length, so a Frame still owns its Raw: writing to it or
-// appending to it changes no other frame. (A single shared, immutable slice
-// for the common keepalive bytes would break that ownership: a consumer
-// writing to one frame's Raw would change every later keepalive of every
-// stream.) A retained Raw keeps at most its block alive.
-type rawArena struct{ block []byte }
-
-const (
-	arenaBlock = 4 << 10
-	arenaLimit = 512
-)
-
-func (a *rawArena) clone(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	if len(b) > arenaLimit {
-		c := make([]byte, len(b))
-		copy(c, b)
-		return c
-	}
-	if cap(a.block)-len(a.block) < len(b) {
-		a.block = make([]byte, 0, arenaBlock)
-	}
-	n := len(a.block)
-	a.block = append(a.block, b...)
-	return a.block[n:len(a.block):len(a.block)]
 }

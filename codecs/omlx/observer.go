@@ -1,21 +1,10 @@
 package omlx
 
 import (
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/codecs/internal/ssechat"
-	"github.com/recourse-dev/recourse/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
-
-// rules selects the semantic output of a chat completion object.
-var rules = jsonscan.Rules{
-	Content: [][]string{{"choices", "message", "content"}},
-	Reasoning: [][]string{
-		{"choices", "message", "reasoning_content"},
-		{"choices", "message", "reasoning"},
-	},
-	ToolCalls:   [][]string{{"choices", "message", "tool_calls"}},
-	ToolObjects: [][]string{{"choices", "message", "function_call"}},
-}
 
 // NewObserver returns an Observer for the reply body of one attempt.
 //
@@ -36,25 +25,5 @@ func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
 	if info.Operation == layer.Streaming {
 		return ssechat.New()
 	}
-	return &observer{s: jsonscan.NewScanner(&rules)}
-}
-
-// observer scans one ordinary reply body.
-type observer struct {
-	s *jsonscan.Scanner
-}
-
-// Write scans p. A syntax error freezes the counts; reporting it is left to
-// Decode.
-func (o *observer) Write(p []byte) { _ = o.s.Write(p) }
-
-// Observed returns the evidence seen so far.
-func (o *observer) Observed() layer.Counts {
-	c := o.s.Counts()
-	return layer.Counts{
-		ReasoningBytes:     c.ReasoningBytes,
-		ContentBytes:       c.ContentBytes,
-		ToolFragments:      c.ToolFragments,
-		CompletedToolCalls: c.CompletedToolCalls,
-	}
+	return bodyscan.New(bodyscan.OpenAI)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -186,10 +185,10 @@ func TestStreamHeadersThenAbortIsResumed(t *testing.T) {
 }
 
 // A blank-line keepalive, then the connection drops: the official client
-// itself fails on the blank line (errors.New(""), an empty message) before
-// the cut is read, without recourse and with it alike. recourse passes the
-// line through unchanged, so it never sees the cut and sends nothing again.
-func TestStreamBlankKeepaliveIsRejectedByTheClient(t *testing.T) {
+// itself fails on the blank line (errors.New(""), an empty message). recourse
+// leaves NDJSON blank keepalives out of the body a drop-in client reads, so
+// through the chain the cut is resumed and the client sees one answer.
+func TestStreamBlankKeepaliveIsLeftOutOfTheBody(t *testing.T) {
 	script := []loopback.Reply{
 		loopback.NDJSON(loopback.OllamaKeepalive).Aborted(),
 		loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...),
@@ -205,16 +204,10 @@ func TestStreamBlankKeepaliveIsRejectedByTheClient(t *testing.T) {
 	t.Run("through recourse", func(t *testing.T) {
 		srv := start(t, script...)
 		spy := allow()
-		got, rec := streamChat(t, srv, spy.hook, nil)
-		require.Error(t, got.err)
-		assert.Empty(t, got.err.Error(), "the client's own error for the blank line")
-		var rerr *layer.RecoveryError
-		assert.False(t, errors.As(got.err, &rerr))
-		assert.Zero(t, got.calls)
-		assert.Empty(t, spy.requests())
-		assertStreamPOSTs(t, srv, 1)
-		assert.Equal(t, []layer.EventType{layer.EventAttemptStarted}, rec.types(),
-			"the client closed the body after the blank line: no failure was read")
+		got, _ := streamChat(t, srv, spy.hook, nil)
+		require.NoError(t, got.err, "recourse leaves NDJSON blank keepalives out of the body and resumes the cut stream")
+		assert.Equal(t, "Hello", got.content)
+		assertStreamPOSTs(t, srv, 2)
 	})
 }
 
@@ -332,11 +325,9 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 }
 
 // An in-band {"error":…} line after content. The plain client returns the
-// message as an error. Through the chain the error line is decoded and
-// withheld, and the stream ends with the typed error as a body read error,
-// which the client drops: Chat through recourse returns nil where the plain
-// client reported the error. chatStream returns the typed error (outcome
-// interrupted, category provider_response).
+// message as an error; through the chain the error line is handed to the
+// client before the typed error, so Chat reports the provider's error just
+// the same.
 func TestStreamMidStreamErrorLine(t *testing.T) {
 	script := []loopback.Reply{
 		loopback.NDJSON(loopback.OllamaChunk("Hel"), loopback.OllamaError("an error was encountered while running the model")+"\n"),
@@ -352,17 +343,9 @@ func TestStreamMidStreamErrorLine(t *testing.T) {
 	t.Run("Chat through recourse", func(t *testing.T) {
 		srv := start(t, script...)
 		got := chatDirect(t, srv, true)
-		assert.NoError(t, got.err, "the error line never reaches the client; the read error is dropped")
+		require.Error(t, got.err, "the error line is handed to the client before the typed error")
+		assert.Equal(t, "an error was encountered while running the model", got.err.Error())
 		assert.Equal(t, "Hel", got.content)
-	})
-	t.Run("chatStream", func(t *testing.T) {
-		srv := start(t, script...)
-		got, _ := streamChat(t, srv, allow().hook, nil)
-		rerr := requireTyped(t, got.err, layer.OutcomeInterrupted)
-		assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category)
-		assert.False(t, strings.Contains(got.err.Error(), "running the model"), "the safe error text holds no body")
-		assert.Equal(t, "Hel", got.content)
-		assertStreamPOSTs(t, srv, 1)
 	})
 }
 

@@ -207,10 +207,10 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 }
 
 // (d) An error event in a 200 stream after content. Plain openai-go ends
-// with its own *ssestream.StreamError. Through recourse the error event is
-// decoded by the chain, which ends the stream with the typed interrupted
-// error (category provider_response) before the SDK sees the event's
-// bytes: Err() is the *layer.RecoveryError, not a StreamError.
+// with its own *ssestream.StreamError. Through recourse the chain decodes
+// the error event, never resends, and hands the event's bytes to the SDK
+// before its typed error, so the SDK reports its own StreamError just as
+// it would without recourse; the events end with interrupted.
 func TestStreamMidStreamErrorEvent(t *testing.T) {
 	events := loopback.OpenAIStream("Hel", "lo")
 	midError := loopback.SSE(events[0], events[1],
@@ -226,13 +226,13 @@ func TestStreamMidStreamErrorEvent(t *testing.T) {
 	t.Run("through recourse", func(t *testing.T) {
 		srv := start(t, midError, loopback.SSE(events...))
 		got, rec := streamThroughChain(t, srv)
-		rerr := requireInterrupted(t, got.err)
-		assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category)
-		assert.Equal(t, "server_error", rerr.Failure.ProviderCode)
 		var serr *ssestream.StreamError
-		assert.False(t, errors.As(got.err, &serr), "the SDK never saw the error event")
-		assert.NotContains(t, got.err.Error(), "crashed", "the safe error text holds no body")
+		require.True(t, errors.As(got.err, &serr), "the SDK reports the provider's error event itself; got %T: %v", got.err, got.err)
 		assert.Equal(t, "Hel", got.content)
+		f := rec.events[len(rec.events)-1].Failure
+		require.NotNil(t, f)
+		assert.Equal(t, layer.CategoryProviderResponse, f.Category)
+		assert.Equal(t, "server_error", f.ProviderCode)
 		assertStreamPOSTs(t, srv, 1)
 		assert.Equal(t, layer.EventInterrupted, rec.types()[len(rec.events)-1])
 	})

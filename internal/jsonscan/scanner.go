@@ -192,8 +192,21 @@ type Scanner struct {
 // are copied, so r may be changed afterwards; a nil r counts nothing but still
 // checks syntax.
 func NewScanner(r *Rules) *Scanner {
+	return Compile(r).NewScanner()
+}
+
+// Compiled is a Rules value prepared once for many scanners. It is
+// immutable and safe for concurrent use.
+type Compiled struct{ nodes []trieNode }
+
+// Compile prepares r (copying it) so that NewScanner does no per-scanner
+// preparation: codecs compile their rules once per process.
+func Compile(r *Rules) *Compiled { return &Compiled{nodes: buildTrie(r)} }
+
+// NewScanner returns a scanner for the compiled rules.
+func (c *Compiled) NewScanner() *Scanner {
 	return &Scanner{
-		nodes: buildTrie(r),
+		nodes: c.nodes,
 		stack: make([]frame, 0, 16),
 	}
 }

@@ -25,6 +25,10 @@ type streamBody struct {
 	err     error // sticky: io.EOF after the terminal frame, or the final error
 	raw     []byte
 	closed  bool
+	// tail holds the raw bytes of an in-band provider error frame that ended
+	// the stream: a drop-in client reads them before the typed error, so it
+	// reports the provider's error as it would without recourse.
+	tail []byte
 }
 
 func (c *call) stream(n int, resp *http.Response) *http.Response {
@@ -180,6 +184,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		ev.Bytes = fr.Raw
 		var pe *layer.ProviderError
 		if errors.As(cause, &pe) {
+			b.tail = fr.Raw
 			ev.Response.Code = pe.Code
 			if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.body, c.header) {
 				f.ProviderCode = pe.Code
@@ -203,12 +208,23 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 // Deliver records evidence handed to the consumer.
 func (b *streamBody) Deliver(cnt layer.Counts) { b.a.Deliver(cnt) }
 
-// Read returns the exact bytes of whole frames (drop-in use).
+// Read returns the exact bytes of whole frames (drop-in use). Two
+// deliberate exceptions: NDJSON blank keepalive lines are left out (they
+// mean nothing, and the official Ollama client fails on them), and an
+// in-band provider error frame that ended the stream is handed over before
+// the typed error, so the client reports the provider's error itself.
 func (b *streamBody) Read(p []byte) (int, error) {
 	for len(b.raw) == 0 {
 		f, err := b.NextFrame()
 		if err != nil {
+			if len(b.tail) > 0 && err != io.EOF {
+				b.raw, b.tail = b.tail, nil
+				break
+			}
 			return 0, err
+		}
+		if f.Keepalive && b.c.provider == layer.Ollama {
+			continue
 		}
 		sem := f.Semantic()
 		sem.CompletedToolCalls = 0

@@ -41,6 +41,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/recourse-dev/recourse/codecs/internal/frames"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,10 +60,8 @@ var ErrIncomplete = errors.New("recourse: stream ended before its terminal frame
 // concurrent use.
 type Decoder struct {
 	framer  *sse.Framer
-	queue   []layer.Frame
-	head    int
+	q       frames.Queue
 	counts  layer.Counts
-	index   int
 	finish  string
 	calls   map[int]*chat.ToolCallFragment
 	content strings.Builder
@@ -70,9 +69,7 @@ type Decoder struct {
 	model   string
 	id      string
 	usage   *chat.Usage
-	ended   bool // terminal frame (or error) emitted
 	legacy  *chat.ToolCallFragment
-	raw     rawArena
 }
 
 // New returns a decoder.
@@ -84,21 +81,12 @@ var _ layer.StreamDecoder = (*Decoder)(nil)
 func (d *Decoder) Observed() layer.Counts { return d.counts }
 
 // Next returns the next queued frame.
-func (d *Decoder) Next() (layer.Frame, bool) {
-	if d.head >= len(d.queue) {
-		d.queue, d.head = d.queue[:0], 0
-		return layer.Frame{}, false
-	}
-	f := d.queue[d.head]
-	d.queue[d.head] = layer.Frame{}
-	d.head++
-	return f, true
-}
+func (d *Decoder) Next() (layer.Frame, bool) { return d.q.Next() }
 
 // End reports an incomplete stream unless the terminal frame was decoded.
 // After an error frame it returns nil: the frame carries the error.
 func (d *Decoder) End() error {
-	if d.ended {
+	if d.q.Ended() {
 		return nil
 	}
 	return ErrIncomplete
@@ -106,11 +94,11 @@ func (d *Decoder) End() error {
 
 // Write frames and decodes p. Bytes after the terminal frame are ignored.
 func (d *Decoder) Write(p []byte) {
-	if d.ended {
+	if d.q.Ended() {
 		return
 	}
 	d.framer.Write(p)
-	for !d.ended {
+	for !d.q.Ended() {
 		ev, ok, err := d.framer.Next()
 		if err != nil {
 			d.push(layer.Frame{Err: &layer.ProtocolError{What: "oversized SSE event", Err: err}})
@@ -125,23 +113,14 @@ func (d *Decoder) Write(p []byte) {
 
 // push queues f. Frames other than keepalives and malformed-frame errors
 // take the next Index.
-func (d *Decoder) push(f layer.Frame) {
-	if f.Err != nil || f.Done {
-		d.ended = true
-	}
-	if _, malformed := f.Err.(*layer.ProtocolError); !malformed && !f.Keepalive {
-		f.Index = d.index
-		d.index++
-	}
-	d.queue = append(d.queue, f)
-}
+func (d *Decoder) push(f layer.Frame) { d.q.Push(f) }
 
 func protocolError(raw []byte, what string, err error) layer.Frame {
 	return layer.Frame{Raw: raw, Err: &layer.ProtocolError{What: what, Err: err}}
 }
 
 func (d *Decoder) event(ev sse.Event) {
-	raw := d.raw.clone(ev.Raw)
+	raw := d.q.Raw(ev.Raw)
 	switch {
 	case ev.Event == "error":
 		d.push(layer.Frame{Raw: raw, Err: eventError(ev.Data)})
@@ -762,35 +741,3 @@ func trimSpace(b []byte) []byte {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // ---------------------------------------------------------------------------
-
-// rawArena copies event bytes into Frame.Raw. Small events (keepalives
-// above all) are carved from a shared block, so that they cost no
-// allocation of their own; each copy is a disjoint region whose capacity
-// equals its length, so a Frame still owns its Raw: writing to it or
-// appending to it changes no other frame. (A single shared, immutable slice
-// for the common keepalive bytes would break that ownership: a consumer
-// writing to one frame's Raw would change every later keepalive of every
-// stream.) A retained Raw keeps at most its block alive.
-type rawArena struct{ block []byte }
-
-const (
-	arenaBlock = 4 << 10
-	arenaLimit = 512
-)
-
-func (a *rawArena) clone(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	if len(b) > arenaLimit {
-		c := make([]byte, len(b))
-		copy(c, b)
-		return c
-	}
-	if cap(a.block)-len(a.block) < len(b) {
-		a.block = make([]byte, 0, arenaBlock)
-	}
-	n := len(a.block)
-	a.block = append(a.block, b...)
-	return a.block[n:len(a.block):len(a.block)]
-}

@@ -1,0 +1,78 @@
+// Package frames is the frame queue the stream decoders of the codecs
+// share: it numbers frames, remembers the end of the stream, and copies
+// frame bytes into owned storage without an allocation per small frame.
+package frames
+
+import "github.com/recourse-dev/recourse/layer"
+
+// Queue holds decoded frames until the retry layer takes them. The zero
+// value is ready to use; a Queue is not safe for concurrent use.
+type Queue struct {
+	frames []layer.Frame
+	head   int
+	index  int
+	ended  bool
+	arena  arena
+}
+
+// Push queues f. A frame that is neither a keepalive nor a malformed-frame
+// error takes the next Index (R13.6: indices restart with every attempt's
+// decoder). An error or a Done frame ends the stream.
+func (q *Queue) Push(f layer.Frame) {
+	if f.Err != nil || f.Done {
+		q.ended = true
+	}
+	if _, malformed := f.Err.(*layer.ProtocolError); !malformed && !f.Keepalive {
+		f.Index = q.index
+		q.index++
+	}
+	q.frames = append(q.frames, f)
+}
+
+// Next returns the next queued frame, or ok=false when none is queued.
+func (q *Queue) Next() (layer.Frame, bool) {
+	if q.head >= len(q.frames) {
+		q.frames, q.head = q.frames[:0], 0
+		return layer.Frame{}, false
+	}
+	f := q.frames[q.head]
+	q.frames[q.head] = layer.Frame{}
+	q.head++
+	return f, true
+}
+
+// Ended reports whether a terminal or error frame was pushed.
+func (q *Queue) Ended() bool { return q.ended }
+
+// Raw returns an owned copy of b for a Frame's Raw.
+func (q *Queue) Raw(b []byte) []byte { return q.arena.clone(b) }
+
+// arena copies frame bytes. Short frames (keepalives above all) are carved
+// from a shared block, so they cost no allocation of their own; each copy is
+// a disjoint region whose capacity equals its length, so a Frame still owns
+// its Raw: writing to it or appending to it changes no other frame. (One
+// shared immutable slice for the common keepalive bytes would break that
+// ownership.) A retained Raw keeps at most its block alive.
+type arena struct{ block []byte }
+
+const (
+	arenaBlock = 4 << 10
+	arenaLimit = 512
+)
+
+func (a *arena) clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	if len(b) > arenaLimit {
+		c := make([]byte, len(b))
+		copy(c, b)
+		return c
+	}
+	if cap(a.block)-len(a.block) < len(b) {
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	n := len(a.block)
+	a.block = append(a.block, b...)
+	return a.block[n:len(a.block):len(a.block)]
+}
