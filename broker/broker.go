@@ -75,7 +75,11 @@ func WithPolicy(p retry.Policy) Option { return func(b *Broker) { b.policy = &p 
 // continuation notices and progress signals (see Notice). It is called
 // synchronously, on the goroutine of the call, in order; a panic in it
 // propagates to the caller. Runs of one Broker on several goroutines call
-// it concurrently.
+// it concurrently. For GenerateStream and Session.SendStream the order is
+// also the order relative to the yielded content: a completion's
+// ProgressCompletionStarted comes before its first content string, and a
+// ContinuationNotice comes after the last string of the broken stream and
+// before the first string of its continuation.
 func WithNotices(f func(Notice)) Option { return func(b *Broker) { b.notify = f } }
 
 // WithContinuation turns on stream continuation for GenerateStream (R17.3),

@@ -226,3 +226,29 @@ func TestR17_1_NoticesNeverEnterHistoryOrContext(t *testing.T) {
 	assert.Equal(t, []string{"system", "user", "assistant", "assistant"}, roles(s.Messages()))
 	assert.True(t, strings.HasPrefix(s.Messages()[2].Content, "Part one."))
 }
+
+func TestR17_1_FailureTextIsSafeAndShort(t *testing.T) {
+	cases := map[string]*layer.Failure{
+		"HTTP 504":        {Category: layer.CategoryHTTP, HTTPStatus: 504},
+		"transport error": {Category: layer.CategoryTransport},
+		"client timeout":  {Category: layer.CategoryClientTimeout},
+		"error":           nil,
+	}
+	for want, f := range cases {
+		if got := broker.FailureText(f); got != want {
+			t.Errorf("FailureText(%+v) = %q, want %q", f, got, want)
+		}
+	}
+}
+
+func TestR17_2_StatusClear(t *testing.T) {
+	var s broker.Status
+	s.Apply(broker.Notice{Event: broker.EventRetry, Retry: &broker.RetryNotice{FailedAttempt: 1, MaxAttempts: 4, Wait: 1200 * time.Millisecond, HTTPStatus: 504}})
+	if s.Line() == "" {
+		t.Fatal("a retry notice sets the line")
+	}
+	s.Clear()
+	if got := s.Line(); got != "" {
+		t.Errorf("after Clear the line is %q", got)
+	}
+}

@@ -90,6 +90,14 @@ func (s *Status) Apply(n Notice) {
 	}
 }
 
+// Clear empties the status line, for a UI that replaces it with a prompt
+// of its own (for example an admission question).
+func (s *Status) Clear() {
+	s.mu.Lock()
+	s.retry, s.cont = nil, nil
+	s.mu.Unlock()
+}
+
 // Line returns the current status line, or "" when there is none.
 func (s *Status) Line() string {
 	s.mu.Lock()
