@@ -1,8 +1,8 @@
 package ollama
 
 import (
-	"bytes"
 	"encoding/json"
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"time"
 	"unicode/utf8"
 
@@ -17,7 +17,7 @@ import (
 // object with a string "model" and a boolean "stream" is a
 // *layer.ProtocolError.
 func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
-	if err := checkJSONObject(body); err != nil {
+	if err := bodyscan.CheckObject(body); err != nil {
 		return layer.RequestInfo{}, err
 	}
 	var d struct {
@@ -42,7 +42,7 @@ func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
 // the string "json" or a schema object. An absent or null format, the empty
 // string (Ollama's "no format") and other values do not.
 func isStructuredFormat(raw json.RawMessage) bool {
-	t := trimJSONSpace(raw)
+	t := bodyscan.TrimSpace(raw)
 	if len(t) == 0 {
 		return false
 	}
@@ -129,7 +129,7 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 			return nil, &layer.ProtocolError{What: "tool call has no function name"}
 		}
 		args := tc.Function.Arguments
-		if t := trimJSONSpace(args); len(t) == 0 || string(t) == "null" {
+		if t := bodyscan.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 			args = json.RawMessage("{}")
 		} else if t[0] != '{' {
 			return nil, &layer.ProtocolError{What: "tool call arguments are not a JSON object"}
@@ -155,24 +155,7 @@ func checkObject(body []byte) error {
 	if !utf8.Valid(body) {
 		return &layer.ProtocolError{What: "body is not valid UTF-8"}
 	}
-	return checkJSONObject(body)
-}
-
-// checkJSONObject is checkObject without the UTF-8 check: encoding/json
-// replaces invalid UTF-8 in strings, as Ollama's server does.
-func checkJSONObject(body []byte) error {
-	t := trimJSONSpace(body)
-	if len(t) == 0 {
-		return &layer.ProtocolError{What: "body is empty"}
-	}
-	if !json.Valid(t) {
-		var v any
-		return &layer.ProtocolError{What: "body is not valid JSON", Err: json.Unmarshal(t, &v)}
-	}
-	if t[0] != '{' {
-		return &layer.ProtocolError{What: "body is not a JSON object"}
-	}
-	return nil
+	return bodyscan.CheckObject(body)
 }
 
 // providerError returns the *layer.ProviderError of a body with a top-level
@@ -185,7 +168,7 @@ func providerError(body []byte) error {
 	if json.Unmarshal(body, &probe) != nil {
 		return nil
 	}
-	t := trimJSONSpace(probe.Error)
+	t := bodyscan.TrimSpace(probe.Error)
 	if len(t) == 0 || string(t) == "null" {
 		return nil
 	}
@@ -237,11 +220,4 @@ func DecodeMetrics(body []byte) (*layer.Metrics, error) {
 		EvalCount:          m.EvalCount,
 		EvalDuration:       time.Duration(m.EvalDuration),
 	}, nil
-}
-
-// trimJSONSpace returns b without the leading and trailing whitespace that
-// JSON allows (space, tab, CR, LF), unlike bytes.TrimSpace, which also
-// removes Unicode spaces that JSON rejects.
-func trimJSONSpace(b []byte) []byte {
-	return bytes.Trim(b, " \t\r\n")
 }

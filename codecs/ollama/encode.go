@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"math"
 	"strconv"
 
@@ -199,7 +200,7 @@ func encodeOptions(o chat.Options) (*wireOptions, error) {
 
 // isJSONObject reports whether raw is valid JSON whose value is an object.
 func isJSONObject(raw []byte) bool {
-	t := trimJSONSpace(raw)
+	t := bodyscan.TrimSpace(raw)
 	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
 }
 

@@ -1,8 +1,8 @@
 package omlx
 
 import (
-	"bytes"
 	"encoding/json"
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"net/http"
 	"time"
 
@@ -79,11 +79,11 @@ func (c *Codec) ErrorCode(body []byte) string {
 	var e struct {
 		Code json.RawMessage `json:"code"`
 	}
-	if t := trimJSONSpace(b.Error); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &e) != nil {
+	if t := bodyscan.TrimSpace(b.Error); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &e) != nil {
 		return ""
 	}
 	var code string
-	if t := trimJSONSpace(e.Code); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &code) != nil {
+	if t := bodyscan.TrimSpace(e.Code); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &code) != nil {
 		return ""
 	}
 	return code
@@ -123,11 +123,4 @@ func (c *Codec) Capabilities() layer.Capabilities {
 			layer.ExactAttemptTermination: ev("Model unload, loaded-model lists and aggregate activity are not attempt evidence, so the end of one attempt's inference cannot be confirmed."),
 		},
 	}
-}
-
-// trimJSONSpace returns b without the leading and trailing whitespace that
-// JSON allows (space, tab, CR, LF), unlike bytes.TrimSpace, which also
-// removes Unicode spaces that JSON rejects.
-func trimJSONSpace(b []byte) []byte {
-	return bytes.Trim(b, " \t\r\n")
 }

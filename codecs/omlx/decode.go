@@ -2,6 +2,7 @@ package omlx
 
 import (
 	"encoding/json"
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
@@ -16,7 +17,7 @@ import (
 // JSON object with a string "model" and a boolean "stream" is a
 // *layer.ProtocolError.
 func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
-	if err := checkJSONObject(body); err != nil {
+	if err := bodyscan.CheckObject(body); err != nil {
 		return layer.RequestInfo{}, err
 	}
 	var d struct {
@@ -55,7 +56,7 @@ func isStructuredFormat(raw json.RawMessage) bool {
 
 // isObject reports whether the (valid) JSON value raw is an object.
 func isObject(raw json.RawMessage) bool {
-	t := trimJSONSpace(raw)
+	t := bodyscan.TrimSpace(raw)
 	return len(t) > 0 && t[0] == '{'
 }
 
@@ -115,7 +116,7 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	if !utf8.Valid(body) {
 		return nil, &layer.ProtocolError{What: "body is not valid UTF-8"}
 	}
-	if err := checkJSONObject(body); err != nil {
+	if err := bodyscan.CheckObject(body); err != nil {
 		return nil, err
 	}
 	if err := providerError(body); err != nil {
@@ -174,7 +175,7 @@ func toolCall(id string, f *wireReplyFunction) (chat.ToolCall, error) {
 		return chat.ToolCall{}, &layer.ProtocolError{What: "tool call has no function name"}
 	}
 	args := json.RawMessage("{}")
-	if s := deref(f.Arguments); len(trimJSONSpace([]byte(s))) > 0 {
+	if s := deref(f.Arguments); len(bodyscan.TrimSpace([]byte(s))) > 0 {
 		if !isJSONObject([]byte(s)) {
 			return chat.ToolCall{}, &layer.ProtocolError{What: "tool call arguments are not a JSON object"}
 		}
@@ -190,23 +191,6 @@ func deref(s *string) string {
 	return *s
 }
 
-// checkJSONObject returns a *layer.ProtocolError unless body is one JSON
-// object, optionally surrounded by whitespace.
-func checkJSONObject(body []byte) error {
-	t := trimJSONSpace(body)
-	if len(t) == 0 {
-		return &layer.ProtocolError{What: "body is empty"}
-	}
-	if !json.Valid(t) {
-		var v any
-		return &layer.ProtocolError{What: "body is not valid JSON", Err: json.Unmarshal(t, &v)}
-	}
-	if t[0] != '{' {
-		return &layer.ProtocolError{What: "body is not a JSON object"}
-	}
-	return nil
-}
-
 // providerError returns the *layer.ProviderError of a body with a top-level
 // "error", nil when there is none (or it is null), or a *layer.ProtocolError
 // when "error" is neither an object nor a string. body is a valid object.
@@ -217,7 +201,7 @@ func providerError(body []byte) error {
 	if json.Unmarshal(body, &probe) != nil {
 		return nil
 	}
-	t := trimJSONSpace(probe.Error)
+	t := bodyscan.TrimSpace(probe.Error)
 	if len(t) == 0 || string(t) == "null" {
 		return nil
 	}

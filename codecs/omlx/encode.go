@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"math"
 	"strconv"
 	"strings"
@@ -267,7 +268,7 @@ func isToken(s string) bool {
 
 // isJSONObject reports whether raw is valid JSON whose value is an object.
 func isJSONObject(raw []byte) bool {
-	t := trimJSONSpace(raw)
+	t := bodyscan.TrimSpace(raw)
 	return len(t) > 0 && t[0] == '{' && json.Valid(t)
 }
 

@@ -1,9 +1,13 @@
-// Package bodyscan counts semantic evidence in an ordinary (non-streaming)
-// JSON response body as it arrives, also in a body that is cut before it is
-// complete (R4.4, R13.2). The codecs share it.
+// Package bodyscan holds what the codecs share about ordinary (non-streaming)
+// JSON response bodies: counting semantic evidence as the body arrives, also
+// in a body that is cut before it is complete (R4.4, R13.2), and checking
+// that a body is one JSON object.
 package bodyscan
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"github.com/recourse-dev/recourse/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -42,4 +46,25 @@ func (o *Observer) Observed() layer.Counts {
 		ToolFragments:      c.ToolFragments,
 		CompletedToolCalls: c.CompletedToolCalls,
 	}
+}
+
+// TrimSpace returns b without surrounding JSON whitespace.
+func TrimSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
+
+// CheckObject returns a *layer.ProtocolError unless body is one JSON object,
+// optionally surrounded by whitespace. It does not check UTF-8: encoding/json
+// replaces invalid UTF-8 in strings, as the providers' servers do.
+func CheckObject(body []byte) error {
+	t := TrimSpace(body)
+	if len(t) == 0 {
+		return &layer.ProtocolError{What: "body is empty"}
+	}
+	if !json.Valid(t) {
+		var v any
+		return &layer.ProtocolError{What: "body is not valid JSON", Err: json.Unmarshal(t, &v)}
+	}
+	if t[0] != '{' {
+		return &layer.ProtocolError{What: "body is not a JSON object"}
+	}
+	return nil
 }

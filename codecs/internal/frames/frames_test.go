@@ -1,0 +1,71 @@
+package frames
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+func TestR13_6_IndexSkipsKeepalivesAndMalformedFrames(t *testing.T) {
+	var q Queue
+	q.Push(layer.Frame{Keepalive: true})
+	q.Push(layer.Frame{Content: "a"})
+	q.Push(layer.Frame{Content: "b"})
+	q.Push(layer.Frame{Err: &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: "length"}})
+	want := []int{0, 0, 1, 2}
+	for i, w := range want {
+		f, ok := q.Next()
+		if !ok || f.Index != w {
+			t.Fatalf("frame %d: ok=%v index=%d, want %d", i, ok, f.Index, w)
+		}
+	}
+	if _, ok := q.Next(); ok {
+		t.Fatal("the queue is drained")
+	}
+	if !q.Ended() {
+		t.Fatal("an error frame ends the stream")
+	}
+
+	var m Queue
+	m.Push(layer.Frame{Err: &layer.ProtocolError{What: "x"}})
+	if f, _ := m.Next(); f.Index != 0 || !errors.As(f.Err, new(*layer.ProtocolError)) || !m.Ended() {
+		t.Fatalf("a malformed frame takes no index and ends the stream: %+v", f)
+	}
+}
+
+func TestRawIsOwnedByItsFrame(t *testing.T) {
+	var q Queue
+	a := q.Raw([]byte(": keep-alive\n\n"))
+	b := q.Raw([]byte(": keep-alive\n\n"))
+	a = append(a, 'X')
+	a[0] = '#'
+	if string(b) != ": keep-alive\n\n" {
+		t.Fatalf("writing to one frame's Raw changed another: %q", b)
+	}
+	if cap(b) != len(b) {
+		t.Fatalf("cap %d != len %d: appending could overwrite a neighbour", cap(b), len(b))
+	}
+	big := make([]byte, 4096)
+	if c := q.Raw(big); len(c) != len(big) || &c[0] == &big[0] {
+		t.Fatal("a large frame is copied, not aliased")
+	}
+	if q.Raw(nil) != nil {
+		t.Fatal("an empty Raw is nil")
+	}
+}
+
+func TestKeepaliveRawAllocatesNothing(t *testing.T) {
+	var q Queue
+	ka := []byte(": keep-alive\n\n")
+	q.Raw(ka) // the first block
+	allocs := testing.AllocsPerRun(100, func() {
+		for range 16 {
+			_ = q.Raw(ka)
+		}
+		q.arena.block = q.arena.block[:0]
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per 16 keepalive copies, want 0", allocs)
+	}
+}
