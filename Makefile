@@ -36,9 +36,9 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./bench/...
 	$(GO) -C examples test -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./bench-openai/
 
-## lint: staticcheck over the core module
+## lint: staticcheck over every module
 lint:
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	@for m in $(MODULES); do echo "staticcheck ($$m)"; (cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...) || exit 1; done
 
 ## e2e: the Jaeger end-to-end tracing check. Builds Jaeger from tools/jaeger
 ## (about 8 minutes cold on 2 cores; cached in GOCACHE afterwards), then runs

@@ -255,15 +255,15 @@ func (n *Notice) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// failureText is the safe description of a failure: "HTTP 504" for an HTTP
-// failure with a status, otherwise the failure kind. It reads only the
-// category and the status, so it can hold nothing sensitive.
 // FailureText returns the safe short text of a failure that notices and
 // status lines use: "HTTP 504", "transport error", "client timeout",
 // "provider error", "protocol error", "cancelled", or "error" (also for
 // nil). It never holds a body, header, key or tool output.
 func FailureText(f *layer.Failure) string { return failureText(f) }
 
+// failureText is the safe description of a failure: "HTTP 504" for an HTTP
+// failure with a status, otherwise the failure kind. It reads only the
+// category and the status, so it can hold nothing sensitive.
 func failureText(f *layer.Failure) string {
 	if f == nil {
 		return "error"

@@ -61,7 +61,7 @@ func ExampleNew() {
 		for _, kv := range s.Attributes() {
 			switch kv.Key {
 			case "http.response.status_code", "http.request.resend_count", "recourse.outcome", "recourse.attempts":
-				line += " " + string(kv.Key) + "=" + kv.Value.Emit()
+				line += " " + string(kv.Key) + "=" + kv.Value.String()
 			}
 		}
 		fmt.Println(line)

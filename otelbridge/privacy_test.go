@@ -91,7 +91,7 @@ func scan(t *testing.T, s sdktrace.ReadOnlySpan) {
 		kvs = append(kvs, e.Attributes...)
 	}
 	for _, kv := range kvs {
-		texts = append(texts, string(kv.Key), kv.Value.Emit())
+		texts = append(texts, string(kv.Key), kv.Value.String())
 	}
 	for _, txt := range texts {
 		for _, c := range canaries {

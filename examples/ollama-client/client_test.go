@@ -71,7 +71,7 @@ func start(t *testing.T, script ...loopback.Reply) *loopback.Server {
 
 // chat builds the program's client (newClient) with admit and runs exactly
 // one non-streaming Chat call.
-func chat(t *testing.T, srv *loopback.Server, admit admission.Hook) ([]api.ChatResponse, error, *recorder) {
+func chat(t *testing.T, srv *loopback.Server, admit admission.Hook) ([]api.ChatResponse, *recorder, error) {
 	t.Helper()
 	base, err := url.Parse(srv.URL)
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func chat(t *testing.T, srv *loopback.Server, admit admission.Hook) ([]api.ChatR
 		got = append(got, r)
 		return nil
 	})
-	return got, err, rec
+	return got, rec, err
 }
 
 // assertPOSTs checks that srv received exactly n non-streaming POSTs to
@@ -112,7 +112,7 @@ func TestOllama503Then200WithAllowingHook(t *testing.T) {
 	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("scripted hello")))
 	spy := &hookSpy{decision: admission.Allow}
 
-	got, err, rec := chat(t, srv, spy.hook)
+	got, rec, err := chat(t, srv, spy.hook)
 
 	require.NoError(t, err)
 	require.Len(t, got, 1, "a non-streaming chat calls fn once")
@@ -139,7 +139,7 @@ func TestOllama503Then200WithAllowingHook(t *testing.T) {
 func TestOllama503Then200WithProgramHook(t *testing.T) {
 	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("scripted hello")))
 
-	got, err, _ := chat(t, srv, allowBusy)
+	got, _, err := chat(t, srv, allowBusy)
 
 	require.NoError(t, err)
 	require.Len(t, got, 1)
@@ -153,7 +153,7 @@ func TestOllama503Then200WithProgramHook(t *testing.T) {
 func TestOllama503WithoutHookNeedsAdmission(t *testing.T) {
 	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
 
-	got, err, rec := chat(t, srv, nil)
+	got, rec, err := chat(t, srv, nil)
 
 	require.Error(t, err)
 	assert.Empty(t, got)
@@ -180,7 +180,7 @@ func TestOllama503HookRejects(t *testing.T) {
 	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
 	spy := &hookSpy{decision: admission.Reject}
 
-	_, err, rec := chat(t, srv, spy.hook)
+	_, rec, err := chat(t, srv, spy.hook)
 
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
@@ -199,7 +199,7 @@ func TestOllamaBadRequestPassesThrough(t *testing.T) {
 	srv := start(t, loopback.JSON(http.StatusBadRequest, loopback.OllamaError("model is required")))
 	spy := &hookSpy{decision: admission.Allow}
 
-	_, err, rec := chat(t, srv, spy.hook)
+	_, rec, err := chat(t, srv, spy.hook)
 
 	var serr api.StatusError
 	require.True(t, errors.As(err, &serr), "errors.As(api.StatusError) on %T: %v", err, err)
@@ -217,7 +217,7 @@ func TestOllamaExhausted(t *testing.T) {
 	srv := start(t, busy(), busy(), busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
 	spy := &hookSpy{decision: admission.Allow}
 
-	_, err, _ := chat(t, srv, spy.hook)
+	_, _, err := chat(t, srv, spy.hook)
 
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)

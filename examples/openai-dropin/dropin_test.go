@@ -52,7 +52,7 @@ func start(t *testing.T, script ...loopback.Reply) *loopback.Server {
 
 // callOnce builds the program's client (newClient) for srv and runs exactly
 // one Chat.Completions.New call.
-func callOnce(t *testing.T, srv *loopback.Server) (*openai.ChatCompletion, error, *recorder) {
+func callOnce(t *testing.T, srv *loopback.Server) (*openai.ChatCompletion, *recorder, error) {
 	t.Helper()
 	rec := &recorder{}
 	client, err := newClient(srv.URL+"/v1/", "sk-test-key", rec.onEvent)
@@ -63,7 +63,7 @@ func callOnce(t *testing.T, srv *loopback.Server) (*openai.ChatCompletion, error
 		Model:    "gpt-4o-mini",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
 	})
-	return comp, err, rec
+	return comp, rec, err
 }
 
 // assertPOSTs checks that srv received exactly n POSTs to the chat endpoint,
@@ -88,7 +88,7 @@ func TestDropIn503Then200(t *testing.T) {
 		loopback.JSON(http.StatusOK, loopback.OpenAIChat("scripted hello")),
 	)
 
-	comp, err, rec := callOnce(t, srv)
+	comp, rec, err := callOnce(t, srv)
 
 	require.NoError(t, err)
 	require.Len(t, comp.Choices, 1)
@@ -123,7 +123,7 @@ func TestDropInRedirectIsRefused(t *testing.T) {
 	target := start(t, loopback.JSON(http.StatusOK, loopback.OpenAIChat("must not be reached")))
 	srv := start(t, loopback.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
 
-	comp, err, rec := callOnce(t, srv)
+	comp, rec, err := callOnce(t, srv)
 
 	require.Error(t, err)
 	assert.Nil(t, comp)
@@ -152,7 +152,7 @@ func TestDropInBadRequestPassesThrough(t *testing.T) {
 	srv := start(t, loopback.JSON(http.StatusBadRequest,
 		loopback.OpenAIError("invalid_request_error", "invalid_value", "bad 'messages'")))
 
-	comp, err, rec := callOnce(t, srv)
+	comp, rec, err := callOnce(t, srv)
 
 	require.Error(t, err)
 	assert.Nil(t, comp)
@@ -228,7 +228,7 @@ func TestDropInExhausted(t *testing.T) {
 	overloaded := loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
 	srv := start(t, overloaded, overloaded, overloaded, loopback.JSON(http.StatusOK, loopback.OpenAIChat("must not be fetched")))
 
-	_, err, rec := callOnce(t, srv)
+	_, rec, err := callOnce(t, srv)
 
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
