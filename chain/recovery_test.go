@@ -146,3 +146,17 @@ func TestR9_1_CancelDuringHeldRequestReturnsPromptly(t *testing.T) {
 		t.Fatal("R9.3: the server never saw the local request close")
 	}
 }
+
+func TestR11_2_CancelledBeforeStartCarriesACompleteIdentity(t *testing.T) {
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2}, scripted.JSON(200, scripted.OpenAIChat("x")))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := r.Client.Complete(ctx, userRequest())
+	re := recoveryError(t, err)
+	evs := r.Rec.Events()
+	require.Len(t, evs, 1)
+	assert.NotEmpty(t, evs[0].LogicalID)
+	assert.NotEmpty(t, evs[0].AttemptID)
+	assert.Equal(t, 0, evs[0].WireAttempt)
+	assert.Equal(t, evs[0].LogicalID, re.Failure.LogicalID)
+}

@@ -66,6 +66,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.provider = t.l.codec.Provider()
 	}
 	c.start = r.mono()
+	// Until an attempt starts, events (a cancellation before the first send)
+	// still carry a complete identity: wire attempt 0, nothing sent (R11.2).
+	c.id = layer.Identity{LogicalID: c.logical, AttemptID: uuid.NewString()}
 	return c.run()
 }
 
