@@ -68,7 +68,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.start = r.mono()
 	// Until an attempt starts, events (a cancellation before the first send)
 	// still carry a complete identity: wire attempt 0, nothing sent (R11.2).
-	c.id = layer.Identity{LogicalID: c.logical, AttemptID: uuid.NewString()}
+	c.id = layer.Identity{LogicalID: c.logical}
 	return c.run()
 }
 
@@ -407,6 +407,9 @@ func (c *call) fillReport(err *layer.RecoveryError) {
 // cancelled ends the call with outcome cancelled (R9). f is the failure of
 // the last actual attempt, or nil when nothing was sent in this call.
 func (c *call) cancelled(f *layer.Failure) (*http.Response, error) {
+	if c.id.AttemptID == "" {
+		c.id.AttemptID = uuid.NewString()
+	}
 	if f == nil || f.Category != layer.CategoryCancellation {
 		nf := c.newFailure(nil)
 		nf.Category = layer.CategoryCancellation
