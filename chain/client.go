@@ -126,6 +126,14 @@ func (c *Client) do(ctx context.Context, req *chat.Request) (*chat.Completion, e
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if report.Completion != nil && report.Err == nil && resp.StatusCode/100 == 2 {
+		// The retry layer decoded this very body with the same codec: read
+		// it to its end as before, without decoding it a second time.
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return nil, err
+		}
+		return report.Completion, nil
+	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, err

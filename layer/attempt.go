@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"sync"
+
+	"github.com/recourse-dev/recourse/chat"
 )
 
 // Direction says which way a wire snapshot went.
@@ -226,6 +228,13 @@ type Report struct {
 	Stream FrameReader
 	// Completion evidence of the successful attempt, when decoded.
 	Response ResponseEvidence
+	// Completion is the completion of the successful attempt of an
+	// ordinary or structured call, when the retry layer decoded its body
+	// with the call's codec: what that codec's Decode returns for the body
+	// of the returned response. The native client returns it rather than
+	// decoding the body again. It is nil otherwise (no success, a stream,
+	// no codec, recovery disabled).
+	Completion *chat.Completion
 }
 
 type reportKey struct{}

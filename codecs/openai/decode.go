@@ -69,6 +69,15 @@ func parseObject(body []byte, noun string) (object, error) {
 // object, or whose model, stream or response_format has the wrong type, is
 // a *[layer.ProtocolError]. Describe is safe for concurrent use.
 func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
+	if info, ok := fastDescribe(body); ok {
+		return info, nil
+	}
+	return describe(body)
+}
+
+// describe is the reference implementation of Describe: it handles every
+// body, and fastDescribe returns what it returns, only for fewer bodies.
+func describe(body []byte) (layer.RequestInfo, error) {
 	o, err := parseObject(body, "request")
 	if err != nil {
 		return layer.RequestInfo{}, err
@@ -115,6 +124,19 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	if !utf8.Valid(body) {
 		return nil, protocolError("response is not valid UTF-8", nil)
 	}
+	if comp, ok := fastDecode(body); ok {
+		return comp, nil
+	}
+	return decode(body)
+}
+
+// anyJSON checks syntax only: the depth check of decode.
+var anyJSON = jsonscan.Compile(nil)
+
+// decode is the reference implementation of Decode for a body that is valid
+// UTF-8: it handles every body, and fastDecode returns what it returns, only
+// for fewer bodies.
+func decode(body []byte) (*chat.Completion, error) {
 	top, err := parseObject(body, "response")
 	if err != nil {
 		return nil, err
@@ -122,7 +144,7 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	// encoding/json accepts nesting far deeper than the observer scans; a
 	// body the observer cannot account for is not accepted either, so that
 	// everything Decode returns was also observed.
-	if err := jsonscan.NewScanner(nil).Write(body); err != nil {
+	if err := anyJSON.NewScanner().Write(body); err != nil {
 		return nil, protocolError("response is nested too deeply", err)
 	}
 	if perr := providerError(top); perr != nil {

@@ -160,9 +160,11 @@ type frame struct {
 }
 
 // Scanner scans a JSON document incrementally. Not safe for concurrent use.
+// A Scanner must not be copied.
 type Scanner struct {
 	nodes  []trieNode
-	stack  []frame
+	stack  []frame // starts in stack0
+	stack0 [16]frame
 	counts Counts
 	err    *SyntaxError
 	off    int64 // bytes consumed before the current Write
@@ -205,10 +207,17 @@ func Compile(r *Rules) *Compiled { return &Compiled{nodes: buildTrie(r)} }
 
 // NewScanner returns a scanner for the compiled rules.
 func (c *Compiled) NewScanner() *Scanner {
-	return &Scanner{
-		nodes: c.nodes,
-		stack: make([]frame, 0, 16),
-	}
+	s := new(Scanner)
+	c.Init(s)
+	return s
+}
+
+// Init makes s a new scanner for the compiled rules, so that a Scanner can
+// be part of a larger value (one allocation for both). s must not be copied
+// afterwards.
+func (c *Compiled) Init(s *Scanner) {
+	*s = Scanner{nodes: c.nodes}
+	s.stack = s.stack0[:0] // no allocation for the usual depth
 }
 
 // Scan is a convenience: it feeds all of p to a new Scanner for r and returns

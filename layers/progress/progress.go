@@ -45,9 +45,10 @@ func (c counter) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	a.HeadersReceived()
-	out := *resp
-	out.Body = &body{rc: resp.Body, a: a}
-	return &out, nil
+	// A RoundTripper's response belongs to its caller: wrap its body in
+	// place rather than copy it.
+	resp.Body = &body{rc: resp.Body, a: a}
+	return resp, nil
 }
 
 type body struct {

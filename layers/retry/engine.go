@@ -11,8 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/internal/httpdate"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/admission"
@@ -36,8 +35,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if pol == nil {
 		return t.next.RoundTrip(req)
 	}
-	r, err := resolve(pol)
-	if err != nil {
+	c := &call{t: t}
+	r := &c.res
+	if err := r.resolve(pol); err != nil {
 		closeRequestBody(req)
 		return nil, err
 	}
@@ -46,6 +46,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
+		var err error
 		body, err = readAll(req.Body, req.ContentLength)
 		req.Body.Close()
 		if err != nil {
@@ -58,10 +59,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			info = in
 		}
 	}
-	c := &call{
-		t: t, r: r, ctx: req.Context(), req: req, body: body, header: req.Header.Clone(),
-		info: info, logical: uuid.NewString(), report: layer.ReportFrom(req.Context()),
-	}
+	// The logical ID and the first attempt's ID come from one allocation.
+	ids := newUUIDs(2)
+	c.r, c.ctx, c.req, c.body, c.header = r, req.Context(), req, body, req.Header.Clone()
+	c.info, c.logical, c.spareID, c.report = info, ids[:uuidLen], ids[uuidLen:], layer.ReportFrom(req.Context())
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
 	}
@@ -81,7 +82,8 @@ func closeRequestBody(req *http.Request) {
 // call is the state of one logical completion.
 type call struct {
 	t        *transport
-	r        *resolved
+	r        *resolved // &res
+	res      resolved
 	ctx      context.Context
 	req      *http.Request
 	body     []byte
@@ -100,6 +102,29 @@ type call struct {
 	id           layer.Identity
 	streaming    bool // a stream body is open: failures end as errors
 	status       int  // the status of the current attempt's response
+
+	spareID string       // an attempt ID not yet used, or ""
+	started bool         // the current attempt passed Begin
+	pending int          // the wire attempt number of the current attempt
+	onBegin func() error // c.begin, made once per call
+	getBody func() (io.ReadCloser, error)
+}
+
+// attemptID returns a new attempt ID.
+func (c *call) attemptID() string {
+	if id := c.spareID; id != "" {
+		c.spareID = ""
+		return id
+	}
+	return newUUIDs(1)
+}
+
+// begin runs when the current attempt's request is about to leave (see
+// layer.Attempt.Begin).
+func (c *call) begin() error {
+	c.started = true
+	c.wire = c.pending
+	return c.emit(layer.EventAttemptStarted, nil, 0, 0)
 }
 
 // attemptResult is what one attempt ended with.
@@ -107,7 +132,8 @@ type attemptResult struct {
 	resp     *http.Response // success, or a complete failure response that may pass through
 	failure  *layer.Failure
 	evidence layer.ResponseEvidence
-	err      error // an observer error or a request-capture failure: stop now
+	comp     *chat.Completion // the decoded success, when there is a codec
+	err      error            // an observer error or a request-capture failure: stop now
 }
 
 func (c *call) emit(typ layer.EventType, f *layer.Failure, delay time.Duration, next int) error {
@@ -180,14 +206,14 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 		if c.ctx.Err() != nil {
 			return c.cancelled(f)
 		}
-		c.id = layer.Identity{LogicalID: c.logical, AttemptID: uuid.NewString(), WireAttempt: n}
-		started := false
-		c.cur = layer.NewAttempt(c.id, c.info, c.t.l.codec, c.r.onWire, func() error {
-			started = true
-			c.wire = n
-			return c.emit(layer.EventAttemptStarted, nil, 0, 0)
-		})
+		c.id = layer.Identity{LogicalID: c.logical, AttemptID: c.attemptID(), WireAttempt: n}
+		c.started, c.pending = false, n
+		if c.onBegin == nil {
+			c.onBegin = c.begin
+		}
+		c.cur = layer.NewAttempt(c.id, c.info, c.t.l.codec, c.r.onWire, c.onBegin)
 		res := c.attempt()
+		started := c.started
 		if res.err != nil {
 			if !started {
 				c.id.WireAttempt = n - 1
@@ -214,7 +240,7 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 				}
 				return c.stream(n, res.resp), nil
 			}
-			return c.succeeded(res.resp, res.evidence)
+			return c.succeeded(res.resp, res.evidence, res.comp)
 		}
 		if !started {
 			// Cancelled before the request left: nothing was sent (R9.2).
@@ -228,7 +254,7 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 }
 
 // succeeded ends the call with a successful attempt.
-func (c *call) succeeded(resp *http.Response, ev layer.ResponseEvidence) (*http.Response, error) {
+func (c *call) succeeded(resp *http.Response, ev layer.ResponseEvidence, comp *chat.Completion) (*http.Response, error) {
 	c.cur.SetDelivered(c.cur.Progress().Observed)
 	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
 		closeResp(resp)
@@ -236,6 +262,7 @@ func (c *call) succeeded(resp *http.Response, ev layer.ResponseEvidence) (*http.
 	}
 	if c.report != nil {
 		c.report.LogicalID, c.report.WireAttempts, c.report.Response = c.logical, c.wire, ev
+		c.report.Completion = comp
 	}
 	return resp, nil
 }
@@ -408,7 +435,7 @@ func (c *call) fillReport(err *layer.RecoveryError) {
 // the last actual attempt, or nil when nothing was sent in this call.
 func (c *call) cancelled(f *layer.Failure) (*http.Response, error) {
 	if c.id.AttemptID == "" {
-		c.id.AttemptID = uuid.NewString()
+		c.id.AttemptID = c.attemptID()
 	}
 	if f == nil || f.Category != layer.CategoryCancellation {
 		nf := c.newFailure(nil)
@@ -459,15 +486,21 @@ func closeResp(r *http.Response) {
 // attempt runs one wire attempt and settles it into success or a failure.
 func (c *call) attempt() attemptResult {
 	a := c.cur
-	// A shallow copy: the header, the only part a wire layer may need to
-	// own, is cloned from the call's copy; the wire layers clone the
-	// request before anything below them can change it.
+	// A shallow copy with the call's own header and body. The wire layers
+	// never change a request they are given (layer.Layer): the capture layer
+	// snapshots copies and the sender sends a deep clone, so the call's
+	// header stays byte-identical for every attempt (R2.3).
 	areq := c.req.WithContext(layer.WithAttempt(c.ctx, a))
-	areq.Header = c.header.Clone()
-	body := c.body
-	areq.Body = io.NopCloser(bytes.NewReader(body))
-	areq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	areq.ContentLength = int64(len(body))
+	areq.Header = c.header
+	if c.getBody == nil {
+		body := c.body
+		c.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	// The attempt's own body, which the sender sends as it is: an in-memory
+	// reader that http.Transport writes together with the headers.
+	areq.Body, _ = c.getBody()
+	areq.GetBody = c.getBody
+	areq.ContentLength = int64(len(c.body))
 	resp, err := c.t.next.RoundTrip(areq)
 	if err != nil {
 		return c.settleError(a, err)
@@ -550,7 +583,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		// codec that decodes no frames, handed over as it is).
 		return attemptResult{resp: resp}
 	}
-	b, rerr := readAll(io.LimitReader(resp.Body, MaxResponseBody+1), min(resp.ContentLength, MaxResponseBody))
+	b, rerr := readUpTo(resp.Body, MaxResponseBody+1, min(resp.ContentLength, MaxResponseBody))
 	resp.Body.Close()
 	cancelled := c.ctx.Err() != nil
 	ok2xx := resp.StatusCode/100 == 2
@@ -558,15 +591,17 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 	// record below (evidence copies, Retry-After, provider code) is needed.
 	complete := !cancelled && ok2xx && rerr == nil && len(b) <= MaxResponseBody
 	var (
-		comp layer.ResponseEvidence
-		derr error
+		comp    layer.ResponseEvidence
+		decoded *chat.Completion
+		derr    error
 	)
 	if complete {
-		if comp, derr = c.decode(b); derr == nil {
-			out := *resp
-			out.Body = newBytesBody(b)
-			out.ContentLength = int64(len(b))
-			return attemptResult{resp: &out, evidence: comp}
+		if comp, decoded, derr = c.decode(b); derr == nil {
+			// A RoundTripper's response belongs to its caller: this
+			// layer changes it rather than copying it.
+			resp.Body = newBytesBody(b)
+			resp.ContentLength = int64(len(b))
+			return attemptResult{resp: resp, evidence: comp, comp: decoded}
 		}
 	}
 	f := c.newFailure(a)
@@ -620,30 +655,29 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 	f.Classification = c.classify(&f, captureFailed, partial)
 	var pass *http.Response
 	if rerr == nil && !captureFailed && len(b) <= MaxResponseBody && !cancelled {
-		out := *resp
-		out.Body = newBytesBody(b)
-		out.ContentLength = int64(len(b))
-		pass = &out
+		resp.Body = newBytesBody(b)
+		resp.ContentLength = int64(len(b))
+		pass = resp
 	}
 	return attemptResult{resp: pass, failure: &f}
 }
 
 // decode decodes a complete 2xx body; a structured call's content must
 // itself be JSON (R4.5, R16.3: parsing only, no schema validation).
-func (c *call) decode(b []byte) (layer.ResponseEvidence, error) {
+func (c *call) decode(b []byte) (layer.ResponseEvidence, *chat.Completion, error) {
 	if c.t.l.codec == nil {
-		return layer.ResponseEvidence{}, nil
+		return layer.ResponseEvidence{}, nil, nil
 	}
 	comp, err := c.t.l.codec.Decode(b)
 	if err != nil {
-		return layer.ResponseEvidence{}, err
+		return layer.ResponseEvidence{}, nil, err
 	}
 	ev := layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
 	if c.info.Operation == layer.Structured && len(comp.Message.ToolCalls) == 0 && !json.Valid([]byte(comp.Message.Content)) {
 		// The refused answer keeps its evidence for Inspect (R10.5).
-		return ev, &layer.ProtocolError{What: "structured content is not JSON"}
+		return ev, nil, &layer.ProtocolError{What: "structured content is not JSON"}
 	}
-	return ev, nil
+	return ev, comp, nil
 }
 
 // bytesBody is a complete response body held in memory: one allocation
@@ -680,6 +714,33 @@ func readAll(r io.Reader, hint int64) ([]byte, error) {
 			b = append(b, 0)[:len(b)] // let append grow the buffer
 		}
 	}
+}
+
+// readUpTo is readAll(io.LimitReader(r, limit), hint) without the
+// LimitReader: it reads at most limit bytes.
+func readUpTo(r io.Reader, limit, hint int64) ([]byte, error) {
+	if hint <= 0 || hint > 1<<20 {
+		hint = 511 // io.ReadAll's first buffer
+	}
+	b := make([]byte, 0, min(hint, limit)+1) // +1: the read that sees EOF needs room
+	for int64(len(b)) < limit {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append grow the buffer
+		}
+		room := b[len(b):cap(b)]
+		if rest := limit - int64(len(b)); int64(len(room)) > rest {
+			room = room[:rest]
+		}
+		n, err := r.Read(room)
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // classify applies R4 in order: first match wins.

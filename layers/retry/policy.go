@@ -128,12 +128,13 @@ type resolved struct {
 var processStart = time.Now()
 
 // resolve validates p, applies defaults and pre-samples a custom jitter
-// (R3.2). It runs before capture, HTTP or any event.
-func resolve(p *Policy) (*resolved, error) {
+// (R3.2), setting r (which a call allocates with itself). It runs before
+// capture, HTTP or any event.
+func (r *resolved) resolve(p *Policy) error {
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return err
 	}
-	r := &resolved{
+	*r = resolved{
 		maxAttempts: max(p.MaxAttempts, 1),
 		base:        DefaultBaseDelay,
 		ceiling:     DefaultDelayCeiling,
@@ -177,14 +178,14 @@ func resolve(p *Policy) (*resolved, error) {
 		for range r.maxAttempts - 1 {
 			v := p.Jitter()
 			if math.IsNaN(v) || v < 0 || v > 1 {
-				return nil, layer.NewPolicyError("Jitter")
+				return layer.NewPolicyError("Jitter")
 			}
 			r.samples = append(r.samples, v)
 		}
 	} else {
 		r.jitter = rand.Float64
 	}
-	return r, nil
+	return nil
 }
 
 // sample returns the jitter for the n-th retry (1-based): a pre-sampled

@@ -56,7 +56,10 @@ func (l *Layer) Wrap(http.RoundTripper) http.RoundTripper { return l }
 
 // RoundTrip sends req once. It clones req, makes the body non-replayable,
 // records the connection phase for the retry layer and marks the attempt as
-// begun just before the request leaves.
+// begun just before the request leaves. Outside a recovery attempt it sends
+// a fresh copy of the body from GetBody, when req has one, so that the
+// caller's body stays unread; inside one it sends req's body, the attempt's
+// own copy.
 func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := l.transport()
 	a := layer.AttemptFrom(req.Context())
@@ -68,7 +71,10 @@ func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	out := req.Clone(ctx)
 	if req.Body != nil && req.Body != http.NoBody {
-		if req.GetBody != nil {
+		// Inside a recovery attempt the body is the attempt's own fresh
+		// copy, which nothing above has read (the capture layer reads
+		// GetBody's copies); it is sent as it is.
+		if req.GetBody != nil && a == nil {
 			// Take a fresh copy so that the caller's body stays unread.
 			b, err := req.GetBody()
 			if err != nil {

@@ -29,10 +29,14 @@ var OpenAI = jsonscan.Compile(&jsonscan.Rules{
 // unescaping, never by pattern; counts never decrease, do not depend on how
 // the body is split, and freeze at the first byte that cannot belong to a
 // JSON document (Decode reports that). It is not safe for concurrent use.
-type Observer struct{ s *jsonscan.Scanner }
+type Observer struct{ s jsonscan.Scanner }
 
 // New returns an Observer for rules compiled once per process.
-func New(rules *jsonscan.Compiled) *Observer { return &Observer{s: rules.NewScanner()} }
+func New(rules *jsonscan.Compiled) *Observer {
+	o := new(Observer)
+	rules.Init(&o.s)
+	return o
+}
 
 // Write scans p.
 func (o *Observer) Write(p []byte) { _ = o.s.Write(p) }

@@ -1,0 +1,6 @@
+//go:build !race
+
+package retry
+
+// raceEnabled reports whether the race detector is enabled.
+const raceEnabled = false
