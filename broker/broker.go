@@ -19,7 +19,9 @@ const DefaultMaxToolDepth = 8
 // runs it. Run receives the call's argument object as JSON text and returns
 // the text of the tool message; an error becomes the tool message
 // "error: " + err.Error(), so it is what the model reads and must not hold
-// anything the model may not see. Run is called at most once per call.
+// anything the model may not see. Run is called at most once per call; a panic in it
+// is recovered and becomes the tool message "error: the tool failed" (the
+// panic value is not shown to the model), so the history stays complete.
 type Tool struct {
 	// Spec is the descriptor sent to the model; its Name selects the tool.
 	Spec chat.ToolSpec
@@ -214,11 +216,28 @@ func (b *Broker) runTool(ctx context.Context, call chat.ToolCall) string {
 	if ctx.Err() != nil {
 		return "error: the tool was not run because the request was cancelled"
 	}
-	out, err := b.tools[i].Run(ctx, append(json.RawMessage(nil), call.Arguments...))
+	out, panicked, err := callTool(ctx, b.tools[i].Run, append(json.RawMessage(nil), call.Arguments...))
+	if panicked {
+		return "error: the tool failed"
+	}
 	if err != nil {
 		return "error: " + err.Error()
 	}
 	return out
+}
+
+// callTool runs one tool call. A panic in the tool is recovered: the call
+// still gets its tool message (so the history stays a valid conversation
+// and nothing completed is lost), and the panic value, which may hold
+// anything, is not shown to the model.
+func callTool(ctx context.Context, run func(context.Context, json.RawMessage) (string, error), args json.RawMessage) (out string, panicked bool, err error) {
+	defer func() {
+		if recover() != nil {
+			out, panicked, err = "", true, nil
+		}
+	}()
+	out, err = run(ctx, args)
+	return out, false, err
 }
 
 // run is the state of one Generate, GenerateStream or GenerateObject call.

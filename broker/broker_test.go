@@ -357,3 +357,28 @@ func TestErrorTexts(t *testing.T) {
 	assert.Equal(t, `broker: completion 2 ended with finish reason "length"; its tool calls were not executed`,
 		(&broker.IncompleteError{Completion: 2, FinishReason: "length"}).Error())
 }
+
+// A tool that panics does not take the run down: its call still gets a tool
+// message (without the panic value), the other call's result is kept and
+// the loop goes on.
+func TestR16_1_ToolPanicBecomesAToolMessage(t *testing.T) {
+	r := newRig(t, retry.Policy{},
+		scripted.JSON(200, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+
+			`{"id":"a","type":"function","function":{"name":"boom","arguments":"{}"}},`+
+			`{"id":"b","type":"function","function":{"name":"lookup","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`),
+		okStep("ok"))
+	boom := broker.Tool{Spec: chat.ToolSpec{Name: "boom"}, Run: func(context.Context, json.RawMessage) (string, error) {
+		panic("secret panic value " + rigtest.Key)
+	}}
+	lookup := broker.Tool{Spec: chat.ToolSpec{Name: "lookup"}, Run: func(context.Context, json.RawMessage) (string, error) {
+		return "42", nil
+	}}
+	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(boom, lookup))
+	h := user("q")
+	_, err := b.Generate(context.Background(), &h)
+	require.NoError(t, err)
+	require.Equal(t, []string{"user", "assistant(tool_calls)", "tool", "tool", "assistant"}, roles(h))
+	assert.Equal(t, "error: the tool failed", h[2].Content)
+	assert.Equal(t, "42", h[3].Content)
+	assert.NotContains(t, string(r.Server.Requests()[1].Body), rigtest.Key, "the panic value never reaches the model")
+}

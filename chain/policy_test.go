@@ -400,3 +400,28 @@ func TestR7_1_ZeroBudgetRefusesEveryResend(t *testing.T) {
 	assert.Equal(t, 1, r.Server.Count())
 	assert.Empty(t, r.Clock.Sleeps())
 }
+
+func TestR3_2_JitterThatPanicsIsAPolicyError(t *testing.T) {
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2, Jitter: func() float64 { panic("boom") }},
+		okStep("never"))
+	_, err := r.Client.Complete(context.Background(), userRequest())
+	var pe *layer.PolicyError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "Jitter", pe.Field)
+	assert.Equal(t, 0, r.Server.Count())
+	assert.Empty(t, r.Rec.Types())
+}
+
+func TestR6_2_SleepThatPanicsEndsInterruptedWithTheDelayCause(t *testing.T) {
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2,
+		Sleep: func(context.Context, time.Duration) error { panic("sleep broke") }},
+		statusStep(503), okStep("never"))
+	_, err := r.Client.Complete(context.Background(), userRequest())
+	re := recoveryError(t, err)
+	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	var pe *retry.PanicError
+	require.ErrorAs(t, layer.Inspect(&re.Failure).DelayCause, &pe)
+	assert.Equal(t, "sleep broke", pe.Value)
+	assert.NotContains(t, err.Error(), "sleep broke")
+	assert.Equal(t, 1, r.Server.Count())
+}

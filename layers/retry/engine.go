@@ -316,7 +316,7 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 	if err := c.emit(layer.EventDelayScheduled, f, delay, n+1); err != nil {
 		return nil, err, true
 	}
-	if err := c.r.sleep(c.ctx, delay); err != nil {
+	if err := c.sleepFor(delay); err != nil {
 		if c.ctx.Err() != nil {
 			resp, err = c.cancelled(f)
 			return resp, err, true
@@ -783,4 +783,15 @@ func (c *call) classify(f *layer.Failure, captureFailed, partial bool) layer.Cla
 		return layer.Classification{Eligible: true, Reason: layer.ReasonTransient}
 	}
 	return no(layer.ReasonPermanent)
+}
+
+// sleepFor runs the policy's Sleep; a panic in it becomes a *PanicError
+// (kept as the failure's DelayCause), never a panic of the call.
+func (c *call) sleepFor(d time.Duration) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v}
+		}
+	}()
+	return c.r.sleep(c.ctx, d)
 }

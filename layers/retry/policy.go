@@ -176,8 +176,8 @@ func (r *resolved) resolve(p *Policy) error {
 	if p.Jitter != nil {
 		r.samples = make([]float64, 0, r.maxAttempts-1)
 		for range r.maxAttempts - 1 {
-			v := p.Jitter()
-			if math.IsNaN(v) || v < 0 || v > 1 {
+			v, ok := sampleJitter(p.Jitter)
+			if !ok || math.IsNaN(v) || v < 0 || v > 1 {
 				return layer.NewPolicyError("Jitter")
 			}
 			r.samples = append(r.samples, v)
@@ -231,3 +231,22 @@ func Backoff(n int, base, ceiling time.Duration, jitter float64) time.Duration {
 	}
 	return time.Duration(jitter * float64(exp))
 }
+
+// sampleJitter calls a custom jitter; a panic is an invalid sample (a
+// PolicyError for field Jitter), never a panic of the call.
+func sampleJitter(j func() float64) (v float64, ok bool) {
+	defer func() {
+		if recover() != nil {
+			v, ok = 0, false
+		}
+	}()
+	return j(), true
+}
+
+// PanicError is the private cause recorded when a hook (Sleep) panicked:
+// Value is what it panicked with. Its Error text is safe and never shows
+// the value.
+type PanicError struct{ Value any }
+
+// Error returns a safe message.
+func (*PanicError) Error() string { return "recourse: a policy hook panicked" }
