@@ -37,6 +37,11 @@
 // # Streaming
 //
 // Describe treats a body without "stream" as streaming, as Ollama does.
-// Observing NDJSON streams is later work: the Observer returned for a
-// streaming request counts nothing yet.
+// For a streaming request NewObserver returns a layer.StreamDecoder of the
+// NDJSON stream: blank lines are keepalives, a line with "error" is an
+// in-band provider error (the status stays 200), done:true with done_reason
+// "stop" is the accepted end and carries the metrics (R13.3, R13.6), and
+// any other done_reason ("length") ends the stream with an
+// incomplete_completion error. Ollama sends whole tool calls; they become
+// completed calls only at the accepted end (R13.4).
 package ollama

@@ -40,6 +40,10 @@
 //
 // # Streaming
 //
-// Observing SSE streams is later work: the Observer returned for a streaming
-// request counts nothing yet.
+// For a streaming request NewObserver returns a layer.StreamDecoder of the
+// SSE chat.completion.chunk stream, shared with the OpenAI codec: the
+// ": keep-alive" comments oMLX sends before and during a long prefill, and
+// {"model":"keepalive"}-style chunks, are keepalives; an error chunk ends
+// the stream even when "data: [DONE]" follows it; a finish of "stop" or
+// "tool_calls" followed by [DONE] is the accepted end (R13.3, R14.2).
 package omlx
