@@ -54,4 +54,15 @@
 // are not (a model can produce those, for example when it hits the token
 // cap) are kept as a JSON string value holding the text. The refusal field
 // is not decoded: [chat.Message] has no place for it.
+//
+// # Streams
+//
+// For a streaming request [Codec.NewObserver] returns a layer.StreamDecoder
+// of the SSE chat.completion.chunk stream: comments are keepalives,
+// content, reasoning and tool-call fragments are counted the moment their
+// event is complete, a "data: {"error":…}" event ends the stream, and a
+// finish of "stop" or "tool_calls" followed by "data: [DONE]" is the
+// accepted end whose Completion carries the assembled tool calls, model and
+// usage; "length" ends the stream at once with an incomplete_completion
+// error (R13.3). Encode asks for usage in streams (stream_options).
 package openai
