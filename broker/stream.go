@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"math"
-	"math/rand/v2"
 	"strings"
-	"time"
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
@@ -166,30 +163,12 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, blocks *tracke
 		return nil, stop(layer.OutcomeAdmissionRequired, nil)
 	}
 	// Backoff, as for a retry (R6.1), numbered by continuation.
-	base, ceiling := retry.DefaultBaseDelay, retry.DefaultDelayCeiling
-	if p.BaseDelay != nil {
-		base = *p.BaseDelay
+	delay, err := p.Delay(attempt)
+	if err != nil {
+		return nil, err
 	}
-	if p.DelayCeiling != nil {
-		ceiling = *p.DelayCeiling
-	}
-	jitter := rand.Float64
-	if p.Jitter != nil {
-		jitter = p.Jitter
-	}
-	j := jitter()
-	if math.IsNaN(j) || j < 0 || j > 1 {
-		return nil, layer.NewPolicyError("Jitter")
-	}
-	delay := retry.Backoff(attempt, base, ceiling, j)
-	if !p.Deadline.IsZero() {
-		wall := time.Now
-		if p.WallClock != nil {
-			wall = p.WallClock
-		}
-		if !wall().Add(delay).Before(p.Deadline) {
-			return nil, stop(layer.OutcomeDeadline, nil)
-		}
+	if !p.Deadline.IsZero() && !p.Now().Add(delay).Before(p.Deadline) {
+		return nil, stop(layer.OutcomeDeadline, nil)
 	}
 	partial, discarded := blocks.partial()
 	reason := failureText(&re.Failure)
@@ -201,11 +180,7 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, blocks *tracke
 			Completion: idx, Attempt: attempt, Max: b.cont.Max, Reason: reason, Wait: delay, Discarded: discarded,
 		}})
 	}
-	sleep := p.Sleep
-	if sleep == nil {
-		sleep = sleepTimer
-	}
-	if err := sleep(ctx, delay); err != nil {
+	if err := p.Wait(ctx, delay); err != nil {
 		if ctx.Err() != nil {
 			return nil, stop(layer.OutcomeCancelled, ctx.Err())
 		}
@@ -215,21 +190,6 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, blocks *tracke
 		return nil, stop(layer.OutcomeCancelled, err)
 	}
 	return partial, nil
-}
-
-// sleepTimer waits for d or until ctx is done.
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // blockKind is the kind of a streamed block.

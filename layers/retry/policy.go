@@ -134,10 +134,11 @@ func (r *resolved) resolve(p *Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
+	base, ceiling := p.delays()
 	*r = resolved{
 		maxAttempts: max(p.MaxAttempts, 1),
-		base:        DefaultBaseDelay,
-		ceiling:     DefaultDelayCeiling,
+		base:        base,
+		ceiling:     ceiling,
 		deadline:    p.Deadline,
 		categories:  slices.Clone(p.RetryableCategories),
 		statuses:    slices.Clone(p.RetryableStatuses),
@@ -148,12 +149,6 @@ func (r *resolved) resolve(p *Policy) error {
 		wall:        p.WallClock,
 		mono:        p.MonotonicClock,
 		sleep:       p.Sleep,
-	}
-	if p.BaseDelay != nil {
-		r.base = *p.BaseDelay
-	}
-	if p.DelayCeiling != nil {
-		r.ceiling = *p.DelayCeiling
 	}
 	if p.Budget != nil {
 		r.budget, r.hasBudget = *p.Budget, true
@@ -186,6 +181,63 @@ func (r *resolved) resolve(p *Policy) error {
 		r.jitter = rand.Float64
 	}
 	return nil
+}
+
+// delays returns the base delay and the ceiling with defaults applied.
+func (p *Policy) delays() (base, ceiling time.Duration) {
+	base, ceiling = DefaultBaseDelay, DefaultDelayCeiling
+	if p.BaseDelay != nil {
+		base = *p.BaseDelay
+	}
+	if p.DelayCeiling != nil {
+		ceiling = *p.DelayCeiling
+	}
+	return base, ceiling
+}
+
+// Delay returns one full-jitter backoff for failed attempt n (1-based)
+// under p, with its defaults, taking one jitter sample (the custom Jitter
+// or uniform random). An invalid policy or jitter sample (also one that
+// panics) is a *layer.PolicyError. The broker uses it to give a
+// continuation the backoff of a retry; the retry layer itself pre-samples
+// a custom jitter as R3.2 requires.
+func (p *Policy) Delay(n int) (time.Duration, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	j := rand.Float64
+	if p.Jitter != nil {
+		j = p.Jitter
+	}
+	v, ok := sampleJitter(j)
+	if !ok || math.IsNaN(v) || v < 0 || v > 1 {
+		return 0, layer.NewPolicyError("Jitter")
+	}
+	base, ceiling := p.delays()
+	return Backoff(n, base, ceiling, v), nil
+}
+
+// Now returns the policy's wall-clock time (WallClock, or time.Now).
+func (p *Policy) Now() time.Time {
+	if p.WallClock != nil {
+		return p.WallClock()
+	}
+	return time.Now()
+}
+
+// Wait sleeps d with the policy's Sleep (or a timer), honouring ctx; a
+// Sleep that panics returns a *PanicError, never a panic of the caller.
+func (p *Policy) Wait(ctx context.Context, d time.Duration) (err error) {
+	sleep := p.Sleep
+	if sleep == nil {
+		sleep = sleepTimer
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v}
+		}
+	}()
+	return sleep(ctx, d)
 }
 
 // sample returns the jitter for the n-th retry (1-based): a pre-sampled
