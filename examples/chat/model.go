@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/admission"
 )
 
@@ -138,7 +136,7 @@ func (m *Model) admit(ctx context.Context, req admission.Request) (admission.Dec
 		return admission.Allow, nil
 	}
 	reply := make(chan admission.Decision, 1)
-	if !m.post(ctx, admitMsg{ctx: ctx, reply: reply, failure: failureText(req.Failure)}) {
+	if !m.post(ctx, admitMsg{ctx: ctx, reply: reply, failure: broker.FailureText(&req.Failure)}) {
 		return "", ctx.Err()
 	}
 	select {
@@ -147,31 +145,6 @@ func (m *Model) admit(ctx context.Context, req admission.Request) (admission.Dec
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
-}
-
-// failureText is a safe description of a failure, worded like the
-// broker's notices: the HTTP status of an HTTP failure, otherwise its kind
-// (a stream cut after a 200 is a transport error). It reads nothing from a
-// body or a header.
-func failureText(f layer.Failure) string {
-	switch f.Category {
-	case layer.CategoryHTTP:
-		if f.HTTPStatus != 0 {
-			return "HTTP " + strconv.Itoa(f.HTTPStatus)
-		}
-		return "HTTP error"
-	case layer.CategoryTransport:
-		return "transport error"
-	case layer.CategoryClientTimeout:
-		return "client timeout"
-	case layer.CategoryProviderResponse:
-		return "provider error"
-	case layer.CategoryProtocol:
-		return "protocol error"
-	case layer.CategoryCancellation:
-		return "cancelled"
-	}
-	return "error"
 }
 
 // listen waits for the next message of the running turn or the hooks.

@@ -310,17 +310,6 @@ func TestR8UnambiguousFailuresAreNotAsked(t *testing.T) {
 	assert.Empty(t, m.StatusLine())
 }
 
-func TestFailureText(t *testing.T) {
-	for want, f := range map[string]layer.Failure{
-		"HTTP 503":        {Category: layer.CategoryHTTP, HTTPStatus: 503},
-		"transport error": {Category: layer.CategoryTransport, HTTPStatus: 200}, // a cut after the headers
-		"client timeout":  {Category: layer.CategoryClientTimeout},
-		"error":           {},
-	} {
-		assert.Equal(t, want, failureText(f))
-	}
-}
-
 func TestInputLine(t *testing.T) {
 	m := newTestModel(t)
 	for _, k := range []string{"h", "i", "space", "t", "h", "e", "r", "e", "backspace"} {
