@@ -44,8 +44,9 @@ type Option func(*Broker)
 // WithModel sets the model every request names.
 func WithModel(model string) Option { return func(b *Broker) { b.model = model } }
 
-// WithOptions sets the sampling and generation controls of every request.
-func WithOptions(o chat.Options) Option { return func(b *Broker) { b.options = o } }
+// WithRequestOptions sets the sampling and generation controls
+// (chat.Options) of every request.
+func WithRequestOptions(o chat.Options) Option { return func(b *Broker) { b.options = o } }
 
 // WithTools adds tools the model may call. A tool whose name was already
 // added replaces the earlier one.
@@ -68,9 +69,9 @@ func WithMaxToolDepth(n int) Option { return func(b *Broker) { b.maxDepth = max(
 
 // WithPolicy sets the recovery policy applied to every completion of the
 // broker through chain.WithCallPolicy (R1.3), and the admission hook, the
-// backoff, the jitter, the clocks and the Sleep of continuations. Without
-// it every completion uses the chain's own policy, and continuations use
-// the policy defaults (no hook, 100 ms base, 30 s ceiling, real time).
+// backoff, the jitter, the budget and deadline, the clocks and the Sleep of
+// continuations. Without it every completion and every continuation uses
+// the chain's own policy.
 func WithPolicy(p retry.Policy) Option { return func(b *Broker) { b.policy = &p } }
 
 // WithNotices sets the callback that receives the run's notices: retry and
@@ -261,14 +262,17 @@ func (r *run) begin(ctx context.Context) (context.Context, int) {
 		ctx = chain.WithCallPolicy(ctx, r.b.policy)
 	}
 	if notify := r.b.notify; notify != nil {
-		// The chain calls its observers right after the policy's OnEvent
+		// The completion's per-call value: the native client uses it, and
+		// the engine calls its observers right after the policy's OnEvent
 		// and before it sleeps, so the notice precedes every backoff sleep.
-		ctx = layer.WithObserver(ctx, func(ev layer.Event) {
+		lc := &layer.Call{}
+		lc.Observe(func(ev layer.Event) {
 			if ev.Type == layer.EventDelayScheduled {
 				n := retryNotice(idx, ev)
 				notify(Notice{Event: EventRetry, Retry: &n})
 			}
 		})
+		ctx = layer.WithCall(ctx, lc)
 	}
 	return ctx, idx
 }

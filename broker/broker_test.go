@@ -15,7 +15,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -31,10 +30,10 @@ func TestR17_1_RetryNoticeFiresBeforeTheSleep(t *testing.T) {
 			}
 			r := newRig(t, retry.Policy{}, gateway504(), final)
 			pol := wire(r, retry.Policy{
-				MaxAttempts: 4, BaseDelay: retry.Duration(2400 * time.Millisecond), Jitter: jitter(0.5),
-				Admit: func(context.Context, admission.Request) (admission.Decision, error) {
+				MaxAttempts: 4, BaseDelay: new(2400 * time.Millisecond), Jitter: jitter(0.5),
+				Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 					r.Clock.Advance(300 * time.Millisecond) // the completion's elapsed time grows
-					return admission.Allow, nil
+					return layer.Allow, nil
 				},
 			})
 			ns := &notices{rec: r.Rec}
@@ -68,7 +67,7 @@ func TestR17_1_RetryNoticeFiresBeforeTheSleep(t *testing.T) {
 // R17.1: a failure without a status shows its kind; R1.3: without
 // WithPolicy the chain's own policy recovers and notices still fire.
 func TestR17_1_TransportErrorNoticeWithTheChainsOwnPolicy(t *testing.T) {
-	r := newRig(t, retry.Policy{MaxAttempts: 3, BaseDelay: retry.Duration(1600 * time.Millisecond), Jitter: jitter(0.5)},
+	r := newRig(t, retry.Policy{MaxAttempts: 3, BaseDelay: new(1600 * time.Millisecond), Jitter: jitter(0.5)},
 		scripted.Reset(), okStep("fine"))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithNotices(ns.add))
@@ -329,7 +328,7 @@ func TestOptionsShapeTheRequest(t *testing.T) {
 		ran = append(ran, "second")
 		return "", nil
 	}}
-	b := broker.New(r.Client, broker.WithModel("my-model"), broker.WithOptions(chat.Options{Temperature: &temp}),
+	b := broker.New(r.Client, broker.WithModel("my-model"), broker.WithRequestOptions(chat.Options{Temperature: &temp}),
 		broker.WithTools(first), broker.WithTools(second))
 	h := user("q")
 	_, err := b.Generate(context.Background(), &h)

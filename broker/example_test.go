@@ -12,7 +12,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/scripted"
-	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -87,10 +87,10 @@ func ExampleNewSession() {
 		broker.WithModel("gpt-4o-mini"),
 		broker.WithPolicy(retry.Policy{
 			MaxAttempts: 4,
-			BaseDelay:   retry.Duration(2400 * time.Millisecond),
+			BaseDelay:   new(2400 * time.Millisecond),
 			Jitter:      func() float64 { return 0.5 },
-			Admit: func(context.Context, admission.Request) (admission.Decision, error) {
-				return admission.Allow, nil
+			Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+				return layer.Allow, nil
 			},
 			// This example skips the wait; by default the backoff really sleeps.
 			Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },

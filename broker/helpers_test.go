@@ -17,7 +17,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -142,8 +141,8 @@ func wire(r *rigtest.Rig, p retry.Policy) retry.Policy {
 	return p
 }
 
-func allow(context.Context, admission.Request) (admission.Decision, error) {
-	return admission.Allow, nil
+func allow(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+	return layer.Allow, nil
 }
 
 func jitter(v float64) func() float64 { return func() float64 { return v } }

@@ -132,7 +132,7 @@ func TestR17_2_StatusFedByTheBroker(t *testing.T) {
 		scripted.SSE(scripted.OpenAIStream("Done.")...))
 	var status broker.Status
 	var during []string
-	pol := wire(r, retry.Policy{MaxAttempts: 2, Admit: allow, BaseDelay: retry.Duration(time.Second), Jitter: jitter(1),
+	pol := wire(r, retry.Policy{MaxAttempts: 2, Admit: allow, BaseDelay: new(time.Second), Jitter: jitter(1),
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			during = append(during, status.Line())
 			return r.Clock.Sleep(ctx, d)

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -48,6 +48,7 @@ func (b *Broker) GenerateStream(ctx context.Context, history *[]chat.Message) it
 		r := b.newRun()
 		defer r.end()
 		rounds, conts := 0, 0
+		var dec *retry.Decider // the decision plane of the answer's continuations
 		for {
 			cctx, idx := r.begin(ctx)
 			var blocks tracker
@@ -81,7 +82,7 @@ func (b *Broker) GenerateStream(ctx context.Context, history *[]chat.Message) it
 				serr = errNoCompletion
 			}
 			if serr != nil {
-				partial, err := b.continuation(ctx, idx, conts, &blocks, serr)
+				partial, err := b.continuation(ctx, idx, conts, &dec, &blocks, serr)
 				if err != nil {
 					yield("", err)
 					return
@@ -92,7 +93,7 @@ func (b *Broker) GenerateStream(ctx context.Context, history *[]chat.Message) it
 				}
 				continue
 			}
-			conts = 0
+			conts, dec = 0, nil
 			done, err := b.completed(ctx, r, idx, history, comp, &rounds)
 			if err != nil {
 				yield("", err)
@@ -126,8 +127,12 @@ func continuable(err error) *layer.RecoveryError {
 // done-th continuation in a row having been sent already. It returns the
 // error that ends the run, or the partial assistant message to commit
 // (nil for a restart) once the continuation's admission and backoff passed.
-// Nothing is committed when it returns an error.
-func (b *Broker) continuation(ctx context.Context, idx, done int, blocks *tracker, serr error) (*chat.Message, error) {
+// The admission, the delay, the budget and deadline and the sleep are the
+// engine's decision plane (*retry.Decider), run for the answer's
+// continuations in a row under the broker's policy or the chain's; the
+// notice is given when the delay is scheduled, before the sleep. Nothing is
+// committed when it returns an error.
+func (b *Broker) continuation(ctx context.Context, idx, done int, dec **retry.Decider, blocks *tracker, serr error) (*chat.Message, error) {
 	re := continuable(serr)
 	if b.cont.Max <= 0 || re == nil {
 		return nil, serr
@@ -141,55 +146,62 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, blocks *tracke
 	if done >= b.cont.Max {
 		return nil, stop(layer.OutcomeExhausted, nil)
 	}
-	attempt := done + 1
-	p := retry.Policy{}
-	if b.policy != nil {
-		p = *b.policy
-	} else if cp := b.client.Chain().Policy(); cp != nil {
-		p = *cp
-	}
-	// Admission, as for a retry (R8): only an explicit Allow lets it go.
-	if p.Admit != nil {
-		v, _ := admission.Wait(ctx, p.Admit, admission.Request{Failure: re.Failure, NextAttempt: 1})
-		switch {
-		case ctx.Err() != nil || v == admission.Pending:
-			return nil, stop(layer.OutcomeCancelled, ctx.Err())
-		case v == admission.Rejected:
-			return nil, stop(layer.OutcomeAdmissionRejected, nil)
-		case v != admission.Allowed:
-			return nil, stop(layer.OutcomeAdmissionNoDecision, nil)
+	if *dec == nil {
+		p := retry.Policy{}
+		if b.policy != nil {
+			p = *b.policy
+		} else if cp := b.client.Chain().Policy(); cp != nil {
+			p = *cp
 		}
-	} else if admission.Required(re.Failure) {
-		return nil, stop(layer.OutcomeAdmissionRequired, nil)
+		var facts layer.Facts
+		if c := b.client.Chain().Codec(); c != nil {
+			facts = c.Facts()
+		}
+		d, err := p.NewDecider(facts, b.cont.Max)
+		if err != nil {
+			return nil, err
+		}
+		*dec = d
 	}
-	// Backoff, as for a retry (R6.1), numbered by continuation.
-	delay, err := p.Delay(attempt)
-	if err != nil {
-		return nil, err
-	}
-	if !p.Deadline.IsZero() && !p.Now().Add(delay).Before(p.Deadline) {
-		return nil, stop(layer.OutcomeDeadline, nil)
-	}
+	d := *dec
+	d.Failed()
+	attempt := done + 1
 	partial, discarded := blocks.partial()
 	reason := failureText(&re.Failure)
 	if partial == nil {
 		reason = ReasonRestart
 	}
-	if b.notify != nil {
-		b.notify(Notice{Event: EventContinuation, Continuation: &ContinuationNotice{
-			Completion: idx, Attempt: attempt, Max: b.cont.Max, Reason: reason, Wait: delay, Discarded: discarded,
-		}})
-	}
-	if err := p.Wait(ctx, delay); err != nil {
-		if ctx.Err() != nil {
-			return nil, stop(layer.OutcomeCancelled, ctx.Err())
+	f := re.Failure
+	// The continuation is announced when its delay is scheduled, before the
+	// sleep (R17.3); the decision plane's other events belong to the chain's
+	// observers, not to continuations. The continuation is a new completion:
+	// its first wire attempt is 1, its backoff that of the attempt-th resend.
+	emit := func(typ layer.EventType, _ *layer.Failure, delay time.Duration, _ int) error {
+		if typ == layer.EventDelayScheduled && b.notify != nil {
+			b.notify(Notice{Event: EventContinuation, Continuation: &ContinuationNotice{
+				Completion: idx, Attempt: attempt, Max: b.cont.Max, Reason: reason, Wait: delay, Discarded: discarded,
+			}})
 		}
-		return nil, stop(layer.OutcomeInterrupted, err)
+		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, stop(layer.OutcomeCancelled, err)
+	o, err := d.Resend(ctx, &f, attempt, 1, emit)
+	if err != nil {
+		return nil, err
 	}
-	return partial, nil
+	switch o {
+	case "":
+		return partial, nil
+	case layer.OutcomeCancelled:
+		return nil, stop(o, ctx.Err())
+	case layer.OutcomeInterrupted:
+		var cause error
+		if ev := layer.Inspect(&f); ev != nil {
+			cause = ev.DelayCause
+		}
+		return nil, stop(o, cause)
+	default:
+		return nil, stop(o, nil)
+	}
 }
 
 // blockKind is the kind of a streamed block.

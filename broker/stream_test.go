@@ -15,7 +15,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -23,7 +22,7 @@ import (
 // and a policy whose continuation backoff is base 100 ms with jitter 1.
 func continuing(r *rigtest.Rig, tl *toolLog, ns *notices, maxConts int, p retry.Policy) *broker.Broker {
 	if p.BaseDelay == nil {
-		p.BaseDelay = retry.Duration(100 * time.Millisecond)
+		p.BaseDelay = new(100 * time.Millisecond)
 	}
 	if p.Jitter == nil {
 		p.Jitter = jitter(1)
@@ -244,10 +243,10 @@ func TestR17_3_CancellationBeatsContinuation(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		ns := &notices{}
-		hook := func(hctx context.Context, _ admission.Request) (admission.Decision, error) {
+		hook := func(hctx context.Context, _ layer.AdmissionRequest) (layer.Decision, error) {
 			cancel()
 			<-hctx.Done()
-			return admission.Allow, nil // too late: the wait ended
+			return layer.Allow, nil // too late: the wait ended
 		}
 		b := continuing(r, &toolLog{}, ns, 3, retry.Policy{Admit: hook})
 		h := user("q")
@@ -292,10 +291,10 @@ func TestR17_3_ContinuationAdmission(t *testing.T) {
 	brk := func() scripted.Step { return broken(textDelta("Part. "), toolStart("call_1", "lookup")) }
 	t.Run("allowed", func(t *testing.T) {
 		r := newRig(t, retry.Policy{}, brk(), scripted.SSE(scripted.OpenAIStream("Rest.")...))
-		var asked []admission.Request
-		hook := func(_ context.Context, req admission.Request) (admission.Decision, error) {
+		var asked []layer.AdmissionRequest
+		hook := func(_ context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
 			asked = append(asked, req)
-			return admission.Allow, nil
+			return layer.Allow, nil
 		}
 		b := continuing(r, &toolLog{}, &notices{}, 3, retry.Policy{Admit: hook})
 		h := user("q")
@@ -307,7 +306,7 @@ func TestR17_3_ContinuationAdmission(t *testing.T) {
 	})
 	t.Run("rejected", func(t *testing.T) {
 		r := newRig(t, retry.Policy{}, brk(), scripted.SSE(scripted.OpenAIStream("Rest.")...))
-		hook := func(context.Context, admission.Request) (admission.Decision, error) { return admission.Reject, nil }
+		hook := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil }
 		ns := &notices{}
 		b := continuing(r, &toolLog{}, ns, 3, retry.Policy{Admit: hook})
 		h := user("q")
@@ -437,11 +436,11 @@ func TestR17_3_ContinuationStops(t *testing.T) {
 			return retry.Policy{Deadline: rigtest.Epoch.Add(50 * time.Millisecond)} // the backoff is 100 ms
 		}, layer.OutcomeDeadline, false},
 		{"no decision", func(*rigtest.Rig) retry.Policy {
-			return retry.Policy{Admit: func(context.Context, admission.Request) (admission.Decision, error) { return "maybe", nil }}
+			return retry.Policy{Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "maybe", nil }}
 		}, layer.OutcomeAdmissionNoDecision, false},
 		{"hook error", func(*rigtest.Rig) retry.Policy {
-			return retry.Policy{Admit: func(context.Context, admission.Request) (admission.Decision, error) {
-				return admission.Allow, errString("store down")
+			return retry.Policy{Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+				return layer.Allow, errString("store down")
 			}}
 		}, layer.OutcomeAdmissionNoDecision, false},
 		{"sleep hook fails", func(*rigtest.Rig) retry.Policy {

@@ -13,7 +13,6 @@ import (
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -25,31 +24,31 @@ func TestR8_1_OnlyAnExplicitAllowAuthorizesAResend(t *testing.T) {
 	pv := &panicValue{"hook exploded"}
 	rows := []struct {
 		name    string
-		hook    admission.Hook
+		hook    layer.AdmissionHook
 		outcome layer.Outcome // "" = success after the resend
 		event   layer.EventType
 		cause   any
 	}{
 		{"allow", allowHook, "", layer.EventAdmissionAllowed, nil},
-		{"reject", func(context.Context, admission.Request) (admission.Decision, error) { return admission.Reject, nil },
+		{"reject", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil },
 			layer.OutcomeAdmissionRejected, layer.EventAdmissionRejected, nil},
-		{"zero decision", func(context.Context, admission.Request) (admission.Decision, error) { return "", nil },
-			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, admission.Decision("")},
-		{"unknown decision", func(context.Context, admission.Request) (admission.Decision, error) { return "maybe", nil },
-			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, admission.Decision("maybe")},
-		{"Allow spelled differently", func(context.Context, admission.Request) (admission.Decision, error) { return "Allow", nil },
-			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, admission.Decision("Allow")},
-		{"error", func(context.Context, admission.Request) (admission.Decision, error) { return "", errHookDenied },
+		{"zero decision", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "", nil },
+			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, layer.Decision("")},
+		{"unknown decision", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "maybe", nil },
+			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, layer.Decision("maybe")},
+		{"Allow spelled differently", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "Allow", nil },
+			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, layer.Decision("Allow")},
+		{"error", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "", errHookDenied },
 			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, errHookDenied},
-		{"allow with an error", func(context.Context, admission.Request) (admission.Decision, error) {
-			return admission.Allow, errHookDenied
+		{"allow with an error", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+			return layer.Allow, errHookDenied
 		},
 			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, errHookDenied},
-		{"reject with an error", func(context.Context, admission.Request) (admission.Decision, error) {
-			return admission.Reject, errHookDenied
+		{"reject with an error", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+			return layer.Reject, errHookDenied
 		},
 			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, errHookDenied},
-		{"panic", func(context.Context, admission.Request) (admission.Decision, error) { panic(pv) },
+		{"panic", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { panic(pv) },
 			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, pv},
 	}
 	for _, tc := range rows {
@@ -91,11 +90,11 @@ func TestR8_2_HookThatNeverReturnsIsAbandonedOnCancel(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	returned := make(chan struct{})
-	hook := func(context.Context, admission.Request) (admission.Decision, error) {
+	hook := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 		defer close(returned)
 		close(entered)
 		<-release // ignores its context: it never returns by itself
-		return admission.Allow, nil
+		return layer.Allow, nil
 	}
 	t.Cleanup(func() {
 		close(release)
@@ -131,15 +130,15 @@ func TestR8_3_OpenAIWithoutHookRetries(t *testing.T) {
 
 func TestR8_4_HookSeesTheSafeFailureAndTheNextAttempt(t *testing.T) {
 	var mu sync.Mutex
-	var asked []admission.Request
-	hook := func(ctx context.Context, req admission.Request) (admission.Decision, error) {
+	var asked []layer.AdmissionRequest
+	hook := func(ctx context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
 		mu.Lock()
 		asked = append(asked, req)
 		mu.Unlock()
 		if ctx == nil || ctx.Err() != nil {
 			return "", errors.New("the hook got no live context")
 		}
-		return admission.Allow, nil
+		return layer.Allow, nil
 	}
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: hook},
 		statusStep(503), statusStep(502), okStep("ok"))
@@ -172,10 +171,10 @@ func TestR8_4_HookSeesTheSafeFailureAndTheNextAttempt(t *testing.T) {
 // within MaxAttempts 2 still gets its one resend.
 func TestR8_4_AdmissionWaitConsumesNoAttempt(t *testing.T) {
 	release := make(chan struct{})
-	hook := func(ctx context.Context, _ admission.Request) (admission.Decision, error) {
+	hook := func(ctx context.Context, _ layer.AdmissionRequest) (layer.Decision, error) {
 		select {
 		case <-release:
-			return admission.Allow, nil
+			return layer.Allow, nil
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -35,7 +34,7 @@ func checkCancelled(t *testing.T, err error, types []string, lastWait string) *l
 func TestR9_1_CancelDuringAdmission(t *testing.T) {
 	entered := make(chan struct{})
 	sawDone := make(chan struct{})
-	hook := func(ctx context.Context, _ admission.Request) (admission.Decision, error) {
+	hook := func(ctx context.Context, _ layer.AdmissionRequest) (layer.Decision, error) {
 		close(entered)
 		<-ctx.Done()
 		close(sawDone)
@@ -109,7 +108,7 @@ func TestR9_1_CancelDuringRequestCapture(t *testing.T) {
 	entered := make(chan struct{})
 	p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
 	p.OnWire = func(ctx context.Context, s layer.WireSnapshot) error {
-		if s.Direction == layer.Request {
+		if s.Direction == layer.DirectionRequest {
 			close(entered)
 			<-ctx.Done()
 			return ctx.Err()
@@ -141,7 +140,7 @@ func TestR9_1_CancelDuringResponseCapture(t *testing.T) {
 	entered := make(chan struct{})
 	p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
 	p.OnWire = func(ctx context.Context, s layer.WireSnapshot) error {
-		if s.Direction == layer.Response {
+		if s.Direction == layer.DirectionResponse {
 			close(entered)
 			<-ctx.Done()
 			return ctx.Err()

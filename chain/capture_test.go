@@ -35,8 +35,8 @@ func TestR12_2_OneRequestAndOneResponseSnapshotPerAttempt(t *testing.T) {
 	wantStatus := []int{503, 502, 200}
 	for i := range 3 {
 		q, s := snaps[2*i], snaps[2*i+1]
-		assert.Equal(t, layer.Request, q.Direction)
-		assert.Equal(t, layer.Response, s.Direction)
+		assert.Equal(t, layer.DirectionRequest, q.Direction)
+		assert.Equal(t, layer.DirectionResponse, s.Direction)
 		assert.Equal(t, 0, q.Seq, "R12.2: the sequence restarts per attempt")
 		assert.Equal(t, 0, s.Seq, "R12.2: the sequence restarts per attempt")
 		assert.Equal(t, started[i].Identity, q.Identity)
@@ -80,7 +80,7 @@ func TestR12_1_ResponseSnapshots(t *testing.T) {
 			snaps := rec.Wire()
 			require.Len(t, snaps, 2, "R12.2: one request and one response snapshot")
 			s := snaps[1]
-			assert.Equal(t, layer.Response, s.Direction)
+			assert.Equal(t, layer.DirectionResponse, s.Direction)
 			assert.Equal(t, tc.status, s.Status)
 			assert.Equal(t, tc.bytes, string(s.Bytes))
 			assert.Equal(t, tc.complete, s.Complete)
@@ -101,7 +101,7 @@ func TestR12_3_EvidenceCountedBeforeResponseCapture(t *testing.T) {
 	var seen []layer.Progress
 	p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
 	p.OnWire = func(ctx context.Context, s layer.WireSnapshot) error {
-		if s.Direction != layer.Response {
+		if s.Direction != layer.DirectionResponse {
 			return nil
 		}
 		a := layer.AttemptFrom(ctx)
@@ -151,7 +151,7 @@ func TestR12_4_MutatingSnapshotsChangesNoLaterRequest(t *testing.T) {
 	p.OnWire = func(_ context.Context, s layer.WireSnapshot) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if s.Direction == layer.Request {
+		if s.Direction == layer.DirectionRequest {
 			captured = append(captured, append([]byte(nil), s.Bytes...))
 		}
 		for i := range s.Bytes {
@@ -221,7 +221,7 @@ func TestR12_2_CancelledAttemptIsCaptured(t *testing.T) {
 	assert.Equal(t, layer.OutcomeCancelled, asRecoveryError(t, err).Outcome)
 	snaps := rec.Wire()
 	require.Len(t, snaps, 2)
-	assert.Equal(t, layer.Response, snaps[1].Direction)
+	assert.Equal(t, layer.DirectionResponse, snaps[1].Direction)
 	assert.False(t, snaps[1].Complete)
 	// Status 200 when the cancel found the headers received, 0 before them.
 	assert.Contains(t, []int{0, 200}, snaps[1].Status)

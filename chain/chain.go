@@ -1,29 +1,31 @@
 // Package chain assembles recourse layers into one http.RoundTripper and
 // provides the native typed client.
 //
-// A chain is an onion, outermost first:
+// A chain is an onion with two open positions for a user's own layers,
+// outermost first:
 //
-//	tracing        (otelbridge) logical span, one child span per wire attempt
-//	retry          the attempt loop, classification, budget, deadline, backoff
-//	admission      decision plane: asks the application before a resend
-//	capture        sensitive OnWire snapshots
-//	progress       raw, observed and delivered counters
-//	redirectguard  a 3xx is a failure that nothing follows
-//	sender         exactly one POST per attempt
+//	per-call layers     any number, in the order given (tracing, a request log)
+//	retry               the engine: attempt loop and decision plane
+//	capture             engine-owned: sensitive OnWire snapshots
+//	progress            engine-owned: raw, observed and delivered counters
+//	per-attempt layers  any number, in the order given (a request signer)
+//	redirectguard       always: a 3xx is a failure that nothing follows
+//	sender              always: exactly one POST per attempt
 //
-// New checks the order and fills in what every chain needs (a redirect
-// guard on a sender); Default builds the documented recovery chain. A Chain
-// is an http.RoundTripper, so it drops into any http.Client, including the
-// ones openai-go, the Ollama client and langchaingo accept.
+// New places each layer by its layer.Position, installs what the engine
+// depends on and refuses, with a *CompositionError, a chain that would break
+// a wire invariant; Default builds the documented recovery chain. A Chain is
+// an http.RoundTripper, so it drops into any http.Client, including the
+// ones openai-go, go-openai, the Ollama client and langchaingo accept.
 package chain
 
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/capture"
 	"github.com/recourse-dev/recourse/layers/progress"
 	"github.com/recourse-dev/recourse/layers/redirectguard"
@@ -31,16 +33,29 @@ import (
 	"github.com/recourse-dev/recourse/layers/sender"
 )
 
-// OrderError reports a chain whose layers are out of order, repeated or
-// missing a layer they need. Its message says which and why.
-type OrderError struct {
-	Layer  layer.Kind
-	Reason string
+// CompositionError reports a chain that New refuses: a nil layer, a layer
+// out of order, a stage given twice, a stage the engine needs given without
+// an engine, or a layer of a foreign type claiming a position the chain
+// owns. Its message names the layer, its index among New's arguments and
+// what is wrong.
+type CompositionError struct {
+	// Index is the layer's index among the arguments of New.
+	Index int
+	// Name is the layer's name ("" for a nil layer).
+	Name string
+	// Position is the position the layer claims.
+	Position layer.Position
+	// Problem says what is wrong, in a sentence fragment.
+	Problem string
 }
 
 // Error returns a message naming the layer and the rule it breaks.
-func (e *OrderError) Error() string {
-	return "chain: " + e.Layer.String() + " layer " + e.Reason
+func (e *CompositionError) Error() string {
+	name := e.Name
+	if name == "" {
+		name = "(unnamed)"
+	}
+	return "chain: layer " + strconv.Itoa(e.Index) + " (" + name + ", " + e.Position.String() + ") " + e.Problem
 }
 
 // Chain is an assembled chain of layers. It is an http.RoundTripper, is
@@ -48,136 +63,203 @@ func (e *OrderError) Error() string {
 type Chain struct {
 	layers []layer.Layer
 	rt     http.RoundTripper
-	retry  *retry.Layer
+	engine *retry.Layer
 }
 
-// New assembles layers, given outermost first, into a Chain. Layers must
-// appear in the order of layer.Kind, each kind at most once. An admission
-// layer needs a retry layer above it. When the chain has no sender, New adds
-// one over a private HTTP/1.1 transport; when it has no redirect guard, New
-// adds one on the sender, so a Chain never hands a redirect to an
-// http.Client. When the chain has a retry layer, its codec's capabilities
-// must be complete (R15.1).
+// New assembles layers into a Chain, each at its layer.Position: per-call
+// layers (in the order given), at most one engine (a *retry.Layer),
+// per-attempt layers (in the order given), and the chain's own stages. The
+// arguments must be in position order. With an engine, New installs the
+// capture and progress stages it depends on unless they are given; it
+// always installs a redirect guard and a sender (over a private HTTP/1.1
+// transport) unless given, so a Chain never follows a redirect and never
+// sends an attempt twice. It refuses, with a *CompositionError:
+//   - a nil layer, a layer out of position order, a stage or an engine
+//     given twice;
+//   - capture or progress without an engine (they would have nothing to do);
+//   - a layer of another type that claims the engine's position or a
+//     stage's (only this module's engine and stages may take them).
+//
+// With an engine whose codec's capabilities are incomplete (R15.1), New
+// returns the capabilities' error.
 func New(layers ...layer.Layer) (*Chain, error) {
-	var out []layer.Layer
-	var last layer.Kind
-	var rl *retry.Layer
-	var gate *admission.Layer
+	var (
+		calls, attempts []layer.Layer
+		stages          [layer.StageSender + 1]layer.Layer
+		engine          *retry.Layer
+		last            layer.Position
+	)
 	for i, l := range layers {
 		if l == nil {
-			return nil, errors.New("chain: layer " + itoa(i) + " is nil")
+			return nil, &CompositionError{Index: i, Problem: "is nil"}
 		}
-		k := l.Kind()
-		if k < layer.KindTracing || k > layer.KindSender {
-			return nil, errors.New("chain: layer " + itoa(i) + " has an unknown kind")
+		p := l.Position()
+		bad := func(problem string) error {
+			return &CompositionError{Index: i, Name: l.Name(), Position: p, Problem: problem}
 		}
-		if k == last {
-			return nil, &OrderError{Layer: k, Reason: "appears twice"}
+		if p < layer.PerCall || p > layer.StageSender {
+			return nil, bad("has an unknown position")
 		}
-		if k < last {
-			return nil, &OrderError{Layer: k, Reason: "must come before the " + last.String() + " layer (order: " + orderText() + ")"}
+		if p < last {
+			return nil, bad("must come before the " + last.String() + " layers (order: " + orderText() + ")")
 		}
-		last = k
-		switch v := l.(type) {
-		case *retry.Layer:
-			rl = v
-		case *admission.Layer:
-			gate = v
+		last = p
+		switch p {
+		case layer.PerCall:
+			calls = append(calls, l)
+			continue
+		case layer.PerAttempt:
+			attempts = append(attempts, l)
+			continue
 		}
-		out = append(out, l)
+		if !ownStage(p, l) {
+			return nil, bad("claims a position only the chain's own " + p.String() + " may take")
+		}
+		if stages[p] != nil {
+			return nil, bad("is given twice")
+		}
+		stages[p] = l
+		if p == layer.Engine {
+			engine = l.(*retry.Layer)
+		}
 	}
-	if gate != nil {
-		if rl == nil {
-			return nil, &OrderError{Layer: layer.KindAdmission, Reason: "needs a retry layer above it"}
-		}
-		if gate.Hook() != nil {
-			rl = rl.WithGate(gate.Hook())
-			for i, l := range out {
-				if l.Kind() == layer.KindRetry {
-					out[i] = rl
-				}
+	if engine == nil {
+		for _, p := range []layer.Position{layer.StageCapture, layer.StageProgress} {
+			if l := stages[p]; l != nil {
+				return nil, &CompositionError{Index: indexOf(layers, l), Name: l.Name(), Position: p,
+					Problem: "needs the retry engine above it (without one it has nothing to do)"}
 			}
 		}
-	}
-	if rl != nil && rl.Codec() != nil {
-		if err := rl.Codec().Capabilities().Validate(); err != nil {
-			return nil, errors.Join(errors.New("chain: the codec's capabilities are incomplete"), err)
+	} else {
+		if c := engine.Codec(); c != nil {
+			if err := c.Capabilities().Validate(); err != nil {
+				return nil, errors.Join(errors.New("chain: the codec's capabilities are incomplete"), err)
+			}
+		}
+		if stages[layer.StageCapture] == nil {
+			stages[layer.StageCapture] = capture.New()
+		}
+		if stages[layer.StageProgress] == nil {
+			stages[layer.StageProgress] = progress.New()
 		}
 	}
-	if last < layer.KindSender {
-		if last < layer.KindRedirectGuard {
-			out = append(out, redirectguard.New())
-		}
-		out = append(out, sender.New(nil))
-	} else if len(out) < 2 || out[len(out)-2].Kind() != layer.KindRedirectGuard {
-		s := out[len(out)-1]
-		out = append(out[:len(out)-1], redirectguard.New(), s)
+	if stages[layer.StageRedirectGuard] == nil {
+		stages[layer.StageRedirectGuard] = redirectguard.New()
 	}
+	if stages[layer.StageSender] == nil {
+		stages[layer.StageSender] = sender.New(nil)
+	}
+	out := append([]layer.Layer{}, calls...)
+	for _, p := range []layer.Position{layer.Engine, layer.StageCapture, layer.StageProgress} {
+		if stages[p] != nil {
+			out = append(out, stages[p])
+		}
+	}
+	out = append(out, attempts...)
+	out = append(out, stages[layer.StageRedirectGuard], stages[layer.StageSender])
 	var rt http.RoundTripper
 	for i := len(out) - 1; i >= 0; i-- {
 		rt = out[i].Wrap(rt)
 	}
-	return &Chain{layers: out, rt: rt, retry: rl}, nil
+	return &Chain{layers: out, rt: rt, engine: engine}, nil
+}
+
+// ownStage reports whether l is this module's layer for the chain-owned
+// position p.
+func ownStage(p layer.Position, l layer.Layer) bool {
+	switch p {
+	case layer.Engine:
+		_, ok := l.(*retry.Layer)
+		return ok
+	case layer.StageCapture:
+		_, ok := l.(*capture.Layer)
+		return ok
+	case layer.StageProgress:
+		_, ok := l.(*progress.Layer)
+		return ok
+	case layer.StageRedirectGuard:
+		_, ok := l.(*redirectguard.Layer)
+		return ok
+	case layer.StageSender:
+		_, ok := l.(*sender.Layer)
+		return ok
+	}
+	return false
+}
+
+func indexOf(ls []layer.Layer, l layer.Layer) int {
+	for i, x := range ls {
+		if x == l {
+			return i
+		}
+	}
+	return -1
 }
 
 func orderText() string {
 	var names []string
-	for k := layer.KindTracing; k <= layer.KindSender; k++ {
-		names = append(names, k.String())
+	for p := layer.PerCall; p <= layer.StageSender; p++ {
+		names = append(names, p.String())
 	}
 	return strings.Join(names, ", ")
 }
 
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
+// RoundTrip sends req through the chain. A request without a *layer.Call in
+// its context gets a fresh one, so that every layer of the chain shares one
+// per-call value. A redirect that a layer produced is refused here too, so
+// an http.Client above the chain never follows one (R2.2). See package
+// retry for what a recovering chain returns on failure.
+func (c *Chain) RoundTrip(req *http.Request) (*http.Response, error) {
+	if layer.CallFrom(req.Context()) == nil {
+		req = req.WithContext(layer.WithCall(req.Context(), &layer.Call{}))
 	}
-	return itoa(i/10) + string(rune('0'+i%10))
+	resp, err := c.rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	return redirectguard.Refuse(resp)
 }
 
-// RoundTrip sends req through the chain. See package retry for what a
-// recovering chain returns on failure.
-func (c *Chain) RoundTrip(req *http.Request) (*http.Response, error) { return c.rt.RoundTrip(req) }
-
-// Layers returns the chain's layers, outermost first.
+// Layers returns the chain's layers, outermost first, including the stages
+// New installed.
 func (c *Chain) Layers() []layer.Layer { return append([]layer.Layer(nil), c.layers...) }
 
-// Order returns the kinds of the chain's layers, outermost first, for
-// display: "retry > admission > capture > …".
+// Order returns the names of the chain's layers, outermost first, for
+// display: "tracing > retry > capture > progress > redirectguard > sender".
 func (c *Chain) Order() string {
 	var names []string
 	for _, l := range c.layers {
-		names = append(names, l.Kind().String())
+		names = append(names, l.Name())
 	}
 	return strings.Join(names, " > ")
 }
 
-// Policy returns a copy of the recovery policy of the chain's retry layer
-// (with an admission layer's hook applied), or nil when the chain does not
-// recover.
+// Policy returns a copy of the recovery policy of the chain's engine, or nil
+// when the chain does not recover.
 func (c *Chain) Policy() *retry.Policy {
-	if c.retry == nil {
+	if c.engine == nil {
 		return nil
 	}
-	return c.retry.Policy()
+	return c.engine.Policy()
 }
 
-// Codec returns the codec of the chain's retry layer, or nil.
+// Codec returns the codec of the chain's engine, or nil.
 func (c *Chain) Codec() layer.Codec {
-	if c.retry == nil {
+	if c.engine == nil {
 		return nil
 	}
-	return c.retry.Codec()
+	return c.engine.Codec()
 }
 
 // Option configures Default.
 type Option func(*config)
 
 type config struct {
-	policy  *retry.Policy
-	noRetry bool
-	base    http.RoundTripper
-	outer   []layer.Layer
+	policy   *retry.Policy
+	noRetry  bool
+	base     http.RoundTripper
+	calls    []layer.Layer
+	attempts []layer.Layer
 }
 
 // WithPolicy sets the recovery policy of the default chain; without it the
@@ -193,13 +275,32 @@ func WithoutRecovery() Option { return func(c *config) { c.noRetry = true } }
 // or follow redirects itself.
 func WithTransport(rt http.RoundTripper) Option { return func(c *config) { c.base = rt } }
 
-// WithTracing puts a tracing layer (see package otelbridge) outermost.
-func WithTracing(l layer.Layer) Option { return func(c *config) { c.outer = append(c.outer, l) } }
+// WithTracing puts a tracing layer (see package otelbridge) outermost; it is
+// WithPerCall under the name tracing layers are known by.
+func WithTracing(l layer.Layer) Option { return WithPerCall(l) }
 
-// Default returns the documented recovery chain for codec: retry,
-// admission, capture, progress, redirect guard and sender, with the policy
-// given by WithPolicy (the zero Policy otherwise). It returns a
-// *layer.PolicyError for an invalid policy.
+// WithPerCall adds per-call layers to the default chain, in order, outside
+// the engine. Each must have position layer.PerCall.
+func WithPerCall(ls ...layer.Layer) Option {
+	return func(c *config) { c.calls = append(c.calls, ls...) }
+}
+
+// WithPerAttempt adds per-attempt layers to the default chain, in order,
+// inside the engine. Each must have position layer.PerAttempt.
+func WithPerAttempt(ls ...layer.Layer) Option {
+	return func(c *config) { c.attempts = append(c.attempts, ls...) }
+}
+
+// Default returns the documented recovery chain for codec: the engine with
+// the policy given by WithPolicy, then capture, progress, the redirect guard
+// and the sender, with the layers of WithPerCall and WithPerAttempt in their
+// positions.
+//
+// Without WithPolicy the chain recovers with the zero Policy, which makes
+// exactly one wire attempt (R1.2): nothing is retried until MaxAttempts is
+// set. Start from retry.Recommended() for a chain that retries. Default
+// returns a *layer.PolicyError for an invalid policy and a
+// *CompositionError for a layer in the wrong position.
 func Default(codec layer.Codec, opts ...Option) (*Chain, error) {
 	if codec == nil {
 		return nil, errors.New("chain: Default needs a codec")
@@ -215,12 +316,24 @@ func Default(codec layer.Codec, opts ...Option) (*Chain, error) {
 			pol = cfg.policy
 		}
 	}
-	rl, err := retry.New(codec, pol)
+	engine, err := retry.New(codec, pol)
 	if err != nil {
 		return nil, err
 	}
-	layers := append([]layer.Layer{}, cfg.outer...)
-	layers = append(layers, rl, admission.New(nil), capture.New(), progress.New(), redirectguard.New(), sender.New(cfg.base))
+	for _, l := range cfg.calls {
+		if l != nil && l.Position() != layer.PerCall {
+			return nil, &CompositionError{Index: -1, Name: l.Name(), Position: l.Position(), Problem: "was given to WithPerCall but is not a per-call layer"}
+		}
+	}
+	for _, l := range cfg.attempts {
+		if l != nil && l.Position() != layer.PerAttempt {
+			return nil, &CompositionError{Index: -1, Name: l.Name(), Position: l.Position(), Problem: "was given to WithPerAttempt but is not a per-attempt layer"}
+		}
+	}
+	layers := append([]layer.Layer{}, cfg.calls...)
+	layers = append(layers, engine)
+	layers = append(layers, cfg.attempts...)
+	layers = append(layers, sender.New(cfg.base))
 	return New(layers...)
 }
 

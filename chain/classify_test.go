@@ -32,7 +32,7 @@ var errCaptureHook = errors.New("capture hook failed")
 
 // failResponseCapture is an OnWire hook that fails on every response snapshot.
 func failResponseCapture(_ context.Context, s layer.WireSnapshot) error {
-	if s.Direction == layer.Response {
+	if s.Direction == layer.DirectionResponse {
 		return errCaptureHook
 	}
 	return nil

@@ -113,8 +113,8 @@ func (c *Client) do(ctx context.Context, req *chat.Request) (*chat.Completion, e
 			defer cancel()
 		}
 	}
-	report := &layer.Report{TypedErrors: true}
-	hreq, err := http.NewRequestWithContext(layer.WithReport(ctx, report), http.MethodPost, c.base+c.codec.Path(), bytes.NewReader(body))
+	call := callFor(ctx, req)
+	hreq, err := http.NewRequestWithContext(layer.WithCall(ctx, call), http.MethodPost, c.base+c.codec.Path(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +126,7 @@ func (c *Client) do(ctx context.Context, req *chat.Request) (*chat.Completion, e
 		return nil, err
 	}
 	defer resp.Body.Close()
+	report := &call.Result
 	if report.Completion != nil && report.Err == nil && resp.StatusCode/100 == 2 {
 		// The retry layer decoded this very body with the same codec: read
 		// it to its end as before, without decoding it a second time.
@@ -152,5 +153,31 @@ func (c *Client) recovering(ctx context.Context) bool {
 	if p, ok := retry.PolicyFrom(ctx); ok {
 		return p != nil
 	}
-	return c.chain.retry != nil && c.chain.retry.Enabled()
+	return c.chain.engine != nil && c.chain.engine.Enabled()
+}
+
+// callFor returns the per-call value of a native call: the *layer.Call the
+// caller placed in ctx (a broker observing the completion), or a new one,
+// with the request facts and typed errors set.
+func callFor(ctx context.Context, req *chat.Request) *layer.Call {
+	lc := layer.CallFrom(ctx)
+	if lc == nil {
+		lc = &layer.Call{}
+	}
+	lc.Facts, lc.TypedErrors = factsOf(req), true
+	return lc
+}
+
+// factsOf returns the request facts the engine needs, from the request the
+// client is about to encode: the model, and whether the call streams, asks
+// for structured output (a schema or JSON mode) or neither.
+func factsOf(req *chat.Request) *layer.RequestInfo {
+	info := &layer.RequestInfo{Model: req.Model, Operation: layer.Ordinary}
+	switch {
+	case req.Stream:
+		info.Operation = layer.Streaming
+	case req.Schema != nil || req.Options.JSONMode:
+		info.Operation = layer.Structured
+	}
+	return info
 }

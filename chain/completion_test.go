@@ -18,12 +18,14 @@ import (
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
-// reportCall posts the canary request through ch with a Report in the
-// context and returns the report and the body the RoundTripper returned.
-func reportCall(t *testing.T, ch *chain.Chain, url string, req *chat.Request) (*layer.Report, []byte) {
+// reportCall posts the canary request through ch with a *layer.Call in the
+// context and returns the call's result and the body the RoundTripper
+// returned.
+func reportCall(t *testing.T, ch *chain.Chain, url string, req *chat.Request) (*layer.CallResult, []byte) {
 	t.Helper()
-	report := &layer.Report{}
-	hreq := newCanaryHTTPRequest(t, layer.WithReport(context.Background(), report), url)
+	lc := &layer.Call{}
+	report := &lc.Result
+	hreq := newCanaryHTTPRequest(t, layer.WithCall(context.Background(), lc), url)
 	hreq.Body = io.NopCloser(bytes.NewReader(encoded(t, req)))
 	hreq.ContentLength = int64(len(encoded(t, req)))
 	hreq.GetBody = nil
@@ -35,10 +37,10 @@ func reportCall(t *testing.T, ch *chain.Chain, url string, req *chat.Request) (*
 	return report, b
 }
 
-// TestReport_CompletionIsTheDecodedBody: on success the retry layer hands
+// TestCallResult_CompletionIsTheDecodedBody: on success the retry layer hands
 // over the completion it decoded, which is what the codec decodes from the
 // body it returns; there is none for a failure or without recovery.
-func TestReport_CompletionIsTheDecodedBody(t *testing.T) {
+func TestCallResult_CompletionIsTheDecodedBody(t *testing.T) {
 	srv := startServer(t,
 		statusStep(503), okStep("recovered"), // a retried success
 		scripted.JSON(200, scripted.OpenAIChat("not json")), // a structured answer that is not JSON

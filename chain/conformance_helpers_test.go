@@ -14,7 +14,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -77,8 +76,8 @@ func jitterSeq(note func(), vals ...float64) func() float64 {
 	}
 }
 
-func allowHook(context.Context, admission.Request) (admission.Decision, error) {
-	return admission.Allow, nil
+func allowHook(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+	return layer.Allow, nil
 }
 
 // asRecoveryError returns the *layer.RecoveryError in err's chain.
@@ -156,4 +155,12 @@ func awaitResult(t testing.TB, done <-chan error) error {
 		t.Fatal("the call did not return")
 		return nil
 	}
+}
+
+// withObserver returns a context whose per-call value reports every
+// lifecycle event of the call made with it to f, as a per-call layer does.
+func withObserver(ctx context.Context, f func(layer.Event)) context.Context {
+	lc := &layer.Call{}
+	lc.Observe(f)
+	return layer.WithCall(ctx, lc)
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -211,8 +210,8 @@ func TestRoundTripper_ResponseXorError(t *testing.T) {
 		{"reset", repeat(scripted.Reset(), 2), &retry.Policy{MaxAttempts: 2}, nil},
 		{"redirect", []scripted.Step{scripted.Redirect(301, "/x")}, &retry.Policy{MaxAttempts: 2}, nil},
 		{"delay ceiling", []scripted.Step{rateLimited("3600")}, &retry.Policy{MaxAttempts: 2}, nil},
-		{"admission rejected", []scripted.Step{statusStep(503)}, &retry.Policy{MaxAttempts: 2, Admit: func(context.Context, admission.Request) (admission.Decision, error) {
-			return admission.Reject, nil
+		{"admission rejected", []scripted.Step{statusStep(503)}, &retry.Policy{MaxAttempts: 2, Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+			return layer.Reject, nil
 		}}, nil},
 		{"capture failed", []scripted.Step{okStep("ok")}, &retry.Policy{MaxAttempts: 2, OnWire: failResponseCapture}, nil},
 		{"policy error", []scripted.Step{okStep("ok")}, &retry.Policy{MaxAttempts: -1}, nil},

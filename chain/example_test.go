@@ -6,37 +6,45 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/capture"
 	"github.com/recourse-dev/recourse/layers/progress"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
-// New assembles a chain by hand; it adds the redirect guard and the sender
-// that every chain needs, and prints the onion order.
+// New assembles a chain by hand with a user layer per call and one per
+// attempt; it installs the stages the engine depends on, and refuses a
+// chain that would break a wire invariant.
 func ExampleNew() {
-	rl, err := retry.New(openai.New(), &retry.Policy{MaxAttempts: 3})
+	engine, err := retry.New(openai.New(), &retry.Policy{MaxAttempts: 3})
 	if err != nil {
 		panic(err)
 	}
-	allow := func(context.Context, admission.Request) (admission.Decision, error) { return admission.Allow, nil }
-	ch, err := chain.New(rl, admission.New(allow), capture.New(), progress.New())
+	pass := func(next http.RoundTripper) http.RoundTripper { return next }
+	ch, err := chain.New(
+		layer.NewPerCall("request-log", pass),
+		engine,
+		layer.NewPerAttempt("signer", pass),
+	)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(ch.Order())
 
-	_, err = chain.New(capture.New(), rl)
+	_, err = chain.New(capture.New(), engine)
+	fmt.Println(err)
+	_, err = chain.New(progress.New())
 	fmt.Println(err)
 	// Output:
-	// retry > admission > capture > progress > redirectguard > sender
-	// chain: retry layer must come before the capture layer (order: tracing, retry, admission, capture, progress, redirectguard, sender)
+	// request-log > retry > capture > progress > signer > redirectguard > sender
+	// chain: layer 1 (retry, engine) must come before the capture layers (order: per-call, engine, capture, progress, per-attempt, redirect guard, sender)
+	// chain: layer 0 (progress, progress) needs the retry engine above it (without one it has nothing to do)
 }
 
 // Default drops into a plain http.Client: a 503 is retried once and the
@@ -49,7 +57,7 @@ func ExampleDefault() {
 	defer srv.Close()
 	ch, err := chain.Default(openai.New(), chain.WithPolicy(retry.Policy{
 		MaxAttempts: 2,
-		BaseDelay:   retry.Duration(0),
+		BaseDelay:   new(time.Duration(0)),
 		OnEvent: func(e layer.Event) error {
 			fmt.Println(e.Type)
 			return nil

@@ -80,7 +80,7 @@ var errRequestCapture = errors.New("request capture store is full")
 func TestR10_4_RequestCaptureFailureSendsNothing(t *testing.T) {
 	p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
 	p.OnWire = func(_ context.Context, s layer.WireSnapshot) error {
-		if s.Direction == layer.Request {
+		if s.Direction == layer.DirectionRequest {
 			return errRequestCapture
 		}
 		return nil
@@ -414,7 +414,7 @@ func TestR10_4_RequestCaptureFailureOnAResend(t *testing.T) {
 	p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
 	requests := 0
 	p.OnWire = func(_ context.Context, s layer.WireSnapshot) error {
-		if s.Direction == layer.Request {
+		if s.Direction == layer.DirectionRequest {
 			requests++
 			if requests == 2 {
 				return errRequestCapture

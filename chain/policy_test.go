@@ -39,7 +39,7 @@ func TestR1_1_WithoutRecovery503IsAPlainStatusError(t *testing.T) {
 	srv := startServer(t, statusStep(503), okStep("never"))
 	cl, _ := plainClient(t, srv.URL)
 	var events []layer.Event
-	ctx := layer.WithObserver(context.Background(), func(e layer.Event) { events = append(events, e) })
+	ctx := withObserver(context.Background(), func(e layer.Event) { events = append(events, e) })
 
 	_, err := cl.Complete(ctx, canaryRequest())
 
@@ -122,9 +122,9 @@ func policyErrorCases() []struct {
 		name string
 		set  func(*retry.Policy, time.Duration)
 	}{
-		{"BaseDelay", func(p *retry.Policy, d time.Duration) { p.BaseDelay = retry.Duration(d) }},
-		{"DelayCeiling", func(p *retry.Policy, d time.Duration) { p.DelayCeiling = retry.Duration(d) }},
-		{"Budget", func(p *retry.Policy, d time.Duration) { p.Budget = retry.Duration(d) }},
+		{"BaseDelay", func(p *retry.Policy, d time.Duration) { p.BaseDelay = new(d) }},
+		{"DelayCeiling", func(p *retry.Policy, d time.Duration) { p.DelayCeiling = new(d) }},
+		{"Budget", func(p *retry.Policy, d time.Duration) { p.Budget = new(d) }},
 	} {
 		for _, d := range []time.Duration{neg, over} {
 			set, d := f.set, d
@@ -197,7 +197,7 @@ func TestR3_1_InvalidFieldFromPerCallPolicy(t *testing.T) {
 }
 
 func TestR3_2_JitterSampledMaxAttemptsMinusOneTimesBeforeAnything(t *testing.T) {
-	p := retry.Policy{MaxAttempts: 4, BaseDelay: retry.Duration(100 * time.Millisecond), DelayCeiling: retry.Duration(250 * time.Millisecond)}
+	p := retry.Policy{MaxAttempts: 4, BaseDelay: new(100 * time.Millisecond), DelayCeiling: new(250 * time.Millisecond)}
 	rec := wired(&p)
 	p.Jitter = jitterSeq(func() { rec.Note("jitter") }, 0, 0.5, 1)
 	r := rigtest.New(t, openai.New(), p, repeat(statusStep(503), 5)...)
@@ -367,11 +367,11 @@ func TestR1_3_StructuredCallRecoversWithTheSamePolicy(t *testing.T) {
 
 func TestR3_1_BoundaryValuesAreValid(t *testing.T) {
 	rows := map[string]func(*retry.Policy){
-		"BaseDelay 0":            func(p *retry.Policy) { p.BaseDelay = retry.Duration(0) },
-		"BaseDelay MaxDuration":  func(p *retry.Policy) { p.BaseDelay = retry.Duration(retry.MaxDuration) },
-		"DelayCeiling 0":         func(p *retry.Policy) { p.DelayCeiling = retry.Duration(0) },
-		"DelayCeiling max":       func(p *retry.Policy) { p.DelayCeiling = retry.Duration(retry.MaxDuration) },
-		"Budget max":             func(p *retry.Policy) { p.Budget = retry.Duration(retry.MaxDuration) },
+		"BaseDelay 0":            func(p *retry.Policy) { p.BaseDelay = new(time.Duration(0)) },
+		"BaseDelay MaxDuration":  func(p *retry.Policy) { p.BaseDelay = new(retry.MaxDuration) },
+		"DelayCeiling 0":         func(p *retry.Policy) { p.DelayCeiling = new(time.Duration(0)) },
+		"DelayCeiling max":       func(p *retry.Policy) { p.DelayCeiling = new(retry.MaxDuration) },
+		"Budget max":             func(p *retry.Policy) { p.Budget = new(retry.MaxDuration) },
 		"MaxAttempts 0 means 1":  func(p *retry.Policy) { p.MaxAttempts = 0 },
 		"every category":         func(p *retry.Policy) { p.RetryableCategories = layer.Categories },
 		"statuses 100 and 599":   func(p *retry.Policy) { p.RetryableStatuses = []int{100, 599} },
@@ -393,7 +393,7 @@ func TestR3_1_BoundaryValuesAreValid(t *testing.T) {
 
 // R3/R7: a zero budget is valid and leaves no time for a resend.
 func TestR7_1_ZeroBudgetRefusesEveryResend(t *testing.T) {
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Budget: retry.Duration(0)},
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Budget: new(time.Duration(0))},
 		statusStep(503), okStep("never"))
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	assert.Equal(t, layer.OutcomeDeadline, asRecoveryError(t, err).Outcome)

@@ -22,7 +22,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -85,28 +84,28 @@ func canaryScenarios() []canaryScenario {
 		}},
 		{name: "reset before headers", steps: steps(scripted.Reset(), scripted.Reset(), scripted.Reset())},
 		{name: "admission hook error", policy: func(p *retry.Policy) {
-			p.Admit = func(context.Context, admission.Request) (admission.Decision, error) {
+			p.Admit = func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 				return "", errors.New("deny " + rigtest.Key + " " + rigtest.Prompt)
 			}
 		}, steps: steps(echoStep(503))},
 		{name: "admission hook panic", policy: func(p *retry.Policy) {
-			p.Admit = func(context.Context, admission.Request) (admission.Decision, error) {
+			p.Admit = func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 				panic("boom " + rigtest.Key + " " + rigtest.Prompt)
 			}
 		}, steps: steps(echoStep(503))},
 		{name: "admission unknown decision", policy: func(p *retry.Policy) {
-			p.Admit = func(context.Context, admission.Request) (admission.Decision, error) {
-				return admission.Decision(rigtest.Prompt), nil
+			p.Admit = func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+				return layer.Decision(rigtest.Prompt), nil
 			}
 		}, steps: steps(echoStep(503))},
 		{name: "admission reject", policy: func(p *retry.Policy) {
-			p.Admit = func(context.Context, admission.Request) (admission.Decision, error) { return admission.Reject, nil }
+			p.Admit = func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil }
 		}, steps: steps(echoStep(502))},
 		{name: "response capture failure", policy: func(p *retry.Policy) {
 			onWire := p.OnWire
 			p.OnWire = func(ctx context.Context, s layer.WireSnapshot) error {
 				_ = onWire(ctx, s)
-				if s.Direction == layer.Response {
+				if s.Direction == layer.DirectionResponse {
 					return fmt.Errorf("capture %s %s", rigtest.Key, rigtest.Prompt)
 				}
 				return nil
@@ -262,12 +261,12 @@ func TestR10_5_PrivacyCanary(t *testing.T) {
 	assert.Equal(t, 0, target.Hits(), "R2.2: the Location is never contacted")
 }
 
-// The event observers placed with layer.WithObserver (used by tracing) get
+// The event observers added to a *layer.Call (used by tracing) get
 // the same safe events.
 func TestR10_5_ContextObserversSeeOnlySafeEvents(t *testing.T) {
 	var mu sync.Mutex
 	var events []layer.Event
-	ctx := layer.WithObserver(context.Background(), func(e layer.Event) {
+	ctx := withObserver(context.Background(), func(e layer.Event) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()

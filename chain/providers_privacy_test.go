@@ -21,7 +21,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -194,7 +193,7 @@ func pvCanaries() []pvCanary {
 			return []scripted.Step{scripted.Reset(), scripted.Reset(), scripted.Reset()}
 		}},
 		{name: "admission hook error", policy: func(p *retry.Policy) {
-			p.Admit = func(context.Context, admission.Request) (admission.Decision, error) {
+			p.Admit = func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 				return "", errors.New("deny " + rigtest.Key + " " + rigtest.Prompt)
 			}
 		}, steps: echo(503)},
@@ -202,7 +201,7 @@ func pvCanaries() []pvCanary {
 			onWire := p.OnWire
 			p.OnWire = func(ctx context.Context, s layer.WireSnapshot) error {
 				_ = onWire(ctx, s)
-				if s.Direction == layer.Response {
+				if s.Direction == layer.DirectionResponse {
 					return fmt.Errorf("capture %s %s", rigtest.Key, rigtest.Prompt)
 				}
 				return nil

@@ -727,7 +727,7 @@ func TestProviders_R10_4_RequestCaptureFailureSendsNothing(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
 		pol := pvPolicy()
 		pol.OnWire = func(_ context.Context, s layer.WireSnapshot) error {
-			if s.Direction == layer.Request {
+			if s.Direction == layer.DirectionRequest {
 				return errPvCapture
 			}
 			return nil
@@ -840,7 +840,7 @@ func TestProviders_R1_1_WithoutRecoveryIsOnePlainPost(t *testing.T) {
 		require.NoError(t, err)
 		cl, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey(rigtest.Key))
 		require.NoError(t, err)
-		ctx := layer.WithObserver(context.Background(), func(e layer.Event) { events = append(events, e) })
+		ctx := withObserver(context.Background(), func(e layer.Event) { events = append(events, e) })
 
 		_, err = cl.Complete(ctx, p.request())
 
@@ -881,8 +881,8 @@ func TestProviders_R12_2_OneRequestAndOneResponseSnapshotPerAttempt(t *testing.T
 		wantBytes := []string{p.errorBody(503), "", p.okBody("hello")}
 		for i := range 3 {
 			q, s := snaps[2*i], snaps[2*i+1]
-			assert.Equal(t, layer.Request, q.Direction)
-			assert.Equal(t, layer.Response, s.Direction)
+			assert.Equal(t, layer.DirectionRequest, q.Direction)
+			assert.Equal(t, layer.DirectionResponse, s.Direction)
 			assert.Equal(t, started[i].Identity, q.Identity)
 			assert.Equal(t, started[i].Identity, s.Identity)
 			assert.Equal(t, reqs[i].Body, q.Bytes, "the request snapshot is the bytes sent")

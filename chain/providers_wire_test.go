@@ -25,7 +25,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -108,13 +107,13 @@ func TestProviders_R2_3_EveryAttemptSendsIdenticalBytes(t *testing.T) {
 
 				var mu sync.Mutex
 				hooked := 0
-				hook := func(context.Context, admission.Request) (admission.Decision, error) {
+				hook := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					hooked++
 					// Inside the admission hook: mutate everything the caller holds.
 					pvMutateAll(req, &schema)
-					return admission.Allow, nil
+					return layer.Allow, nil
 				}
 				pol := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: hook}
 				pol.OnWire = func(_ context.Context, s layer.WireSnapshot) error {
@@ -237,9 +236,9 @@ func TestProviders_R2_3_StructuredResendIgnoresSchemaMutation(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
 		schema := chat.Schema{Name: "answer", Schema: json.RawMessage(pvSchema)}
 		req := p.request()
-		hook := func(context.Context, admission.Request) (admission.Decision, error) {
+		hook := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 			pvMutateAll(req, &schema)
-			return admission.Allow, nil
+			return layer.Allow, nil
 		}
 		r := p.rig(t, retry.Policy{MaxAttempts: 2, Jitter: zeroJitter, Admit: hook}, p.statusStep(503), p.okStep(`{"a":"x"}`))
 

@@ -16,7 +16,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -24,8 +23,8 @@ func userRequest() *chat.Request {
 	return &chat.Request{Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: rigtest.Prompt}}}
 }
 
-func allow(context.Context, admission.Request) (admission.Decision, error) {
-	return admission.Allow, nil
+func allow(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+	return layer.Allow, nil
 }
 
 func recoveryError(t *testing.T, err error) *layer.RecoveryError {

@@ -89,7 +89,7 @@ func TestR5_5_RetryAfterAboveCeilingRefusesWithDelayCeiling(t *testing.T) {
 }
 
 func TestR5_5_RetryAfterAboveCustomCeiling(t *testing.T) {
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, DelayCeiling: retry.Duration(2 * time.Second)},
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, DelayCeiling: new(2 * time.Second)},
 		rateLimited("Sat, 10 Oct 2026 00:00:03 GMT"), okStep("never"))
 
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
@@ -99,7 +99,7 @@ func TestR5_5_RetryAfterAboveCustomCeiling(t *testing.T) {
 }
 
 func TestR5_5_RetryAfterAboveRemainingBudgetRefusesWithDeadline(t *testing.T) {
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Budget: retry.Duration(time.Second)},
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Budget: new(time.Second)},
 		rateLimited("2"), okStep("never"))
 
 	_, err := r.Client.Complete(context.Background(), canaryRequest())

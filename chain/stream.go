@@ -185,8 +185,8 @@ func (c *Client) open(ctx context.Context, req *chat.Request) (layer.FrameReader
 	if err != nil {
 		return nil, err
 	}
-	report := &layer.Report{TypedErrors: true}
-	hreq, err := http.NewRequestWithContext(layer.WithReport(ctx, report), http.MethodPost, c.base+c.codec.Path(), bytes.NewReader(body))
+	call := callFor(ctx, &r)
+	hreq, err := http.NewRequestWithContext(layer.WithCall(ctx, call), http.MethodPost, c.base+c.codec.Path(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -196,20 +196,19 @@ func (c *Client) open(ctx context.Context, req *chat.Request) (layer.FrameReader
 	if err != nil {
 		return nil, err
 	}
-	if report.Err != nil {
+	if call.Result.Err != nil {
 		resp.Body.Close()
-		return nil, report.Err
+		return nil, call.Result.Err
 	}
-	if report.Stream != nil {
-		return report.Stream, nil
+	if call.Result.Stream != nil {
+		return call.Result.Stream, nil
 	}
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		return nil, &StatusError{StatusCode: resp.StatusCode, Body: b}
 	}
-	info, _ := c.codec.Describe(body)
-	dec, ok := c.codec.NewObserver(info).(layer.StreamDecoder)
+	dec, ok := c.codec.NewObserver(*call.Facts).(layer.StreamDecoder)
 	if !ok {
 		resp.Body.Close()
 		return nil, errors.New("recourse: the codec decodes no stream frames")

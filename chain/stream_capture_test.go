@@ -135,7 +135,7 @@ func scSplitCaptures(t *testing.T, rec *rigtest.Recorder) []scAttemptCapture {
 	for _, s := range rec.Wire() {
 		a, ok := by[s.AttemptID]
 		require.True(t, ok, "a snapshot of an attempt that never started")
-		if s.Direction == layer.Request {
+		if s.Direction == layer.DirectionRequest {
 			assert.Empty(t, a.responses, "the request snapshot comes first")
 			a.request = s
 			continue

@@ -35,7 +35,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -308,8 +307,8 @@ func scCount(types []string, typ layer.EventType) int {
 	return n
 }
 
-func scAllow(context.Context, admission.Request) (admission.Decision, error) {
-	return admission.Allow, nil
+func scAllow(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+	return layer.Allow, nil
 }
 
 // scPolicy returns a policy with room for retries and, when allow is set,
@@ -757,7 +756,7 @@ func TestR9_StreamCancellation(t *testing.T) {
 			entered := make(chan struct{})
 			hookDone := make(chan error, 1)
 			pol := scPolicy(false)
-			pol.Admit = func(hctx context.Context, _ admission.Request) (admission.Decision, error) {
+			pol.Admit = func(hctx context.Context, _ layer.AdmissionRequest) (layer.Decision, error) {
 				close(entered)
 				<-hctx.Done() // never decides by itself
 				hookDone <- hctx.Err()
@@ -913,7 +912,7 @@ func TestR5_5_StreamRetryAfterIsAMinimum(t *testing.T) {
 			t.Run(p.name+"/"+c.name, func(t *testing.T) {
 				pol := scPolicy(true)
 				pol.MaxAttempts = 2
-				pol.BaseDelay = retry.Duration(c.base)
+				pol.BaseDelay = new(c.base)
 				pol.Jitter = func() float64 { return c.jitter }
 				r, rec := scRig(t, p, pol, scripted.JSON(429, p.errBody, "Retry-After", c.value), p.step(p.full("Hel", "lo")...))
 				run := scCollect(r.Client.Stream(context.Background(), p.request()))

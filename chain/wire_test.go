@@ -20,7 +20,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -122,7 +121,7 @@ func TestR2_3_EveryAttemptSendsIdenticalBytes(t *testing.T) {
 			}()
 
 			var mu sync.Mutex
-			hook := func(context.Context, admission.Request) (admission.Decision, error) {
+			hook := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				// Mutate everything the caller still holds.
@@ -136,7 +135,7 @@ func TestR2_3_EveryAttemptSendsIdenticalBytes(t *testing.T) {
 				for i := range schema.Schema {
 					schema.Schema[i] = ' '
 				}
-				return admission.Allow, nil
+				return layer.Allow, nil
 			}
 			p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: hook}
 			p.OnWire = func(_ context.Context, s layer.WireSnapshot) error {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"sync"
-
-	"github.com/recourse-dev/recourse/chat"
 )
 
 // Direction says which way a wire snapshot went.
@@ -13,8 +11,8 @@ type Direction string
 
 // The directions of a wire snapshot.
 const (
-	Request  Direction = "request"
-	Response Direction = "response"
+	DirectionRequest  Direction = "request"
+	DirectionResponse Direction = "response"
 )
 
 // WireSnapshot is one sensitive capture (R12): an independent copy of request
@@ -74,6 +72,7 @@ type Attempt struct {
 	observer Observer
 	phase    Phase
 	dialed   bool
+	sent     bool
 }
 
 // NewAttempt returns attempt state. onBegin, if not nil, runs once when the
@@ -109,6 +108,19 @@ func (a *Attempt) Begin() error {
 	a.beginErr = err
 	a.mu.Unlock()
 	return err
+}
+
+// ClaimSend reports whether the attempt's request may be sent: true the
+// first time it is called, false afterwards. The sender calls it, so that an
+// attempt is at most one POST (R2.1) whatever the layers above it do.
+func (a *Attempt) ClaimSend() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sent {
+		return false
+	}
+	a.sent = true
+	return true
 }
 
 // Began reports whether Begin was called.
@@ -207,65 +219,6 @@ func WithAttempt(ctx context.Context, a *Attempt) context.Context {
 func AttemptFrom(ctx context.Context) *Attempt {
 	a, _ := ctx.Value(attemptKey{}).(*Attempt)
 	return a
-}
-
-// Report is filled in by the retry layer for the caller that placed it in
-// the context with WithReport: the logical ID, the wire attempts made and the
-// typed error of a failed call. The native client uses it to return a
-// *RecoveryError even when the RoundTripper passes a response through.
-type Report struct {
-	// TypedErrors asks the retry layer for the *RecoveryError in every case
-	// (it is then also in Err): a final non-eligible response is not passed
-	// through. The native client sets it; a tracing layer that only wants
-	// the evidence leaves it false, so drop-in clients see what they would
-	// see without it.
-	TypedErrors bool
-
-	LogicalID    string
-	WireAttempts int
-	Err          *RecoveryError
-	// Stream is the typed frame reader of a streaming call.
-	Stream FrameReader
-	// Completion evidence of the successful attempt, when decoded.
-	Response ResponseEvidence
-	// Completion is the completion of the successful attempt of an
-	// ordinary or structured call, when the retry layer decoded its body
-	// with the call's codec: what that codec's Decode returns for the body
-	// of the returned response. The native client returns it rather than
-	// decoding the body again. It is nil otherwise (no success, a stream,
-	// no codec, recovery disabled).
-	Completion *chat.Completion
-}
-
-type reportKey struct{}
-
-// WithReport returns a context that carries r.
-func WithReport(ctx context.Context, r *Report) context.Context {
-	return context.WithValue(ctx, reportKey{}, r)
-}
-
-// ReportFrom returns the Report in ctx, or nil.
-func ReportFrom(ctx context.Context) *Report {
-	r, _ := ctx.Value(reportKey{}).(*Report)
-	return r
-}
-
-// Observer functions placed in a context with WithObserver receive every
-// lifecycle event of calls made with that context, after the policy's
-// OnEvent. Tracing layers use it.
-type observersKey struct{}
-
-// WithObserver returns a context whose calls also report lifecycle events to f.
-func WithObserver(ctx context.Context, f func(Event)) context.Context {
-	prev, _ := ctx.Value(observersKey{}).([]func(Event))
-	next := append(append([]func(Event){}, prev...), f)
-	return context.WithValue(ctx, observersKey{}, next)
-}
-
-// ObserversFrom returns the observers placed in ctx with WithObserver.
-func ObserversFrom(ctx context.Context) []func(Event) {
-	o, _ := ctx.Value(observersKey{}).([]func(Event))
-	return o
 }
 
 // NextFrame returns the next decoded frame of a streaming attempt, or

@@ -33,8 +33,11 @@ type Observer interface {
 // provider's wire format, and tells the recovery layers what a body means.
 // Implementations must be safe for concurrent use.
 type Codec interface {
-	// Provider names the provider family (it selects the admission default of R8.3).
+	// Provider names the provider family, for failures, events and spans.
 	Provider() Provider
+	// Facts declares what recovery must know of the provider's behaviour
+	// (the admission default of R8.3, stream telemetry of R13.6).
+	Facts() Facts
 	// Capabilities declares what the endpoint can and cannot do (R15).
 	Capabilities() Capabilities
 	// Path is the endpoint path relative to the base URL, for example "/v1/chat/completions".
@@ -55,6 +58,27 @@ type Codec interface {
 	RequestID(h http.Header) string
 	// NewObserver returns an Observer for the response body of one attempt.
 	NewObserver(info RequestInfo) Observer
+}
+
+// Facts are what a codec declares about its provider that recovery
+// depends on. Recovery code reads these facts, never a provider's name, so a
+// new codec needs no change in the layers. The zero value describes a hosted
+// provider (OpenAI): resends need no admission, streams carry no telemetry
+// and every frame is handed to a drop-in client.
+type Facts struct {
+	// LocalInference says that an ambiguous failure may leave inference
+	// running on a server the caller operates (Ollama, oMLX), so a resend
+	// could duplicate it: without an admission hook, an eligible failure
+	// stops with admission_required unless nothing was provably sent (R8.3).
+	LocalInference bool
+	// FrameTelemetry says that the stream's frames carry progress and
+	// metrics that the engine reports as progress and metrics events
+	// (R13.6: Ollama).
+	FrameTelemetry bool
+	// HideKeepalives says that keepalive frames are left out of the body a
+	// drop-in client reads: they mean nothing, and the provider's own
+	// client fails on them (Ollama's blank NDJSON lines).
+	HideKeepalives bool
 }
 
 // ProviderError is an error object a provider returned inside a response
@@ -211,4 +235,12 @@ func (c Capabilities) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// AdmissionRequired is the default admission rule (R8.3): without a hook,
+// the eligible failure f of a provider with these facts may be resent only
+// when the provider runs no local inference, or when nothing was provably
+// sent (acceptance "no"). Otherwise the call stops with admission_required.
+func (f Facts) AdmissionRequired(fl Failure) bool {
+	return f.LocalInference && fl.Acceptance != AcceptanceNo
 }

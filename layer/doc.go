@@ -18,7 +18,7 @@
 //
 // The decision plane runs between attempts, inside the retry layer:
 // classification, budget and deadline, admission, backoff. Its currency is
-// typed values (Failure, admission.Request, admission.Decision), never
+// typed values (Failure, layer.AdmissionRequest, layer.Decision), never
 // strings.
 //
 //	caller

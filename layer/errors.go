@@ -3,6 +3,8 @@ package layer
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 )
@@ -136,3 +138,55 @@ func (e *StreamError) Unwrap() error {
 	}
 	return e.Detail
 }
+
+// RedirectError reports a refused redirect (R2.2): a 301, 302, 303, 307 or
+// 308 answer that nothing may follow. The redirect guard returns it instead
+// of the response, so neither the engine nor an http.Client above the chain
+// can follow the Location. Its Error text is safe: it names the status only.
+type RedirectError struct {
+	// Response is the redirect response with its body already read
+	// (sensitive: its headers include the Location).
+	Response *http.Response
+	// Body holds the first bytes of the redirect body (sensitive).
+	Body []byte
+}
+
+// Error returns a safe message.
+func (e *RedirectError) Error() string {
+	return "recourse: redirect refused (HTTP " + strconv.Itoa(e.Response.StatusCode) + ")"
+}
+
+// StatusCode returns the redirect status.
+func (e *RedirectError) StatusCode() int { return e.Response.StatusCode }
+
+// IsRedirect reports whether status is one that an http.Client would
+// follow: 301, 302, 303, 307 or 308.
+func IsRedirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// ObserverError is returned when the policy's OnEvent returned an error; it
+// wraps that error unchanged. It is never a retry (R11.4).
+type ObserverError struct {
+	Event EventType
+	Err   error
+}
+
+// Error returns a message naming the event; the wrapped error is the
+// observer's own.
+func (e *ObserverError) Error() string {
+	return "recourse: event observer failed on " + string(e.Event) + ": " + e.Err.Error()
+}
+
+// Unwrap returns the observer's error.
+func (e *ObserverError) Unwrap() error { return e.Err }
+
+// ErrSecondSend is returned by the sender when a layer inside the engine
+// tried to send one attempt's request twice: an attempt is at most one POST
+// (R2.1), and only the engine may authorize another.
+var ErrSecondSend = errors.New("recourse: an attempt's request was sent twice; only the engine may resend")

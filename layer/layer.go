@@ -1,50 +1,129 @@
 package layer
 
-import "net/http"
-
-// Kind places a layer in the chain. Layers must appear in increasing Kind
-// order, outermost first (see the package documentation for why).
-type Kind int
-
-// The layer kinds, outermost first.
-const (
-	KindTracing       Kind = iota + 1 // otelbridge: logical span, attempt spans
-	KindRetry                         // the attempt loop, classification, backoff
-	KindAdmission                     // decision plane: asks the application before a resend
-	KindCapture                       // sensitive OnWire snapshots
-	KindProgress                      // raw/observed/delivered counters
-	KindRedirectGuard                 // 3xx is a failure that nothing follows
-	KindSender                        // exactly one POST per attempt
+import (
+	"net/http"
+	"strconv"
 )
 
-// String returns the kind's name as used in chain errors and Example output.
-func (k Kind) String() string {
-	switch k {
-	case KindTracing:
-		return "tracing"
-	case KindRetry:
-		return "retry"
-	case KindAdmission:
-		return "admission"
-	case KindCapture:
+// Position says where in a chain a layer runs. A chain runs its layers in
+// the order of their positions, outermost first; layers of the same open
+// position (PerCall, PerAttempt) run in the order they were given.
+//
+//	caller
+//	  PerCall layers      any number: each sees one logical completion
+//	  Engine              the recovery engine (package layers/retry), at most one
+//	  StageCapture        engine-owned: sensitive OnWire snapshots
+//	  StageProgress       engine-owned: raw, observed and delivered counters
+//	  PerAttempt layers   any number: each sees every wire attempt
+//	  StageRedirectGuard  always present: a 3xx is a failure nothing follows
+//	  StageSender         always present: exactly one POST per attempt
+//	provider
+//
+// PerCall and PerAttempt are the open positions for a user's own layers.
+// The Stage positions belong to the chain: it installs those stages itself
+// and refuses a layer of another type that claims one of them.
+type Position int
+
+// The positions of a chain, outermost first.
+const (
+	// PerCall layers run outside the engine, once per logical completion:
+	// tracing, a request log, a cache, a quota.
+	PerCall Position = iota + 1
+	// Engine is the recovery engine's position (package layers/retry).
+	Engine
+	// StageCapture is the capture stage (package layers/capture).
+	StageCapture
+	// StageProgress is the progress stage (package layers/progress).
+	StageProgress
+	// PerAttempt layers run inside the engine, once per wire attempt, below
+	// capture and progress: a request signer, a stall limit, a fault
+	// injector. What they return is counted and captured like a provider's
+	// answer; the redirect guard and the sender are below them.
+	PerAttempt
+	// StageRedirectGuard is the redirect guard (package layers/redirectguard).
+	StageRedirectGuard
+	// StageSender is the sender (package layers/sender).
+	StageSender
+)
+
+// String returns the position's name as used in chain errors: "per-call",
+// "engine", "capture", "progress", "per-attempt", "redirect guard", "sender".
+func (p Position) String() string {
+	switch p {
+	case PerCall:
+		return "per-call"
+	case Engine:
+		return "engine"
+	case StageCapture:
 		return "capture"
-	case KindProgress:
+	case StageProgress:
 		return "progress"
-	case KindRedirectGuard:
-		return "redirectguard"
-	case KindSender:
+	case PerAttempt:
+		return "per-attempt"
+	case StageRedirectGuard:
+		return "redirect guard"
+	case StageSender:
 		return "sender"
 	}
-	return "unknown"
+	return "position(" + strconv.Itoa(int(p)) + ")"
 }
 
-// Layer is one typed layer of a chain. Wrap returns a RoundTripper that
-// keeps the standard library's contract: it does not modify the caller's
-// request (it clones before changing one), returns either a response or an
-// error, closes bodies it consumes, and is safe for concurrent use.
-// Decision-plane layers (admission) return next unchanged from Wrap and
-// configure the retry layer instead (see Gate).
+// Open reports whether p is a position for a user's own layers (PerCall or
+// PerAttempt).
+func (p Position) Open() bool { return p == PerCall || p == PerAttempt }
+
+// Layer is one layer of a chain. Wrap returns a RoundTripper that keeps the
+// standard library's contract: it does not modify the caller's request (it
+// clones before changing one), returns either a response or an error, closes
+// bodies it consumes, and is safe for concurrent use. A PerAttempt layer
+// calls next at most once per RoundTrip: an attempt is at most one POST (a
+// second call is refused by the sender).
+//
+// A user's layer needs nothing but this package: NewPerCall and
+// NewPerAttempt adapt a function.
 type Layer interface {
-	Kind() Kind
+	// Name names the layer in Chain.Order and in chain errors.
+	Name() string
+	// Position says where the layer runs.
+	Position() Position
+	// Wrap returns the layer's RoundTripper around next.
 	Wrap(next http.RoundTripper) http.RoundTripper
 }
+
+// Func wraps a RoundTripper: the shape of a layer written as a function.
+type Func func(next http.RoundTripper) http.RoundTripper
+
+// NewPerCall returns a layer named name that runs wrap once per logical
+// completion, outside the recovery engine. A nil wrap passes every request
+// through unchanged. The layer is safe for concurrent use when wrap's
+// RoundTrippers are.
+func NewPerCall(name string, wrap Func) Layer { return funcLayer{name, PerCall, wrap} }
+
+// NewPerAttempt returns a layer named name that runs wrap once per wire
+// attempt, inside the recovery engine (below capture and progress, above the
+// redirect guard and the sender). A nil wrap passes every request through
+// unchanged. The layer is safe for concurrent use when wrap's RoundTrippers
+// are.
+func NewPerAttempt(name string, wrap Func) Layer { return funcLayer{name, PerAttempt, wrap} }
+
+type funcLayer struct {
+	name string
+	pos  Position
+	wrap Func
+}
+
+func (l funcLayer) Name() string       { return l.name }
+func (l funcLayer) Position() Position { return l.pos }
+func (l funcLayer) Wrap(next http.RoundTripper) http.RoundTripper {
+	if l.wrap == nil {
+		return next
+	}
+	return l.wrap(next)
+}
+
+// RoundTripperFunc is an http.RoundTripper written as a function, for the
+// RoundTrippers a Func returns.
+type RoundTripperFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f(req).
+func (f RoundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -30,7 +30,7 @@ func (b *body) Close() error {
 	return err
 }
 
-// frames wraps a native stream's frame reader (layer.Report.Stream) the
+// frames wraps a native stream's frame reader (layer.CallResult.Stream) the
 // same way: the logical span ends when NextFrame returns io.EOF or an
 // error, or when the reader is closed.
 type frames struct {

@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/retry"
 )
 
 // call is the tracing state of one logical completion. The retry layer
@@ -25,7 +24,7 @@ type call struct {
 	parent context.Context
 	req    *http.Request
 	start  time.Time
-	report *layer.Report
+	report *layer.Call // the call's per-call value: never nil
 	target target
 
 	mu       sync.Mutex
@@ -50,8 +49,16 @@ type call struct {
 func newCall(l *Layer, req *http.Request, start time.Time) *call {
 	return &call{
 		l: l, parent: req.Context(), req: req, start: start,
-		report: layer.ReportFrom(req.Context()), target: targetOf(req),
+		report: callOf(req), target: targetOf(req),
 	}
+}
+
+// callOf returns the request's *layer.Call, or a new one.
+func callOf(req *http.Request) *layer.Call {
+	if lc := layer.CallFrom(req.Context()); lc != nil {
+		return lc
+	}
+	return &layer.Call{}
 }
 
 // startLogical starts the logical span if it has not started yet, named
@@ -256,8 +263,8 @@ type result struct {
 // result decides the outcome of the call. c.mu must be held.
 func (c *call) result(how endKind, err error) result {
 	var re *layer.RecoveryError
-	if err == nil && c.report != nil && c.report.Err != nil {
-		err = c.report.Err
+	if err == nil && c.report.Result.Err != nil {
+		err = c.report.Result.Err
 	}
 	switch {
 	case err != nil && errors.As(err, &re):
@@ -267,7 +274,7 @@ func (c *call) result(how endKind, err error) result {
 	case err != nil:
 		et := semconv.ErrorTypeOther.Value.AsString()
 		var pe *layer.PolicyError
-		var oe *retry.ObserverError
+		var oe *layer.ObserverError
 		switch {
 		case errors.As(err, &pe):
 			et = "policy_error"
@@ -276,7 +283,7 @@ func (c *call) result(how endKind, err error) result {
 		}
 		return result{outcome: outcomeError, failed: true, errorType: et, description: "recourse: " + et}
 	case c.terminal != nil:
-		// A final response passed through (interrupted, no Report).
+		// A final response passed through (interrupted, no typed error).
 		return recoveryResult(outcomeOf(c.terminal.Type), c.terminal.Failure, nil, "recourse: recovery "+string(outcomeOf(c.terminal.Type)))
 	case c.succeeded:
 		return result{outcome: outcomeSuccess}
@@ -352,8 +359,8 @@ func (c *call) responseAttributes() []attribute.KeyValue {
 	var a []attribute.KeyValue
 	var in, out int
 	has := false
-	if r := c.report; r != nil {
-		ev := r.Response
+	{
+		ev := c.report.Result.Response
 		if m := c.safeResponseModel(ev.Model); m != "" {
 			a = append(a, keyResponseModel.String(m))
 		}

@@ -29,7 +29,7 @@
 // server.port, and recourse.outcome, recourse.attempts,
 // recourse.operation and recourse.logical_request_id. It starts when
 // RoundTrip is called and ends when the response body reaches EOF or an
-// error, or is closed — for a native stream (layer.Report.Stream), when its
+// error, or is closed — for a native stream (layer.CallResult.Stream), when its
 // frame reader returns io.EOF or an error, or is closed — or at once when
 // RoundTrip returns an error. A response body that is neither drained nor
 // closed leaves the span open, as with otelhttp.
@@ -50,10 +50,11 @@
 //
 // Response evidence — gen_ai.response.model, gen_ai.response.finish_reasons,
 // gen_ai.usage.input_tokens and gen_ai.usage.output_tokens — is read from
-// the *layer.Report in the request context: the native client's, or one the
-// layer adds itself. The layer's own Report does not ask for typed errors,
-// so a drop-in SDK still gets a final non-retryable response (a 400, a 404)
-// passed through; Ollama stream usage also comes from the metrics event. Because the spec treats response evidence as sensitive
+// the Result of the call's *layer.Call: the one the chain or the native
+// client placed in the request context, or one the layer adds itself. The
+// layer never asks for typed errors, so a drop-in SDK still gets a final
+// non-retryable response (a 400, a 404) passed through; Ollama stream usage
+// also comes from the metrics event. Because response evidence is sensitive
 // (R10.5), the finish reasons are kept only from a fixed set of known
 // values, and a response model is kept only when it equals the requested
 // model, or is a short model-like token that occurs neither in a request

@@ -13,7 +13,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/scripted"
-	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/otelbridge"
 )
@@ -36,9 +36,9 @@ func ExampleNew() {
 		chain.WithTracing(otelbridge.New(otelbridge.WithTracerProvider(tp))),
 		chain.WithPolicy(retry.Policy{
 			MaxAttempts: 2,
-			BaseDelay:   retry.Duration(time.Millisecond),
-			Admit: func(context.Context, admission.Request) (admission.Decision, error) {
-				return admission.Allow, nil
+			BaseDelay:   new(time.Millisecond),
+			Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+				return layer.Allow, nil
 			},
 		}),
 		chain.WithTransport(base))
@@ -67,7 +67,7 @@ func ExampleNew() {
 		fmt.Println(line)
 	}
 	// Output:
-	// tracing > retry > admission > capture > progress > redirectguard > sender
+	// tracing > retry > capture > progress > redirectguard > sender
 	// POST Error http.response.status_code=503
 	// POST Unset http.request.resend_count=1 http.response.status_code=200
 	// chat gpt-4o-mini Unset recourse.outcome=success recourse.attempts=2

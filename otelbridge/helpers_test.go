@@ -19,7 +19,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/otelbridge"
 )
@@ -64,8 +63,8 @@ func newFixture(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbrid
 	return f
 }
 
-func allow(context.Context, admission.Request) (admission.Decision, error) {
-	return admission.Allow, nil
+func allow(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+	return layer.Allow, nil
 }
 
 // request returns a chat request whose user message is the prompt canary.

@@ -61,12 +61,16 @@ func New(opts ...Option) *Layer {
 	}
 }
 
-// Kind returns layer.KindTracing: the tracing layer is the outermost layer.
-func (*Layer) Kind() layer.Kind { return layer.KindTracing }
+// Name returns "tracing".
+func (*Layer) Name() string { return "tracing" }
 
-// Wrap returns a RoundTripper that traces every call through next. It
-// places an observer in each request's context (layer.WithObserver), so it
-// sees the events of the retry layer below it.
+// Position returns layer.PerCall: the tracing layer sees one logical
+// completion; put it outermost.
+func (*Layer) Position() layer.Position { return layer.PerCall }
+
+// Wrap returns a RoundTripper that traces every call through next. It adds
+// an observer to the call's *layer.Call (creating one when the request has
+// none), so it sees the events of the engine below it.
 func (l *Layer) Wrap(next http.RoundTripper) http.RoundTripper {
 	return &transport{l: l, next: next}
 }
@@ -82,13 +86,12 @@ type transport struct {
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := newCall(t.l, req, time.Now())
 	ctx := req.Context()
-	if c.report == nil {
-		// A Report without TypedErrors collects the response evidence and
-		// changes nothing in what the retry layer returns.
-		c.report = &layer.Report{}
-		ctx = layer.WithReport(ctx, c.report)
+	if layer.CallFrom(ctx) != c.report {
+		// A Call without TypedErrors collects the response evidence and
+		// changes nothing in what the engine returns.
+		ctx = layer.WithCall(ctx, c.report)
 	}
-	ctx = layer.WithObserver(ctx, c.observe)
+	c.report.Observe(c.observe)
 	out := req.WithContext(ctx)
 	if t.l.prop != nil {
 		c.mu.Lock()
@@ -104,7 +107,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	c.responded(resp)
-	if r := c.report; r != nil && r.Stream != nil {
+	if r := &c.report.Result; r.Stream != nil {
 		r.Stream = &frames{FrameReader: r.Stream, c: c}
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {

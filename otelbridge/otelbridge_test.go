@@ -25,7 +25,6 @@ import (
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layer/layertest"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/otelbridge"
 )
@@ -36,11 +35,11 @@ func busy() scripted.Step {
 	return scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded"))
 }
 
-func TestKind(t *testing.T) {
-	assert.Equal(t, layer.KindTracing, otelbridge.New().Kind())
+func TestPosition(t *testing.T) {
+	assert.Equal(t, layer.PerCall, otelbridge.New().Position())
 	ch, err := chain.Default(openai.New(), chain.WithTracing(otelbridge.New()))
 	require.NoError(t, err)
-	assert.Equal(t, "tracing > retry > admission > capture > progress > redirectguard > sender", ch.Order())
+	assert.Equal(t, "tracing > retry > capture > progress > redirectguard > sender", ch.Order())
 }
 
 // 503 → 503 → 200 with an allowing hook: one logical span, three POST
@@ -154,7 +153,7 @@ func TestExhaustedIsAnError(t *testing.T) {
 
 // A deadline reported through the exhausted event keeps its exact outcome.
 func TestDelayCeilingOutcome(t *testing.T) {
-	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3, DelayCeiling: retry.Duration(time.Second)}, nil,
+	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3, DelayCeiling: new(time.Second)}, nil,
 		busy().WithHeader("Retry-After", "60"))
 	_, err := f.client.Complete(context.Background(), request(model))
 	require.Error(t, err)
@@ -256,14 +255,15 @@ func TestNativeStream(t *testing.T) {
 	assert.Equal(t, int64(12), la["gen_ai.usage.input_tokens"].AsInt64())
 }
 
-// The RoundTrip-level view of the native stream: the Report's frame reader
-// is wrapped, and the span is open until it ends.
-func TestReportStreamEndsTheSpan(t *testing.T) {
+// The RoundTrip-level view of the native stream: the call result's frame
+// reader is wrapped, and the span is open until it ends.
+func TestCallStreamEndsTheSpan(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{}, nil, scripted.SSE(scripted.OpenAIStream("Hi")...))
 	req := request(model)
 	req.Stream = true
-	report := &layer.Report{}
-	resp, err := f.chain.RoundTrip(f.post(layer.WithReport(context.Background(), report), f.endpoint(), req))
+	lc := &layer.Call{}
+	report := &lc.Result
+	resp, err := f.chain.RoundTrip(f.post(layer.WithCall(context.Background(), lc), f.endpoint(), req))
 	require.NoError(t, err)
 	require.NotNil(t, report.Stream)
 	assert.False(t, f.ended("chat "+model))
@@ -280,7 +280,7 @@ func TestReportStreamEndsTheSpan(t *testing.T) {
 }
 
 // An Ollama stream through a drop-in client gets its response evidence
-// from the layer's own Report and its usage from the metrics event.
+// from the call's result and its usage from the metrics event.
 func TestOllamaStreamUsage(t *testing.T) {
 	f := newFixture(t, ollama.New(), retry.Policy{}, nil, scripted.NDJSON(scripted.OllamaStream("Hi")...))
 	req := request("llama3.2")
@@ -305,9 +305,9 @@ func TestCancelled(t *testing.T) {
 	t.Run("cancel during admission", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		hook := func(context.Context, admission.Request) (admission.Decision, error) {
+		hook := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 			cancel()
-			return admission.Allow, nil
+			return layer.Allow, nil
 		}
 		f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: hook}, nil, busy(), scripted.JSON(200, scripted.OpenAIChat("x")))
 		_, err := f.client.Complete(ctx, request(model))
@@ -470,7 +470,7 @@ func TestRequestUnchanged(t *testing.T) {
 	assert.Equal(t, ctx, hreq.Context())
 	assert.Equal(t, u, *hreq.URL)
 	assert.Equal(t, h, hreq.Header)
-	assert.Empty(t, layer.ObserversFrom(hreq.Context()))
+	assert.Nil(t, layer.CallFrom(hreq.Context()), "the caller's context gains no per-call value")
 }
 
 // Concurrent calls through one layer get separate trees.
@@ -553,7 +553,7 @@ func TestStreamCutIsAFailedAttempt(t *testing.T) {
 // A rejected resend ends the call: the admission event keeps its name and
 // gets the outcome; the logical span is an error with the failure's status.
 func TestAdmissionRejected(t *testing.T) {
-	reject := func(context.Context, admission.Request) (admission.Decision, error) { return admission.Reject, nil }
+	reject := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil }
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: reject}, nil, busy())
 	_, err := f.client.Complete(context.Background(), request(model))
 	var re *layer.RecoveryError

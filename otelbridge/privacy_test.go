@@ -53,8 +53,9 @@ func TestPrivacyCanary(t *testing.T) {
 	require.NoError(t, err)
 	u.User = url.UserPassword("user", rigtest.Key)
 	u.RawQuery = url.Values{"api-key": {rigtest.Key}, "q": {rigtest.Prompt}}.Encode()
-	report := &layer.Report{}
-	resp, err := f.http.Do(f.post(layer.WithReport(context.Background(), report), u.String(), request(model)))
+	lc := &layer.Call{}
+	report := &lc.Result
+	resp, err := f.http.Do(f.post(layer.WithCall(context.Background(), lc), u.String(), request(model)))
 	require.NoError(t, err)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	require.NoError(t, resp.Body.Close())

@@ -28,7 +28,6 @@ import (
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -83,8 +82,8 @@ func request(model string) *chat.Request {
 	return &chat.Request{Model: model, Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}}}
 }
 
-func allow(context.Context, admission.Request) (admission.Decision, error) {
-	return admission.Allow, nil
+func allow(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+	return layer.Allow, nil
 }
 
 // scenario runs one native completion against a fresh scripted provider.
@@ -123,7 +122,7 @@ func (d *demo) scenario(name, narration string, codec layer.Codec, model string,
 }
 
 func (d *demo) run() {
-	quick := retry.Duration(50 * time.Millisecond)
+	quick := new(50 * time.Millisecond)
 	d.scenario("503 then success", "The provider is busy once; the admission hook allows a resend of the exact same bytes.",
 		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
 		scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded")),
@@ -136,11 +135,11 @@ func (d *demo) run() {
 		scripted.JSON(200, scripted.OpenAIChat("Hello after waiting for the provider.")))
 
 	release := make(chan struct{})
-	pending := func(ctx context.Context, req admission.Request) (admission.Decision, error) {
+	pending := func(ctx context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
 		fmt.Fprintf(d.out, "  … admission pending: the application is deciding whether attempt %d may be sent\n", req.NextAttempt)
 		select {
 		case <-release:
-			return admission.Allow, nil
+			return layer.Allow, nil
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
@@ -224,7 +223,7 @@ func (d *demo) toolLoop() {
 		},
 	}
 	b := broker.New(client, broker.WithModel("gpt-4o-mini"), broker.WithTools(clock), broker.WithNotices(d.notices),
-		broker.WithPolicy(retry.Policy{MaxAttempts: 3, BaseDelay: retry.Duration(20 * time.Millisecond)}))
+		broker.WithPolicy(retry.Policy{MaxAttempts: 3, BaseDelay: new(20 * time.Millisecond)}))
 	history := []chat.Message{{Role: chat.User, Content: "What time is it?"}}
 	comp, err := b.Generate(context.Background(), &history)
 	r := row{name: name, posts: srv.Count(), target: "-", attempts: srv.Count()}
@@ -268,7 +267,7 @@ func (d *demo) continuation() {
 	client, _ := chain.NewClient(srv.URL, ch)
 	b := broker.New(client, broker.WithModel("gpt-4o-mini"), broker.WithNotices(d.notices),
 		broker.WithContinuation(broker.Continuation{Max: 3}),
-		broker.WithPolicy(retry.Policy{MaxAttempts: 1, BaseDelay: retry.Duration(20 * time.Millisecond)}))
+		broker.WithPolicy(retry.Policy{MaxAttempts: 1, BaseDelay: new(20 * time.Millisecond)}))
 	history := []chat.Message{{Role: chat.User, Content: "What time is it?"}}
 	fmt.Fprint(d.out, "  ")
 	r := row{name: name, target: "-", outcome: "success"}

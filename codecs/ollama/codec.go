@@ -37,6 +37,14 @@ func New(opts ...Option) *Codec {
 // Provider returns layer.Ollama.
 func (c *Codec) Provider() layer.Provider { return layer.Ollama }
 
+// Facts declares that Ollama runs inference on a server the caller operates
+// (a resend needs admission, R8.3), that its stream frames carry progress and
+// metrics (R13.6), and that its blank keepalive lines are left out of the
+// body a drop-in client reads (the official client fails on them).
+func (c *Codec) Facts() layer.Facts {
+	return layer.Facts{LocalInference: true, FrameTelemetry: true, HideKeepalives: true}
+}
+
 // Path returns "/api/chat".
 func (c *Codec) Path() string { return endpointPath }
 

@@ -2,9 +2,10 @@ package omlx
 
 import (
 	"encoding/json"
-	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"net/http"
 	"time"
+
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -61,6 +62,10 @@ func (c *Codec) LegacyTimeout() time.Duration { return c.legacyTimeout }
 
 // Provider returns layer.OMLX.
 func (c *Codec) Provider() layer.Provider { return layer.OMLX }
+
+// Facts declares that oMLX runs inference on a server the caller operates,
+// so a resend needs admission (R8.3); its stream carries no telemetry.
+func (c *Codec) Facts() layer.Facts { return layer.Facts{LocalInference: true} }
 
 // Path returns "/v1/chat/completions".
 func (c *Codec) Path() string { return endpointPath }

@@ -62,6 +62,10 @@ func IsReasoningModel(model string) bool {
 // Provider returns [layer.OpenAI].
 func (c *Codec) Provider() layer.Provider { return layer.OpenAI }
 
+// Facts declares a hosted provider: a resend needs no admission, and the
+// stream carries no telemetry (the zero layer.Facts).
+func (c *Codec) Facts() layer.Facts { return layer.Facts{} }
+
 // Path returns "/v1/chat/completions", the endpoint path relative to a base
 // URL given without /v1.
 func (c *Codec) Path() string { return "/v1/chat/completions" }

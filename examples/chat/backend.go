@@ -20,7 +20,6 @@ import (
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -78,7 +77,7 @@ type backend struct {
 
 // openBackend builds the chain, the broker and the session for cfg. notify
 // receives the broker's notices and admit decides resends (R8).
-func openBackend(cfg config, notify func(broker.Notice), admit admission.Hook) (*backend, error) {
+func openBackend(cfg config, notify func(broker.Notice), admit layer.AdmissionHook) (*backend, error) {
 	be := &backend{close: func() {}}
 	var codec layer.Codec
 	base := cfg.baseURL
@@ -140,7 +139,7 @@ func openBackend(cfg config, notify func(broker.Notice), admit admission.Hook) (
 		broker.WithTools(diceTool(cfg.roll)),
 		broker.WithPolicy(retry.Policy{
 			MaxAttempts: maxAttempts,
-			BaseDelay:   retry.Duration(cfg.baseDelay),
+			BaseDelay:   new(cfg.baseDelay),
 			Jitter:      cfg.jitter,
 			Admit:       admit,
 		}),

@@ -12,7 +12,7 @@ import (
 
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layer"
 )
 
 // tickEvery is how often a live countdown is redrawn.
@@ -46,7 +46,7 @@ type turnDoneMsg struct{ err error }
 // hook's context: once it is done nobody waits for the answer any more.
 type admitMsg struct {
 	ctx     context.Context
-	reply   chan<- admission.Decision
+	reply   chan<- layer.Decision
 	failure string
 }
 
@@ -131,11 +131,11 @@ func (m *Model) notify(n broker.Notice) {
 // default rule would resend anyway (OpenAI, or nothing provably sent) is
 // allowed at once; an ambiguous one (Ollama, oMLX: the model may have run)
 // is put to the user, and the hook waits for the answer or for ctx.
-func (m *Model) admit(ctx context.Context, req admission.Request) (admission.Decision, error) {
-	if !admission.Required(req.Failure) {
-		return admission.Allow, nil
+func (m *Model) admit(ctx context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
+	if !req.Facts.AdmissionRequired(req.Failure) {
+		return layer.Allow, nil
 	}
-	reply := make(chan admission.Decision, 1)
+	reply := make(chan layer.Decision, 1)
 	if !m.post(ctx, admitMsg{ctx: ctx, reply: reply, failure: broker.FailureText(&req.Failure)}) {
 		return "", ctx.Err()
 	}
@@ -256,7 +256,7 @@ func (m *Model) progress(k broker.ProgressKind) {
 // key handles a key press.
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	if k.String() == "ctrl+c" {
-		m.answer(admission.Reject)
+		m.answer(layer.Reject)
 		if m.cancelTurn != nil {
 			m.cancelTurn()
 		}
@@ -265,9 +265,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	if m.prompt != nil {
 		switch k.String() {
 		case "y", "Y":
-			m.answer(admission.Allow)
+			m.answer(layer.Allow)
 		case "n", "N", "esc", "enter":
-			m.answer(admission.Reject)
+			m.answer(layer.Reject)
 		}
 		return nil
 	}
@@ -295,7 +295,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 }
 
 // answer answers a pending admission prompt.
-func (m *Model) answer(d admission.Decision) {
+func (m *Model) answer(d layer.Decision) {
 	if m.prompt == nil {
 		return
 	}

@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/broker"
+	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 )
 
 // The exact status line of the ticket (R17.2).
@@ -208,11 +209,11 @@ func TestR17_3ContinuationTakesBackDiscardedText(t *testing.T) {
 // askOllama runs the admission hook for an ambiguous Ollama failure in a
 // goroutine and returns the prompt message it sent and the channel of its
 // answer.
-func askOllama(t *testing.T, m *Model, ctx context.Context) (tea.Msg, <-chan admission.Decision, <-chan error) {
+func askOllama(t *testing.T, m *Model, ctx context.Context) (tea.Msg, <-chan layer.Decision, <-chan error) {
 	t.Helper()
-	decision, errc := make(chan admission.Decision, 1), make(chan error, 1)
+	decision, errc := make(chan layer.Decision, 1), make(chan error, 1)
 	go func() {
-		d, err := m.admit(ctx, admission.Request{NextAttempt: 2, Failure: layer.Failure{
+		d, err := m.admit(ctx, layer.AdmissionRequest{NextAttempt: 2, Facts: ollama.New().Facts(), Failure: layer.Failure{
 			Provider: layer.Ollama, Category: layer.CategoryHTTP, HTTPStatus: 504, Acceptance: layer.AcceptanceUnknown,
 		}})
 		decision <- d
@@ -228,9 +229,9 @@ const prompt504 = "LLM request failed (HTTP 504); the server may have run this r
 // R8: the admission prompt answers Allow on y and Reject on n, N, Esc or
 // Enter; the keys are not typed into the input line.
 func TestR8AdmissionPromptAnswers(t *testing.T) {
-	for k, want := range map[string]admission.Decision{
-		"y": admission.Allow, "Y": admission.Allow,
-		"n": admission.Reject, "N": admission.Reject, "esc": admission.Reject, "enter": admission.Reject,
+	for k, want := range map[string]layer.Decision{
+		"y": layer.Allow, "Y": layer.Allow,
+		"n": layer.Reject, "N": layer.Reject, "esc": layer.Reject, "enter": layer.Reject,
 	} {
 		t.Run(k, func(t *testing.T) {
 			m := newTestModel(t)
@@ -260,7 +261,7 @@ func TestR8AdmissionThenRetryNotice(t *testing.T) {
 	update(t, m, msg)
 	assert.Equal(t, prompt504, m.StatusLine())
 	update(t, m, key("y"))
-	require.Equal(t, admission.Allow, <-decision)
+	require.Equal(t, layer.Allow, <-decision)
 	assert.Empty(t, m.StatusLine())
 	update(t, m, retry504(t0))
 	assert.Equal(t, status504, m.StatusLine())
@@ -276,7 +277,7 @@ func TestR8AdmissionPendingOnCancel(t *testing.T) {
 	require.NotNil(t, update(t, m, msg), "the prompt ticks")
 	require.Equal(t, prompt504, m.StatusLine())
 	cancel()
-	assert.Equal(t, admission.Decision(""), <-decision)
+	assert.Equal(t, layer.Decision(""), <-decision)
 	assert.ErrorIs(t, <-errc, context.Canceled)
 	assert.Nil(t, update(t, m, tickMsg(t0)), "nothing left to tick")
 	assert.Empty(t, m.StatusLine())
@@ -299,13 +300,14 @@ func TestR8AdmissionClearedByProgress(t *testing.T) {
 // allowed without asking.
 func TestR8UnambiguousFailuresAreNotAsked(t *testing.T) {
 	m := newTestModel(t)
-	for _, f := range []layer.Failure{
-		{Provider: layer.OpenAI, Category: layer.CategoryHTTP, HTTPStatus: 504, Acceptance: layer.AcceptanceUnknown},
-		{Provider: layer.Ollama, Category: layer.CategoryTransport, Acceptance: layer.AcceptanceNo},
+	for _, req := range []layer.AdmissionRequest{
+		{Facts: openai.New().Facts(), Failure: layer.Failure{Provider: layer.OpenAI, Category: layer.CategoryHTTP, HTTPStatus: 504, Acceptance: layer.AcceptanceUnknown}},
+		{Facts: ollama.New().Facts(), Failure: layer.Failure{Provider: layer.Ollama, Category: layer.CategoryTransport, Acceptance: layer.AcceptanceNo}},
 	} {
-		d, err := m.admit(context.Background(), admission.Request{Failure: f, NextAttempt: 2})
+		req.NextAttempt = 2
+		d, err := m.admit(context.Background(), req)
 		require.NoError(t, err)
-		assert.Equal(t, admission.Allow, d)
+		assert.Equal(t, layer.Allow, d)
 	}
 	assert.Empty(t, m.StatusLine())
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/capture"
 	"github.com/recourse-dev/recourse/layers/progress"
 	"github.com/recourse-dev/recourse/layers/redirectguard"
@@ -32,55 +31,53 @@ func TestMain(m *testing.M) {
 func TestBuildChainOrder(t *testing.T) {
 	c, err := buildChain(allowBusy, nil)
 	require.NoError(t, err)
-	assert.Equal(t, "retry > admission > capture > progress > redirectguard > sender", c.Order())
+	assert.Equal(t, "retry > capture > progress > redirectguard > sender", c.Order())
 	assert.Equal(t, layer.Ollama, c.Codec().Provider())
 }
 
-// chain.New completes a partial chain: a redirect guard and a sender are
-// always added, so a Chain never hands a redirect to an http.Client.
-func TestNewFillsInGuardAndSender(t *testing.T) {
-	rl, err := newRetry(nil)
+// chain.New completes a partial chain: the engine's capture and progress
+// stages, a redirect guard and a sender are always installed, so a Chain
+// never hands a redirect to an http.Client nor replays after output.
+func TestNewInstallsTheEngineStages(t *testing.T) {
+	rl, err := newRetry(nil, nil)
 	require.NoError(t, err)
 
 	c, err := chain.New(rl)
 	require.NoError(t, err)
-	assert.Equal(t, "retry > redirectguard > sender", c.Order())
+	assert.Equal(t, "retry > capture > progress > redirectguard > sender", c.Order())
 
 	c, err = chain.New(rl, progress.New(), sender.New(nil))
 	require.NoError(t, err)
-	assert.Equal(t, "retry > progress > redirectguard > sender", c.Order())
+	assert.Equal(t, "retry > capture > progress > redirectguard > sender", c.Order())
 }
 
-// chain.New rejects a chain out of order, with a repeated layer, or with an
-// admission layer and no retry layer above it, with a *chain.OrderError.
+// chain.New refuses a chain out of order, with a repeated stage, or with a
+// stage that needs the engine and no engine, with a *chain.CompositionError.
 func TestNewRejectsWrongOrder(t *testing.T) {
-	rl, err := newRetry(nil)
+	rl, err := newRetry(nil, nil)
 	require.NoError(t, err)
 
 	for _, tc := range []struct {
-		name   string
-		layers []layer.Layer
-		kind   layer.Kind
-		reason string
+		name    string
+		layers  []layer.Layer
+		index   int
+		problem string
 	}{
-		{"capture before retry", []layer.Layer{capture.New(), rl}, layer.KindRetry,
-			"must come before the capture layer (order: tracing, retry, admission, capture, progress, redirectguard, sender)"},
-		{"sender before redirect guard", []layer.Layer{rl, sender.New(nil), redirectguard.New()}, layer.KindRedirectGuard,
-			"must come before the sender layer (order: tracing, retry, admission, capture, progress, redirectguard, sender)"},
-		{"admission below capture", []layer.Layer{rl, capture.New(), admission.New(allowBusy)}, layer.KindAdmission,
-			"must come before the capture layer (order: tracing, retry, admission, capture, progress, redirectguard, sender)"},
-		{"progress twice", []layer.Layer{rl, progress.New(), progress.New()}, layer.KindProgress, "appears twice"},
-		{"admission without retry", []layer.Layer{admission.New(allowBusy), capture.New()}, layer.KindAdmission,
-			"needs a retry layer above it"},
+		{"capture before retry", []layer.Layer{capture.New(), rl}, 1,
+			"must come before the capture layers (order: per-call, engine, capture, progress, per-attempt, redirect guard, sender)"},
+		{"sender before redirect guard", []layer.Layer{rl, sender.New(nil), redirectguard.New()}, 2,
+			"must come before the sender layers (order: per-call, engine, capture, progress, per-attempt, redirect guard, sender)"},
+		{"progress twice", []layer.Layer{rl, progress.New(), progress.New()}, 2, "is given twice"},
+		{"capture without retry", []layer.Layer{capture.New()}, 0,
+			"needs the retry engine above it (without one it has nothing to do)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := chain.New(tc.layers...)
 			assert.Nil(t, c)
-			var oerr *chain.OrderError
-			require.True(t, errors.As(err, &oerr), "want *chain.OrderError, got %T: %v", err, err)
-			assert.Equal(t, tc.kind, oerr.Layer)
-			assert.Equal(t, tc.reason, oerr.Reason)
-			assert.Equal(t, "chain: "+tc.kind.String()+" layer "+tc.reason, err.Error())
+			var cerr *chain.CompositionError
+			require.True(t, errors.As(err, &cerr), "want *chain.CompositionError, got %T: %v", err, err)
+			assert.Equal(t, tc.index, cerr.Index)
+			assert.Equal(t, tc.problem, cerr.Problem)
 		})
 	}
 }
@@ -147,8 +144,8 @@ func TestRunOffline(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(&out))
 	s := out.String()
-	assert.Contains(t, s, "chain: retry > admission > capture > progress > redirectguard > sender\n")
-	assert.Contains(t, s, "wrong order: chain: retry layer must come before the capture layer")
+	assert.Contains(t, s, "chain: retry > capture > progress > redirectguard > sender\n")
+	assert.Contains(t, s, "wrong order: chain: layer 1 (retry, engine) must come before the capture layers")
 	assert.Contains(t, s, "  event admission_allowed (attempt 1)\n")
 	assert.Contains(t, s, "answer (llama3.2, finish stop): Hello through a hand-built chain.\n")
 }

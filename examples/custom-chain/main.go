@@ -5,8 +5,7 @@
 //
 // The layers, outermost first (chain.New checks this order):
 //
-//	retry          the attempt loop: classification, budget, backoff, events
-//	admission      asks the application before a resend (the hook below)
+//	retry          the engine: classification, admission, budget, backoff, events
 //	capture        sensitive OnWire snapshots (none configured here)
 //	progress       counts raw, observed and delivered bytes
 //	redirectguard  a 3xx is a failure that nothing follows
@@ -32,7 +31,6 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/capture"
 	"github.com/recourse-dev/recourse/layers/progress"
 	"github.com/recourse-dev/recourse/layers/redirectguard"
@@ -47,26 +45,26 @@ func main() {
 	}
 }
 
-// newRetry returns the retry layer: Ollama's codec, at most 3 wire attempts,
-// a short base delay, events sent to onEvent.
-func newRetry(onEvent func(layer.Event) error) (*retry.Layer, error) {
+// newRetry returns the engine: Ollama's codec, at most 3 wire attempts, a
+// short base delay, the admission hook and events sent to onEvent.
+func newRetry(hook layer.AdmissionHook, onEvent func(layer.Event) error) (*retry.Layer, error) {
 	return retry.New(ollama.New(), &retry.Policy{
 		MaxAttempts: 3,
-		BaseDelay:   retry.Duration(50 * time.Millisecond),
+		BaseDelay:   new(50 * time.Millisecond),
+		Admit:       hook,
 		OnEvent:     onEvent,
 	})
 }
 
-// buildChain assembles the full chain by hand. The admission layer's hook
-// decides every resend (it takes precedence over the policy's Admit).
-func buildChain(hook admission.Hook, onEvent func(layer.Event) error) (*chain.Chain, error) {
-	rl, err := newRetry(onEvent)
+// buildChain assembles the full chain by hand. The policy's hook decides
+// every resend.
+func buildChain(hook layer.AdmissionHook, onEvent func(layer.Event) error) (*chain.Chain, error) {
+	rl, err := newRetry(hook, onEvent)
 	if err != nil {
 		return nil, err
 	}
 	return chain.New(
 		rl,
-		admission.New(hook),
 		capture.New(),
 		progress.New(),
 		redirectguard.New(),
@@ -75,11 +73,11 @@ func buildChain(hook admission.Hook, onEvent func(layer.Event) error) (*chain.Ch
 }
 
 // allowBusy allows a resend after Ollama's 503 "server busy" only.
-func allowBusy(_ context.Context, req admission.Request) (admission.Decision, error) {
+func allowBusy(_ context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
 	if req.Failure.HTTPStatus == http.StatusServiceUnavailable {
-		return admission.Allow, nil
+		return layer.Allow, nil
 	}
-	return admission.Reject, nil
+	return layer.Reject, nil
 }
 
 func run(w io.Writer) error {
@@ -94,12 +92,12 @@ func run(w io.Writer) error {
 	fmt.Fprintln(w, "chain:", c.Order())
 
 	// The wrong order is refused with a typed error that says why.
-	rl, err := newRetry(nil)
+	rl, err := newRetry(nil, nil)
 	if err != nil {
 		return err
 	}
 	_, err = chain.New(capture.New(), rl)
-	var oerr *chain.OrderError
+	var oerr *chain.CompositionError
 	if !errors.As(err, &oerr) {
 		return fmt.Errorf("chain.New accepted capture before retry (err %v)", err)
 	}

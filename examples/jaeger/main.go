@@ -38,7 +38,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/scripted"
-	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/otelbridge"
 )
@@ -111,9 +111,9 @@ func run(ctx context.Context, w io.Writer, cfg config) (traces, error) {
 		chain.WithTracing(otelbridge.New(otelbridge.WithTracerProvider(tp))),
 		chain.WithPolicy(retry.Policy{
 			MaxAttempts: 3,
-			BaseDelay:   retry.Duration(20 * time.Millisecond),
-			Admit: func(context.Context, admission.Request) (admission.Decision, error) {
-				return admission.Allow, nil
+			BaseDelay:   new(20 * time.Millisecond),
+			Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+				return layer.Allow, nil
 			},
 		}))
 	if err != nil {

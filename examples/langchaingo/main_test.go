@@ -58,7 +58,7 @@ type result struct {
 }
 
 // generate runs one GenerateContent call with llm; streaming adds
-// llms.WithStreamingFunc. ctx may carry a *layer.Report.
+// llms.WithStreamingFunc. ctx may carry a *layer.Call.
 func generate(ctx context.Context, t *testing.T, llm *openai.LLM, streaming bool) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -230,22 +230,22 @@ func TestStreamMidStreamErrorIsAnError(t *testing.T) {
 // exhausted), the chain's RoundTrip error reaches langchaingo as
 // http.Client's *url.Error, a net.Error, which langchaingo replaces with a
 // fixed "network error: failed to reach API server": errors.As cannot find
-// the typed error. A *layer.Report in the call's context still receives
-// it.
+// the typed error. A *layer.Call in the call's context still receives it.
 func TestExhaustedErrorIsReplacedByLangchaingo(t *testing.T) {
 	overloaded := loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
 	srv := start(t, overloaded, overloaded, overloaded)
 	llm, err := newLLM(srv.URL+"/v1", "sk-test-key", "gpt-4o-mini", nil)
 	require.NoError(t, err)
-	var rep layer.Report
+	var lc layer.Call
+	rep := &lc.Result
 
-	got := generate(layer.WithReport(context.Background(), &rep), t, llm, false)
+	got := generate(layer.WithCall(context.Background(), &lc), t, llm, false)
 
 	require.Error(t, got.err)
 	assert.Equal(t, "network error: failed to reach API server", got.err.Error())
 	var rerr *layer.RecoveryError
 	assert.False(t, errors.As(got.err, &rerr), "langchaingo drops the *url.Error and what it wraps")
-	require.NotNil(t, rep.Err, "the Report holds the typed error")
+	require.NotNil(t, rep.Err, "the call's result holds the typed error")
 	assert.Equal(t, layer.OutcomeExhausted, rep.Err.Outcome)
 	assert.Len(t, rep.Err.History, 3)
 	assertPOSTs(t, srv, 3, false)

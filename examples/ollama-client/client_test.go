@@ -17,7 +17,6 @@ import (
 
 	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind. No
@@ -44,22 +43,22 @@ func (r *recorder) types() []layer.EventType {
 // hookSpy wraps a decision and records what the hook was asked. The hook
 // runs on its own goroutine (admission.Wait), hence the lock.
 type hookSpy struct {
-	decision admission.Decision
+	decision layer.Decision
 	mu       sync.Mutex
-	asked    []admission.Request
+	asked    []layer.AdmissionRequest
 }
 
-func (h *hookSpy) hook(_ context.Context, req admission.Request) (admission.Decision, error) {
+func (h *hookSpy) hook(_ context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.asked = append(h.asked, req)
 	return h.decision, nil
 }
 
-func (h *hookSpy) requests() []admission.Request {
+func (h *hookSpy) requests() []layer.AdmissionRequest {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]admission.Request(nil), h.asked...)
+	return append([]layer.AdmissionRequest(nil), h.asked...)
 }
 
 func start(t *testing.T, script ...loopback.Reply) *loopback.Server {
@@ -71,7 +70,7 @@ func start(t *testing.T, script ...loopback.Reply) *loopback.Server {
 
 // chat builds the program's client (newClient) with admit and runs exactly
 // one non-streaming Chat call.
-func chat(t *testing.T, srv *loopback.Server, admit admission.Hook) ([]api.ChatResponse, *recorder, error) {
+func chat(t *testing.T, srv *loopback.Server, admit layer.AdmissionHook) ([]api.ChatResponse, *recorder, error) {
 	t.Helper()
 	base, err := url.Parse(srv.URL)
 	require.NoError(t, err)
@@ -110,7 +109,7 @@ func busy() loopback.Reply {
 // two POSTs; the hook is asked once, about attempt 2 (R8.1, R8.4).
 func TestOllama503Then200WithAllowingHook(t *testing.T) {
 	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("scripted hello")))
-	spy := &hookSpy{decision: admission.Allow}
+	spy := &hookSpy{decision: layer.Allow}
 
 	got, rec, err := chat(t, srv, spy.hook)
 
@@ -178,7 +177,7 @@ func TestOllama503WithoutHookNeedsAdmission(t *testing.T) {
 // An explicit Reject stops with admission_rejected, one POST (R8.1).
 func TestOllama503HookRejects(t *testing.T) {
 	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
-	spy := &hookSpy{decision: admission.Reject}
+	spy := &hookSpy{decision: layer.Reject}
 
 	_, rec, err := chat(t, srv, spy.hook)
 
@@ -197,7 +196,7 @@ func TestOllama503HookRejects(t *testing.T) {
 // client returns its own api.StatusError; the hook is never asked.
 func TestOllamaBadRequestPassesThrough(t *testing.T) {
 	srv := start(t, loopback.JSON(http.StatusBadRequest, loopback.OllamaError("model is required")))
-	spy := &hookSpy{decision: admission.Allow}
+	spy := &hookSpy{decision: layer.Allow}
 
 	_, rec, err := chat(t, srv, spy.hook)
 
@@ -215,7 +214,7 @@ func TestOllamaBadRequestPassesThrough(t *testing.T) {
 // Three busy answers with an allowing hook exhaust MaxAttempts (3 POSTs).
 func TestOllamaExhausted(t *testing.T) {
 	srv := start(t, busy(), busy(), busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
-	spy := &hookSpy{decision: admission.Allow}
+	spy := &hookSpy{decision: layer.Allow}
 
 	_, _, err := chat(t, srv, spy.hook)
 
@@ -249,7 +248,7 @@ func TestOllamaCancelDuringAdmission(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	hookDone := make(chan error, 1)
-	hook := func(hctx context.Context, _ admission.Request) (admission.Decision, error) {
+	hook := func(hctx context.Context, _ layer.AdmissionRequest) (layer.Decision, error) {
 		cancel() // the caller gives up while the application is asked
 		<-hctx.Done()
 		hookDone <- hctx.Err()

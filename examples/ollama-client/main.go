@@ -33,7 +33,6 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -72,18 +71,18 @@ func run(w io.Writer) error {
 // allowBusy is the admission hook: it allows a resend after Ollama's 503
 // (the queue was full; nothing ran) and rejects every other failure. A real
 // application might ask a person here; the hook may block until ctx is done.
-func allowBusy(_ context.Context, req admission.Request) (admission.Decision, error) {
+func allowBusy(_ context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
 	if req.Failure.HTTPStatus == http.StatusServiceUnavailable {
-		return admission.Allow, nil
+		return layer.Allow, nil
 	}
-	return admission.Reject, nil
+	return layer.Reject, nil
 }
 
 // newClient returns an Ollama API client for base whose transport is the
 // default recourse chain for Ollama's /api/chat: at most 3 wire attempts,
 // resends decided by admit (nil means none: an eligible failure then ends
 // with outcome admission_required), events sent to onEvent.
-func newClient(base *url.URL, admit admission.Hook, onEvent func(layer.Event) error) (*api.Client, error) {
+func newClient(base *url.URL, admit layer.AdmissionHook, onEvent func(layer.Event) error) (*api.Client, error) {
 	ch, err := chain.Default(ollama.New(), chain.WithPolicy(retry.Policy{
 		MaxAttempts: 3,
 		Admit:       admit,
@@ -117,17 +116,17 @@ func chatRequest(model, prompt string) *api.ChatRequest {
 // (R13). The Ollama client (v0.17.4) stops at a body read error without
 // returning it: it never checks its scanner's error, so Chat returns nil
 // for a cut or truncated stream, with recourse and without. chatStream
-// places a *layer.Report in the request context, which the chain fills in
-// with the typed error, and returns that error when Chat returned nil.
+// places a *layer.Call in the request context, whose Result the chain fills
+// in with the typed error, and returns that error when Chat returned nil.
 //
-// The Report leaves TypedErrors false, so the chain still passes a
-// complete, non-retryable response (a 400, a 404) through and Chat returns
-// its api.StatusError as before; an error Chat returns always wins.
+// The Call leaves TypedErrors false, so the chain still passes a complete,
+// non-retryable response (a 400, a 404) through and Chat returns its
+// api.StatusError as before; an error Chat returns always wins.
 func chatStream(ctx context.Context, client *api.Client, req *api.ChatRequest, fn api.ChatResponseFunc) error {
-	var rep layer.Report
-	err := client.Chat(layer.WithReport(ctx, &rep), req, fn)
-	if err == nil && rep.Err != nil {
-		return rep.Err
+	var lc layer.Call
+	err := client.Chat(layer.WithCall(ctx, &lc), req, fn)
+	if err == nil && lc.Result.Err != nil {
+		return lc.Result.Err
 	}
 	return err
 }

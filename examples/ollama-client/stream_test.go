@@ -14,7 +14,6 @@ import (
 
 	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 )
 
 // Streaming through the official Ollama client with the chain as its
@@ -65,7 +64,7 @@ func (s *streamed) collect(r api.ChatResponse) error {
 
 // streamChat runs one streaming chat through the program's client
 // (newClient with admit) and the program's chatStream.
-func streamChat(t *testing.T, srv *loopback.Server, admit admission.Hook, stream *bool) (streamed, *recorder) {
+func streamChat(t *testing.T, srv *loopback.Server, admit layer.AdmissionHook, stream *bool) (streamed, *recorder) {
 	t.Helper()
 	base, err := url.Parse(srv.URL)
 	require.NoError(t, err)
@@ -115,7 +114,7 @@ func assertStreamPOSTs(t *testing.T, srv *loopback.Server, n int) {
 	}
 }
 
-func allow() *hookSpy { return &hookSpy{decision: admission.Allow} }
+func allow() *hookSpy { return &hookSpy{decision: layer.Allow} }
 
 // emptyChunk is a streamed line with empty content: a frame, but no
 // semantic evidence (R13.1), the way a model's first token can be empty.

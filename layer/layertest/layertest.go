@@ -66,16 +66,21 @@ func newRequest(t testing.TB) *http.Request {
 }
 
 // Layer checks that l keeps the standard library's RoundTripper contract
-// when no recovery layer is above it: it passes a request and its response
-// through unchanged, leaves the caller's request unchanged, returns either a
-// response or an error (never both), lets the caller close the body it
-// returns, passes errors up, and is safe for concurrent use.
+// when no engine is above it: it has a name and a known position, passes a
+// request and its response through unchanged (calling next once), leaves
+// the caller's request unchanged, returns either a response or an error
+// (never both), lets the caller close the body it returns, passes errors up,
+// and is safe for concurrent use. A layer that answers some requests itself
+// (a cache) is checked with a request it passes on.
 func Layer(t *testing.T, l layer.Layer) {
 	t.Helper()
-	if k := l.Kind(); k < layer.KindTracing || k > layer.KindSender {
-		t.Fatalf("Kind() = %d, outside the known kinds", k)
+	if l.Name() == "" {
+		t.Error("Name() is empty: chains name their layers in Order and in errors")
 	}
-	if l.Kind() == layer.KindSender {
+	if p := l.Position(); p < layer.PerCall || p > layer.StageSender {
+		t.Fatalf("Position() = %v, not a known position", p)
+	}
+	if l.Position() == layer.StageSender {
 		// The sender is the innermost layer: it ignores next by design.
 		return
 	}

@@ -2,34 +2,57 @@ package admission_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/retry"
 )
 
-// New configures the retry layer's gate; Wait shows how decisions map to
-// verdicts: only an explicit Allow permits a resend.
-func ExampleNew() {
-	l := admission.New(func(ctx context.Context, r admission.Request) (admission.Decision, error) {
-		if r.Failure.HTTPStatus == 503 {
-			return admission.Allow, nil
-		}
-		return admission.Reject, nil
-	})
-	fmt.Println(l.Kind())
-	for _, status := range []int{503, 500} {
-		v, _ := admission.Wait(context.Background(), l.Hook(), admission.Request{Failure: layer.Failure{HTTPStatus: status}, NextAttempt: 2})
-		fmt.Println(status, v == admission.Allowed)
-	}
-	v, cause := admission.Wait(context.Background(), func(context.Context, admission.Request) (admission.Decision, error) {
-		return "", errors.New("approval service down")
-	}, admission.Request{})
-	fmt.Println(v == admission.NoDecision, cause)
+// AllowAll allows every resend: set it as the policy's Admit for a local
+// server whose duplicated inference is acceptable.
+func ExampleAllowAll() {
+	p := retry.Policy{MaxAttempts: 3, Admit: admission.AllowAll()}
+	d, err := p.Admit(context.Background(), layer.AdmissionRequest{NextAttempt: 2})
+	fmt.Println(d, err)
 	// Output:
-	// admission
-	// 503 true
-	// 500 false
-	// true approval service down
+	// allow <nil>
+}
+
+// RejectAll rejects every resend: each eligible failure ends with outcome
+// admission_rejected.
+func ExampleRejectAll() {
+	d, err := admission.RejectAll()(context.Background(), layer.AdmissionRequest{NextAttempt: 2})
+	fmt.Println(d, err)
+	// Output:
+	// reject <nil>
+}
+
+// A Queue puts each admission request to the application: here a loop
+// that allows resends after an HTTP 503 and rejects the rest.
+func ExampleNewQueue() {
+	q := admission.NewQueue()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			p, err := q.Next(ctx)
+			if err != nil {
+				return
+			}
+			if p.Request.Failure.HTTPStatus == 503 {
+				p.Decide(layer.Allow)
+			} else {
+				p.Decide(layer.Reject)
+			}
+		}
+	}()
+	policy := retry.Policy{MaxAttempts: 3, Admit: q.Hook}
+	for _, status := range []int{503, 500} {
+		d, _ := policy.Admit(ctx, layer.AdmissionRequest{Failure: layer.Failure{HTTPStatus: status}, NextAttempt: 2})
+		fmt.Println(status, d)
+	}
+	// Output:
+	// 503 allow
+	// 500 reject
 }

@@ -25,11 +25,10 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/redirectguard"
 )
 
-// Layer is the capture layer. The hook comes from the attempt state that
-// the retry layer places in the request context (the policy's OnWire); with
+// Layer is the capture stage. The hook comes from the attempt state that
+// the engine places in the request context (the policy's OnWire); with
 // no hook the layer passes everything through. The zero value is ready to
 // use and safe for concurrent use.
 type Layer struct{}
@@ -37,8 +36,12 @@ type Layer struct{}
 // New returns the capture layer.
 func New() *Layer { return &Layer{} }
 
-// Kind returns layer.KindCapture.
-func (*Layer) Kind() layer.Kind { return layer.KindCapture }
+// Name returns "capture".
+func (*Layer) Name() string { return "capture" }
+
+// Position returns layer.StageCapture: the engine-owned stage right below
+// the engine.
+func (*Layer) Position() layer.Position { return layer.StageCapture }
 
 // Wrap returns a RoundTripper that captures around next.
 func (*Layer) Wrap(next http.RoundTripper) http.RoundTripper { return tap{next} }
@@ -80,17 +83,17 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if cause := call(ctx, a.OnWire, layer.WireSnapshot{
-		Identity: a.Identity, Direction: layer.Request, Bytes: reqBytes, Header: req.Header.Clone(), Complete: true,
+		Identity: a.Identity, Direction: layer.DirectionRequest, Bytes: reqBytes, Header: req.Header.Clone(), Complete: true,
 	}); cause != nil {
-		return nil, &layer.CaptureError{Direction: layer.Request, Cause: cause}
+		return nil, &layer.CaptureError{Direction: layer.DirectionRequest, Cause: cause}
 	}
 	if err := a.Begin(); err != nil {
 		return nil, err
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
-		s := layer.WireSnapshot{Identity: a.Identity, Direction: layer.Response}
-		var refused *redirectguard.RefusedError
+		s := layer.WireSnapshot{Identity: a.Identity, Direction: layer.DirectionResponse}
+		var refused *layer.RedirectError
 		if errors.As(err, &refused) {
 			s.Status = refused.Response.StatusCode
 			s.Header = refused.Response.Header.Clone()
@@ -98,7 +101,7 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 			s.Complete = true
 		}
 		if cause := call(ctx, a.OnWire, s); cause != nil {
-			return nil, &layer.CaptureError{Direction: layer.Response, Cause: cause, Transport: err}
+			return nil, &layer.CaptureError{Direction: layer.DirectionResponse, Cause: cause, Transport: err}
 		}
 		return nil, err
 	}
@@ -127,7 +130,7 @@ type body struct {
 
 func (b *body) snapshot(p []byte, complete bool) *layer.CaptureError {
 	s := layer.WireSnapshot{
-		Identity: b.a.Identity, Direction: layer.Response, Seq: b.seq,
+		Identity: b.a.Identity, Direction: layer.DirectionResponse, Seq: b.seq,
 		Bytes: bytes.Clone(p), Header: b.header.Clone(), Status: b.status, Complete: complete,
 	}
 	if s.Bytes == nil {
@@ -135,7 +138,7 @@ func (b *body) snapshot(p []byte, complete bool) *layer.CaptureError {
 	}
 	b.seq++
 	if cause := call(b.ctx, b.a.OnWire, s); cause != nil {
-		return &layer.CaptureError{Direction: layer.Response, Cause: cause}
+		return &layer.CaptureError{Direction: layer.DirectionResponse, Cause: cause}
 	}
 	return nil
 }

@@ -1,9 +1,9 @@
 // Package progress accounts what each attempt received (R13.2): whether
 // headers arrived, the raw body bytes, and the semantic evidence (reasoning
 // bytes, content bytes, tool fragments, completed tool calls) that the
-// codec's observer finds in them. It sits inside the capture layer, so the
+// codec's observer finds in them. It sits inside the capture stage, so the
 // evidence of every byte is recorded before any capture hook sees that byte
-// (R12.3). Without a recovery layer above it, it passes everything through.
+// (R12.3). Without the engine above it, it passes everything through.
 package progress
 
 import (
@@ -12,7 +12,6 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/redirectguard"
 )
 
 // Layer is the progress layer. The zero value is ready to use and safe for
@@ -22,8 +21,13 @@ type Layer struct{}
 // New returns the progress layer.
 func New() *Layer { return &Layer{} }
 
-// Kind returns layer.KindProgress.
-func (*Layer) Kind() layer.Kind { return layer.KindProgress }
+// Name returns "progress".
+func (*Layer) Name() string { return "progress" }
+
+// Position returns layer.StageProgress: the engine-owned stage right below
+// capture, so that every byte's evidence is counted before a capture hook
+// sees it (R12.3), whether the provider or a per-attempt layer produced it.
+func (*Layer) Position() layer.Position { return layer.StageProgress }
 
 // Wrap returns a RoundTripper that counts the response bytes of next.
 func (*Layer) Wrap(next http.RoundTripper) http.RoundTripper { return counter{next} }
@@ -37,7 +41,7 @@ func (c counter) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if err != nil {
-		var refused *redirectguard.RefusedError
+		var refused *layer.RedirectError
 		if errors.As(err, &refused) {
 			a.HeadersReceived()
 			a.Received(refused.Body)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/redirectguard"
 	"github.com/recourse-dev/recourse/layers/sender"
 )
@@ -19,7 +20,7 @@ func ExampleNew() {
 	defer srv.Close()
 	rt := redirectguard.New().Wrap(sender.New(nil))
 	_, err := (&http.Client{Transport: rt}).Post(srv.URL, "application/json", nil)
-	var refused *redirectguard.RefusedError
+	var refused *layer.RedirectError
 	fmt.Println(errors.As(err, &refused), refused.StatusCode(), target.Hits())
 	// Output:
 	// true 307 0

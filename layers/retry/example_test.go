@@ -18,10 +18,10 @@ func ExampleNew() {
 	fmt.Println(errors.As(err, &pe), pe.Code, pe.Field)
 
 	l, err := retry.New(openai.New(), &retry.Policy{MaxAttempts: 3})
-	fmt.Println(l.Kind(), l.Enabled(), err)
+	fmt.Println(l.Name(), l.Position(), l.Enabled(), err)
 	// Output:
 	// true RECOVERY_POLICY_ERROR MaxAttempts
-	// retry true <nil>
+	// retry engine true <nil>
 }
 
 // Backoff is full jitter over a capped exponential (R6.1).

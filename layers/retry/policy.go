@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 )
 
 // MaxDuration is the largest duration a policy accepts: the timer range of
@@ -27,17 +26,22 @@ var DefaultRetryableStatuses = []int{429, 500, 502, 503, 504}
 // DefaultRetryableCategories are the failure categories retried by default (R3).
 var DefaultRetryableCategories = []layer.Category{layer.CategoryTransport, layer.CategoryHTTP}
 
-// Duration returns a pointer to d, for the optional duration fields of Policy.
-func Duration(d time.Duration) *time.Duration { return &d }
+// MaxAttemptsLimit is the largest MaxAttempts a policy accepts: a bound on
+// the work one call may do, and on the memory of a custom jitter's
+// pre-sampled values (R3.2).
+const MaxAttemptsLimit = 1000
 
 // Policy is a recovery policy (R3). The zero value is an enabled policy with
 // every default: one wire attempt (R1.2), base delay 100 ms, delay ceiling
 // 30 s, no budget, no deadline, transport and HTTP 429/500/502/503/504
 // eligible, no hooks, uniform random jitter and the real clocks. A Policy is
-// a value: the retry layer copies it (and its slices) when a call starts.
+// a value: the engine copies it (and its slices) when a call starts. The
+// optional durations are pointers so that 0 can be said: write
+// BaseDelay: new(200 * time.Millisecond).
 type Policy struct {
-	// MaxAttempts counts wire attempts including the first; 0 means 1. It
-	// must be positive.
+	// MaxAttempts counts wire attempts including the first. The zero value
+	// (the field left out) means one attempt (R1.2); a negative value or one
+	// above MaxAttemptsLimit is a *layer.PolicyError.
 	MaxAttempts int
 	// BaseDelay is the backoff base; nil means 100 ms, 0 is allowed.
 	BaseDelay *time.Duration
@@ -56,8 +60,10 @@ type Policy struct {
 	// RetryableStatuses selects eligible HTTP statuses; nil means 429, 500,
 	// 502, 503, 504. 400, 401 and 403 are never eligible (R4.2).
 	RetryableStatuses []int
-	// Admit is the admission hook (R8); nil applies the default rule.
-	Admit admission.Hook
+	// Admit is the admission hook (R8), the one place it is set; nil applies
+	// the codec's default rule (layer.Facts.AdmissionRequired). Package
+	// layers/admission has ready-made hooks.
+	Admit layer.AdmissionHook
 	// OnEvent observes safe lifecycle events synchronously (R11). An error
 	// it returns, or a panic, propagates to the caller and is never a retry.
 	OnEvent func(layer.Event) error
@@ -81,7 +87,7 @@ type Policy struct {
 // Validate checks every field (R3.1) and returns a *layer.PolicyError naming
 // the first invalid field, or nil.
 func (p *Policy) Validate() error {
-	if p.MaxAttempts < 0 {
+	if p.MaxAttempts < 0 || p.MaxAttempts > MaxAttemptsLimit {
 		return layer.NewPolicyError("MaxAttempts")
 	}
 	for _, f := range []struct {
@@ -115,7 +121,7 @@ type resolved struct {
 	deadline    time.Time
 	categories  []layer.Category
 	statuses    []int
-	admit       admission.Hook
+	admit       layer.AdmissionHook
 	onEvent     func(layer.Event) error
 	onWire      layer.WireHook
 	samples     []float64 // pre-sampled custom jitter, in retry order
@@ -128,9 +134,9 @@ type resolved struct {
 var processStart = time.Now()
 
 // resolve validates p, applies defaults and pre-samples a custom jitter
-// (R3.2), setting r (which a call allocates with itself). It runs before
-// capture, HTTP or any event.
-func (r *resolved) resolve(p *Policy) error {
+// once per possible resend (R3.2), setting r (which a call allocates with
+// itself). It runs before capture, HTTP or any event.
+func (r *resolved) resolve(p *Policy, resends int) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -169,15 +175,16 @@ func (r *resolved) resolve(p *Policy) error {
 		r.sleep = sleepTimer
 	}
 	if p.Jitter != nil {
-		r.samples = make([]float64, 0, r.maxAttempts-1)
-		for range r.maxAttempts - 1 {
+		r.samples = make([]float64, 0, resends)
+		for range resends {
 			v, ok := sampleJitter(p.Jitter)
 			if !ok || math.IsNaN(v) || v < 0 || v > 1 {
 				return layer.NewPolicyError("Jitter")
 			}
 			r.samples = append(r.samples, v)
 		}
-	} else {
+	}
+	if p.Jitter == nil {
 		r.jitter = rand.Float64
 	}
 	return nil
@@ -195,56 +202,11 @@ func (p *Policy) delays() (base, ceiling time.Duration) {
 	return base, ceiling
 }
 
-// Delay returns one full-jitter backoff for failed attempt n (1-based)
-// under p, with its defaults, taking one jitter sample (the custom Jitter
-// or uniform random). An invalid policy or jitter sample (also one that
-// panics) is a *layer.PolicyError. The broker uses it to give a
-// continuation the backoff of a retry; the retry layer itself pre-samples
-// a custom jitter as R3.2 requires.
-func (p *Policy) Delay(n int) (time.Duration, error) {
-	if err := p.Validate(); err != nil {
-		return 0, err
-	}
-	j := rand.Float64
-	if p.Jitter != nil {
-		j = p.Jitter
-	}
-	v, ok := sampleJitter(j)
-	if !ok || math.IsNaN(v) || v < 0 || v > 1 {
-		return 0, layer.NewPolicyError("Jitter")
-	}
-	base, ceiling := p.delays()
-	return Backoff(n, base, ceiling, v), nil
-}
-
-// Now returns the policy's wall-clock time (WallClock, or time.Now).
-func (p *Policy) Now() time.Time {
-	if p.WallClock != nil {
-		return p.WallClock()
-	}
-	return time.Now()
-}
-
-// Wait sleeps d with the policy's Sleep (or a timer), honouring ctx; a
-// Sleep that panics returns a *PanicError, never a panic of the caller.
-func (p *Policy) Wait(ctx context.Context, d time.Duration) (err error) {
-	sleep := p.Sleep
-	if sleep == nil {
-		sleep = sleepTimer
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v}
-		}
-	}()
-	return sleep(ctx, d)
-}
-
 // sample returns the jitter for the n-th retry (1-based): a pre-sampled
 // custom value, or a fresh default sample taken now, after admission.
 func (r *resolved) sample(n int) float64 {
-	if r.samples != nil {
-		return r.samples[n-1]
+	if len(r.samples) > 0 {
+		return r.samples[min(n, len(r.samples))-1]
 	}
 	return r.jitter()
 }
@@ -295,10 +257,17 @@ func sampleJitter(j func() float64) (v float64, ok bool) {
 	return j(), true
 }
 
-// PanicError is the private cause recorded when a hook (Sleep) panicked:
-// Value is what it panicked with. Its Error text is safe and never shows
+// PanicError is the private cause recorded when a hook (Sleep, a capture
+// hook) panicked: Value is what it panicked with. Its Error text is safe and never shows
 // the value.
 type PanicError struct{ Value any }
 
 // Error returns a safe message.
 func (*PanicError) Error() string { return "recourse: a policy hook panicked" }
+
+// Recommended returns a starting policy for a chain that retries: four
+// attempts (the first and three resends), every other field at its default
+// (100 ms base delay, 30 s ceiling, transport failures and HTTP 429, 500,
+// 502, 503 and 504 eligible). The zero Policy makes one attempt (R1.2);
+// this is the one identifier away from a chain that recovers.
+func Recommended() Policy { return Policy{MaxAttempts: 4} }

@@ -1,16 +1,20 @@
 // Package retry is the recovery engine of a recourse chain: the attempt
-// loop, classification (R4), Retry-After (R5), backoff (R6), budget and
-// deadline (R7), outcomes (R10) and lifecycle events (R11).
+// loop and the decision plane — classification (R4), Retry-After (R5),
+// backoff (R6), budget and deadline (R7), admission (R8) — with outcomes
+// (R10) and lifecycle events (R11).
 //
-// The retry layer is the outermost recovery layer. For each logical
-// completion it reads and keeps the request body and headers once (R2.3),
-// validates the policy and pre-samples a custom jitter (R3), then runs
-// attempts through the wire-plane layers below it (capture, progress,
-// redirect guard, sender), each with a fresh attempt ID under one logical
-// request ID. Between attempts it asks the admission gate (R8), computes the
-// delay, announces it and sleeps, all under the caller's context (R9).
+// The engine takes the Engine position of a chain (layer.Engine). For each
+// logical completion it reads and keeps the request body and headers once
+// (R2.3), validates the policy and pre-samples a custom jitter (R3), then
+// runs attempts through the stages below it — capture, progress, the
+// chain's per-attempt layers, the redirect guard and the sender — each
+// with a fresh attempt ID under one logical request ID. Between attempts
+// its Decider asks the admission hook, computes the delay, announces it and
+// sleeps, all under the caller's context (R9). The chain installs the
+// stages the engine depends on; package chain refuses a chain that lacks
+// or misplaces one.
 //
-// As an http.RoundTripper it returns:
+// As an http.RoundTripper the engine returns:
 //   - the response, with its body fully read and replayable, on success;
 //   - the final response, unchanged for SDK error handling, when the final
 //     failure is a complete response that was not eligible for a retry (for
@@ -21,7 +25,8 @@
 //     errors.As finds.
 //
 // A caller that wants the typed error in every case (the native client)
-// places a *layer.Report with TypedErrors set in the request context.
+// sets TypedErrors in the call's *layer.Call; the engine reports the call's
+// identity, error, stream and decoded completion in its Result.
 package retry
 
 import (
@@ -29,24 +34,25 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 )
 
-// Layer is the retry layer. It is immutable after New and safe for
+// Layer is the recovery engine. It is immutable after New and safe for
 // concurrent use.
 type Layer struct {
-	codec   layer.Codec
-	policy  *Policy
-	gate    admission.Hook
-	hasGate bool
+	codec  layer.Codec
+	facts  layer.Facts
+	policy *Policy
 }
 
-// New returns a retry layer for calls encoded by codec. A nil policy
+// New returns the engine for calls encoded by codec. A nil policy
 // disables recovery: the layer then passes every request through unchanged,
 // with no events and no captures (R1.1). New returns a *layer.PolicyError if
 // the policy is invalid.
 func New(codec layer.Codec, policy *Policy) (*Layer, error) {
 	l := &Layer{codec: codec}
+	if codec != nil {
+		l.facts = codec.Facts()
+	}
 	if policy != nil {
 		if err := policy.Validate(); err != nil {
 			return nil, err
@@ -57,30 +63,27 @@ func New(codec layer.Codec, policy *Policy) (*Layer, error) {
 	return l, nil
 }
 
-// Kind returns layer.KindRetry.
-func (*Layer) Kind() layer.Kind { return layer.KindRetry }
+// Name returns "retry".
+func (*Layer) Name() string { return "retry" }
+
+// Position returns layer.Engine.
+func (*Layer) Position() layer.Position { return layer.Engine }
 
 // Codec returns the codec the layer was built with.
 func (l *Layer) Codec() layer.Codec { return l.codec }
 
-// WithGate returns a copy of l whose admission hook is hook, overriding the
-// policy's Admit. The chain builder calls it for an admission layer.
-func (l *Layer) WithGate(hook admission.Hook) *Layer {
-	c := *l
-	c.gate, c.hasGate = hook, true
-	return &c
-}
-
-// Wrap returns the recovering RoundTripper around next (the wire plane).
+// Wrap returns the recovering RoundTripper around next: the stages below the
+// engine, which run once per attempt.
 func (l *Layer) Wrap(next http.RoundTripper) http.RoundTripper {
 	return &transport{l: l, next: next}
 }
 
 type policyKey struct{}
 
-// WithPolicy returns a context whose calls use p instead of the layer's
-// policy; a nil p disables recovery for those calls. The broker and session
-// use it to apply one policy per call.
+// WithPolicy returns a context whose calls use p instead of the engine's
+// policy; a nil p disables recovery for those calls. It is the engine's own
+// per-call override (the Policy type lives here, so the value does too);
+// the broker and session use it to apply one policy per call.
 func WithPolicy(ctx context.Context, p *Policy) context.Context {
 	if p != nil {
 		c := *p
@@ -93,21 +96,18 @@ func WithPolicy(ctx context.Context, p *Policy) context.Context {
 // whether there was one (a nil policy with ok=true means recovery is off).
 func PolicyFrom(ctx context.Context) (*Policy, bool) { return policyFrom(ctx) }
 
-// Policy returns a copy of the layer's policy with an admission layer's hook
-// applied, or nil when recovery is disabled. The broker uses it to give a
-// continuation the same admission and backoff as a retry.
+// Policy returns a copy of the engine's policy, or nil when recovery is
+// disabled. The broker uses it to give a continuation the same admission
+// and backoff as a retry.
 func (l *Layer) Policy() *Policy {
 	if l.policy == nil {
 		return nil
 	}
 	p := *l.policy
-	if l.hasGate {
-		p.Admit = l.gate
-	}
 	return &p
 }
 
-// Enabled reports whether the layer recovers by default (it has a policy).
+// Enabled reports whether the engine recovers by default (it has a policy).
 func (l *Layer) Enabled() bool { return l.policy != nil }
 
 func policyFrom(ctx context.Context) (*Policy, bool) {

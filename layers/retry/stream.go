@@ -31,12 +31,10 @@ type streamBody struct {
 	tail []byte
 }
 
-func (c *call) stream(n int, resp *http.Response) *http.Response {
-	c.streaming = true
+func (c *call) openStream(n int, resp *http.Response) *http.Response {
+	c.stream = true
 	b := &streamBody{c: c, n: n, a: c.cur, resp: resp, buf: make([]byte, 4<<10)}
-	if c.report != nil {
-		c.report.LogicalID, c.report.Stream = c.logical, b
-	}
+	c.lc.Result.LogicalID, c.lc.Result.Stream = c.logical, b
 	out := *resp
 	out.Body = b
 	out.ContentLength = -1
@@ -86,7 +84,7 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 		}
 		return false
 	}
-	telemetry := c.provider == layer.Ollama && !f.Keepalive && (f.Err == nil || isStreamError(f.Err))
+	telemetry := c.d.facts.FrameTelemetry && !f.Keepalive && (f.Err == nil || isStreamError(f.Err))
 	if telemetry {
 		ev := c.event(layer.EventProgress)
 		ev.Frame = f.Index
@@ -129,11 +127,9 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 		b.err = err
 		return false
 	}
-	if c.report != nil {
-		c.report.WireAttempts = c.wire
-		if comp := f.Completion; comp != nil {
-			c.report.Response = layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
-		}
+	c.lc.Result.WireAttempts = c.wire
+	if comp := f.Completion; comp != nil {
+		c.lc.Result.Response = layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
 	}
 	b.err = io.EOF
 	return true
@@ -144,7 +140,7 @@ func (b *streamBody) ended(err error) {
 	var ce *layer.CaptureError
 	switch {
 	case errors.As(err, &ce):
-		b.fail(layer.CategoryTransport, ce.Transport, ce, nil)
+		b.fail(layer.CategoryTransport, captureCause(ce), ce, nil)
 	case err == io.EOF:
 		cause := b.a.EndStream()
 		if cause == nil {
@@ -186,7 +182,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		if errors.As(cause, &pe) {
 			b.tail = fr.Raw
 			ev.Response.Code = pe.Code
-			if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.body, c.header) {
+			if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.in.body, c.in.header) {
 				f.ProviderCode = pe.Code
 			}
 		}
@@ -196,7 +192,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		}
 	}
 	f.Attach(ev)
-	f.Classification = c.classify(&f, ce != nil, false)
+	f.Classification = c.d.Classify(&f, ce != nil, false)
 	resp, err := c.loop(b.n+1, &f, nil)
 	if err != nil {
 		b.err = err
@@ -223,7 +219,7 @@ func (b *streamBody) Read(p []byte) (int, error) {
 			}
 			return 0, err
 		}
-		if f.Keepalive && b.c.provider == layer.Ollama {
+		if f.Keepalive && b.c.d.facts.HideKeepalives {
 			continue
 		}
 		sem := f.Semantic()
@@ -251,31 +247,6 @@ func (b *streamBody) Close() error {
 }
 
 var errClosed = errors.New("recourse: stream closed")
-
-// event returns an event of type t for the current attempt.
-func (c *call) event(t layer.EventType) layer.Event {
-	ev := layer.Event{
-		Type: t, Identity: c.id, Provider: c.provider, Operation: c.info.Operation, Model: c.info.Model,
-		MaxAttempts: c.r.maxAttempts, Elapsed: c.r.mono() - c.start,
-	}
-	if c.cur != nil {
-		ev.Progress = c.cur.Progress()
-	}
-	return ev
-}
-
-// send delivers ev to the observers.
-func (c *call) send(ev layer.Event) error {
-	if c.r.onEvent != nil {
-		if err := c.r.onEvent(ev); err != nil {
-			return &ObserverError{Event: ev.Type, Err: err}
-		}
-	}
-	for _, o := range layer.ObserversFrom(c.ctx) {
-		o(ev)
-	}
-	return nil
-}
 
 // isStreamError reports whether err is a *layer.StreamError (a length or
 // other incomplete finish). It keeps the target off the per-frame path's

@@ -47,16 +47,21 @@ func (l *Layer) transport() http.RoundTripper {
 	return l.base
 }
 
-// Kind returns layer.KindSender.
-func (l *Layer) Kind() layer.Kind { return layer.KindSender }
+// Name returns "sender".
+func (*Layer) Name() string { return "sender" }
+
+// Position returns layer.StageSender: the innermost stage.
+func (*Layer) Position() layer.Position { return layer.StageSender }
 
 // Wrap ignores next (the sender is the innermost layer) and returns the
 // sending RoundTripper.
 func (l *Layer) Wrap(http.RoundTripper) http.RoundTripper { return l }
 
 // RoundTrip sends req once. It clones req, makes the body non-replayable,
-// records the connection phase for the retry layer and marks the attempt as
-// begun just before the request leaves. Outside a recovery attempt it sends
+// records the connection phase for the engine and marks the attempt as
+// begun just before the request leaves. A second send of one attempt's
+// request (a per-attempt layer that called its next twice) is refused with
+// layer.ErrSecondSend: an attempt is at most one POST (R2.1). Outside a recovery attempt it sends
 // a fresh copy of the body from GetBody, when req has one, so that the
 // caller's body stays unread; inside one it sends req's body, the attempt's
 // own copy.
@@ -86,6 +91,10 @@ func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.GetBody = nil
 	}
 	if a != nil {
+		if !a.ClaimSend() {
+			closeBody(out)
+			return nil, layer.ErrSecondSend
+		}
 		if err := a.Begin(); err != nil {
 			closeBody(out)
 			return nil, err

@@ -1,0 +1,36 @@
+package layer
+
+import "context"
+
+// Decision is an admission hook's answer (R8). The zero value is "no
+// decision": only an explicit Allow authorizes a resend.
+type Decision string
+
+// The explicit admission decisions.
+const (
+	// Allow authorizes the resend.
+	Allow Decision = "allow"
+	// Reject stops the call with outcome admission_rejected.
+	Reject Decision = "reject"
+)
+
+// AdmissionRequest is what an admission hook is asked about: the safe
+// failure of the attempt that just failed and the wire attempt number that
+// would be sent next (R8.4).
+type AdmissionRequest struct {
+	// Failure is the safe failure of the attempt that just failed.
+	Failure Failure
+	// NextAttempt is the wire attempt that would be sent next.
+	NextAttempt int
+	// Facts are the codec's facts, so that a hook can ask only where the
+	// default rule would stop: Facts.AdmissionRequired(Failure).
+	Facts Facts
+}
+
+// AdmissionHook decides whether a failed, eligible attempt may be resent
+// (R8). It may block (to ask a person, or another system) until it decides
+// or ctx is done, and must return promptly once ctx is done; waiting consumes
+// no wire attempt. An error, a panic, no decision or an unknown value stops
+// the call with outcome admission_no_decision and is kept as private
+// evidence (Evidence.AdmissionCause); it is never read as a refusal.
+type AdmissionHook func(ctx context.Context, req AdmissionRequest) (Decision, error)

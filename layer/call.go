@@ -1,0 +1,85 @@
+package layer
+
+import (
+	"context"
+
+	"github.com/recourse-dev/recourse/chat"
+)
+
+// Call is the typed per-call value of one logical completion. It travels in
+// the request context (WithCall, CallFrom) from the chain's edge through
+// the per-call layers to the engine, and it has three parts:
+//
+//   - Inputs, set by whoever starts the call before the request enters the
+//     chain (the native client, the broker) and read-only afterwards: Facts
+//     and TypedErrors.
+//   - Observers, added by per-call layers (tracing) with Observe before the
+//     request reaches the engine; the engine calls them with every
+//     lifecycle event after the policy's OnEvent.
+//   - Result, filled in by the engine and read by the caller once RoundTrip
+//     returned (for a stream, as the stream goes and once it ended).
+//
+// A chain puts an empty Call in the context of a request that has none, so
+// that drop-in calls (an SDK's request) have one too. A Call belongs to one
+// logical completion and is used from the goroutine that runs it (or reads
+// its stream); it is not safe for concurrent use.
+type Call struct {
+	// Facts are the request facts the caller already knows; the engine then
+	// does not read them from the encoded body. Nil (drop-in calls) means
+	// the engine asks the codec to describe the body.
+	Facts *RequestInfo
+	// TypedErrors asks the engine for the *RecoveryError in every case: a
+	// final non-eligible response is then not passed through as a
+	// response, and Result.Err holds the error too. The native client sets
+	// it; drop-in callers leave it false so that an SDK sees the response
+	// it would see without recourse.
+	TypedErrors bool
+
+	// Result is what the engine reports about the call.
+	Result CallResult
+
+	observers []func(Event)
+}
+
+// CallResult is what the engine reports about one logical completion.
+type CallResult struct {
+	// LogicalID is the call's logical request ID (R10.1).
+	LogicalID string
+	// WireAttempts is the number of wire attempts sent so far.
+	WireAttempts int
+	// Err is the call's typed error, when recovery ended without success.
+	Err *RecoveryError
+	// Stream is the typed frame reader of a recovering streaming call.
+	Stream FrameReader
+	// Response is the evidence of the successful attempt (finish reason,
+	// model, usage), when the engine decoded it; sensitive.
+	Response ResponseEvidence
+	// Completion is the decoded completion of the successful attempt of an
+	// ordinary or structured call: what the codec's Decode returns for the
+	// body of the returned response, so that the caller need not decode it
+	// again. It is nil otherwise (no success, a stream, no codec, recovery
+	// disabled).
+	Completion *chat.Completion
+}
+
+// Observe adds f to the observers of the call's lifecycle events. Per-call
+// layers call it before passing the request on; f is called synchronously,
+// in order, after the policy's OnEvent, and must not block.
+func (c *Call) Observe(f func(Event)) { c.observers = append(c.observers, f) }
+
+// Observers returns the functions added with Observe, in order.
+func (c *Call) Observers() []func(Event) { return c.observers }
+
+type callKey struct{}
+
+// WithCall returns a context that carries c.
+func WithCall(ctx context.Context, c *Call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// CallFrom returns the Call in ctx, or nil when there is none (a layer used
+// outside a chain).
+func CallFrom(ctx context.Context) *Call {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	return c
+}

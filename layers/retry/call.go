@@ -1,0 +1,313 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+type transport struct {
+	l    *Layer
+	next http.RoundTripper
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	pol := t.l.policy
+	if p, ok := policyFrom(req.Context()); ok {
+		pol = p
+	}
+	if pol == nil {
+		return t.next.RoundTrip(req)
+	}
+	c := &call{t: t}
+	c.d.facts = t.l.facts
+	if err := c.d.r.resolve(pol, max(pol.MaxAttempts, 1)-1); err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	c.ctx = req.Context()
+	c.lc = layer.CallFrom(c.ctx)
+	if c.lc == nil {
+		c.lc = &layer.Call{}
+	}
+	if err := c.in.read(req, t.l.codec, c.lc.Facts); err != nil {
+		return nil, err
+	}
+	if t.l.codec != nil {
+		c.provider = t.l.codec.Provider()
+	}
+	// The logical ID and the first attempt's ID come from one allocation.
+	ids := newUUIDs(2)
+	c.logical, c.spareID = ids[:uuidLen], ids[uuidLen:]
+	c.start = c.d.r.mono()
+	// Until an attempt starts, events (a cancellation before the first send)
+	// still carry a complete identity: wire attempt 0, nothing sent (R11.2).
+	c.id = layer.Identity{LogicalID: c.logical}
+	return c.loop(1, nil, nil)
+}
+
+func closeRequestBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// call is the state of one logical completion: the request taken once, the
+// decision plane, and the attempt in flight.
+type call struct {
+	t        *transport
+	d        Decider
+	in       request
+	ctx      context.Context
+	lc       *layer.Call
+	provider layer.Provider
+	logical  string
+	start    time.Duration
+	history  []layer.Failure
+	wire     int  // wire attempts sent
+	stream   bool // a stream body is open: failures end as errors
+
+	// The attempt in flight.
+	cur     *layer.Attempt
+	id      layer.Identity
+	pending int    // its wire attempt number
+	started bool   // it passed Begin
+	status  int    // its response status
+	spareID string // an attempt ID not yet used, or ""
+	onBegin func() error
+}
+
+// attemptID returns a new attempt ID.
+func (c *call) attemptID() string {
+	if id := c.spareID; id != "" {
+		c.spareID = ""
+		return id
+	}
+	return newUUIDs(1)
+}
+
+// begin runs when the current attempt's request is about to leave (see
+// layer.Attempt.Begin).
+func (c *call) begin() error {
+	c.started = true
+	c.wire = c.pending
+	return c.emit(layer.EventAttemptStarted, nil, 0, 0)
+}
+
+// loop runs attempts from n on. When f is not nil it is the failure of
+// attempt n-1 (pass is its complete response, if any), and the decision
+// plane runs first. loop returns the successful response, or how the call
+// ends.
+func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Response, error) {
+	for ; ; n++ {
+		if f != nil {
+			if resp, err, stop := c.afterFailure(f, n-1, pass); stop {
+				return resp, err
+			}
+		}
+		if c.ctx.Err() != nil {
+			return c.cancelled(f)
+		}
+		c.id = layer.Identity{LogicalID: c.logical, AttemptID: c.attemptID(), WireAttempt: n}
+		c.started, c.pending = false, n
+		if c.onBegin == nil {
+			c.onBegin = c.begin
+		}
+		c.cur = layer.NewAttempt(c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c.onBegin)
+		res := c.attempt()
+		started := c.started
+		if res.err != nil {
+			if !started {
+				c.id.WireAttempt = n - 1
+			}
+			var ce *layer.CaptureError
+			if errors.As(res.err, &ce) && ce.Direction == layer.DirectionRequest {
+				if c.ctx.Err() != nil {
+					// Cancelled while the request was being captured:
+					// nothing was sent (R9.1, R9.2).
+					if !started {
+						c.cur = nil
+					}
+					return c.cancelled(f)
+				}
+				return c.requestCaptureFailed(ce)
+			}
+			c.report(nil)
+			return nil, res.err
+		}
+		if res.failure == nil {
+			if c.in.info.Operation == layer.Streaming && c.cur.Decodes() {
+				if c.stream {
+					return res.resp, nil
+				}
+				return c.openStream(n, res.resp), nil
+			}
+			return c.succeeded(res.resp, res.evidence, res.comp)
+		}
+		if !started {
+			// Cancelled before the request left: nothing was sent (R9.2).
+			c.id.WireAttempt = n - 1
+			c.cur = nil
+			closeResp(res.resp)
+			return c.cancelled(nil)
+		}
+		f, pass = res.failure, res.resp
+	}
+}
+
+// succeeded ends the call with a successful attempt.
+func (c *call) succeeded(resp *http.Response, ev layer.ResponseEvidence, comp *chat.Completion) (*http.Response, error) {
+	c.cur.SetDelivered(c.cur.Progress().Observed)
+	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
+		closeResp(resp)
+		return nil, err
+	}
+	r := &c.lc.Result
+	r.LogicalID, r.WireAttempts, r.Response, r.Completion = c.logical, c.wire, ev, comp
+	return resp, nil
+}
+
+// afterFailure records failed attempt n and runs the decision plane. stop
+// reports that the call ends with resp, err; otherwise attempt n+1 may
+// start.
+func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp *http.Response, err error, stop bool) {
+	c.history = append(c.history, *f)
+	c.d.Failed()
+	if err := c.emit(layer.EventAttemptFailed, f, 0, 0); err != nil {
+		closeResp(pass)
+		return nil, err, true
+	}
+	if f.Category == layer.CategoryCancellation {
+		closeResp(pass)
+		resp, err = c.cancelled(f)
+		return resp, err, true
+	}
+	if !f.Classification.Eligible {
+		resp, err = c.finish(layer.OutcomeInterrupted, f, pass)
+		return resp, err, true
+	}
+	closeResp(pass)
+	if n >= c.d.r.maxAttempts {
+		resp, err = c.finish(layer.OutcomeExhausted, f, nil)
+		return resp, err, true
+	}
+	o, err := c.d.Resend(c.ctx, f, n, n+1, c.emit)
+	switch {
+	case err != nil:
+		c.report(nil)
+		return nil, err, true
+	case o == layer.OutcomeCancelled:
+		resp, err = c.cancelled(f)
+		return resp, err, true
+	case o != "":
+		next := 0
+		if o.TerminalEvent() != layer.EventExhausted && o != layer.OutcomeInterrupted {
+			next = n + 1 // an admission event names the attempt it was about
+		}
+		resp, err = c.finishWith(o, f, nil, next)
+		return resp, err, true
+	}
+	return nil, nil, false
+}
+
+// finish emits the terminal event of o and ends the call (R11.2).
+func (c *call) finish(o layer.Outcome, f *layer.Failure, resp *http.Response) (*http.Response, error) {
+	return c.finishWith(o, f, resp, 0)
+}
+
+// finishWith is finish with the attempt next that the terminal event is
+// about (an admission outcome names it; 0 for none).
+func (c *call) finishWith(o layer.Outcome, f *layer.Failure, resp *http.Response, next int) (*http.Response, error) {
+	if err := c.emit(o.TerminalEvent(), f, 0, next); err != nil {
+		closeResp(resp)
+		return nil, err
+	}
+	return c.end(o, f, resp)
+}
+
+// end builds the RecoveryError and decides between passing the final
+// response through and returning the error. A redirect is never passed
+// through, whichever layer produced it (R2.2).
+func (c *call) end(o layer.Outcome, f *layer.Failure, resp *http.Response) (*http.Response, error) {
+	var ctxErr error
+	if o == layer.OutcomeCancelled {
+		ctxErr = c.ctx.Err()
+	}
+	rerr := layer.NewRecoveryError(o, *f, c.history, ctxErr)
+	c.report(rerr)
+	if resp != nil && o == layer.OutcomeInterrupted && !c.lc.TypedErrors && !c.stream && !layer.IsRedirect(resp.StatusCode) {
+		return resp, nil
+	}
+	closeResp(resp)
+	return nil, rerr
+}
+
+func (c *call) report(err *layer.RecoveryError) {
+	r := &c.lc.Result
+	r.LogicalID, r.WireAttempts, r.Err = c.logical, c.wire, err
+}
+
+// cancelled ends the call with outcome cancelled (R9). f is the failure of
+// the last actual attempt, or nil when nothing was sent in this call.
+func (c *call) cancelled(f *layer.Failure) (*http.Response, error) {
+	if c.id.AttemptID == "" {
+		c.id.AttemptID = c.attemptID()
+	}
+	if f == nil || f.Category != layer.CategoryCancellation {
+		nf := c.newFailure(nil)
+		nf.Category = layer.CategoryCancellation
+		nf.Classification = layer.Classification{Reason: layer.ReasonCancelled}
+		if f == nil && c.cur == nil {
+			nf.Acceptance = layer.AcceptanceNo
+		}
+		nf.Attach(layer.Evidence{Cause: c.ctx.Err()})
+		f = &nf
+	}
+	return c.finish(layer.OutcomeCancelled, f, nil)
+}
+
+func (c *call) requestCaptureFailed(ce *layer.CaptureError) (*http.Response, error) {
+	f := c.newFailure(nil)
+	f.Category = layer.CategoryProtocol
+	f.Acceptance = layer.AcceptanceNo
+	f.Phase = layer.PhaseCapture
+	f.Classification = layer.Classification{Reason: layer.ReasonCaptureFailed}
+	f.Attach(layer.Evidence{Cause: captureCause(ce), CaptureCause: ce.Cause})
+	return c.finish(layer.OutcomeInterrupted, &f, nil)
+}
+
+// captureCause is the error a capture failure records as its Cause: the
+// hook's error (or the panic, as a *CapturePanicError) when there is no
+// separate transport error (R10.5, R12.3).
+func captureCause(ce *layer.CaptureError) error {
+	if ce.Transport != nil {
+		return ce.Transport
+	}
+	if e, ok := ce.Cause.(error); ok {
+		return e
+	}
+	return &PanicError{Value: ce.Cause}
+}
+
+func (c *call) newFailure(a *layer.Attempt) layer.Failure {
+	f := layer.Failure{
+		Identity: c.id, Provider: c.provider, Operation: c.in.info.Operation,
+		Category: layer.CategoryTransport, Acceptance: layer.AcceptanceUnknown,
+		RetryAfter: layer.RetryAfter{Kind: layer.RetryAfterAbsent},
+	}
+	if a != nil {
+		f.Progress = a.Progress()
+		f.Phase = a.Phase()
+	}
+	return f
+}
+
+func closeResp(r *http.Response) {
+	if r != nil && r.Body != nil {
+		r.Body.Close()
+	}
+}

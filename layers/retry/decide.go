@@ -1,0 +1,292 @@
+package retry
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// Decider is the decision plane of one logical completion: given the safe
+// failure of an attempt it classifies it (R4) and decides about the resend
+// that may follow — budget and deadline (R7), admission (R8), the delay
+// (R5, R6), the sleep — under one resolved policy. The engine runs one per
+// logical completion; the broker runs one per answer for its continuations
+// (R17.3), so a continuation waits, asks and backs off exactly like a
+// retry. A Decider is used by one goroutine at a time.
+type Decider struct {
+	r      resolved
+	facts  layer.Facts
+	failed bool          // a failure completed: the budget runs
+	first  time.Duration // the monotonic time of the first completed failure
+}
+
+// NewDecider validates p, applies its defaults and pre-samples a custom
+// Jitter once per possible resend (R3.2): resends samples, in resend order.
+// The engine asks for MaxAttempts-1; the broker for its continuation
+// budget. facts are the codec's (the admission default of R8.3). An invalid
+// policy or jitter sample is a *layer.PolicyError.
+func (p *Policy) NewDecider(facts layer.Facts, resends int) (*Decider, error) {
+	d := &Decider{facts: facts}
+	if err := d.r.resolve(p, resends); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Emit receives the events of the decision plane: admission_pending,
+// admission_allowed, delay_scheduled (with the delay) and retry_started,
+// about failure f and the attempt next that would follow. A non-nil error
+// (an observer failed) ends the call with that error (R11.4).
+type Emit func(typ layer.EventType, f *layer.Failure, delay time.Duration, next int) error
+
+// Failed records that a failure completed now: the budget starts at the
+// first one (R7.1).
+func (d *Decider) Failed() {
+	if !d.failed {
+		d.failed, d.first = true, d.r.mono()
+	}
+}
+
+// MaxAttempts returns the resolved attempt limit (R1.2: at least 1).
+func (d *Decider) MaxAttempts() int { return d.r.maxAttempts }
+
+// Remaining returns the time left before the budget or the deadline,
+// whichever is nearer, and whether either is set (R7.1).
+func (d *Decider) Remaining() (time.Duration, bool) {
+	var rem time.Duration
+	set := false
+	if !d.r.deadline.IsZero() {
+		rem, set = d.r.deadline.Sub(d.r.wall()), true
+	}
+	if d.r.hasBudget && d.failed {
+		b := d.r.budget - (d.r.mono() - d.first)
+		if !set || b < rem {
+			rem = b
+		}
+		set = true
+	}
+	return rem, set
+}
+
+// Expired reports whether the budget or the deadline ran out.
+func (d *Decider) Expired() bool {
+	rem, set := d.Remaining()
+	return set && rem <= 0
+}
+
+// Resend decides about the n-th resend (1-based: the resend after failed
+// attempt n, whose backoff is that of R6.1 for n) of the eligible failure
+// f, which would be sent as wire attempt next, in the order of R6.2 and R8:
+// budget and deadline, admission, the delay (a valid Retry-After is a
+// minimum, refused above the ceiling or the time left), delay_scheduled,
+// the sleep, the recheck of cancellation, budget and deadline, then
+// retry_started. It returns the empty outcome when the resend may go, or
+// the outcome that ends the call; the terminal event of that outcome is
+// the caller's to emit. err is an observer's error from emit. Admission's
+// private cause and a Sleep hook's error are attached to f.
+func (d *Decider) Resend(ctx context.Context, f *layer.Failure, n, next int, emit Emit) (layer.Outcome, error) {
+	if d.Expired() {
+		return layer.OutcomeDeadline, nil
+	}
+	if o, err := d.admit(ctx, f, next, emit); o != "" || err != nil {
+		return o, err
+	}
+	delay := Backoff(n, d.r.base, d.r.ceiling, d.r.sample(n))
+	if f.RetryAfter.Valid() {
+		if f.RetryAfter.Delay > d.r.ceiling {
+			return layer.OutcomeDelayCeiling, nil
+		}
+		delay = max(delay, f.RetryAfter.Delay)
+	}
+	if rem, set := d.Remaining(); set && delay >= rem {
+		return layer.OutcomeDeadline, nil
+	}
+	if err := emit(layer.EventDelayScheduled, f, delay, next); err != nil {
+		return "", err
+	}
+	if err := d.sleep(ctx, delay); err != nil {
+		if ctx.Err() != nil {
+			return layer.OutcomeCancelled, nil
+		}
+		f.SetDelayCause(err)
+		return layer.OutcomeInterrupted, nil
+	}
+	if ctx.Err() != nil {
+		return layer.OutcomeCancelled, nil
+	}
+	if d.Expired() {
+		return layer.OutcomeDeadline, nil
+	}
+	if err := emit(layer.EventRetryStarted, f, 0, next); err != nil {
+		return "", err
+	}
+	return "", nil
+}
+
+// admit runs admission for attempt next (R8). It returns the empty outcome
+// when the resend is allowed (or needs no hook).
+func (d *Decider) admit(ctx context.Context, f *layer.Failure, next int, emit Emit) (layer.Outcome, error) {
+	hook := d.r.admit
+	if hook == nil {
+		if d.facts.AdmissionRequired(*f) {
+			return layer.OutcomeAdmissionRequired, nil
+		}
+		return "", nil
+	}
+	if err := emit(layer.EventAdmissionPending, f, 0, next); err != nil {
+		return "", err
+	}
+	// The wait is bounded by the budget and the deadline on the policy's
+	// clocks, with the library's own timer: the Sleep hook is the backoff's
+	// alone (R6.2).
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var expired bool
+	var wg sync.WaitGroup
+	if rem, set := d.Remaining(); set {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if sleepTimer(wctx, rem) == nil && wctx.Err() == nil {
+				expired = true
+				cancel()
+			}
+		}()
+	}
+	v, cause := waitAdmission(wctx, hook, layer.AdmissionRequest{Failure: *f, NextAttempt: next, Facts: d.facts})
+	cancel()
+	wg.Wait()
+	switch {
+	case ctx.Err() != nil:
+		return layer.OutcomeCancelled, nil
+	case v == verdictPending && expired:
+		return layer.OutcomeDeadline, nil
+	case v == verdictRejected:
+		return layer.OutcomeAdmissionRejected, nil
+	case v == verdictAllowed:
+		if err := emit(layer.EventAdmissionAllowed, f, 0, next); err != nil {
+			return "", err
+		}
+		return "", nil
+	default:
+		f.SetAdmissionCause(cause)
+		return layer.OutcomeAdmissionNoDecision, nil
+	}
+}
+
+// sleep runs the policy's Sleep; a panic in it becomes a *PanicError (kept
+// as the failure's DelayCause), never a panic of the call.
+func (d *Decider) sleep(ctx context.Context, delay time.Duration) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v}
+		}
+	}()
+	return d.r.sleep(ctx, delay)
+}
+
+type verdict int
+
+const (
+	verdictAllowed verdict = iota + 1
+	verdictRejected
+	verdictNoDecision
+	verdictPending // the wait ended (ctx done) before the hook returned
+)
+
+// waitAdmission runs hook on its own goroutine and waits for its decision
+// until ctx is done, so a hook that never returns cannot hold the call
+// (R8.2). cause is the hook's error, panic value or unknown decision. A hook
+// that ignores its context keeps its goroutine until it returns.
+func waitAdmission(ctx context.Context, hook layer.AdmissionHook, req layer.AdmissionRequest) (verdict, any) {
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		d     layer.Decision
+		cause any
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r = result{cause: p}
+			}
+			ch <- r
+		}()
+		dec, err := hook(hctx, req)
+		if err != nil {
+			r = result{cause: err}
+			return
+		}
+		r = result{d: dec}
+	}()
+	select {
+	case <-ctx.Done():
+		return verdictPending, nil
+	case r := <-ch:
+		if ctx.Err() != nil {
+			// The wait ended; what the hook answered while its context was
+			// being cancelled does not count.
+			return verdictPending, nil
+		}
+		switch {
+		case r.cause != nil:
+			return verdictNoDecision, r.cause
+		case r.d == layer.Allow:
+			return verdictAllowed, nil
+		case r.d == layer.Reject:
+			return verdictRejected, nil
+		default:
+			return verdictNoDecision, r.d
+		}
+	}
+}
+
+// Classify applies the eligibility rules of R4 to f, in order (first match
+// wins): cancellation, 400/401/403, a capture failure, semantic output, a
+// protocol error, a partial 2xx body of an ordinary or structured call, a
+// provider error object, then the policy's categories and statuses.
+func (d *Decider) Classify(f *layer.Failure, captureFailed, partial bool) layer.Classification {
+	no := func(r layer.Reason) layer.Classification { return layer.Classification{Reason: r} }
+	switch {
+	case f.Category == layer.CategoryCancellation:
+		return no(layer.ReasonCancelled)
+	case f.HTTPStatus == http.StatusBadRequest || f.HTTPStatus == http.StatusUnauthorized || f.HTTPStatus == http.StatusForbidden:
+		return no(layer.ReasonPermanent)
+	case captureFailed:
+		return no(layer.ReasonCaptureFailed)
+	case f.Progress.Observed.Any() || f.Progress.Delivered.Any():
+		return no(layer.ReasonSemanticOutput)
+	case f.Category == layer.CategoryProtocol:
+		return no(layer.ReasonMalformed)
+	case partial && f.HTTPStatus/100 == 2:
+		// The provider accepted the request and its answer was cut, even
+		// before the first body byte: resending could duplicate inference,
+		// so an ordinary or structured call fails closed (R4.6).
+		return no(layer.ReasonPartialResponse)
+	case f.Category == layer.CategoryProviderResponse:
+		return no(layer.ReasonPermanent)
+	}
+	selected := false
+	for _, k := range d.r.categories {
+		if k == f.Category {
+			selected = true
+		}
+	}
+	if selected && f.Category == layer.CategoryHTTP {
+		selected = false
+		for _, s := range d.r.statuses {
+			if s == f.HTTPStatus {
+				selected = true
+			}
+		}
+	}
+	if selected {
+		return layer.Classification{Eligible: true, Reason: layer.ReasonTransient}
+	}
+	return no(layer.ReasonPermanent)
+}

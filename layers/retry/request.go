@@ -1,0 +1,126 @@
+package retry
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// request is a logical completion's request, taken once (R2.3): every
+// attempt sends these bytes and headers.
+type request struct {
+	req     *http.Request
+	body    []byte
+	header  http.Header
+	info    layer.RequestInfo
+	getBody func() (io.ReadCloser, error)
+}
+
+// read takes req's body and headers. facts, when the caller knew them (the
+// native client), are the request facts; otherwise the codec describes the
+// body (drop-in calls).
+func (in *request) read(req *http.Request, codec layer.Codec, facts *layer.RequestInfo) error {
+	if req.Body != nil && req.Body != http.NoBody {
+		b, err := readAll(req.Body, req.ContentLength)
+		req.Body.Close()
+		if err != nil {
+			return err
+		}
+		in.body = b
+	}
+	in.req, in.header = req, req.Header.Clone()
+	switch {
+	case facts != nil:
+		in.info = *facts
+	case codec != nil:
+		if info, err := codec.Describe(in.body); err == nil {
+			in.info = info
+		} else {
+			in.info = layer.RequestInfo{Operation: layer.Ordinary}
+		}
+	default:
+		in.info = layer.RequestInfo{Operation: layer.Ordinary}
+	}
+	body := in.body
+	in.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return nil
+}
+
+// forAttempt returns the request of attempt a: a shallow copy with the
+// call's own header and a fresh reader over the call's body. The layers
+// below never change a request they are given (layer.Layer): capture
+// snapshots copies and the sender sends a deep clone, so the call's header
+// stays byte-identical for every attempt (R2.3).
+func (in *request) forAttempt(ctxWithAttempt *http.Request) *http.Request {
+	areq := ctxWithAttempt
+	areq.Header = in.header
+	areq.Body, _ = in.getBody()
+	areq.GetBody = in.getBody
+	areq.ContentLength = int64(len(in.body))
+	return areq
+}
+
+// bytesBody is a complete response body held in memory: one allocation
+// instead of io.NopCloser over a bytes.Reader. It keeps WriteTo.
+type bytesBody struct{ bytes.Reader }
+
+func newBytesBody(b []byte) *bytesBody {
+	r := &bytesBody{}
+	r.Reset(b)
+	return r
+}
+
+// Close does nothing: the body is in memory.
+func (*bytesBody) Close() error { return nil }
+
+// readAll is io.ReadAll with the first buffer sized from a known length
+// (a Content-Length; a hint of 0 or less, or above 1 MiB, is ignored), so a
+// body of known size is read without regrowing the buffer.
+func readAll(r io.Reader, hint int64) ([]byte, error) {
+	if hint <= 0 || hint > 1<<20 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, hint+1) // +1: the read that sees EOF needs room
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append grow the buffer
+		}
+	}
+}
+
+// readUpTo is readAll(io.LimitReader(r, limit), hint) without the
+// LimitReader: it reads at most limit bytes.
+func readUpTo(r io.Reader, limit, hint int64) ([]byte, error) {
+	if hint <= 0 || hint > 1<<20 {
+		hint = 511 // io.ReadAll's first buffer
+	}
+	b := make([]byte, 0, min(hint, limit)+1) // +1: the read that sees EOF needs room
+	for int64(len(b)) < limit {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append grow the buffer
+		}
+		room := b[len(b):cap(b)]
+		if rest := limit - int64(len(b)); int64(len(room)) > rest {
+			room = room[:rest]
+		}
+		n, err := r.Read(room)
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
+	return b, nil
+}

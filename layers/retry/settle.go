@@ -1,0 +1,210 @@
+package retry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/internal/httpdate"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// MaxResponseBody bounds an ordinary response body; a larger body is a
+// protocol failure rather than unbounded memory.
+const MaxResponseBody = 64 << 20
+
+// attemptResult is what one attempt ended with.
+type attemptResult struct {
+	resp     *http.Response // success, or a complete failure response that may pass through
+	failure  *layer.Failure
+	evidence layer.ResponseEvidence
+	comp     *chat.Completion // the decoded success, when there is a codec
+	err      error            // an observer error or a request-capture failure: stop now
+}
+
+// attempt runs one wire attempt and settles it into success or a failure.
+func (c *call) attempt() attemptResult {
+	a := c.cur
+	areq := c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)))
+	resp, err := c.t.next.RoundTrip(areq)
+	if err != nil {
+		return c.settleError(a, err)
+	}
+	return c.settleResponse(a, resp)
+}
+
+func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
+	var oe *layer.ObserverError
+	if errors.As(err, &oe) {
+		return attemptResult{err: err}
+	}
+	var ce *layer.CaptureError
+	if errors.As(err, &ce) && ce.Direction == layer.DirectionRequest {
+		return attemptResult{err: err}
+	}
+	f := c.newFailure(a)
+	ev := layer.Evidence{Cause: err}
+	transportErr := err
+	if ce != nil {
+		ev.Cause, ev.CaptureCause = captureCause(ce), ce.Cause
+		transportErr = ce.Transport
+	}
+	var refused *layer.RedirectError
+	switch {
+	case c.ctx.Err() != nil:
+		f.Category = layer.CategoryCancellation
+		ev.Cause = err
+	case errors.As(transportErr, &refused):
+		f.Category = layer.CategoryHTTP
+		f.HTTPStatus = refused.Response.StatusCode
+		f.Phase = layer.PhaseBody
+		ev.Bytes = bytes.Clone(refused.Body)
+		ev.Headers = refused.Response.Header.Clone()
+		c.responseFacts(&f, &ev, refused.Response.Header, refused.Body)
+	default:
+		var ne net.Error
+		if errors.As(transportErr, &ne) && ne.Timeout() {
+			f.Category = layer.CategoryClientTimeout
+		}
+		if !a.Connected() {
+			f.Acceptance = layer.AcceptanceNo
+		}
+	}
+	f.Attach(ev)
+	f.Classification = c.d.Classify(&f, ce != nil, false)
+	return attemptResult{failure: &f}
+}
+
+// responseFacts fills the Retry-After, provider code and request ID of a
+// failure, keeping only safe values in the record (R5, R10.3).
+func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header, body []byte) {
+	ra := httpdate.Parse(h.Values("Retry-After"), c.d.r.wall())
+	switch ra.Kind {
+	case httpdate.Seconds:
+		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterSeconds, Delay: ra.Delay}
+	case httpdate.Date:
+		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterDate, Delay: ra.Delay, Time: ra.Time}
+	case httpdate.Invalid:
+		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterInvalid}
+	}
+	if c.t.l.codec == nil {
+		return
+	}
+	code := c.t.l.codec.ErrorCode(body)
+	id := c.t.l.codec.RequestID(h)
+	ev.Response.Code, ev.Response.RequestID = code, id
+	if layer.IsKnownProviderCode(code) && !layer.Echoes(code, c.in.body, c.in.header) {
+		f.ProviderCode = code
+	}
+	if layer.IsValidRequestID(id) && !layer.Echoes(id, c.in.body, c.in.header) {
+		f.ProviderRequestID = id
+	}
+}
+
+func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResult {
+	c.status = resp.StatusCode
+	if c.in.info.Operation == layer.Streaming && resp.StatusCode/100 == 2 {
+		// A 2xx stream is read frame by frame by the stream body (or, for a
+		// codec that decodes no frames, handed over as it is).
+		return attemptResult{resp: resp}
+	}
+	b, rerr := readUpTo(resp.Body, MaxResponseBody+1, min(resp.ContentLength, MaxResponseBody))
+	resp.Body.Close()
+	cancelled := c.ctx.Err() != nil
+	ok2xx := resp.StatusCode/100 == 2
+	// A whole 2xx body that decodes is a success: nothing of the failure
+	// record below (evidence copies, Retry-After, provider code) is needed.
+	complete := !cancelled && ok2xx && rerr == nil && len(b) <= MaxResponseBody
+	var (
+		comp    layer.ResponseEvidence
+		decoded *chat.Completion
+		derr    error
+	)
+	if complete {
+		if comp, decoded, derr = c.decode(b); derr == nil {
+			// A RoundTripper's response belongs to its caller: this
+			// layer changes it rather than copying it.
+			resp.Body = newBytesBody(b)
+			resp.ContentLength = int64(len(b))
+			return attemptResult{resp: resp, evidence: comp, comp: decoded}
+		}
+	}
+	f := c.newFailure(a)
+	f.HTTPStatus = resp.StatusCode
+	ev := layer.Evidence{Bytes: bytes.Clone(b), Headers: resp.Header.Clone()}
+	c.responseFacts(&f, &ev, resp.Header, b)
+	var ce *layer.CaptureError
+	captureFailed := errors.As(rerr, &ce)
+	if captureFailed {
+		ev.CaptureCause, rerr = ce.Cause, ce.Transport
+	}
+	partial := false
+	switch {
+	case cancelled:
+		f.Category = layer.CategoryCancellation
+		ev.Cause = c.ctx.Err()
+	case !ok2xx:
+		f.Category = layer.CategoryHTTP
+		ev.Cause = rerr
+	case rerr != nil:
+		f.Category = layer.CategoryTransport
+		f.Acceptance = layer.AcceptanceYes
+		ev.Cause = rerr
+		partial = true
+	case captureFailed:
+		f.Acceptance = layer.AcceptanceYes
+		ev.Cause = captureCause(ce)
+	case len(b) > MaxResponseBody:
+		f.Category = layer.CategoryProtocol
+		f.Acceptance = layer.AcceptanceYes
+		f.Phase = layer.PhaseDecoding
+		ev.Cause = &layer.ProtocolError{What: "response body exceeds the size limit"}
+	default:
+		// complete holds here and the body did not decode (derr != nil).
+		f.Acceptance = layer.AcceptanceYes
+		f.Phase = layer.PhaseDecoding
+		ev.Cause = derr
+		ev.Response.FinishReason, ev.Response.Model, ev.Response.Usage = comp.FinishReason, comp.Model, comp.Usage
+		var pe *layer.ProviderError
+		if errors.As(derr, &pe) {
+			f.Category = layer.CategoryProviderResponse
+			ev.Response.Code = pe.Code
+			if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.in.body, c.in.header) {
+				f.ProviderCode = pe.Code
+			}
+		} else {
+			f.Category = layer.CategoryProtocol
+		}
+	}
+	f.Progress = a.Progress()
+	f.Attach(ev)
+	f.Classification = c.d.Classify(&f, captureFailed, partial)
+	var pass *http.Response
+	if rerr == nil && !captureFailed && len(b) <= MaxResponseBody && !cancelled {
+		resp.Body = newBytesBody(b)
+		resp.ContentLength = int64(len(b))
+		pass = resp
+	}
+	return attemptResult{resp: pass, failure: &f}
+}
+
+// decode decodes a complete 2xx body; a structured call's content must
+// itself be JSON (R4.5, R16.3: parsing only, no schema validation).
+func (c *call) decode(b []byte) (layer.ResponseEvidence, *chat.Completion, error) {
+	if c.t.l.codec == nil {
+		return layer.ResponseEvidence{}, nil, nil
+	}
+	comp, err := c.t.l.codec.Decode(b)
+	if err != nil {
+		return layer.ResponseEvidence{}, nil, err
+	}
+	ev := layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
+	if c.in.info.Operation == layer.Structured && len(comp.Message.ToolCalls) == 0 && !json.Valid([]byte(comp.Message.Content)) {
+		// The refused answer keeps its evidence for Inspect (R10.5).
+		return ev, nil, &layer.ProtocolError{What: "structured content is not JSON"}
+	}
+	return ev, comp, nil
+}
