@@ -176,7 +176,7 @@ func toolCall(id string, f *wireReplyFunction) (chat.ToolCall, error) {
 	}
 	args := json.RawMessage("{}")
 	if s := deref(f.Arguments); len(bodyscan.TrimSpace([]byte(s))) > 0 {
-		if !isJSONObject([]byte(s)) {
+		if !bodyscan.IsObject([]byte(s)) {
 			return chat.ToolCall{}, &layer.ProtocolError{What: "tool call arguments are not a JSON object"}
 		}
 		args = json.RawMessage(s)

@@ -1,8 +1,7 @@
 package omlx
 
 import (
-	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
-	"github.com/recourse-dev/recourse/codecs/internal/ssechat"
+	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -22,8 +21,5 @@ import (
 // comments and {"model":"keepalive"}-style chunks are keepalives, and an
 // error chunk ends the stream even when [DONE] follows.
 func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
-	if info.Operation == layer.Streaming {
-		return ssechat.New()
-	}
-	return bodyscan.New(bodyscan.OpenAI)
+	return openaiwire.NewObserver(info)
 }

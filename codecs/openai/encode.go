@@ -1,89 +1,42 @@
 package openai
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/layer"
 )
 
 // wireRequest is the request body. Field order is the encoding order.
 type wireRequest struct {
-	Model               string              `json:"model"`
-	Messages            []wireMessage       `json:"messages"`
-	Tools               []wireTool          `json:"tools,omitempty"`
-	ResponseFormat      *wireResponseFormat `json:"response_format,omitempty"`
-	ReasoningEffort     string              `json:"reasoning_effort,omitempty"`
-	MaxCompletionTokens *int                `json:"max_completion_tokens,omitempty"`
-	MaxTokens           *int                `json:"max_tokens,omitempty"`
-	Temperature         *float64            `json:"temperature,omitempty"`
-	TopP                *float64            `json:"top_p,omitempty"`
-	Seed                *int                `json:"seed,omitempty"`
-	Stop                []string            `json:"stop,omitempty"`
-	Stream              bool                `json:"stream,omitempty"`
-	StreamOptions       *wireStreamOptions  `json:"stream_options,omitempty"`
+	Model               string                     `json:"model"`
+	Messages            []openaiwire.Message       `json:"messages"`
+	Tools               []openaiwire.Tool          `json:"tools,omitempty"`
+	ResponseFormat      *openaiwire.ResponseFormat `json:"response_format,omitempty"`
+	ReasoningEffort     string                     `json:"reasoning_effort,omitempty"`
+	MaxCompletionTokens *int                       `json:"max_completion_tokens,omitempty"`
+	MaxTokens           *int                       `json:"max_tokens,omitempty"`
+	Temperature         *float64                   `json:"temperature,omitempty"`
+	TopP                *float64                   `json:"top_p,omitempty"`
+	Seed                *int                       `json:"seed,omitempty"`
+	Stop                []string                   `json:"stop,omitempty"`
+	Stream              bool                       `json:"stream,omitempty"`
+	StreamOptions       *openaiwire.StreamOptions  `json:"stream_options,omitempty"`
 }
 
-// wireMessage is one message. Content is nil (left out), a string, or a
-// []wirePart.
-type wireMessage struct {
-	Role       chat.Role      `json:"role"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-	Content    any            `json:"content,omitempty"`
-	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
-}
-
-type wirePart struct {
-	Type     string        `json:"type"`
-	Text     string        `json:"text,omitempty"`
-	ImageURL *wireImageURL `json:"image_url,omitempty"`
-}
-
-type wireImageURL struct {
-	URL string `json:"url"`
-}
-
-type wireToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function wireFunction `json:"function"`
-}
-
-type wireFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type wireTool struct {
-	Type     string           `json:"type"`
-	Function wireToolFunction `json:"function"`
-}
-
-type wireToolFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-}
-
-type wireResponseFormat struct {
-	Type       string          `json:"type"`
-	JSONSchema *wireJSONSchema `json:"json_schema,omitempty"`
-}
-
-type wireJSONSchema struct {
-	Name   string          `json:"name"`
-	Schema json.RawMessage `json:"schema"`
-	Strict bool            `json:"strict"`
-}
-
-type wireStreamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
+// dialect is what OpenAI takes of the shared chat completions shapes: the
+// documented roles, tool calls only on assistant messages and always with an
+// ID, a tool call ID on every tool message, any valid JSON as tool
+// parameters, schema and arguments, and "strict" always sent.
+var dialect = openaiwire.Dialect{
+	Provider:           layer.OpenAI,
+	KnownRoles:         true,
+	AssistantToolCalls: true,
+	ToolCallIDs:        true,
+	ExclusiveFormats:   true,
+	StrictFalse:        true,
 }
 
 // Encode encodes req to the OpenAI request body. It returns an
@@ -107,22 +60,20 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 	if err := c.encodeOptions(&w, req); err != nil {
 		return nil, err
 	}
-	msgs, err := encodeMessages(req.Messages)
+	body, err := dialect.Encode(req)
 	if err != nil {
 		return nil, err
 	}
-	w.Messages = msgs
-	if w.Tools, err = encodeTools(req.Tools); err != nil {
-		return nil, err
-	}
-	if w.ResponseFormat, err = encodeFormat(req); err != nil {
-		return nil, err
-	}
+	w.Messages, w.Tools, w.ResponseFormat = body.Messages, body.Tools, body.ResponseFormat
 	if req.Stream {
 		w.Stream = true
-		w.StreamOptions = &wireStreamOptions{IncludeUsage: true}
+		w.StreamOptions = &openaiwire.StreamOptions{IncludeUsage: true}
 	}
-	return marshal(w)
+	b, err := openaiwire.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("recourse: openai: encode request: %w", err)
+	}
+	return b, nil
 }
 
 // unsupported returns the R14.1 error for control.
@@ -143,13 +94,8 @@ func (c *Codec) encodeOptions(w *wireRequest, req *chat.Request) error {
 	case o.KeepAlive != "":
 		return unsupported("KeepAlive")
 	}
-	for _, f := range []struct {
-		name string
-		v    *float64
-	}{{"Temperature", o.Temperature}, {"TopP", o.TopP}} {
-		if f.v != nil && (math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
-			return errors.New("recourse: openai: " + f.name + " is not a finite number")
-		}
+	if err := dialect.Finite(o); err != nil {
+		return err
 	}
 	if c.reasoning(req.Model) {
 		switch {
@@ -186,149 +132,4 @@ func copyPtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
-}
-
-func encodeMessages(in []chat.Message) ([]wireMessage, error) {
-	out := make([]wireMessage, 0, len(in))
-	for i, m := range in {
-		where := "recourse: openai: message " + strconv.Itoa(i)
-		switch m.Role {
-		case chat.System, chat.User, chat.Assistant, chat.Tool:
-		default:
-			return nil, errors.New(where + ": unknown role")
-		}
-		if len(m.Images) > 0 && m.Role != chat.User {
-			return nil, errors.New(where + ": images are only sent on user messages")
-		}
-		if len(m.ToolCalls) > 0 && m.Role != chat.Assistant {
-			return nil, errors.New(where + ": tool calls are only sent on assistant messages")
-		}
-		w := wireMessage{Role: m.Role}
-		switch m.Role {
-		case chat.System:
-			w.Content = m.Content
-		case chat.User:
-			if len(m.Images) == 0 {
-				w.Content = m.Content
-				break
-			}
-			parts := make([]wirePart, 0, len(m.Images)+1)
-			if m.Content != "" {
-				parts = append(parts, wirePart{Type: "text", Text: m.Content})
-			}
-			for _, im := range m.Images {
-				parts = append(parts, wirePart{Type: "image_url", ImageURL: &wireImageURL{URL: dataURL(im)}})
-			}
-			w.Content = parts
-		case chat.Assistant:
-			if m.Content != "" || len(m.ToolCalls) == 0 {
-				w.Content = m.Content
-			}
-			for j, tc := range m.ToolCalls {
-				call, err := encodeToolCall(tc)
-				if err != nil {
-					return nil, errors.New(where + ": tool call " + strconv.Itoa(j) + ": " + err.Error())
-				}
-				w.ToolCalls = append(w.ToolCalls, call)
-			}
-		case chat.Tool:
-			if m.ToolCallID == "" {
-				return nil, errors.New(where + ": tool message has no tool call ID")
-			}
-			w.Content = m.Content
-			w.ToolCallID = m.ToolCallID
-		}
-		out = append(out, w)
-	}
-	return out, nil
-}
-
-func dataURL(im chat.Image) string {
-	mime := im.MIMEType
-	if mime == "" {
-		mime = "image/png"
-	}
-	return "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
-}
-
-// encodeToolCall returns the wire form of an assistant tool call. The error
-// text never quotes the arguments.
-func encodeToolCall(tc chat.ToolCall) (wireToolCall, error) {
-	if tc.ID == "" {
-		return wireToolCall{}, errors.New("no ID")
-	}
-	if tc.Name == "" {
-		return wireToolCall{}, errors.New("no name")
-	}
-	args := "{}"
-	if len(tc.Arguments) > 0 {
-		if !json.Valid(tc.Arguments) {
-			return wireToolCall{}, errors.New("arguments are not valid JSON")
-		}
-		args = string(tc.Arguments)
-		// A JSON string value is how Decode keeps arguments that were not
-		// valid JSON: send its text, so decoded history round-trips.
-		var s string
-		if json.Unmarshal(tc.Arguments, &s) == nil {
-			args = s
-		}
-	}
-	return wireToolCall{ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: args}}, nil
-}
-
-func encodeTools(in []chat.ToolSpec) ([]wireTool, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := make([]wireTool, 0, len(in))
-	for i, t := range in {
-		where := "recourse: openai: tool " + strconv.Itoa(i)
-		if t.Name == "" {
-			return nil, errors.New(where + ": empty name")
-		}
-		if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
-			return nil, errors.New(where + ": parameters are not valid JSON")
-		}
-		out = append(out, wireTool{Type: "function", Function: wireToolFunction{
-			Name:        t.Name,
-			Description: t.Description,
-			Parameters:  t.Parameters,
-		}})
-	}
-	return out, nil
-}
-
-func encodeFormat(req *chat.Request) (*wireResponseFormat, error) {
-	switch {
-	case req.Schema != nil && req.Options.JSONMode:
-		return nil, errors.New("recourse: openai: Schema and JSONMode are mutually exclusive")
-	case req.Schema != nil:
-		if len(req.Schema.Schema) == 0 || !json.Valid(req.Schema.Schema) {
-			return nil, errors.New("recourse: openai: schema is not valid JSON")
-		}
-		name := req.Schema.Name
-		if name == "" {
-			name = "response"
-		}
-		return &wireResponseFormat{Type: "json_schema", JSONSchema: &wireJSONSchema{
-			Name:   name,
-			Schema: req.Schema.Schema,
-			Strict: req.Schema.Strict,
-		}}, nil
-	case req.Options.JSONMode:
-		return &wireResponseFormat{Type: "json_object"}, nil
-	}
-	return nil, nil
-}
-
-// marshal encodes v without HTML escaping and without a trailing newline.
-// Raw JSON (tool parameters, schema) is validated and compacted on the way.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("recourse: openai: encode request: %w", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -1,8 +1,7 @@
 package openai
 
 import (
-	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
-	"github.com/recourse-dev/recourse/codecs/internal/ssechat"
+	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -24,8 +23,5 @@ import (
 // NewObserver is safe for concurrent use; each returned Observer is used by
 // one attempt and is not.
 func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
-	if info.Operation == layer.Streaming {
-		return ssechat.New()
-	}
-	return bodyscan.New(bodyscan.OpenAI)
+	return openaiwire.NewObserver(info)
 }

@@ -1,6 +1,6 @@
 package ndjson
 
-import "bytes"
+import "github.com/recourse-dev/recourse/internal/linebuf"
 
 // DefaultMaxLineBytes is the line size limit used by NewFramer when it is
 // given a limit that is not positive: 8 MiB.
@@ -8,13 +8,6 @@ const DefaultMaxLineBytes = 8 << 20
 
 // reasonLine is the FrameError.Reason of a line over the limit.
 const reasonLine = "line exceeds limit"
-
-// initialBufferSize is the capacity of a new Framer's input buffer.
-const initialBufferSize = 4 << 10
-
-// retainBufferSize is the largest buffer capacity Reset keeps for reuse; a
-// larger buffer, grown for an unusually long line, is released.
-const retainBufferSize = 1 << 20
 
 // FrameError reports that a stream cannot be framed, for example because a
 // line exceeds the Framer's limit. Its message never includes bytes of the
@@ -45,13 +38,9 @@ type Line struct {
 // incrementally. The zero value is not usable; use NewFramer. A Framer is not
 // safe for concurrent use.
 type Framer struct {
-	max int
 	err error
-	// buf[r:] holds the bytes not yet returned in a line's Raw; buf[r:searched]
-	// is known to hold no "\n".
-	buf      []byte
-	r        int
-	searched int
+	// lines holds the bytes not yet returned in a line's Raw.
+	lines linebuf.Buffer
 }
 
 // NewFramer returns a Framer that fails with a *FrameError once a line
@@ -61,34 +50,17 @@ func NewFramer(maxLineBytes int) *Framer {
 	if maxLineBytes <= 0 {
 		maxLineBytes = DefaultMaxLineBytes
 	}
-	return &Framer{max: maxLineBytes, buf: make([]byte, 0, initialBufferSize)}
+	return &Framer{lines: linebuf.New(maxLineBytes, linebuf.LF)}
 }
 
 // Write appends p to the stream. It does not retain p after returning. After
 // Next has returned an error, Write discards p. Write invalidates the slices
 // of the last Line returned by Next.
 func (f *Framer) Write(p []byte) {
-	if f.err != nil || len(p) == 0 {
+	if f.err != nil {
 		return
 	}
-	if f.r > 0 {
-		switch {
-		case f.r == len(f.buf):
-			f.shift(f.r, 0)
-		case len(f.buf)+len(p) > cap(f.buf):
-			// Compact instead of growing: move the unreturned bytes to
-			// the front of the buffer.
-			f.shift(f.r, copy(f.buf, f.buf[f.r:]))
-		}
-	}
-	f.buf = append(f.buf, p...)
-}
-
-// shift drops the first n bytes of the buffer, leaving length m.
-func (f *Framer) shift(n, m int) {
-	f.buf = f.buf[:m]
-	f.r -= n
-	f.searched -= n
+	f.lines.Write(p)
 }
 
 // Next returns the next complete line. It reports ok=false, with a nil
@@ -99,23 +71,16 @@ func (f *Framer) Next() (line Line, ok bool, err error) {
 	if f.err != nil {
 		return Line{}, false, f.err
 	}
-	start := max(f.r, f.searched)
-	i := bytes.IndexByte(f.buf[start:], '\n')
-	if i < 0 {
-		f.searched = len(f.buf)
-		if len(f.buf)-f.r > f.max {
-			return Line{}, false, f.fail(reasonLine)
-		}
-		return Line{}, false, nil
-	}
-	end := start + i // index of the "\n"
-	if end-f.r > f.max {
+	l, ok, err := f.lines.Next()
+	if err != nil {
 		return Line{}, false, f.fail(reasonLine)
 	}
-	raw := f.buf[f.r : end+1 : end+1]
-	f.r = end + 1
-	f.searched = f.r
-	value := trimSpace(raw[:len(raw)-1])
+	if !ok {
+		return Line{}, false, nil
+	}
+	raw := f.lines.Held()[:l.Next:l.Next]
+	f.lines.Release(l.Next)
+	value := linebuf.TrimSpace(raw[l.Start:l.End])
 	return Line{Raw: raw, Value: value, Blank: len(value) == 0}, true, nil
 }
 
@@ -130,33 +95,13 @@ func (f *Framer) fail(reason string) error {
 // than ASCII whitespace. Called after Next has reported ok=false at the end
 // of the stream, it reports whether the stream was truncated mid-line.
 func (f *Framer) Pending() bool {
-	return len(trimSpace(f.buf[f.r:])) > 0
+	return len(linebuf.TrimSpace(f.lines.Held())) > 0
 }
 
 // Reset clears all state, including a sticky error, so that the Framer can
 // frame a fresh stream. It invalidates the slices of the last Line returned
 // by Next.
 func (f *Framer) Reset() {
-	if cap(f.buf) > retainBufferSize {
-		f.buf = make([]byte, 0, initialBufferSize)
-	}
-	f.buf = f.buf[:0]
+	f.lines.Reset()
 	f.err = nil
-	f.r, f.searched = 0, 0
-}
-
-// trimSpace returns b without leading and trailing ASCII whitespace.
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && isSpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isSpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// isSpace reports whether c is ASCII whitespace.
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }

@@ -3,6 +3,8 @@ package ndjson
 import (
 	"strings"
 	"testing"
+
+	"github.com/recourse-dev/recourse/internal/linebuf"
 )
 
 // ln is a comparable copy of a Line.
@@ -50,7 +52,7 @@ func feed(t testing.TB, f *Framer, chunks ...[]byte) ([]ln, error) {
 }
 
 // tail returns the bytes not yet returned in a line's Raw.
-func (f *Framer) tail() []byte { return f.buf[f.r:] }
+func (f *Framer) tail() []byte { return f.lines.Held() }
 
 // joinRaw concatenates the Raw of lines.
 func joinRaw(lines []ln) string {
@@ -239,8 +241,8 @@ func TestLimits(t *testing.T) {
 		equal(t, []ln{{Raw: "{}\n", Value: "{}"}}, got)
 	})
 	t.Run("default", func(t *testing.T) {
-		equal(t, DefaultMaxLineBytes, NewFramer(0).max)
-		equal(t, DefaultMaxLineBytes, NewFramer(-1).max)
+		equal(t, DefaultMaxLineBytes, NewFramer(0).lines.Limit())
+		equal(t, DefaultMaxLineBytes, NewFramer(-1).lines.Limit())
 	})
 }
 
@@ -260,7 +262,7 @@ func TestReset(t *testing.T) {
 	_, err = feed(t, f, []byte(strings.Repeat("x", 2<<20)+"\n"))
 	noErr(t, err)
 	f.Reset()
-	check(t, cap(f.buf) <= retainBufferSize)
+	check(t, cap(f.tail()) <= linebuf.RetainSize)
 }
 
 func TestWriteDoesNotRetain(t *testing.T) {

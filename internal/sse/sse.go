@@ -1,6 +1,10 @@
 package sse
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/recourse-dev/recourse/internal/linebuf"
+)
 
 // DefaultMaxEventBytes is the event and line size limit used by NewFramer
 // when it is given a limit that is not positive: 8 MiB.
@@ -12,12 +16,11 @@ const (
 	reasonLine  = "line exceeds limit"
 )
 
-// initialBufferSize is the capacity of a new Framer's input buffer.
-const initialBufferSize = 4 << 10
-
-// retainBufferSize is the largest buffer capacity Reset keeps for reuse; a
-// larger buffer, grown for an unusually large event, is released.
-const retainBufferSize = 1 << 20
+// retainBufferSize is the largest capacity of the joined-data buffer that
+// Reset keeps for reuse; a larger one, grown for an unusually large event,
+// is released. The input buffer follows the same rule
+// (linebuf.RetainSize).
+const retainBufferSize = linebuf.RetainSize
 
 // bom is the UTF-8 byte order mark, skipped once at the start of a stream.
 const bom = "\xEF\xBB\xBF"
@@ -69,26 +72,15 @@ type Framer struct {
 	max int
 	err error
 
-	// buf[r:] holds the bytes not yet returned in an event's Raw: the
-	// current event region. Lines in buf[r:scan] have been parsed.
-	buf  []byte
-	r    int
-	scan int
-	// searched is the offset up to which the partial line starting at
-	// scan is known to hold no line terminator.
-	searched int
-	// skipLF is set when the last parsed line ended with a "\r" that was
-	// the last buffered byte; a "\n" arriving next completes "\r\n".
-	skipLF bool
-	// carry is 1 when the current region begins with such a "\n" whose
-	// "\r" ended the previous event; it is not counted against the limit.
-	carry int
+	// lines holds the bytes not yet returned in an event's Raw: the
+	// current event region. Offsets below are relative to its start, so
+	// that compacting the buffer leaves them valid.
+	lines linebuf.Buffer
 	// bomDone is set once the start of the stream has been checked for a
 	// byte order mark.
 	bomDone bool
 
-	// State of the event being accumulated. Offsets are relative to r so
-	// that compacting buf leaves them valid.
+	// State of the event being accumulated.
 	content    bool // a non-blank line has been parsed
 	comments   int
 	nData      int
@@ -110,35 +102,17 @@ func NewFramer(maxEventBytes int) *Framer {
 	if maxEventBytes <= 0 {
 		maxEventBytes = DefaultMaxEventBytes
 	}
-	return &Framer{max: maxEventBytes, buf: make([]byte, 0, initialBufferSize)}
+	return &Framer{max: maxEventBytes, lines: linebuf.New(maxEventBytes, linebuf.CROrLF)}
 }
 
 // Write appends p to the stream. It does not retain p after returning. After
 // Next has returned an error, Write discards p. Write invalidates the slices
 // of the last Event returned by Next.
 func (f *Framer) Write(p []byte) {
-	if f.err != nil || len(p) == 0 {
+	if f.err != nil {
 		return
 	}
-	if f.r > 0 {
-		switch {
-		case f.r == len(f.buf):
-			f.shift(f.r, 0)
-		case len(f.buf)+len(p) > cap(f.buf):
-			// Compact instead of growing: move the unreturned bytes to
-			// the front of the buffer.
-			f.shift(f.r, copy(f.buf, f.buf[f.r:]))
-		}
-	}
-	f.buf = append(f.buf, p...)
-}
-
-// shift drops the first n bytes of the buffer, leaving length m.
-func (f *Framer) shift(n, m int) {
-	f.buf = f.buf[:m]
-	f.r -= n
-	f.scan -= n
-	f.searched -= n
+	f.lines.Write(p)
 }
 
 // Next returns the next complete event. It reports ok=false, with a nil
@@ -150,70 +124,42 @@ func (f *Framer) Next() (ev Event, ok bool, err error) {
 		return Event{}, false, f.err
 	}
 	if !f.bomDone {
-		if len(f.buf) < len(bom) && bytes.HasPrefix([]byte(bom), f.buf) {
+		held := f.lines.Held()
+		if len(held) < len(bom) && bytes.HasPrefix([]byte(bom), held) {
 			return Event{}, false, nil // too few bytes to decide
 		}
 		f.bomDone = true
-		if bytes.HasPrefix(f.buf, []byte(bom)) {
-			f.scan = len(bom)
+		if bytes.HasPrefix(held, []byte(bom)) {
+			f.lines.Skip(len(bom))
 		}
 	}
 	for {
-		if f.skipLF {
-			if f.scan == len(f.buf) {
-				break
-			}
-			f.skipLF = false
-			if f.buf[f.scan] == '\n' {
-				if f.scan == f.r {
-					f.carry = 1
-				}
-				f.scan++
-				continue
-			}
-		}
-		start := max(f.scan, f.searched)
-		i := lineEnd(f.buf[start:])
-		if i < 0 {
-			f.searched = len(f.buf)
-			break
-		}
-		ls, le := f.scan, start+i
-		next := le + 1
-		if f.buf[le] == '\r' {
-			switch {
-			case next == len(f.buf):
-				f.skipLF = true
-			case f.buf[next] == '\n':
-				next++
-			}
-		}
-		f.scan, f.searched = next, next
-		if le-ls > f.max {
+		l, ok, err := f.lines.Next()
+		if err != nil {
 			return Event{}, false, f.fail(reasonLine)
 		}
-		if f.parseLine(ls, le) {
+		if !ok {
+			break
+		}
+		if f.parseLine(l.Start, l.End) {
 			continue
 		}
 		// A blank line.
 		if !f.content {
 			continue // stray: its bytes join the next event's Raw
 		}
-		if ls-f.r-f.carry > f.max {
+		if l.Start-f.lines.Carried() > f.max {
 			return Event{}, false, f.fail(reasonEvent)
 		}
-		return f.dispatch(next), true, nil
+		return f.dispatch(l.Next), true, nil
 	}
 	// No complete event is buffered: bound the incomplete one.
-	partial := f.buf[f.scan:]
-	if len(partial) > f.max {
-		return Event{}, false, f.fail(reasonLine)
-	}
-	if n := len(f.buf) - f.r - f.carry; n > f.max {
+	held, partial := f.lines.Held(), f.lines.Rest()
+	if n := len(held) - f.lines.Carried(); n > f.max {
 		// A partial line of only spaces and tabs may yet turn out to be
 		// the terminating blank line, which the limit excludes.
 		if isBlank(partial) {
-			n = f.scan - f.r - f.carry
+			n -= len(partial)
 		}
 		if n > f.max {
 			return Event{}, false, f.fail(reasonEvent)
@@ -222,29 +168,18 @@ func (f *Framer) Next() (ev Event, ok bool, err error) {
 	return Event{}, false, nil
 }
 
-// lineEnd returns the index of the first "\r" or "\n" in b, or -1.
-func lineEnd(b []byte) int {
-	i := bytes.IndexByte(b, '\n')
-	if i < 0 {
-		return bytes.IndexByte(b, '\r')
-	}
-	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
-		return j
-	}
-	return i
-}
-
-// parseLine interprets the line buf[ls:le], which excludes its terminator.
-// It returns false if the line is blank.
+// parseLine interprets the line Held()[ls:le], which excludes its
+// terminator. It returns false if the line is blank.
 func (f *Framer) parseLine(ls, le int) bool {
-	for ls < le && (f.buf[ls] == ' ' || f.buf[ls] == '\t') {
+	held := f.lines.Held()
+	for ls < le && (held[ls] == ' ' || held[ls] == '\t') {
 		ls++
 	}
 	if ls == le {
 		return false
 	}
 	f.content = true
-	line := f.buf[ls:le]
+	line := held[ls:le]
 	if line[0] == ':' {
 		f.comments++
 		return true
@@ -254,7 +189,7 @@ func (f *Framer) parseLine(ls, le int) bool {
 	if c := bytes.IndexByte(line, ':'); c >= 0 {
 		name = line[:c]
 		vs = ls + c + 1
-		if vs < le && f.buf[vs] == ' ' {
+		if vs < le && held[vs] == ' ' {
 			vs++
 		}
 	}
@@ -262,51 +197,51 @@ func (f *Framer) parseLine(ls, le int) bool {
 	case "data":
 		switch f.nData {
 		case 0:
-			f.dataStart, f.dataEnd = vs-f.r, le-f.r
+			f.dataStart, f.dataEnd = vs, le
 		case 1:
-			f.data = append(f.data[:0], f.buf[f.r+f.dataStart:f.r+f.dataEnd]...)
+			f.data = append(f.data[:0], held[f.dataStart:f.dataEnd]...)
 			fallthrough
 		default:
 			f.data = append(f.data, '\n')
-			f.data = append(f.data, f.buf[vs:le]...)
+			f.data = append(f.data, held[vs:le]...)
 		}
 		f.nData++
 	case "event":
 		f.hasEvent = true
-		f.eventStart, f.eventEnd = vs-f.r, le-f.r
+		f.eventStart, f.eventEnd = vs, le
 	}
 	return true
 }
 
-// dispatch returns the accumulated event, whose Raw ends at buf[end], and
-// starts a new event region there.
+// dispatch returns the accumulated event, whose Raw ends at Held()[end],
+// and starts a new event region there.
 func (f *Framer) dispatch(end int) Event {
+	held := f.lines.Held()
 	ev := Event{
-		Raw:      f.buf[f.r:end:end],
+		Raw:      held[:end:end],
 		HasData:  f.nData > 0,
 		Comments: f.comments,
 	}
 	switch {
 	case f.nData == 1:
-		ev.Data = f.buf[f.r+f.dataStart : f.r+f.dataEnd : f.r+f.dataEnd]
+		ev.Data = held[f.dataStart:f.dataEnd:f.dataEnd]
 	case f.nData > 1:
 		ev.Data = f.data[:len(f.data):len(f.data)]
 	}
-	ev.Done = ev.HasData && string(trimSpace(ev.Data)) == "[DONE]"
+	ev.Done = ev.HasData && string(linebuf.TrimSpace(ev.Data)) == "[DONE]"
 	if f.hasEvent {
-		if name := f.buf[f.r+f.eventStart : f.r+f.eventEnd]; string(name) != f.lastEvent {
+		if name := held[f.eventStart:f.eventEnd]; string(name) != f.lastEvent {
 			f.lastEvent = string(name)
 		}
 		ev.Event = f.lastEvent
 	}
-	f.r = end
+	f.lines.Release(end)
 	f.resetEvent()
 	return ev
 }
 
 // resetEvent clears the state of the event being accumulated.
 func (f *Framer) resetEvent() {
-	f.carry = 0
 	f.content = false
 	f.comments = 0
 	f.nData = 0
@@ -328,7 +263,7 @@ func (f *Framer) Pending() bool {
 	if f.content {
 		return true
 	}
-	rest := f.buf[f.scan:]
+	rest := f.lines.Rest()
 	if !f.bomDone {
 		rest = bytes.TrimPrefix(rest, []byte(bom))
 	}
@@ -344,16 +279,11 @@ func (f *Framer) Pending() bool {
 // frame a fresh stream. It invalidates the slices of the last Event returned
 // by Next.
 func (f *Framer) Reset() {
-	if cap(f.buf) > retainBufferSize {
-		f.buf = make([]byte, 0, initialBufferSize)
-	}
+	f.lines.Reset()
 	if cap(f.data) > retainBufferSize {
 		f.data = nil
 	}
-	f.buf = f.buf[:0]
 	f.err = nil
-	f.r, f.scan, f.searched = 0, 0, 0
-	f.skipLF = false
 	f.bomDone = false
 	f.resetEvent()
 }
@@ -366,20 +296,4 @@ func isBlank(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// trimSpace returns b without leading and trailing ASCII whitespace.
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && isSpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isSpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// isSpace reports whether c is ASCII whitespace.
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }

@@ -55,6 +55,13 @@ func (o *Observer) Observed() layer.Counts {
 // TrimSpace returns b without surrounding JSON whitespace.
 func TrimSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
+// IsObject reports whether raw is valid JSON whose value is an object,
+// optionally surrounded by whitespace.
+func IsObject(raw []byte) bool {
+	t := TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
 // CheckObject returns a *layer.ProtocolError unless body is one JSON object,
 // optionally surrounded by whitespace. It does not check UTF-8: encoding/json
 // replaces invalid UTF-8 in strings, as the providers' servers do.

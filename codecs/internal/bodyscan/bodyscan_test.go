@@ -41,3 +41,14 @@ func TestR13_2_OpenAIObserverCountsCutBodies(t *testing.T) {
 		t.Fatal("whitespace (an oMLX keepalive) is not semantic output")
 	}
 }
+
+func TestIsObject(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{}`: true, " \t\r\n{\"a\":[1]} \n": true,
+		``: false, ` `: false, `[]`: false, `"{}"`: false, `null`: false, `{"a":`: false, `{} {}`: false, "\f{}": false,
+	} {
+		if got := IsObject([]byte(raw)); got != want {
+			t.Errorf("IsObject(%q) = %v, want %v", raw, got, want)
+		}
+	}
+}

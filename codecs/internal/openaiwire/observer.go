@@ -1,0 +1,19 @@
+package openaiwire
+
+import (
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
+	"github.com/recourse-dev/recourse/codecs/internal/ssechat"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// NewObserver returns the Observer of one attempt of an OpenAI-shaped chat
+// completions request described by info: for a streaming request a
+// layer.StreamDecoder of the SSE chat.completion.chunk stream (package
+// codecs/internal/ssechat), and otherwise a scanner of the chat completion
+// object (bodyscan.OpenAI).
+func NewObserver(info layer.RequestInfo) layer.Observer {
+	if info.Operation == layer.Streaming {
+		return ssechat.New()
+	}
+	return bodyscan.New(bodyscan.OpenAI)
+}

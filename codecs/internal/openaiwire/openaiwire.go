@@ -1,0 +1,367 @@
+// Package openaiwire is the OpenAI chat completions request encoding that
+// the OpenAI and oMLX codecs share: the wire structs of messages, content
+// parts, tool calls, tools, response_format and stream_options, and the
+// encoding of a chat.Request's messages, tools and response format into
+// them.
+//
+// What the servers take differently of those shapes is a [Dialect]. Which
+// sampling controls a server takes, and the key order of the request body,
+// stay with each codec, which declares its own request struct from these
+// parts.
+package openaiwire
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// Message is one element of "messages", in OpenAI's key order. Content is
+// nil (left out), a string, or a []Part.
+type Message struct {
+	Role       chat.Role  `json:"role"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Content    any        `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// Part is one content part of a user message with images.
+type Part struct {
+	Type     string    `json:"type"`
+	Text     string    `json:"text,omitempty"`
+	ImageURL *ImageURL `json:"image_url,omitempty"`
+}
+
+// ImageURL is the image_url of an image part: a base64 data URL.
+type ImageURL struct {
+	URL string `json:"url"`
+}
+
+// ToolCall is one tool call of an assistant message. An empty ID is left
+// out.
+type ToolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is the function of a tool call; Arguments is the text of the
+// arguments' JSON.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is one element of "tools".
+type Tool struct {
+	Type     string   `json:"type"`
+	Function Function `json:"function"`
+}
+
+// Function describes the function of a tool.
+type Function struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// ResponseFormat is "response_format": "json_schema" with a JSONSchema, or
+// "json_object".
+type ResponseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *JSONSchema `json:"json_schema,omitempty"`
+}
+
+// JSONSchema is the json_schema of a "json_schema" response format. A nil
+// Strict is left out.
+type JSONSchema struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict *bool           `json:"strict,omitempty"`
+}
+
+// StreamOptions is "stream_options"; a streaming request asks for usage.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// Dialect is what one server takes of the shapes above. Each field is a
+// check or an encoding that only some servers want; the zero value of a
+// field is the lenient choice.
+type Dialect struct {
+	// Provider names the provider in error texts: "recourse: <Provider>: …".
+	Provider layer.Provider
+	// KnownRoles rejects a role other than system, user, assistant and
+	// tool; without it a message's role is sent as it is.
+	KnownRoles bool
+	// AssistantToolCalls rejects tool calls on a message that is not an
+	// assistant message; without it they are sent on any message.
+	AssistantToolCalls bool
+	// ToolCallIDs rejects a tool call without an ID and a tool message
+	// without a tool call ID, and sends tool_call_id on tool messages only.
+	// Without it each is sent when it is set.
+	ToolCallIDs bool
+	// CheckImages rejects an empty image and a MIME type that is not
+	// type/subtype made of token characters (RFC 9110), which could break
+	// the data URL it is put in.
+	CheckImages bool
+	// Objects requires tool parameters, a schema and tool-call arguments to
+	// be JSON objects, and sends arguments as their text. Without it any
+	// valid JSON value is taken, empty arguments are sent as "{}", and
+	// arguments that are a JSON string are sent as that string's text
+	// (which is how a decoded reply keeps arguments that were not valid
+	// JSON, so decoded history round-trips).
+	Objects bool
+	// ExclusiveFormats rejects a Schema together with JSONMode; without it
+	// the schema wins.
+	ExclusiveFormats bool
+	// StrictFalse sends "strict":false for a schema that is not strict;
+	// without it "strict" is sent only when true.
+	StrictFalse bool
+}
+
+// Body is the part of a request that Encode makes from a chat.Request.
+type Body struct {
+	// Messages is never nil, so that no messages encode as [].
+	Messages []Message
+	// Tools is nil when the request has no tools.
+	Tools []Tool
+	// ResponseFormat is nil when the request asks for none.
+	ResponseFormat *ResponseFormat
+}
+
+// Encode encodes the messages, the tools and the response format of req, in
+// that order, and returns a plain error for the first part that d does not
+// take or that cannot be encoded: images on a message that is not a user
+// message, a tool call or tool without a name, JSON that is not what d
+// takes, and whatever d's checks reject. Error texts name parts by field and
+// index, never by value. req must not be nil.
+func (d *Dialect) Encode(req *chat.Request) (Body, error) {
+	var b Body
+	b.Messages = make([]Message, 0, len(req.Messages))
+	for i, m := range req.Messages {
+		w, err := d.message(m)
+		if err != nil {
+			return Body{}, d.errorf("message " + strconv.Itoa(i) + ": " + err.Error())
+		}
+		b.Messages = append(b.Messages, w)
+	}
+	for i, t := range req.Tools {
+		where := "tool " + strconv.Itoa(i)
+		if t.Name == "" {
+			return Body{}, d.errorf(where + ": empty name")
+		}
+		if len(t.Parameters) > 0 && !d.validJSON(t.Parameters) {
+			return Body{}, d.errorf(where + ": parameters are not " + d.jsonKind())
+		}
+		b.Tools = append(b.Tools, Tool{Type: "function", Function: Function{
+			Name:        t.Name,
+			Description: t.Description,
+			Parameters:  t.Parameters,
+		}})
+	}
+	var err error
+	if b.ResponseFormat, err = d.responseFormat(req); err != nil {
+		return Body{}, err
+	}
+	return b, nil
+}
+
+// Finite returns a plain error naming Temperature or TopP, in that order,
+// when it is set and is not a finite number, and nil otherwise.
+func (d *Dialect) Finite(o *chat.Options) error {
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"Temperature", o.Temperature}, {"TopP", o.TopP}} {
+		if f.v != nil && (math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+			return d.errorf(f.name + " is not a finite number")
+		}
+	}
+	return nil
+}
+
+// Marshal encodes v without HTML escaping, so that text such as "<think>"
+// travels as written, and without a trailing newline. encoding/json
+// compacts embedded raw JSON (tool parameters, a schema). The error, if
+// any, is encoding/json's and may quote values.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// errorf returns the plain error "recourse: <provider>: what".
+func (d *Dialect) errorf(what string) error {
+	return errors.New("recourse: " + string(d.Provider) + ": " + what)
+}
+
+// message encodes one message. The error text is relative to the message.
+func (d *Dialect) message(m chat.Message) (Message, error) {
+	if d.KnownRoles {
+		switch m.Role {
+		case chat.System, chat.User, chat.Assistant, chat.Tool:
+		default:
+			return Message{}, errors.New("unknown role")
+		}
+	}
+	if len(m.Images) > 0 && m.Role != chat.User {
+		return Message{}, errors.New("images are only sent on user messages")
+	}
+	if d.AssistantToolCalls && len(m.ToolCalls) > 0 && m.Role != chat.Assistant {
+		return Message{}, errors.New("tool calls are only sent on assistant messages")
+	}
+	w := Message{Role: m.Role, Content: m.Content}
+	if len(m.Images) > 0 {
+		parts := make([]Part, 0, len(m.Images)+1)
+		if m.Content != "" {
+			parts = append(parts, Part{Type: "text", Text: m.Content})
+		}
+		for j, im := range m.Images {
+			url, err := d.dataURL(im)
+			if err != nil {
+				return Message{}, errors.New("image " + strconv.Itoa(j) + ": " + err.Error())
+			}
+			parts = append(parts, Part{Type: "image_url", ImageURL: &ImageURL{URL: url}})
+		}
+		w.Content = parts
+	}
+	for j, tc := range m.ToolCalls {
+		call, err := d.toolCall(tc)
+		if err != nil {
+			return Message{}, errors.New("tool call " + strconv.Itoa(j) + ": " + err.Error())
+		}
+		w.ToolCalls = append(w.ToolCalls, call)
+	}
+	if len(w.ToolCalls) > 0 && m.Content == "" && len(m.Images) == 0 {
+		w.Content = nil // a turn that only calls tools has no content
+	}
+	switch {
+	case !d.ToolCallIDs:
+		w.ToolCallID = m.ToolCallID
+	case m.Role == chat.Tool:
+		if m.ToolCallID == "" {
+			return Message{}, errors.New("tool message has no tool call ID")
+		}
+		w.ToolCallID = m.ToolCallID
+	}
+	return w, nil
+}
+
+// dataURL returns the base64 data URL of im; an empty MIME type is
+// "image/png".
+func (d *Dialect) dataURL(im chat.Image) (string, error) {
+	mime := im.MIMEType
+	if mime == "" {
+		mime = "image/png"
+	}
+	if d.CheckImages {
+		if len(im.Data) == 0 {
+			return "", errors.New("empty")
+		}
+		if !validMediaType(mime) {
+			return "", errors.New("MIME type is not of the form type/subtype")
+		}
+	}
+	return "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(im.Data), nil
+}
+
+// toolCall encodes one tool call. The error text never quotes the
+// arguments.
+func (d *Dialect) toolCall(tc chat.ToolCall) (ToolCall, error) {
+	if d.ToolCallIDs && tc.ID == "" {
+		return ToolCall{}, errors.New("no ID")
+	}
+	if tc.Name == "" {
+		return ToolCall{}, errors.New("no name")
+	}
+	args := "{}"
+	switch {
+	case len(tc.Arguments) == 0 && !d.Objects:
+	case !d.validJSON(tc.Arguments):
+		return ToolCall{}, errors.New("arguments are not " + d.jsonKind())
+	default:
+		args = string(tc.Arguments)
+		var s string
+		if !d.Objects && json.Unmarshal(tc.Arguments, &s) == nil {
+			args = s
+		}
+	}
+	return ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Name, Arguments: args}}, nil
+}
+
+// responseFormat encodes Schema or JSONMode; nil when neither is set.
+func (d *Dialect) responseFormat(req *chat.Request) (*ResponseFormat, error) {
+	if d.ExclusiveFormats && req.Schema != nil && req.Options.JSONMode {
+		return nil, d.errorf("Schema and JSONMode are mutually exclusive")
+	}
+	switch {
+	case req.Schema != nil:
+		if !d.validJSON(req.Schema.Schema) {
+			return nil, d.errorf("schema is not " + d.jsonKind())
+		}
+		js := &JSONSchema{Name: req.Schema.Name, Schema: req.Schema.Schema}
+		if js.Name == "" {
+			js.Name = "response"
+		}
+		if strict := req.Schema.Strict; strict || d.StrictFalse {
+			js.Strict = &strict
+		}
+		return &ResponseFormat{Type: "json_schema", JSONSchema: js}, nil
+	case req.Options.JSONMode:
+		return &ResponseFormat{Type: "json_object"}, nil
+	}
+	return nil, nil
+}
+
+// validJSON reports whether raw is JSON that d takes: a JSON object when
+// d.Objects is set, any valid JSON otherwise.
+func (d *Dialect) validJSON(raw []byte) bool {
+	if d.Objects {
+		return bodyscan.IsObject(raw)
+	}
+	return json.Valid(raw)
+}
+
+// jsonKind names what validJSON takes, for error texts.
+func (d *Dialect) jsonKind() string {
+	if d.Objects {
+		return "a JSON object"
+	}
+	return "valid JSON"
+}
+
+// validMediaType reports whether mt is type/subtype made of token
+// characters (RFC 9110).
+func validMediaType(mt string) bool {
+	typ, sub, ok := strings.Cut(mt, "/")
+	return ok && isToken(typ) && isToken(sub)
+}
+
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
