@@ -1,0 +1,160 @@
+package layers_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/recourse-dev/recourse"
+
+// A rule forbids the packages matching From to import the packages
+// matching To (both module-relative; a trailing "/..." matches the package
+// and everything below it).
+type rule struct {
+	from, to string
+	why      string
+	except   func(from, to string) bool
+}
+
+// rules is the import discipline of the module's non-test code: layer
+// packages import the vocabulary (layer/, chat/) and internal helpers,
+// never each other; only otelbridge imports OpenTelemetry; the vocabulary
+// imports no layer, codec or chain; codecs import no layer.
+var rules = []rule{
+	{from: "layers/...", to: "layers/...", why: "layer packages import the vocabulary, never each other",
+		except: func(from, to string) bool { return from == to }},
+	{from: "otelbridge", to: "layers/...", why: "tracing reads events and the per-call value, not a layer's package"},
+	{from: "layer/...", to: "layers/...", why: "the vocabulary depends on no layer"},
+	{from: "layer/...", to: "codecs/...", why: "the vocabulary depends on no codec"},
+	{from: "layer/...", to: "chain", why: "the vocabulary depends on no chain"},
+	{from: "codecs/...", to: "layers/...", why: "codecs declare facts; they do not call the layers"},
+	{from: "codecs/...", to: "chain", why: "codecs do not assemble chains"},
+	{from: "...", to: "go.opentelemetry.io/...", why: "only otelbridge imports OpenTelemetry",
+		except: func(from, _ string) bool { return from == "otelbridge" }},
+}
+
+func match(pattern, pkg string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return pkg == base || strings.HasPrefix(pkg, base+"/")
+	}
+	return pkg == pattern
+}
+
+// violations returns one line per forbidden edge of graph (package →
+// imports, module-relative for the module's own packages, full paths for
+// others).
+func violations(graph map[string][]string) []string {
+	var out []string
+	for from, imports := range graph {
+		for _, to := range imports {
+			for _, r := range rules {
+				if match(r.from, from) && match(r.to, to) && (r.except == nil || !r.except(from, to)) {
+					out = append(out, from+" imports "+to+": "+r.why)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// moduleGraph reads the imports of every non-test Go file of the root
+// module (other modules, testdata and hidden directories are skipped).
+func moduleGraph(t *testing.T) map[string][]string {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "go.mod")); err != nil || !strings.Contains(string(b), "module "+module+"\n") {
+		t.Fatalf("%s is not the root of %s", root, module)
+	}
+	graph := map[string][]string{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != root {
+				return filepath.SkipDir // another module (examples, tools)
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		pkg := filepath.ToSlash(rel)
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if own, ok := strings.CutPrefix(p, module+"/"); ok {
+				p = own
+			}
+			if !slices.Contains(graph[pkg], p) {
+				graph[pkg] = append(graph[pkg], p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return graph
+}
+
+// TestImportGraph fails on a forbidden import edge in the module's
+// non-test code.
+func TestImportGraph(t *testing.T) {
+	graph := moduleGraph(t)
+	for _, must := range []string{"layers/retry", "layers/capture", "otelbridge", "layer", "chain"} {
+		if _, ok := graph[must]; !ok {
+			t.Fatalf("the graph has no package %s: the walk is broken", must)
+		}
+	}
+	for _, v := range violations(graph) {
+		t.Error(v)
+	}
+}
+
+// TestImportRulesCatchForbiddenEdges proves the rules fire: each of these
+// edges is one that existed before the composition work or would break it.
+func TestImportRulesCatchForbiddenEdges(t *testing.T) {
+	for _, edge := range [][2]string{
+		{"layers/retry", "layers/admission"},
+		{"layers/capture", "layers/redirectguard"},
+		{"otelbridge", "layers/retry"},
+		{"layer", "layers/retry"},
+		{"codecs/ollama", "layers/retry"},
+		{"layers/retry", "go.opentelemetry.io/otel/trace"},
+	} {
+		if v := violations(map[string][]string{edge[0]: {edge[1]}}); len(v) == 0 {
+			t.Errorf("%s → %s is not refused", edge[0], edge[1])
+		}
+	}
+	allowed := map[string][]string{
+		"layers/retry": {"layer", "chat", "internal/httpdate"},
+		"otelbridge":   {"layer", "go.opentelemetry.io/otel/trace"},
+		"chain":        {"layers/retry", "layers/capture"},
+	}
+	if v := violations(allowed); len(v) != 0 {
+		t.Errorf("allowed edges refused: %v", v)
+	}
+}
