@@ -1,44 +1,63 @@
-// Package layer is the shared vocabulary of recourse: call identity,
-// attempts, failures, progress, outcomes, lifecycle events, the typed errors
-// (RecoveryError, PolicyError, StreamError), the explicit sensitive
-// inspection function (Inspect), and the codec and capability interfaces.
+// Package layer is the shared vocabulary of recourse: the layer type and
+// its positions, the per-call and per-attempt values, call identity,
+// failures, progress, outcomes, lifecycle events, admission's decision and
+// hook, the typed errors (RecoveryError, PolicyError, StreamError,
+// RedirectError, ObserverError, CaptureError), the explicit sensitive
+// inspection function (Inspect), and the codec, facts and capability
+// interfaces. Every layer and codec package imports this package and no
+// other layer's; a user's own layer or codec needs nothing else.
 //
-// # Two planes, one currency each
+// # Positions
 //
-// A recourse chain has two planes.
-//
-// The wire plane carries requests and responses. Its currency is the
-// standard library's http.RoundTripper: every layer is a Layer whose Wrap
-// returns a RoundTripper that keeps the RoundTripper contract. Typed state
-// does not travel through untyped maps: the retry layer puts one typed
-// *Attempt into each attempt's request context (identity, request facts,
-// codec, capture hook, progress counters), and the wire-plane layers reach
-// it with AttemptFrom. Outside a retry layer AttemptFrom returns nil and the
-// wire-plane layers pass everything through.
-//
-// The decision plane runs between attempts, inside the retry layer:
-// classification, budget and deadline, admission, backoff. Its currency is
-// typed values (Failure, layer.AdmissionRequest, layer.Decision), never
-// strings.
+// A chain is an onion. Each Layer declares its Position; package chain
+// places it there and refuses a chain that would break a wire invariant:
 //
 //	caller
-//	  │ http.Request
+//	  │ http.Request (+ *Call in its context)
 //	  ▼
-//	tracing ── observes Events (WithObserver)
-//	retry ──────────────┐  decision plane:
-//	  │ per attempt     │  classify (R4) → budget/deadline (R7)
-//	  │ *Attempt in ctx │  → admission (R8) → backoff (R5, R6)
-//	  ▼                 │  → delay_scheduled → sleep → retry_started
-//	capture   snapshots (R12)
-//	progress  counts bytes and semantic evidence (R13.2)
-//	redirectguard  3xx → *RefusedError (R2.2)
-//	sender    one POST (R2.1)
+//	PerCall layers ──── any number, in order: see one logical completion
+//	  │                 (tracing, a request log, a cache, a quota)
+//	Engine (retry) ──┐  decision plane (retry.Decider), between attempts:
+//	  │ per attempt  │  classify (R4) → budget/deadline (R7) → admission (R8)
+//	  │ *Attempt     │  → delay (R5, R6) → delay_scheduled → sleep
+//	  ▼ in context   │  → retry_started
+//	StageCapture ───── engine-owned: sensitive OnWire snapshots (R12)
+//	StageProgress ──── engine-owned: bytes and semantic evidence (R13.2)
+//	PerAttempt layers ─ any number, in order: see every wire attempt
+//	  │                 (a request signer, a stall limit, a fault injector)
+//	StageRedirectGuard  always: a 3xx becomes a *RedirectError (R2.2)
+//	StageSender ─────── always: one POST per attempt (R2.1)
 //	  ▼
 //	provider
 //
-// Failures travel up the wire plane as typed errors (*CaptureError,
-// redirect refusals, transport errors) and become one safe Failure record
-// per attempt in the retry layer. Everything in a Failure, an Event or the
-// Error text of these types is safe to log (R10.5); private evidence stays
-// behind Inspect.
+// The wire plane's currency is the standard library's http.RoundTripper:
+// every layer keeps the RoundTripper contract. The decision plane's
+// currency is typed values (Failure, AdmissionRequest, Decision), never
+// strings. Failures travel up the wire plane as typed errors
+// (*CaptureError, *RedirectError, transport errors) and become one safe
+// Failure record per attempt in the engine. Everything in a Failure, an
+// Event or the Error text of these types is safe to log (R10.5); private
+// evidence stays behind Inspect.
+//
+// # Values in a request's context
+//
+// Three typed values travel in a request's context; nothing else does.
+//
+//   - *Call (WithCall, CallFrom), one per logical completion. Its inputs
+//     (Facts, TypedErrors) are set by whoever starts the call — the native
+//     client hands the request facts it already knows, so the engine does
+//     not describe the body again; a drop-in SDK's request has none and
+//     the chain adds an empty Call at its edge. Per-call layers add
+//     observers with Observe. The engine fills in Result: the logical ID,
+//     the wire attempts, the typed error, the stream's frame reader and
+//     the decoded completion. A drop-in caller that wants the typed error
+//     behind an SDK's own error places a Call itself and reads its Result.
+//   - *Attempt (WithAttempt, AttemptFrom), one per wire attempt, placed by
+//     the engine for the stages and per-attempt layers below it: the
+//     attempt's identity, request facts, codec and capture hook, and its
+//     progress counters. Outside an engine AttemptFrom returns nil and the
+//     stages pass everything through.
+//   - the engine's per-call policy override (retry.WithPolicy), owned by
+//     package retry because the Policy type lives there: a policy for the
+//     calls made with that context, or nil to turn recovery off for them.
 package layer
