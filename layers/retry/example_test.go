@@ -1,6 +1,7 @@
 package retry_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -34,4 +35,36 @@ func ExampleBackoff() {
 	// 0s
 	// 100ms
 	// 250ms
+}
+
+// Recommended is the starting policy of a chain that retries: four
+// attempts, every other field at its default.
+func ExampleRecommended() {
+	p := retry.Recommended()
+	fmt.Println(p.MaxAttempts, p.Validate())
+	// Output:
+	// 4 <nil>
+}
+
+// NewDecider is the decision plane on its own: here, after a 503, the
+// first resend waits the full-jitter delay of attempt 1 and may go.
+func ExamplePolicy_NewDecider() {
+	p := retry.Policy{MaxAttempts: 2, Jitter: func() float64 { return 1 },
+		Sleep: func(context.Context, time.Duration) error { return nil }}
+	d, err := p.NewDecider(layer.Facts{}, 1)
+	if err != nil {
+		panic(err)
+	}
+	f := &layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503}
+	f.Classification = d.Classify(f, false, false)
+	d.Failed()
+	o, err := d.Resend(context.Background(), f, 1, 2, func(typ layer.EventType, _ *layer.Failure, delay time.Duration, next int) error {
+		fmt.Println(typ, delay, next)
+		return nil
+	})
+	fmt.Printf("eligible=%v outcome=%q err=%v\n", f.Classification.Eligible, o, err)
+	// Output:
+	// delay_scheduled 100ms 2
+	// retry_started 0s 2
+	// eligible=true outcome="" err=<nil>
 }
