@@ -320,21 +320,31 @@ func Default(codec layer.Codec, opts ...Option) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range cfg.calls {
-		if l != nil && l.Position() != layer.PerCall {
-			return nil, &CompositionError{Index: -1, Name: l.Name(), Position: l.Position(), Problem: "was given to WithPerCall but is not a per-call layer"}
-		}
+	if err := onlyAt(layer.PerCall, "WithPerCall", cfg.calls); err != nil {
+		return nil, err
 	}
-	for _, l := range cfg.attempts {
-		if l != nil && l.Position() != layer.PerAttempt {
-			return nil, &CompositionError{Index: -1, Name: l.Name(), Position: l.Position(), Problem: "was given to WithPerAttempt but is not a per-attempt layer"}
-		}
+	if err := onlyAt(layer.PerAttempt, "WithPerAttempt", cfg.attempts); err != nil {
+		return nil, err
 	}
 	layers := append([]layer.Layer{}, cfg.calls...)
 	layers = append(layers, engine)
 	layers = append(layers, cfg.attempts...)
 	layers = append(layers, sender.New(cfg.base))
 	return New(layers...)
+}
+
+// onlyAt refuses a layer given to option whose position is not p (Index is
+// its index among that option's layers).
+func onlyAt(p layer.Position, option string, ls []layer.Layer) error {
+	for i, l := range ls {
+		if l == nil {
+			return &CompositionError{Index: i, Position: p, Problem: "given to " + option + " is nil"}
+		}
+		if l.Position() != p {
+			return &CompositionError{Index: i, Name: l.Name(), Position: l.Position(), Problem: "was given to " + option + " but is not a " + p.String() + " layer"}
+		}
+	}
+	return nil
 }
 
 // CloseIdleConnections closes the idle connections of every layer that
