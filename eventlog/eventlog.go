@@ -1,0 +1,143 @@
+// Package eventlog writes recourse's safe lifecycle events to a
+// *slog.Logger: one structured record per event, at a level chosen by the
+// event type, with only the safe fields of the event and its failure
+// (R10.5, R11). It never writes a credential, a prompt, a body, a header
+// value or a tool argument: those are not in an event in the first place,
+// and this package adds nothing but the event's own typed fields.
+//
+//	p := retry.Recommended()
+//	p.OnEvent = eventlog.New(logger)
+//
+// Levels: Debug for attempt_started, attempt_succeeded and Ollama's progress
+// and metrics; Info for admission_pending, admission_allowed,
+// delay_scheduled, retry_started and cancelled; Warn for attempt_failed;
+// Error for the terminal outcomes that end a call without success
+// (exhausted, interrupted) and for admission_rejected,
+// admission_no_decision and admission_required.
+package eventlog
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// Message is the message of every record.
+const Message = "recourse event"
+
+// Level returns the level of an event of type t (see the package
+// documentation).
+func Level(t layer.EventType) slog.Level {
+	switch t {
+	case layer.EventAttemptStarted, layer.EventAttemptSucceeded, layer.EventProgress, layer.EventMetrics:
+		return slog.LevelDebug
+	case layer.EventAttemptFailed:
+		return slog.LevelWarn
+	case layer.EventExhausted, layer.EventInterrupted,
+		layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// New returns an observer for retry.Policy.OnEvent that writes each event
+// to logger as one record (Message, at Level(event type)) and always
+// returns nil, so logging never changes a call. A nil logger means
+// slog.Default() at the time of each event. The observer is safe for
+// concurrent use when logger's handler is (slog's handlers are).
+func New(logger *slog.Logger) func(layer.Event) error {
+	return func(ev layer.Event) error {
+		l := logger
+		if l == nil {
+			l = slog.Default()
+		}
+		lvl := Level(ev.Type)
+		ctx := context.Background()
+		if !l.Enabled(ctx, lvl) {
+			return nil
+		}
+		l.LogAttrs(ctx, lvl, Message, Attrs(ev)...)
+		return nil
+	}
+}
+
+// Attrs returns the safe attributes of ev as New writes them: the event
+// type, the identity, provider, operation, requested model, attempt limit,
+// elapsed time and progress counters, the delay or next attempt when the
+// event has them, the HTTP status, and the failure's safe fields (category,
+// reason, eligibility, acceptance, phase, known provider code, valid
+// provider request ID, Retry-After form and delay).
+func Attrs(ev layer.Event) []slog.Attr {
+	a := []slog.Attr{
+		slog.String("type", string(ev.Type)),
+		slog.String("logical_request_id", ev.LogicalID),
+		slog.Int("wire_attempt", ev.WireAttempt),
+		slog.Int("max_attempts", ev.MaxAttempts),
+		slog.String("provider", string(ev.Provider)),
+		slog.String("operation", string(ev.Operation)),
+		slog.Int64("elapsed_ms", ev.Elapsed.Milliseconds()),
+	}
+	if ev.AttemptID != "" {
+		a = append(a, slog.String("attempt_id", ev.AttemptID))
+	}
+	if ev.Model != "" {
+		a = append(a, slog.String("model", ev.Model))
+	}
+	if ev.Type == layer.EventDelayScheduled {
+		a = append(a, slog.Int64("delay_ms", ev.Delay.Milliseconds()))
+	}
+	if ev.NextAttempt != 0 {
+		a = append(a, slog.Int("next_attempt", ev.NextAttempt))
+	}
+	if ev.HTTPStatus != 0 {
+		a = append(a, slog.Int("http_status", ev.HTTPStatus))
+	}
+	if ev.Type == layer.EventProgress {
+		a = append(a, slog.Int("frame", ev.Frame))
+	}
+	p := ev.Progress
+	a = append(a, slog.Group("progress",
+		slog.Bool("headers_received", p.HeadersReceived),
+		slog.Int64("raw_bytes", p.RawBytes),
+		slog.Int64("observed_content_bytes", p.Observed.ContentBytes),
+		slog.Int64("observed_reasoning_bytes", p.Observed.ReasoningBytes),
+		slog.Int64("observed_tool_fragments", p.Observed.ToolFragments),
+		slog.Int64("delivered_content_bytes", p.Delivered.ContentBytes),
+	))
+	if m := ev.Metrics; m != nil {
+		a = append(a, slog.Group("metrics",
+			slog.Int("prompt_eval_count", m.PromptEvalCount),
+			slog.Int("eval_count", m.EvalCount),
+			slog.Int64("total_duration_ms", m.TotalDuration.Milliseconds()),
+		))
+	}
+	if f := ev.Failure; f != nil {
+		fa := []any{
+			slog.String("category", string(f.Category)),
+			slog.String("reason", string(f.Classification.Reason)),
+			slog.Bool("eligible", f.Classification.Eligible),
+			slog.String("acceptance", string(f.Acceptance)),
+		}
+		if f.HTTPStatus != 0 {
+			fa = append(fa, slog.Int("http_status", f.HTTPStatus))
+		}
+		if f.Phase != "" {
+			fa = append(fa, slog.String("phase", string(f.Phase)))
+		}
+		if f.ProviderCode != "" {
+			fa = append(fa, slog.String("provider_code", f.ProviderCode))
+		}
+		if f.ProviderRequestID != "" {
+			fa = append(fa, slog.String("provider_request_id", f.ProviderRequestID))
+		}
+		if ra := f.RetryAfter; ra.Kind != "" && ra.Kind != layer.RetryAfterAbsent {
+			fa = append(fa, slog.String("retry_after", string(ra.Kind)))
+			if ra.Valid() {
+				fa = append(fa, slog.Int64("retry_after_ms", ra.Delay.Milliseconds()))
+			}
+		}
+		a = append(a, slog.Group("failure", fa...))
+	}
+	return a
+}

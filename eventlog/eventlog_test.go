@@ -1,0 +1,149 @@
+package eventlog_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/eventlog"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// echo repeats the canary key and prompt back, as a hostile provider would.
+var echo = "Invalid key " + rigtest.Key + " for " + rigtest.Prompt
+
+func echoStep(status int, kv ...string) scripted.Step {
+	return scripted.JSON(status, scripted.OpenAIError("invalid_request_error", "invalid_api_key", echo), kv...)
+}
+
+func canaryRequest() *chat.Request {
+	return &chat.Request{Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: rigtest.Prompt}}}
+}
+
+// run makes one call through a rig whose policy logs to a JSON handler at
+// Debug, and returns the log.
+func run(t *testing.T, codec layer.Codec, p retry.Policy, stream bool, steps ...scripted.Step) string {
+	t.Helper()
+	var buf bytes.Buffer
+	p.OnEvent = eventlog.New(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	r := rigtest.New(t, codec, p, steps...)
+	req := canaryRequest()
+	if stream {
+		for _, err := range r.Client.Stream(context.Background(), req) {
+			if err != nil {
+				break
+			}
+		}
+	} else {
+		_, _ = r.Client.Complete(context.Background(), req)
+	}
+	return buf.String()
+}
+
+// R10.5: no record of any scenario holds the key, the prompt, a header or
+// a hook's error text; the canary is live (each scenario logs something).
+func TestR10_5_LogsHoldNoSecret(t *testing.T) {
+	allow := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Allow, nil }
+	hookErr := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+		return "", errors.New("deny " + rigtest.Key + " " + rigtest.Prompt)
+	}
+	for name, out := range map[string]func(t *testing.T) string{
+		"401 echoing key and prompt": func(t *testing.T) string {
+			return run(t, openai.New(), retry.Policy{MaxAttempts: 2}, false, echoStep(401, "X-Request-Id", rigtest.Key))
+		},
+		"429 with Retry-After, then success echoing the prompt": func(t *testing.T) string {
+			return run(t, openai.New(), retry.Policy{MaxAttempts: 2}, false,
+				echoStep(429, "Retry-After", "1", "X-Request-Id", "req_"+rigtest.Prompt),
+				scripted.JSON(200, scripted.OpenAIChat("You said "+rigtest.Prompt)))
+		},
+		"503s exhausted": func(t *testing.T) string {
+			return run(t, openai.New(), retry.Policy{MaxAttempts: 3}, false, echoStep(503), echoStep(503, "Retry-After", rigtest.Key), echoStep(503))
+		},
+		"admission hook error": func(t *testing.T) string {
+			return run(t, openai.New(), retry.Policy{MaxAttempts: 2, Admit: hookErr}, false, echoStep(503))
+		},
+		"stream cut after echoed content": func(t *testing.T) string {
+			return run(t, openai.New(), retry.Policy{MaxAttempts: 2}, true,
+				scripted.SSE(scripted.OpenAIStream("You said "+rigtest.Prompt)...).Cut(90))
+		},
+		"ollama stream with telemetry": func(t *testing.T) string {
+			return run(t, ollama.New(), retry.Policy{MaxAttempts: 2, Admit: allow}, true,
+				scripted.NDJSON(scripted.OllamaStream("You said "+rigtest.Prompt)...))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			log := out(t)
+			require.NotEmpty(t, log, "the canary is live: the scenario logged")
+			for _, banned := range []string{rigtest.Key, rigtest.Prompt, "CANARY", "Bearer", "Authorization"} {
+				assert.NotContains(t, log, banned)
+			}
+		})
+	}
+}
+
+// R11: one record per event, in order, each at its level, with the safe
+// fields a reader needs.
+func TestR11_OneRecordPerEventAtItsLevel(t *testing.T) {
+	allow := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Allow, nil }
+	var buf bytes.Buffer
+	p := retry.Policy{MaxAttempts: 2, Admit: allow}
+	p.OnEvent = eventlog.New(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}})))
+	r := rigtest.New(t, openai.New(), p, echoStep(503, "Retry-After", "2"), scripted.JSON(200, scripted.OpenAIChat("hi")))
+	_, err := r.Client.Complete(context.Background(), canaryRequest())
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := []struct{ level, typ string }{
+		{"DEBUG", "attempt_started"}, {"WARN", "attempt_failed"}, {"INFO", "admission_pending"}, {"INFO", "admission_allowed"},
+		{"INFO", "delay_scheduled"}, {"INFO", "retry_started"}, {"DEBUG", "attempt_started"}, {"DEBUG", "attempt_succeeded"},
+	}
+	require.Len(t, lines, len(want), buf.String())
+	for i, w := range want {
+		assert.Contains(t, lines[i], "level="+w.level+" ")
+		assert.Contains(t, lines[i], "type="+w.typ+" ")
+	}
+	assert.Contains(t, lines[1], "failure.http_status=503")
+	assert.Contains(t, lines[1], "failure.reason=transient")
+	assert.Contains(t, lines[4], "delay_ms=2000")
+	assert.Contains(t, lines[4], "failure.retry_after=seconds")
+	assert.Contains(t, lines[6], "wire_attempt=2")
+}
+
+// Levels follow the event type; a disabled level writes nothing and the
+// observer never fails the call.
+func TestLevels(t *testing.T) {
+	for typ, want := range map[layer.EventType]slog.Level{
+		layer.EventAttemptStarted: slog.LevelDebug, layer.EventProgress: slog.LevelDebug,
+		layer.EventAttemptFailed: slog.LevelWarn, layer.EventDelayScheduled: slog.LevelInfo,
+		layer.EventCancelled: slog.LevelInfo, layer.EventExhausted: slog.LevelError,
+		layer.EventAdmissionNoDecision: slog.LevelError, layer.EventAdmissionRequired: slog.LevelError,
+	} {
+		assert.Equal(t, want, eventlog.Level(typ), typ)
+	}
+	var buf bytes.Buffer
+	obs := eventlog.New(slog.New(slog.NewTextHandler(&buf, nil))) // Info and above
+	require.NoError(t, obs(layer.Event{Type: layer.EventAttemptStarted}))
+	assert.Empty(t, buf.String())
+	require.NoError(t, obs(layer.Event{Type: layer.EventExhausted}))
+	assert.Contains(t, buf.String(), "level=ERROR")
+}
