@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,19 +53,46 @@ func WithAPIKey(key string) ClientOption {
 // WithHeader adds a request header to every call.
 func WithHeader(k, v string) ClientOption { return func(c *Client) { c.header.Add(k, v) } }
 
-// NewClient returns a client that posts to baseURL (for example
-// "https://api.openai.com" or "http://127.0.0.1:11434", without the
-// endpoint path) through ch, using ch's codec. ch must have a retry layer
-// with a codec (Default always does).
+// NewClient returns a client that posts to baseURL through ch, using ch's
+// codec. baseURL is the provider's root ("https://api.openai.com",
+// "http://127.0.0.1:11434") or, as SDKs take it, the root with the leading
+// part of the codec's path ("https://api.openai.com/v1"): a base that ends
+// in the first segments of the endpoint path is not given them twice, so
+// both post to .../v1/chat/completions. baseURL must be an absolute http or
+// https URL without a query or fragment. ch must have an engine with a
+// codec (Default always does).
 func NewClient(baseURL string, ch *Chain, opts ...ClientOption) (*Client, error) {
 	if ch == nil || ch.Codec() == nil {
 		return nil, errors.New("chain: NewClient needs a chain with a codec (use Default)")
 	}
-	c := &Client{base: strings.TrimRight(baseURL, "/"), chain: ch, codec: ch.Codec(), header: http.Header{}}
+	base, err := joinBase(baseURL, ch.Codec().Path())
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{base: base, chain: ch, codec: ch.Codec(), header: http.Header{}}
 	for _, o := range opts {
 		o(c)
 	}
 	return c, nil
+}
+
+// joinBase returns the URL prefix that, followed by path, gives the endpoint:
+// base without a trailing slash, and without its last segments when they
+// are the first segments of path ("/v1" for "/v1/chat/completions").
+func joinBase(base, path string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", errors.New("chain: NewClient needs an absolute http or https base URL without a query or fragment")
+	}
+	b := strings.TrimRight(base, "/")
+	have := strings.Split(strings.Trim(u.Path, "/"), "/")
+	want := strings.Split(strings.Trim(path, "/"), "/")
+	for n := min(len(have), len(want)-1); n > 0; n-- {
+		if slices.Equal(have[len(have)-n:], want[:n]) {
+			return strings.TrimSuffix(b, "/"+strings.Join(want[:n], "/")), nil
+		}
+	}
+	return b, nil
 }
 
 // Chain returns the chain the client sends through.
