@@ -102,5 +102,5 @@ func ExampleNewClient() {
 	fmt.Println(err)
 	// Output:
 	// interrupted 400 permanent
-	// recourse: recovery interrupted (http/permanent, HTTP 400, wire attempt 1)
+	// recourse: the provider answered HTTP 400 (invalid_request_error), a permanent failure: not retried (wire attempt 1)
 }

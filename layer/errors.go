@@ -56,9 +56,36 @@ func NewRecoveryError(o Outcome, final Failure, history []Failure, ctxErr error)
 }
 
 // Error returns a safe summary: outcome, category, reason, HTTP status and
-// wire attempt. It never contains body text, headers or original messages.
+// wire attempt; for a permanent HTTP or provider failure, what the provider
+// said in safe terms (the status and a known provider code). It never
+// contains body text, headers or original messages.
 func (e *RecoveryError) Error() string {
 	var b strings.Builder
+	f := &e.Failure
+	if e.Outcome == OutcomeInterrupted && f.Classification.Reason == ReasonPermanent &&
+		(f.Category == CategoryHTTP || f.Category == CategoryProviderResponse) {
+		// A permanent failure is what the provider said, not a recovery.
+		b.WriteString("recourse: the provider ")
+		if f.Category == CategoryProviderResponse {
+			b.WriteString("returned an error")
+			if f.HTTPStatus != 0 {
+				b.WriteString(" in HTTP ")
+				b.WriteString(strconv.Itoa(f.HTTPStatus))
+			}
+		} else {
+			b.WriteString("answered HTTP ")
+			b.WriteString(strconv.Itoa(f.HTTPStatus))
+		}
+		if f.ProviderCode != "" {
+			b.WriteString(" (")
+			b.WriteString(f.ProviderCode)
+			b.WriteByte(')')
+		}
+		b.WriteString(", a permanent failure: not retried (wire attempt ")
+		b.WriteString(strconv.Itoa(f.WireAttempt))
+		b.WriteByte(')')
+		return b.String()
+	}
 	b.WriteString("recourse: recovery ")
 	b.WriteString(string(e.Outcome))
 	b.WriteString(" (")
