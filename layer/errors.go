@@ -57,11 +57,29 @@ func NewRecoveryError(o Outcome, final Failure, history []Failure, ctxErr error)
 
 // Error returns a safe summary: outcome, category, reason, HTTP status and
 // wire attempt; for a permanent HTTP or provider failure, what the provider
-// said in safe terms (the status and a known provider code). It never
+// said in safe terms (the status and a known provider code); for a refused
+// redirect, a delay ceiling or a deadline, why no retry was made. It never
 // contains body text, headers or original messages.
 func (e *RecoveryError) Error() string {
 	var b strings.Builder
 	f := &e.Failure
+	tail := func() string {
+		t := ""
+		if f.HTTPStatus != 0 {
+			t = "HTTP " + strconv.Itoa(f.HTTPStatus) + ", "
+		}
+		return " (" + t + "wire attempt " + strconv.Itoa(f.WireAttempt) + ")"
+	}
+	switch {
+	case e.Outcome == OutcomeInterrupted && f.Category == CategoryHTTP && IsRedirect(f.HTTPStatus):
+		return "recourse: the provider answered HTTP " + strconv.Itoa(f.HTTPStatus) +
+			", a redirect: refused, its Location never contacted (wire attempt " + strconv.Itoa(f.WireAttempt) + ")"
+	case e.Outcome == OutcomeDelayCeiling:
+		return "recourse: no retry: the provider asked to wait " + f.RetryAfter.Delay.String() +
+			" (Retry-After), above the delay ceiling; outcome delay_ceiling" + tail()
+	case e.Outcome == OutcomeDeadline:
+		return "recourse: no retry: the recovery budget or deadline ran out; outcome deadline" + tail()
+	}
 	if e.Outcome == OutcomeInterrupted && f.Classification.Reason == ReasonPermanent &&
 		(f.Category == CategoryHTTP || f.Category == CategoryProviderResponse) {
 		// A permanent failure is what the provider said, not a recovery.

@@ -2,6 +2,7 @@ package layer_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -27,6 +28,14 @@ func TestRecoveryErrorText(t *testing.T) {
 		{layer.OutcomeInterrupted, layer.Failure{Category: layer.CategoryTransport, HTTPStatus: 200, Identity: layer.Identity{WireAttempt: 1},
 			Classification: layer.Classification{Reason: layer.ReasonSemanticOutput}},
 			"recourse: recovery interrupted (transport/semantic_output, HTTP 200, wire attempt 1)"},
+		{layer.OutcomeInterrupted, layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 307, Identity: layer.Identity{WireAttempt: 1}, Classification: perm},
+			"recourse: the provider answered HTTP 307, a redirect: refused, its Location never contacted (wire attempt 1)"},
+		{layer.OutcomeDelayCeiling, layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503, Identity: layer.Identity{WireAttempt: 1},
+			RetryAfter: layer.RetryAfter{Kind: layer.RetryAfterSeconds, Delay: time.Hour}, Classification: layer.Classification{Eligible: true, Reason: layer.ReasonTransient}},
+			"recourse: no retry: the provider asked to wait 1h0m0s (Retry-After), above the delay ceiling; outcome delay_ceiling (HTTP 503, wire attempt 1)"},
+		{layer.OutcomeDeadline, layer.Failure{Category: layer.CategoryTransport, Identity: layer.Identity{WireAttempt: 2},
+			Classification: layer.Classification{Eligible: true, Reason: layer.ReasonTransient}},
+			"recourse: no retry: the recovery budget or deadline ran out; outcome deadline (wire attempt 2)"},
 	} {
 		if got := layer.NewRecoveryError(tc.o, tc.f, nil, nil).Error(); got != tc.want {
 			t.Errorf("got  %q\nwant %q", got, tc.want)

@@ -70,8 +70,17 @@ func (d *demo) events(prefix string) func(layer.Event) error {
 				line += fmt.Sprintf(" (Retry-After %s: %s)", f.RetryAfter.Kind, f.RetryAfter.Delay)
 			}
 		}
-		if e.Type == layer.EventDelayScheduled {
+		switch e.Type {
+		case layer.EventDelayScheduled:
 			line += fmt.Sprintf("  waiting %s", e.Delay.Round(time.Millisecond))
+		case layer.EventAdmissionPending:
+			line += fmt.Sprintf("  asking the application whether attempt %d may be sent", e.NextAttempt)
+		case layer.EventAdmissionAllowed:
+			line += fmt.Sprintf("  the application allowed attempt %d", e.NextAttempt)
+		case layer.EventExhausted:
+			line += "  no retry: the call ends (the outcome below says why)"
+		case layer.EventInterrupted:
+			line += "  not retryable: the call ends"
 		}
 		fmt.Fprintln(d.out, prefix+line)
 		return nil
@@ -136,7 +145,7 @@ func (d *demo) run() {
 
 	release := make(chan struct{})
 	pending := func(ctx context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
-		fmt.Fprintf(d.out, "  … admission pending: the application is deciding whether attempt %d may be sent\n", req.NextAttempt)
+		fmt.Fprintf(d.out, "  … the hook waits for an outside decision about attempt %d; nothing is resent meanwhile\n", req.NextAttempt)
 		select {
 		case <-release:
 			return layer.Allow, nil
@@ -160,7 +169,7 @@ func (d *demo) run() {
 		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
 		scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "invalid_request_error", "bad")))
 
-	d.scenario("Retry-After: 3600 refused", "A provider minimum above the delay ceiling refuses the retry at once; it is never shortened.",
+	d.scenario("Retry-After: 3600 refused", "Admission is asked first (it always precedes the delay); then the provider's minimum of 1 h is above the 30 s delay ceiling, so the retry is refused at once: a provider's minimum is never shortened.",
 		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
 		scripted.JSON(503, scripted.OpenAIError("server_error", "", "maintenance"), "Retry-After", "3600"))
 
