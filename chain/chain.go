@@ -204,15 +204,13 @@ func orderText() string {
 	return strings.Join(names, ", ")
 }
 
-// RoundTrip sends req through the chain. A request without a *layer.Call in
-// its context gets a fresh one, so that every layer of the chain shares one
-// per-call value. A redirect that a layer produced is refused here too, so
-// an http.Client above the chain never follows one (R2.2). See package
-// retry for what a recovering chain returns on failure.
+// RoundTrip sends req through the chain. The layers share the *layer.Call
+// in req's context; a request without one gets one from the first layer
+// that needs it (a per-call layer that observes, or the engine). A redirect
+// that a layer produced is refused here too, so an http.Client above the
+// chain never follows one (R2.2). See package retry for what a recovering
+// chain returns on failure.
 func (c *Chain) RoundTrip(req *http.Request) (*http.Response, error) {
-	if layer.CallFrom(req.Context()) == nil {
-		req = req.WithContext(layer.WithCall(req.Context(), &layer.Call{}))
-	}
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
 		return nil, err

@@ -19,8 +19,9 @@ import (
 //   - Result, filled in by the engine and read by the caller once RoundTrip
 //     returned (for a stream, as the stream goes and once it ended).
 //
-// A chain puts an empty Call in the context of a request that has none, so
-// that drop-in calls (an SDK's request) have one too. A Call belongs to one
+// A drop-in call (an SDK's request) has no Call unless its caller placed
+// one: a per-call layer that observes adds one, and the engine keeps its
+// own when nobody will read the result. A Call belongs to one
 // logical completion and is used from the goroutine that runs it (or reads
 // its stream); it is not safe for concurrent use.
 type Call struct {

@@ -46,9 +46,9 @@
 //   - *Call (WithCall, CallFrom), one per logical completion. Its inputs
 //     (Facts, TypedErrors) are set by whoever starts the call — the native
 //     client hands the request facts it already knows, so the engine does
-//     not describe the body again; a drop-in SDK's request has none and
-//     the chain adds an empty Call at its edge. Per-call layers add
-//     observers with Observe. The engine fills in Result: the logical ID,
+//     not describe the body again; a drop-in SDK's request has none, and
+//     the first layer that needs one (a per-call layer that observes, or
+//     the engine) adds it. Per-call layers add observers with Observe. The engine fills in Result: the logical ID,
 //     the wire attempts, the typed error, the stream's frame reader and
 //     the decoded completion. A drop-in caller that wants the typed error
 //     behind an SDK's own error places a Call itself and reads its Result.

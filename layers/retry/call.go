@@ -32,7 +32,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.ctx = req.Context()
 	c.lc = layer.CallFrom(c.ctx)
 	if c.lc == nil {
-		c.lc = &layer.Call{}
+		c.lc = &c.ownCall // nobody reads the result: keep it with the call
 	}
 	if err := c.in.read(req, t.l.codec, c.lc.Facts); err != nil {
 		return nil, err
@@ -63,7 +63,8 @@ type call struct {
 	d        Decider
 	in       request
 	ctx      context.Context
-	lc       *layer.Call
+	lc       *layer.Call // the call's per-call value (ownCall when it has none)
+	ownCall  layer.Call
 	provider layer.Provider
 	logical  string
 	start    time.Duration
