@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 // R15 per provider: every codec declares the five capabilities with their
 // evidence; a custom codec that omits one is refused by chain.Default and
