@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 // Per-provider streaming conformance (R13, with R2.2, R3.3, R5.5, R8.3 and
 // R9 for streams). One table row per provider wherever the behaviour is

@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 // Per-provider R10.3 (provider codes and request IDs) and R10.5 (the privacy
 // canary).

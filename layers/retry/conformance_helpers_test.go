@@ -1,11 +1,10 @@
-package chain_test
+package retry_test
 
 import (
 	"context"
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,12 +18,14 @@ import (
 
 // Shared fixtures of the non-streaming conformance suite (R1–R12). The
 // helpers of recovery_test.go are left alone; these have their own names.
+// Those that chain's tests need too and that are more than a line or two
+// are defined once in internal/rigtest and bound to their names here.
 
 const completionsPath = "/v1/chat/completions"
 
 // wait is the generous bound for anything that only waits for a loopback
 // server or a goroutine; no test depends on it being short.
-const wait = 10 * time.Second
+const wait = rigtest.Wait
 
 // canaryRequest is an ordinary request whose only message is the prompt canary.
 func canaryRequest() *chat.Request {
@@ -48,13 +49,7 @@ func statusStep(status int) scripted.Step {
 }
 
 // repeat returns n copies of s.
-func repeat(s scripted.Step, n int) []scripted.Step {
-	out := make([]scripted.Step, n)
-	for i := range out {
-		out[i] = s
-	}
-	return out
-}
+var repeat = rigtest.Repeat
 
 // zeroJitter makes every backoff delay 0 (R6.1), so no test waits.
 func zeroJitter() float64 { return 0 }
@@ -99,15 +94,7 @@ func wired(p *retry.Policy) *rigtest.Recorder {
 }
 
 // eventsOf returns the events of type typ, in order.
-func eventsOf(evs []layer.Event, typ layer.EventType) []layer.Event {
-	var out []layer.Event
-	for _, e := range evs {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+var eventsOf = rigtest.EventsOf
 
 // firstFailed returns the safe failure of the first attempt_failed event.
 func firstFailed(t testing.TB, evs []layer.Event) layer.Failure {
@@ -146,16 +133,7 @@ func startServer(t testing.TB, steps ...scripted.Step) *scripted.Server {
 
 // awaitResult waits for a call's error, failing the test if it does not
 // return within the generous bound (a call that hangs is the failure).
-func awaitResult(t testing.TB, done <-chan error) error {
-	t.Helper()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(wait):
-		t.Fatal("the call did not return")
-		return nil
-	}
-}
+var awaitResult = rigtest.AwaitResult
 
 // withObserver returns a context whose per-call value reports every
 // lifecycle event of the call made with it to f, as a per-call layer does.

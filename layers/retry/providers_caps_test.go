@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 // R15 per provider: every codec declares the five capabilities with their
 // evidence; a custom codec that omits one is refused by chain.Default and
@@ -204,7 +204,7 @@ func TestProviders_R15_2_CapabilitiesNeverChangeEligibilityOrAdmission(t *testin
 // table per provider with the five values, the documentation URL of the
 // evidence and the inspection date.
 func TestProviders_R15_READMEStatesTheDeclarations(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	require.NoError(t, err)
 	readme := string(b)
 	start := strings.Index(readme, "\n## Capabilities\n")

@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 // R12.2 streaming capture: one response snapshot per received byte chunk
 // with the exact bytes, then an empty end marker whose Complete reports HTTP

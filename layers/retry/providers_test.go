@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 // Per-provider foundation conformance (R1–R12, R14, R15) for ordinary and
 // structured calls: every behaviour runs once per provider row — OpenAI,

@@ -1,9 +1,8 @@
-package chain_test
+package retry_test
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -28,15 +27,10 @@ func cutAfterContent() scripted.Step {
 	return scripted.JSON(200, body).Cut(i + len(`"content":"Hel`))
 }
 
-var errCaptureHook = errors.New("capture hook failed")
+var errCaptureHook = rigtest.ErrCaptureHook
 
 // failResponseCapture is an OnWire hook that fails on every response snapshot.
-func failResponseCapture(_ context.Context, s layer.WireSnapshot) error {
-	if s.Direction == layer.DirectionResponse {
-		return errCaptureHook
-	}
-	return nil
-}
+var failResponseCapture = rigtest.FailResponseCapture
 
 func TestR4_ClassificationTable(t *testing.T) {
 	rows := []struct {

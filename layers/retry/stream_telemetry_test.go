@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 // Stream telemetry and progress counters: Ollama's progress and metrics
 // events (R13.6), the delivered and observed counters (R13.2), and an abort

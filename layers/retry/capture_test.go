@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 import (
 	"context"
@@ -17,13 +17,7 @@ import (
 
 // rateLimited is a 429 carrying the given Retry-After values (each its own
 // header field).
-func rateLimited(retryAfter ...string) scripted.Step {
-	var kv []string
-	for _, v := range retryAfter {
-		kv = append(kv, "Retry-After", v)
-	}
-	return scripted.JSON(429, scripted.OpenAIError("requests", "rate_limit_exceeded", "slow down"), kv...)
-}
+var rateLimited = rigtest.RateLimited
 
 // TestR5_RetryAfterThroughTheEngine drives every Retry-After form through a
 // 429 and a retry. The rig's wall clock stands at Sat, 10 Oct 2026 00:00:00

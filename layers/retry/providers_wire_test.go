@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 // Per-provider wire behaviour: R2.3 (encoded once, byte-identical resends
 // that no hook can change), R14.1 (each provider's request encoding reaches

@@ -1,0 +1,82 @@
+package chain_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// R1.1 at the chain's edge: a chain built WithoutRecovery, or a call whose
+// per-call policy is nil, is a plain client: one POST, a *StatusError, no
+// events. (The engine's own behaviour tests are in layers/retry.)
+
+// plainClient is a client over a chain built WithoutRecovery (R1.1).
+func plainClient(t *testing.T, url string) (*chain.Client, *chain.Chain) {
+	t.Helper()
+	ch, err := chain.Default(openai.New(), chain.WithoutRecovery(), chain.WithTransport(newTransport(t)))
+	require.NoError(t, err)
+	cl, err := chain.NewClient(url, ch, chain.WithAPIKey(rigtest.Key))
+	require.NoError(t, err)
+	return cl, ch
+}
+
+func TestR1_1_WithoutRecovery503IsAPlainStatusError(t *testing.T) {
+	srv := startServer(t, statusStep(503), okStep("never"))
+	cl, _ := plainClient(t, srv.URL)
+	var events []layer.Event
+	ctx := withObserver(context.Background(), func(e layer.Event) { events = append(events, e) })
+
+	_, err := cl.Complete(ctx, canaryRequest())
+
+	var se *chain.StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, 503, se.StatusCode)
+	var re *layer.RecoveryError
+	assert.False(t, errors.As(err, &re), "R1.1: no recovery error when recovery is off")
+	assert.Empty(t, events, "R1.1: no events")
+	assert.Equal(t, 1, srv.Count(), "R1.1: one plain POST")
+}
+
+func TestR1_1_PerCallNilPolicyDisablesRecovery(t *testing.T) {
+	p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
+	rec := wired(&p)
+	r := rigtest.New(t, openai.New(), p, statusStep(503), okStep("never"))
+	ctx := chain.WithCallPolicy(context.Background(), nil)
+
+	_, err := r.Client.Complete(ctx, canaryRequest())
+
+	var se *chain.StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, 503, se.StatusCode)
+	assert.Empty(t, rec.Log(), "R1.1: no events and no captures")
+	assert.Equal(t, 1, r.Server.Count())
+}
+
+func TestR1_1_SuccessIsIdenticalWithAndWithoutRecovery(t *testing.T) {
+	body := okStep("hello from the provider") // the same provider answer for both
+	plainSrv := startServer(t, body)
+	plain, _ := plainClient(t, plainSrv.URL)
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, body)
+
+	want, err := plain.Complete(context.Background(), canaryRequest())
+	require.NoError(t, err)
+	got, err := r.Client.Complete(context.Background(), canaryRequest())
+	require.NoError(t, err)
+
+	assert.Equal(t, want, got, "R1.1: same success")
+	pr, rr := plainSrv.Requests(), r.Server.Requests()
+	require.Len(t, pr, 1)
+	require.Len(t, rr, 1)
+	assert.Equal(t, pr[0].Body, rr[0].Body, "R1.1: same request body")
+	assert.Equal(t, pr[0].Header, rr[0].Header, "R1.1: same request headers")
+	assert.Equal(t, pr[0].Path, rr[0].Path)
+}
