@@ -264,8 +264,8 @@ func (t *tracker) add(k blockKind, s string) {
 }
 
 // partial returns the assistant message of the closed reasoning and text
-// blocks (nil when none closed) and the delivered content bytes it leaves
-// out. Tool calls are never part of it.
+// blocks (nil when no text block closed) and the delivered content bytes it
+// leaves out. Tool calls are never part of it.
 func (t *tracker) partial() (*chat.Message, int) {
 	var content, reasoning strings.Builder
 	for _, bl := range t.blocks {
@@ -280,7 +280,10 @@ func (t *tracker) partial() (*chat.Message, int) {
 		}
 	}
 	discarded := t.content - content.Len()
-	if content.Len() == 0 && reasoning.Len() == 0 {
+	if content.Len() == 0 {
+		// No codec sends reasoning back to its provider: a message of closed
+		// reasoning alone would reach it as an empty assistant turn, which
+		// providers reject. It is a restart instead.
 		return nil, discarded
 	}
 	return &chat.Message{Role: chat.Assistant, Content: content.String(), Reasoning: reasoning.String()}, discarded

@@ -104,9 +104,12 @@ func TestR17_3_ToolCallWithoutTerminalFrameNeverRuns(t *testing.T) {
 	assert.Empty(t, h[1].ToolCalls)
 }
 
-// R17.3: reasoning closes when content starts; the open text block is not
-// committed, and the notice says how much delivered text was discarded.
-func TestR17_3_ClosedReasoningIsCommittedOpenTextIsNot(t *testing.T) {
+// R17.3: reasoning closes when content starts, and the open text block is
+// not committed. No codec sends reasoning back, so a message of closed
+// reasoning alone would reach the provider as an empty assistant turn: it
+// is a restart instead, and the continuation request holds no empty
+// assistant message. The notice says how much delivered text was discarded.
+func TestR17_3_ClosedReasoningAloneIsARestartNeverAnEmptyTurn(t *testing.T) {
 	r := newRig(t, retry.Policy{},
 		broken(reasoningDelta("The user "), reasoningDelta("wants a greeting."), textDelta("Hel")),
 		scripted.SSE(scripted.OpenAIStream("Hello!")...))
@@ -118,12 +121,31 @@ func TestR17_3_ClosedReasoningIsCommittedOpenTextIsNot(t *testing.T) {
 	assert.Equal(t, "HelHello!", text, "the consumer saw the discarded text; the notice says so")
 	assert.Equal(t, []chat.Message{
 		{Role: chat.User, Content: "greet me"},
-		{Role: chat.Assistant, Reasoning: "The user wants a greeting."},
 		{Role: chat.Assistant, Content: "Hello!"},
 	}, h)
 	require.Len(t, ns.continuations(), 1)
 	assert.Equal(t, 3, ns.continuations()[0].Discarded)
-	assert.Equal(t, "transport error", ns.continuations()[0].Reason)
+	assert.Equal(t, broker.ReasonRestart, ns.continuations()[0].Reason)
+	reqs := r.Server.Requests()
+	require.Len(t, reqs, 2)
+	assert.NotContains(t, string(reqs[1].Body), `"role":"assistant"`, "no empty assistant turn is sent")
+}
+
+// R17.3: closed reasoning followed by closed text commits both; the text
+// carries the turn, so the provider never sees an empty assistant message.
+func TestR17_3_ClosedReasoningAndTextAreCommitted(t *testing.T) {
+	r := newRig(t, retry.Policy{},
+		broken(reasoningDelta("Plan."), textDelta("Checking. "), toolStart("call_1", "lookup")),
+		scripted.SSE(scripted.OpenAIStream("Done.")...))
+	tl, ns := &toolLog{}, &notices{}
+	b := continuing(r, tl, ns, 1, retry.Policy{})
+	h := user("q")
+	_, err := drain(b.GenerateStream(context.Background(), &h))
+	require.NoError(t, err)
+	assert.Equal(t, chat.Message{Role: chat.Assistant, Content: "Checking. ", Reasoning: "Plan."}, h[1])
+	reqs := r.Server.Requests()
+	require.Len(t, reqs, 2)
+	assert.Contains(t, string(reqs[1].Body), `"content":"Checking. "`)
 }
 
 // R17.3: a break before any block closed commits nothing; it is announced
