@@ -1,20 +1,26 @@
-// Command custom-chain assembles a recourse chain layer by layer with
-// chain.New instead of chain.Default, prints its order, shows the error New
-// returns for a chain in the wrong order, and runs one completion through
-// the chain with recourse's native typed client.
+// Command custom-chain builds a recourse chain by hand from a newcomer's own
+// parts: a per-call layer (a log/slog request log, requestlog.go), a
+// per-attempt layer (an HMAC request signer, signer.go) and a codec of its
+// own (an OpenAI-compatible gateway with its own path, codec.go). Each part
+// is written against recourse's public API only and proves the layer or
+// codec contract with layer/layertest in its tests.
 //
-// The layers, outermost first (chain.New checks this order):
-//
-//	retry          the engine: classification, admission, budget, backoff, events
-//	capture        sensitive OnWire snapshots (none configured here)
-//	progress       counts raw, observed and delivered bytes
-//	redirectguard  a 3xx is a failure that nothing follows
-//	sender         exactly one POST per attempt
-//
-// The chain speaks Ollama's /api/chat. The program starts a tiny scripted
-// server on 127.0.0.1 (503 busy, then 200), so it always runs offline.
+// The program prints the chain's order, shows a composition chain.New
+// refuses, and runs one completion through the native client against a
+// scripted gateway on 127.0.0.1 that checks every attempt's signature and
+// answers 503, then 200. It always runs offline:
 //
 //	go -C examples run ./custom-chain
+//
+// The chain, outermost first (chain.New places and checks it):
+//
+//	requestlog     per-call: one slog record per logical completion
+//	retry          the engine: classification, backoff, events
+//	capture        engine-owned: sensitive OnWire snapshots (none here)
+//	progress       engine-owned: raw, observed and delivered counters
+//	signer         per-attempt: signs each wire attempt
+//	redirectguard  a 3xx is a failure that nothing follows
+//	sender         exactly one POST per attempt
 package main
 
 import (
@@ -22,20 +28,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/capture"
-	"github.com/recourse-dev/recourse/layers/progress"
-	"github.com/recourse-dev/recourse/layers/redirectguard"
 	"github.com/recourse-dev/recourse/layers/retry"
-	"github.com/recourse-dev/recourse/layers/sender"
+)
+
+// The demo's secrets. A real program reads them from its configuration; the
+// tests check that neither reaches the request log.
+const (
+	demoAPIKey     = "sk-gateway-demo-0b7c1e"
+	demoSigningKey = "signing-key-demo-5f2a9d"
 )
 
 func main() {
@@ -45,84 +54,108 @@ func main() {
 	}
 }
 
-// newRetry returns the engine: Ollama's codec, at most 3 wire attempts, a
-// short base delay, the admission hook and events sent to onEvent.
-func newRetry(hook layer.AdmissionHook, onEvent func(layer.Event) error) (*retry.Layer, error) {
-	return retry.New(ollama.New(), &retry.Policy{
+// newEngine returns the engine for codec: at most 3 wire attempts, a short
+// base delay, events sent to onEvent. The gateway codec's Facts declare a
+// hosted provider, so no admission hook is needed for the resend.
+func newEngine(codec layer.Codec, onEvent func(layer.Event) error) (*retry.Layer, error) {
+	return retry.New(codec, &retry.Policy{
 		MaxAttempts: 3,
 		BaseDelay:   new(50 * time.Millisecond),
-		Admit:       hook,
 		OnEvent:     onEvent,
 	})
 }
 
-// buildChain assembles the full chain by hand. The policy's hook decides
-// every resend.
-func buildChain(hook layer.AdmissionHook, onEvent func(layer.Event) error) (*chain.Chain, error) {
-	rl, err := newRetry(hook, onEvent)
+// buildChain assembles the chain by hand: the request log per call, the
+// engine, the signer per attempt. chain.New adds capture, progress, the
+// redirect guard and the sender.
+func buildChain(logger *slog.Logger, key []byte, onEvent func(layer.Event) error) (*chain.Chain, error) {
+	engine, err := newEngine(NewGatewayCodec(), onEvent)
 	if err != nil {
 		return nil, err
 	}
-	return chain.New(
-		rl,
-		capture.New(),
-		progress.New(),
-		redirectguard.New(),
-		sender.New(nil), // nil: a private HTTP/1.1 transport
-	)
+	return chain.New(NewRequestLog(logger), engine, NewSigner(key))
 }
 
-// allowBusy allows a resend after Ollama's 503 "server busy" only.
-func allowBusy(_ context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
-	if req.Failure.HTTPStatus == http.StatusServiceUnavailable {
-		return layer.Allow, nil
-	}
-	return layer.Reject, nil
+// newLogger returns a text logger on w without the time, so that the
+// program's output reads like the rest of it.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
 }
 
 func run(w io.Writer) error {
+	key := []byte(demoSigningKey)
 	onEvent := func(ev layer.Event) error {
-		fmt.Fprintf(w, "  event %s (attempt %d)\n", ev.Type, ev.WireAttempt)
+		switch {
+		case ev.HTTPStatus != 0:
+			fmt.Fprintf(w, "  event %s (attempt %d, HTTP %d)\n", ev.Type, ev.WireAttempt, ev.HTTPStatus)
+		case ev.NextAttempt != 0:
+			fmt.Fprintf(w, "  event %s (attempt %d next)\n", ev.Type, ev.NextAttempt)
+		default:
+			fmt.Fprintf(w, "  event %s (attempt %d)\n", ev.Type, ev.WireAttempt)
+		}
 		return nil
 	}
-	c, err := buildChain(allowBusy, onEvent)
+	ch, err := buildChain(newLogger(w), key, onEvent)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "chain:", c.Order())
+	fmt.Fprintln(w, "chain:", ch.Order())
 
-	// The wrong order is refused with a typed error that says why.
-	rl, err := newRetry(nil, nil)
+	// A per-attempt layer outside the engine would sign the logical call
+	// once, not each attempt: chain.New refuses it with a typed error.
+	engine, err := newEngine(NewGatewayCodec(), nil)
 	if err != nil {
 		return err
 	}
-	_, err = chain.New(capture.New(), rl)
-	var oerr *chain.CompositionError
-	if !errors.As(err, &oerr) {
-		return fmt.Errorf("chain.New accepted capture before retry (err %v)", err)
+	_, err = chain.New(NewSigner(key), engine)
+	var cerr *chain.CompositionError
+	if !errors.As(err, &cerr) {
+		return fmt.Errorf("chain.New accepted the signer outside the engine (err %v)", err)
 	}
-	fmt.Fprintln(w, "wrong order:", err)
+	fmt.Fprintln(w, "refused:", err)
 
 	// One completion through the hand-built chain.
-	srv := loopback.New(
-		loopback.JSON(http.StatusServiceUnavailable, loopback.OllamaError(loopback.OllamaBusy)),
-		loopback.JSON(http.StatusOK, loopback.OllamaChat("Hello through a hand-built chain.")),
+	gw := newGateway(key,
+		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "", "upstream overloaded")),
+		loopback.JSON(http.StatusOK, loopback.OpenAIChat("Hello through a custom chain."), "X-Gateway-Request-Id", "gw-demo-1"),
 	)
-	defer srv.Close()
-	client, err := chain.NewClient(srv.URL, c)
+	defer gw.Close()
+	client, err := chain.NewClient(gw.URL, ch, chain.WithAPIKey(demoAPIKey))
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	fmt.Fprintf(w, "completion against %s (503 busy, then 200):\n", srv.URL)
+	fmt.Fprintf(w, "completion against %s%s (503, then 200):\n", gw.URL, ch.Codec().Path())
 	comp, err := client.Complete(ctx, &chat.Request{
-		Model:    "llama3.2",
+		Model:    "gpt-4o-mini",
 		Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
 	})
 	if err != nil {
 		return err
 	}
+	for i, r := range gw.Received() {
+		verdict := "signature ok"
+		if r.Problem != "" {
+			verdict = "refused: " + r.Problem
+		}
+		fmt.Fprintf(w, "gateway: request %d, attempt %s, %s, answered %d\n", i+1, shortID(r.AttemptID), verdict, r.Status)
+	}
 	fmt.Fprintf(w, "answer (%s, finish %s): %s\n", comp.Model, comp.FinishReason, comp.Message.Content)
 	return nil
+}
+
+// shortID returns the first 8 characters of an attempt ID, for display.
+func shortID(id string) string {
+	if len(id) <= 8 {
+		return id
+	}
+	return id[:8] + "…"
 }
