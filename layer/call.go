@@ -2,6 +2,7 @@ package layer
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/recourse-dev/recourse/chat"
 )
@@ -83,4 +84,17 @@ func WithCall(ctx context.Context, c *Call) context.Context {
 func CallFrom(ctx context.Context) *Call {
 	c, _ := ctx.Value(callKey{}).(*Call)
 	return c
+}
+
+// CallOf returns the *Call of req's logical completion and the request
+// that carries it: req itself when its context has a Call, otherwise a
+// shallow copy of req whose context carries a new one (req is never
+// modified). Per-call layers that observe or read the result call it, so
+// that the layers below them share the one value.
+func CallOf(req *http.Request) (*http.Request, *Call) {
+	if c := CallFrom(req.Context()); c != nil {
+		return req, c
+	}
+	c := &Call{}
+	return req.WithContext(WithCall(req.Context(), c)), c
 }

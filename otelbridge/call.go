@@ -46,19 +46,11 @@ type call struct {
 	ended        bool
 }
 
-func newCall(l *Layer, req *http.Request, start time.Time) *call {
+func newCall(l *Layer, req *http.Request, lc *layer.Call, start time.Time) *call {
 	return &call{
 		l: l, parent: req.Context(), req: req, start: start,
-		report: callOf(req), target: targetOf(req),
+		report: lc, target: targetOf(req),
 	}
-}
-
-// callOf returns the request's *layer.Call, or a new one.
-func callOf(req *http.Request) *layer.Call {
-	if lc := layer.CallFrom(req.Context()); lc != nil {
-		return lc
-	}
-	return &layer.Call{}
 }
 
 // startLogical starts the logical span if it has not started yet, named

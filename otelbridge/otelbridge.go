@@ -84,15 +84,13 @@ type transport struct {
 // modified: the observer travels in a shallow copy, and a propagation
 // header in a clone.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	c := newCall(t.l, req, time.Now())
-	ctx := req.Context()
-	if layer.CallFrom(ctx) != c.report {
-		// A Call without TypedErrors collects the response evidence and
-		// changes nothing in what the engine returns.
-		ctx = layer.WithCall(ctx, c.report)
-	}
-	c.report.Observe(c.observe)
-	out := req.WithContext(ctx)
+	// The call's per-call value: the native client's, or a new one that
+	// collects the response evidence and changes nothing in what the
+	// engine returns.
+	out, lc := layer.CallOf(req)
+	c := newCall(t.l, req, lc, time.Now())
+	lc.Observe(c.observe)
+	ctx := out.Context()
 	if t.l.prop != nil {
 		c.mu.Lock()
 		c.startLogical(nil)

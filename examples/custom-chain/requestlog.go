@@ -29,12 +29,12 @@ import (
 // argument. The level is Info for a success and Warn otherwise.
 //
 // The layer runs outside the engine: it sees the call once, registers an
-// observer on the call's *layer.Call (layer.CallFrom) and reads the call's
+// observer on the call's *layer.Call (layer.CallOf) and reads the call's
 // Result when the engine returns. An ordinary call is logged when RoundTrip
 // returns. A stream is logged when it ends (its last attempt succeeds or
 // recovery gives up) or, for a drop-in client that stops early, when the
-// response body is closed. Outside a chain (no *layer.Call in the context)
-// the record has no ID and no attempt count. The layer is safe for
+// response body is closed. Without an engine below it the record has no
+// ID and no attempt count. The layer is safe for
 // concurrent use when the logger's handler is (slog's handlers are).
 func NewRequestLog(logger *slog.Logger) layer.Layer {
 	return layer.NewPerCall("requestlog", func(next http.RoundTripper) http.RoundTripper {
@@ -43,13 +43,12 @@ func NewRequestLog(logger *slog.Logger) layer.Layer {
 			if l == nil {
 				l = slog.Default()
 			}
+			req, call := layer.CallOf(req)
 			rec := &callRecord{
 				logger: l, ctx: req.Context(), start: time.Now(),
-				method: req.Method, path: req.URL.Path, call: layer.CallFrom(req.Context()),
+				method: req.Method, path: req.URL.Path, call: call,
 			}
-			if rec.call != nil {
-				rec.call.Observe(rec.observe)
-			}
+			rec.call.Observe(rec.observe)
 			resp, err := next.RoundTrip(req)
 			if err != nil {
 				rec.write(0, err)
