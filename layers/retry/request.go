@@ -98,22 +98,27 @@ func readAll(r io.Reader, hint int64) ([]byte, error) {
 	}
 }
 
-// readUpTo is readAll(io.LimitReader(r, limit), hint) without the
-// LimitReader: it reads at most limit bytes.
+// readUpTo reads at most limit bytes of r. Its first buffer is sized from
+// hint (a Content-Length, bounded by limit; 0 or less means unknown) and
+// grows by doubling, never past limit, so a body costs O(its size) and at
+// most about twice limit however it arrives.
 func readUpTo(r io.Reader, limit, hint int64) ([]byte, error) {
-	if hint <= 0 || hint > 1<<20 {
-		hint = 511 // io.ReadAll's first buffer
+	size := int64(512)
+	if hint > 0 {
+		size = hint + 1 // +1: the read that sees EOF needs room
 	}
-	b := make([]byte, 0, min(hint, limit)+1) // +1: the read that sees EOF needs room
+	b := make([]byte, 0, min(size, limit))
 	for int64(len(b)) < limit {
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // let append grow the buffer
+			nc := min(2*int64(cap(b))+512, limit)
+			if nc > limit-nc {
+				nc = limit // one more doubling would reach it: go there now
+			}
+			nb := make([]byte, len(b), nc)
+			copy(nb, b)
+			b = nb
 		}
-		room := b[len(b):cap(b)]
-		if rest := limit - int64(len(b)); int64(len(room)) > rest {
-			room = room[:rest]
-		}
-		n, err := r.Read(room)
+		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err != nil {
 			if err == io.EOF {

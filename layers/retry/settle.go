@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/internal/httpdate"
@@ -15,6 +16,12 @@ import (
 // MaxResponseBody bounds an ordinary response body; a larger body is a
 // protocol failure rather than unbounded memory.
 const MaxResponseBody = 64 << 20
+
+// MaxEvidenceBytes bounds the body bytes a failure keeps as private
+// evidence (layer.Evidence.Bytes): the first MaxEvidenceBytes of a failed
+// ordinary response. A failed stream keeps the bytes of the frame that
+// ended it.
+const MaxEvidenceBytes = 1 << 20
 
 // attemptResult is what one attempt ended with.
 type attemptResult struct {
@@ -64,6 +71,12 @@ func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
 		ev.Bytes = bytes.Clone(refused.Body)
 		ev.Headers = refused.Response.Header.Clone()
 		c.responseFacts(&f, &ev, refused.Response.Header, refused.Body)
+	case headersTooLarge(transportErr):
+		// The answer's headers are over the transport's limit: the same
+		// request would meet the same answer, so it is malformed, not
+		// transient.
+		f.Category = layer.CategoryProtocol
+		f.Phase = layer.PhaseAwaitingHeaders
 	default:
 		var ne net.Error
 		if errors.As(transportErr, &ne) && ne.Timeout() {
@@ -134,7 +147,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 	}
 	f := c.newFailure(a)
 	f.HTTPStatus = resp.StatusCode
-	ev := layer.Evidence{Bytes: bytes.Clone(b), Headers: resp.Header.Clone()}
+	ev := layer.Evidence{Bytes: bytes.Clone(b[:min(len(b), MaxEvidenceBytes)]), Headers: resp.Header.Clone()}
 	c.responseFacts(&f, &ev, resp.Header, b)
 	var ce *layer.CaptureError
 	captureFailed := errors.As(rerr, &ce)
@@ -207,4 +220,11 @@ func (c *call) decode(b []byte) (layer.ResponseEvidence, *chat.Completion, error
 		return ev, nil, &layer.ProtocolError{What: "structured content is not JSON"}
 	}
 	return ev, comp, nil
+}
+
+// headersTooLarge reports whether err is net/http's refusal of response
+// headers over Transport.MaxResponseHeaderBytes. The standard library gives
+// that error no type, so its fixed text is matched.
+func headersTooLarge(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "net/http: server response headers exceeded ")
 }

@@ -1,0 +1,82 @@
+package retry_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// allocated returns the bytes the process allocated while f ran.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// R4.5, R10.5: a 2xx body larger than the limit is a protocol failure
+// whose reading costs O(limit) — not the many regrowths of an append loop
+// plus a copy of everything as evidence — and whose evidence is bounded.
+func TestR10_5_OversizedBodyCostsTheLimitAndKeepsBoundedEvidence(t *testing.T) {
+	chunk := []byte(strings.Repeat("x", 1<<20))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		for range retry.MaxResponseBody>>20 + 2 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPolicy(retry.Policy{MaxAttempts: 2, Jitter: zeroJitter}))
+	require.NoError(t, err)
+	cl, err := chain.NewClient(srv.URL, ch)
+	require.NoError(t, err)
+	var cerr error
+	got := allocated(func() { _, cerr = cl.Complete(context.Background(), canaryRequest()) })
+	re := asRecoveryError(t, cerr)
+	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, layer.ReasonMalformed, re.Failure.Classification.Reason)
+	assert.Less(t, got, uint64(5*retry.MaxResponseBody/2), "reading a body over the limit allocates O(limit): %d MiB", got>>20)
+	ev := layer.Inspect(&re.Failure)
+	require.NotNil(t, ev)
+	assert.Len(t, ev.Bytes, retry.MaxEvidenceBytes, "the evidence keeps the first MaxEvidenceBytes")
+}
+
+// R4, R10.2: response headers over the transport's limit are a failure
+// that would repeat identically: malformed, never retried.
+func TestR4_5_OversizedResponseHeadersAreNotTransient(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits++
+		w.Header().Set("X-Big", strings.Repeat("h", 8<<10))
+		w.WriteHeader(503)
+	}))
+	defer srv.Close()
+	base := newTransport(t)
+	base.MaxResponseHeaderBytes = 1 << 10
+	ch, err := chain.Default(openai.New(), chain.WithTransport(base), chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}))
+	require.NoError(t, err)
+	cl, err := chain.NewClient(srv.URL, ch)
+	require.NoError(t, err)
+	_, err = cl.Complete(context.Background(), canaryRequest())
+	re := asRecoveryError(t, err)
+	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, layer.CategoryProtocol, re.Failure.Category)
+	assert.Equal(t, layer.ReasonMalformed, re.Failure.Classification.Reason)
+	assert.Equal(t, 1, hits, "one POST: the failure would repeat")
+}
