@@ -123,3 +123,28 @@ func ExampleNewSession() {
 	// user: Say hello.
 	// assistant: Hello, world.
 }
+
+// GenerateStreamEvents is the single-turn event stream: content events,
+// then done, and the answer appended to the history.
+func ExampleBroker_GenerateStreamEvents() {
+	client, done := exampleClient(scripted.SSE(scripted.OpenAIStream("Hello, ", "world.")...))
+	defer done()
+	b := broker.New(client, broker.WithModel("gpt-4o-mini"), broker.WithPolicy(retry.Recommended()))
+	history := []chat.Message{{Role: chat.User, Content: "Say hello."}}
+	for ev := range b.GenerateStreamEvents(context.Background(), &history) {
+		switch ev.Type {
+		case chain.EventContent:
+			fmt.Printf("content %q\n", ev.Text)
+		case chain.EventDone:
+			fmt.Println("done", ev.Completion.FinishReason)
+		case chain.EventError:
+			fmt.Println("error", ev.Err.Reason)
+		}
+	}
+	fmt.Println(len(history), history[1].Content)
+	// Output:
+	// content "Hello, "
+	// content "world."
+	// done stop
+	// 2 Hello, world.
+}
