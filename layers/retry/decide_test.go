@@ -241,3 +241,27 @@ func TestR9_1_ResendHonoursCancellationAndSleepFailures(t *testing.T) {
 		t.Fatalf("DelayCause = %v, want a *retry.PanicError", ev)
 	}
 }
+
+// R3.1, R3.2: a MaxAttempts above MaxAttemptsLimit is a PolicyError naming
+// the field, even with a custom Jitter, before any jitter is sampled: the
+// pre-sampling stays bounded in memory and never panics.
+func TestR3_1_HugeMaxAttemptsIsAPolicyErrorBeforeSampling(t *testing.T) {
+	for _, n := range []int{retry.MaxAttemptsLimit + 1, 1 << 31, 1 << 62} {
+		sampled := 0
+		p := retry.Policy{MaxAttempts: n, Jitter: func() float64 { sampled++; return 0 }}
+		var pe *layer.PolicyError
+		if _, err := retry.New(nil, &p); !errors.As(err, &pe) || pe.Field != "MaxAttempts" {
+			t.Errorf("MaxAttempts %d: New = %v, want a PolicyError for MaxAttempts", n, err)
+		}
+		if _, err := p.NewDecider(layer.Facts{}, n-1); !errors.As(err, &pe) || pe.Field != "MaxAttempts" {
+			t.Errorf("MaxAttempts %d: NewDecider = %v, want a PolicyError for MaxAttempts", n, err)
+		}
+		if sampled != 0 {
+			t.Errorf("MaxAttempts %d: jitter sampled %d times", n, sampled)
+		}
+	}
+	p := retry.Policy{MaxAttempts: retry.MaxAttemptsLimit, Jitter: func() float64 { return 0.5 }}
+	if _, err := p.NewDecider(layer.Facts{}, retry.MaxAttemptsLimit-1); err != nil {
+		t.Errorf("MaxAttempts at the limit: %v", err)
+	}
+}
