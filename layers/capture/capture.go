@@ -29,8 +29,9 @@ import (
 
 // Layer is the capture stage. The hook comes from the attempt state that
 // the engine places in the request context (the policy's OnWire); with
-// no hook the layer passes everything through. The zero value is ready to
-// use and safe for concurrent use.
+// no hook the layer captures nothing and passes everything through. Either
+// way the attempt begins here (layer.Attempt.Begin), above the per-attempt
+// layers. The zero value is ready to use and safe for concurrent use.
 type Layer struct{}
 
 // New returns the capture layer.
@@ -64,7 +65,16 @@ func call(ctx context.Context, hook layer.WireHook, s layer.WireSnapshot) (cause
 func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	a := layer.AttemptFrom(ctx)
-	if a == nil || a.OnWire == nil {
+	if a == nil {
+		return t.next.RoundTrip(req)
+	}
+	if a.OnWire == nil {
+		// Nothing to capture, but the attempt begins here all the same, so
+		// that an answer of a per-attempt layer below (one that never
+		// reaches the sender) is an attempt, whether or not a hook is set.
+		if err := a.Begin(); err != nil {
+			return nil, err
+		}
 		return t.next.RoundTrip(req)
 	}
 	var reqBytes []byte
