@@ -27,6 +27,12 @@ const completionsPath = "/v1/chat/completions"
 const wait = rigtest.Wait
 
 var (
+	// allowHook allows every resend.
+	allowHook = rigtest.Allow
+	// asRecoveryError returns the *layer.RecoveryError in err's chain.
+	asRecoveryError = rigtest.AsRecoveryError
+	// collect ranges over a chunk stream: content, completion, error.
+	collect = rigtest.Collect
 	// repeat returns n copies of s.
 	repeat = rigtest.Repeat
 	// eventsOf returns the events of type typ, in order.

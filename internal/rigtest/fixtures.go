@@ -3,9 +3,11 @@ package rigtest
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -71,4 +73,41 @@ func FailResponseCapture(_ context.Context, s layer.WireSnapshot) error {
 		return ErrCaptureHook
 	}
 	return nil
+}
+
+// AsRecoveryError returns the *layer.RecoveryError in err's chain, failing
+// the test when there is none.
+func AsRecoveryError(t testing.TB, err error) *layer.RecoveryError {
+	t.Helper()
+	if err == nil {
+		t.Fatal("want a *layer.RecoveryError, got no error")
+	}
+	var re *layer.RecoveryError
+	if !errors.As(err, &re) {
+		t.Fatalf("want a *layer.RecoveryError, got %T: %v", err, err)
+	}
+	return re
+}
+
+// Collect ranges over a chunk stream and returns the content it delivered,
+// the completion of its Done chunk and its error.
+func Collect(t testing.TB, seq func(func(chat.Chunk, error) bool)) (string, *chat.Completion, error) {
+	t.Helper()
+	var b strings.Builder
+	var comp *chat.Completion
+	for ch, err := range seq {
+		if err != nil {
+			return b.String(), comp, err
+		}
+		b.WriteString(ch.Content)
+		if ch.Done {
+			comp = ch.Completion
+		}
+	}
+	return b.String(), comp, nil
+}
+
+// Allow is an admission hook that allows every resend.
+func Allow(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+	return layer.Allow, nil
 }

@@ -71,18 +71,10 @@ func jitterSeq(note func(), vals ...float64) func() float64 {
 	}
 }
 
-func allowHook(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
-	return layer.Allow, nil
-}
+var allowHook = rigtest.Allow
 
 // asRecoveryError returns the *layer.RecoveryError in err's chain.
-func asRecoveryError(t testing.TB, err error) *layer.RecoveryError {
-	t.Helper()
-	require.Error(t, err)
-	var re *layer.RecoveryError
-	require.ErrorAs(t, err, &re)
-	return re
-}
+var asRecoveryError = rigtest.AsRecoveryError
 
 // wired gives p a fresh recorder for both its events and its captures, and
 // returns it. (The rig records events only, in Rig.Rec.)

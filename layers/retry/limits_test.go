@@ -80,3 +80,32 @@ func TestR4_5_OversizedResponseHeadersAreNotTransient(t *testing.T) {
 	assert.Equal(t, layer.ReasonMalformed, re.Failure.Classification.Reason)
 	assert.Equal(t, 1, hits, "one POST: the failure would repeat")
 }
+
+// R2.1: a per-attempt layer that sends one attempt twice gets
+// layer.ErrSecondSend; the failure is permanent, so the engine does not
+// send the attempt again either: the provider sees one POST.
+func TestR2_1_SecondSendOfAnAttemptIsRefusedAndNotRetried(t *testing.T) {
+	srv := startServer(t, okStep("first"), okStep("second"), okStep("third"))
+	twice := layer.NewPerAttempt("twice", func(next http.RoundTripper) http.RoundTripper {
+		return layer.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := next.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return next.RoundTrip(req)
+		})
+	})
+	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPerAttempt(twice),
+		chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}))
+	require.NoError(t, err)
+	cl, err := chain.NewClient(srv.URL, ch)
+	require.NoError(t, err)
+	_, err = cl.Complete(context.Background(), canaryRequest())
+	re := asRecoveryError(t, err)
+	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, layer.ReasonPermanent, re.Failure.Classification.Reason)
+	ev := layer.Inspect(&re.Failure)
+	require.NotNil(t, ev)
+	assert.ErrorIs(t, ev.Cause, layer.ErrSecondSend)
+	assert.Equal(t, 1, srv.Count())
+}

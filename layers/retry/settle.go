@@ -88,6 +88,12 @@ func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
 	}
 	f.Attach(ev)
 	f.Classification = c.d.Classify(&f, ce != nil, false)
+	if f.Classification.Eligible && errors.Is(transportErr, layer.ErrSecondSend) {
+		// A layer below the engine sent the attempt twice: the provider has
+		// the first POST, and a resend would meet the same layer. It is
+		// not transient.
+		f.Classification = layer.Classification{Reason: layer.ReasonPermanent}
+	}
 	return attemptResult{failure: &f}
 }
 

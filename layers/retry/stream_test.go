@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
-	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
@@ -23,21 +22,7 @@ import (
 
 const keepalive = ": keep-alive\n\n"
 
-func collect(t *testing.T, seq func(func(chat.Chunk, error) bool)) (string, *chat.Completion, error) {
-	t.Helper()
-	var b strings.Builder
-	var comp *chat.Completion
-	for ch, err := range seq {
-		if err != nil {
-			return b.String(), comp, err
-		}
-		b.WriteString(ch.Content)
-		if ch.Done {
-			comp = ch.Completion
-		}
-	}
-	return b.String(), comp, nil
-}
+var collect = rigtest.Collect
 
 func TestR13_1_KeepaliveThenResetIsResumed(t *testing.T) {
 	cut := scripted.Step{Status: 200, Chunks: [][]byte{[]byte(keepalive)}}.Cut(len(keepalive))
