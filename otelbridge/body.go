@@ -32,7 +32,8 @@ func (b *body) Close() error {
 
 // frames wraps a native stream's frame reader (layer.CallResult.Stream) the
 // same way: the logical span ends when NextFrame returns io.EOF or an
-// error, or when the reader is closed.
+// error, or when the reader is closed. The first frame with semantic
+// output times recourse.client.time_to_first_output.
 type frames struct {
 	layer.FrameReader
 	c *call
@@ -41,6 +42,8 @@ type frames struct {
 func (f *frames) NextFrame() (layer.Frame, error) {
 	fr, err := f.FrameReader.NextFrame()
 	switch {
+	case err == nil:
+		f.c.frameOutput(&fr)
 	case err == io.EOF:
 		f.c.end(endEOF, nil)
 	case err != nil:

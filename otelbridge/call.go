@@ -30,8 +30,9 @@ type call struct {
 	mu       sync.Mutex
 	logical  trace.Span
 	lctx     context.Context
-	named    bool   // the logical span has its model name and attributes
-	model    string // the requested model
+	named    bool           // the logical span has its model name and attributes
+	model    string         // the requested model
+	provider layer.Provider // the codec's provider
 	attempt  trace.Span
 	attempts int
 	// succeeded: attempt_succeeded was seen.
@@ -43,7 +44,9 @@ type call struct {
 	terminalTime time.Time
 	metrics      *layer.Metrics
 	status       int // the response status RoundTrip returned
-	ended        bool
+	// outputSeen: the time to first output was recorded.
+	outputSeen bool
+	ended      bool
 }
 
 func newCall(l *Layer, req *http.Request, lc *layer.Call, start time.Time) *call {
@@ -87,7 +90,7 @@ func spanName(model string) string {
 
 // genAIAttributes are the attributes the first event teaches.
 func (c *call) genAIAttributes(ev *layer.Event) []attribute.KeyValue {
-	c.model = ev.Model
+	c.model, c.provider = ev.Model, ev.Provider
 	var a []attribute.KeyValue
 	if ev.Provider != "" {
 		a = append(a, keyProviderName.String(string(ev.Provider)))
@@ -116,9 +119,10 @@ func (c *call) observe(ev layer.Event) {
 		return
 	}
 	c.startLogical(&ev)
+	c.measure(&ev)
 	switch ev.Type {
 	case layer.EventAttemptStarted:
-		c.endAttempt()
+		c.endAttempt("")
 		c.attempts = max(c.attempts, ev.WireAttempt)
 		attrs := append([]attribute.KeyValue{semconv.HTTPRequestMethodKey.String(c.target.method)}, c.target.attempt()...)
 		if ev.WireAttempt > 1 {
@@ -134,6 +138,7 @@ func (c *call) observe(ev layer.Event) {
 	case layer.EventAttemptSucceeded:
 		c.succeeded = true
 		if c.attempt != nil {
+			c.countAttempt(attemptSucceeded, ev.HTTPStatus, "")
 			if ev.HTTPStatus != 0 {
 				c.attempt.SetAttributes(semconv.HTTPResponseStatusCode(ev.HTTPStatus))
 			}
@@ -145,8 +150,9 @@ func (c *call) observe(ev layer.Event) {
 			if ev.HTTPStatus != 0 {
 				c.attempt.SetAttributes(semconv.HTTPResponseStatusCode(ev.HTTPStatus))
 			}
+			et := ""
 			if f := ev.Failure; f != nil && f.Category != layer.CategoryCancellation {
-				et := errorType(f)
+				et = errorType(f)
 				c.attempt.SetAttributes(semconv.ErrorTypeKey.String(et))
 				// No description when the status code says it all
 				// (HTTP conventions); otherwise the failure category.
@@ -156,6 +162,7 @@ func (c *call) observe(ev layer.Event) {
 				}
 				c.attempt.SetStatus(codes.Error, desc)
 			}
+			c.countAttempt(attemptFailed, ev.HTTPStatus, et)
 			c.attempt.End(trace.WithTimestamp(now))
 			c.attempt = nil
 		}
@@ -174,12 +181,22 @@ func (c *call) observe(ev layer.Event) {
 }
 
 // endAttempt ends an attempt span left open (no attempt_failed came: an
-// observer error, a consumer that closed the stream). c.mu must be held.
-func (c *call) endAttempt() {
-	if c.attempt != nil {
-		c.attempt.End()
-		c.attempt = nil
+// observer error, a consumer that closed the stream) and counts it: as
+// failed with error.type errType when the call failed (errType is not
+// empty), otherwise as closed. c.mu must be held.
+func (c *call) endAttempt(errType string) {
+	if c.attempt == nil {
+		return
 	}
+	if errType != "" {
+		c.attempt.SetAttributes(semconv.ErrorTypeKey.String(errType))
+		c.attempt.SetStatus(codes.Error, errType)
+		c.countAttempt(attemptFailed, 0, errType)
+	} else {
+		c.countAttempt(attemptClosed, 0, "")
+	}
+	c.attempt.End()
+	c.attempt = nil
 }
 
 // responded records the response RoundTrip returned.
@@ -208,11 +225,12 @@ func (c *call) end(how endKind, err error) {
 	c.startLogical(nil)
 	c.ended = true
 	res := c.result(how, err)
-	if res.failed && c.attempt != nil {
-		c.attempt.SetAttributes(semconv.ErrorTypeKey.String(res.errorType))
-		c.attempt.SetStatus(codes.Error, res.errorType)
+	if res.failed {
+		c.endAttempt(res.errorType)
+	} else {
+		c.endAttempt("")
 	}
-	c.endAttempt()
+	c.measureEnd(res)
 	if t := c.terminal; t != nil {
 		attrs := eventAttributes(t)
 		if res.outcome != "" {
@@ -349,25 +367,28 @@ func (c *call) requestModel() string { return c.model }
 // call. c.mu must be held.
 func (c *call) responseAttributes() []attribute.KeyValue {
 	var a []attribute.KeyValue
-	var in, out int
-	has := false
-	{
-		ev := c.report.Result.Response
-		if m := c.safeResponseModel(ev.Model); m != "" {
-			a = append(a, keyResponseModel.String(m))
-		}
-		if fr := safeFinishReason(ev.FinishReason); fr != "" {
-			a = append(a, keyFinishReasons.StringSlice([]string{fr}))
-		}
-		if ev.Usage != nil {
-			in, out, has = ev.Usage.InputTokens, ev.Usage.OutputTokens, true
-		}
+	ev := c.report.Result.Response
+	if m := c.safeResponseModel(ev.Model); m != "" {
+		a = append(a, keyResponseModel.String(m))
 	}
-	if !has && c.metrics != nil {
-		in, out, has = c.metrics.PromptEvalCount, c.metrics.EvalCount, true
+	if fr := safeFinishReason(ev.FinishReason); fr != "" {
+		a = append(a, keyFinishReasons.StringSlice([]string{fr}))
 	}
-	if has {
+	if in, out, ok := c.usage(); ok {
 		a = append(a, keyInputTokens.Int(in), keyOutputTokens.Int(out))
 	}
 	return a
+}
+
+// usage returns the input and output tokens of a successful call, when
+// known: from the call's response evidence, or else from the Ollama
+// metrics event. c.mu must be held.
+func (c *call) usage() (in, out int, ok bool) {
+	if u := c.report.Result.Response.Usage; u != nil {
+		return u.InputTokens, u.OutputTokens, true
+	}
+	if c.metrics != nil {
+		return c.metrics.PromptEvalCount, c.metrics.EvalCount, true
+	}
+	return 0, 0, false
 }

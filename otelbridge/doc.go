@@ -1,8 +1,9 @@
 // Package otelbridge is the tracing layer of a recourse chain: it turns the
-// retry layer's safe lifecycle events (R11) into OpenTelemetry spans. It is
-// the only package of the core module that imports OpenTelemetry, and it
-// imports only the API (go.opentelemetry.io/otel and .../otel/trace); the
-// application chooses the SDK and the exporter.
+// retry layer's safe lifecycle events (R11) into OpenTelemetry spans and
+// metrics. It is the only package of the core module that imports
+// OpenTelemetry, and it imports only the API (go.opentelemetry.io/otel,
+// .../otel/trace and .../otel/metric); the application chooses the SDK and
+// the exporter.
 //
 // Put it outermost, for example with chain.WithTracing:
 //
@@ -93,6 +94,85 @@
 // Nothing the layer records contains a prompt, completion text, tool
 // argument, header value, URL query or credential (R10.5).
 //
+// # Metrics
+//
+// The layer records these instruments with the meter provider of
+// WithMeterProvider (by default the global one), under the instrumentation
+// scope ScopeName. The two gen_ai.* instruments are the client metrics of
+// the GenAI conventions (development status); the recourse.* ones measure
+// what no convention defines.
+//
+//	instrument                            kind       unit          recorded
+//	gen_ai.client.operation.duration      histogram  s             once per logical completion, when its span ends
+//	gen_ai.client.token.usage             histogram  {token}       twice per successful completion whose usage is known
+//	recourse.client.attempts              counter    {attempt}     once per wire attempt, when it ends
+//	recourse.client.resends               counter    {resend}      at every retry_started event
+//	recourse.client.retry.delay           histogram  s             at every delay_scheduled event: its Delay
+//	recourse.client.admission.decisions   counter    {decision}    at every admission decision
+//	recourse.client.outcomes              counter    {completion}  once per logical completion that has a recourse.outcome
+//	recourse.client.time_to_first_output  histogram  s             at most once per streamed completion
+//
+// Every measurement carries gen_ai.operation.name ("chat"),
+// gen_ai.provider.name and gen_ai.request.model (once an event named them,
+// the same values as on the logical span: the requested model, never the
+// response model), server.address and server.port. Beside these:
+//
+//   - gen_ai.client.operation.duration: error.type when the completion
+//     finally failed, with the logical span's value. It runs from RoundTrip
+//     to the end of the logical span (the last byte of the body or stream,
+//     an error, or Close).
+//   - gen_ai.client.token.usage: gen_ai.token.type ("input", "output");
+//     the same counts as gen_ai.usage.* on the span.
+//   - recourse.client.attempts: recourse.attempt.outcome,
+//     http.response.status_code when a response arrived, and error.type for
+//     a failure other than the caller's cancellation, as on the attempt
+//     span. The outcome is "succeeded" (attempt_succeeded), "failed"
+//     (attempt_failed, or an attempt left open by a call that failed, such
+//     as an observer error) or "closed" (an attempt left open by a caller
+//     that closed the stream before its end).
+//   - recourse.client.resends and recourse.client.retry.delay:
+//     recourse.failure.category of the failure that caused the resend and
+//     its http.response.status_code when it had one.
+//   - recourse.client.admission.decisions: recourse.admission.decision —
+//     "allowed", "rejected", "no_decision" or "required" (the codec's rule
+//     requires a hook and there is none). admission_pending is not a decision.
+//   - recourse.client.outcomes: recourse.outcome (the logical span's value:
+//     "success", an outcome of R10.4, "closed" or "error") and error.type
+//     when the completion failed.
+//   - recourse.client.time_to_first_output: no other attribute. It runs from
+//     RoundTrip to the first semantic output of a stream — the first
+//     content, reasoning or tool-call fragment — as the layer first sees it:
+//     the first frame of a native stream (layer.CallResult.Stream, which the
+//     layer wraps) with content, reasoning or fragments, or the first
+//     progress event whose Progress.Observed counts any of them (Ollama
+//     streams, drop-in ones included). Other events are not used: their
+//     counts are read after the fact (attempt_succeeded comes at the end of
+//     the stream). The layer does not decode a response body, so a drop-in
+//     stream of a provider without frame telemetry (OpenAI, oMLX through an
+//     SDK) records no sample. The conventions' time_to_first_chunk is not
+//     the same measure: a first chunk can carry no output.
+//
+// No attribute names a logical request, an attempt or a URL path, so the
+// number of series is bounded by the configuration (providers, models,
+// servers) and the small value sets above. Measurements are recorded in
+// the logical span's context, so an SDK that keeps exemplars links them to
+// the trace.
+//
+// Explicit bucket boundaries, in the instrument's unit:
+//
+//	gen_ai.client.operation.duration      0.01 0.02 0.04 0.08 0.16 0.32 0.64 1.28 2.56 5.12 10.24 20.48 40.96 81.92
+//	                                      (the conventions' advice)
+//	gen_ai.client.token.usage             1 4 16 64 256 1024 4096 16384 65536 262144 1048576 4194304 16777216 67108864
+//	                                      (the conventions' advice)
+//	recourse.client.retry.delay           0 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10 15 30 60 120 300
+//	                                      (a zero delay in its own bucket; the default backoff from 100 ms
+//	                                      to its 30 s ceiling; long Retry-After values under a raised ceiling)
+//	recourse.client.time_to_first_output  0.001 0.005 0.01 0.02 0.04 0.06 0.08 0.1 0.25 0.5 0.75 1 2.5 5 7.5 10 20 40 80
+//	                                      (the conventions' advice for gen_ai.server.time_to_first_token,
+//	                                      extended to 80 s for admission waits, backoff and resends)
+//
+// A view of the SDK can replace them.
+//
 // # Propagation
 //
 // By default the layer sends nothing: no traceparent or other header is
@@ -111,5 +191,7 @@
 //
 // Without a recovery policy (chain.WithoutRecovery, or a nil per-call
 // policy) the retry layer emits no events; the layer then records only the
-// logical span.
+// logical span, its gen_ai.client.operation.duration (without provider and
+// model) and, when the span has a recourse.outcome, its
+// recourse.client.outcomes.
 package otelbridge

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -71,4 +74,91 @@ func ExampleNew() {
 	// POST Error http.response.status_code=503
 	// POST Unset http.request.resend_count=1 http.response.status_code=200
 	// chat gpt-4o-mini Unset recourse.outcome=success recourse.attempts=2
+}
+
+// The layer's metrics go to the meter provider given with
+// WithMeterProvider; here a manual reader collects them after a completion
+// that got 503 and then 200.
+func ExampleWithMeterProvider() {
+	srv := scripted.New(
+		scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded")),
+		scripted.JSON(200, scripted.OpenAIChat("Hello.")),
+	)
+	defer srv.Close()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	defer base.CloseIdleConnections()
+	ch, err := chain.Default(openai.New(),
+		chain.WithTracing(otelbridge.New(otelbridge.WithMeterProvider(mp))),
+		chain.WithPolicy(retry.Policy{
+			MaxAttempts: 2,
+			// Skip the backoff wait in this example.
+			Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+			Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+				return layer.Allow, nil
+			},
+		}),
+		chain.WithTransport(base))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client, _ := chain.NewClient(srv.URL, ch)
+	if _, err := client.Complete(context.Background(), &chat.Request{
+		Model:    "gpt-4o-mini",
+		Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
+	}); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		fmt.Println(err)
+		return
+	}
+	var lines []string
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			line := m.Name + " (" + m.Unit + ")"
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				n := int64(0)
+				for _, p := range d.DataPoints {
+					n += p.Value
+				}
+				line += fmt.Sprintf(" total %d", n)
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					line += fmt.Sprintf(" samples %d", p.Count)
+				}
+			case metricdata.Histogram[int64]:
+				var parts []string
+				for _, p := range d.DataPoints {
+					v, _ := p.Attributes.Value("gen_ai.token.type")
+					parts = append(parts, fmt.Sprintf(" %s %d", v.AsString(), p.Sum))
+				}
+				slices.Sort(parts)
+				for _, part := range parts {
+					line += part
+				}
+			}
+			lines = append(lines, line)
+		}
+	}
+	slices.Sort(lines)
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	// Output:
+	// gen_ai.client.operation.duration (s) samples 1
+	// gen_ai.client.token.usage ({token}) input 12 output 7
+	// recourse.client.admission.decisions ({decision}) total 1
+	// recourse.client.attempts ({attempt}) total 2
+	// recourse.client.outcomes ({completion}) total 1
+	// recourse.client.resends ({resend}) total 1
+	// recourse.client.retry.delay (s) samples 1
 }

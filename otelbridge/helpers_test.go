@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
@@ -29,12 +31,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fixture is a scripted loopback provider behind
 // chain.Default(codec, chain.WithTracing(otelbridge.New(...)), chain.WithPolicy(...)),
-// with an in-memory span recorder and the rig's fake clock.
+// with an in-memory span recorder, a manual metric reader and the rig's
+// fake clock.
 type fixture struct {
 	t      *testing.T
 	codec  layer.Codec
 	srv    *scripted.Server
 	sr     *tracetest.SpanRecorder
+	reader *sdkmetric.ManualReader
 	clock  *rigtest.Clock
 	rec    *rigtest.Recorder
 	chain  *chain.Chain
@@ -44,11 +48,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, steps ...scripted.Step) *fixture {
 	t.Helper()
-	f := &fixture{t: t, codec: codec, srv: scripted.New(steps...), sr: tracetest.NewSpanRecorder(), clock: rigtest.NewClock(), rec: &rigtest.Recorder{}}
+	f := &fixture{t: t, codec: codec, srv: scripted.New(steps...), sr: tracetest.NewSpanRecorder(),
+		reader: sdkmetric.NewManualReader(), clock: rigtest.NewClock(), rec: &rigtest.Recorder{}}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.sr))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(f.reader))
 	p.WallClock, p.MonotonicClock, p.Sleep, p.OnEvent = f.clock.Now, f.clock.Mono, f.clock.Sleep, f.rec.OnEvent
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	tl := otelbridge.New(append([]otelbridge.Option{otelbridge.WithTracerProvider(tp)}, opts...)...)
+	tl := otelbridge.New(append([]otelbridge.Option{otelbridge.WithTracerProvider(tp), otelbridge.WithMeterProvider(mp)}, opts...)...)
 	ch, err := chain.Default(codec, chain.WithTracing(tl), chain.WithPolicy(p), chain.WithTransport(base))
 	require.NoError(t, err)
 	f.chain = ch
@@ -56,9 +62,12 @@ func newFixture(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbrid
 	require.NoError(t, err)
 	f.http = &http.Client{Transport: ch}
 	t.Cleanup(func() {
+		// Every scenario's metrics pass the privacy canary.
+		scanMetrics(t, f.metrics())
 		f.srv.Close()
 		base.CloseIdleConnections()
 		require.NoError(t, tp.Shutdown(context.Background()))
+		require.NoError(t, mp.Shutdown(context.Background()))
 	})
 	return f
 }
@@ -142,4 +151,12 @@ func (f *fixture) ended(name string) bool {
 		}
 	}
 	return false
+}
+
+// metrics collects what the layer's instruments recorded so far.
+func (f *fixture) metrics() metricdata.ResourceMetrics {
+	f.t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(f.t, f.reader.Collect(context.Background(), &rm))
+	return rm
 }

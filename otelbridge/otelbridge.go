@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -12,14 +13,16 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 )
 
-// ScopeName is the instrumentation scope name of the layer's tracer.
+// ScopeName is the instrumentation scope name of the layer's tracer and
+// meter.
 const ScopeName = "github.com/recourse-dev/recourse/otelbridge"
 
-// Layer is the tracing layer. It is immutable after New and safe for
-// concurrent use.
+// Layer is the tracing and metrics layer. It is immutable after New and
+// safe for concurrent use.
 type Layer struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
+	inst   instruments
 }
 
 // Option configures New.
@@ -27,6 +30,7 @@ type Option func(*config)
 
 type config struct {
 	tp   trace.TracerProvider
+	mp   metric.MeterProvider
 	prop propagation.TextMapPropagator
 }
 
@@ -35,6 +39,14 @@ type config struct {
 // global provider set later.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tp = tp }
+}
+
+// WithMeterProvider sets the meter provider of the layer's metrics (see
+// "Metrics" in the package documentation); nil (the default) means
+// otel.GetMeterProvider() at the time New is called, which follows a
+// global provider set later. The instruments are created once, in New.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.mp = mp }
 }
 
 // WithPropagation injects the logical span's context into every outgoing
@@ -46,7 +58,7 @@ func WithPropagation(p propagation.TextMapPropagator) Option {
 }
 
 // New returns a tracing layer. Without options it uses the global tracer
-// provider and sends no propagation header.
+// and meter providers and sends no propagation header.
 func New(opts ...Option) *Layer {
 	var c config
 	for _, o := range opts {
@@ -55,9 +67,13 @@ func New(opts ...Option) *Layer {
 	if c.tp == nil {
 		c.tp = otel.GetTracerProvider()
 	}
+	if c.mp == nil {
+		c.mp = otel.GetMeterProvider()
+	}
 	return &Layer{
 		tracer: c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 		prop:   c.prop,
+		inst:   newInstruments(c.mp.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))),
 	}
 }
 
@@ -68,7 +84,8 @@ func (*Layer) Name() string { return "tracing" }
 // completion; put it outermost.
 func (*Layer) Position() layer.Position { return layer.PerCall }
 
-// Wrap returns a RoundTripper that traces every call through next. It adds
+// Wrap returns a RoundTripper that traces and measures every call through
+// next. It adds
 // an observer to the call's *layer.Call (creating one when the request has
 // none), so it sees the events of the engine below it.
 func (l *Layer) Wrap(next http.RoundTripper) http.RoundTripper {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -21,12 +22,14 @@ import (
 	"github.com/recourse-dev/recourse/otelbridge"
 )
 
-// canaries must appear in no span name, status, attribute or event.
+// canaries must appear in no span name, status, attribute or event, and in
+// no metric name, description, unit or attribute.
 var canaries = []string{rigtest.Key, rigtest.Prompt, "Bearer"}
 
 // TestPrivacyCanary runs calls whose request (header, URL user
 // information and query, prompt) and responses (error bodies, response
-// model, finish reason) carry the canaries, and scans every span.
+// model, finish reason) carry the canaries, and scans every span and every
+// metric. (Every other fixture's metrics are scanned when its test ends.)
 func TestPrivacyCanary(t *testing.T) {
 	secret := func(s string) string {
 		return strings.NewReplacer(scripted.OpenAIModel, rigtest.Key, `"stop"`, `"`+rigtest.Key+`"`).Replace(s)
@@ -78,6 +81,66 @@ func TestPrivacyCanary(t *testing.T) {
 		if s.Name() == "POST" {
 			full := attrs(s.Attributes())["url.full"].AsString()
 			assert.Equal(t, f.endpoint(), full, "url.full has no user information and no query")
+		}
+	}
+
+	rm := f.metrics()
+	names := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			names[m.Name] = true
+		}
+	}
+	for _, n := range []string{"gen_ai.client.operation.duration", "gen_ai.client.token.usage", "recourse.client.attempts",
+		"recourse.client.resends", "recourse.client.retry.delay", "recourse.client.admission.decisions",
+		"recourse.client.outcomes", "recourse.client.time_to_first_output"} {
+		assert.True(t, names[n], "the scenarios recorded %s", n)
+	}
+	scanMetrics(t, rm)
+}
+
+// scanMetrics fails if a canary appears anywhere in rm: a scope, a
+// metric's name, description or unit, or an attribute of a data point or
+// exemplar.
+func scanMetrics(t *testing.T, rm metricdata.ResourceMetrics) {
+	t.Helper()
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			texts := []string{sm.Scope.Name, m.Name, m.Description, m.Unit}
+			var kvs []attribute.KeyValue
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					kvs = append(kvs, p.Attributes.ToSlice()...)
+					for _, e := range p.Exemplars {
+						kvs = append(kvs, e.FilteredAttributes...)
+					}
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					kvs = append(kvs, p.Attributes.ToSlice()...)
+					for _, e := range p.Exemplars {
+						kvs = append(kvs, e.FilteredAttributes...)
+					}
+				}
+			case metricdata.Histogram[int64]:
+				for _, p := range d.DataPoints {
+					kvs = append(kvs, p.Attributes.ToSlice()...)
+					for _, e := range p.Exemplars {
+						kvs = append(kvs, e.FilteredAttributes...)
+					}
+				}
+			default:
+				t.Errorf("metric %s: unexpected data %T", m.Name, m.Data)
+			}
+			for _, kv := range kvs {
+				texts = append(texts, string(kv.Key), kv.Value.String())
+			}
+			for _, txt := range texts {
+				for _, c := range canaries {
+					assert.NotContains(t, txt, c, "metric %q", m.Name)
+				}
+			}
 		}
 	}
 }
