@@ -157,7 +157,7 @@ func TestEndToEndFaults(t *testing.T) {
 				"retrying LLM request after HTTP 504 (attempt 2/4 in ",
 				"retrying LLM request after HTTP 504 (attempt 3/4 in ",
 				"retrying LLM request after transport error (attempt 2/4 in ",
-				"LLM stream interrupted; continuing generation (1/3): transport error",
+				"LLM stream interrupted; continuing generation (1/3): restart",
 				"retrying LLM request after HTTP 503 (attempt 2/4 in ",
 				"retrying LLM request after HTTP 503 (attempt 3/4 in ",
 			} {

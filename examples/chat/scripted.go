@@ -32,8 +32,9 @@ const (
 	// notice after a transport error).
 	scenarioKeepaliveCut
 	// scenarioContentCut: reasoning, then half a sentence, then the stream
-	// is cut; the broker commits the closed reasoning block and continues
-	// (a continuation notice).
+	// is cut. Only the reasoning block had closed, and no provider is sent
+	// reasoning back, so the broker commits nothing and asks again in the
+	// same turn (a continuation notice with reason "restart").
 	scenarioContentCut
 	// scenarioToolThen503: a dice tool call; the completion after the tool
 	// result gets two HTTP 503s before the answer.
@@ -54,8 +55,8 @@ const (
 		"simply sent the same request again."
 	partialContentCut = "I was halfway through a long sentence when the connecti"
 	answerContentCut  = "This is the continuation. The first stream broke in the middle " +
-		"of a sentence: the broker kept the reasoning block that had closed, took the " +
-		"unfinished text back and asked for the rest in the same turn."
+		"of a sentence: the broker took the unfinished text back and, as only the " +
+		"reasoning had closed, asked again in the same turn."
 	reasoningContentCut = "The user wants an answer. I will write a long sentence."
 )
 
