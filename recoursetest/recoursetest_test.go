@@ -129,7 +129,9 @@ func TestCloseIsIdempotent(t *testing.T) {
 // never the internal one.
 func TestPanicsNameThisPackage(t *testing.T) {
 	for name, f := range map[string]func(){
-		"odd header pairs": func() { JSON(200, "", "Retry-After") },
+		// The odd pair list is built at run time so that vet-like checkers
+		// (staticcheck SA5012) accept the deliberate misuse.
+		"odd header pairs": func() { JSON(200, "", strings.Fields("Retry-After")...) },
 		"non-3xx redirect": func() { Redirect(200, "http://127.0.0.1:1/") },
 	} {
 		t.Run(name, func(t *testing.T) {
