@@ -11,15 +11,15 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // exampleClient returns a native client for a scripted loopback provider
 // playing steps, and a function that releases both.
-func exampleClient(steps ...scripted.Step) (*chain.Client, func()) {
-	srv := scripted.New(steps...)
+func exampleClient(steps ...recoursetest.Step) (*chain.Client, func()) {
+	srv := recoursetest.NewServer(steps...)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	ch, err := chain.Default(openai.New(), chain.WithTransport(tr))
 	if err != nil {
@@ -34,9 +34,9 @@ func exampleClient(steps ...scripted.Step) (*chain.Client, func()) {
 
 func ExampleNew() {
 	client, done := exampleClient(
-		scripted.JSON(200, `{"id":"c1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":null,`+
+		recoursetest.JSON(200, `{"id":"c1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":null,`+
 			`"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}]}`),
-		scripted.JSON(200, scripted.OpenAIChat("It is sunny in Paris.")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("It is sunny in Paris.")),
 	)
 	defer done()
 
@@ -78,8 +78,8 @@ func ExampleNew() {
 
 func ExampleNewSession() {
 	client, done := exampleClient(
-		scripted.JSON(504, `{"error":{"message":"upstream timed out","type":"server_error","code":"server_error"}}`),
-		scripted.SSE(scripted.OpenAIStream("Hello", ", world.")...),
+		recoursetest.JSON(504, `{"error":{"message":"upstream timed out","type":"server_error","code":"server_error"}}`),
+		recoursetest.SSE(recoursetest.OpenAIStream("Hello", ", world.")...),
 	)
 	defer done()
 
@@ -127,7 +127,7 @@ func ExampleNewSession() {
 // GenerateStreamEvents is the single-turn event stream: content events,
 // then done, and the answer appended to the history.
 func ExampleBroker_GenerateStreamEvents() {
-	client, done := exampleClient(scripted.SSE(scripted.OpenAIStream("Hello, ", "world.")...))
+	client, done := exampleClient(recoursetest.SSE(recoursetest.OpenAIStream("Hello, ", "world.")...))
 	defer done()
 	b := broker.New(client, broker.WithModel("gpt-4o-mini"), broker.WithPolicy(retry.Recommended()))
 	history := []chat.Message{{Role: chat.User, Content: "Say hello."}}

@@ -21,6 +21,8 @@ import (
 // chain does not recover (no retry layer, or recovery disabled). Its Error
 // text is safe; Body is sensitive.
 type StatusError struct {
+	// StatusCode is the HTTP status code of the response, for example 503;
+	// it is never in the 2xx range.
 	StatusCode int
 	// Body is the response body (sensitive: it may echo the request).
 	Body []byte

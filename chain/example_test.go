@@ -11,11 +11,11 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/capture"
 	"github.com/recourse-dev/recourse/layers/progress"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // New assembles a chain by hand with a user layer per call and one per
@@ -50,9 +50,9 @@ func ExampleNew() {
 // Default drops into a plain http.Client: a 503 is retried once and the
 // caller sees one successful response.
 func ExampleDefault() {
-	srv := scripted.New(
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")),
-		scripted.JSON(200, scripted.OpenAIChat("hello")),
+	srv := recoursetest.NewServer(
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("hello")),
 	)
 	defer srv.Close()
 	ch, err := chain.Default(openai.New(), chain.WithPolicy(retry.Policy{
@@ -87,7 +87,7 @@ func ExampleDefault() {
 // NewClient is the native typed client: a permanent failure comes back as a
 // *layer.RecoveryError with a safe message.
 func ExampleNewClient() {
-	srv := scripted.New(scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "invalid_request_error", "bad")))
+	srv := recoursetest.NewServer(recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "invalid_request_error", "bad")))
 	defer srv.Close()
 	ch, _ := chain.Default(openai.New(), chain.WithPolicy(retry.Policy{MaxAttempts: 3}))
 	client, _ := chain.NewClient(srv.URL, ch, chain.WithAPIKey("sk-example"))

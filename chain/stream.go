@@ -94,6 +94,8 @@ const (
 
 // StreamEvent is one item of an event stream.
 type StreamEvent struct {
+	// Type says which kind of event this is (EventContent, EventDone or
+	// EventError) and so which of the other fields is set.
 	Type StreamEventType
 	// Text is the content of a content event.
 	Text string

@@ -22,6 +22,9 @@ const (
 
 // Message is one entry of a conversation history.
 type Message struct {
+	// Role is the author of the message: System, User, Assistant or Tool.
+	// The OpenAI codec refuses any other value (an empty Role included); the
+	// Ollama and oMLX codecs send it as given.
 	Role Role `json:"role"`
 	// Content is the text of the message.
 	Content string `json:"content,omitempty"`
@@ -59,7 +62,11 @@ type ToolCall struct {
 
 // ToolSpec describes a tool the model may call.
 type ToolSpec struct {
-	Name        string `json:"name"`
+	// Name is the name the model calls the tool by, and the ToolCall.Name of
+	// its calls. It is required: codecs refuse a tool with an empty Name.
+	Name string `json:"name"`
+	// Description tells the model what the tool does and when to call it;
+	// empty sends no description.
 	Description string `json:"description,omitempty"`
 	// Parameters is the JSON schema of the argument object.
 	Parameters json.RawMessage `json:"parameters,omitempty"`
@@ -80,12 +87,27 @@ type Schema struct {
 // applies. A codec whose provider does not support a set control returns an
 // error from Encode instead of dropping it silently.
 type Options struct {
+	// Temperature is the sampling temperature; nil leaves the provider
+	// default. It must be finite. The OpenAI codec refuses it for reasoning
+	// models.
 	Temperature *float64 `json:"temperature,omitempty"`
-	TopP        *float64 `json:"top_p,omitempty"`
-	TopK        *int     `json:"top_k,omitempty"`
-	MaxTokens   *int     `json:"max_tokens,omitempty"`
-	Seed        *int     `json:"seed,omitempty"`
-	Stop        []string `json:"stop,omitempty"`
+	// TopP is the nucleus sampling probability mass; nil leaves the provider
+	// default. It must be finite. The OpenAI codec refuses it for reasoning
+	// models.
+	TopP *float64 `json:"top_p,omitempty"`
+	// TopK limits sampling to the K most likely tokens; nil leaves the
+	// provider default. The OpenAI codec refuses it (OpenAI has no top_k).
+	TopK *int `json:"top_k,omitempty"`
+	// MaxTokens caps the number of generated tokens; nil leaves the provider
+	// default. Codecs send it as max_tokens (max_completion_tokens for
+	// OpenAI reasoning models) or as Ollama's num_predict.
+	MaxTokens *int `json:"max_tokens,omitempty"`
+	// Seed asks for reproducible sampling with this seed; nil sends none.
+	// The oMLX codec refuses it.
+	Seed *int `json:"seed,omitempty"`
+	// Stop lists sequences at which the provider stops generating; nil or
+	// empty sends none.
+	Stop []string `json:"stop,omitempty"`
 	// ContextLength is Ollama's num_ctx.
 	ContextLength *int `json:"num_ctx,omitempty"`
 	// ReasoningEffort is "low", "medium" or "high" for providers with reasoning models.
@@ -101,11 +123,18 @@ type Options struct {
 
 // Request is one logical chat completion request.
 type Request struct {
-	Model    string     `json:"model"`
-	Messages []Message  `json:"messages"`
-	Tools    []ToolSpec `json:"tools,omitempty"`
+	// Model is the provider's model name, for example "gpt-4o-mini" or
+	// "llama3.2". It is required: codecs refuse an empty Model.
+	Model string `json:"model"`
+	// Messages is the conversation so far, oldest first.
+	Messages []Message `json:"messages"`
+	// Tools are the tools the model may call; nil or empty offers none.
+	// Event streams (chain.Client.StreamEvents) refuse a request with tools.
+	Tools []ToolSpec `json:"tools,omitempty"`
 	// Schema, when set, makes the request a structured completion.
-	Schema  *Schema `json:"schema,omitempty"`
+	Schema *Schema `json:"schema,omitempty"`
+	// Options are the sampling and generation controls; the zero value sets
+	// none, so every provider default applies.
 	Options Options `json:"options"`
 	// Stream asks for a streamed response.
 	Stream bool `json:"stream,omitempty"`
@@ -113,7 +142,11 @@ type Request struct {
 
 // Usage is the token accounting of a completion.
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
+	// InputTokens is the number of prompt tokens the provider counted
+	// (OpenAI prompt_tokens, Ollama prompt_eval_count).
+	InputTokens int `json:"input_tokens"`
+	// OutputTokens is the number of generated tokens the provider counted
+	// (OpenAI completion_tokens, Ollama eval_count).
 	OutputTokens int `json:"output_tokens"`
 }
 
@@ -156,9 +189,16 @@ func (m Message) Clone() Message {
 // argument text to concatenate. Fragments are never a completed call.
 type ToolCallFragment struct {
 	// Index identifies the call within the response.
-	Index     int    `json:"index"`
-	ID        string `json:"id,omitempty"`
-	Name      string `json:"name,omitempty"`
+	Index int `json:"index"`
+	// ID is the provider's call identifier, usually set on the first
+	// fragment of a call only; empty otherwise.
+	ID string `json:"id,omitempty"`
+	// Name is the tool's name, usually set on the first fragment of a call
+	// only; empty otherwise.
+	Name string `json:"name,omitempty"`
+	// Arguments is a piece of the call's argument JSON text; the pieces of
+	// all fragments with the same Index, concatenated in order, form the
+	// arguments. It may be empty.
 	Arguments string `json:"arguments,omitempty"`
 }
 
@@ -174,6 +214,8 @@ type Chunk struct {
 	ToolCallFragments []ToolCallFragment `json:"tool_call_fragments,omitempty"`
 	// Done marks the accepted terminal chunk; Completion then holds the
 	// completed calls, finish reason, model and usage.
-	Done       bool        `json:"done,omitempty"`
+	Done bool `json:"done,omitempty"`
+	// Completion is the completed answer on the Done chunk, and nil on
+	// every other chunk.
 	Completion *Completion `json:"completion,omitempty"`
 }

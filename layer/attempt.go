@@ -18,12 +18,22 @@ const (
 // WireSnapshot is one sensitive capture (R12): an independent copy of request
 // or response bytes and headers. Mutating it cannot change any request.
 type WireSnapshot struct {
+	// Identity is the identity of the wire attempt the snapshot belongs to.
 	Identity
+	// Direction says whether the snapshot is of the request or of the
+	// response.
 	Direction Direction
 	// Seq is the capture sequence index within the attempt, restarting at 0
 	// each attempt (R12.2).
-	Seq    int
-	Bytes  []byte
+	Seq int
+	// Bytes is a copy of the captured bytes: the request body (nil when the
+	// request has none); for an ordinary or structured response, the body
+	// received; for a stream, the bytes of one received chunk, empty in the
+	// end marker (R12.2). It is nil for a response snapshot of a transport
+	// failure before headers.
+	Bytes []byte
+	// Header is a copy of the request headers (request snapshot) or of the
+	// response headers (response snapshot); nil when no response arrived.
 	Header http.Header
 	// Status is the response status, 0 when no response arrived.
 	Status int
@@ -40,8 +50,15 @@ type WireHook func(ctx context.Context, s WireSnapshot) error
 // failed. Cause is the hook's error or panic value (sensitive); Transport is
 // a separate body transport error, when there was one.
 type CaptureError struct {
+	// Direction says which snapshot's hook call failed: DirectionRequest
+	// (the request was then not sent) or DirectionResponse.
 	Direction Direction
-	Cause     any
+	// Cause is the error the hook returned or the value it panicked with;
+	// sensitive, it may quote captured bytes. It is never nil.
+	Cause any
+	// Transport is the round trip's own error (a transport failure or a
+	// refused redirect) when the failed hook call was the response snapshot
+	// of that error, and nil otherwise.
 	Transport error
 }
 

@@ -118,8 +118,13 @@ func (e *ProtocolError) Unwrap() error { return nil }
 // UnsupportedError reports a request control that a codec's provider does not
 // support (R14.1).
 type UnsupportedError struct {
+	// Provider is the provider of the codec that refused the request.
 	Provider Provider
-	Control  string
+	// Control names the refused control; the project's codecs use the
+	// chat.Options field name, sometimes with the condition that makes it
+	// unsupported, for example "TopK" or "Temperature with reasoning
+	// models".
+	Control string
 }
 
 // Error returns a safe message naming the control.
@@ -211,7 +216,12 @@ type CapabilityEvidence struct {
 // Values describe the inspected endpoint's documentation; a custom host or
 // proxy may differ. Capabilities never change eligibility or admission.
 type Capabilities struct {
-	Values   map[Capability]Support            `json:"values"`
+	// Values maps each capability to its declared value. A capability
+	// missing from the map (or a nil map) is not declared: Get returns ""
+	// for it and Validate fails.
+	Values map[Capability]Support `json:"values"`
+	// Evidence holds, for each capability, the basis of its value; Validate
+	// requires a complete entry for every capability.
 	Evidence map[Capability]CapabilityEvidence `json:"evidence"`
 }
 

@@ -39,8 +39,16 @@ func (e *PolicyError) Error() string {
 // entry. Its Error text and JSON are safe (R10.5); use Inspect on Failure or a
 // History entry for private evidence.
 type RecoveryError struct {
-	Outcome Outcome   `json:"outcome"`
-	Failure Failure   `json:"failure"`
+	// Outcome says how recovery ended, for example OutcomeExhausted or
+	// OutcomeInterrupted (R10.4).
+	Outcome Outcome `json:"outcome"`
+	// Failure is the safe record of the final failure, the one that ended
+	// the call; its WireAttempt is 0 when nothing was sent.
+	Failure Failure `json:"failure"`
+	// History holds the safe record of every completed wire attempt, oldest
+	// first, at most the policy's MaxAttempts entries; it is empty when no
+	// attempt completed (a request capture that failed before the first
+	// send).
 	History []Failure `json:"history"`
 
 	ctxErr error
@@ -154,9 +162,16 @@ const (
 // RecoveryError behind it (reachable with errors.As). FinishReason keeps the
 // provider's finish reason for incomplete completions ("length").
 type StreamError struct {
-	Reason       StreamErrorReason `json:"reason"`
-	FinishReason string            `json:"finish_reason,omitempty"`
-	Recovery     *RecoveryError    `json:"recovery,omitempty"`
+	// Reason says why the stream ended without a completion:
+	// StreamCancelled, StreamInterrupted, StreamRequestFailed or
+	// StreamIncompleteCompletion.
+	Reason StreamErrorReason `json:"reason"`
+	// FinishReason is the provider's finish reason of an incomplete
+	// completion, for example "length"; empty otherwise.
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Recovery is the RecoveryError behind the error when recovery ran, and
+	// nil otherwise (then Detail may say what ended the stream).
+	Recovery *RecoveryError `json:"recovery,omitempty"`
 	// Detail is a safe error that ended the stream without a recovery: a
 	// *PolicyError, an *UnsupportedError, or a refusal of tools.
 	Detail error `json:"-"`
@@ -218,8 +233,10 @@ func IsRedirect(status int) bool {
 // ObserverError is returned when the policy's OnEvent returned an error; it
 // wraps that error unchanged. It is never a retry (R11.4).
 type ObserverError struct {
+	// Event is the type of the event the observer returned the error for.
 	Event EventType
-	Err   error
+	// Err is the observer's error, unchanged; Unwrap returns it.
+	Err error
 }
 
 // Error returns a message naming the event; the wrapped error is the

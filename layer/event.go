@@ -8,12 +8,24 @@ import (
 // Metrics are the numeric durations and token counts of an Ollama done frame
 // (R13.6). Durations are as reported (nanoseconds on the wire).
 type Metrics struct {
-	TotalDuration      time.Duration `json:"total_duration_ns"`
-	LoadDuration       time.Duration `json:"load_duration_ns"`
-	PromptEvalCount    int           `json:"prompt_eval_count"`
+	// TotalDuration is Ollama's total_duration: the time spent on the whole
+	// request, model load included. Like every field, it is zero when
+	// Ollama left it out.
+	TotalDuration time.Duration `json:"total_duration_ns"`
+	// LoadDuration is Ollama's load_duration: the time spent loading the
+	// model.
+	LoadDuration time.Duration `json:"load_duration_ns"`
+	// PromptEvalCount is Ollama's prompt_eval_count: the number of prompt
+	// tokens evaluated.
+	PromptEvalCount int `json:"prompt_eval_count"`
+	// PromptEvalDuration is Ollama's prompt_eval_duration: the time spent
+	// evaluating the prompt.
 	PromptEvalDuration time.Duration `json:"prompt_eval_duration_ns"`
-	EvalCount          int           `json:"eval_count"`
-	EvalDuration       time.Duration `json:"eval_duration_ns"`
+	// EvalCount is Ollama's eval_count: the number of tokens generated.
+	EvalCount int `json:"eval_count"`
+	// EvalDuration is Ollama's eval_duration: the time spent generating
+	// them.
+	EvalDuration time.Duration `json:"eval_duration_ns"`
 }
 
 // Event is a safe lifecycle event (R11). Every event carries the complete
@@ -22,12 +34,20 @@ type Metrics struct {
 // policy's OnEvent observer; an observer that panics or returns an error
 // propagates that to the caller and never causes a retry (R11.4).
 type Event struct {
+	// Type is the lifecycle event type (R11.1), for example
+	// EventAttemptStarted; it says which of the optional fields are set.
 	Type EventType `json:"type"`
+	// Identity is the identity of the logical completion and of its
+	// current (or last) wire attempt.
 	Identity
-	Provider  Provider  `json:"provider"`
+	// Provider is the provider of the call's codec.
+	Provider Provider `json:"provider"`
+	// Operation is the kind of call: Ordinary, Structured or Streaming.
 	Operation Operation `json:"operation"`
 	// Model is the requested model (it names tracing spans).
-	Model    string   `json:"model,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Progress is what the current (or last) attempt has received so far
+	// (R13.2); it is zero before the first attempt.
 	Progress Progress `json:"progress"`
 	// HTTPStatus is the response status of an attempt_succeeded or
 	// attempt_failed event, when a response arrived.

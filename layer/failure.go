@@ -14,17 +14,28 @@ import (
 // WireAttempt is 1-based, and 0 means nothing was sent. None of these values
 // is ever sent to the provider (R2.4).
 type Identity struct {
-	LogicalID   string `json:"logical_request_id"`
-	AttemptID   string `json:"attempt_id,omitempty"`
-	WireAttempt int    `json:"wire_attempt"`
+	// LogicalID is the logical request ID, a UUID v4 shared by every attempt
+	// of one completion.
+	LogicalID string `json:"logical_request_id"`
+	// AttemptID is the attempt ID, a fresh UUID v4 for every wire attempt.
+	AttemptID string `json:"attempt_id,omitempty"`
+	// WireAttempt is the 1-based number of the wire attempt; 0 means nothing
+	// was sent.
+	WireAttempt int `json:"wire_attempt"`
 }
 
 // Counts are semantic byte and fragment counters (R13.2). Byte counts are
 // UTF-8 bytes of decoded strings: "é🙂" counts 6.
 type Counts struct {
-	ReasoningBytes     int64 `json:"reasoning_bytes"`
-	ContentBytes       int64 `json:"content_bytes"`
-	ToolFragments      int64 `json:"tool_fragments"`
+	// ReasoningBytes is the number of UTF-8 bytes of decoded reasoning text.
+	ReasoningBytes int64 `json:"reasoning_bytes"`
+	// ContentBytes is the number of UTF-8 bytes of decoded assistant
+	// content.
+	ContentBytes int64 `json:"content_bytes"`
+	// ToolFragments is the number of streamed tool-call fragments.
+	ToolFragments int64 `json:"tool_fragments"`
+	// CompletedToolCalls is the number of completed tool calls: those of an
+	// ordinary body, or of a stream's accepted terminal frame.
 	CompletedToolCalls int64 `json:"completed_tool_calls"`
 }
 
@@ -42,10 +53,18 @@ func (c Counts) Add(d Counts) Counts {
 // arrived, the raw body bytes, and the semantic evidence observed on the wire
 // and delivered to the consumer.
 type Progress struct {
-	HeadersReceived bool   `json:"headers_received"`
-	RawBytes        int64  `json:"raw_bytes"`
-	Observed        Counts `json:"observed"`
-	Delivered       Counts `json:"delivered"`
+	// HeadersReceived reports that the attempt's response headers arrived.
+	HeadersReceived bool `json:"headers_received"`
+	// RawBytes is the number of response body bytes received on the wire,
+	// before decoding, keepalives included.
+	RawBytes int64 `json:"raw_bytes"`
+	// Observed is the semantic evidence decoded from the bytes received,
+	// whether or not it reached the consumer.
+	Observed Counts `json:"observed"`
+	// Delivered is the semantic evidence handed to the consumer.
+	// chain.Client.StreamEvents delivers no reasoning, so there its
+	// ReasoningBytes stay 0.
+	Delivered Counts `json:"delivered"`
 }
 
 // RetryAfterKind is the form of a parsed Retry-After header (R5.5).
@@ -63,9 +82,16 @@ const (
 // remaining minimum delay for the seconds and date forms; Time is the parsed
 // instant of the date form. The zero value means absent.
 type RetryAfter struct {
-	Kind  RetryAfterKind
+	// Kind is the form of the header; the empty Kind of the zero value
+	// means absent, like RetryAfterAbsent.
+	Kind RetryAfterKind
+	// Delay is the remaining minimum delay of the seconds and date forms: 0
+	// for a date in the past, saturated at the largest time.Duration for a
+	// date too far ahead. It is zero for absent and invalid values.
 	Delay time.Duration
-	Time  time.Time
+	// Time is the parsed instant of the date form, in UTC; it is the zero
+	// time for every other form.
+	Time time.Time
 }
 
 // Valid reports whether the value is a usable minimum delay.
@@ -94,8 +120,12 @@ func (r RetryAfter) MarshalJSON() ([]byte, error) {
 
 // Classification is the eligibility verdict of R4.
 type Classification struct {
-	Eligible bool   `json:"eligible"`
-	Reason   Reason `json:"reason"`
+	// Eligible reports that a resend may be considered; attempts left,
+	// budget, deadline and admission still decide (R4).
+	Eligible bool `json:"eligible"`
+	// Reason is why the failure is or is not eligible: ReasonTransient for
+	// an eligible one, otherwise ReasonPermanent, ReasonSemanticOutput, ...
+	Reason Reason `json:"reason"`
 }
 
 // Failure is the safe record of one failed attempt (R10.2). Every field is
@@ -103,14 +133,30 @@ type Classification struct {
 // arguments or an original error message. The private evidence behind it is
 // reached only through Inspect.
 type Failure struct {
+	// Identity is the identity of the failed attempt (R10.1).
 	Identity
-	Provider   Provider   `json:"provider"`
-	Operation  Operation  `json:"operation"`
-	Category   Category   `json:"category"`
-	HTTPStatus int        `json:"http_status,omitempty"`
-	Phase      Phase      `json:"phase,omitempty"`
+	// Provider is the provider of the call's codec.
+	Provider Provider `json:"provider"`
+	// Operation is the kind of call that failed: Ordinary, Structured or
+	// Streaming.
+	Operation Operation `json:"operation"`
+	// Category is the kind of failure, for example CategoryTransport or
+	// CategoryHTTP.
+	Category Category `json:"category"`
+	// HTTPStatus is the response status code, or 0 when no response arrived.
+	HTTPStatus int `json:"http_status,omitempty"`
+	// Phase is where the attempt failed, for example PhaseAwaitingHeaders;
+	// PhaseUnknown (empty) when it is not known.
+	Phase Phase `json:"phase,omitempty"`
+	// Acceptance says whether the provider may have accepted the request:
+	// AcceptanceYes for a 2xx response, AcceptanceNo only when provably
+	// nothing was sent, AcceptanceUnknown otherwise.
 	Acceptance Acceptance `json:"acceptance"`
-	Progress   Progress   `json:"progress"`
+	// Progress is what the attempt received before it failed (R13.2).
+	Progress Progress `json:"progress"`
+	// RetryAfter is the parsed Retry-After header of the response, whatever
+	// its status (R5.1); its Kind is RetryAfterAbsent when the response had
+	// none or no response arrived.
 	RetryAfter RetryAfter `json:"retry_after"`
 	// Classification is the eligibility verdict, kept apart from admission.
 	Classification Classification `json:"classification"`
@@ -130,11 +176,20 @@ type Failure struct {
 // model, usage, and the provider's error code and request ID as sent. It is
 // sensitive and reached only through Inspect.
 type ResponseEvidence struct {
+	// FinishReason is the provider's finish or done reason as sent, for
+	// example "length"; empty when the response carried none.
 	FinishReason string
-	Model        string
-	Usage        *chat.Usage
-	Code         string
-	RequestID    string
+	// Model is the model the provider reported, as sent; empty when none.
+	Model string
+	// Usage is the provider's token accounting, or nil when it reported
+	// none.
+	Usage *chat.Usage
+	// Code is the provider's error code exactly as sent, also one outside
+	// KnownProviderCodes; empty when none.
+	Code string
+	// RequestID is the provider's request ID as the codec read it from the
+	// response headers (Codec.RequestID), valid or not; empty when none.
+	RequestID string
 }
 
 // Evidence is the private, sensitive evidence behind a Failure (R10.5). It

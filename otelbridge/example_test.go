@@ -15,18 +15,18 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/otelbridge"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // A completion that gets 503 and then 200 becomes one logical span with
 // two attempt spans; the resend carries http.request.resend_count=1.
 func ExampleNew() {
-	srv := scripted.New(
-		scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded")),
-		scripted.JSON(200, scripted.OpenAIChat("Hello.")),
+	srv := recoursetest.NewServer(
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("Hello.")),
 	)
 	defer srv.Close()
 	spans := tracetest.NewSpanRecorder()
@@ -80,9 +80,9 @@ func ExampleNew() {
 // WithMeterProvider; here a manual reader collects them after a completion
 // that got 503 and then 200.
 func ExampleWithMeterProvider() {
-	srv := scripted.New(
-		scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded")),
-		scripted.JSON(200, scripted.OpenAIChat("Hello.")),
+	srv := recoursetest.NewServer(
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("Hello.")),
 	)
 	defer srv.Close()
 	reader := sdkmetric.NewManualReader()

@@ -85,6 +85,10 @@ type openAIErrorBody struct {
 	} `json:"error"`
 }
 
+type ollamaErrorBody struct {
+	Error string `json:"error"`
+}
+
 type ollamaMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
@@ -203,6 +207,12 @@ func ollamaFinal(content string) ollamaChunk {
 // nanoseconds, prompt_eval_count 12 and eval_count 7.
 func OllamaChat(content string) string {
 	return marshal(ollamaFinal(content))
+}
+
+// OllamaError returns an Ollama error body {"error":message}, the shape
+// Ollama sends with a 4xx or 5xx status (Ollama has no error codes).
+func OllamaError(message string) string {
+	return marshal(ollamaErrorBody{Error: message})
 }
 
 // OllamaStream returns the NDJSON lines of a streamed Ollama /api/chat

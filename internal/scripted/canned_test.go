@@ -137,6 +137,15 @@ func TestOllamaChatIsValidJSON(t *testing.T) {
 	eq(t, [2]int{got.PromptEvalCount, got.EvalCount}, [2]int{12, 7}, "counts")
 }
 
+func TestOllamaErrorIsValidJSON(t *testing.T) {
+	var got map[string]any
+	if err := json.Unmarshal([]byte(OllamaError(tricky)), &got); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, got, map[string]any{"error": tricky}, "error")
+	eq(t, OllamaError("server busy"), `{"error":"server busy"}`, "exact body")
+}
+
 func TestOllamaStreamLines(t *testing.T) {
 	pieces := []string{"Hi", tricky}
 	lines := OllamaStream(pieces...)

@@ -19,8 +19,11 @@
 //   - redirects that a safe client must not follow, see Redirect and Target.
 //
 // The canned bodies (OpenAIChat, OpenAIStream, OpenAIError, OllamaChat,
-// OllamaStream) are realistic provider payloads built with encoding/json.
+// OllamaStream, OllamaError) are realistic provider payloads built with
+// encoding/json.
 //
 // Servers listen on 127.0.0.1 only. The package is internal and intended for
-// tests and the demo only; it is not part of recourse's public API.
+// recourse's own tests and the demo; it is not part of recourse's public API.
+// Package recoursetest exposes a subset of it to users (and to the Examples)
+// through its own exported types.
 package scripted

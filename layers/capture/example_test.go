@@ -7,16 +7,16 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/capture"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // New is the sensitive tap: the policy's OnWire hook receives one request
 // and one response snapshot per attempt of an ordinary call.
 func ExampleNew() {
-	srv := scripted.New(scripted.JSON(200, scripted.OpenAIChat("hi")))
+	srv := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.OpenAIChat("hi")))
 	defer srv.Close()
 	onWire := func(_ context.Context, s layer.WireSnapshot) error {
 		fmt.Println(s.Direction, s.WireAttempt, s.Status, s.Complete)

@@ -7,15 +7,15 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/progress"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // New counts what each attempt received; events carry the counters.
 func ExampleNew() {
-	srv := scripted.New(scripted.JSON(200, scripted.OpenAIChat("é🙂")))
+	srv := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.OpenAIChat("é🙂")))
 	defer srv.Close()
 	rl, _ := retry.New(openai.New(), &retry.Policy{OnEvent: func(e layer.Event) error {
 		if e.Type == layer.EventAttemptSucceeded {

@@ -5,18 +5,18 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/redirectguard"
 	"github.com/recourse-dev/recourse/layers/sender"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // New refuses redirects: even inside an http.Client with its default
 // redirect policy, the Location is never contacted.
 func ExampleNew() {
-	target := scripted.NewTarget()
+	target := recoursetest.NewTarget()
 	defer target.Close()
-	srv := scripted.New(scripted.Redirect(307, target.URL))
+	srv := recoursetest.NewServer(recoursetest.Redirect(307, target.URL))
 	defer srv.Close()
 	rt := redirectguard.New().Wrap(sender.New(nil))
 	_, err := (&http.Client{Transport: rt}).Post(srv.URL, "application/json", nil)

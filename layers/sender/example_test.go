@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/sender"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // New sends exactly one POST per round trip; it never resends by itself.
 func ExampleNew() {
-	srv := scripted.New(scripted.JSON(421, `{}`))
+	srv := recoursetest.NewServer(recoursetest.JSON(421, `{}`))
 	defer srv.Close()
 	client := &http.Client{Transport: sender.New(nil)}
 	resp, err := client.Post(srv.URL, "application/json", strings.NewReader(`{}`))

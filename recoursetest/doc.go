@@ -1,0 +1,33 @@
+// Package recoursetest provides a scripted loopback LLM provider for tests
+// and examples of code that uses recourse.
+//
+// A Server listens on 127.0.0.1, answers the i-th request it receives with
+// the i-th Step of its script and records every request, so a test can count
+// the POSTs that reached the wire and look at their bodies:
+//
+//	srv := recoursetest.NewServer(
+//		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy")),
+//		recoursetest.JSON(200, recoursetest.OpenAIChat("hello")),
+//	)
+//	defer srv.Close()
+//	client, _ := chain.NewClient(srv.URL, ch)
+//	// ... call client; then srv.Count() is 2.
+//
+// The steps reproduce the answers and failures that matter when retrying LLM
+// chat completion calls:
+//
+//   - a JSON answer with any status and headers (a 429 with Retry-After, a
+//     503, a 400), see JSON;
+//   - a Server-Sent Events stream (OpenAI) or an NDJSON stream (Ollama),
+//     written and flushed chunk by chunk, see SSE and NDJSON;
+//   - a body cut off after exactly n bytes, see Step.Cut;
+//   - a connection reset before any response byte, see Reset;
+//   - a redirect, which a recourse chain never follows, see Redirect and
+//     Target.
+//
+// OpenAIChat, OpenAIError, OpenAIStream, OllamaChat, OllamaError and
+// OllamaStream return realistic provider bodies to play in those steps.
+//
+// The package is meant for tests: servers listen on 127.0.0.1 only and keep
+// every request they receive in memory.
+package recoursetest
