@@ -179,6 +179,11 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 			f.Category = layer.CategoryProtocol
 		}
 	}
+	if captureFailed && ev.Cause == nil {
+		// No transport error: the capture's failure is the cause, for a
+		// non-2xx answer as much as for a 2xx one (R10.5, R12.3).
+		ev.Cause = captureCause(ce)
+	}
 	f.Progress = a.Progress()
 	f.Attach(ev)
 	f.Classification = c.d.Classify(&f, captureFailed, partial)
