@@ -9,12 +9,15 @@ package chain_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -95,4 +98,154 @@ func TestR10_5_ResponseCaptureFailureKeepsCause(t *testing.T) {
 			}
 		}
 	}
+}
+
+// exBlockingRequestCapture returns a capture hook that blocks in the
+// request capture of wire attempt at until its context is done, then
+// returns ret(ctx) — nil (the hook says nothing went wrong) or the
+// context's error. entered is closed when it blocks.
+func exBlockingRequestCapture(at int, ret func(context.Context) error) (layer.WireHook, <-chan struct{}) {
+	entered := make(chan struct{})
+	return func(ctx context.Context, s layer.WireSnapshot) error {
+		if s.Direction != layer.DirectionRequest {
+			return nil
+		}
+		if s.WireAttempt != at {
+			return nil
+		}
+		close(entered)
+		<-ctx.Done()
+		return ret(ctx)
+	}, entered
+}
+
+// TestR9_2_CancelInBlockedRequestCaptureSendsNothing: a call cancelled
+// while its request-capture hook blocks sent nothing in that attempt, and
+// its error says so: acceptance "no", no attempt_started for the attempt
+// that never left, the wire attempts actually sent (0 before the first
+// send), the history of the attempts that did leave — whether the hook then
+// returns the context's error or nil (R9.1, R9.2, R10.1, R10.2).
+func TestR9_2_CancelInBlockedRequestCaptureSendsNothing(t *testing.T) {
+	returns := []struct {
+		name string
+		ret  func(context.Context) error
+	}{
+		{"hook_returns_ctx_err", func(ctx context.Context) error { return ctx.Err() }},
+		{"hook_returns_nil", func(context.Context) error { return nil }},
+	}
+	busy := scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "busy"))
+	type call func(ctx context.Context, r *rigtest.Rig) error
+	shapes := []struct {
+		name string
+		p    exProv
+		run  call
+	}{
+		{"ordinary", exProviders()[0], func(ctx context.Context, r *rigtest.Rig) error {
+			_, err := r.Client.Complete(ctx, exProviders()[0].request())
+			return err
+		}},
+	}
+	for _, p := range exProviders() {
+		shapes = append(shapes, struct {
+			name string
+			p    exProv
+			run  call
+		}{"streaming/" + p.name, p, func(ctx context.Context, r *rigtest.Rig) error {
+			run := exCollect(r.Client.Stream(ctx, p.request()))
+			if len(run.chunks) > 0 {
+				return errors.New("chunks were delivered")
+			}
+			return run.err
+		}})
+	}
+	for _, sh := range shapes {
+		for _, rt := range returns {
+			for _, at := range []int{1, 2} {
+				name := sh.name + "/" + rt.name + "/first_attempt"
+				if at == 2 {
+					name = sh.name + "/" + rt.name + "/resend_after_503"
+				}
+				t.Run(name, func(t *testing.T) {
+					pol := exPolicy()
+					hook, entered := exBlockingRequestCapture(at, rt.ret)
+					pol.OnWire = hook
+					r := rigtest.New(t, sh.p.codec(), pol, busy, sh.p.step(sh.p.full("never")...))
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					done := make(chan error, 1)
+					go func() { done <- sh.run(ctx, r) }()
+					exAwait(t, entered, "the blocked request capture")
+					cancel()
+					err := exAwait(t, done, "the cancelled call")
+
+					re := exRE(t, err)
+					assert.ErrorIs(t, err, context.Canceled)
+					assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+					assert.Equal(t, layer.CategoryCancellation, re.Failure.Category)
+					assert.Equal(t, layer.ReasonCancelled, re.Failure.Classification.Reason)
+					assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance, "nothing was sent in the cancelled attempt")
+					assert.Equal(t, at-1, re.Failure.WireAttempt, "the wire attempts actually sent")
+					assert.Equal(t, at-1, r.Server.Count())
+					require.Len(t, re.History, at-1, "only attempts that left are in the history")
+					types := exLifecycle(r.Rec.Types())
+					if at == 1 {
+						assert.Equal(t, []string{"cancelled"}, types, "R9.2: nothing was sent")
+					} else {
+						assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed",
+							"delay_scheduled", "retry_started", "cancelled"}, types)
+						assert.Equal(t, 503, re.History[0].HTTPStatus)
+					}
+					cancelled := r.Rec.Events()[len(r.Rec.Events())-1]
+					require.NotNil(t, cancelled.Failure)
+					assert.Equal(t, layer.AcceptanceNo, cancelled.Failure.Acceptance)
+				})
+			}
+		}
+	}
+}
+
+// exNoConnTransport never obtains a connection: it waits for the request's
+// context and returns its error, as a dial that is cancelled does.
+type exNoConnTransport struct{ entered chan struct{} }
+
+func (t exNoConnTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	close(t.entered)
+	<-req.Context().Done()
+	return nil, req.Context().Err()
+}
+
+// TestR10_2_CancelledBeforeConnectionSentNothing: an attempt cancelled
+// before a connection was obtained began (attempt_started) but provably
+// sent nothing: its failure has acceptance "no" (R9.2, R10.2).
+func TestR10_2_CancelledBeforeConnectionSentNothing(t *testing.T) {
+	rec := &rigtest.Recorder{}
+	pol := exPolicy()
+	pol.OnEvent = rec.OnEvent
+	tr := exNoConnTransport{entered: make(chan struct{})}
+	ch, err := chain.Default(openai.New(), chain.WithPolicy(pol), chain.WithTransport(tr))
+	require.NoError(t, err)
+	c, err := chain.NewClient("http://127.0.0.1:1", ch, chain.WithAPIKey(rigtest.Key))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Complete(ctx, exProviders()[0].request())
+		done <- err
+	}()
+	exAwait(t, tr.entered, "the send")
+	cancel()
+	err = exAwait(t, done, "the cancelled call")
+	re := exRE(t, err)
+	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.ErrorIs(t, err, context.Canceled)
+	require.Len(t, re.History, 1, "the attempt began: it is recorded (R9.2)")
+	assert.Equal(t, layer.CategoryCancellation, re.History[0].Category)
+	assert.Equal(t, layer.AcceptanceNo, re.History[0].Acceptance, "no connection: nothing was sent")
+	assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
+	assert.Equal(t, 1, re.Failure.WireAttempt)
+	assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, rec.Types())
 }

@@ -87,6 +87,12 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	}); cause != nil {
 		return nil, &layer.CaptureError{Direction: layer.DirectionRequest, Cause: cause}
 	}
+	if err := ctx.Err(); err != nil {
+		// Cancelled while the hook ran (a hook that blocked, then returned
+		// nil): the request never leaves, and the attempt never begins
+		// (R9.1, R9.2).
+		return nil, err
+	}
 	if err := a.Begin(); err != nil {
 		return nil, err
 	}

@@ -261,7 +261,10 @@ func (c *call) cancelled(f *layer.Failure) (*http.Response, error) {
 		nf := c.newFailure(nil)
 		nf.Category = layer.CategoryCancellation
 		nf.Classification = layer.Classification{Reason: layer.ReasonCancelled}
-		if f == nil && c.cur == nil {
+		if c.cur == nil {
+			// The attempt being cancelled never left (before the first
+			// send, or a resend cancelled in its request capture): nothing
+			// of it was sent (R10.2).
 			nf.Acceptance = layer.AcceptanceNo
 		}
 		nf.Attach(layer.Evidence{Cause: c.ctx.Err()})

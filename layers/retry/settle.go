@@ -57,6 +57,10 @@ func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
 	case c.ctx.Err() != nil:
 		f.Category = layer.CategoryCancellation
 		ev.Cause = err
+		if !a.Connected() {
+			// Cancelled before a connection was obtained: nothing was sent.
+			f.Acceptance = layer.AcceptanceNo
+		}
 	case errors.As(transportErr, &refused):
 		f.Category = layer.CategoryHTTP
 		f.HTTPStatus = refused.Response.StatusCode
