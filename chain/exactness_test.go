@@ -7,6 +7,7 @@ package chain_test
 // (R9.1, R9.2, R13.5). Fixtures are in exactness_helpers_test.go.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -248,4 +249,71 @@ func TestR10_2_CancelledBeforeConnectionSentNothing(t *testing.T) {
 	assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
 	assert.Equal(t, 1, re.Failure.WireAttempt)
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, rec.Types())
+}
+
+// TestR9_2_CancelInAttemptSucceededObserverWins: a context cancelled by an
+// observer of attempt_succeeded ends an ordinary call cancelled: the
+// completion is not returned, the attempt is recorded as failed (category
+// cancellation) and exactly one cancelled event ends the lifecycle —
+// attempt_started, attempt_succeeded, attempt_failed, cancelled (R9.1,
+// R9.2, R13.5: abort wins over completion). Native client and drop-in
+// http.Client, policy observer and per-call observer.
+func TestR9_2_CancelInAttemptSucceededObserverWins(t *testing.T) {
+	want := []string{"attempt_started", "attempt_succeeded", "attempt_failed", "cancelled"}
+	check := func(t *testing.T, err error, rec *exRecorder, server int) {
+		t.Helper()
+		re := exRE(t, err)
+		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, layer.CategoryCancellation, re.Failure.Category)
+		assert.Equal(t, layer.ReasonCancelled, re.Failure.Classification.Reason)
+		require.Len(t, re.History, 1, "the attempt is recorded")
+		assert.Equal(t, layer.CategoryCancellation, re.History[0].Category)
+		assert.Equal(t, 1, re.Failure.WireAttempt)
+		assert.Zero(t, re.Failure.Progress.Delivered, "nothing was handed to the caller")
+		assert.Equal(t, want, rec.Types())
+		assert.Equal(t, 1, server, "no resend")
+	}
+	cancelOnSuccess := func(cancel context.CancelFunc) func(layer.Event) {
+		return func(ev layer.Event) {
+			if ev.Type == layer.EventAttemptSucceeded {
+				cancel()
+			}
+		}
+	}
+	t.Run("native/policy_observer", func(t *testing.T) {
+		r, rec := exRig(t, openai.New(), exPolicy(), scripted.JSON(200, scripted.OpenAIChat("fine")))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		rec.setHook(cancelOnSuccess(cancel))
+		comp, err := r.Client.Complete(ctx, exProviders()[0].request())
+		assert.Nil(t, comp, "abort wins over completion")
+		check(t, err, rec, r.Server.Count())
+	})
+	t.Run("native/per_call_observer", func(t *testing.T) {
+		r, rec := exRig(t, openai.New(), exPolicy(), scripted.JSON(200, scripted.OpenAIChat("fine")))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		lc := &layer.Call{}
+		lc.Observe(cancelOnSuccess(cancel))
+		comp, err := r.Client.Complete(layer.WithCall(ctx, lc), exProviders()[0].request())
+		assert.Nil(t, comp, "abort wins over completion")
+		check(t, err, rec, r.Server.Count())
+	})
+	t.Run("drop_in", func(t *testing.T) {
+		r, rec := exRig(t, openai.New(), exPolicy(), scripted.JSON(200, scripted.OpenAIChat("fine")))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		rec.setHook(cancelOnSuccess(cancel))
+		body, err := openai.New().Encode(exProviders()[0].request())
+		require.NoError(t, err)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Server.URL+"/v1/chat/completions", bytes.NewReader(body))
+		require.NoError(t, err)
+		resp, err := r.HTTP.Do(req)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		assert.Nil(t, resp, "abort wins over completion")
+		check(t, err, rec, r.Server.Count())
+	})
 }

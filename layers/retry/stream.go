@@ -121,10 +121,22 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 	if !f.Done {
 		return true
 	}
+	if aborted() {
+		return false
+	}
+	before := b.a.Progress().Delivered
 	b.a.Deliver(layer.Counts{CompletedToolCalls: f.Semantic().CompletedToolCalls})
 	closeResp(b.resp)
 	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
 		b.err = err
+		return false
+	}
+	if c.ctx.Err() != nil {
+		// An observer of attempt_succeeded cancelled the call: the
+		// terminal frame is not handed over, and the attempt is recorded
+		// as cancelled before the one cancelled event (R9.2, R13.5).
+		b.a.SetDelivered(before)
+		b.fail(layer.CategoryCancellation, c.ctx.Err(), nil, nil)
 		return false
 	}
 	c.lc.Result.WireAttempts = c.wire
