@@ -90,3 +90,106 @@ func TestR13_5_StreamCancelInAttemptSucceededObserverWins(t *testing.T) {
 		}
 	}
 }
+
+// exEOFBody returns its data in reads of at most chunk bytes (all of it
+// when chunk is 0); the read that returns the last bytes also returns
+// io.EOF, as io.Reader allows and some transports do.
+type exEOFBody struct {
+	data  []byte
+	chunk int
+}
+
+func (b *exEOFBody) Read(p []byte) (int, error) {
+	if len(b.data) == 0 {
+		return 0, io.EOF
+	}
+	n := len(p)
+	if b.chunk > 0 {
+		n = min(n, b.chunk)
+	}
+	n = copy(p, b.data[:min(n, len(b.data))])
+	b.data = b.data[n:]
+	if len(b.data) == 0 {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (b *exEOFBody) Close() error { return nil }
+
+// exEOFTransport answers every request with 200 and body, read through an
+// exEOFBody.
+type exEOFTransport struct {
+	body        string
+	contentType string
+	chunk       int
+}
+
+func (t exEOFTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{
+		StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": {t.contentType}},
+		Body:          &exEOFBody{data: []byte(t.body), chunk: t.chunk},
+		ContentLength: -1, Request: req,
+	}, nil
+}
+
+// TestR1_1_StreamDataWithEOFCompletes: a body whose last Read returns the
+// final bytes together with io.EOF is a complete stream. With recovery off
+// (chain.WithoutRecovery, or a nil per-call policy) the client behaves as a
+// plain client: every frame is delivered and the stream ends well, not with
+// an unexpected EOF (R1.1). The recovering stream does the same.
+func TestR1_1_StreamDataWithEOFCompletes(t *testing.T) {
+	modes := []struct {
+		name string
+		opts []chain.Option
+		ctx  func(context.Context) context.Context
+	}{
+		{"without_recovery", []chain.Option{chain.WithoutRecovery()}, func(ctx context.Context) context.Context { return ctx }},
+		{"nil_call_policy", []chain.Option{chain.WithPolicy(exPolicy())}, func(ctx context.Context) context.Context { return chain.WithCallPolicy(ctx, nil) }},
+		{"recovering", []chain.Option{chain.WithPolicy(exPolicy())}, func(ctx context.Context) context.Context { return ctx }},
+	}
+	for _, p := range exProviders() {
+		ct := "text/event-stream"
+		if p.ndjson {
+			ct = "application/x-ndjson"
+		}
+		body := ""
+		for _, f := range p.full("Hel", "lo") {
+			body += f
+		}
+		for _, m := range modes {
+			for _, chunk := range []int{0, 7} {
+				name := p.name + "/" + m.name + "/one_read"
+				if chunk > 0 {
+					name = p.name + "/" + m.name + "/small_reads"
+				}
+				t.Run(name, func(t *testing.T) {
+					opts := append([]chain.Option{chain.WithTransport(exEOFTransport{body: body, contentType: ct, chunk: chunk})}, m.opts...)
+					ch, err := chain.Default(p.codec(), opts...)
+					require.NoError(t, err)
+					c, err := chain.NewClient("http://127.0.0.1:1", ch)
+					require.NoError(t, err)
+
+					run := exCollect(c.Stream(m.ctx(context.Background()), p.request()))
+					require.NoError(t, run.err, "a complete stream ends well")
+					assert.Equal(t, "Hello", run.text())
+					require.True(t, run.done(), "the terminal chunk is delivered")
+
+					var last chain.StreamEvent
+					var text string
+					for e := range c.StreamEvents(m.ctx(context.Background()), p.request()) {
+						last = e
+						text += e.Text
+					}
+					assert.Equal(t, chain.EventDone, last.Type, "the event stream ends with done: %+v", last.Err)
+					assert.Equal(t, "Hello", text)
+				})
+			}
+		}
+	}
+}
