@@ -193,3 +193,141 @@ func TestR1_1_StreamDataWithEOFCompletes(t *testing.T) {
 		}
 	}
 }
+
+// exCaptureFailCase is a stream whose capture fails on the chunk of one
+// frame: frames[gateAt] is written only once the consumer received
+// before, so that it arrives in a read of its own, and the hook fails on
+// the chunk that carries it.
+type exCaptureFailCase struct {
+	name     string
+	frames   []string
+	gateAt   int
+	before   string // the content the consumer has when the gate opens
+	terminal bool   // frames[gateAt] is the terminal frame
+	held     bool
+}
+
+func exCaptureFailCases(p exProv) []exCaptureFailCase {
+	full := p.full("Hel", "lo")
+	return []exCaptureFailCase{
+		{name: "content_frame", frames: []string{p.content("Hi"), p.content("there")}, gateAt: 1, before: "Hi", held: true},
+		{name: "terminal_frame", frames: full, gateAt: len(full) - 1, before: "Hello", terminal: true},
+	}
+}
+
+// TestR12_3_FrameWhoseCaptureFailedIsNotDelivered: when the capture of the
+// chunk that carries a frame fails, the consumer never receives that frame
+// — no chunk, no event, no drop-in bytes, delivered counters unchanged, no
+// progress event for it — while its evidence is observed (R12.3); the
+// failure is terminal (capture_failed), and Inspect's Bytes holds the
+// attempt's bytes up to and including that frame (R10.5, R13.2).
+func TestR12_3_FrameWhoseCaptureFailedIsNotDelivered(t *testing.T) {
+	for _, p := range exProviders() {
+		for _, c := range exCaptureFailCases(p) {
+			for _, shape := range []string{"chunks", "events", "drop_in"} {
+				t.Run(p.name+"/"+c.name+"/"+shape, func(t *testing.T) {
+					gate := make(chan struct{})
+					marker := []byte(c.frames[c.gateAt])
+					pol := exPolicy()
+					pol.OnWire = func(_ context.Context, s layer.WireSnapshot) error {
+						if s.Direction == layer.DirectionResponse && bytes.Contains(s.Bytes, marker) {
+							return errExHook
+						}
+						return nil
+					}
+					st := p.step(c.frames...).Gated(c.gateAt, gate)
+					if c.held {
+						st = st.Held()
+					}
+					r, rec := exRig(t, p.codec(), pol, st, p.step(p.full("never")...))
+					open := func(got string) {
+						if got == c.before {
+							select {
+							case <-gate:
+							default:
+								close(gate)
+							}
+						}
+					}
+					var err error
+					var got string
+					switch shape {
+					case "chunks":
+						for ch, e := range r.Client.Stream(context.Background(), p.request()) {
+							if e != nil {
+								err = e
+								break
+							}
+							assert.False(t, ch.Done, "the terminal frame whose capture failed is not delivered")
+							got += ch.Content
+							open(got)
+						}
+					case "events":
+						for e := range r.Client.StreamEvents(context.Background(), p.request()) {
+							if e.Type == chain.EventError {
+								err = e.Err
+								break
+							}
+							assert.Equal(t, chain.EventContent, e.Type, "no done event")
+							got += e.Text
+							open(got)
+						}
+					case "drop_in":
+						resp, derr := exDropIn(t, context.Background(), r.Server.URL, r.HTTP, p)
+						require.NoError(t, derr)
+						var body []byte
+						buf := make([]byte, 64<<10)
+						for {
+							n, rerr := resp.Body.Read(buf)
+							body = append(body, buf[:n]...)
+							if bytes.Contains(body, []byte(c.frames[c.gateAt-1])) {
+								open(c.before)
+							}
+							if rerr != nil {
+								err = rerr
+								break
+							}
+						}
+						resp.Body.Close()
+						assert.NotContains(t, string(body), c.frames[c.gateAt], "the frame's bytes are not handed over")
+						got = c.before
+					}
+					assert.Equal(t, c.before, got, "only the frames before the failed capture are delivered")
+
+					re := exRE(t, err)
+					assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+					assert.Equal(t, layer.ReasonCaptureFailed, re.Failure.Classification.Reason)
+					pr := re.Failure.Progress
+					if shape != "drop_in" {
+						assert.Equal(t, int64(len(c.before)), pr.Delivered.ContentBytes, "delivered counters unchanged by the frame")
+					}
+					assert.Zero(t, pr.Delivered.CompletedToolCalls)
+					if !c.terminal {
+						assert.Equal(t, int64(len("Hithere")), pr.Observed.ContentBytes, "R12.3: its evidence is observed")
+					}
+					ev := exEvidence(t, re)
+					assert.Equal(t, errExHook, ev.CaptureCause)
+					assert.ErrorIs(t, ev.Cause, errExHook)
+					want := ""
+					for _, f := range c.frames[:c.gateAt+1] {
+						want += f
+					}
+					assert.Equal(t, want, string(ev.Bytes), "the attempt's bytes up to and including the frame")
+					types := rec.Types()
+					assert.NotContains(t, types, string(layer.EventAttemptSucceeded))
+					assert.Equal(t, []string{"attempt_started", "attempt_failed", "interrupted"}, exLifecycle(types))
+					if p.ndjson {
+						progress := 0
+						for _, e := range rec.Events() {
+							if e.Type == layer.EventProgress {
+								progress++
+							}
+						}
+						assert.Equal(t, c.gateAt, progress, "no progress event for the frame whose capture failed")
+					}
+					assert.Equal(t, 1, r.Server.Count(), "a capture failure is never retried")
+				})
+			}
+		}
+	}
+}

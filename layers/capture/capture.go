@@ -160,8 +160,11 @@ func (b *body) Read(p []byte) (int, error) {
 	if n > 0 {
 		if b.chunked {
 			if f := b.snapshot(p[:n], false); f != nil {
+				// The bytes were read: they are returned with the error,
+				// so that the engine keeps them as evidence and hands none
+				// of their frames over (R12.3).
 				b.fail = f
-				return 0, f
+				return n, f
 			}
 		} else {
 			b.buf = append(b.buf, p[:n]...)

@@ -29,6 +29,9 @@ type streamBody struct {
 	// the stream: a drop-in client reads them before the typed error, so it
 	// reports the provider's error as it would without recourse.
 	tail []byte
+	// got holds, while capture is on, the current attempt's bytes as read:
+	// the evidence of a capture failure (R10.5, R12.3).
+	got []byte
 }
 
 func (c *call) openStream(n int, resp *http.Response) *http.Response {
@@ -64,9 +67,30 @@ func (b *streamBody) NextFrame() (layer.Frame, error) {
 			b.ended(err)
 			continue
 		}
-		_, err := b.resp.Body.Read(b.buf)
+		n, err := b.resp.Body.Read(b.buf)
+		if b.a.OnWire != nil {
+			b.got = append(b.got, b.buf[:n]...)
+		}
 		if err != nil {
+			var ce *layer.CaptureError
+			if errors.As(err, &ce) {
+				// The capture of the bytes just read failed: the frames
+				// they completed are never handed over (R12.3). Every
+				// earlier frame was taken before this read.
+				b.discard()
+				b.ended(err)
+				continue
+			}
 			b.readErr = err
+		}
+	}
+}
+
+// discard drops the frames queued in the current attempt's decoder.
+func (b *streamBody) discard() {
+	for {
+		if _, ok := b.a.NextFrame(); !ok {
+			return
 		}
 	}
 }
@@ -143,7 +167,7 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 	if comp := f.Completion; comp != nil {
 		c.lc.Result.Response = layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
 	}
-	b.err = io.EOF
+	b.err, b.got = io.EOF, nil
 	return true
 }
 
@@ -185,8 +209,9 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		ev.Cause = c.ctx.Err()
 	}
 	if ce != nil {
-		ev.CaptureCause = ce.Cause
+		ev.CaptureCause, ev.Bytes = ce.Cause, b.got
 	}
+	b.got = nil
 	if fr != nil {
 		f.Phase = layer.PhaseDecoding
 		ev.Bytes = fr.Raw
