@@ -331,3 +331,52 @@ func TestR12_3_FrameWhoseCaptureFailedIsNotDelivered(t *testing.T) {
 		}
 	}
 }
+
+// TestR10_5_LengthFinishKeepsProviderEvidence: Inspect of a stream ended by
+// a length finish keeps the provider's evidence as an accepted completion
+// would — finish reason, answering model and usage — through the chunk
+// stream, the event stream and a drop-in body (R10.5, R13.3).
+func TestR10_5_LengthFinishKeepsProviderEvidence(t *testing.T) {
+	for _, p := range exProviders() {
+		// The evidence of an accepted completion of the same provider.
+		ok, _ := exRig(t, p.codec(), exPolicy(), p.step(p.full("abc")...))
+		run := exCollect(ok.Client.Stream(context.Background(), p.request()))
+		require.NoError(t, run.err)
+		require.True(t, run.done())
+		accepted := run.chunks[len(run.chunks)-1].Completion
+		require.NotNil(t, accepted.Usage)
+		require.Equal(t, p.answer, accepted.Model)
+		require.Equal(t, exUsage, *accepted.Usage)
+
+		for _, shape := range []string{"chunks", "events", "drop_in"} {
+			t.Run(p.name+"/"+shape, func(t *testing.T) {
+				r, _ := exRig(t, p.codec(), exPolicy(), p.step(p.length("abc")...).Held(), p.step(p.full("never")...))
+				var err error
+				switch shape {
+				case "chunks":
+					err = exCollect(r.Client.Stream(context.Background(), p.request())).err
+				case "events":
+					for e := range r.Client.StreamEvents(context.Background(), p.request()) {
+						if e.Type == chain.EventError {
+							assert.Equal(t, "length", e.Err.FinishReason)
+							err = e.Err
+						}
+					}
+				case "drop_in":
+					resp, derr := exDropIn(t, context.Background(), r.Server.URL, r.HTTP, p)
+					require.NoError(t, derr)
+					_, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				re := exRE(t, err)
+				assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+				ev := exEvidence(t, re)
+				assert.Equal(t, "length", ev.Response.FinishReason)
+				assert.Equal(t, accepted.Model, ev.Response.Model, "the provider's model is kept")
+				require.NotNil(t, ev.Response.Usage, "the provider's usage is kept")
+				assert.Equal(t, *accepted.Usage, *ev.Response.Usage)
+				assert.Equal(t, 1, r.Server.Count())
+			})
+		}
+	}
+}

@@ -23,7 +23,12 @@ type Frame struct {
 	FinishReason string
 	// Done marks the accepted end of the stream (R13.3); Completion then
 	// holds the completed tool calls and the provider evidence.
-	Done       bool
+	Done bool
+	// Completion is the accepted completion of a Done frame. A frame that
+	// ends the stream with an incomplete finish (Err a *StreamError, such
+	// as a length finish) carries only the provider evidence in it —
+	// finish reason, model, ID, usage — and never a message or a tool call,
+	// so that a failure keeps that evidence (R10.5, R13.3).
 	Completion *chat.Completion
 	// Metrics are an Ollama done frame's numbers (R13.6).
 	Metrics *Metrics

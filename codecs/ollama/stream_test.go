@@ -350,7 +350,7 @@ func TestR13_3_OllamaLengthIsIncompleteCompletionWithMetrics(t *testing.T) {
 			tail: contentOf("never"),
 			want: []nview{
 				ncontent(0, "Once"),
-				{Index: 1, Content: " upon", FinishReason: "length", Metrics: fullMetrics, Err: "stream incomplete_completion finish=length"},
+				{Index: 1, Content: " upon", FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "llama3.2", Usage: fullUsage}, Metrics: fullMetrics, Err: "stream incomplete_completion finish=length"},
 			},
 		},
 		{
@@ -358,18 +358,18 @@ func TestR13_3_OllamaLengthIsIncompleteCompletionWithMetrics(t *testing.T) {
 			in:   toolLine(`[{"function":{"name":"f","arguments":{}}}]`) + doneLine("length"),
 			want: []nview{
 				nfrag(0, chat.ToolCallFragment{Name: "f", Arguments: "{}"}),
-				{Index: 1, FinishReason: "length", Metrics: fullMetrics, Err: "stream incomplete_completion finish=length"},
+				{Index: 1, FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "llama3.2", Usage: fullUsage}, Metrics: fullMetrics, Err: "stream incomplete_completion finish=length"},
 			},
 		},
 		{
 			name: "done without a done_reason is not accepted",
 			in:   contentOf("a") + `{"model":"llama3.2","message":{"role":"assistant","content":""},"done":true}` + "\n",
-			want: []nview{ncontent(0, "a"), {Index: 1, Metrics: &layer.Metrics{}, Err: "stream incomplete_completion finish="}},
+			want: []nview{ncontent(0, "a"), {Index: 1, Completion: &chat.Completion{Model: "llama3.2"}, Metrics: &layer.Metrics{}, Err: "stream incomplete_completion finish="}},
 		},
 		{
 			name: "done_reason load",
 			in:   `{"model":"llama3.2","created_at":"2026-10-17T09:12:44Z","message":{"role":"assistant","content":""},"done_reason":"load","done":true}` + "\n",
-			want: []nview{{Index: 0, FinishReason: "load", Metrics: &layer.Metrics{}, Err: "stream incomplete_completion finish=load"}},
+			want: []nview{{Index: 0, FinishReason: "load", Completion: &chat.Completion{FinishReason: "load", Model: "llama3.2"}, Metrics: &layer.Metrics{}, Err: "stream incomplete_completion finish=load"}},
 		},
 	})
 }

@@ -366,25 +366,25 @@ func TestR13_3_LengthIsTerminalWithoutDone(t *testing.T) {
 			name: "finish length after content",
 			in:   openai(`{"content":"Once upon"}`) + finish("length"),
 			tail: done,
-			want: []view{content(0, "Once upon"), {Index: 1, FinishReason: "length", Err: lengthErr}},
+			want: []view{content(0, "Once upon"), {Index: 1, FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "gpt-4o", ID: "chatcmpl-1"}, Err: lengthErr}},
 		},
 		{
 			name: "content in the length chunk is still counted",
 			in:   "data: " + chunkHead + `{"content":"é🙂"},"finish_reason":"length"}]}` + "\n\n",
 			tail: usage + done,
-			want: []view{{Index: 0, Content: "é🙂", FinishReason: "length", Err: lengthErr}},
+			want: []view{{Index: 0, Content: "é🙂", FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "gpt-4o", ID: "chatcmpl-1"}, Err: lengthErr}},
 		},
 		{
 			name: "oMLX length",
 			in:   keepAlive + omlx(`{"role":"assistant"}`) + omlx(`{"content":"a"}`) + omlxFinish("length"),
 			tail: done,
-			want: []view{ka(), empty(0), content(1, "a"), {Index: 2, FinishReason: "length", Err: lengthErr}},
+			want: []view{ka(), empty(0), content(1, "a"), {Index: 2, FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "qwen3", ID: "chatcmpl-7"}, Err: lengthErr}},
 		},
 		{
 			name: "another finish (content_filter) is terminal the same way",
 			in:   openai(`{"content":"a"}`) + finish("content_filter"),
 			tail: done,
-			want: []view{content(0, "a"), {Index: 1, FinishReason: "content_filter", Err: "stream incomplete_completion finish=content_filter"}},
+			want: []view{content(0, "a"), {Index: 1, FinishReason: "content_filter", Completion: &chat.Completion{FinishReason: "content_filter", Model: "gpt-4o", ID: "chatcmpl-1"}, Err: "stream incomplete_completion finish=content_filter"}},
 		},
 	})
 }
@@ -637,7 +637,7 @@ func TestR13_4_ToolCallFragmentsAssembleOnlyAtAcceptedEnd(t *testing.T) {
 			tail: done,
 			want: []view{
 				{Index: 0, Fragments: []chat.ToolCallFragment{frag(0, "c", "f", `{"a"`)}},
-				{Index: 1, FinishReason: "length", Err: "stream incomplete_completion finish=length"},
+				{Index: 1, FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "gpt-4o", ID: "chatcmpl-1"}, Err: "stream incomplete_completion finish=length"},
 			},
 		},
 	})
