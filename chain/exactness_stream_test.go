@@ -9,13 +9,18 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"iter"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -377,6 +382,118 @@ func TestR10_5_LengthFinishKeepsProviderEvidence(t *testing.T) {
 				assert.Equal(t, *accepted.Usage, *ev.Response.Usage)
 				assert.Equal(t, 1, r.Server.Count())
 			})
+		}
+	}
+}
+
+// exStopper stops consuming a stream after its first content ("Hi").
+type exStopper struct {
+	name string
+	stop func(t *testing.T, r *rigtest.Rig, p exProv)
+}
+
+func exStoppers() []exStopper {
+	return []exStopper{
+		{"range_break", func(t *testing.T, r *rigtest.Rig, p exProv) {
+			for ch, err := range r.Client.Stream(context.Background(), p.request()) {
+				require.NoError(t, err)
+				if ch.Content != "" {
+					assert.Equal(t, "Hi", ch.Content)
+					break
+				}
+			}
+		}},
+		{"pull_stop", func(t *testing.T, r *rigtest.Rig, p exProv) {
+			next, stop := iter.Pull2(r.Client.Stream(context.Background(), p.request()))
+			defer stop()
+			ch, err, ok := next()
+			require.True(t, ok)
+			require.NoError(t, err)
+			assert.Equal(t, "Hi", ch.Content)
+			stop()
+		}},
+		{"events_break", func(t *testing.T, r *rigtest.Rig, p exProv) {
+			for e := range r.Client.StreamEvents(context.Background(), p.request()) {
+				assert.Equal(t, chain.StreamEvent{Type: chain.EventContent, Text: "Hi"}, e)
+				break
+			}
+		}},
+		{"drop_in_close", func(t *testing.T, r *rigtest.Rig, p exProv) {
+			resp, err := exDropIn(t, context.Background(), r.Server.URL, r.HTTP, p)
+			require.NoError(t, err)
+			buf := make([]byte, 64<<10)
+			var got []byte
+			for !bytes.Contains(got, []byte(p.content("Hi"))) {
+				n, err := resp.Body.Read(buf)
+				require.NoError(t, err)
+				got = append(got, buf[:n]...)
+			}
+			require.NoError(t, resp.Body.Close())
+		}},
+	}
+}
+
+// TestR13_5_ConsumerStopEndsLifecycleCancelled: a consumer that stops
+// ranging (a break, stopping an iter.Pull2 iterator, leaving the event
+// stream, an SDK closing the drop-in body early) ends the call's
+// lifecycle: the open attempt is recorded as attempt_failed (category
+// cancellation), then exactly one terminal cancelled event; the request is
+// closed, nothing is resent and no goroutine is left (R13.5, amended). The
+// same holds when the stop comes after a resend.
+func TestR13_5_ConsumerStopEndsLifecycleCancelled(t *testing.T) {
+	for _, p := range exProviders() {
+		for _, s := range exStoppers() {
+			for _, resumed := range []bool{false, true} {
+				name := p.name + "/" + s.name
+				if resumed {
+					name += "/after_resend"
+				}
+				t.Run(name, func(t *testing.T) {
+					ignore := goleak.IgnoreCurrent()
+					steps := []scripted.Step{p.step(p.content("Hi"), p.content("there")).Held()}
+					want := []string{"attempt_started", "attempt_failed", "cancelled"}
+					if resumed {
+						// A first attempt that ends before any frame: a
+						// clean EOF, resent after the allowing hook.
+						steps = append([]scripted.Step{p.step()}, steps...)
+						want = append([]string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed",
+							"delay_scheduled", "retry_started"}, want...)
+					}
+					r, rec := exRig(t, p.codec(), exPolicy(), steps...)
+					s.stop(t, r, p)
+					select {
+					case <-r.Server.Left():
+					case <-time.After(exWait):
+						t.Fatal("the server never saw the request close")
+					}
+					types := exLifecycle(rec.Types())
+					assert.Equal(t, want, types, "attempt_failed, then exactly one terminal cancelled event")
+					evs := rec.Events()
+					var failed, terminal []layer.Event
+					for _, e := range evs {
+						switch e.Type {
+						case layer.EventAttemptFailed:
+							failed = append(failed, e)
+						case layer.EventCancelled, layer.EventInterrupted, layer.EventExhausted:
+							terminal = append(terminal, e)
+						}
+					}
+					require.Len(t, terminal, 1)
+					require.NotEmpty(t, failed)
+					last := failed[len(failed)-1].Failure
+					require.NotNil(t, last)
+					assert.Equal(t, layer.CategoryCancellation, last.Category)
+					assert.Equal(t, layer.ReasonCancelled, last.Classification.Reason)
+					assert.Equal(t, layer.AcceptanceYes, last.Acceptance)
+					assert.Equal(t, len(steps), last.WireAttempt)
+					assert.Equal(t, int64(2), last.Progress.Delivered.ContentBytes, "only \"Hi\" was delivered")
+					require.NotNil(t, terminal[0].Failure)
+					assert.Equal(t, last.AttemptID, terminal[0].AttemptID)
+					assert.Equal(t, len(steps), r.Server.Count(), "nothing more is sent")
+					r.Close()
+					goleak.VerifyNone(t, ignore)
+				})
+			}
 		}
 	}
 }

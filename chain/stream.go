@@ -34,7 +34,9 @@ var ErrToolsNotSupported = errors.New("recourse: event streams take no tools; us
 // stops: a *layer.RecoveryError (interrupted after semantic output,
 // exhausted, cancelled, …), a *layer.PolicyError as the first and only item
 // for an invalid per-call policy (R3.3), or an encode error. A consumer that
-// stops ranging closes the stream; no incomplete text is kept anywhere.
+// stops ranging closes the stream; no incomplete text is kept anywhere, and
+// with recovery on the open attempt is recorded as attempt_failed, followed
+// by one cancelled event (R13.5).
 // Cancelling ctx closes the local request even while the consumer is paused
 // (R13.5); the typed cancellation is yielded at the next pull.
 func (c *Client) Stream(ctx context.Context, req *chat.Request, opts ...StreamOption) iter.Seq2[chat.Chunk, error] {

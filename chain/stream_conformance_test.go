@@ -882,7 +882,7 @@ func TestR13_5_StreamConsumerStopsWhilePaused(t *testing.T) {
 				assert.Equal(t, 1, r.Server.Count(), "nothing is resent")
 				assert.Zero(t, scCount(types, layer.EventRetryStarted))
 				assert.Zero(t, scCount(types, layer.EventAttemptSucceeded), "no completion is reported for an abandoned stream")
-				t.Logf("events after the consumer stopped: %v", scLifecycle(types))
+				assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, scLifecycle(types), "R13.5: the stop ends the lifecycle")
 				r.Close()
 				goleak.VerifyNone(t, ignore)
 			})

@@ -270,7 +270,13 @@ func (b *streamBody) Read(p []byte) (int, error) {
 }
 
 // Close releases the current attempt's body. A stream closed before its
-// end keeps no incomplete text and sends nothing more.
+// end — its consumer stopped ranging, or a drop-in client closed the body
+// early — keeps no incomplete text and sends nothing more, and its
+// lifecycle ends like a cancellation's: the open attempt is recorded as
+// attempt_failed (category cancellation), then one cancelled event
+// (R13.5). Like Read and NextFrame, Close is called from the goroutine
+// that reads the stream; to abort a read that blocks, cancel the request's
+// context.
 func (b *streamBody) Close() error {
 	if b.closed {
 		return nil
@@ -278,9 +284,26 @@ func (b *streamBody) Close() error {
 	b.closed = true
 	closeResp(b.resp)
 	if b.err == nil {
-		b.err = errClosed
+		b.abandoned()
 	}
 	return nil
+}
+
+// abandoned ends the lifecycle of a stream closed before its end (R13.5).
+// There is no resend: the cancellation ends the call.
+func (b *streamBody) abandoned() {
+	c := b.c
+	b.err = errClosed
+	f := c.newFailure(b.a)
+	f.Category, f.HTTPStatus, f.Acceptance = layer.CategoryCancellation, b.resp.StatusCode, layer.AcceptanceYes
+	cause := c.ctx.Err()
+	if cause == nil {
+		cause = errClosed
+	}
+	f.Attach(layer.Evidence{Cause: cause, Headers: b.resp.Header.Clone()})
+	f.Classification = c.d.Classify(&f, false, false)
+	// The events' observer errors have nowhere to go: the consumer left.
+	_, _, _ = c.afterFailure(&f, b.n, nil)
 }
 
 var errClosed = errors.New("recourse: stream closed")
