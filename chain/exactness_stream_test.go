@@ -497,3 +497,51 @@ func TestR13_5_ConsumerStopEndsLifecycleCancelled(t *testing.T) {
 		}
 	}
 }
+
+// TestR13_6_OllamaFrameIndicesCountFromOne: Ollama's progress events
+// number the valid frames from 1, restarting with every attempt, and every
+// exposed frame index (chat.Chunk.Frame) uses the same numbering — for the
+// SSE providers too; keepalives take no index (R13.6, amended).
+func TestR13_6_OllamaFrameIndicesCountFromOne(t *testing.T) {
+	t.Run("ollama/progress_and_chunks", func(t *testing.T) {
+		p := exOllamaProv()
+		// Attempt 1: a keepalive and one valid frame, then a cut (resent
+		// after the allowing hook); attempt 2: the whole answer.
+		first := p.step("\n", p.content(""))
+		first = first.Cut(len("\n" + p.content("")))
+		r, rec := exRig(t, p.codec(), exPolicy(), first, p.step(p.full("Hel", "lo")...))
+		run := exCollect(r.Client.Stream(context.Background(), p.request()))
+		require.NoError(t, run.err)
+		var frames, attempts []int
+		for _, e := range rec.Events() {
+			if e.Type == layer.EventProgress {
+				frames = append(frames, e.Frame)
+				attempts = append(attempts, e.WireAttempt)
+			}
+		}
+		assert.Equal(t, []int{1, 1, 2, 3}, frames, "counted from 1, restarting per attempt")
+		assert.Equal(t, []int{1, 2, 2, 2}, attempts)
+		var chunkFrames []int
+		for _, c := range run.chunks {
+			chunkFrames = append(chunkFrames, c.Frame)
+		}
+		assert.Equal(t, []int{1, 2, 3}, chunkFrames, "chunks name the frame of their progress event")
+	})
+	for _, p := range exProviders() {
+		if p.ndjson {
+			continue
+		}
+		t.Run(p.name+"/chunks", func(t *testing.T) {
+			// role frame (1), content frames (2, 3), finish (4), usage (5),
+			// [DONE] (6): the Done chunk names the [DONE] frame.
+			r, _ := exRig(t, p.codec(), exPolicy(), p.step(append([]string{": keep-alive\n\n"}, p.full("Hel", "lo")...)...))
+			run := exCollect(r.Client.Stream(context.Background(), p.request()))
+			require.NoError(t, run.err)
+			var chunkFrames []int
+			for _, c := range run.chunks {
+				chunkFrames = append(chunkFrames, c.Frame)
+			}
+			assert.Equal(t, []int{2, 3, 6}, chunkFrames)
+		})
+	}
+}

@@ -6,8 +6,9 @@ import "github.com/recourse-dev/recourse/chat"
 type Frame struct {
 	// Raw is the frame's exact bytes on the wire (owned by the Frame).
 	Raw []byte
-	// Index is the frame's index among the attempt's valid frames,
-	// restarting at 0 every attempt (R13.6).
+	// Index is the frame's index among the attempt's valid frames, counting
+	// from 1 and restarting with every attempt (R13.6). Keepalives and
+	// malformed frames have none: 0.
 	Index int
 	// Keepalive marks a frame without meaning: an SSE comment, an NDJSON
 	// blank line, an oMLX keepalive chunk (R14.2).

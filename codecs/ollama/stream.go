@@ -29,7 +29,7 @@ var ErrIncompleteStream = errors.New("recourse: ollama stream ended before done"
 // A line that is not valid UTF-8, not one JSON object, or does not match the
 // /api/chat schema is a *layer.ProtocolError and carries no metrics.
 //
-// Frames other than keepalives and malformed-line errors are numbered from 0
+// Frames other than keepalives and malformed-line errors are numbered from 1
 // (Frame.Index, the progress index of R13.6). Every frame's Raw is its exact
 // line, "\n" included.
 //

@@ -30,7 +30,7 @@
 // last counts, as in encoding/json.
 //
 // Frames other than keepalives and malformed-frame errors are numbered from
-// 0 (Frame.Index). Observed is always the sum of the queued frames'
+// 1 (Frame.Index). Observed is always the sum of the queued frames'
 // Semantic counts. Every frame's Raw is the exact bytes of its event
 // (preceded by stray blank lines), so the Raw of all frames concatenated is
 // the stream up to the end of the last frame. One exception is inherent to
