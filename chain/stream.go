@@ -34,7 +34,9 @@ var ErrToolsNotSupported = errors.New("recourse: event streams take no tools; us
 // stops: a *layer.RecoveryError (interrupted after semantic output,
 // exhausted, cancelled, …), a *layer.PolicyError as the first and only item
 // for an invalid per-call policy (R3.3), or an encode error. A consumer that
-// stops ranging closes the stream; no incomplete text is kept anywhere.
+// stops ranging closes the stream; no incomplete text is kept anywhere, and
+// with recovery on the open attempt is recorded as attempt_failed, followed
+// by one cancelled event (R13.5).
 // Cancelling ctx closes the local request even while the consumer is paused
 // (R13.5); the typed cancellation is yielded at the next pull.
 func (c *Client) Stream(ctx context.Context, req *chat.Request, opts ...StreamOption) iter.Seq2[chat.Chunk, error] {
@@ -221,11 +223,12 @@ func (c *Client) open(ctx context.Context, req *chat.Request) (layer.FrameReader
 // plainFrames reads frames from a stream without recovery (R1.1): errors
 // are the transport's own or the decoder's.
 type plainFrames struct {
-	ctx  context.Context
-	body io.ReadCloser
-	dec  layer.StreamDecoder
-	buf  []byte
-	err  error
+	ctx     context.Context
+	body    io.ReadCloser
+	dec     layer.StreamDecoder
+	buf     []byte
+	readErr error // the body's error, taken once the frames read with it are handed over
+	err     error
 }
 
 func (p *plainFrames) NextFrame() (layer.Frame, error) {
@@ -243,21 +246,23 @@ func (p *plainFrames) NextFrame() (layer.Frame, error) {
 			}
 			return f, nil
 		}
+		if err := p.readErr; err != nil {
+			// Every frame of the bytes read with the error was handed over
+			// first: a Read may return its last bytes together with io.EOF
+			// (R1.1: as a plain client reads them).
+			if err == io.EOF {
+				if err = p.dec.End(); err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+			}
+			p.err = err
+			continue
+		}
 		n, err := p.body.Read(p.buf)
 		if n > 0 {
 			p.dec.Write(p.buf[:n])
 		}
-		if err == io.EOF {
-			if end := p.dec.End(); end != nil {
-				p.err = end
-			} else {
-				p.err = io.ErrUnexpectedEOF
-			}
-			continue
-		}
-		if err != nil {
-			p.err = err
-		}
+		p.readErr = err
 	}
 }
 

@@ -6,8 +6,9 @@ import "github.com/recourse-dev/recourse/chat"
 type Frame struct {
 	// Raw is the frame's exact bytes on the wire (owned by the Frame).
 	Raw []byte
-	// Index is the frame's index among the attempt's valid frames,
-	// restarting at 0 every attempt (R13.6).
+	// Index is the frame's index among the attempt's valid frames, counting
+	// from 1 and restarting with every attempt (R13.6). Keepalives and
+	// malformed frames have none: 0.
 	Index int
 	// Keepalive marks a frame without meaning: an SSE comment, an NDJSON
 	// blank line, an oMLX keepalive chunk (R14.2).
@@ -23,7 +24,12 @@ type Frame struct {
 	FinishReason string
 	// Done marks the accepted end of the stream (R13.3); Completion then
 	// holds the completed tool calls and the provider evidence.
-	Done       bool
+	Done bool
+	// Completion is the accepted completion of a Done frame. A frame that
+	// ends the stream with an incomplete finish (Err a *StreamError, such
+	// as a length finish) carries only the provider evidence in it —
+	// finish reason, model, ID, usage — and never a message or a tool call,
+	// so that a failure keeps that evidence (R10.5, R13.3).
 	Completion *chat.Completion
 	// Metrics are an Ollama done frame's numbers (R13.6).
 	Metrics *Metrics

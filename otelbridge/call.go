@@ -278,6 +278,13 @@ func (c *call) result(how endKind, err error) result {
 	}
 	switch {
 	case err != nil && errors.As(err, &re):
+		if how == endClose && re.Outcome == layer.OutcomeCancelled &&
+			!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			// The caller closed the stream before its end: the engine
+			// ends that lifecycle as cancelled (R13.5); the span keeps
+			// saying that the caller closed it.
+			return result{outcome: outcomeClosed}
+		}
 		return recoveryResult(re.Outcome, &re.Failure, err, re.Error())
 	case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		return recoveryResult(layer.OutcomeCancelled, nil, err, "")

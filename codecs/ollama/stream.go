@@ -21,13 +21,15 @@ var ErrIncompleteStream = errors.New("recourse: ollama stream ended before done"
 // blank line is a keepalive; a line with "error" is an in-band provider
 // error (Ollama keeps status 200); done:true with done_reason "stop" is the
 // accepted end (R13.3); done_reason "length" (or any other reason) ends the
-// stream with an incomplete_completion error, its content still counted and
-// its metrics still reported (R13.6). Ollama sends whole tool calls, so every
-// call is one fragment and becomes a completed call only at the accepted end.
+// stream with an incomplete_completion error, its content still counted,
+// its metrics still reported (R13.6) and its provider evidence (model,
+// usage) kept in a Completion without message (R10.5). Ollama sends whole
+// tool calls, so every call is one fragment and becomes a completed call
+// only at the accepted end.
 // A line that is not valid UTF-8, not one JSON object, or does not match the
 // /api/chat schema is a *layer.ProtocolError and carries no metrics.
 //
-// Frames other than keepalives and malformed-line errors are numbered from 0
+// Frames other than keepalives and malformed-line errors are numbered from 1
 // (Frame.Index, the progress index of R13.6). Every frame's Raw is its exact
 // line, "\n" included.
 //
@@ -138,15 +140,7 @@ func (d *streamDecoder) line(l ndjson.Line) {
 	if m, err := DecodeMetrics(l.Value); err == nil {
 		f.Metrics = m
 	}
-	if r.DoneReason != "stop" {
-		f.Err = &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: r.DoneReason}
-		d.push(f)
-		return
-	}
-	comp := &chat.Completion{
-		Message:      chat.Message{Role: chat.Assistant, Content: d.content.String(), Reasoning: d.think.String(), ToolCalls: d.calls},
-		FinishReason: r.DoneReason, Model: d.model,
-	}
+	comp := &chat.Completion{FinishReason: r.DoneReason, Model: d.model}
 	if r.PromptEvalCount != nil || r.EvalCount != nil {
 		u := &chat.Usage{}
 		if r.PromptEvalCount != nil {
@@ -157,6 +151,16 @@ func (d *streamDecoder) line(l ndjson.Line) {
 		}
 		comp.Usage = u
 	}
+	if r.DoneReason != "stop" {
+		// The provider's evidence (model, usage) is kept for Inspect, as an
+		// accepted completion's would be; no message, no tool call (R10.5,
+		// R13.3).
+		f.Err = &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: r.DoneReason}
+		f.Completion = comp
+		d.push(f)
+		return
+	}
+	comp.Message = chat.Message{Role: chat.Assistant, Content: d.content.String(), Reasoning: d.think.String(), ToolCalls: d.calls}
 	f.Done, f.Completion = true, comp
 	d.counts.CompletedToolCalls += int64(len(d.calls))
 	d.push(f)

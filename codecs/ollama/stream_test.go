@@ -159,7 +159,7 @@ func rawOf(fs []layer.Frame) []byte {
 // frames' semantics; nothing follows an error or a Done frame; End is nil
 // exactly when the last frame is terminal; keepalives and malformed lines
 // carry Index 0, no semantics and no metrics; other frames are numbered
-// from 0 in order; only done lines carry metrics.
+// from 1 in order; only done lines carry metrics.
 func streamInvariants(t testing.TB, r nresult) {
 	t.Helper()
 	for i := 1; i < len(r.observed); i++ {
@@ -170,7 +170,7 @@ func streamInvariants(t testing.TB, r nresult) {
 		}
 	}
 	var sum layer.Counts
-	next := 0
+	next := 1
 	for i, f := range r.frames {
 		sum = sum.Add(f.Semantic())
 		if (f.Err != nil || f.Done) && i != len(r.frames)-1 {
@@ -309,34 +309,34 @@ func TestR13_3_OllamaDoneStopIsAccepted(t *testing.T) {
 		{
 			name: "content lines then done stop with metrics",
 			in:   contentOf("Hel") + contentOf("lo") + doneLine("stop"),
-			want: []nview{ncontent(0, "Hel"), ncontent(1, "lo"), ndone(2, ncompletion("Hello", "", fullUsage), fullMetrics)},
+			want: []nview{ncontent(1, "Hel"), ncontent(2, "lo"), ndone(3, ncompletion("Hello", "", fullUsage), fullMetrics)},
 		},
 		{
 			name: "thinking lines come first",
 			in:   thinkingOf("2+2") + thinkingOf("=4") + contentOf("4") + doneLine("stop"),
-			want: []nview{nthinking(0, "2+2"), nthinking(1, "=4"), ncontent(2, "4"), ndone(3, ncompletion("4", "2+2=4", fullUsage), fullMetrics)},
+			want: []nview{nthinking(1, "2+2"), nthinking(2, "=4"), ncontent(3, "4"), ndone(4, ncompletion("4", "2+2=4", fullUsage), fullMetrics)},
 		},
 		{
 			name: "the done line may carry content; zero metrics are left out",
 			in:   `{"model":"llama3.2","message":{"role":"assistant","content":"!"},"done":true,"done_reason":"stop","eval_count":1}` + "\n",
-			want: []nview{{Index: 0, Content: "!", Done: true, FinishReason: "stop",
+			want: []nview{{Index: 1, Content: "!", Done: true, FinishReason: "stop",
 				Completion: ncompletion("!", "", &chat.Usage{OutputTokens: 1}), Metrics: &layer.Metrics{EvalCount: 1}}},
 		},
 		{
 			name: "no counts, no usage",
 			in:   `{"model":"llama3.2","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}` + "\n",
-			want: []nview{ndone(0, ncompletion("", "", nil), &layer.Metrics{})},
+			want: []nview{ndone(1, ncompletion("", "", nil), &layer.Metrics{})},
 		},
 		{
 			name: "lines after done are not consumed",
 			in:   contentOf("a") + doneLine("stop"),
 			tail: contentOf("late") + "\n" + midStreamError,
-			want: []nview{ncontent(0, "a"), ndone(1, ncompletion("a", "", fullUsage), fullMetrics)},
+			want: []nview{ncontent(1, "a"), ndone(2, ncompletion("a", "", fullUsage), fullMetrics)},
 		},
 		{
 			name: "CRLF line ends and whitespace around the object",
 			in:   "  " + strings.TrimSuffix(contentOf("a"), "\n") + " \r\n" + strings.TrimSuffix(doneLine("stop"), "\n") + "\r\n",
-			want: []nview{ncontent(0, "a"), ndone(1, ncompletion("a", "", fullUsage), fullMetrics)},
+			want: []nview{ncontent(1, "a"), ndone(2, ncompletion("a", "", fullUsage), fullMetrics)},
 		},
 	})
 }
@@ -349,27 +349,27 @@ func TestR13_3_OllamaLengthIsIncompleteCompletionWithMetrics(t *testing.T) {
 			in:   contentOf("Once") + strings.Replace(doneLine("length"), `"content":""`, `"content":" upon"`, 1),
 			tail: contentOf("never"),
 			want: []nview{
-				ncontent(0, "Once"),
-				{Index: 1, Content: " upon", FinishReason: "length", Metrics: fullMetrics, Err: "stream incomplete_completion finish=length"},
+				ncontent(1, "Once"),
+				{Index: 2, Content: " upon", FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "llama3.2", Usage: fullUsage}, Metrics: fullMetrics, Err: "stream incomplete_completion finish=length"},
 			},
 		},
 		{
 			name: "a tool call before length never completes",
 			in:   toolLine(`[{"function":{"name":"f","arguments":{}}}]`) + doneLine("length"),
 			want: []nview{
-				nfrag(0, chat.ToolCallFragment{Name: "f", Arguments: "{}"}),
-				{Index: 1, FinishReason: "length", Metrics: fullMetrics, Err: "stream incomplete_completion finish=length"},
+				nfrag(1, chat.ToolCallFragment{Name: "f", Arguments: "{}"}),
+				{Index: 2, FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "llama3.2", Usage: fullUsage}, Metrics: fullMetrics, Err: "stream incomplete_completion finish=length"},
 			},
 		},
 		{
 			name: "done without a done_reason is not accepted",
 			in:   contentOf("a") + `{"model":"llama3.2","message":{"role":"assistant","content":""},"done":true}` + "\n",
-			want: []nview{ncontent(0, "a"), {Index: 1, Metrics: &layer.Metrics{}, Err: "stream incomplete_completion finish="}},
+			want: []nview{ncontent(1, "a"), {Index: 2, Completion: &chat.Completion{Model: "llama3.2"}, Metrics: &layer.Metrics{}, Err: "stream incomplete_completion finish="}},
 		},
 		{
 			name: "done_reason load",
 			in:   `{"model":"llama3.2","created_at":"2026-10-17T09:12:44Z","message":{"role":"assistant","content":""},"done_reason":"load","done":true}` + "\n",
-			want: []nview{{Index: 0, FinishReason: "load", Metrics: &layer.Metrics{}, Err: "stream incomplete_completion finish=load"}},
+			want: []nview{{Index: 1, FinishReason: "load", Completion: &chat.Completion{FinishReason: "load", Model: "llama3.2"}, Metrics: &layer.Metrics{}, Err: "stream incomplete_completion finish=load"}},
 		},
 	})
 }
@@ -379,22 +379,22 @@ func TestR13_3_OllamaEOFBeforeDoneIsIncomplete(t *testing.T) {
 	runStreamCases(t, []ndjsonCase{
 		{name: "empty body", in: "", incomplete: true, want: []nview{}},
 		{name: "keepalives only", in: "\n\n", incomplete: true, want: []nview{nka(), nka()}},
-		{name: "content without done", in: contentOf("a"), incomplete: true, want: []nview{ncontent(0, "a")}},
+		{name: "content without done", in: contentOf("a"), incomplete: true, want: []nview{ncontent(1, "a")}},
 		{name: "done:false last", in: contentOf("a") + `{"model":"m","message":{"content":""},"done":false}` + "\n", incomplete: true,
-			want: []nview{ncontent(0, "a"), ncontent(1, "")}},
+			want: []nview{ncontent(1, "a"), ncontent(2, "")}},
 		{
 			name:       "a whole done line without its newline at EOF",
 			in:         contentOf("a"),
 			tail:       strings.TrimSuffix(doneLine("stop"), "\n"),
 			incomplete: true,
-			want:       []nview{ncontent(0, "a")},
+			want:       []nview{ncontent(1, "a")},
 		},
 		{
 			name:       "cut mid-line",
 			in:         contentOf("a"),
 			tail:       `{"model":"llama3.2","message":{"role":"assistant","content":"b`,
 			incomplete: true,
-			want:       []nview{ncontent(0, "a")},
+			want:       []nview{ncontent(1, "a")},
 		},
 	})
 }
@@ -436,10 +436,10 @@ func TestR13_4_OllamaWholeToolCallsCompleteOnlyAtDone(t *testing.T) {
 				toolLine(`[{"function":{"index":1,"name":"get_time","arguments":{"tz":"JST","opts":{"h24":true}}}}]`) +
 				doneLine("stop"),
 			want: []nview{
-				nthinking(0, "weather?"),
-				nfrag(1, chat.ToolCallFragment{Index: 0, ID: "call_1", Name: "get_weather", Arguments: `{"city":"Tokyo"}`}),
-				nfrag(2, chat.ToolCallFragment{Index: 1, Name: "get_time", Arguments: `{"tz":"JST","opts":{"h24":true}}`}),
-				ndone(3, ncompletion("", "weather?", fullUsage,
+				nthinking(1, "weather?"),
+				nfrag(2, chat.ToolCallFragment{Index: 0, ID: "call_1", Name: "get_weather", Arguments: `{"city":"Tokyo"}`}),
+				nfrag(3, chat.ToolCallFragment{Index: 1, Name: "get_time", Arguments: `{"tz":"JST","opts":{"h24":true}}`}),
+				ndone(4, ncompletion("", "weather?", fullUsage,
 					call("call_1", "get_weather", `{"city":"Tokyo"}`), call("", "get_time", `{"tz":"JST","opts":{"h24":true}}`)), fullMetrics),
 			},
 		},
@@ -447,16 +447,16 @@ func TestR13_4_OllamaWholeToolCallsCompleteOnlyAtDone(t *testing.T) {
 			name: "two calls in one line; absent and null arguments are {}",
 			in:   toolLine(`[{"function":{"name":"a"}},{"function":{"name":"b","arguments":null}}]`) + doneLine("stop"),
 			want: []nview{
-				nfrag(0, chat.ToolCallFragment{Index: 0, Name: "a", Arguments: "{}"}, chat.ToolCallFragment{Index: 1, Name: "b", Arguments: "{}"}),
-				ndone(1, ncompletion("", "", fullUsage, call("", "a", "{}"), call("", "b", "{}")), fullMetrics),
+				nfrag(1, chat.ToolCallFragment{Index: 0, Name: "a", Arguments: "{}"}, chat.ToolCallFragment{Index: 1, Name: "b", Arguments: "{}"}),
+				ndone(2, ncompletion("", "", fullUsage, call("", "a", "{}"), call("", "b", "{}")), fullMetrics),
 			},
 		},
 		{
 			name: "arguments keep their bytes",
 			in:   toolLine(`[{"function":{"name":"f","arguments":{ "a" : [1, {"b":null}] }}}]`) + doneLine("stop"),
 			want: []nview{
-				nfrag(0, chat.ToolCallFragment{Name: "f", Arguments: `{ "a" : [1, {"b":null}] }`}),
-				ndone(1, ncompletion("", "", fullUsage, call("", "f", `{ "a" : [1, {"b":null}] }`)), fullMetrics),
+				nfrag(1, chat.ToolCallFragment{Name: "f", Arguments: `{ "a" : [1, {"b":null}] }`}),
+				ndone(2, ncompletion("", "", fullUsage, call("", "f", `{ "a" : [1, {"b":null}] }`)), fullMetrics),
 			},
 		},
 	})
@@ -472,17 +472,17 @@ func TestR13_2_OllamaCountsAreDecodedUTF8Bytes(t *testing.T) {
 		{
 			name: "é🙂 is 6 bytes",
 			in:   thinkingOf("é🙂") + contentOf(`\u00e9\ud83d\ude42`) + doneLine("stop"),
-			want: []nview{nthinking(0, "é🙂"), ncontent(1, "é🙂"), ndone(2, ncompletion("é🙂", "é🙂", fullUsage), fullMetrics)},
+			want: []nview{nthinking(1, "é🙂"), ncontent(2, "é🙂"), ndone(3, ncompletion("é🙂", "é🙂", fullUsage), fullMetrics)},
 		},
 		{
 			name: "escaped keys are decoded",
 			in:   `{"m\u0065ssage":{"con\u0074ent":"hi","thinkin\u0067":"t"},"done":false}` + "\n",
-			want: []nview{{Index: 0, Content: "hi", Reasoning: "t"}}, incomplete: true,
+			want: []nview{{Index: 1, Content: "hi", Reasoning: "t"}}, incomplete: true,
 		},
 		{
 			name: "quoted look-alikes are content",
 			in:   contentOf(`{\"done\":true,\"done_reason\":\"stop\",\"tool_calls\":[]}\n`),
-			want: []nview{ncontent(0, "{\"done\":true,\"done_reason\":\"stop\",\"tool_calls\":[]}\n")}, incomplete: true,
+			want: []nview{ncontent(1, "{\"done\":true,\"done_reason\":\"stop\",\"tool_calls\":[]}\n")}, incomplete: true,
 		},
 	})
 	r := feedStream(t, [][]byte{[]byte(thinkingOf("é🙂") + contentOf("é🙂"))})
@@ -491,7 +491,7 @@ func TestR13_2_OllamaCountsAreDecodedUTF8Bytes(t *testing.T) {
 	}
 }
 
-func TestR13_6_OllamaFrameIndexCountsNonKeepaliveFramesFromZero(t *testing.T) {
+func TestR13_6_OllamaFrameIndexCountsNonKeepaliveFramesFromOne(t *testing.T) {
 	t.Parallel()
 	r := feedStream(t, [][]byte{[]byte("\n" + contentOf("a") + "\n  \n" + thinkingOf("t") + "\r\n" + doneLine("stop"))})
 	var idx []int
@@ -504,8 +504,8 @@ func TestR13_6_OllamaFrameIndexCountsNonKeepaliveFramesFromZero(t *testing.T) {
 		}
 		idx = append(idx, f.Index)
 	}
-	if !reflect.DeepEqual(idx, []int{0, 1, 2}) {
-		t.Errorf("indexes = %v, want [0 1 2]", idx)
+	if !reflect.DeepEqual(idx, []int{1, 2, 3}) {
+		t.Errorf("indexes = %v, want [1 2 3]", idx)
 	}
 	if len(r.frames) != 7 {
 		t.Errorf("frames = %d, want 7 (4 keepalives)", len(r.frames))
@@ -520,7 +520,7 @@ func TestR14_2_OllamaBlankLinesAreKeepalives(t *testing.T) {
 	runStreamCases(t, []ndjsonCase{{
 		name: "empty, spaces, CRLF",
 		in:   "\n" + contentOf("a") + "   \n\r\n\t\n" + doneLine("stop"),
-		want: []nview{nka(), ncontent(0, "a"), nka(), nka(), nka(), ndone(1, ncompletion("a", "", fullUsage), fullMetrics)},
+		want: []nview{nka(), ncontent(1, "a"), nka(), nka(), nka(), ndone(2, ncompletion("a", "", fullUsage), fullMetrics)},
 	}})
 }
 
@@ -531,23 +531,23 @@ func TestR4_7_OllamaInBandErrorsEndTheStream(t *testing.T) {
 			name: "mid-stream error line with status 200",
 			in:   contentOf("a") + "\n" + midStreamError,
 			tail: doneLine("stop"),
-			want: []nview{ncontent(0, "a"), nka(), {Index: 1, Err: "provider code= message=an error was encountered while running the model"}},
+			want: []nview{ncontent(1, "a"), nka(), {Index: 2, Err: "provider code= message=an error was encountered while running the model"}},
 		},
 		{
 			name: "first line",
 			in:   midStreamError,
-			want: []nview{{Index: 0, Err: "provider code= message=an error was encountered while running the model"}},
+			want: []nview{{Index: 1, Err: "provider code= message=an error was encountered while running the model"}},
 		},
 		{
 			name: "an error object (a proxy)",
 			in:   `{"error":{"message":"upstream timeout","type":"api_error"}}` + "\n",
 			tail: contentOf("b"),
-			want: []nview{{Index: 0, Err: "provider code= message=upstream timeout"}},
+			want: []nview{{Index: 1, Err: "provider code= message=upstream timeout"}},
 		},
 		{
 			name: "error null is no error",
 			in:   `{"error":null,"message":{"content":"a"},"done":true,"done_reason":"stop"}` + "\n",
-			want: []nview{{Index: 0, Content: "a", FinishReason: "stop", Done: true, Metrics: &layer.Metrics{},
+			want: []nview{{Index: 1, Content: "a", FinishReason: "stop", Done: true, Metrics: &layer.Metrics{},
 				Completion: &chat.Completion{Message: chat.Message{Role: chat.Assistant, Content: "a"}, FinishReason: "stop"}}},
 		},
 	})
@@ -557,7 +557,7 @@ func TestR4_5_OllamaMalformedLinesEndTheStream(t *testing.T) {
 	t.Parallel()
 	after := contentOf("after") + doneLine("stop")
 	cases := []ndjsonCase{
-		{name: "truncated JSON", in: contentOf("a") + `{"message":{"content":"b"` + "\n", want: []nview{ncontent(0, "a"), nmalformed()}},
+		{name: "truncated JSON", in: contentOf("a") + `{"message":{"content":"b"` + "\n", want: []nview{ncontent(1, "a"), nmalformed()}},
 		{name: "not an object", in: "[]\n", want: []nview{nmalformed()}},
 		{name: "null", in: "null\n", want: []nview{nmalformed()}},
 		{name: "two objects", in: "{} {}\n", want: []nview{nmalformed()}},
@@ -570,7 +570,7 @@ func TestR4_5_OllamaMalformedLinesEndTheStream(t *testing.T) {
 		{
 			name: "a malformed done line carries no metrics",
 			in:   contentOf("a") + strings.Replace(doneLine("stop"), `"eval_count":290`, `"eval_count":"290"`, 1),
-			want: []nview{ncontent(0, "a"), nmalformed()},
+			want: []nview{ncontent(1, "a"), nmalformed()},
 		},
 	}
 	for i := range cases {

@@ -97,6 +97,12 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	}); cause != nil {
 		return nil, &layer.CaptureError{Direction: layer.DirectionRequest, Cause: cause}
 	}
+	if err := ctx.Err(); err != nil {
+		// Cancelled while the hook ran (a hook that blocked, then returned
+		// nil): the request never leaves, and the attempt never begins
+		// (R9.1, R9.2).
+		return nil, err
+	}
 	if err := a.Begin(); err != nil {
 		return nil, err
 	}
@@ -164,8 +170,11 @@ func (b *body) Read(p []byte) (int, error) {
 	if n > 0 {
 		if b.chunked {
 			if f := b.snapshot(p[:n], false); f != nil {
+				// The bytes were read: they are returned with the error,
+				// so that the engine keeps them as evidence and hands none
+				// of their frames over (R12.3).
 				b.fail = f
-				return 0, f
+				return n, f
 			}
 		} else {
 			b.buf = append(b.buf, p[:n]...)

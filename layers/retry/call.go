@@ -162,10 +162,25 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 
 // succeeded ends the call with a successful attempt.
 func (c *call) succeeded(resp *http.Response, ev layer.ResponseEvidence, comp *chat.Completion) (*http.Response, error) {
+	before := c.cur.Progress().Delivered
 	c.cur.SetDelivered(c.cur.Progress().Observed)
 	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
 		closeResp(resp)
 		return nil, err
+	}
+	if c.ctx.Err() != nil {
+		// An observer of attempt_succeeded cancelled the call: abort wins
+		// over completion (R9.1, R13.5). Nothing is handed over, and the
+		// attempt is recorded as cancelled before the one cancelled event
+		// (R9.2).
+		closeResp(resp)
+		c.cur.SetDelivered(before)
+		f := c.newFailure(c.cur)
+		f.Category, f.HTTPStatus, f.Acceptance = layer.CategoryCancellation, c.status, layer.AcceptanceYes
+		f.Attach(layer.Evidence{Cause: c.ctx.Err(), Headers: resp.Header.Clone(), Response: ev})
+		f.Classification = c.d.Classify(&f, false, false)
+		resp, err, _ := c.afterFailure(&f, c.wire, nil)
+		return resp, err
 	}
 	r := &c.lc.Result
 	r.LogicalID, r.WireAttempts, r.Response, r.Completion = c.logical, c.wire, ev, comp
@@ -262,7 +277,10 @@ func (c *call) cancelled(f *layer.Failure) (*http.Response, error) {
 		nf := c.newFailure(nil)
 		nf.Category = layer.CategoryCancellation
 		nf.Classification = layer.Classification{Reason: layer.ReasonCancelled}
-		if f == nil && c.cur == nil {
+		if c.cur == nil {
+			// The attempt being cancelled never left (before the first
+			// send, or a resend cancelled in its request capture): nothing
+			// of it was sent (R10.2).
 			nf.Acceptance = layer.AcceptanceNo
 		}
 		nf.Attach(layer.Evidence{Cause: c.ctx.Err()})

@@ -64,6 +64,10 @@ func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
 	case c.ctx.Err() != nil:
 		f.Category = layer.CategoryCancellation
 		ev.Cause = err
+		if !a.Connected() {
+			// Cancelled before a connection was obtained: nothing was sent.
+			f.Acceptance = layer.AcceptanceNo
+		}
 	case errors.As(transportErr, &refused):
 		f.Category = layer.CategoryHTTP
 		f.HTTPStatus = refused.Response.StatusCode
@@ -197,6 +201,11 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		} else {
 			f.Category = layer.CategoryProtocol
 		}
+	}
+	if captureFailed && ev.Cause == nil {
+		// No transport error: the capture's failure is the cause, for a
+		// non-2xx answer as much as for a 2xx one (R10.5, R12.3).
+		ev.Cause = captureCause(ce)
 	}
 	f.Progress = a.Progress()
 	f.Attach(ev)

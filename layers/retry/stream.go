@@ -29,6 +29,9 @@ type streamBody struct {
 	// the stream: a drop-in client reads them before the typed error, so it
 	// reports the provider's error as it would without recourse.
 	tail []byte
+	// got holds, while capture is on, the current attempt's bytes as read:
+	// the evidence of a capture failure (R10.5, R12.3).
+	got []byte
 }
 
 func (c *call) openStream(n int, resp *http.Response) *http.Response {
@@ -64,9 +67,30 @@ func (b *streamBody) NextFrame() (layer.Frame, error) {
 			b.ended(err)
 			continue
 		}
-		_, err := b.resp.Body.Read(b.buf)
+		n, err := b.resp.Body.Read(b.buf)
+		if b.a.OnWire != nil {
+			b.got = append(b.got, b.buf[:n]...)
+		}
 		if err != nil {
+			var ce *layer.CaptureError
+			if errors.As(err, &ce) {
+				// The capture of the bytes just read failed: the frames
+				// they completed are never handed over (R12.3). Every
+				// earlier frame was taken before this read.
+				b.discard()
+				b.ended(err)
+				continue
+			}
 			b.readErr = err
+		}
+	}
+}
+
+// discard drops the frames queued in the current attempt's decoder.
+func (b *streamBody) discard() {
+	for {
+		if _, ok := b.a.NextFrame(); !ok {
+			return
 		}
 	}
 }
@@ -121,17 +145,29 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 	if !f.Done {
 		return true
 	}
+	if aborted() {
+		return false
+	}
+	before := b.a.Progress().Delivered
 	b.a.Deliver(layer.Counts{CompletedToolCalls: f.Semantic().CompletedToolCalls})
 	closeResp(b.resp)
 	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
 		b.err = err
 		return false
 	}
+	if c.ctx.Err() != nil {
+		// An observer of attempt_succeeded cancelled the call: the
+		// terminal frame is not handed over, and the attempt is recorded
+		// as cancelled before the one cancelled event (R9.2, R13.5).
+		b.a.SetDelivered(before)
+		b.fail(layer.CategoryCancellation, c.ctx.Err(), nil, nil)
+		return false
+	}
 	c.lc.Result.WireAttempts = c.wire
 	if comp := f.Completion; comp != nil {
 		c.lc.Result.Response = layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
 	}
-	b.err = io.EOF
+	b.err, b.got = io.EOF, nil
 	return true
 }
 
@@ -173,8 +209,9 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		ev.Cause = c.ctx.Err()
 	}
 	if ce != nil {
-		ev.CaptureCause = ce.Cause
+		ev.CaptureCause, ev.Bytes = ce.Cause, b.got
 	}
+	b.got = nil
 	if fr != nil {
 		f.Phase = layer.PhaseDecoding
 		ev.Bytes = fr.Raw
@@ -233,7 +270,13 @@ func (b *streamBody) Read(p []byte) (int, error) {
 }
 
 // Close releases the current attempt's body. A stream closed before its
-// end keeps no incomplete text and sends nothing more.
+// end — its consumer stopped ranging, or a drop-in client closed the body
+// early — keeps no incomplete text and sends nothing more, and its
+// lifecycle ends like a cancellation's: the open attempt is recorded as
+// attempt_failed (category cancellation), then one cancelled event
+// (R13.5). Like Read and NextFrame, Close is called from the goroutine
+// that reads the stream; to abort a read that blocks, cancel the request's
+// context.
 func (b *streamBody) Close() error {
 	if b.closed {
 		return nil
@@ -241,9 +284,26 @@ func (b *streamBody) Close() error {
 	b.closed = true
 	closeResp(b.resp)
 	if b.err == nil {
-		b.err = errClosed
+		b.abandoned()
 	}
 	return nil
+}
+
+// abandoned ends the lifecycle of a stream closed before its end (R13.5).
+// There is no resend: the cancellation ends the call.
+func (b *streamBody) abandoned() {
+	c := b.c
+	b.err = errClosed
+	f := c.newFailure(b.a)
+	f.Category, f.HTTPStatus, f.Acceptance = layer.CategoryCancellation, b.resp.StatusCode, layer.AcceptanceYes
+	cause := c.ctx.Err()
+	if cause == nil {
+		cause = errClosed
+	}
+	f.Attach(layer.Evidence{Cause: cause, Headers: b.resp.Header.Clone()})
+	f.Classification = c.d.Classify(&f, false, false)
+	// The events' observer errors have nowhere to go: the consumer left.
+	_, _, _ = c.afterFailure(&f, b.n, nil)
 }
 
 var errClosed = errors.New("recourse: stream closed")

@@ -72,8 +72,8 @@ func scEventLog(rec *scRecorder) []string {
 }
 
 // TestR13_6_OllamaProgressPrecedesDelivery: every valid Ollama frame gets a
-// progress event before its deliveries, with a frame index that restarts at
-// 0 in every attempt; done:true adds a metrics event with the numbers of the
+// progress event before its deliveries, with a frame index that counts from
+// 1 and restarts in every attempt; done:true adds a metrics event with the numbers of the
 // done line.
 func TestR13_6_OllamaProgressPrecedesDelivery(t *testing.T) {
 	p := scOllama()
@@ -106,7 +106,7 @@ func TestR13_6_OllamaProgressPrecedesDelivery(t *testing.T) {
 			metrics = append(metrics, e)
 		}
 	}
-	assert.Equal(t, []int{0, 0, 1, 2}, frames, "frame index restarts at 0 per attempt")
+	assert.Equal(t, []int{1, 1, 2, 3}, frames, "frame index counts from 1, restarting per attempt")
 	assert.Equal(t, []int{1, 2, 2, 2}, attempts)
 	require.Len(t, metrics, 1)
 	require.NotNil(t, metrics[0].Metrics)
@@ -115,7 +115,7 @@ func TestR13_6_OllamaProgressPrecedesDelivery(t *testing.T) {
 
 	// The chunks name the frame they came from.
 	require.Len(t, run.chunks, 3)
-	assert.Equal(t, []int{0, 1, 2}, []int{run.chunks[0].Frame, run.chunks[1].Frame, run.chunks[2].Frame})
+	assert.Equal(t, []int{1, 2, 3}, []int{run.chunks[0].Frame, run.chunks[1].Frame, run.chunks[2].Frame})
 }
 
 // TestR13_6_OllamaMetricsOnLength: a done:true line with done_reason length
@@ -157,7 +157,7 @@ func TestR13_6_OllamaLengthFrameGetsProgress(t *testing.T) {
 			frames = append(frames, e.Frame)
 		}
 	}
-	assert.Equal(t, []int{0, 1}, frames, "R13.6: progress for the content line and for the length line")
+	assert.Equal(t, []int{1, 2}, frames, "R13.6: progress for the content line and for the length line")
 	assert.Equal(t, []string{"attempt_started", "progress", "chunk:abc", "progress", "metrics", "attempt_failed", "interrupted", "error"},
 		scEventLog(rec))
 }
@@ -283,8 +283,8 @@ func TestR13_5_OllamaAbortFromTelemetryObserverWins(t *testing.T) {
 		at       int // cancel in the progress event of this frame
 		wantText string
 	}{
-		{"content_frame", 1, "Hel"},
-		{"done_frame", 2, "Hello"},
+		{"content_frame", 2, "Hel"},
+		{"done_frame", 3, "Hello"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())

@@ -91,6 +91,12 @@ func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.GetBody = nil
 	}
 	if a != nil {
+		if err := ctx.Err(); err != nil {
+			// Cancelled before the request left: the attempt never begins,
+			// so nothing is reported as sent (R9.2).
+			closeBody(out)
+			return nil, err
+		}
 		if !a.ClaimSend() {
 			closeBody(out)
 			return nil, layer.ErrSecondSend

@@ -16,15 +16,16 @@ type Queue struct {
 }
 
 // Push queues f. A frame that is neither a keepalive nor a malformed-frame
-// error takes the next Index (R13.6: indices restart with every attempt's
-// decoder). An error or a Done frame ends the stream.
+// error takes the next Index, counting from 1 (R13.6: indices restart with
+// every attempt's decoder; 0 means no index). An error or a Done frame ends
+// the stream.
 func (q *Queue) Push(f layer.Frame) {
 	if f.Err != nil || f.Done {
 		q.ended = true
 	}
 	if _, malformed := f.Err.(*layer.ProtocolError); !malformed && !f.Keepalive {
-		f.Index = q.index
 		q.index++
+		f.Index = q.index
 	}
 	q.frames = append(q.frames, f)
 }

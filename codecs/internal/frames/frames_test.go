@@ -13,7 +13,7 @@ func TestR13_6_IndexSkipsKeepalivesAndMalformedFrames(t *testing.T) {
 	q.Push(layer.Frame{Content: "a"})
 	q.Push(layer.Frame{Content: "b"})
 	q.Push(layer.Frame{Err: &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: "length"}})
-	want := []int{0, 0, 1, 2}
+	want := []int{0, 1, 2, 3}
 	for i, w := range want {
 		f, ok := q.Next()
 		if !ok || f.Index != w {

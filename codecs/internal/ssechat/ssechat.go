@@ -5,8 +5,10 @@
 // Acceptance (R13.3): a finish reason of "stop" or "tool_calls" (or the
 // legacy "function_call") followed by "data: [DONE]" ends the stream. A
 // "length" finish (or any other finish reason) is terminal at once, even
-// without [DONE]: the frame keeps its content and its finish reason, and its
-// error is a *layer.StreamError with reason incomplete_completion. [DONE]
+// without [DONE]: the frame keeps its content and its finish reason, its
+// Completion holds only the provider evidence seen so far (model, id, usage;
+// no message), and its error is a *layer.StreamError with reason
+// incomplete_completion. [DONE]
 // without an accepted finish is a *layer.ProtocolError. A data event with a
 // top-level "error" other than null, a vLLM {"object":"error"} event, or any
 // event named "error" (with or without data) is an in-band
@@ -28,7 +30,7 @@
 // last counts, as in encoding/json.
 //
 // Frames other than keepalives and malformed-frame errors are numbered from
-// 0 (Frame.Index). Observed is always the sum of the queued frames'
+// 1 (Frame.Index). Observed is always the sum of the queued frames'
 // Semantic counts. Every frame's Raw is the exact bytes of its event
 // (preceded by stray blank lines), so the Raw of all frames concatenated is
 // the stream up to the end of the last frame. One exception is inherent to
@@ -299,7 +301,11 @@ func (d *Decoder) chunk(raw, data []byte) {
 	case "", "stop", "tool_calls", "function_call":
 	default:
 		// length (and any other finish) is terminal without [DONE] (R13.3).
+		// The provider's evidence seen so far (model, id, usage) is kept for
+		// Inspect, as an accepted completion's would be; no message, no
+		// tool call (R10.5).
 		f.Err = &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: f.FinishReason}
+		f.Completion = &chat.Completion{FinishReason: f.FinishReason, Model: d.model, ID: d.id, Usage: d.usage}
 	}
 	d.push(f)
 }

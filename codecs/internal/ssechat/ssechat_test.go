@@ -178,7 +178,7 @@ func sum(fs []layer.Frame) layer.Counts {
 // Observed never decreases and ends equal to the sum of the frames'
 // semantics; nothing follows an error or a Done frame; End is nil exactly
 // when the last frame is terminal; keepalives and malformed frames carry
-// Index 0 and no semantics, other frames are numbered from 0 in order.
+// Index 0 and no semantics, other frames are numbered from 1 in order.
 func invariants(t testing.TB, r result) {
 	t.Helper()
 	for i := 1; i < len(r.observed); i++ {
@@ -191,7 +191,7 @@ func invariants(t testing.TB, r result) {
 	if got := r.dec.Observed(); got != sum(r.frames) {
 		t.Fatalf("Observed() = %+v, sum of frame semantics = %+v", got, sum(r.frames))
 	}
-	next := 0
+	next := 1
 	for i, f := range r.frames {
 		terminal := f.Err != nil || f.Done
 		if terminal && i != len(r.frames)-1 {
@@ -312,48 +312,48 @@ func TestR13_3_StopThenDoneIsAccepted(t *testing.T) {
 			in: openai(`{"role":"assistant","content":"","refusal":null}`) + openai(`{"content":"Hel"}`) +
 				openai(`{"content":"lo"}`) + finish("stop") + usage + done,
 			want: []view{
-				content(0, ""), content(1, "Hel"), content(2, "lo"), finished(3, "stop"), empty(4),
-				doneView(5, completion("Hello", "", "stop", "gpt-4o", "chatcmpl-1", u)),
+				content(1, ""), content(2, "Hel"), content(3, "lo"), finished(4, "stop"), empty(5),
+				doneView(6, completion("Hello", "", "stop", "gpt-4o", "chatcmpl-1", u)),
 			},
 		},
 		{
 			name: "finish stop in the last content chunk, no usage",
 			in:   "data: " + chunkHead + `{"content":"ok"},"finish_reason":"stop"}]}` + "\n\n" + done,
 			want: []view{
-				{Index: 0, Content: "ok", FinishReason: "stop"},
-				doneView(1, completion("ok", "", "stop", "gpt-4o", "chatcmpl-1", nil)),
+				{Index: 1, Content: "ok", FinishReason: "stop"},
+				doneView(2, completion("ok", "", "stop", "gpt-4o", "chatcmpl-1", nil)),
 			},
 		},
 		{
 			name: "bytes after [DONE] are not consumed",
 			in:   openai(`{"content":"x"}`) + finish("stop") + done,
 			tail: openai(`{"content":"late"}`) + ": keep-alive\n\n",
-			want: []view{content(0, "x"), finished(1, "stop"), doneView(2, completion("x", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{content(1, "x"), finished(2, "stop"), doneView(3, completion("x", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 		{
 			name: "CRLF line ends and a byte order mark",
 			in: "\xEF\xBB\xBF" + strings.ReplaceAll(keepAlive+openai(`{"content":"a"}`)+finish("stop"), "\n", "\r\n") +
 				"data: [DONE]\r\n\r\n",
-			want: []view{ka(), content(0, "a"), finished(1, "stop"), doneView(2, completion("a", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{ka(), content(1, "a"), finished(2, "stop"), doneView(3, completion("a", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 		{
 			name: "a data value split over two data lines is joined with a newline",
 			in:   "data: {\"choices\":[{\"delta\":\ndata: {\"content\":\"j\"},\"finish_reason\":\"stop\"}]}\n\n" + done,
 			want: []view{
-				{Index: 0, Content: "j", FinishReason: "stop"},
-				doneView(1, completion("j", "", "stop", "", "", nil)),
+				{Index: 1, Content: "j", FinishReason: "stop"},
+				doneView(2, completion("j", "", "stop", "", "", nil)),
 			},
 		},
 		{
 			name: "[DONE] with surrounding spaces",
 			in:   finish("stop") + "data:  [DONE] \n\n",
-			want: []view{finished(0, "stop"), doneView(1, completion("", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{finished(1, "stop"), doneView(2, completion("", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 		{
 			name: "choices other than index 0 are ignored",
 			in: "data: " + `{"choices":[{"index":1,"delta":{"content":"other"},"finish_reason":"length"},{"index":0,"delta":{"content":"mine"}}]}` + "\n\n" +
 				finish("stop") + done,
-			want: []view{content(0, "mine"), finished(1, "stop"), doneView(2, completion("mine", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{content(1, "mine"), finished(2, "stop"), doneView(3, completion("mine", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 	})
 }
@@ -366,25 +366,25 @@ func TestR13_3_LengthIsTerminalWithoutDone(t *testing.T) {
 			name: "finish length after content",
 			in:   openai(`{"content":"Once upon"}`) + finish("length"),
 			tail: done,
-			want: []view{content(0, "Once upon"), {Index: 1, FinishReason: "length", Err: lengthErr}},
+			want: []view{content(1, "Once upon"), {Index: 2, FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "gpt-4o", ID: "chatcmpl-1"}, Err: lengthErr}},
 		},
 		{
 			name: "content in the length chunk is still counted",
 			in:   "data: " + chunkHead + `{"content":"é🙂"},"finish_reason":"length"}]}` + "\n\n",
 			tail: usage + done,
-			want: []view{{Index: 0, Content: "é🙂", FinishReason: "length", Err: lengthErr}},
+			want: []view{{Index: 1, Content: "é🙂", FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "gpt-4o", ID: "chatcmpl-1"}, Err: lengthErr}},
 		},
 		{
 			name: "oMLX length",
 			in:   keepAlive + omlx(`{"role":"assistant"}`) + omlx(`{"content":"a"}`) + omlxFinish("length"),
 			tail: done,
-			want: []view{ka(), empty(0), content(1, "a"), {Index: 2, FinishReason: "length", Err: lengthErr}},
+			want: []view{ka(), empty(1), content(2, "a"), {Index: 3, FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "qwen3", ID: "chatcmpl-7"}, Err: lengthErr}},
 		},
 		{
 			name: "another finish (content_filter) is terminal the same way",
 			in:   openai(`{"content":"a"}`) + finish("content_filter"),
 			tail: done,
-			want: []view{content(0, "a"), {Index: 1, FinishReason: "content_filter", Err: "stream incomplete_completion finish=content_filter"}},
+			want: []view{content(1, "a"), {Index: 2, FinishReason: "content_filter", Completion: &chat.Completion{FinishReason: "content_filter", Model: "gpt-4o", ID: "chatcmpl-1"}, Err: "stream incomplete_completion finish=content_filter"}},
 		},
 	})
 }
@@ -395,7 +395,7 @@ func TestR13_3_DoneWithoutAcceptedFinishIsProtocolError(t *testing.T) {
 		{
 			name: "content then [DONE] without any finish",
 			in:   openai(`{"content":"a"}`) + done,
-			want: []view{content(0, "a"), {Err: "protocol"}},
+			want: []view{content(1, "a"), {Err: "protocol"}},
 		},
 		{
 			name: "[DONE] alone",
@@ -405,7 +405,7 @@ func TestR13_3_DoneWithoutAcceptedFinishIsProtocolError(t *testing.T) {
 		{
 			name: "finish_reason null everywhere",
 			in:   openai(`{"content":"a"}`) + usage + done,
-			want: []view{content(0, "a"), empty(1), {Err: "protocol"}},
+			want: []view{content(1, "a"), empty(2), {Err: "protocol"}},
 		},
 	})
 }
@@ -419,21 +419,21 @@ func TestR13_3_EOFBeforeTerminalIsIncomplete(t *testing.T) {
 			name:       "content, finish stop, no [DONE]",
 			in:         openai(`{"content":"a"}`) + finish("stop"),
 			incomplete: true,
-			want:       []view{content(0, "a"), finished(1, "stop")},
+			want:       []view{content(1, "a"), finished(2, "stop")},
 		},
 		{
 			name:       "[DONE] without its blank line at EOF is an unfinished event",
 			in:         openai(`{"content":"a"}`) + finish("stop"),
 			tail:       "data: [DONE]\n",
 			incomplete: true,
-			want:       []view{content(0, "a"), finished(1, "stop")},
+			want:       []view{content(1, "a"), finished(2, "stop")},
 		},
 		{
 			name:       "cut mid-event",
 			in:         openai(`{"content":"a"}`),
 			tail:       `data: {"choices":[{"delta":{"content":"b`,
 			incomplete: true,
-			want:       []view{content(0, "a")},
+			want:       []view{content(1, "a")},
 		},
 	})
 }
@@ -462,17 +462,17 @@ func TestR13_2_CountsAreDecodedUTF8Bytes(t *testing.T) {
 		{
 			name: "é🙂 is 6 bytes of content and of reasoning",
 			in:   openai(`{"reasoning_content":"é🙂"}`) + openai(`{"content":"é🙂"}`) + finish("stop") + done,
-			want: []view{reasoning(0, "é🙂"), content(1, "é🙂"), finished(2, "stop"), doneView(3, completion("é🙂", "é🙂", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{reasoning(1, "é🙂"), content(2, "é🙂"), finished(3, "stop"), doneView(4, completion("é🙂", "é🙂", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 		{
 			name: "escapes count their decoded bytes",
 			in:   openai(`{"content":"\u00e9\ud83d\ude42\n"}`) + finish("stop") + done,
-			want: []view{content(0, "é🙂\n"), finished(1, "stop"), doneView(2, completion("é🙂\n", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{content(1, "é🙂\n"), finished(2, "stop"), doneView(3, completion("é🙂\n", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 		{
 			name: "a lone surrogate escape decodes to U+FFFD (3 bytes)",
 			in:   openai(`{"content":"\ud800"}`) + finish("stop") + done,
-			want: []view{content(0, "\uFFFD"), finished(1, "stop"), doneView(2, completion("\uFFFD", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{content(1, "\uFFFD"), finished(2, "stop"), doneView(3, completion("\uFFFD", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 	})
 	r := feed([][]byte{[]byte(openai(`{"reasoning_content":"é🙂"}`) + openai(`{"content":"é🙂"}`))})
@@ -492,7 +492,7 @@ func TestR13_2_ObservedIsTheSumOfFrameSemantics(t *testing.T) {
 	}
 }
 
-func TestR13_6_FrameIndexCountsNonKeepaliveFramesFromZero(t *testing.T) {
+func TestR13_6_FrameIndexCountsNonKeepaliveFramesFromOne(t *testing.T) {
 	t.Parallel()
 	in := keepAlive + openai(`{"content":"a"}`) + openRouterPing + modelKeepalive + openai(`{"content":"b"}`) + finish("stop") + keepAlive + done
 	r := feed([][]byte{[]byte(in)})
@@ -506,12 +506,12 @@ func TestR13_6_FrameIndexCountsNonKeepaliveFramesFromZero(t *testing.T) {
 		}
 		idx = append(idx, f.Index)
 	}
-	equal(t, []int{0, 1, 2, 3}, idx)
+	equal(t, []int{1, 2, 3, 4}, idx)
 	equal(t, 4, kas)
-	// A new decoder (a new attempt) restarts at 0.
+	// A new decoder (a new attempt) restarts at 1.
 	r = feed([][]byte{[]byte(openai(`{"content":"a"}`))})
 	need(t, len(r.frames) == 1, "frames: %d", len(r.frames))
-	equal(t, 0, r.frames[0].Index)
+	equal(t, 1, r.frames[0].Index)
 }
 
 // ---------------------------------------------------------------------------
@@ -525,32 +525,32 @@ func TestR13_7_ReasoningDeltas(t *testing.T) {
 			in: keepAlive + omlx(`{"role":"assistant"}`) + omlx(`{"reasoning_content":"2+2"}`) + omlx(`{"reasoning_content":"=4"}`) +
 				omlx(`{"content":"4"}`) + omlxFinish("stop") + done,
 			want: []view{
-				ka(), empty(0), reasoning(1, "2+2"), reasoning(2, "=4"), content(3, "4"), finished(4, "stop"),
-				doneView(5, completion("4", "2+2=4", "stop", "qwen3", "chatcmpl-7", nil)),
+				ka(), empty(1), reasoning(2, "2+2"), reasoning(3, "=4"), content(4, "4"), finished(5, "stop"),
+				doneView(6, completion("4", "2+2=4", "stop", "qwen3", "chatcmpl-7", nil)),
 			},
 		},
 		{
 			name: "reasoning (Ollama's OpenAI layer, OpenRouter)",
 			in:   openai(`{"role":"assistant","content":"","reasoning":"hm"}`) + openai(`{"content":"ok"}`) + finish("stop") + done,
 			want: []view{
-				{Index: 0, Reasoning: "hm"}, content(1, "ok"), finished(2, "stop"),
-				doneView(3, completion("ok", "hm", "stop", "gpt-4o", "chatcmpl-1", nil)),
+				{Index: 1, Reasoning: "hm"}, content(2, "ok"), finished(3, "stop"),
+				doneView(4, completion("ok", "hm", "stop", "gpt-4o", "chatcmpl-1", nil)),
 			},
 		},
 		{
 			name: "reasoning_content wins over reasoning when a server sends both",
 			in:   openai(`{"reasoning_content":"a","reasoning":"a"}`) + finish("stop") + done,
-			want: []view{reasoning(0, "a"), finished(1, "stop"), doneView(2, completion("", "a", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{reasoning(1, "a"), finished(2, "stop"), doneView(3, completion("", "a", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 		{
 			name: "an empty reasoning_content does not hide reasoning",
 			in:   openai(`{"reasoning_content":"","reasoning":"r"}`) + finish("stop") + done,
-			want: []view{reasoning(0, "r"), finished(1, "stop"), doneView(2, completion("", "r", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{reasoning(1, "r"), finished(2, "stop"), doneView(3, completion("", "r", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 		{
 			name: "null fields are absent",
 			in:   openai(`{"content":null,"reasoning_content":null,"reasoning":null,"tool_calls":null,"function_call":null}`) + finish("stop") + done,
-			want: []view{empty(0), finished(1, "stop"), doneView(2, completion("", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{empty(1), finished(2, "stop"), doneView(3, completion("", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 	})
 }
@@ -574,14 +574,14 @@ func TestR13_4_ToolCallFragmentsAssembleOnlyAtAcceptedEnd(t *testing.T) {
 				openai(`{"tool_calls":[{"index":1,"function":{"arguments":":\"JST\"}"}}]}`) +
 				finish("tool_calls") + done,
 			want: []view{
-				empty(0),
-				{Index: 1, Fragments: []chat.ToolCallFragment{frag(0, "call_1", "get_weather", "")}},
-				{Index: 2, Fragments: []chat.ToolCallFragment{frag(0, "", "", `{"city":`)}},
-				{Index: 3, Fragments: []chat.ToolCallFragment{frag(1, "call_2", "get_time", `{"tz"`)}},
-				{Index: 4, Fragments: []chat.ToolCallFragment{frag(0, "", "", `"Tokyo"}`)}},
-				{Index: 5, Fragments: []chat.ToolCallFragment{frag(1, "", "", `:"JST"}`)}},
-				finished(6, "tool_calls"),
-				doneView(7, completion("", "", "tool_calls", "gpt-4o", "chatcmpl-1", nil,
+				empty(1),
+				{Index: 2, Fragments: []chat.ToolCallFragment{frag(0, "call_1", "get_weather", "")}},
+				{Index: 3, Fragments: []chat.ToolCallFragment{frag(0, "", "", `{"city":`)}},
+				{Index: 4, Fragments: []chat.ToolCallFragment{frag(1, "call_2", "get_time", `{"tz"`)}},
+				{Index: 5, Fragments: []chat.ToolCallFragment{frag(0, "", "", `"Tokyo"}`)}},
+				{Index: 6, Fragments: []chat.ToolCallFragment{frag(1, "", "", `:"JST"}`)}},
+				finished(7, "tool_calls"),
+				doneView(8, completion("", "", "tool_calls", "gpt-4o", "chatcmpl-1", nil,
 					call("call_1", "get_weather", `{"city":"Tokyo"}`), call("call_2", "get_time", `{"tz":"JST"}`))),
 			},
 		},
@@ -592,11 +592,11 @@ func TestR13_4_ToolCallFragmentsAssembleOnlyAtAcceptedEnd(t *testing.T) {
 				omlx(`{"tool_calls":[{"index":1,"id":"call_ijklmnop","type":"function","function":{"name":"b","arguments":"{}"}}]}`) +
 				omlxFinish("tool_calls") + done,
 			want: []view{
-				ka(), empty(0),
-				{Index: 1, Fragments: []chat.ToolCallFragment{frag(0, "call_abcdefgh", "a", `{"x":1}`)}},
-				{Index: 2, Fragments: []chat.ToolCallFragment{frag(1, "call_ijklmnop", "b", `{}`)}},
-				finished(3, "tool_calls"),
-				doneView(4, completion("", "", "tool_calls", "qwen3", "chatcmpl-7", nil,
+				ka(), empty(1),
+				{Index: 2, Fragments: []chat.ToolCallFragment{frag(0, "call_abcdefgh", "a", `{"x":1}`)}},
+				{Index: 3, Fragments: []chat.ToolCallFragment{frag(1, "call_ijklmnop", "b", `{}`)}},
+				finished(4, "tool_calls"),
+				doneView(5, completion("", "", "tool_calls", "qwen3", "chatcmpl-7", nil,
 					call("call_abcdefgh", "a", `{"x":1}`), call("call_ijklmnop", "b", `{}`))),
 			},
 		},
@@ -605,18 +605,18 @@ func TestR13_4_ToolCallFragmentsAssembleOnlyAtAcceptedEnd(t *testing.T) {
 			in: openai(`{"tool_calls":[{"index":0,"id":"c0","function":{"name":"a","arguments":"{}"}},{"index":1,"id":"c1","function":{"name":"b","arguments":"[]"}}]}`) +
 				finish("tool_calls") + done,
 			want: []view{
-				{Index: 0, Fragments: []chat.ToolCallFragment{frag(0, "c0", "a", "{}"), frag(1, "c1", "b", "[]")}},
-				finished(1, "tool_calls"),
-				doneView(2, completion("", "", "tool_calls", "gpt-4o", "chatcmpl-1", nil, call("c0", "a", "{}"), call("c1", "b", "[]"))),
+				{Index: 1, Fragments: []chat.ToolCallFragment{frag(0, "c0", "a", "{}"), frag(1, "c1", "b", "[]")}},
+				finished(2, "tool_calls"),
+				doneView(3, completion("", "", "tool_calls", "gpt-4o", "chatcmpl-1", nil, call("c0", "a", "{}"), call("c1", "b", "[]"))),
 			},
 		},
 		{
 			name: "arguments that are not JSON are kept as a JSON string",
 			in:   openai(`{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\":"}}]}`) + finish("tool_calls") + done,
 			want: []view{
-				{Index: 0, Fragments: []chat.ToolCallFragment{frag(0, "c", "f", `{"a":`)}},
-				finished(1, "tool_calls"),
-				doneView(2, completion("", "", "tool_calls", "gpt-4o", "chatcmpl-1", nil, call("c", "f", `"{\"a\":"`))),
+				{Index: 1, Fragments: []chat.ToolCallFragment{frag(0, "c", "f", `{"a":`)}},
+				finished(2, "tool_calls"),
+				doneView(3, completion("", "", "tool_calls", "gpt-4o", "chatcmpl-1", nil, call("c", "f", `"{\"a\":"`))),
 			},
 		},
 		{
@@ -624,10 +624,10 @@ func TestR13_4_ToolCallFragmentsAssembleOnlyAtAcceptedEnd(t *testing.T) {
 			in: openai(`{"content":"Let me check."}`) +
 				openai(`{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}`) + finish("stop") + done,
 			want: []view{
-				content(0, "Let me check."),
-				{Index: 1, Fragments: []chat.ToolCallFragment{frag(0, "c", "f", "{}")}},
-				finished(2, "stop"),
-				doneView(3, completion("Let me check.", "", "stop", "gpt-4o", "chatcmpl-1", nil, call("c", "f", "{}"))),
+				content(1, "Let me check."),
+				{Index: 2, Fragments: []chat.ToolCallFragment{frag(0, "c", "f", "{}")}},
+				finished(3, "stop"),
+				doneView(4, completion("Let me check.", "", "stop", "gpt-4o", "chatcmpl-1", nil, call("c", "f", "{}"))),
 			},
 		},
 		{
@@ -636,8 +636,8 @@ func TestR13_4_ToolCallFragmentsAssembleOnlyAtAcceptedEnd(t *testing.T) {
 				finish("length"),
 			tail: done,
 			want: []view{
-				{Index: 0, Fragments: []chat.ToolCallFragment{frag(0, "c", "f", `{"a"`)}},
-				{Index: 1, FinishReason: "length", Err: "stream incomplete_completion finish=length"},
+				{Index: 1, Fragments: []chat.ToolCallFragment{frag(0, "c", "f", `{"a"`)}},
+				{Index: 2, FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "gpt-4o", ID: "chatcmpl-1"}, Err: "stream incomplete_completion finish=length"},
 			},
 		},
 	})
@@ -652,11 +652,11 @@ func TestR14_2_LegacyFunctionCallDeltasAreFragments(t *testing.T) {
 			openai(`{"function_call":{"arguments":"\"Paris\"}"}}`) +
 			finish("function_call") + done,
 		want: []view{
-			{Index: 0, Fragments: []chat.ToolCallFragment{{Name: "get_weather"}}},
-			{Index: 1, Fragments: []chat.ToolCallFragment{{Arguments: `{"city":`}}},
-			{Index: 2, Fragments: []chat.ToolCallFragment{{Arguments: `"Paris"}`}}},
-			finished(3, "function_call"),
-			doneView(4, completion("", "", "function_call", "gpt-4o", "chatcmpl-1", nil,
+			{Index: 1, Fragments: []chat.ToolCallFragment{{Name: "get_weather"}}},
+			{Index: 2, Fragments: []chat.ToolCallFragment{{Arguments: `{"city":`}}},
+			{Index: 3, Fragments: []chat.ToolCallFragment{{Arguments: `"Paris"}`}}},
+			finished(4, "function_call"),
+			doneView(5, completion("", "", "function_call", "gpt-4o", "chatcmpl-1", nil,
 				chat.ToolCall{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)})),
 		},
 	}})
@@ -673,8 +673,8 @@ func TestR14_2_KeepalivesHaveNoSemantics(t *testing.T) {
 			in: keepAlive + openRouterPing + modelKeepalive + openai(`{"content":"a"}`) + keepAlive + finish("stop") +
 				modelKeepalive + done,
 			// The keepalive chunk's "model" is not the answering model.
-			want: []view{ka(), ka(), ka(), content(0, "a"), ka(), finished(1, "stop"), ka(),
-				doneView(2, completion("a", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{ka(), ka(), ka(), content(1, "a"), ka(), finished(2, "stop"), ka(),
+				doneView(3, completion("a", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 		{
 			name: "a comment with other fields, stray blank lines, an event name only",
@@ -698,30 +698,30 @@ func TestR14_2_EscapedKeysAreDecoded(t *testing.T) {
 		{
 			name: "con\\u0074ent is content",
 			in:   `data: {"\u0063hoices":[{"delta":{"con\u0074ent":"hi","reasoning\u005fcontent":"r"},"finish\u005freason":"stop"}]}` + "\n\n" + done,
-			want: []view{{Index: 0, Content: "hi", Reasoning: "r", FinishReason: "stop"}, doneView(1, completion("hi", "r", "stop", "", "", nil))},
+			want: []view{{Index: 1, Content: "hi", Reasoning: "r", FinishReason: "stop"}, doneView(2, completion("hi", "r", "stop", "", "", nil))},
 		},
 		{
 			name: "escaped tool_calls and function keys",
 			in:   `data: {"choices":[{"delta":{"tool\u005fcalls":[{"\u0069ndex":0,"id":"c","\u0066unction":{"n\u0061me":"f","argument\u0073":"{}"}}]},"finish_reason":"tool_calls"}]}` + "\n\n" + done,
 			want: []view{
-				{Index: 0, Fragments: []chat.ToolCallFragment{{ID: "c", Name: "f", Arguments: "{}"}}, FinishReason: "tool_calls"},
-				doneView(1, completion("", "", "tool_calls", "", "", nil, chat.ToolCall{ID: "c", Name: "f", Arguments: json.RawMessage("{}")})),
+				{Index: 1, Fragments: []chat.ToolCallFragment{{ID: "c", Name: "f", Arguments: "{}"}}, FinishReason: "tool_calls"},
+				doneView(2, completion("", "", "tool_calls", "", "", nil, chat.ToolCall{ID: "c", Name: "f", Arguments: json.RawMessage("{}")})),
 			},
 		},
 		{
 			name: "keys that differ only in case are other keys",
 			in:   `data: {"choices":[{"delta":{"Content":"no","TOOL_CALLS":[{"function":{"name":"f"}}],"content":"yes"}}]}` + "\n\n",
-			want: []view{content(0, "yes")}, incomplete: true,
+			want: []view{content(1, "yes")}, incomplete: true,
 		},
 		{
 			name: "an Error key is not an error",
 			in:   `data: {"Error":{"message":"no"},"choices":[{"delta":{"content":"a"}}]}` + "\n\n",
-			want: []view{content(0, "a")}, incomplete: true,
+			want: []view{content(1, "a")}, incomplete: true,
 		},
 		{
 			name: "a duplicate key: the last one counts, as in encoding/json",
 			in:   `data: {"choices":[{"delta":{"content":"first","content":"last"}}]}` + "\n\n",
-			want: []view{content(0, "last")}, incomplete: true,
+			want: []view{content(1, "last")}, incomplete: true,
 		},
 	})
 }
@@ -735,13 +735,13 @@ func TestR14_2_WhitespacePrefixedDataLinesAreDecoded(t *testing.T) {
 				"\tdata:" + chunkHead + `{"content":"b"}}]}` + "\n\n" +
 				"   data:  " + chunkHead + `{"content":"c"},"finish_reason":"stop"}]}` + "\n\n" +
 				"  data: [DONE]\n\n",
-			want: []view{content(0, "a"), content(1, "b"), {Index: 2, Content: "c", FinishReason: "stop"},
-				doneView(3, completion("abc", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
+			want: []view{content(1, "a"), content(2, "b"), {Index: 3, Content: "c", FinishReason: "stop"},
+				doneView(4, completion("abc", "", "stop", "gpt-4o", "chatcmpl-1", nil))},
 		},
 		{
 			name: "whitespace inside the JSON",
 			in:   "data: { \"choices\" : [ { \"delta\" : { \"content\" : \"a\" } , \"finish_reason\" : \"stop\" } ] }\n\n" + done,
-			want: []view{{Index: 0, Content: "a", FinishReason: "stop"}, doneView(1, completion("a", "", "stop", "", "", nil))},
+			want: []view{{Index: 1, Content: "a", FinishReason: "stop"}, doneView(2, completion("a", "", "stop", "", "", nil))},
 		},
 	})
 }
@@ -752,22 +752,22 @@ func TestR14_2_QuotedLookAlikesAreContent(t *testing.T) {
 		{
 			name: "tool_calls inside content",
 			in:   `data: {"choices":[{"delta":{"content":"quoted \"tool_calls\": ["}}]}` + "\n\n",
-			want: []view{content(0, `quoted "tool_calls": [`)}, incomplete: true,
+			want: []view{content(1, `quoted "tool_calls": [`)}, incomplete: true,
 		},
 		{
 			name: "an error object and [DONE] inside content",
 			in: `data: {"choices":[{"delta":{"content":"{\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\n"}}]}` + "\n\n" +
 				`data: {"choices":[{"delta":{"content":": keep-alive"},"finish_reason":"stop"}]}` + "\n\n" + done,
 			want: []view{
-				content(0, "{\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\n"),
-				{Index: 1, Content: ": keep-alive", FinishReason: "stop"},
-				doneView(2, completion("{\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\n: keep-alive", "", "stop", "", "", nil)),
+				content(1, "{\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\n"),
+				{Index: 2, Content: ": keep-alive", FinishReason: "stop"},
+				doneView(3, completion("{\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\n: keep-alive", "", "stop", "", "", nil)),
 			},
 		},
 		{
 			name: "a finish_reason look-alike in content does not finish",
 			in:   `data: {"choices":[{"delta":{"content":"\"finish_reason\":\"length\""}}]}` + "\n\n" + done,
-			want: []view{content(0, `"finish_reason":"length"`), {Err: "protocol"}},
+			want: []view{content(1, `"finish_reason":"length"`), {Err: "protocol"}},
 		},
 	})
 }
@@ -782,64 +782,64 @@ func TestR4_7_InBandErrorsEndTheStream(t *testing.T) {
 			name: "oMLX error then [DONE]",
 			in:   keepAlive + omlx(`{"content":"a"}`) + `data: {"error":{"message":"Internal server error","type":"server_error"}}` + "\n\n",
 			tail: done,
-			want: []view{ka(), content(0, "a"), {Index: 1, Err: "provider code= message=Internal server error"}},
+			want: []view{ka(), content(1, "a"), {Index: 2, Err: "provider code= message=Internal server error"}},
 		},
 		{
 			name: "OpenAI error with a string code",
 			in:   `data: {"error":{"message":"The server had an error","type":"server_error","param":null,"code":"server_error"}}` + "\n\n",
 			tail: openai(`{"content":"after"}`) + finish("stop") + done,
-			want: []view{{Index: 0, Err: "provider code=server_error message=The server had an error"}},
+			want: []view{{Index: 1, Err: "provider code=server_error message=The server had an error"}},
 		},
 		{
 			name: "OpenRouter error with finish_reason error in the same chunk",
 			in: openai(`{"content":"a"}`) +
 				`data: {"id":"cmpl-1","object":"chat.completion.chunk","model":"m","provider":"openai","error":{"code":"server_error","message":"Provider disconnected"},"choices":[{"index":0,"delta":{"content":"zz"},"finish_reason":"error"}]}` + "\n\n",
 			tail: done,
-			want: []view{content(0, "a"), {Index: 1, Err: "provider code=server_error message=Provider disconnected"}},
+			want: []view{content(1, "a"), {Index: 2, Err: "provider code=server_error message=Provider disconnected"}},
 		},
 		{
 			name: "a numeric code is not kept",
 			in:   `data: {"error":{"message":"m","code":500}}` + "\n\n",
-			want: []view{{Index: 0, Err: "provider code= message=m"}},
+			want: []view{{Index: 1, Err: "provider code= message=m"}},
 		},
 		{
 			name: "error as a string",
 			in:   `data: {"error":"overloaded"}` + "\n\n",
-			want: []view{{Index: 0, Err: "provider code= message=overloaded"}},
+			want: []view{{Index: 1, Err: "provider code= message=overloaded"}},
 		},
 		{
 			name: "vLLM object:error",
 			in:   `data: {"object":"error","message":"bad","type":"BadRequestError","param":null,"code":400}` + "\n\n",
 			tail: done,
-			want: []view{{Index: 0, Err: "provider code= message=bad"}},
+			want: []view{{Index: 1, Err: "provider code= message=bad"}},
 		},
 		{
 			name: "event: error with a JSON error",
 			in:   openai(`{"content":"a"}`) + "event: error\n" + `data: {"error":{"message":"m","code":"rate_limit_exceeded"}}` + "\n\n",
 			tail: done,
-			want: []view{content(0, "a"), {Index: 1, Err: "provider code=rate_limit_exceeded message=m"}},
+			want: []view{content(1, "a"), {Index: 2, Err: "provider code=rate_limit_exceeded message=m"}},
 		},
 		{
 			name: "event: error with text data",
 			in:   "event: error\ndata: upstream went away\n\n",
 			tail: done,
-			want: []view{{Index: 0, Err: "provider code= message="}},
+			want: []view{{Index: 1, Err: "provider code= message="}},
 		},
 		{
 			name: "event: error without data",
 			in:   "event: error\n\n",
 			tail: openai(`{"content":"a"}`) + finish("stop") + done,
-			want: []view{{Index: 0, Err: "provider code= message="}},
+			want: []view{{Index: 1, Err: "provider code= message="}},
 		},
 		{
 			name: "event: error with [DONE] data",
 			in:   finish("stop") + "event: error\ndata: [DONE]\n\n",
-			want: []view{finished(0, "stop"), {Index: 1, Err: "provider code= message="}},
+			want: []view{finished(1, "stop"), {Index: 2, Err: "provider code= message="}},
 		},
 		{
 			name: "error: null is no error",
 			in:   `data: {"error":null,"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}]}` + "\n\n" + done,
-			want: []view{{Index: 0, Content: "a", FinishReason: "stop"}, doneView(1, completion("a", "", "stop", "", "", nil))},
+			want: []view{{Index: 1, Content: "a", FinishReason: "stop"}, doneView(2, completion("a", "", "stop", "", "", nil))},
 		},
 	})
 }
@@ -849,7 +849,7 @@ func TestR4_5_MalformedEventsEndTheStream(t *testing.T) {
 	after := openai(`{"content":"after"}`) + finish("stop") + done
 	runCases(t, []streamCase{
 		{name: "truncated JSON", in: openai(`{"content":"a"}`) + `data: {"choices":[{"delta":{"content":"b"` + "\n\n", tail: after,
-			want: []view{content(0, "a"), {Err: "protocol"}}},
+			want: []view{content(1, "a"), {Err: "protocol"}}},
 		{name: "a bare word (an unprefixed OpenRouter comment)", in: "data: OPENROUTER PROCESSING\n\n", tail: after, want: []view{{Err: "protocol"}}},
 		{name: "invalid UTF-8 in a string", in: "data: {\"choices\":[{\"delta\":{\"content\":\"\xff\"}}]}\n\n", tail: after, want: []view{{Err: "protocol"}}},
 		{name: "invalid UTF-8 outside strings", in: "data: {\"choices\":[]}\xc3\n\n", tail: after, want: []view{{Err: "protocol"}}},
