@@ -128,8 +128,9 @@
 //     a failure other than the caller's cancellation, as on the attempt
 //     span. The outcome is "succeeded" (attempt_succeeded), "failed"
 //     (attempt_failed, or an attempt left open by a call that failed, such
-//     as an observer error) or "closed" (an attempt left open by a caller
-//     that closed the stream before its end).
+//     as an observer error) or "closed" (an attempt the engine left without
+//     an attempt_succeeded or attempt_failed event; a stream the caller
+//     closes early is recorded as failed, R13.5).
 //   - recourse.client.resends and recourse.client.retry.delay:
 //     recourse.failure.category of the failure that caused the resend and
 //     its http.response.status_code when it had one.

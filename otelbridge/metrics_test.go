@@ -308,8 +308,8 @@ func TestMetricsTimeToFirstOutput(t *testing.T) {
 	})
 }
 
-// A stream the caller closes before its end: the open attempt counts as
-// closed, the completion as closed.
+// A stream the caller closes before its end: the engine records the open
+// attempt as failed (R13.5), and the completion counts as closed.
 func TestMetricsStreamClosedEarly(t *testing.T) {
 	gate := make(chan struct{})
 	events := scripted.OpenAIStream("Hel", "lo")
@@ -323,7 +323,7 @@ func TestMetricsStreamClosedEarly(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	close(gate)
 	rm := f.metrics()
-	assert.Equal(t, map[string]int64{"closed": 1}, counts(t, rm, "recourse.client.attempts", "recourse.attempt.outcome"))
+	assert.Equal(t, map[string]int64{"failed": 1}, counts(t, rm, "recourse.client.attempts", "recourse.attempt.outcome"))
 	assert.Equal(t, map[string]int64{"closed": 1}, counts(t, rm, "recourse.client.outcomes", "recourse.outcome"))
 }
 
