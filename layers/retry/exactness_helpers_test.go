@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 // Fixtures of the exactness tests (exactness_test.go,
 // exactness_stream_test.go). They are self-contained on purpose: every

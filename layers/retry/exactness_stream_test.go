@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 // Exactness of streams: what the consumer receives and which lifecycle a
 // stream records when it is cancelled, stopped, cut short by a capture

@@ -1,4 +1,4 @@
-package chain_test
+package retry_test
 
 // Exactness of ordinary calls and of the failure evidence shared with
 // streams: what Inspect keeps of a failed response capture (R10.5, R12.3),
