@@ -13,9 +13,11 @@ type Frame struct {
 	// Keepalive marks a frame without meaning: an SSE comment, an NDJSON
 	// blank line, an oMLX keepalive chunk (R14.2).
 	Keepalive bool
-	// Reasoning and Content are the decoded text deltas of the frame.
+	// Reasoning is the frame's decoded reasoning delta (Ollama "thinking",
+	// "reasoning_content" or "reasoning" of compatible servers), or "".
 	Reasoning string
-	Content   string
+	// Content is the frame's decoded content delta, or "".
+	Content string
 	// Fragments are the tool-call fragments of the frame (legacy
 	// function_call deltas included).
 	Fragments []chat.ToolCallFragment

@@ -260,7 +260,11 @@ func sampleJitter(j func() float64) (v float64, ok bool) {
 // PanicError is the private cause recorded when a hook (Sleep, a capture
 // hook) panicked: Value is what it panicked with. Its Error text is safe and never shows
 // the value.
-type PanicError struct{ Value any }
+type PanicError struct {
+	// Value is what the hook panicked with (sensitive: it may hold
+	// anything); it never appears in Error.
+	Value any
+}
 
 // Error returns a safe message.
 func (*PanicError) Error() string { return "recourse: a policy hook panicked" }
