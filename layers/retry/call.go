@@ -232,7 +232,10 @@ func (c *call) finishWith(o layer.Outcome, f *layer.Failure, resp *http.Response
 
 // end builds the RecoveryError and decides between passing the final
 // response through and returning the error. A redirect is never passed
-// through, whichever layer produced it (R2.2).
+// through, whichever layer produced it (R2.2), and neither is a 2xx: the
+// engine judged it a failure (an error object, a malformed body,
+// structured content that is not JSON), and an SDK would read it as a
+// success, so a drop-in caller fails closed as the native client does.
 func (c *call) end(o layer.Outcome, f *layer.Failure, resp *http.Response) (*http.Response, error) {
 	var ctxErr error
 	if o == layer.OutcomeCancelled {
@@ -240,11 +243,18 @@ func (c *call) end(o layer.Outcome, f *layer.Failure, resp *http.Response) (*htt
 	}
 	rerr := layer.NewRecoveryError(o, *f, c.history, ctxErr)
 	c.report(rerr)
-	if resp != nil && o == layer.OutcomeInterrupted && !c.lc.TypedErrors && !c.stream && !layer.IsRedirect(resp.StatusCode) {
+	if resp != nil && o == layer.OutcomeInterrupted && !c.lc.TypedErrors && !c.stream && passable(resp.StatusCode) {
 		return resp, nil
 	}
 	closeResp(resp)
 	return nil, rerr
+}
+
+// passable reports whether a final failure response with status may be
+// handed to a drop-in caller: an HTTP failure status, not a redirect and not
+// a 2xx (see end).
+func passable(status int) bool {
+	return status/100 != 2 && !layer.IsRedirect(status)
 }
 
 func (c *call) report(err *layer.RecoveryError) {

@@ -17,12 +17,15 @@
 // As an http.RoundTripper the engine returns:
 //   - the response, with its body fully read and replayable, on success;
 //   - the final response, unchanged for SDK error handling, when the final
-//     failure is a complete response that was not eligible for a retry (for
-//     example a 400, a 404, or a provider error object in a 200);
-//   - otherwise (exhausted, deadline, delay ceiling, admission outcomes,
-//     cancellation, partial bodies, capture failures, refused redirects) a
+//     failure is a complete non-2xx response that was not eligible for a
+//     retry (for example a 400 or a 404);
+//   - otherwise (a 2xx the engine judged a failure — a provider error
+//     object, a malformed body, structured content that is not JSON —,
+//     exhausted, deadline, delay ceiling, admission outcomes, cancellation,
+//     partial bodies, capture failures, refused redirects) a
 //     *layer.RecoveryError, which http.Client wraps in a *url.Error and
-//     errors.As finds.
+//     errors.As finds. A 2xx failure never reaches a drop-in caller as a
+//     response: an SDK would read it as a success.
 //
 // A caller that wants the typed error in every case (the native client)
 // sets TypedErrors in the call's *layer.Call; the engine reports the call's

@@ -1,0 +1,79 @@
+package retry_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// dropInPost sends body through the rig's plain http.Client, as an SDK
+// would, with lc in the context when it is not nil.
+func dropInPost(t *testing.T, r *rigtest.Rig, body []byte, lc *layer.Call) (*http.Response, error) {
+	t.Helper()
+	ctx := context.Background()
+	if lc != nil {
+		ctx = layer.WithCall(ctx, lc)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Server.URL+completionsPath, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+rigtest.Key)
+	resp, err := r.HTTP.Do(req)
+	if resp != nil {
+		t.Cleanup(func() { resp.Body.Close() })
+	}
+	return resp, err
+}
+
+// A 2xx that the engine judged a failure — a provider error object, a
+// malformed body, structured content that is not JSON — fails closed for a
+// drop-in caller too: the http.Client returns an error that unwraps to the
+// *layer.RecoveryError, never a 2xx an SDK would read as a success.
+func TestDropIn2xxFailureFailsClosed(t *testing.T) {
+	structured := &chat.Request{
+		Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: rigtest.Prompt}},
+		Schema: &chat.Schema{Name: "answer", Schema: json.RawMessage(`{"type":"object"}`)},
+	}
+	rows := []struct {
+		name string
+		req  *chat.Request
+		step scripted.Step
+		cat  layer.Category
+	}{
+		{"error object", canaryRequest(), scripted.JSON(200, scripted.OpenAIError("server_error", "server_error", "echo "+rigtest.Prompt)), layer.CategoryProviderResponse},
+		{"malformed", canaryRequest(), scripted.JSON(200, `{"choices":`), layer.CategoryProtocol},
+		{"structured not JSON", structured, okStep("plain words " + rigtest.Prompt), layer.CategoryProtocol},
+	}
+	for _, tc := range rows {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, tc.step, okStep("never"))
+			lc := &layer.Call{}
+
+			resp, err := dropInPost(t, r, encoded(t, tc.req), lc)
+
+			require.Error(t, err, "a 2xx failure must not reach the caller as a response")
+			assert.Nil(t, resp)
+			var re *layer.RecoveryError
+			require.True(t, errors.As(err, &re), "errors.As(*layer.RecoveryError) on %T", err)
+			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, tc.cat, re.Failure.Category)
+			assert.Same(t, re, lc.Result.Err, "the call's Result holds the same error")
+			assert.Equal(t, 1, r.Server.Count(), "a 2xx failure is not resent")
+			assert.NotContains(t, err.Error(), rigtest.Prompt)
+			assert.False(t, strings.Contains(err.Error(), rigtest.Key))
+		})
+	}
+}
