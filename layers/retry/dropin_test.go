@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -75,5 +76,28 @@ func TestDropIn2xxFailureFailsClosed(t *testing.T) {
 			assert.NotContains(t, err.Error(), rigtest.Prompt)
 			assert.False(t, strings.Contains(err.Error(), rigtest.Key))
 		})
+	}
+}
+
+// The in-band error frame that ends an interrupted drop-in stream carries
+// only the RecoveryError's safe text: the cut content and the provider's
+// headers echo the canaries, the frame does not.
+func TestDropInErrorFrameIsSafe(t *testing.T) {
+	content := scripted.OpenAIStream(rigtest.Prompt + " " + rigtest.Key)
+	cut := scripted.SSE(content[:2]...).WithHeader("X-Echo", rigtest.Key).Cut(len(content[0]) + len(content[1]))
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, cut, okStep("never"))
+	body := []byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"` + rigtest.Prompt + `"}]}`)
+
+	resp, err := dropInPost(t, r, body, nil)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+
+	var re *layer.RecoveryError
+	require.ErrorAs(t, err, &re)
+	frame, ok := strings.CutPrefix(string(b), content[0]+content[1])
+	require.True(t, ok, "the whole frames come first")
+	assert.Equal(t, string(openai.New().ErrorFrame(re.Error())), frame)
+	for _, c := range []string{rigtest.Prompt, rigtest.Key, "Bearer", "X-Echo"} {
+		assert.NotContains(t, frame, c)
 	}
 }
