@@ -156,13 +156,15 @@ func chatOnce(ctx context.Context, w io.Writer, base *url.URL, model string) err
 		fmt.Fprintf(w, "answer (%s, done %s): %s\n", answer.Model, answer.DoneReason, answer.Message.Content)
 		return nil
 	case errors.As(err, &rerr):
-		// The chain gave up; the Ollama client returns http.Client's
-		// *url.Error, and our typed error is inside it.
+		// The chain gave up without a complete HTTP failure to hand over;
+		// the Ollama client returns http.Client's *url.Error, and our
+		// typed error is inside it.
 		fmt.Fprintf(w, "recovery ended: outcome %s, HTTP %d, %d wire attempt(s)\n",
 			rerr.Outcome, rerr.Failure.HTTPStatus, len(rerr.History))
 		return err
 	case errors.As(err, &serr):
-		// A complete, non-retryable failure (400, 404, ...) passes through,
+		// A final complete HTTP failure (a 400, a 404, or a 503 after
+		// recovery gave up) passes through,
 		// so the Ollama client builds its own api.StatusError.
 		fmt.Fprintf(w, "ollama error: HTTP %d\n", serr.StatusCode)
 		return err

@@ -101,3 +101,69 @@ func TestDropInErrorFrameIsSafe(t *testing.T) {
 		assert.NotContains(t, frame, c)
 	}
 }
+
+// When recovery gives up on a complete non-2xx HTTP failure, a drop-in
+// caller gets that final response (status, headers, body) so the SDK builds
+// its own error from it, marked X-Should-Retry: false (so an SDK never
+// retries on top) and X-Recourse-Outcome; the typed error, outcome and
+// history, is in the call's Result. A caller asking for typed errors, a
+// redirect and a cancellation still get the error.
+func TestDropInFinalHTTPFailurePassesThrough(t *testing.T) {
+	busy := scripted.OpenAIError("server_error", "server_error", "busy "+rigtest.Prompt)
+	s503 := scripted.JSON(503, busy, "X-Provider", "kept")
+	deny := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil }
+	rows := []struct {
+		name    string
+		pol     retry.Policy
+		steps   []scripted.Step
+		outcome layer.Outcome
+		posts   int
+	}{
+		{"exhausted", retry.Policy{MaxAttempts: 2, Jitter: zeroJitter}, []scripted.Step{s503, s503, okStep("never")}, layer.OutcomeExhausted, 2},
+		{"admission rejected", retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: deny}, []scripted.Step{s503, okStep("never")}, layer.OutcomeAdmissionRejected, 1},
+		{"interrupted 400", retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, []scripted.Step{scripted.JSON(400, busy), okStep("never")}, layer.OutcomeInterrupted, 1},
+	}
+	for _, tc := range rows {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rigtest.New(t, openai.New(), tc.pol, tc.steps...)
+			lc := &layer.Call{}
+
+			resp, err := dropInPost(t, r, encoded(t, canaryRequest()), lc)
+
+			require.NoError(t, err, "the final HTTP failure passes through")
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, busy, string(b), "the body is the provider's, unchanged")
+			assert.Equal(t, tc.steps[0].Status, resp.StatusCode)
+			assert.Equal(t, "false", resp.Header.Get("X-Should-Retry"))
+			assert.Equal(t, string(tc.outcome), resp.Header.Get("X-Recourse-Outcome"))
+			if tc.steps[0].Status == 503 {
+				assert.Equal(t, "kept", resp.Header.Get("X-Provider"))
+			}
+			re := lc.Result.Err
+			require.NotNil(t, re, "the typed error is in the call's Result")
+			assert.Equal(t, tc.outcome, re.Outcome)
+			assert.Len(t, re.History, tc.posts)
+			assert.Equal(t, tc.posts, r.Server.Count())
+		})
+	}
+	t.Run("typed errors", func(t *testing.T) {
+		r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2, Jitter: zeroJitter}, s503, s503)
+		resp, err := dropInPost(t, r, encoded(t, canaryRequest()), &layer.Call{TypedErrors: true})
+		assert.Nil(t, resp)
+		var re *layer.RecoveryError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+	})
+	t.Run("redirect", func(t *testing.T) {
+		target := scripted.New(okStep("never"))
+		t.Cleanup(target.Close)
+		r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2, Jitter: zeroJitter},
+			scripted.Redirect(307, target.URL+completionsPath))
+		resp, err := dropInPost(t, r, encoded(t, canaryRequest()), nil)
+		assert.Nil(t, resp)
+		var re *layer.RecoveryError
+		require.ErrorAs(t, err, &re)
+		assert.Zero(t, target.Count(), "the Location is never contacted")
+	})
+}
