@@ -61,8 +61,17 @@ func TestCallResult_CompletionIsTheDecodedBody(t *testing.T) {
 
 	structured := canaryRequest()
 	structured.Schema = &chat.Schema{Name: "s", Schema: json.RawMessage(`{}`)}
-	report, _ = reportCall(t, ch, srv.URL, structured)
-	assert.Nil(t, report.Completion, "a refused structured answer hands over no completion")
+	// A refused structured answer in a 200 fails closed (no response) and
+	// hands over no completion.
+	lc := &layer.Call{}
+	hreq := newCanaryHTTPRequest(t, layer.WithCall(context.Background(), lc), srv.URL)
+	hreq.Body = io.NopCloser(bytes.NewReader(encoded(t, structured)))
+	hreq.ContentLength, hreq.GetBody = int64(len(encoded(t, structured))), nil
+	resp, err := ch.RoundTrip(hreq)
+	require.Error(t, err)
+	assert.Nil(t, resp)
+	require.NotNil(t, lc.Result.Err)
+	assert.Nil(t, lc.Result.Completion, "a refused structured answer hands over no completion")
 
 	off, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithoutRecovery())
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ require (
 	github.com/ollama/ollama v0.17.4
 	github.com/openai/openai-go/v3 v3.99.0
 	github.com/recourse-dev/recourse v0.0.0-00010101000000-000000000000
+	github.com/sashabaranov/go-openai v1.43.0
 	github.com/stretchr/testify v1.12.1
 	github.com/tmc/langchaingo v0.1.14
 	go.opentelemetry.io/otel v1.47.0

@@ -31,10 +31,11 @@ type Call struct {
 	// the engine asks the codec to describe the body.
 	Facts *RequestInfo
 	// TypedErrors asks the engine for the *RecoveryError in every case: a
-	// final non-eligible response is then not passed through as a
-	// response, and Result.Err holds the error too. The native client sets
-	// it; drop-in callers leave it false so that an SDK sees the response
-	// it would see without recourse.
+	// final HTTP failure response (a 400, an exhausted 503) is then not
+	// passed through as a response, and Result.Err holds the error too.
+	// The native client sets it; drop-in callers leave it false so that an
+	// SDK sees the final response it would see without recourse and builds
+	// its own error, while Result.Err holds the typed one.
 	TypedErrors bool
 
 	// Result is what the engine reports about the call.

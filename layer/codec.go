@@ -81,6 +81,19 @@ type Facts struct {
 	HideKeepalives bool
 }
 
+// ErrorFramer is implemented by a codec whose stream format has an in-band
+// error frame that the provider's own clients turn into an error. When a
+// recovering stream read by a drop-in client ends with a *RecoveryError, the
+// engine hands the client ErrorFrame(safe) — safe being the error's Error
+// text, nothing of the body, headers or prompt — as the body's last bytes,
+// before the read error: a client that reads only frames and ignores its
+// reader's error still learns that the stream failed. A codec without one
+// ends the body with the read error alone.
+type ErrorFramer interface {
+	// ErrorFrame returns one whole frame carrying message safe.
+	ErrorFrame(safe string) []byte
+}
+
 // ProviderError is an error object a provider returned inside a response
 // body (R4.7: never eligible when it arrives in a 2xx body). Its Error text is
 // safe: it holds the code only when the code is in the known set.

@@ -48,7 +48,7 @@ func TestPrivacyCanary(t *testing.T) {
 		scripted.SSE(stream...),
 		// 3: exhausted, both bodies echoing.
 		scripted.JSON(500, echo), scripted.JSON(502, echo),
-		// 4: a 200 with an error object echoing the key (interrupted, passed through).
+		// 4: a 200 with an error object echoing the key (interrupted, failing closed).
 		scripted.JSON(200, echo),
 	)
 
@@ -69,10 +69,12 @@ func TestPrivacyCanary(t *testing.T) {
 	}
 	_, err = f.client.Complete(context.Background(), request(model))
 	require.Error(t, err)
-	resp, err = f.http.Do(f.post(context.Background(), u.String(), request(model)))
-	require.NoError(t, err)
-	_, _ = io.Copy(io.Discard, resp.Body)
-	require.NoError(t, resp.Body.Close())
+	_, err = f.http.Do(f.post(context.Background(), u.String(), request(model)))
+	var re *layer.RecoveryError
+	require.ErrorAs(t, err, &re, "a 2xx error object fails closed for a drop-in caller")
+	for _, c := range canaries {
+		assert.NotContains(t, re.Error(), c, "the safe error text")
+	}
 
 	spans := f.sr.Ended()
 	require.Len(t, spans, 3+2+3+2)

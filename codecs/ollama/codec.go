@@ -1,6 +1,8 @@
 package ollama
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 
 	"github.com/recourse-dev/recourse/layer"
@@ -43,6 +45,18 @@ func (c *Codec) Provider() layer.Provider { return layer.Ollama }
 // body a drop-in client reads (the official client fails on them).
 func (c *Codec) Facts() layer.Facts {
 	return layer.Facts{LocalInference: true, FrameTelemetry: true, HideKeepalives: true}
+}
+
+// ErrorFrame returns Ollama's in-band stream error line {"error":safe}
+// (layer.ErrorFramer): the official client returns its text as an error.
+func (c *Codec) ErrorFrame(safe string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(struct {
+		Error string `json:"error"`
+	}{safe})
+	return buf.Bytes() // Encode ends the line with "\n"
 }
 
 // Path returns "/api/chat".

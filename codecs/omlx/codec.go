@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
+	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -66,6 +67,10 @@ func (c *Codec) Provider() layer.Provider { return layer.OMLX }
 // Facts declares that oMLX runs inference on a server the caller operates,
 // so a resend needs admission (R8.3); its stream carries no telemetry.
 func (c *Codec) Facts() layer.Facts { return layer.Facts{LocalInference: true} }
+
+// ErrorFrame returns the OpenAI-compatible in-band stream error event
+// carrying safe (layer.ErrorFramer).
+func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
 
 // Path returns "/v1/chat/completions".
 func (c *Codec) Path() string { return endpointPath }

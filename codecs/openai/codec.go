@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -65,6 +66,10 @@ func (c *Codec) Provider() layer.Provider { return layer.OpenAI }
 // Facts declares a hosted provider: a resend needs no admission, and the
 // stream carries no telemetry (the zero layer.Facts).
 func (c *Codec) Facts() layer.Facts { return layer.Facts{} }
+
+// ErrorFrame returns the OpenAI in-band stream error event carrying safe
+// (layer.ErrorFramer): the form openai-go and go-openai turn into an error.
+func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
 
 // Path returns "/v1/chat/completions", the endpoint path relative to a base
 // URL given without /v1.

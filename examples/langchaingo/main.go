@@ -132,10 +132,16 @@ func prompt(text string) []llms.MessageContent {
 //
 // A stream that recourse ends (interrupted after content, or cut before
 // [DONE]) reaches the caller as langchaingo's "error reading streaming
-// response: %w", so errors.As finds the *layer.RecoveryError. An error from
-// the request itself (exhausted, admission, refused redirect) does not:
-// langchaingo replaces every error that is a net.Error, which http.Client's
-// *url.Error is, with a fixed "network error: failed to reach API server".
+// response: %w", so errors.As finds the *layer.RecoveryError (langchaingo
+// skips the in-band error event the chain puts before it, and reports the
+// read error). When recovery gives up on a complete HTTP failure (an
+// exhausted 503) the final response passes through and langchaingo reports
+// "API returned unexpected status code: 503: <message>". Any other error
+// from the request itself (a refused redirect, a connection that never
+// answered) does not carry the typed error: langchaingo replaces every
+// error that is a net.Error, which http.Client's *url.Error is, with a
+// fixed "network error: failed to reach API server". A *layer.Call in the
+// request context receives the typed error in every case.
 func report(w io.Writer, err error) error {
 	var rerr *layer.RecoveryError
 	if errors.As(err, &rerr) {

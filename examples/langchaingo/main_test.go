@@ -226,12 +226,15 @@ func TestStreamMidStreamErrorIsAnError(t *testing.T) {
 	})
 }
 
-// When recovery gives up before a response (here three 503s, outcome
-// exhausted), the chain's RoundTrip error reaches langchaingo as
-// http.Client's *url.Error, a net.Error, which langchaingo replaces with a
-// fixed "network error: failed to reach API server": errors.As cannot find
-// the typed error. A *layer.Call in the call's context still receives it.
-func TestExhaustedErrorIsReplacedByLangchaingo(t *testing.T) {
+// When recovery gives up on a complete HTTP failure (here three 503s,
+// outcome exhausted), the final 503 passes through the chain, so
+// langchaingo builds its own plain error from it with the provider's
+// message ("API returned unexpected status code: 503: overloaded"),
+// instead of the fixed "network error: failed to reach API server" it
+// puts in place of a transport error. langchaingo has no error type to
+// inspect; the typed error (outcome and history) is in a *layer.Call placed
+// in the call's context.
+func TestExhaustedKeepsTheProviderMessage(t *testing.T) {
 	overloaded := loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
 	srv := start(t, overloaded, overloaded, overloaded)
 	llm, err := newLLM(srv.URL+"/v1", "sk-test-key", "gpt-4o-mini", nil)
@@ -242,9 +245,7 @@ func TestExhaustedErrorIsReplacedByLangchaingo(t *testing.T) {
 	got := generate(layer.WithCall(context.Background(), &lc), t, llm, false)
 
 	require.Error(t, got.err)
-	assert.Equal(t, "network error: failed to reach API server", got.err.Error())
-	var rerr *layer.RecoveryError
-	assert.False(t, errors.As(got.err, &rerr), "langchaingo drops the *url.Error and what it wraps")
+	assert.Equal(t, "API returned unexpected status code: 503: overloaded", got.err.Error())
 	require.NotNil(t, rep.Err, "the call's result holds the typed error")
 	assert.Equal(t, layer.OutcomeExhausted, rep.Err.Outcome)
 	assert.Len(t, rep.Err.History, 3)

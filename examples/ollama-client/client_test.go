@@ -72,19 +72,45 @@ func start(t *testing.T, script ...loopback.Reply) *loopback.Server {
 // one non-streaming Chat call.
 func chat(t *testing.T, srv *loopback.Server, admit layer.AdmissionHook) ([]api.ChatResponse, *recorder, error) {
 	t.Helper()
+	got, rec, _, err := chatCall(t, srv, admit)
+	return got, rec, err
+}
+
+// chatCall is chat with a *layer.Call in the request context; it returns
+// the Call, whose Result holds the typed error.
+func chatCall(t *testing.T, srv *loopback.Server, admit layer.AdmissionHook) ([]api.ChatResponse, *recorder, *layer.Call, error) {
+	t.Helper()
 	base, err := url.Parse(srv.URL)
 	require.NoError(t, err)
 	rec := &recorder{}
 	client, err := newClient(base, admit, rec.onEvent)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	lc := &layer.Call{}
+	ctx, cancel := context.WithTimeout(layer.WithCall(context.Background(), lc), 10*time.Second)
 	defer cancel()
 	var got []api.ChatResponse
 	err = client.Chat(ctx, chatRequest("llama3.2", "hello"), func(r api.ChatResponse) error {
 		got = append(got, r)
 		return nil
 	})
-	return got, rec, err
+	return got, rec, lc, err
+}
+
+// requireBusy checks that err is the client's own api.StatusError for the
+// final, passed-through 503 and that lc's Result holds the typed error with
+// outcome o; it returns that error.
+func requireBusy(t *testing.T, err error, lc *layer.Call, o layer.Outcome) *layer.RecoveryError {
+	t.Helper()
+	var serr api.StatusError
+	require.True(t, errors.As(err, &serr), "errors.As(api.StatusError) on %T: %v", err, err)
+	assert.Equal(t, http.StatusServiceUnavailable, serr.StatusCode)
+	assert.Equal(t, loopback.OllamaBusy, serr.ErrorMessage, "the provider's message is kept")
+	rerr := lc.Result.Err
+	require.NotNil(t, rerr, "the typed error is in the call's Result")
+	assert.Equal(t, o, rerr.Outcome)
+	assert.Equal(t, http.StatusServiceUnavailable, rerr.Failure.HTTPStatus)
+	assert.NotContains(t, rerr.Error(), "server busy", "the safe error text holds no body")
+	return rerr
 }
 
 // assertPOSTs checks that srv received exactly n non-streaming POSTs to
@@ -147,26 +173,19 @@ func TestOllama503Then200WithProgramHook(t *testing.T) {
 }
 
 // Without a hook an eligible Ollama failure is never resent (R8.3): the
-// Ollama client returns http.Client's *url.Error, and errors.As finds our
-// *layer.RecoveryError (outcome admission_required) inside it. One POST.
+// final 503 passes through, so the Ollama client returns its own
+// api.StatusError (status and message), and the call's Result holds our
+// *layer.RecoveryError (outcome admission_required). One POST.
 func TestOllama503WithoutHookNeedsAdmission(t *testing.T) {
 	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
 
-	got, rec, err := chat(t, srv, nil)
+	got, rec, lc, err := chatCall(t, srv, nil)
 
 	require.Error(t, err)
 	assert.Empty(t, got)
-	var rerr *layer.RecoveryError
-	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeAdmissionRequired, rerr.Outcome)
-	assert.Equal(t, http.StatusServiceUnavailable, rerr.Failure.HTTPStatus)
+	rerr := requireBusy(t, err, lc, layer.OutcomeAdmissionRequired)
 	assert.True(t, rerr.Failure.Classification.Eligible, "eligible, but not admitted")
 	assert.Len(t, rerr.History, 1)
-	var uerr *url.Error
-	assert.True(t, errors.As(err, &uerr), "the Ollama client returns the *url.Error as is, got %T", err)
-	var serr api.StatusError
-	assert.False(t, errors.As(err, &serr), "not an api.StatusError: the 503 did not pass through")
-	assert.NotContains(t, err.Error(), "server busy", "the safe error text holds no body")
 
 	assertPOSTs(t, srv, 1)
 	assert.Equal(t, []layer.EventType{
@@ -179,11 +198,9 @@ func TestOllama503HookRejects(t *testing.T) {
 	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
 	spy := &hookSpy{decision: layer.Reject}
 
-	_, rec, err := chat(t, srv, spy.hook)
+	_, rec, lc, err := chatCall(t, srv, spy.hook)
 
-	var rerr *layer.RecoveryError
-	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeAdmissionRejected, rerr.Outcome)
+	requireBusy(t, err, lc, layer.OutcomeAdmissionRejected)
 	assert.Len(t, spy.requests(), 1)
 	assertPOSTs(t, srv, 1)
 	assert.Equal(t, []layer.EventType{
@@ -211,16 +228,16 @@ func TestOllamaBadRequestPassesThrough(t *testing.T) {
 	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted}, rec.types())
 }
 
-// Three busy answers with an allowing hook exhaust MaxAttempts (3 POSTs).
+// Three busy answers with an allowing hook exhaust MaxAttempts (3 POSTs):
+// the client's api.StatusError for the final 503 and the typed outcome and
+// history (in the call's Result) are both reachable.
 func TestOllamaExhausted(t *testing.T) {
 	srv := start(t, busy(), busy(), busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
 	spy := &hookSpy{decision: layer.Allow}
 
-	_, _, err := chat(t, srv, spy.hook)
+	_, _, lc, err := chatCall(t, srv, spy.hook)
 
-	var rerr *layer.RecoveryError
-	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeExhausted, rerr.Outcome)
+	rerr := requireBusy(t, err, lc, layer.OutcomeExhausted)
 	assert.Len(t, rerr.History, 3)
 	assert.Equal(t, 3, rerr.Failure.WireAttempt)
 	assert.Len(t, spy.requests(), 2, "asked before attempts 2 and 3 only")

@@ -112,21 +112,24 @@ func chatRequest(model, prompt string) *api.ChatRequest {
 // Through the chain a stream that fails before any content is resumed from
 // a new attempt (only when the admission hook allows it) without fn seeing
 // anything twice; a stream that fails after content, or ends before its
-// done:true line, ends with a *layer.RecoveryError as a body read error
-// (R13). The Ollama client (v0.17.4) stops at a body read error without
-// returning it: it never checks its scanner's error, so Chat returns nil
-// for a cut or truncated stream, with recourse and without. chatStream
-// places a *layer.Call in the request context, whose Result the chain fills
-// in with the typed error, and returns that error when Chat returned nil.
+// done:true line, ends with a *layer.RecoveryError (R13). The Ollama client
+// (v0.17.4) stops at a body read error without returning it: it never
+// checks its scanner's error. So the chain ends such a body with an
+// in-band Ollama error line, {"error":"<the RecoveryError's safe text>"},
+// before the read error, and Chat returns that text as a plain error
+// (errors.New): it fails, but the typed error is not reachable from it.
+// chatStream places a *layer.Call in the request context, whose Result the
+// chain fills in with the typed error, and returns that error when Chat
+// returned nil or just the in-band line's text.
 //
-// The Call leaves TypedErrors false, so the chain still passes a complete,
-// non-retryable response (a 400, a 404) through and Chat returns its
-// api.StatusError as before; an error Chat returns always wins.
+// The Call leaves TypedErrors false, so the chain still passes a complete
+// HTTP failure (a 400, a 404, an exhausted 503) through and Chat returns
+// its api.StatusError as before; any other error Chat returns wins.
 func chatStream(ctx context.Context, client *api.Client, req *api.ChatRequest, fn api.ChatResponseFunc) error {
 	var lc layer.Call
 	err := client.Chat(layer.WithCall(ctx, &lc), req, fn)
-	if err == nil && lc.Result.Err != nil {
-		return lc.Result.Err
+	if rerr := lc.Result.Err; rerr != nil && (err == nil || err.Error() == rerr.Error()) {
+		return rerr
 	}
 	return err
 }
@@ -153,13 +156,15 @@ func chatOnce(ctx context.Context, w io.Writer, base *url.URL, model string) err
 		fmt.Fprintf(w, "answer (%s, done %s): %s\n", answer.Model, answer.DoneReason, answer.Message.Content)
 		return nil
 	case errors.As(err, &rerr):
-		// The chain gave up; the Ollama client returns http.Client's
-		// *url.Error, and our typed error is inside it.
+		// The chain gave up without a complete HTTP failure to hand over;
+		// the Ollama client returns http.Client's *url.Error, and our
+		// typed error is inside it.
 		fmt.Fprintf(w, "recovery ended: outcome %s, HTTP %d, %d wire attempt(s)\n",
 			rerr.Outcome, rerr.Failure.HTTPStatus, len(rerr.History))
 		return err
 	case errors.As(err, &serr):
-		// A complete, non-retryable failure (400, 404, ...) passes through,
+		// A final complete HTTP failure (a 400, a 404, or a 503 after
+		// recovery gave up) passes through,
 		// so the Ollama client builds its own api.StatusError.
 		fmt.Fprintf(w, "ollama error: HTTP %d\n", serr.StatusCode)
 		return err

@@ -25,8 +25,10 @@ import (
 //
 //   - It stops at a body read error without returning it (it never checks
 //     its bufio.Scanner's Err). Chat returns nil for a cut or truncated
-//     stream, with recourse and without; recourse's typed error reaches the
-//     caller only through a *layer.Report in the request context, which the
+//     stream without recourse. Through recourse the body ends with an
+//     in-band {"error":"<safe text>"} line before the read error, so Chat
+//     fails with that text (a plain error); the typed error reaches the
+//     caller through a *layer.Call in the request context, which the
 //     program's chatStream uses.
 //   - It fails on a blank line (json.Unmarshal of an empty line, returned as
 //     errors.New("")). recourse's Ollama codec treats a blank line as a
@@ -212,9 +214,9 @@ func TestStreamBlankKeepaliveIsLeftOutOfTheBody(t *testing.T) {
 
 // Without a hook the chain never resends an Ollama request (R8.3). Where
 // the typed error surfaces depends on when the failure happens:
-//   - after the response headers (a body read error), Chat returns nil:
-//     the client drops the read error; chatStream returns the
-//     *layer.RecoveryError (outcome admission_required) from its Report;
+//   - after the response headers (a body read error), Chat returns the
+//     in-band error line's safe text; chatStream returns the
+//     *layer.RecoveryError (outcome admission_required) from its Call;
 //   - before any response byte (the connection drops), RoundTrip fails,
 //     http.Client wraps the error in a *url.Error and the client returns
 //     it as is: errors.As finds it through Chat directly.
@@ -225,7 +227,8 @@ func TestStreamWithoutHookNeedsAdmission(t *testing.T) {
 	t.Run("after headers, Chat", func(t *testing.T) {
 		srv := start(t, loopback.NDJSON(emptyChunk).Aborted(), full)
 		got := chatDirect(t, srv, true)
-		assert.NoError(t, got.err, "the Ollama client drops the body read error")
+		require.Error(t, got.err, "the in-band error line fails the Ollama client")
+		assert.Equal(t, "recourse: recovery admission_required (transport/transient, HTTP 200, wire attempt 1)", got.err.Error())
 		assert.Equal(t, 1, got.calls, "fn saw the empty chunk only")
 		assert.False(t, got.done)
 		assertStreamPOSTs(t, srv, 1)
@@ -259,9 +262,9 @@ func TestStreamWithoutHookNeedsAdmission(t *testing.T) {
 
 // Content, then the connection drops: the attempt cannot be replaced
 // (R13.1), even with an allowing hook, which is not asked. The plain client
-// and Chat through the chain both return nil (the read error is dropped);
-// chatStream returns the typed error, outcome interrupted. Content once,
-// 1 POST.
+// returns nil (the read error is dropped); Chat through the chain fails
+// with the in-band error line's safe text; chatStream returns the typed
+// error, outcome interrupted. Content once, 1 POST.
 func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
 	script := []loopback.Reply{
 		loopback.NDJSON(loopback.OllamaChunk("Hel")).Aborted(),
@@ -276,7 +279,8 @@ func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
 	t.Run("Chat through recourse", func(t *testing.T) {
 		srv := start(t, script...)
 		got := chatDirect(t, srv, true)
-		assert.NoError(t, got.err, "the client drops recourse's read error too")
+		require.Error(t, got.err, "the in-band error line fails the client: never a success")
+		assert.Equal(t, "recourse: recovery interrupted (transport/semantic_output, HTTP 200, wire attempt 1)", got.err.Error())
 		assert.Equal(t, "Hel", got.content)
 		assert.Equal(t, 1, srv.Hits())
 	})
@@ -300,7 +304,7 @@ func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
 
 // The body ends cleanly before the done:true line. The plain client calls
 // it success; through recourse it is an incomplete stream (R13.3): Chat
-// still returns nil, chatStream the typed interrupted error.
+// fails with the in-band line's text, chatStream the typed interrupted error.
 func TestStreamWithoutDoneIsAnError(t *testing.T) {
 	lines := loopback.OllamaStream("Hel", "lo")
 	noDone := loopback.NDJSON(lines[:len(lines)-1]...)
@@ -310,6 +314,13 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 		assert.NoError(t, got.err, "the Ollama client accepts a stream without done:true")
 		assert.Equal(t, "Hello", got.content)
 		assert.False(t, got.done)
+	})
+	t.Run("Chat through recourse", func(t *testing.T) {
+		srv := start(t, noDone, loopback.NDJSON(lines...))
+		got := chatDirect(t, srv, true)
+		require.Error(t, got.err, "an incomplete stream is never a success")
+		assert.Contains(t, got.err.Error(), "recourse: recovery interrupted")
+		assert.Equal(t, "Hello", got.content)
 	})
 	t.Run("chatStream", func(t *testing.T) {
 		srv := start(t, noDone, loopback.NDJSON(lines...))

@@ -10,12 +10,16 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/recourse-dev/recourse/chain"
+	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind. No
@@ -221,24 +225,63 @@ func TestDropInCancelDuringBackoff(t *testing.T) {
 	assert.Equal(t, 10*time.Second, rec.events[2].Delay, "Retry-After is a minimum (R5.5)")
 }
 
-// Three 503s exhaust MaxAttempts: three POSTs, then our typed error (outcome
-// exhausted, the last failure and the full history) inside a *url.Error;
-// the 503 does not pass through as an *openai.Error.
+// Three 503s exhaust MaxAttempts: three POSTs, then the final 503 passes
+// through (X-Should-Retry: false, X-Recourse-Outcome: exhausted), so the
+// SDK builds its own *openai.Error (status, code, message) and does not
+// retry on top; the typed error (outcome exhausted, the last failure and
+// the full history) is in the layer.Call placed in the request context.
 func TestDropInExhausted(t *testing.T) {
 	overloaded := loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
 	srv := start(t, overloaded, overloaded, overloaded, loopback.JSON(http.StatusOK, loopback.OpenAIChat("must not be fetched")))
+	rec := &recorder{}
+	client, err := newClient(srv.URL+"/v1/", "sk-test-key", rec.onEvent)
+	require.NoError(t, err)
+	var lc layer.Call
+	ctx, cancel := context.WithTimeout(layer.WithCall(context.Background(), &lc), 10*time.Second)
+	defer cancel()
 
-	_, rec, err := callOnce(t, srv)
+	_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:    "gpt-4o-mini",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
+	})
 
-	var rerr *layer.RecoveryError
-	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
+	var aerr *openai.Error
+	require.True(t, errors.As(err, &aerr), "errors.As(*openai.Error) on %T: %v", err, err)
+	assert.Equal(t, 503, aerr.StatusCode)
+	assert.Equal(t, "server_error", aerr.Code)
+	assert.Equal(t, "overloaded", aerr.Message)
+	assert.Equal(t, "exhausted", aerr.Response.Header.Get("X-Recourse-Outcome"))
+	assert.Equal(t, "false", aerr.Response.Header.Get("X-Should-Retry"))
+	rerr := lc.Result.Err
+	require.NotNil(t, rerr, "the typed error is in the call's Result")
 	assert.Equal(t, layer.OutcomeExhausted, rerr.Outcome)
 	assert.Equal(t, 503, rerr.Failure.HTTPStatus)
 	assert.Equal(t, 3, rerr.Failure.WireAttempt)
 	require.Len(t, rerr.History, 3)
 	assert.Equal(t, rerr.Failure.AttemptID, rerr.History[2].AttemptID, "the final failure is the last history entry")
-	var aerr *openai.Error
-	assert.False(t, errors.As(err, &aerr))
 	assertPOSTs(t, srv, 3)
 	assert.Equal(t, layer.EventExhausted, rec.types()[len(rec.events)-1])
+}
+
+// The SDK's own retry loop left on (its default, 2 retries): the
+// passed-through final 503 carries X-Should-Retry: false, so openai-go does
+// not retry on top of recourse. Three POSTs, not nine.
+func TestDropInExhaustedSDKDoesNotRetryOnTop(t *testing.T) {
+	overloaded := loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
+	srv := start(t, overloaded, overloaded, overloaded, overloaded, overloaded, overloaded)
+	ch, err := chain.Default(openaicodec.New(), chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: func() float64 { return 0 }}))
+	require.NoError(t, err)
+	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("sk-test-key"),
+		option.WithHTTPClient(&http.Client{Transport: ch}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:    "gpt-4o-mini",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
+	})
+
+	var aerr *openai.Error
+	require.True(t, errors.As(err, &aerr), "errors.As(*openai.Error) on %T: %v", err, err)
+	assert.Equal(t, 3, srv.Hits(), "the SDK honoured X-Should-Retry: false")
 }

@@ -107,14 +107,17 @@ func complete(ctx context.Context, w io.Writer, apiBase, key, model string) erro
 		fmt.Fprintf(w, "answer (%s, finish %s): %s\n", comp.Model, comp.Choices[0].FinishReason, comp.Choices[0].Message.Content)
 		return nil
 	case errors.As(err, &rerr):
-		// The chain gave up (exhausted, refused redirect, admission, ...):
-		// the SDK hands back our typed error inside a *url.Error.
+		// The chain gave up without a complete HTTP failure to hand over
+		// (a refused redirect, a dropped connection, ...): the SDK hands
+		// back our typed error inside a *url.Error.
 		fmt.Fprintf(w, "recovery ended: outcome %s, HTTP %d, %d wire attempt(s)\n",
 			rerr.Outcome, rerr.Failure.HTTPStatus, len(rerr.History))
 		return err
 	case errors.As(err, &aerr):
-		// A complete, non-retryable HTTP failure (400, 401, 404, ...) passes
-		// through unchanged, so the SDK builds its own error from it.
+		// A final complete HTTP failure (a 400, a 404, or a 503 after
+		// recovery gave up) passes through, so the SDK builds its own
+		// error from it; X-Recourse-Outcome names the outcome, and a
+		// layer.Call in the context would hold the typed error.
 		fmt.Fprintf(w, "provider error: HTTP %d, type %q, code %q\n", aerr.StatusCode, aerr.Type, aerr.Code)
 		return err
 	default:

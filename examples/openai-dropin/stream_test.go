@@ -24,16 +24,19 @@ import (
 // chain hands the SDK a recovering body: a stream that fails before any
 // content, reasoning or tool fragment is resumed from a new attempt behind
 // the SDK's back (the SDK reads one body, no byte twice); a stream that fails
-// after content, or ends without its terminal frame, ends with a read error
-// that is our *layer.RecoveryError. openai-go's SSE decoder returns a body
-// read error unchanged (bufio.Scanner.Err), so stream.Err() is the
-// *layer.RecoveryError itself, not wrapped in a *url.Error.
+// after content, or ends without its terminal frame, ends with an in-band
+// OpenAI error event carrying the *layer.RecoveryError's safe text, then a
+// read error that is that RecoveryError. openai-go turns the error event
+// into its own *ssestream.StreamError (it stops there, before the read
+// error), so the typed error is reached through a *layer.Call placed in the
+// request context.
 
 // streamResult is what one streamed completion gave the caller.
 type streamResult struct {
 	chunks  int    // chunk events the SDK yielded
 	content string // the concatenated content deltas
 	err     error  // stream.Err()
+	call    *layer.Call
 }
 
 // streamOnce runs one Chat.Completions.NewStreaming call with client and
@@ -42,12 +45,14 @@ func streamOnce(t *testing.T, client openai.Client) streamResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	var r streamResult
+	r.call = &layer.Call{}
+	ctx = layer.WithCall(ctx, r.call)
 	st := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
 		Model:    "gpt-4o-mini",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
 	})
 	defer st.Close()
-	var r streamResult
 	var b strings.Builder
 	for st.Next() {
 		r.chunks++
@@ -93,12 +98,17 @@ func assertStreamPOSTs(t *testing.T, srv *loopback.Server, n int) {
 	}
 }
 
-// requireInterrupted checks that err is our typed error with outcome
-// interrupted after content was delivered, and returns it.
-func requireInterrupted(t *testing.T, err error) *layer.RecoveryError {
+// requireInterrupted checks that the SDK failed with its StreamError built
+// from the in-band error event, and that the call's typed error has outcome
+// interrupted after content was delivered; it returns that error.
+func requireInterrupted(t *testing.T, got streamResult) *layer.RecoveryError {
 	t.Helper()
-	var rerr *layer.RecoveryError
-	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
+	err := got.err
+	var serr *ssestream.StreamError
+	require.True(t, errors.As(err, &serr), "the in-band error event fails the SDK: errors.As(*ssestream.StreamError) on %T: %v", err, err)
+	rerr := got.call.Result.Err
+	require.NotNil(t, rerr, "the call's Result holds the typed error")
+	assert.Contains(t, serr.Message, rerr.Error(), "the event carries the safe text")
 	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
 	assert.Equal(t, layer.ReasonSemanticOutput, rerr.Failure.Classification.Reason)
 	assert.False(t, rerr.Failure.Classification.Eligible)
@@ -170,7 +180,7 @@ func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
 
 	got, rec := streamThroughChain(t, srv)
 
-	rerr := requireInterrupted(t, got.err)
+	rerr := requireInterrupted(t, got)
 	assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category)
 	assert.Equal(t, "Hel", got.content)
 	assert.Equal(t, 2, got.chunks)
@@ -198,7 +208,7 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 	t.Run("through recourse", func(t *testing.T) {
 		srv := start(t, noDone, loopback.SSE(events...))
 		got, rec := streamThroughChain(t, srv)
-		rerr := requireInterrupted(t, got.err)
+		rerr := requireInterrupted(t, got)
 		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category, "an incomplete stream is a transport failure (R13.3)")
 		assert.Equal(t, "Hello", got.content, "what arrived was delivered once")
 		assertStreamPOSTs(t, srv, 1)

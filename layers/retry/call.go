@@ -206,17 +206,20 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 		resp, err = c.finish(layer.OutcomeInterrupted, f, pass)
 		return resp, err, true
 	}
-	closeResp(pass)
+	// pass (an in-memory body) is kept until the decision: when recovery
+	// gives up on it, it is the final response a drop-in caller gets.
 	if n >= c.d.r.maxAttempts {
-		resp, err = c.finish(layer.OutcomeExhausted, f, nil)
+		resp, err = c.finish(layer.OutcomeExhausted, f, pass)
 		return resp, err, true
 	}
 	o, err := c.d.Resend(c.ctx, f, n, n+1, c.emit)
 	switch {
 	case err != nil:
+		closeResp(pass)
 		c.report(nil)
 		return nil, err, true
 	case o == layer.OutcomeCancelled:
+		closeResp(pass)
 		resp, err = c.cancelled(f)
 		return resp, err, true
 	case o != "":
@@ -224,9 +227,10 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 		if o.TerminalEvent() != layer.EventExhausted && o != layer.OutcomeInterrupted {
 			next = n + 1 // an admission event names the attempt it was about
 		}
-		resp, err = c.finishWith(o, f, nil, next)
+		resp, err = c.finishWith(o, f, pass, next)
 		return resp, err, true
 	}
+	closeResp(pass)
 	return nil, nil, false
 }
 
@@ -246,8 +250,17 @@ func (c *call) finishWith(o layer.Outcome, f *layer.Failure, resp *http.Response
 }
 
 // end builds the RecoveryError and decides between passing the final
-// response through and returning the error. A redirect is never passed
-// through, whichever layer produced it (R2.2).
+// response through and returning the error. A drop-in caller (no
+// TypedErrors) whose call ended on a complete HTTP failure response — any
+// outcome but cancelled, outside an open stream — gets that response, so
+// its SDK builds its own error (status, provider code and message); it is
+// marked X-Should-Retry: false (OpenAI's SDKs then never retry on top) and
+// X-Recourse-Outcome, and the typed error is in the call's Result.Err. A
+// redirect is never passed through, whichever layer produced it (R2.2),
+// and neither is a 2xx: the engine judged it a failure (an error object, a
+// malformed body, structured content that is not JSON), and an SDK would
+// read it as a success, so a drop-in caller fails closed as the native
+// client does.
 func (c *call) end(o layer.Outcome, f *layer.Failure, resp *http.Response) (*http.Response, error) {
 	var ctxErr error
 	if o == layer.OutcomeCancelled {
@@ -255,11 +268,33 @@ func (c *call) end(o layer.Outcome, f *layer.Failure, resp *http.Response) (*htt
 	}
 	rerr := layer.NewRecoveryError(o, *f, c.history, ctxErr)
 	c.report(rerr)
-	if resp != nil && o == layer.OutcomeInterrupted && !c.lc.TypedErrors && !c.stream && !layer.IsRedirect(resp.StatusCode) {
+	if resp != nil && o != layer.OutcomeCancelled && !c.lc.TypedErrors && !c.stream && passable(resp.StatusCode) {
+		if resp.Header == nil {
+			resp.Header = http.Header{}
+		}
+		resp.Header.Set(HeaderShouldRetry, "false")
+		resp.Header.Set(HeaderOutcome, string(o))
 		return resp, nil
 	}
 	closeResp(resp)
 	return nil, rerr
+}
+
+// The headers the engine adds to a final failure response it passes
+// through to a drop-in caller (see the package documentation).
+const (
+	// HeaderShouldRetry is "false": recourse already decided about resends.
+	// OpenAI's SDKs honour it and never retry on top.
+	HeaderShouldRetry = "X-Should-Retry"
+	// HeaderOutcome is the call's layer.Outcome, for example "exhausted".
+	HeaderOutcome = "X-Recourse-Outcome"
+)
+
+// passable reports whether a final failure response with status may be
+// handed to a drop-in caller: an HTTP failure status, not a redirect and not
+// a 2xx (see end).
+func passable(status int) bool {
+	return status/100 != 2 && !layer.IsRedirect(status)
 }
 
 func (c *call) report(err *layer.RecoveryError) {

@@ -16,13 +16,26 @@
 //
 // As an http.RoundTripper the engine returns:
 //   - the response, with its body fully read and replayable, on success;
-//   - the final response, unchanged for SDK error handling, when the final
-//     failure is a complete response that was not eligible for a retry (for
-//     example a 400, a 404, or a provider error object in a 200);
-//   - otherwise (exhausted, deadline, delay ceiling, admission outcomes,
-//     cancellation, partial bodies, capture failures, refused redirects) a
-//     *layer.RecoveryError, which http.Client wraps in a *url.Error and
-//     errors.As finds.
+//   - the final response, for SDK error handling, when the call ended on a
+//     complete non-2xx HTTP failure that is not a redirect, whatever the
+//     outcome (interrupted — a 400, a 404 —, exhausted, deadline, delay
+//     ceiling, admission outcomes) except cancelled: status, headers and
+//     body as the provider sent them, plus X-Should-Retry: false (OpenAI's
+//     SDKs then never retry on top of recourse) and X-Recourse-Outcome:
+//     <outcome>. The SDK builds its own error (status, provider code and
+//     message); the typed *layer.RecoveryError, outcome and history, is in
+//     the Result of a *layer.Call the caller placed in the request context;
+//   - otherwise (a 2xx the engine judged a failure — a provider error
+//     object, a malformed body, structured content that is not JSON —,
+//     cancellation, a failure with no complete response, capture failures,
+//     refused redirects) a *layer.RecoveryError, which http.Client wraps in
+//     a *url.Error and errors.As finds. A 2xx failure never reaches a
+//     drop-in caller as a response: an SDK would read it as a success.
+//
+// A recovering stream body returns whole frames; when it ends with a
+// *layer.RecoveryError it first hands over an in-band error frame — the
+// provider's own, or the codec's (layer.ErrorFramer) carrying only the
+// error's safe text — so a client that reads only frames still fails.
 //
 // A caller that wants the typed error in every case (the native client)
 // sets TypedErrors in the call's *layer.Call; the engine reports the call's

@@ -32,6 +32,9 @@ type streamBody struct {
 	// got holds, while capture is on, the current attempt's bytes as read:
 	// the evidence of a capture failure (R10.5, R12.3).
 	got []byte
+	// framed says that an in-band error frame (the provider's or the
+	// codec's) was handed over: the read error follows.
+	framed bool
 }
 
 func (c *call) openStream(n int, resp *http.Response) *http.Response {
@@ -241,17 +244,26 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 // Deliver records evidence handed to the consumer.
 func (b *streamBody) Deliver(cnt layer.Counts) { b.a.Deliver(cnt) }
 
-// Read returns the exact bytes of whole frames (drop-in use). Two
+// Read returns the exact bytes of whole frames (drop-in use). Three
 // deliberate exceptions: NDJSON blank keepalive lines are left out (they
-// mean nothing, and the official Ollama client fails on them), and an
-// in-band provider error frame that ended the stream is handed over before
-// the typed error, so the client reports the provider's error itself.
+// mean nothing, and the official Ollama client fails on them); an in-band
+// provider error frame that ended the stream is handed over before the
+// typed error, so the client reports the provider's error itself; and
+// otherwise, when the stream ends with a *layer.RecoveryError and the codec
+// is a layer.ErrorFramer, its in-band error frame carrying the error's safe
+// text comes before the read error, so a client that ignores its reader's
+// error still fails.
 func (b *streamBody) Read(p []byte) (int, error) {
 	for len(b.raw) == 0 {
 		f, err := b.NextFrame()
 		if err != nil {
 			if len(b.tail) > 0 && err != io.EOF {
 				b.raw, b.tail = b.tail, nil
+				b.framed = true
+				break
+			}
+			if fr := b.errorFrame(err); fr != nil {
+				b.raw = fr
 				break
 			}
 			return 0, err
@@ -267,6 +279,22 @@ func (b *streamBody) Read(p []byte) (int, error) {
 	n := copy(p, b.raw)
 	b.raw = b.raw[n:]
 	return n, nil
+}
+
+// errorFrame returns the codec's in-band error frame for the stream's final
+// error err, once, or nil: none after a provider's own error frame, after
+// Close, or for an error that is not a *layer.RecoveryError.
+func (b *streamBody) errorFrame(err error) []byte {
+	var re *layer.RecoveryError
+	if b.framed || b.closed || !errors.As(err, &re) {
+		return nil
+	}
+	ef, ok := b.c.t.l.codec.(layer.ErrorFramer)
+	if !ok {
+		return nil
+	}
+	b.framed = true
+	return ef.ErrorFrame(re.Error())
 }
 
 // Close releases the current attempt's body. A stream closed before its

@@ -1048,10 +1048,21 @@ func TestR13_1_DropInStreamBodies(t *testing.T) {
 			re := scRE(t, err)
 			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
 			assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
-			assert.Equal(t, dropInKeepalive(p)+p.content("Hel"), string(b), "whole frames only")
+			assert.Equal(t, dropInKeepalive(p)+p.content("Hel")+dropInErrorFrame(p, re.Error()), string(b),
+				"whole frames only, then the in-band error frame with the safe text")
 			assert.Equal(t, 1, r.Server.Count())
 		})
 	}
+}
+
+// dropInErrorFrame is the in-band error frame a drop-in body ends with
+// before its read error, in the provider's own format: Ollama's error line,
+// the OpenAI error event for SSE.
+func dropInErrorFrame(p scProv, safe string) string {
+	if p.ndjson {
+		return `{"error":` + jsonString(safe) + "}\n"
+	}
+	return `data: {"error":{"message":` + jsonString(safe) + `,"type":"recourse_error"}}` + "\n\n"
 }
 
 // dropInKeepalive is what a drop-in body carries of a keepalive: SSE

@@ -365,3 +365,21 @@ func isToken(s string) bool {
 	}
 	return true
 }
+
+// ErrorFrame returns the SSE event of an OpenAI in-band stream error
+// carrying message safe: data: {"error":{"message":…,"type":"recourse_error"}}.
+// openai-go (ssestream) and go-openai turn it into an error.
+func ErrorFrame(safe string) []byte {
+	b := []byte(`data: {"error":{"message":`)
+	b = appendJSONString(b, safe)
+	return append(b, `,"type":"recourse_error"}}`+"\n\n"...)
+}
+
+// appendJSONString appends s as a JSON string, HTML characters unescaped.
+func appendJSONString(b []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+}
