@@ -3,6 +3,7 @@ package retry
 import (
 	"bytes"
 	"io"
+	"math"
 	"net/http"
 
 	"github.com/recourse-dev/recourse/layer"
@@ -75,27 +76,14 @@ func newBytesBody(b []byte) *bytesBody {
 // Close does nothing: the body is in memory.
 func (*bytesBody) Close() error { return nil }
 
-// readAll is io.ReadAll with the first buffer sized from a known length
-// (a Content-Length; a hint of 0 or less, or above 1 MiB, is ignored), so a
-// body of known size is read without regrowing the buffer.
+// readAll reads r to its end, its first buffer sized from hint (a request's
+// Content-Length; 0 or less means unknown). A hint above 1 MiB is not
+// trusted to size a buffer: the caller set it, and the bytes may be fewer.
 func readAll(r io.Reader, hint int64) ([]byte, error) {
-	if hint <= 0 || hint > 1<<20 {
-		return io.ReadAll(r)
+	if hint > 1<<20 {
+		hint = 0
 	}
-	b := make([]byte, 0, hint+1) // +1: the read that sees EOF needs room
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // let append grow the buffer
-		}
-	}
+	return readUpTo(r, math.MaxInt64, hint)
 }
 
 // readUpTo reads at most limit bytes of r. Its first buffer is sized from
