@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -195,21 +194,21 @@ func TestMatrixStreamCutAfterContent(t *testing.T) {
 }
 
 // A streamed request answered by a 200 JSON error body (not SSE) before any
-// content: read as an event stream it holds no event, an incomplete stream
-// nothing of which reached langchaingo, so recourse resends it; after three
-// such answers the stream read error wraps the typed error (exhausted).
+// content: the provider refused the request (R4.7), so recourse never
+// resends it; the stream read error wraps the typed error (interrupted,
+// provider_response) and names the known provider code.
 func TestMatrixStream200WithErrorBody(t *testing.T) {
 	crashed := loopback.JSON(http.StatusOK, loopback.OpenAIError("server_error", "server_error", "The model crashed."))
 	m := newMatrix(t, crashed, crashed, crashed)
 	got := m.generate(t, true)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(got.err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", got.err, got.err)
-	assert.True(t, strings.HasPrefix(got.err.Error(), "error reading streaming response: recourse: recovery exhausted"), got.err.Error())
-	assert.Equal(t, layer.OutcomeExhausted, rerr.Outcome)
-	assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category, "read as a stream, a JSON body has no events: incomplete (R13.3)")
+	assert.Equal(t, "error reading streaming response: recourse: the provider returned an error in HTTP 200 (server_error), a permanent failure: not retried (wire attempt 1)", got.err.Error())
+	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category, "an error document in place of the stream is the provider's refusal")
 	assert.Nil(t, got.resp)
 	assert.Empty(t, got.streamed)
-	assertPOSTs(t, m.srv, 3, true)
+	assertPOSTs(t, m.srv, 1, true)
 }
 
 // Exhausted before the stream starts: the final 503 passes through and

@@ -163,10 +163,9 @@ func TestMatrixStream429RetryAfter(t *testing.T) {
 }
 
 // A streamed request answered by a 200 JSON error body (not SSE) before any
-// content: read as an event stream it holds no event, an incomplete stream
-// no byte of which reached the SDK, so recourse resends it; after three such answers the SDK gets an
-// error, never a success, and the typed error (outcome exhausted) is in the
-// call's Result.
+// content: the provider refused the request (R4.7), so recourse never
+// resends it; the SDK gets an error, never a success, and the typed error
+// (outcome interrupted, provider_response) is in the call's Result.
 func TestMatrixStream200WithErrorBody(t *testing.T) {
 	crashed := loopback.JSON(http.StatusOK, loopback.OpenAIError("server_error", "server_error", "The model crashed."))
 	m := newMatrix(t, crashed, crashed, crashed)
@@ -175,9 +174,10 @@ func TestMatrixStream200WithErrorBody(t *testing.T) {
 	assert.Empty(t, got.content)
 	rerr := m.call.Result.Err
 	require.NotNil(t, rerr)
-	assert.Equal(t, layer.OutcomeExhausted, rerr.Outcome)
-	assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category, "read as a stream, a JSON body has no events: incomplete (R13.3)")
-	assertStreamPOSTs(t, m.srv, 3)
+	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category, "an error document in place of the stream is the provider's refusal (R4.7)")
+	assert.Equal(t, "server_error", rerr.Failure.ProviderCode)
+	assertStreamPOSTs(t, m.srv, 1)
 }
 
 // Exhausted before the stream starts: openai-go's own *openai.Error for the

@@ -185,7 +185,14 @@ func (b *streamBody) ended(err error) {
 		if cause == nil {
 			cause = io.ErrUnexpectedEOF
 		}
-		b.fail(layer.CategoryTransport, cause, nil, nil)
+		cat := layer.CategoryTransport
+		var pe *layer.ProviderError
+		if errors.As(cause, &pe) {
+			// A provider error object instead of a stream: the provider
+			// refused the request; never eligible (R4.7).
+			cat = layer.CategoryProviderResponse
+		}
+		b.fail(cat, cause, nil, nil)
 	default:
 		cat := layer.CategoryTransport
 		var ne net.Error
@@ -229,6 +236,13 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		ev.Response.FinishReason = fr.FinishReason
 		if fr.Completion != nil {
 			ev.Response.Model, ev.Response.Usage = fr.Completion.Model, fr.Completion.Usage
+		}
+	} else if pe := (*layer.ProviderError)(nil); cat == layer.CategoryProviderResponse && errors.As(cause, &pe) {
+		// An error document in place of the stream (see ended).
+		f.Phase = layer.PhaseDecoding
+		ev.Response.Code = pe.Code
+		if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.in.body, c.in.header) {
+			f.ProviderCode = pe.Code
 		}
 	}
 	f.Attach(ev)

@@ -47,6 +47,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
@@ -72,7 +73,15 @@ type Decoder struct {
 	id      string
 	usage   *chat.Usage
 	legacy  *chat.ToolCallFragment
+	// sniffed: the first non-space byte arrived; plain: it was '{', so
+	// the answer is a JSON document, not an event stream, and its first
+	// bytes are kept in doc (at most maxDoc) for End.
+	sniffed, plain bool
+	doc            []byte
 }
+
+// maxDoc bounds the bytes of a plain JSON answer that End inspects.
+const maxDoc = 64 << 10
 
 // New returns a decoder.
 func New() *Decoder { return &Decoder{framer: sse.NewFramer(0)} }
@@ -87,17 +96,62 @@ func (d *Decoder) Next() (layer.Frame, bool) { return d.q.Next() }
 
 // End reports an incomplete stream unless the terminal frame was decoded.
 // After an error frame it returns nil: the frame carries the error.
+//
+// A streaming request answered with a plain JSON error object instead of
+// an event stream (`{"error":{…}}` in a 2xx) ends with a
+// *layer.ProviderError: the provider refused the request, which is never
+// eligible for a resend (R4.7).
 func (d *Decoder) End() error {
 	if d.q.Ended() {
 		return nil
 	}
+	if d.plain {
+		if pe := jsonError(d.doc); pe != nil {
+			return pe
+		}
+	}
 	return ErrIncomplete
+}
+
+// jsonError returns the provider error of a JSON error document, or nil.
+func jsonError(doc []byte) *layer.ProviderError {
+	var v struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(doc, &v) != nil || len(v.Error) == 0 || string(v.Error) == "null" {
+		return nil
+	}
+	var o struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+	}
+	if json.Unmarshal(v.Error, &o) != nil {
+		var msg string
+		if json.Unmarshal(v.Error, &msg) != nil {
+			return nil
+		}
+		return &layer.ProviderError{Message: msg}
+	}
+	pe := &layer.ProviderError{Code: o.Type, Message: o.Message}
+	if c, ok := o.Code.(string); ok && c != "" {
+		pe.Code = c
+	}
+	return pe
 }
 
 // Write frames and decodes p. Bytes after the terminal frame are ignored.
 func (d *Decoder) Write(p []byte) {
 	if d.q.Ended() {
 		return
+	}
+	if !d.sniffed {
+		if i := bytes.IndexFunc(p, func(r rune) bool { return !unicode.IsSpace(r) }); i >= 0 {
+			d.sniffed, d.plain = true, p[i] == '{'
+		}
+	}
+	if d.plain && len(d.doc) < maxDoc {
+		d.doc = append(d.doc, p[:min(len(p), maxDoc-len(d.doc))]...)
 	}
 	d.framer.Write(p)
 	for !d.q.Ended() {
