@@ -208,9 +208,10 @@ type Evidence struct {
 	AdmissionCause any
 	// DelayCause is the error returned by the Sleep hook.
 	DelayCause error
-	// Bytes is a copy of the response body bytes received, bounded: the
-	// engine keeps at most the first 1 MiB of a failed ordinary body
-	// (retry.MaxEvidenceBytes) and the frame that ended a failed stream.
+	// Bytes is a copy of the response body bytes received, bounded
+	// (retry.MaxEvidenceBytes, 1 MiB): the first bytes of a failed ordinary
+	// body, the last bytes of a stream whose capture failed, or the frame
+	// that ended a stream that failed otherwise.
 	Bytes []byte
 	// Headers is a copy of the response headers, or nil when none arrived.
 	Headers http.Header

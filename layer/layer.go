@@ -68,10 +68,6 @@ func (p Position) String() string {
 	return "position(" + strconv.Itoa(int(p)) + ")"
 }
 
-// Open reports whether p is a position for a user's own layers (PerCall or
-// PerAttempt).
-func (p Position) Open() bool { return p == PerCall || p == PerAttempt }
-
 // Layer is one layer of a chain. Wrap returns a RoundTripper that keeps the
 // standard library's contract: it does not modify the caller's request (it
 // clones before changing one), returns either a response or an error, closes

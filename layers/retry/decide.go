@@ -50,9 +50,6 @@ func (d *Decider) Failed() {
 	}
 }
 
-// MaxAttempts returns the resolved attempt limit (R1.2: at least 1).
-func (d *Decider) MaxAttempts() int { return d.r.maxAttempts }
-
 // Remaining returns the time left before the budget or the deadline,
 // whichever is nearer, and whether either is set (R7.1).
 func (d *Decider) Remaining() (time.Duration, bool) {

@@ -19,8 +19,9 @@ const MaxResponseBody = 64 << 20
 
 // MaxEvidenceBytes bounds the body bytes a failure keeps as private
 // evidence (layer.Evidence.Bytes): the first MaxEvidenceBytes of a failed
-// ordinary response. A failed stream keeps the bytes of the frame that
-// ended it.
+// ordinary response, and the last MaxEvidenceBytes of a stream whose
+// capture failed (the failing chunk included). A stream that failed
+// otherwise keeps the bytes of the frame that ended it.
 const MaxEvidenceBytes = 1 << 20
 
 // attemptResult is what one attempt ended with.

@@ -29,8 +29,9 @@ type streamBody struct {
 	// the stream: a drop-in client reads them before the typed error, so it
 	// reports the provider's error as it would without recourse.
 	tail []byte
-	// got holds, while capture is on, the current attempt's bytes as read:
-	// the evidence of a capture failure (R10.5, R12.3).
+	// got holds, while capture is on, the current attempt's last bytes as
+	// read (at most about 2×MaxEvidenceBytes): the evidence of a capture
+	// failure (R10.5, R12.3).
 	got []byte
 	// framed says that an in-band error frame (the provider's or the
 	// codec's) was handed over: the read error follows.
@@ -73,6 +74,10 @@ func (b *streamBody) NextFrame() (layer.Frame, error) {
 		n, err := b.resp.Body.Read(b.buf)
 		if b.a.OnWire != nil {
 			b.got = append(b.got, b.buf[:n]...)
+			if len(b.got) > 2*MaxEvidenceBytes {
+				// Bounded: only the last MaxEvidenceBytes are evidence.
+				b.got = append([]byte(nil), b.got[len(b.got)-MaxEvidenceBytes:]...)
+			}
 		}
 		if err != nil {
 			var ce *layer.CaptureError
@@ -219,7 +224,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		ev.Cause = c.ctx.Err()
 	}
 	if ce != nil {
-		ev.CaptureCause, ev.Bytes = ce.Cause, b.got
+		ev.CaptureCause, ev.Bytes = ce.Cause, b.got[max(0, len(b.got)-MaxEvidenceBytes):]
 	}
 	b.got = nil
 	if fr != nil {
