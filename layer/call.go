@@ -37,6 +37,11 @@ type Call struct {
 	// SDK sees the final response it would see without recourse and builds
 	// its own error, while Result.Err holds the typed one.
 	TypedErrors bool
+	// Gate is the call's resend gate (a retry quota and shared cooldown),
+	// set by a per-call layer (package layers/quota) before the request
+	// reaches the engine; nil means none. The engine binds it to the call's
+	// upstream and its decision plane consults it on every resend.
+	Gate ResendGate
 
 	// Result is what the engine reports about the call.
 	Result CallResult

@@ -50,6 +50,9 @@ type RecoveryError struct {
 	// attempt completed (a request capture that failed before the first
 	// send).
 	History []Failure `json:"history"`
+	// Quota says which retry quota refused the resend, for outcome
+	// quota_exhausted; nil otherwise.
+	Quota *QuotaRefusal `json:"quota,omitempty"`
 
 	ctxErr error
 }
@@ -82,11 +85,15 @@ func (e *RecoveryError) Error() string {
 	case e.Outcome == OutcomeInterrupted && f.Category == CategoryHTTP && IsRedirect(f.HTTPStatus):
 		return "recourse: the provider answered HTTP " + strconv.Itoa(f.HTTPStatus) +
 			", a redirect: refused, its Location never contacted (wire attempt " + strconv.Itoa(f.WireAttempt) + ")"
+	case e.Outcome == OutcomeDelayCeiling && !f.RetryAfter.Valid():
+		return "recourse: no retry: the upstream's shared cooldown lasts beyond the delay ceiling; outcome delay_ceiling" + tail()
 	case e.Outcome == OutcomeDelayCeiling:
 		return "recourse: no retry: the provider asked to wait " + f.RetryAfter.Delay.String() +
 			" (Retry-After), above the delay ceiling; outcome delay_ceiling" + tail()
 	case e.Outcome == OutcomeDeadline:
 		return "recourse: no retry: the recovery budget or deadline ran out; outcome deadline" + tail()
+	case e.Outcome == OutcomeQuotaExhausted:
+		return "recourse: not retried: " + e.Quota.Text() + "; outcome quota_exhausted" + tail()
 	}
 	if e.Outcome == OutcomeInterrupted && f.Classification.Reason == ReasonPermanent &&
 		(f.Category == CategoryHTTP || f.Category == CategoryProviderResponse) {

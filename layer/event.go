@@ -54,7 +54,11 @@ type Event struct {
 	HTTPStatus int `json:"http_status,omitempty"`
 	// Failure is set on attempt_failed, admission, delay, retry and terminal events.
 	Failure *Failure `json:"failure,omitempty"`
-	// Delay is the scheduled backoff of a delay_scheduled event.
+	// Quota is set on a quota_refused event: which quota refused, in safe
+	// terms.
+	Quota *QuotaRefusal `json:"quota,omitempty"`
+	// Delay is the scheduled backoff of a delay_scheduled event, or the
+	// wait of a cooldown_wait event.
 	Delay time.Duration `json:"-"`
 	// NextAttempt is the wire attempt an admission or delay event is about.
 	NextAttempt int `json:"next_attempt,omitempty"`
@@ -77,7 +81,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		DelayMS   *int64 `json:"delay_ms,omitempty"`
 		ElapsedMS int64  `json:"elapsed_ms"`
 	}{plain: plain(e), ElapsedMS: e.Elapsed.Milliseconds()}
-	if e.Type == EventDelayScheduled {
+	if e.Type == EventDelayScheduled || e.Type == EventCooldownWait {
 		ms := e.Delay.Milliseconds()
 		v.DelayMS = &ms
 	}

@@ -88,7 +88,8 @@ const (
 // Outcome is how a recovery ended without success (R10.4).
 type Outcome string
 
-// The eight outcomes of R10.4. Callers that switch over outcomes must handle
+// The eight outcomes of R10.4, and OutcomeQuotaExhausted of an opt-in retry
+// quota. Callers that switch over outcomes must handle
 // OutcomeAdmissionNoDecision apart from OutcomeAdmissionRejected (R10.6).
 const (
 	OutcomeExhausted           Outcome = "exhausted"
@@ -99,13 +100,16 @@ const (
 	OutcomeAdmissionNoDecision Outcome = "admission_no_decision"
 	OutcomeDeadline            Outcome = "deadline"
 	OutcomeDelayCeiling        Outcome = "delay_ceiling"
+	// OutcomeQuotaExhausted: a retry quota (a ResendGate, package
+	// layers/quota) refused the resend; RecoveryError.Quota says which.
+	OutcomeQuotaExhausted Outcome = "quota_exhausted"
 )
 
 // Outcomes lists every outcome of R10.4.
-var Outcomes = []Outcome{OutcomeExhausted, OutcomeInterrupted, OutcomeCancelled, OutcomeAdmissionRequired, OutcomeAdmissionRejected, OutcomeAdmissionNoDecision, OutcomeDeadline, OutcomeDelayCeiling}
+var Outcomes = []Outcome{OutcomeExhausted, OutcomeInterrupted, OutcomeCancelled, OutcomeAdmissionRequired, OutcomeAdmissionRejected, OutcomeAdmissionNoDecision, OutcomeDeadline, OutcomeDelayCeiling, OutcomeQuotaExhausted}
 
 // TerminalEvent returns the lifecycle event type that announces o (R11.2):
-// exhausted, deadline and delay_ceiling map to EventExhausted, interrupted to
+// exhausted, deadline, delay_ceiling and quota_exhausted map to EventExhausted, interrupted to
 // EventInterrupted, cancelled to EventCancelled, and each admission outcome
 // to its own admission event.
 func (o Outcome) TerminalEvent() EventType {
@@ -146,7 +150,17 @@ const (
 	// EventProgress and EventMetrics are emitted for Ollama streams only (R13.6).
 	EventProgress EventType = "progress"
 	EventMetrics  EventType = "metrics"
+	// EventQuotaRefused precedes the terminal exhausted event of outcome
+	// quota_exhausted; its Quota says which quota refused.
+	EventQuotaRefused EventType = "quota_refused"
+	// EventQuotaUnavailable reports that a retry quota's shared store did
+	// not answer in time or failed: the decision failed open.
+	EventQuotaUnavailable EventType = "quota_unavailable"
+	// EventCooldownWait announces that a first attempt waits, for Delay,
+	// until its upstream's shared cooldown horizon (a Retry-After another
+	// call saw).
+	EventCooldownWait EventType = "cooldown_wait"
 )
 
 // EventTypes lists every lifecycle event type of R11.1.
-var EventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventProgress, EventMetrics}
+var EventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventProgress, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait}

@@ -47,6 +47,19 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Until an attempt starts, events (a cancellation before the first send)
 	// still carry a complete identity: wire attempt 0, nothing sent (R11.2).
 	c.id = layer.Identity{LogicalID: c.logical}
+	if g := c.lc.Gate; g != nil {
+		// A retry quota: the call deposits, and its first attempt waits for
+		// the upstream's shared cooldown.
+		ug := g.Bind(req.URL, c.in.info.Model, req.Header)
+		ug.Deposit()
+		c.d.Bind(ug)
+		if cancelled, err := c.d.HoldFirst(c.ctx, c.emit); err != nil {
+			c.report(nil)
+			return nil, err
+		} else if cancelled {
+			return c.cancelled(nil)
+		}
+	}
 	return c.loop(1, nil, nil)
 }
 
@@ -182,6 +195,7 @@ func (c *call) succeeded(resp *http.Response, ev layer.ResponseEvidence, comp *c
 		resp, err, _ := c.afterFailure(&f, c.wire, nil)
 		return resp, err
 	}
+	c.d.Succeeded()
 	r := &c.lc.Result
 	r.LogicalID, r.WireAttempts, r.Response, r.Completion = c.logical, c.wire, ev, comp
 	return resp, nil
@@ -194,6 +208,11 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 	c.history = append(c.history, *f)
 	c.d.Failed()
 	if err := c.emit(layer.EventAttemptFailed, f, 0, 0); err != nil {
+		c.d.settle(false)
+		closeResp(pass)
+		return nil, err, true
+	}
+	if err := c.d.Observe(c.ctx, f, c.emit); err != nil {
 		closeResp(pass)
 		return nil, err, true
 	}
@@ -267,6 +286,9 @@ func (c *call) end(o layer.Outcome, f *layer.Failure, resp *http.Response) (*htt
 		ctxErr = c.ctx.Err()
 	}
 	rerr := layer.NewRecoveryError(o, *f, c.history, ctxErr)
+	if o == layer.OutcomeQuotaExhausted {
+		rerr.Quota = c.d.refusal
+	}
 	c.report(rerr)
 	if resp != nil && o != layer.OutcomeCancelled && !c.lc.TypedErrors && !c.stream && passable(resp.StatusCode) {
 		if resp.Header == nil {

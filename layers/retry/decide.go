@@ -21,6 +21,77 @@ type Decider struct {
 	facts  layer.Facts
 	failed bool          // a failure completed: the budget runs
 	first  time.Duration // the monotonic time of the first completed failure
+
+	gate    layer.UpstreamGate // the call's bound resend gate, or nil
+	held    layer.Reservation  // the reservation of the resend in flight
+	refusal *layer.QuotaRefusal
+}
+
+// Bind makes the decision plane consult g (a retry quota and shared
+// cooldown bound to the call's upstream) on every resend; nil removes it.
+// The engine binds the gate of the call's layer.Call; the broker binds the
+// chain's for its continuations.
+func (d *Decider) Bind(g layer.UpstreamGate) { d.gate = g }
+
+// Refusal returns what the gate said when it refused the last resend
+// (outcome quota_exhausted), or nil.
+func (d *Decider) Refusal() *layer.QuotaRefusal { return d.refusal }
+
+// Observe is told of every completed failure f, after its attempt_failed
+// event: the resend in flight, if any, stays counted in the quota, and a
+// valid Retry-After (or provider delay hint) raises the upstream's shared
+// cooldown horizon. It emits quota_unavailable when the shared store did
+// not answer. Without a gate it does nothing.
+func (d *Decider) Observe(ctx context.Context, f *layer.Failure, emit Emit) error {
+	d.settle(false)
+	if d.gate == nil || !f.RetryAfter.Valid() || f.RetryAfter.Delay <= 0 {
+		return nil
+	}
+	if d.gate.Cooldown(ctx, d.r.wall().Add(f.RetryAfter.Delay)) {
+		return emit(layer.EventQuotaUnavailable, f, 0, 0)
+	}
+	return nil
+}
+
+// Succeeded is told that the resend in flight succeeded: its reservation is
+// refunded.
+func (d *Decider) Succeeded() { d.settle(true) }
+
+func (d *Decider) settle(refund bool) {
+	if d.held != nil {
+		d.held.Settle(refund)
+		d.held = nil
+	}
+}
+
+// HoldFirst holds a first attempt until the gate's cooldown horizon (read
+// from its local copy), announcing the wait with cooldown_wait: the shared
+// cooldown delays every chain that uses the same store. A horizon further
+// away than the delay ceiling, or than the deadline, is not waited for (a
+// first attempt is never refused), nor is one when a Sleep hook fails. It
+// reports whether ctx ended during the wait; err is an observer's error.
+func (d *Decider) HoldFirst(ctx context.Context, emit Emit) (cancelled bool, err error) {
+	if d.gate == nil {
+		return false, nil
+	}
+	h := d.gate.Horizon()
+	if h.IsZero() {
+		return false, nil
+	}
+	wait := h.Sub(d.r.wall())
+	if wait <= 0 || wait > d.r.ceiling {
+		return false, nil
+	}
+	if rem, set := d.Remaining(); set && wait >= rem {
+		return false, nil
+	}
+	if err := emit(layer.EventCooldownWait, nil, wait, 1); err != nil {
+		return false, err
+	}
+	if d.sleep(ctx, wait) != nil || ctx.Err() != nil {
+		return ctx.Err() != nil, nil
+	}
+	return false, nil
 }
 
 // NewDecider validates p, applies its defaults and pre-samples a custom
@@ -84,19 +155,87 @@ func (d *Decider) Expired() bool {
 // the outcome that ends the call; the terminal event of that outcome is
 // the caller's to emit. err is an observer's error from emit. Admission's
 // private cause and a Sleep hook's error are attached to f.
+//
+// With a gate bound (Bind), the quota is peeked right after budget and
+// deadline — a refusal ends the call with quota_exhausted before admission
+// is asked — and reserved right after admission allowed (a refusal then,
+// a lost race, is quota_exhausted too); the delay is at least the time to
+// the upstream's cooldown horizon, refused like a Retry-After above the
+// ceiling or the time left. A reservation whose resend is not sent is
+// refunded; the engine settles the others (Observe, Succeeded). An
+// explicit Allow never overrides the quota.
 func (d *Decider) Resend(ctx context.Context, f *layer.Failure, n, next int, emit Emit) (layer.Outcome, error) {
+	d.refusal = nil
 	if d.Expired() {
 		return layer.OutcomeDeadline, nil
+	}
+	if d.gate != nil {
+		if o, err := d.verdict(d.gate.Peek(ctx), f, next, emit); o != "" || err != nil {
+			return o, err
+		}
 	}
 	if o, err := d.admit(ctx, f, next, emit); o != "" || err != nil {
 		return o, err
 	}
+	var horizon time.Time
+	if d.gate != nil {
+		res, v := d.gate.Reserve(ctx)
+		if o, err := d.verdict(v, f, next, emit); o != "" || err != nil {
+			if res != nil {
+				res.Settle(true)
+			}
+			return o, err
+		}
+		d.held = res
+		horizon = v.Horizon
+		if h := d.gate.Horizon(); h.After(horizon) {
+			horizon = h
+		}
+	}
+	o, err := d.delay(ctx, f, n, next, horizon, emit)
+	if o != "" || err != nil {
+		d.settle(true) // the resend is not sent
+	}
+	return o, err
+}
+
+// verdict turns a gate's verdict into the outcome quota_exhausted (after
+// its quota_refused event) or the empty outcome, emitting
+// quota_unavailable first when the store failed open.
+func (d *Decider) verdict(v layer.GateVerdict, f *layer.Failure, next int, emit Emit) (layer.Outcome, error) {
+	if v.Unavailable {
+		if err := emit(layer.EventQuotaUnavailable, f, 0, next); err != nil {
+			return "", err
+		}
+	}
+	if v.Refusal == nil {
+		return "", nil
+	}
+	d.refusal = v.Refusal
+	if err := emit(layer.EventQuotaRefused, f, 0, next); err != nil {
+		return "", err
+	}
+	return layer.OutcomeQuotaExhausted, nil
+}
+
+// delay computes the delay of the n-th resend (R5, R6; at least until
+// horizon when it is set), schedules it, sleeps and rechecks (R6.2).
+func (d *Decider) delay(ctx context.Context, f *layer.Failure, n, next int, horizon time.Time, emit Emit) (layer.Outcome, error) {
 	delay := Backoff(n, d.r.base, d.r.ceiling, d.r.sample(n))
 	if f.RetryAfter.Valid() {
 		if f.RetryAfter.Delay > d.r.ceiling {
 			return layer.OutcomeDelayCeiling, nil
 		}
 		delay = max(delay, f.RetryAfter.Delay)
+	}
+	if !horizon.IsZero() {
+		// The shared cooldown is a minimum like a Retry-After (R5.5).
+		if wait := horizon.Sub(d.r.wall()); wait > delay {
+			if wait > d.r.ceiling {
+				return layer.OutcomeDelayCeiling, nil
+			}
+			delay = wait
+		}
 	}
 	if rem, set := d.Remaining(); set && delay >= rem {
 		return layer.OutcomeDeadline, nil

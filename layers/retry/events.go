@@ -18,6 +18,9 @@ func (c *call) emit(typ layer.EventType, f *layer.Failure, delay time.Duration, 
 	if typ == layer.EventAttemptSucceeded {
 		ev.HTTPStatus = c.status
 	}
+	if typ == layer.EventQuotaRefused {
+		ev.Quota = c.d.refusal
+	}
 	ev.Delay, ev.NextAttempt = delay, next
 	return c.send(ev)
 }

@@ -171,6 +171,7 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 		b.fail(layer.CategoryCancellation, c.ctx.Err(), nil, nil)
 		return false
 	}
+	c.d.Succeeded()
 	c.lc.Result.WireAttempts = c.wire
 	if comp := f.Completion; comp != nil {
 		c.lc.Result.Response = layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}

@@ -1,0 +1,219 @@
+package quota_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/quota"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// A Retry-After seen by one chain sets the upstream's horizon in the
+// store, and a chain with another quota layer over the same store holds
+// its first attempt until then (cooldown_wait).
+func TestCooldownRetryAfterDelaysOtherChains(t *testing.T) {
+	clk := newClock()
+	store := quota.NewMemoryStore()
+	p := newProvider(t, func(i int) answer {
+		if i == 1 {
+			return answer{status: 429, header: []string{"Retry-After", "5"}}
+		}
+		return answer{status: 200}
+	})
+	a := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store)), clk, retry.Policy{MaxAttempts: 1})
+	b := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store)), clk, retry.Policy{MaxAttempts: 1})
+	assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, a.call()).Outcome)
+	clk.Advance(time.Second)
+	require.NoError(t, b.call())
+	evs := b.take()
+	require.NotEmpty(t, evs)
+	assert.Equal(t, layer.EventCooldownWait, evs[0].Type)
+	assert.Equal(t, 4*time.Second, evs[0].Delay)
+	assert.Equal(t, 1, evs[0].NextAttempt)
+	assert.Equal(t, []time.Duration{4 * time.Second}, b.sleeps, "the injected sleep waits for the horizon")
+	j, err := json.Marshal(evs[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(j), `"delay_ms":4000`)
+	// Once the horizon passed, nothing waits.
+	require.NoError(t, b.call())
+	assert.Equal(t, []string{"attempt_started", "attempt_succeeded"}, b.types())
+}
+
+// A resend's delay is at least the time to the shared horizon: another
+// process raised it while this call's attempt was failing.
+func TestCooldownResendWaitsForHorizon(t *testing.T) {
+	clk := newClock()
+	store := quota.NewMemoryStore()
+	var key string
+	p := newProvider(t, func(i int) answer {
+		if i == 1 {
+			require.NoError(t, store.SetHorizon(context.Background(), key, clk.Now().Add(4*time.Second)))
+			return answer{status: 503}
+		}
+		return answer{status: 200}
+	})
+	key = "http://" + strings.TrimPrefix(p.srv.URL, "http://")
+	r := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store)), clk, retry.Policy{MaxAttempts: 2})
+	require.NoError(t, r.call())
+	var delays []time.Duration
+	for _, ev := range r.take() {
+		if ev.Type == layer.EventDelayScheduled {
+			delays = append(delays, ev.Delay)
+		}
+	}
+	assert.Equal(t, []time.Duration{4 * time.Second}, delays)
+}
+
+// A horizon beyond the delay ceiling refuses the resend (delay_ceiling),
+// one beyond the deadline ends it with deadline (R5.5, R7), and a first
+// attempt is never held beyond them.
+func TestCooldownRefusedByCeilingAndDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		horizon time.Duration
+		pol     retry.Policy
+		want    layer.Outcome
+		text    string
+	}{
+		{"ceiling", 40 * time.Second, retry.Policy{MaxAttempts: 2}, layer.OutcomeDelayCeiling,
+			"recourse: no retry: the upstream's shared cooldown lasts beyond the delay ceiling; outcome delay_ceiling (HTTP 503, wire attempt 1)"},
+		{"deadline", 10 * time.Second, retry.Policy{MaxAttempts: 2}, layer.OutcomeDeadline,
+			"recourse: no retry: the recovery budget or deadline ran out; outcome deadline (HTTP 503, wire attempt 1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			store := quota.NewMemoryStore()
+			p := newProvider(t, always(503))
+			key := "http://" + strings.TrimPrefix(p.srv.URL, "http://")
+			require.NoError(t, store.SetHorizon(context.Background(), key, clk.Now().Add(tc.horizon)))
+			if tc.name == "deadline" {
+				tc.pol.Deadline = clk.Now().Add(5 * time.Second)
+			}
+			r := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store)), clk, tc.pol)
+			re := recoveryError(t, r.call())
+			assert.Equal(t, tc.want, re.Outcome)
+			assert.Equal(t, tc.text, re.Error())
+			assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, r.types(), "the first attempt was not held")
+			assert.Equal(t, 1, p.Count())
+		})
+	}
+}
+
+// unavailableStore fails every shared operation, slowly when slow is set
+// (until the operation's context ends).
+type unavailableStore struct {
+	slow bool
+	mu   sync.Mutex
+	keys []string
+}
+
+func (s *unavailableStore) fail(ctx context.Context, key string) error {
+	s.mu.Lock()
+	s.keys = append(s.keys, key)
+	s.mu.Unlock()
+	if s.slow {
+		<-ctx.Done()
+		return fmt.Errorf("%w: %w", quota.ErrUnavailable, ctx.Err())
+	}
+	return quota.ErrUnavailable
+}
+func (s *unavailableStore) Horizon(string) time.Time { return time.Time{} }
+func (s *unavailableStore) SetHorizon(ctx context.Context, key string, _ time.Time) error {
+	return s.fail(ctx, key)
+}
+func (s *unavailableStore) Peek(ctx context.Context, key string, _ time.Time, _ time.Duration) (int, error) {
+	return 0, s.fail(ctx, key)
+}
+func (s *unavailableStore) Reserve(ctx context.Context, key string, _ time.Time, _ int, _ time.Duration) (quota.Reserved, error) {
+	return quota.Reserved{}, s.fail(ctx, key)
+}
+func (s *unavailableStore) Refund(ctx context.Context, key, _ string) error { return s.fail(ctx, key) }
+
+// A store that fails, or does not answer within the store timeout, fails
+// open: the resend is decided by the process's ratio, the engine says so
+// with quota_unavailable, and the completion succeeds.
+func TestStoreUnavailableFailsOpen(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		t.Run(fmt.Sprint("slow=", slow), func(t *testing.T) {
+			clk := newClock()
+			p := newProvider(t, func(i int) answer {
+				if i == 1 {
+					return answer{status: 429, header: []string{"Retry-After", "1"}}
+				}
+				return answer{status: 200}
+			})
+			st := &unavailableStore{slow: slow}
+			q := mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(st), quota.WithFleetCap(10), quota.WithStoreTimeout(20*time.Millisecond))
+			r := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 2})
+			require.NoError(t, r.call())
+			assert.Equal(t, []string{"attempt_started", "attempt_failed", "quota_unavailable", "quota_unavailable", "quota_unavailable",
+				"delay_scheduled", "retry_started", "attempt_started", "attempt_succeeded"}, r.types(),
+				"the cooldown write, the peek and the reserve failed open")
+			assert.Equal(t, 2, p.Count())
+		})
+	}
+}
+
+// recordingStore records every key a quota hands its store.
+type recordingStore struct {
+	*quota.MemoryStore
+	mu   sync.Mutex
+	keys []string
+}
+
+func (s *recordingStore) rec(k string) {
+	s.mu.Lock()
+	s.keys = append(s.keys, k)
+	s.mu.Unlock()
+}
+func (s *recordingStore) Horizon(k string) time.Time { s.rec(k); return s.MemoryStore.Horizon(k) }
+func (s *recordingStore) SetHorizon(ctx context.Context, k string, t time.Time) error {
+	s.rec(k)
+	return s.MemoryStore.SetHorizon(ctx, k, t)
+}
+func (s *recordingStore) Reserve(ctx context.Context, k string, now time.Time, limit int, w time.Duration) (quota.Reserved, error) {
+	s.rec(k)
+	return s.MemoryStore.Reserve(ctx, k, now, limit, w)
+}
+
+// Canary: keyed by credential and model, the quota's store keys, events
+// and errors never contain the API key or the prompt.
+func TestQuotaCanaryCredentialNeverInKeysEventsOrErrors(t *testing.T) {
+	clk := newClock()
+	p := newProvider(t, always(429, "Retry-After", "1"))
+	st := &recordingStore{MemoryStore: quota.NewMemoryStore()}
+	q := mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(st), quota.ByCredential(), quota.ByModel(), quota.WithFloor(1), quota.WithRatio(0))
+	r := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 3})
+	err := r.call()
+	re := recoveryError(t, err)
+	assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+	var safe []string
+	safe = append(safe, err.Error(), fmt.Sprintf("%v %+v", err, err))
+	b, jerr := json.Marshal(re)
+	require.NoError(t, jerr)
+	safe = append(safe, string(b))
+	for _, ev := range r.take() {
+		b, jerr := json.Marshal(ev)
+		require.NoError(t, jerr)
+		safe = append(safe, string(b), fmt.Sprintf("%+v", ev))
+	}
+	st.mu.Lock()
+	safe = append(safe, st.keys...)
+	require.NotEmpty(t, st.keys)
+	assert.Contains(t, st.keys[0], "|model=gpt-test|cred=", "keyed by model and the credential's hash")
+	st.mu.Unlock()
+	for _, s := range safe {
+		for _, canary := range []string{canaryKey, "canary", "recipe", "QUOTA-0123"} {
+			assert.NotContains(t, s, canary)
+		}
+	}
+}

@@ -1,0 +1,471 @@
+package quota
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// The defaults of New.
+const (
+	// DefaultRatio is the share of a window's logical calls that may be
+	// resent: 0.2, the value Envoy, Finagle, Linkerd and failsafe-go share.
+	DefaultRatio = 0.2
+	// DefaultWindow is the quota's window, longer than a typical LLM call.
+	DefaultWindow = 60 * time.Second
+	// DefaultFloor is the number of resends per window allowed whatever the
+	// traffic, so that a process making few calls can still retry.
+	DefaultFloor = 3
+	// DefaultStoreTimeout bounds each operation of a shared store.
+	DefaultStoreTimeout = 50 * time.Millisecond
+)
+
+// slots is the number of buckets a window is counted in.
+const slots = 10
+
+// ConfigError reports an invalid option of New; it names the option.
+type ConfigError struct {
+	// Option is the name of the offending option, for example "WithRatio".
+	Option string
+}
+
+// Error returns a message naming the option.
+func (e *ConfigError) Error() string { return "quota: invalid option " + e.Option }
+
+// Option configures a Layer.
+type Option func(*config) error
+
+type config struct {
+	ratio        float64
+	window       time.Duration
+	floor        int
+	limit        int
+	unlimited    bool
+	byModel      bool
+	byCredential bool
+	store        Store
+	storeTimeout time.Duration
+	now          func() time.Time
+}
+
+// WithRatio sets the share of the window's logical calls to an upstream
+// that may be resent (default 0.2); it must be finite and ≥ 0.
+func WithRatio(r float64) Option {
+	return func(c *config) error {
+		if math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
+			return &ConfigError{Option: "WithRatio"}
+		}
+		c.ratio = r
+		return nil
+	}
+}
+
+// WithWindow sets the window over which calls and resends are counted
+// (default 60 s); it must be at least 10 ms.
+func WithWindow(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 10*time.Millisecond {
+			return &ConfigError{Option: "WithWindow"}
+		}
+		c.window = d
+		return nil
+	}
+}
+
+// WithFloor sets the resends per window allowed whatever the traffic
+// (default 3); it must be ≥ 0. It counts per process: a fleet of n
+// replicas has n times the floor, unless WithFleetCap bounds it.
+func WithFloor(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return &ConfigError{Option: "WithFloor"}
+		}
+		c.floor = n
+		return nil
+	}
+}
+
+// WithFleetCap sets an absolute cap on resends per window per upstream,
+// counted in the store and so shared by every process using it (default
+// 0: none); it must be ≥ 0.
+func WithFleetCap(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return &ConfigError{Option: "WithFleetCap"}
+		}
+		c.limit = n
+		return nil
+	}
+}
+
+// Unlimited makes the quota allow every resend (for tests, or to keep only
+// the shared cooldown); calls still deposit and the cooldown still applies.
+func Unlimited() Option {
+	return func(c *config) error { c.unlimited = true; return nil }
+}
+
+// ByModel keys the quota by the requested model as well as the upstream.
+func ByModel() Option {
+	return func(c *config) error { c.byModel = true; return nil }
+}
+
+// ByCredential keys the quota by the call's credential as well (the
+// Authorization, Api-Key or X-Api-Key header), kept only as a truncated
+// SHA-256 hash: provider rate limits are per key. It costs a hash per call.
+func ByCredential() Option {
+	return func(c *config) error { c.byCredential = true; return nil }
+}
+
+// WithStore sets the store shared with other processes (default: the
+// process's DefaultStore); nil is invalid.
+func WithStore(s Store) Option {
+	return func(c *config) error {
+		if s == nil {
+			return &ConfigError{Option: "WithStore"}
+		}
+		c.store = s
+		return nil
+	}
+}
+
+// WithStoreTimeout bounds each store operation on a resend decision
+// (default 50 ms); a store slower than that fails open. It must be > 0.
+func WithStoreTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return &ConfigError{Option: "WithStoreTimeout"}
+		}
+		c.storeTimeout = d
+		return nil
+	}
+}
+
+// WithClock sets the wall clock the windows are counted on (default
+// time.Now); nil is invalid.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return &ConfigError{Option: "WithClock"}
+		}
+		c.now = now
+		return nil
+	}
+}
+
+// Layer is the retry quota and shared cooldown, a per-call layer (see the
+// package documentation). It is safe for concurrent use and meant to be
+// shared: every chain given the same Layer shares its quotas.
+type Layer struct {
+	cfg       config
+	upstreams sync.Map // bindKey → *upstream
+	swept     atomic.Int64
+}
+
+// New returns a quota layer: ratio 0.2 of the logical calls over a 60 s
+// window, at least 3 resends per window, per upstream, the process's
+// DefaultStore for the cooldown horizon, no fleet cap. An invalid option
+// is a *ConfigError.
+func New(opts ...Option) (*Layer, error) {
+	l := &Layer{cfg: config{ratio: DefaultRatio, window: DefaultWindow, floor: DefaultFloor,
+		storeTimeout: DefaultStoreTimeout, now: time.Now}}
+	for _, o := range opts {
+		if o == nil {
+			return nil, &ConfigError{Option: "nil"}
+		}
+		if err := o(&l.cfg); err != nil {
+			return nil, err
+		}
+	}
+	if l.cfg.store == nil {
+		l.cfg.store = defaultStore
+	}
+	return l, nil
+}
+
+// Name returns "quota".
+func (*Layer) Name() string { return "quota" }
+
+// Position returns layer.PerCall.
+func (*Layer) Position() layer.Position { return layer.PerCall }
+
+// Wrap returns next with the quota placed in every call's layer.Call
+// (Call.Gate), created when the request has none. A call has one gate: a
+// second quota layer closer to the engine replaces the first.
+func (l *Layer) Wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripper{l: l, next: next}
+}
+
+type roundTripper struct {
+	l    *Layer
+	next http.RoundTripper
+}
+
+func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	req, c := layer.CallOf(req)
+	c.Gate = t.l
+	return t.next.RoundTrip(req)
+}
+
+// bindKey is what Bind looks an upstream up by, without allocating.
+type bindKey struct {
+	scheme, host, model, cred string
+}
+
+// Bind returns the gate of u's upstream (scheme, host and port), narrowed
+// by model with ByModel and by h's credential with ByCredential. It does
+// no I/O; after an upstream's first call it allocates nothing (without
+// ByCredential).
+func (l *Layer) Bind(u *url.URL, model string, h http.Header) layer.UpstreamGate {
+	k := bindKey{scheme: u.Scheme, host: u.Host}
+	if l.cfg.byModel {
+		k.model = model
+	}
+	if l.cfg.byCredential {
+		k.cred = credentialHash(h)
+	}
+	if v, ok := l.upstreams.Load(k); ok {
+		return v.(*upstream)
+	}
+	v, _ := l.upstreams.LoadOrStore(k, l.newUpstream(k))
+	return v.(*upstream)
+}
+
+// credentialHash returns the first 16 hex digits of the SHA-256 of the
+// call's credential header, or "" when it has none.
+func credentialHash(h http.Header) string {
+	v := h.Get("Authorization")
+	if v == "" {
+		v = h.Get("Api-Key")
+	}
+	if v == "" {
+		v = h.Get("X-Api-Key")
+	}
+	if v == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("recourse quota credential\x00" + v))
+	return hex.EncodeToString(sum[:8])
+}
+
+// maxModelKey is the longest model name kept in a key as it is; a longer
+// one is hashed.
+const maxModelKey = 128
+
+func (l *Layer) newUpstream(k bindKey) *upstream {
+	host, port := k.host, ""
+	if h, p, err := net.SplitHostPort(k.host); err == nil {
+		host, port = h, p
+	}
+	if port == "" {
+		switch strings.ToLower(k.scheme) {
+		case "http":
+			port = "80"
+		default:
+			port = "443"
+		}
+	}
+	name := host
+	if (strings.EqualFold(k.scheme, "http") && port != "80") || (!strings.EqualFold(k.scheme, "http") && port != "443") {
+		name = net.JoinHostPort(host, port)
+	}
+	key := strings.ToLower(k.scheme) + "://" + net.JoinHostPort(strings.ToLower(host), port)
+	if k.model != "" {
+		m := k.model
+		if len(m) > maxModelKey || strings.ContainsAny(m, "\x00\r\n") {
+			sum := sha256.Sum256([]byte(m))
+			m = "sha256:" + hex.EncodeToString(sum[:8])
+		}
+		key += "|model=" + m
+	}
+	if k.cred != "" {
+		key += "|cred=" + k.cred
+	}
+	return &upstream{l: l, name: name, key: key, width: l.cfg.window / slots}
+}
+
+// upstream is the quota of one upstream key in this process: deposits and
+// resends counted in slots buckets of width each, and the shared store.
+type upstream struct {
+	l     *Layer
+	name  string // safe: host and non-default port
+	key   string // the store key
+	width time.Duration
+
+	mu    sync.Mutex
+	epoch [slots]int64 // the bucket index each slot holds
+	calls [slots]int
+	sent  [slots]int
+}
+
+// bucket returns the slot of the bucket holding now, cleared when it held
+// an older bucket; u.mu is held.
+func (u *upstream) bucket(now time.Time) (slot int, e int64) {
+	e = now.UnixNano() / int64(u.width)
+	slot = int(e % slots)
+	if slot < 0 {
+		slot += slots
+	}
+	if u.epoch[slot] != e {
+		u.epoch[slot], u.calls[slot], u.sent[slot] = e, 0, 0
+	}
+	return slot, e
+}
+
+// totals returns the calls and resends of the window ending at bucket e;
+// u.mu is held.
+func (u *upstream) totals(e int64) (calls, sent int) {
+	for i := range slots {
+		if u.epoch[i] > e-slots && u.epoch[i] <= e {
+			calls += u.calls[i]
+			sent += u.sent[i]
+		}
+	}
+	return calls, sent
+}
+
+// allowed returns the resends the window allows for calls.
+func (u *upstream) allowed(calls int) int {
+	return max(u.l.cfg.floor, int(u.l.cfg.ratio*float64(calls)))
+}
+
+// Deposit records a logical call.
+func (u *upstream) Deposit() {
+	now := u.l.cfg.now()
+	u.mu.Lock()
+	s, _ := u.bucket(now)
+	u.calls[s]++
+	u.mu.Unlock()
+	u.l.sweep(now)
+}
+
+// sweep drops the in-process store's expired keys, at most once per window.
+func (l *Layer) sweep(now time.Time) {
+	ms, ok := l.cfg.store.(*MemoryStore)
+	if !ok {
+		return
+	}
+	n, last := now.UnixNano(), l.swept.Load()
+	if n-last < int64(l.cfg.window) || !l.swept.CompareAndSwap(last, n) {
+		return
+	}
+	ms.Sweep(now, l.cfg.window)
+}
+
+// Horizon returns the store's local copy of the upstream's horizon.
+func (u *upstream) Horizon() time.Time { return u.l.cfg.store.Horizon(u.key) }
+
+// refusal returns the refusal of the ratio for sent resends.
+func (u *upstream) refusal(sent int, fleet bool) *layer.QuotaRefusal {
+	return &layer.QuotaRefusal{Upstream: u.name, Resends: sent, Window: u.l.cfg.window, Fleet: fleet}
+}
+
+// Peek reports whether a resend could be reserved now.
+func (u *upstream) Peek(ctx context.Context) layer.GateVerdict {
+	now := u.l.cfg.now()
+	if !u.l.cfg.unlimited {
+		u.mu.Lock()
+		_, e := u.bucket(now)
+		calls, sent := u.totals(e)
+		u.mu.Unlock()
+		if sent >= u.allowed(calls) {
+			return layer.GateVerdict{Refusal: u.refusal(sent, false)}
+		}
+	}
+	if u.l.cfg.limit <= 0 {
+		return layer.GateVerdict{}
+	}
+	sctx, cancel := context.WithTimeout(ctx, u.l.cfg.storeTimeout)
+	defer cancel()
+	n, err := u.l.cfg.store.Peek(sctx, u.key, now, u.l.cfg.window)
+	if err != nil {
+		return layer.GateVerdict{Unavailable: true}
+	}
+	if n >= u.l.cfg.limit {
+		return layer.GateVerdict{Refusal: u.refusal(n, true)}
+	}
+	return layer.GateVerdict{}
+}
+
+// Reserve withdraws one resend: from this process's ratio, then from the
+// store's cap (when set) in the step that reads the shared horizon.
+func (u *upstream) Reserve(ctx context.Context) (layer.Reservation, layer.GateVerdict) {
+	now := u.l.cfg.now()
+	r := &reservation{u: u, slot: -1}
+	if !u.l.cfg.unlimited {
+		u.mu.Lock()
+		s, e := u.bucket(now)
+		calls, sent := u.totals(e)
+		if sent >= u.allowed(calls) {
+			u.mu.Unlock()
+			return nil, layer.GateVerdict{Refusal: u.refusal(sent, false)}
+		}
+		u.sent[s]++
+		u.mu.Unlock()
+		r.slot, r.epoch = s, e
+	}
+	sctx, cancel := context.WithTimeout(ctx, u.l.cfg.storeTimeout)
+	defer cancel()
+	res, err := u.l.cfg.store.Reserve(sctx, u.key, now, u.l.cfg.limit, u.l.cfg.window)
+	if err != nil {
+		return r, layer.GateVerdict{Unavailable: true}
+	}
+	if !res.OK {
+		r.Settle(true)
+		return nil, layer.GateVerdict{Refusal: u.refusal(res.Count, true), Horizon: res.Horizon}
+	}
+	r.id = res.ID
+	return r, layer.GateVerdict{Horizon: res.Horizon}
+}
+
+// Cooldown raises the shared horizon to until.
+func (u *upstream) Cooldown(ctx context.Context, until time.Time) bool {
+	if !until.After(u.Horizon()) {
+		return false // already known: no store round trip
+	}
+	sctx, cancel := context.WithTimeout(ctx, u.l.cfg.storeTimeout)
+	defer cancel()
+	return u.l.cfg.store.SetHorizon(sctx, u.key, until) != nil
+}
+
+// reservation is one resend withdrawn from an upstream.
+type reservation struct {
+	u       *upstream
+	slot    int // -1: nothing counted in this process
+	epoch   int64
+	id      string // the store's reservation, or ""
+	settled bool
+}
+
+// Settle refunds the resend when refund is set; it is idempotent.
+func (r *reservation) Settle(refund bool) {
+	if r.settled {
+		return
+	}
+	r.settled = true
+	if !refund {
+		return
+	}
+	u := r.u
+	if r.slot >= 0 {
+		u.mu.Lock()
+		if u.epoch[r.slot] == r.epoch && u.sent[r.slot] > 0 {
+			u.sent[r.slot]--
+		}
+		u.mu.Unlock()
+	}
+	if r.id != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), u.l.cfg.storeTimeout)
+		defer cancel()
+		_ = u.l.cfg.store.Refund(ctx, u.key, r.id) // an unavailable store keeps it counted until the window ends
+	}
+}

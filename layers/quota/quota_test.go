@@ -1,0 +1,214 @@
+package quota_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/quota"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func recoveryError(t *testing.T, err error) *layer.RecoveryError {
+	t.Helper()
+	var re *layer.RecoveryError
+	require.True(t, errors.As(err, &re), "a *layer.RecoveryError, got %v", err)
+	return re
+}
+
+// The peek comes before admission: a quota that is empty refuses with
+// quota_exhausted and the admission hook is never asked (R10.4, R11.2).
+func TestQuotaPeekRefusesBeforeAdmission(t *testing.T) {
+	clk := newClock()
+	p := newProvider(t, always(503))
+	q := mustQuota(t, quota.WithFloor(0), quota.WithRatio(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
+	var asked atomic.Int64
+	r := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 3, Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+		asked.Add(1)
+		return layer.Allow, nil
+	}})
+	err := r.call()
+	re := recoveryError(t, err)
+	assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+	assert.Equal(t, 1, p.Count(), "no resend")
+	assert.Zero(t, asked.Load(), "admission is not asked about a resend the quota refuses")
+	evs := r.take()
+	var types []string
+	for _, ev := range evs {
+		types = append(types, string(ev.Type))
+	}
+	assert.Equal(t, []string{"attempt_started", "attempt_failed", "quota_refused", "exhausted"}, types)
+	require.NotNil(t, evs[2].Quota)
+	assert.Equal(t, 2, evs[2].NextAttempt)
+	host := strings.TrimPrefix(p.srv.URL, "http://")
+	assert.Equal(t, &layer.QuotaRefusal{Upstream: host, Resends: 0, Window: 60 * time.Second}, evs[2].Quota)
+	require.NotNil(t, re.Quota)
+	assert.Equal(t, "recourse: not retried: retry quota for "+host+" exhausted: 0 resends in the last 60 s; outcome quota_exhausted (HTTP 503, wire attempt 1)", re.Error())
+	assert.Len(t, re.History, 1, "the history is kept")
+	assert.Equal(t, 503, re.Failure.HTTPStatus, "the final failure is kept")
+	b, err := json.Marshal(re)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"quota":{"upstream":"`+host+`","resends":0,"window_ms":60000}`)
+}
+
+// The reserve after admission is atomic: a resend that lost the race for
+// the last withdrawal while its hook was deciding is quota_exhausted, and
+// an explicit Allow does not override the quota.
+func TestQuotaReserveLostRaceAfterAllow(t *testing.T) {
+	clk := newClock()
+	p := newProvider(t, always(503))
+	q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
+	other := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 2})
+	var otherErr error
+	r := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 2, Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+		// While this hook decides, another call takes the only resend.
+		otherErr = other.call()
+		return layer.Allow, nil
+	}})
+	re := recoveryError(t, r.call())
+	assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, otherErr).Outcome, "its failed resend stays counted")
+	assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+	assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed", "quota_refused", "exhausted"}, r.types())
+	assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started", "attempt_started", "attempt_failed", "exhausted"}, other.types())
+	assert.Equal(t, 3, p.Count())
+	assert.Equal(t, 1, re.Quota.Resends)
+}
+
+// Each logical call deposits and each resend withdraws: with a floor of 0
+// and ratio 0.2, five calls pay for one resend, and the window refills.
+func TestQuotaRatioAndWindowRefill(t *testing.T) {
+	clk := newClock()
+	p := newProvider(t, always(503))
+	q := mustQuota(t, quota.WithFloor(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
+	r := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 2, BaseDelay: new(time.Duration)})
+	outcomes := func(n int) (exhausted, refused int) {
+		for range n {
+			switch recoveryError(t, r.call()).Outcome {
+			case layer.OutcomeExhausted:
+				exhausted++
+			case layer.OutcomeQuotaExhausted:
+				refused++
+			}
+		}
+		return
+	}
+	// Calls 1..4: 0.2 × calls < 1 allows nothing; call 5 deposits the
+	// fifth call and may resend; calls 6..9 may not (1 resend of 0.2 × 9).
+	ex, ref := outcomes(9)
+	assert.Equal(t, 1, ex)
+	assert.Equal(t, 8, ref)
+	assert.Equal(t, 9+1, p.Count())
+	// A window later the old calls and resends no longer count.
+	clk.Advance(61 * time.Second)
+	ex, ref = outcomes(4)
+	assert.Equal(t, 0, ex)
+	assert.Equal(t, 4, ref)
+	ex, _ = outcomes(1)
+	assert.Equal(t, 1, ex, "the fifth call of the new window pays for a resend")
+}
+
+// A resend that succeeded is refunded (AWS's quota): a floor of one resend
+// serves any number of calls whose resends succeed.
+func TestQuotaRefundsSucceededResend(t *testing.T) {
+	clk := newClock()
+	p := newProvider(t, func(i int) answer {
+		if i%2 == 1 {
+			return answer{status: 503}
+		}
+		return answer{status: 200}
+	})
+	q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
+	r := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 2})
+	for i := range 5 {
+		require.NoError(t, r.call(), "call %d", i)
+	}
+	assert.Equal(t, 10, p.Count())
+}
+
+// A failed resend stays counted: the next call is refused.
+func TestQuotaFailedResendStaysCounted(t *testing.T) {
+	clk := newClock()
+	p := newProvider(t, always(503))
+	q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
+	r := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 3})
+	re := recoveryError(t, r.call())
+	assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome, "the second resend of the call is refused")
+	assert.Equal(t, 2, p.Count())
+	assert.Equal(t, 1, re.Quota.Resends)
+	assert.Len(t, re.History, 2)
+	re = recoveryError(t, r.call())
+	assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+	assert.Equal(t, 3, p.Count())
+}
+
+// Unlimited allows every resend.
+func TestQuotaUnlimited(t *testing.T) {
+	clk := newClock()
+	p := newProvider(t, always(503))
+	q := mustQuota(t, quota.Unlimited(), quota.WithFloor(0), quota.WithRatio(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
+	r := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 4})
+	for range 3 {
+		assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, r.call()).Outcome)
+	}
+	assert.Equal(t, 12, p.Count())
+}
+
+// Several chains sharing one quota hold the ratio across them.
+func TestQuotaSharedAcrossChainsHoldsRatio(t *testing.T) {
+	clk := newClock()
+	p := newProvider(t, always(503))
+	q := mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
+	var rigs []*rig
+	for range 4 {
+		rigs = append(rigs, newRig(t, p, q, clk, retry.Policy{MaxAttempts: 4}))
+	}
+	const calls = 100
+	done := make(chan struct{})
+	for i, r := range rigs {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range calls / len(rigs) {
+				_ = r.call()
+			}
+			_ = i
+		}()
+	}
+	for range rigs {
+		<-done
+	}
+	resends := p.Count() - calls
+	assert.LessOrEqual(t, resends, max(3, calls/5), "resends within max(floor, 0.2 × calls)")
+	assert.GreaterOrEqual(t, resends, calls/5, "the quota is used, not starved")
+}
+
+// Options are validated.
+func TestQuotaOptionsValidated(t *testing.T) {
+	for _, o := range []quota.Option{quota.WithRatio(-1), quota.WithWindow(0), quota.WithFloor(-1), quota.WithFleetCap(-1),
+		quota.WithStore(nil), quota.WithStoreTimeout(0), quota.WithClock(nil), nil} {
+		_, err := quota.New(o)
+		var ce *quota.ConfigError
+		assert.True(t, errors.As(err, &ce), "%v", err)
+	}
+}
+
+// The upstream is scheme://host:port: a default port and its absence are
+// one upstream, and the safe name leaves the default port out.
+func TestQuotaUpstreamKey(t *testing.T) {
+	q := mustQuota(t, quota.WithFloor(0), quota.WithRatio(0), quota.WithStore(quota.NewMemoryStore()))
+	v := q.Bind(mustURL(t, "https://api.openai.com/v1/chat/completions"), "", nil).Peek(context.Background())
+	require.NotNil(t, v.Refusal)
+	assert.Equal(t, "api.openai.com", v.Refusal.Upstream)
+	v = q.Bind(mustURL(t, "http://user:pw@127.0.0.1:11434/api/chat"), "", nil).Peek(context.Background())
+	assert.Equal(t, "127.0.0.1:11434", v.Refusal.Upstream, "never the userinfo")
+}
