@@ -10,7 +10,8 @@
 //
 // Levels: Debug for attempt_started, attempt_succeeded and Ollama's progress
 // and metrics; Info for admission_pending, admission_allowed,
-// delay_scheduled, retry_started and cancelled; Warn for attempt_failed;
+// delay_scheduled, retry_started, cooldown_wait and cancelled; Warn for
+// attempt_failed, quota_refused and quota_unavailable;
 // Error for the terminal outcomes that end a call without success
 // (exhausted, interrupted) and for admission_rejected,
 // admission_no_decision and admission_required.
@@ -32,7 +33,7 @@ func Level(t layer.EventType) slog.Level {
 	switch t {
 	case layer.EventAttemptStarted, layer.EventAttemptSucceeded, layer.EventProgress, layer.EventMetrics:
 		return slog.LevelDebug
-	case layer.EventAttemptFailed:
+	case layer.EventAttemptFailed, layer.EventQuotaRefused, layer.EventQuotaUnavailable:
 		return slog.LevelWarn
 	case layer.EventExhausted, layer.EventInterrupted,
 		layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired:
@@ -65,7 +66,7 @@ func New(logger *slog.Logger) func(layer.Event) error {
 // Attrs returns the safe attributes of ev as New writes them: the event
 // type, the identity, provider, operation, requested model, attempt limit,
 // elapsed time and progress counters, the delay or next attempt when the
-// event has them, the HTTP status, and the failure's safe fields (category,
+// event has them, the refusing quota of a quota_refused event, the HTTP status, and the failure's safe fields (category,
 // reason, eligibility, acceptance, phase, known provider code, valid
 // provider request ID, Retry-After form and delay).
 func Attrs(ev layer.Event) []slog.Attr {
@@ -84,8 +85,16 @@ func Attrs(ev layer.Event) []slog.Attr {
 	if ev.Model != "" {
 		a = append(a, slog.String("model", ev.Model))
 	}
-	if ev.Type == layer.EventDelayScheduled {
+	if ev.Type == layer.EventDelayScheduled || ev.Type == layer.EventCooldownWait {
 		a = append(a, slog.Int64("delay_ms", ev.Delay.Milliseconds()))
+	}
+	if q := ev.Quota; q != nil {
+		a = append(a, slog.Group("quota",
+			slog.String("upstream", q.Upstream),
+			slog.Int("resends", q.Resends),
+			slog.Int64("window_ms", q.Window.Milliseconds()),
+			slog.Bool("fleet", q.Fleet),
+		))
 	}
 	if ev.NextAttempt != 0 {
 		a = append(a, slog.Int("next_attempt", ev.NextAttempt))

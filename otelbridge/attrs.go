@@ -47,6 +47,8 @@ const (
 	keyFailureCategory = attribute.Key("recourse.failure.category")
 	keyFailureReason   = attribute.Key("recourse.failure.reason")
 	keyDelayMS         = attribute.Key("recourse.delay_ms")
+	keyQuotaUpstream   = attribute.Key("recourse.quota.upstream")
+	keyQuotaResends    = attribute.Key("recourse.quota.resends")
 )
 
 // target is what the spans say about the request's destination: never the
@@ -131,7 +133,7 @@ func eventName(t layer.EventType) string {
 	switch t {
 	case layer.EventAdmissionPending, layer.EventAdmissionAllowed, layer.EventAdmissionRejected,
 		layer.EventAdmissionNoDecision, layer.EventAdmissionRequired, layer.EventDelayScheduled,
-		layer.EventRetryStarted:
+		layer.EventRetryStarted, layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventCooldownWait:
 		s = strings.Replace(s, "_", ".", 1)
 	}
 	return "recourse." + s
@@ -150,8 +152,11 @@ func eventAttributes(ev *layer.Event) []attribute.KeyValue {
 			a = append(a, semconv.HTTPResponseStatusCode(f.HTTPStatus))
 		}
 	}
-	if ev.Type == layer.EventDelayScheduled {
+	if ev.Type == layer.EventDelayScheduled || ev.Type == layer.EventCooldownWait {
 		a = append(a, keyDelayMS.Int64(ev.Delay.Milliseconds()))
+	}
+	if q := ev.Quota; q != nil {
+		a = append(a, keyQuotaUpstream.String(q.Upstream), keyQuotaResends.Int(q.Resends))
 	}
 	return a
 }

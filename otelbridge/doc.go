@@ -85,7 +85,10 @@
 // recourse.admission.allowed, recourse.admission.rejected,
 // recourse.admission.no_decision, recourse.admission.required,
 // recourse.delay.scheduled (with recourse.delay_ms), recourse.retry.started,
-// and the terminal recourse.exhausted, recourse.interrupted and
+// with a retry quota (package layers/quota) recourse.quota.refused (with
+// recourse.quota.upstream and recourse.quota.resends),
+// recourse.quota.unavailable and recourse.cooldown.wait (with
+// recourse.delay_ms), and the terminal recourse.exhausted, recourse.interrupted and
 // recourse.cancelled. Their attributes are the safe values of the event
 // only: recourse.event, recourse.attempt, recourse.next_attempt,
 // recourse.failure.category, recourse.failure.reason,
