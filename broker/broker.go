@@ -267,9 +267,15 @@ func (r *run) begin(ctx context.Context) (context.Context, int) {
 		// and before it sleeps, so the notice precedes every backoff sleep.
 		lc := &layer.Call{}
 		lc.Observe(func(ev layer.Event) {
-			if ev.Type == layer.EventDelayScheduled {
+			switch ev.Type {
+			case layer.EventDelayScheduled:
 				n := retryNotice(idx, ev)
 				notify(Notice{Event: EventRetry, Retry: &n})
+			case layer.EventQuotaRefused:
+				n := quotaNotice(idx, ev)
+				notify(Notice{Event: EventQuotaExhausted, Quota: &n})
+			case layer.EventCooldownWait:
+				notify(Notice{Event: EventCooldown, Cooldown: &CooldownNotice{Completion: idx, Wait: ev.Delay}})
 			}
 		})
 		ctx = layer.WithCall(ctx, lc)

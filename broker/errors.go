@@ -58,7 +58,9 @@ func (e *IncompleteError) Error() string {
 //     backoff;
 //   - layer.OutcomeCancelled: the context was cancelled (cancellation wins
 //     over continuation; errors.Is(err, context.Canceled) holds);
-//   - layer.OutcomeInterrupted: the policy's Sleep hook failed.
+//   - layer.OutcomeInterrupted: the policy's Sleep hook failed;
+//   - layer.OutcomeQuotaExhausted: the chain's retry quota (package
+//     layers/quota) refused it; Quota says which.
 //
 // Nothing of the broken stream is committed to the history when a
 // ContinuationError is returned. Err, the chain's *layer.RecoveryError of
@@ -75,6 +77,8 @@ type ContinuationError struct {
 	Max int
 	// Err is the interrupted stream's typed error.
 	Err *layer.RecoveryError
+	// Quota is the refusing quota for outcome quota_exhausted, else nil.
+	Quota *layer.QuotaRefusal
 
 	cause error // the context's error or the Sleep hook's error
 }
@@ -84,6 +88,9 @@ type ContinuationError struct {
 func (e *ContinuationError) Error() string {
 	s := "broker: stream continuation " + string(e.Outcome) + " after " + strconv.Itoa(e.Continuations) +
 		"/" + strconv.Itoa(e.Max) + " continuations"
+	if e.Quota != nil {
+		s += " (" + e.Quota.Text() + ")"
+	}
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
 	}

@@ -127,6 +127,95 @@ func (n *ContinuationNotice) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// QuotaNotice announces that a completion failed and will not be retried
+// because a retry quota (package layers/quota) refused the resend: the
+// call ends with outcome quota_exhausted. It is derived from the chain's
+// quota_refused lifecycle event. Every field is safe to show and log.
+type QuotaNotice struct {
+	// Completion is the 1-based index of the completion within the run.
+	Completion int
+	// FailedAttempt is the wire attempt that failed (1-based).
+	FailedAttempt int
+	// HTTPStatus is its HTTP status, 0 when none arrived.
+	HTTPStatus int
+	// Error is a safe description of the failure ("HTTP 503").
+	Error string
+	// Quota says which quota refused.
+	Quota layer.QuotaRefusal
+}
+
+// quotaWire is the JSON form of a QuotaNotice.
+type quotaWire struct {
+	Completion    int                `json:"completion"`
+	FailedAttempt int                `json:"failed_attempt"`
+	Status        int                `json:"status,omitempty"`
+	Error         string             `json:"error"`
+	Quota         layer.QuotaRefusal `json:"quota"`
+}
+
+type quotaRefusalWire struct {
+	Upstream string `json:"upstream"`
+	Resends  int    `json:"resends"`
+	WindowMS int64  `json:"window_ms"`
+	Fleet    bool   `json:"fleet,omitempty"`
+}
+
+// MarshalJSON encodes the notice with the quota's window in whole
+// milliseconds (quota.window_ms).
+func (n QuotaNotice) MarshalJSON() ([]byte, error) {
+	return json.Marshal(quotaWire{Completion: n.Completion, FailedAttempt: n.FailedAttempt, Status: n.HTTPStatus, Error: n.Error, Quota: n.Quota})
+}
+
+// UnmarshalJSON decodes the form written by MarshalJSON.
+func (n *QuotaNotice) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Completion    int              `json:"completion"`
+		FailedAttempt int              `json:"failed_attempt"`
+		Status        int              `json:"status"`
+		Error         string           `json:"error"`
+		Quota         quotaRefusalWire `json:"quota"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*n = QuotaNotice{Completion: w.Completion, FailedAttempt: w.FailedAttempt, HTTPStatus: w.Status, Error: w.Error,
+		Quota: layer.QuotaRefusal{Upstream: w.Quota.Upstream, Resends: w.Quota.Resends,
+			Window: time.Duration(w.Quota.WindowMS) * time.Millisecond, Fleet: w.Quota.Fleet}}
+	return nil
+}
+
+// CooldownNotice announces that a completion's first request waits for its
+// provider's shared cooldown (a Retry-After another call saw, package
+// layers/quota). It is derived from the chain's cooldown_wait lifecycle
+// event and delivered before the wait. Every field is safe.
+type CooldownNotice struct {
+	// Completion is the 1-based index of the completion within the run.
+	Completion int
+	// Wait is the time the request waits before it is sent.
+	Wait time.Duration
+}
+
+// cooldownWire is the JSON form of a CooldownNotice.
+type cooldownWire struct {
+	Completion int   `json:"completion"`
+	WaitMS     int64 `json:"wait_ms"`
+}
+
+// MarshalJSON encodes the notice with wait_ms in whole milliseconds.
+func (n CooldownNotice) MarshalJSON() ([]byte, error) {
+	return json.Marshal(cooldownWire{Completion: n.Completion, WaitMS: n.Wait.Milliseconds()})
+}
+
+// UnmarshalJSON decodes the form written by MarshalJSON.
+func (n *CooldownNotice) UnmarshalJSON(b []byte) error {
+	var w cooldownWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*n = CooldownNotice{Completion: w.Completion, Wait: time.Duration(w.WaitMS) * time.Millisecond}
+	return nil
+}
+
 // ProgressKind is a kind of progress signal.
 type ProgressKind string
 
@@ -174,11 +263,16 @@ const (
 	EventContinuation NoticeEvent = "llm_continuation"
 	// EventProgress is the event of a Notice carrying a Progress signal.
 	EventProgress NoticeEvent = "progress"
+	// EventQuotaExhausted is the event of a Notice carrying a QuotaNotice.
+	EventQuotaExhausted NoticeEvent = "llm_quota_exhausted"
+	// EventCooldown is the event of a Notice carrying a CooldownNotice.
+	EventCooldown NoticeEvent = "llm_cooldown"
 )
 
 // Notice is one operational event of a run for the user interface: exactly
-// one of Retry, Continuation and Progress is set, matching Event. Its JSON
-// form is {"event":"llm_retry","data":{…}} (or llm_continuation, progress).
+// one of Retry, Continuation, Progress, Quota and Cooldown is set, matching
+// Event. Its JSON form is {"event":"llm_retry","data":{…}} (or
+// llm_continuation, progress, llm_quota_exhausted, llm_cooldown).
 // Notices never enter the history, the model context or a session's
 // messages.
 type Notice struct {
@@ -190,6 +284,10 @@ type Notice struct {
 	Continuation *ContinuationNotice
 	// Progress is set for EventProgress.
 	Progress *Progress
+	// Quota is set for EventQuotaExhausted.
+	Quota *QuotaNotice
+	// Cooldown is set for EventCooldown.
+	Cooldown *CooldownNotice
 }
 
 // noticeWire is the JSON form of a Notice.
@@ -214,6 +312,14 @@ func (n Notice) MarshalJSON() ([]byte, error) {
 	case EventProgress:
 		if n.Progress != nil {
 			data = n.Progress
+		}
+	case EventQuotaExhausted:
+		if n.Quota != nil {
+			data = n.Quota
+		}
+	case EventCooldown:
+		if n.Cooldown != nil {
+			data = n.Cooldown
 		}
 	}
 	if data == nil {
@@ -245,6 +351,12 @@ func (n *Notice) UnmarshalJSON(b []byte) error {
 	case EventProgress:
 		out.Progress = &Progress{}
 		err = json.Unmarshal(w.Data, out.Progress)
+	case EventQuotaExhausted:
+		out.Quota = &QuotaNotice{}
+		err = json.Unmarshal(w.Data, out.Quota)
+	case EventCooldown:
+		out.Cooldown = &CooldownNotice{}
+		err = json.Unmarshal(w.Data, out.Cooldown)
 	default:
 		return errors.New("broker: unknown notice event " + strconv.Quote(string(w.Event)))
 	}
@@ -297,6 +409,18 @@ func retryNotice(idx int, ev layer.Event) RetryNotice {
 	if f := ev.Failure; f != nil {
 		n.FailedAttempt = f.WireAttempt
 		n.HTTPStatus = f.HTTPStatus
+	}
+	return n
+}
+
+// quotaNotice builds the notice of a quota_refused event of completion idx.
+func quotaNotice(idx int, ev layer.Event) QuotaNotice {
+	n := QuotaNotice{Completion: idx, FailedAttempt: ev.NextAttempt - 1, Error: failureText(ev.Failure)}
+	if f := ev.Failure; f != nil {
+		n.FailedAttempt, n.HTTPStatus = f.WireAttempt, f.HTTPStatus
+	}
+	if ev.Quota != nil {
+		n.Quota = *ev.Quota
 	}
 	return n
 }

@@ -61,8 +61,29 @@ func FormatContinuation(n ContinuationNotice) string {
 		strconv.Itoa(n.Max) + "): " + reason
 }
 
-// Status is the transient status line of a terminal UI (R17.2): a retry or
-// continuation notice sets it, and the next sign of progress clears it —
+// FormatQuota renders a quota notice as one status line: "not retrying
+// LLM request after HTTP 503: retry quota for api.openai.com exhausted: 14
+// resends in the last 60 s".
+func FormatQuota(n QuotaNotice) string {
+	what := n.Error
+	if n.HTTPStatus != 0 && n.HTTPStatus/100 != 2 {
+		what = "HTTP " + strconv.Itoa(n.HTTPStatus)
+	} else if what == "" {
+		what = "error"
+	}
+	return "not retrying LLM request after " + what + ": " + n.Quota.Text()
+}
+
+// FormatCooldown renders a cooldown notice as one status line: "LLM
+// provider cooling down: sending in 4.0s".
+func FormatCooldown(n CooldownNotice) string { return formatCooldown(n.Wait) }
+
+func formatCooldown(wait time.Duration) string {
+	return "LLM provider cooling down: sending in " + formatWait(wait)
+}
+
+// Status is the transient status line of a terminal UI (R17.2): a retry,
+// continuation, quota or cooldown notice sets it, and the next sign of progress clears it —
 // a new completion starting, a content, reasoning or tool delta, a tool
 // result, the end of the run, or idle. It is never a transcript entry.
 // Feed it every Notice of a broker's WithNotices callback. The zero value
@@ -71,22 +92,37 @@ type Status struct {
 	mu    sync.Mutex
 	retry *RetryNotice
 	cont  *ContinuationNotice
+	quota *QuotaNotice
+	cool  *CooldownNotice
 }
 
-// Apply updates the status with n: a retry or continuation notice replaces
-// the line, any Progress clears it.
+// reset empties every line; s.mu is held.
+func (s *Status) reset() { s.retry, s.cont, s.quota, s.cool = nil, nil, nil, nil }
+
+// Apply updates the status with n: a retry, continuation, quota or
+// cooldown notice replaces the line, any Progress clears it.
 func (s *Status) Apply(n Notice) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case n.Event == EventRetry && n.Retry != nil:
 		r := *n.Retry
-		s.retry, s.cont = &r, nil
+		s.reset()
+		s.retry = &r
 	case n.Event == EventContinuation && n.Continuation != nil:
 		c := *n.Continuation
-		s.retry, s.cont = nil, &c
+		s.reset()
+		s.cont = &c
+	case n.Event == EventQuotaExhausted && n.Quota != nil:
+		q := *n.Quota
+		s.reset()
+		s.quota = &q
+	case n.Event == EventCooldown && n.Cooldown != nil:
+		c := *n.Cooldown
+		s.reset()
+		s.cool = &c
 	case n.Event == EventProgress && n.Progress != nil:
-		s.retry, s.cont = nil, nil
+		s.reset()
 	}
 }
 
@@ -94,7 +130,7 @@ func (s *Status) Apply(n Notice) {
 // of its own (for example an admission question).
 func (s *Status) Clear() {
 	s.mu.Lock()
-	s.retry, s.cont = nil, nil
+	s.reset()
 	s.mu.Unlock()
 }
 
@@ -107,14 +143,18 @@ func (s *Status) Line() string {
 		return FormatRetry(*s.retry)
 	case s.cont != nil:
 		return FormatContinuation(*s.cont)
+	case s.quota != nil:
+		return FormatQuota(*s.quota)
+	case s.cool != nil:
+		return FormatCooldown(*s.cool)
 	}
 	return ""
 }
 
 // Live returns the current status line with a retry's wait counting down
 // by since, the time that passed since the notice was applied (see
-// Countdown); a continuation line is returned as it is, "" when there is
-// no status.
+// Countdown) and a cooldown's likewise; a continuation or quota line is
+// returned as it is, "" when there is no status.
 func (s *Status) Live(since time.Duration) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -123,6 +163,10 @@ func (s *Status) Live(since time.Duration) string {
 		return Countdown(*s.retry, since)
 	case s.cont != nil:
 		return FormatContinuation(*s.cont)
+	case s.quota != nil:
+		return FormatQuota(*s.quota)
+	case s.cool != nil:
+		return formatCooldown(max(s.cool.Wait-max(since, 0), 0))
 	}
 	return ""
 }

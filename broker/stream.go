@@ -93,6 +93,9 @@ func (b *Broker) GenerateStream(ctx context.Context, history *[]chat.Message) it
 				}
 				continue
 			}
+			if dec != nil {
+				dec.Succeeded() // the continuation worked: refunded
+			}
 			conts, dec = 0, nil
 			done, err := b.completed(ctx, r, idx, history, comp, &rounds)
 			if err != nil {
@@ -161,6 +164,9 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, dec **retry.De
 		if err != nil {
 			return nil, err
 		}
+		// A continuation withdraws from the chain's retry quota like a
+		// resend (its request deposits like any call).
+		d.Bind(b.client.Gate(b.model))
 		*dec = d
 	}
 	d := *dec
@@ -199,6 +205,10 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, dec **retry.De
 			cause = ev.DelayCause
 		}
 		return nil, stop(o, cause)
+	case layer.OutcomeQuotaExhausted:
+		err := stop(o, nil).(*ContinuationError)
+		err.Quota = d.Refusal()
+		return nil, err
 	default:
 		return nil, stop(o, nil)
 	}

@@ -249,6 +249,22 @@ func (c *Chain) Codec() layer.Codec {
 	return c.engine.Codec()
 }
 
+// Gate returns the resend gate of the chain's per-call layers (a retry
+// quota, package layers/quota) — the one closest to the engine, which is
+// the one a call ends up with — or nil when none is one.
+func (c *Chain) Gate() layer.ResendGate {
+	var g layer.ResendGate
+	for _, l := range c.layers {
+		if l.Position() != layer.PerCall {
+			break
+		}
+		if rg, ok := l.(layer.ResendGate); ok {
+			g = rg
+		}
+	}
+	return g
+}
+
 // Option configures Default.
 type Option func(*config)
 

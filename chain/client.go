@@ -97,6 +97,22 @@ func joinBase(base, path string) (string, error) {
 	return b, nil
 }
 
+// Gate returns the chain's resend gate (Chain.Gate) bound to the client's
+// endpoint, model and credential, as the engine binds it for the client's
+// calls, or nil when the chain has none. The broker binds it for its
+// continuations, which withdraw from the quota like resends.
+func (c *Client) Gate(model string) layer.UpstreamGate {
+	g := c.chain.Gate()
+	if g == nil {
+		return nil
+	}
+	u, err := url.Parse(c.base)
+	if err != nil {
+		return nil
+	}
+	return g.Bind(u, model, c.header)
+}
+
 // Chain returns the chain the client sends through.
 func (c *Client) Chain() *Chain { return c.chain }
 

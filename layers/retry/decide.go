@@ -165,6 +165,7 @@ func (d *Decider) Expired() bool {
 // refunded; the engine settles the others (Observe, Succeeded). An
 // explicit Allow never overrides the quota.
 func (d *Decider) Resend(ctx context.Context, f *layer.Failure, n, next int, emit Emit) (layer.Outcome, error) {
+	d.settle(false) // a resend before this one failed: it stays counted
 	d.refusal = nil
 	if d.Expired() {
 		return layer.OutcomeDeadline, nil
