@@ -1,6 +1,6 @@
 # recourse — the commands the README gives.
 GO      ?= go
-MODULES := . examples
+MODULES := . examples redisstore
 FUZZTIME ?= 10s
 
 .PHONY: demo test vet fmt-check race fuzz bench lint e2e
