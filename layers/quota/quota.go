@@ -167,7 +167,9 @@ func WithClock(now func() time.Time) Option {
 // shared: every chain given the same Layer shares its quotas.
 type Layer struct {
 	cfg       config
-	upstreams sync.Map // bindKey → *upstream
+	mem       *MemoryStore // cfg.store when it is in process, else nil
+	upstreams sync.Map     // bindKey → *upstream
+	last      atomic.Pointer[upstream]
 	swept     atomic.Int64
 }
 
@@ -189,6 +191,7 @@ func New(opts ...Option) (*Layer, error) {
 	if l.cfg.store == nil {
 		l.cfg.store = defaultStore
 	}
+	l.mem, _ = l.cfg.store.(*MemoryStore)
 	return l, nil
 }
 
@@ -233,11 +236,16 @@ func (l *Layer) Bind(u *url.URL, model string, h http.Header) layer.UpstreamGate
 	if l.cfg.byCredential {
 		k.cred = credentialHash(h)
 	}
-	if v, ok := l.upstreams.Load(k); ok {
-		return v.(*upstream)
+	if up := l.last.Load(); up != nil && up.bk == k {
+		return up // the common case: one upstream
 	}
-	v, _ := l.upstreams.LoadOrStore(k, l.newUpstream(k))
-	return v.(*upstream)
+	v, ok := l.upstreams.Load(k)
+	if !ok {
+		v, _ = l.upstreams.LoadOrStore(k, l.newUpstream(k))
+	}
+	up := v.(*upstream)
+	l.last.Store(up)
+	return up
 }
 
 // credentialHash returns the first 16 hex digits of the SHA-256 of the
@@ -290,15 +298,17 @@ func (l *Layer) newUpstream(k bindKey) *upstream {
 	if k.cred != "" {
 		key += "|cred=" + k.cred
 	}
-	return &upstream{l: l, name: name, key: key, width: l.cfg.window / slots}
+	return &upstream{l: l, bk: k, name: name, key: key, width: l.cfg.window / slots}
 }
 
 // upstream is the quota of one upstream key in this process: deposits and
 // resends counted in slots buckets of width each, and the shared store.
 type upstream struct {
 	l     *Layer
-	name  string // safe: host and non-default port
-	key   string // the store key
+	bk    bindKey
+	mk    atomic.Pointer[memKey] // the in-process store's state of key
+	name  string                 // safe: host and non-default port
+	key   string                 // the store key
 	width time.Duration
 
 	mu    sync.Mutex
@@ -361,8 +371,19 @@ func (l *Layer) sweep(now time.Time) {
 	ms.Sweep(now, l.cfg.window)
 }
 
-// Horizon returns the store's local copy of the upstream's horizon.
-func (u *upstream) Horizon() time.Time { return u.l.cfg.store.Horizon(u.key) }
+// Horizon returns the store's local copy of the upstream's horizon; with
+// the in-process store it reads the key's state directly.
+func (u *upstream) Horizon() time.Time {
+	if ms := u.l.mem; ms != nil {
+		k := u.mk.Load()
+		if k == nil || k.dead.Load() {
+			k = ms.live(u.key)
+			u.mk.Store(k)
+		}
+		return k.horizonOf()
+	}
+	return u.l.cfg.store.Horizon(u.key)
+}
 
 // refusal returns the refusal of the ratio for sent resends.
 func (u *upstream) refusal(sent int, fleet bool) *layer.QuotaRefusal {

@@ -72,8 +72,8 @@ type MemoryStore struct {
 type memKey struct {
 	horizon atomic.Int64 // unix nanoseconds, 0 for none
 	mu      sync.Mutex
-	counted []memEntry // oldest first
-	dead    bool       // swept: no longer in the map
+	counted []memEntry  // oldest first
+	dead    atomic.Bool // swept: no longer in the map (set with mu held)
 }
 
 type memEntry struct {
@@ -99,11 +99,27 @@ func (s *MemoryStore) locked(key string) *memKey {
 		}
 		k := v.(*memKey)
 		k.mu.Lock()
-		if !k.dead {
+		if !k.dead.Load() {
 			return k
 		}
 		k.mu.Unlock() // swept meanwhile: take the new one
 	}
+}
+
+// live returns key's state, created when missing; a quota layer keeps it
+// to read the horizon without a map lookup until a Sweep drops it.
+func (s *MemoryStore) live(key string) *memKey {
+	k := s.locked(key)
+	k.mu.Unlock()
+	return k
+}
+
+// horizonOf returns k's horizon.
+func (k *memKey) horizonOf() time.Time {
+	if h := k.horizon.Load(); h != 0 {
+		return time.Unix(0, h)
+	}
+	return time.Time{}
 }
 
 // Horizon returns key's horizon; it allocates nothing.
@@ -205,7 +221,7 @@ func (s *MemoryStore) Sweep(now time.Time, window time.Duration) {
 		k.mu.Lock()
 		k.prune(n, window)
 		if len(k.counted) == 0 && k.horizon.Load() <= n {
-			k.dead = true
+			k.dead.Store(true)
 			s.keys.CompareAndDelete(key, v)
 		}
 		k.mu.Unlock()
