@@ -1,0 +1,181 @@
+package quota_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/quota"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// simulation is a fleet of replicas (each with its own chain and, when
+// enabled, its own quota layer, as separate processes have) making one call
+// each per virtual second against a provider that answers 503 to every
+// request from outageStart to outageEnd. Calls are instantaneous in virtual
+// time and backoff sleeps return at once: the simulation counts requests,
+// it does not time them.
+type simulation struct {
+	replicas, seconds      int
+	every                  int // a call per replica every this many seconds (0: 1)
+	outageStart, outageEnd time.Duration
+	quota                  bool
+	fleetCap               int // with quota: a cap shared through one store
+}
+
+type simResult struct {
+	requests        int
+	resends         []int // per replica
+	outageResends   int   // resends sent during the outage, fleet-wide
+	succeeded, fail int
+}
+
+func (s simulation) run(t *testing.T) simResult {
+	clk := newClock()
+	start := clk.Now()
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		if at := clk.Now().Sub(start); at >= s.outageStart && at < s.outageEnd {
+			w.WriteHeader(503)
+			w.Write([]byte(`{"error":{"message":"overloaded","type":"server_error","code":"server_error"}}`))
+			return
+		}
+		w.Write([]byte(`{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
+	}))
+	defer srv.Close()
+	store := quota.NewMemoryStore() // the fleet's shared store (Redis in production)
+	res := simResult{resends: make([]int, s.replicas)}
+	clients := make([]*chain.Client, s.replicas)
+	for i := range clients {
+		pol := retry.Policy{MaxAttempts: 4, WallClock: clk.Now, Jitter: func() float64 { return 0.5 },
+			Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+			OnEvent: func(ev layer.Event) error {
+				if ev.Type == layer.EventRetryStarted {
+					res.resends[i]++
+					if at := clk.Now().Sub(start); at >= s.outageStart && at < s.outageEnd {
+						res.outageResends++
+					}
+				}
+				return nil
+			}}
+		opts := []chain.Option{chain.WithPolicy(pol)}
+		if s.quota {
+			qo := []quota.Option{quota.WithClock(clk.Now), quota.WithStore(store)}
+			if s.fleetCap > 0 {
+				qo = append(qo, quota.WithFleetCap(s.fleetCap))
+			}
+			opts = append(opts, chain.WithPerCall(mustQuota(t, qo...)))
+		}
+		ch, err := chain.Default(openai.New(), opts...)
+		require.NoError(t, err)
+		clients[i], err = chain.NewClient(srv.URL, ch)
+		require.NoError(t, err)
+	}
+	req := &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}
+	every := max(s.every, 1)
+	for sec := range s.seconds {
+		if sec%every != 0 {
+			clk.Advance(time.Second)
+			continue
+		}
+		for _, c := range clients {
+			if _, err := c.Complete(context.Background(), req); err == nil {
+				res.succeeded++
+			} else {
+				res.fail++
+			}
+		}
+		clk.Advance(time.Second)
+	}
+	res.requests = int(requests.Load())
+	return res
+}
+
+// The simulation of the README's table: 10 replicas × 120 calls (one per
+// replica per second) against a provider that fails every request for 40 s.
+// Without a quota every failed call is resent 3 times; with the quota each
+// replica resends at most max(3, 0.2 × its calls in the last 60 s), and a
+// fleet cap bounds the fleet's sum whatever the number of replicas. The
+// quota changes no outcome here (nothing succeeds during the outage) and
+// only removes load.
+func TestSimulationFleetOutage(t *testing.T) {
+	base := simulation{replicas: 10, seconds: 120, outageStart: 30 * time.Second, outageEnd: 70 * time.Second}
+	results := simTable(t, base, 20)
+	none, q, capped := results[0], results[1], results[2]
+	outageCalls := 40 * 10
+	assert.Equal(t, 3*outageCalls, sum(none.resends), "without a quota every failed call is resent 3 times")
+	for _, n := range q.resends {
+		assert.LessOrEqual(t, n, 12, "each replica within 0.2 × its 60 calls of a window")
+	}
+	assert.Less(t, sum(q.resends), sum(none.resends)/4)
+	assert.LessOrEqual(t, capped.outageResends, 20, "the fleet cap bounds the fleet")
+	for _, r := range results {
+		assert.Equal(t, none.succeeded, r.succeeded, "the quota changes no outcome: nothing succeeds during the outage")
+	}
+}
+
+// The floor multiplies with the replicas: 50 replicas making a call every
+// 10 s (too few calls for the ratio to allow anything) each get the floor
+// of 3 resends, 150 in all; the fleet cap is what bounds the fleet.
+func TestSimulationLowTrafficFleet(t *testing.T) {
+	base := simulation{replicas: 50, seconds: 120, every: 10, outageStart: 30 * time.Second, outageEnd: 70 * time.Second}
+	results := simTable(t, base, 20)
+	none, q, capped := results[0], results[1], results[2]
+	assert.Equal(t, 50*4*3, sum(none.resends), "4 failing calls per replica, each resent 3 times")
+	for _, n := range q.resends {
+		assert.Equal(t, quota.DefaultFloor, n, "each replica gets the floor")
+	}
+	assert.Equal(t, 20, capped.outageResends, "the fleet cap")
+}
+
+// simTable runs base without a quota, with the quota, and with the quota
+// and a fleet cap, and logs the README's table.
+func simTable(t *testing.T, base simulation, fleetCap int) []simResult {
+	type row struct {
+		name string
+		sim  simulation
+	}
+	rows := []row{
+		{"no quota", base},
+		{"quota (0.2, floor 3, 60 s), per process", func() simulation { s := base; s.quota = true; return s }()},
+		{fmt.Sprintf("quota + fleet cap %d per 60 s", fleetCap), func() simulation { s := base; s.quota, s.fleetCap = true, fleetCap; return s }()},
+	}
+	var table strings.Builder
+	table.WriteString("| fleet | requests | resends per replica (max) | resends, fleet | resends during the outage | calls ok / failed |\n|---|---|---|---|---|---|\n")
+	var results []simResult
+	for _, r := range rows {
+		res := r.sim.run(t)
+		results = append(results, res)
+		total, most := 0, 0
+		for _, n := range res.resends {
+			total += n
+			most = max(most, n)
+		}
+		fmt.Fprintf(&table, "| %s | %d | %d | %d | %d | %d / %d |\n", r.name, res.requests, most, total, res.outageResends, res.succeeded, res.fail)
+	}
+	t.Logf("%d replicas, a call each every %d s for %d s, outage from %v to %v:\n%s", base.replicas, max(base.every, 1), base.seconds,
+		base.outageStart, base.outageEnd, table.String())
+	return results
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
