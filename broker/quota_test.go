@@ -32,7 +32,7 @@ func quotaRig(t *testing.T, floor int, s ...scripted.Step) *rigtest.Rig {
 // A completion whose resend the quota refuses is announced with a quota
 // notice (llm_quota_exhausted), shown on the status line, and the run
 // ends with the typed quota_exhausted error.
-func TestQuotaNoticeAndStatusLine(t *testing.T) {
+func TestR18_3_QuotaNoticeAndStatusLine(t *testing.T) {
 	r := quotaRig(t, 0, gateway504())
 	ns := &notices{}
 	var st broker.Status
@@ -86,7 +86,7 @@ func TestCooldownStatusLine(t *testing.T) {
 // A continuation is a resend: it withdraws from the chain's quota, and
 // one the quota refuses ends the run with a ContinuationError of outcome
 // quota_exhausted, the broken stream's error kept.
-func TestQuotaContinuationWithdraws(t *testing.T) {
+func TestR18_1_ContinuationWithdraws(t *testing.T) {
 	part := func(s string) scripted.Step { return broken(textDelta(s), toolStart("call_1", "lookup")) }
 	r := quotaRig(t, 1, part("one "), part("two "), scripted.SSE(scripted.OpenAIStream("never")...))
 	tl, ns := &toolLog{}, &notices{}

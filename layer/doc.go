@@ -18,9 +18,10 @@
 //	PerCall layers ──── any number, in order: see one logical completion
 //	  │                 (tracing, a request log, a cache, a quota)
 //	Engine (retry) ──┐  decision plane (retry.Decider), between attempts:
-//	  │ per attempt  │  classify (R4) → budget/deadline (R7) → admission (R8)
-//	  │ *Attempt     │  → delay (R5, R6) → delay_scheduled → sleep
-//	  ▼ in context   │  → retry_started
+//	  │ per attempt  │  classify (R4) → budget/deadline (R7) → [gate peek]
+//	  │ *Attempt     │  → admission (R8) → [gate reserve] → delay (R5, R6;
+//	  ▼ in context   │  ≥ the gate's horizon) → delay_scheduled → sleep
+//	                 │  → retry_started → resend → [gate settle]
 //	StageCapture ───── engine-owned: sensitive OnWire snapshots (R12)
 //	StageProgress ──── engine-owned: bytes and semantic evidence (R13.2)
 //	PerAttempt layers ─ any number, in order: see every wire attempt
@@ -50,7 +51,9 @@
 //     the first layer that needs one (a per-call layer that observes, or
 //     the engine) adds it. Per-call layers add observers with Observe. The engine fills in Result: the logical ID,
 //     the wire attempts, the typed error, the stream's frame reader and
-//     the decoded completion. A drop-in caller that wants the typed error
+//     the decoded completion. A per-call quota layer sets Gate, a
+//     ResendGate the engine binds to the call's upstream (UpstreamGate)
+//     and consults at the bracketed steps above. A drop-in caller that wants the typed error
 //     behind an SDK's own error places a Call itself and reads its Result.
 //   - *Attempt (WithAttempt, AttemptFrom), one per wire attempt, placed by
 //     the engine for the stages and per-attempt layers below it: the

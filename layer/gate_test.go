@@ -11,7 +11,7 @@ import (
 
 // quota_exhausted is an outcome beside delay_ceiling and deadline: its
 // terminal event is exhausted, and its error names the refusing quota.
-func TestQuotaExhaustedOutcome(t *testing.T) {
+func TestR18_3_QuotaExhaustedOutcome(t *testing.T) {
 	assert.Contains(t, layer.Outcomes, layer.OutcomeQuotaExhausted)
 	assert.Equal(t, layer.EventExhausted, layer.OutcomeQuotaExhausted.TerminalEvent())
 	for _, e := range []layer.EventType{layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventCooldownWait} {

@@ -16,7 +16,7 @@ import (
 // A resend the retry quota refuses shows as recourse.quota.refused (with
 // the quota's upstream and count) before the terminal recourse.exhausted,
 // and the logical span keeps the exact outcome quota_exhausted.
-func TestQuotaExhaustedOutcome(t *testing.T) {
+func TestR18_3_QuotaExhaustedOutcome(t *testing.T) {
 	q, err := quota.New(quota.WithFloor(0), quota.WithRatio(0), quota.WithStore(quota.NewMemoryStore()))
 	require.NoError(t, err)
 	f := newFixtureWith(t, openai.New(), retry.Policy{MaxAttempts: 3}, nil, []layer.Layer{q}, busy())

@@ -20,7 +20,7 @@ import (
 // A Retry-After seen by one chain sets the upstream's horizon in the
 // store, and a chain with another quota layer over the same store holds
 // its first attempt until then (cooldown_wait).
-func TestCooldownRetryAfterDelaysOtherChains(t *testing.T) {
+func TestR18_4_RetryAfterDelaysOtherChains(t *testing.T) {
 	clk := newClock()
 	store := quota.NewMemoryStore()
 	p := newProvider(t, func(i int) answer {
@@ -50,7 +50,7 @@ func TestCooldownRetryAfterDelaysOtherChains(t *testing.T) {
 
 // A resend's delay is at least the time to the shared horizon: another
 // process raised it while this call's attempt was failing.
-func TestCooldownResendWaitsForHorizon(t *testing.T) {
+func TestR18_4_ResendWaitsForHorizon(t *testing.T) {
 	clk := newClock()
 	store := quota.NewMemoryStore()
 	var key string
@@ -76,7 +76,7 @@ func TestCooldownResendWaitsForHorizon(t *testing.T) {
 // A horizon beyond the delay ceiling refuses the resend (delay_ceiling),
 // one beyond the deadline ends it with deadline (R5.5, R7), and a first
 // attempt is never held beyond them.
-func TestCooldownRefusedByCeilingAndDeadline(t *testing.T) {
+func TestR18_4_RefusedByCeilingAndDeadline(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		horizon time.Duration
@@ -141,7 +141,7 @@ func (s *unavailableStore) Refund(ctx context.Context, key, _ string) error { re
 // A store that fails, or does not answer within the store timeout, fails
 // open: the resend is decided by the process's ratio, the engine says so
 // with quota_unavailable, and the completion succeeds.
-func TestStoreUnavailableFailsOpen(t *testing.T) {
+func TestR18_5_StoreUnavailableFailsOpen(t *testing.T) {
 	for _, slow := range []bool{false, true} {
 		t.Run(fmt.Sprint("slow=", slow), func(t *testing.T) {
 			clk := newClock()

@@ -56,6 +56,7 @@ type config struct {
 	store        Store
 	storeTimeout time.Duration
 	now          func() time.Time
+	custom       bool // now was given
 }
 
 // WithRatio sets the share of the window's logical calls to an upstream
@@ -150,14 +151,15 @@ func WithStoreTimeout(d time.Duration) Option {
 	}
 }
 
-// WithClock sets the wall clock the windows are counted on (default
-// time.Now); nil is invalid.
+// WithClock sets the wall clock the windows are counted on and the shared
+// store is given (default: time.Now for the store, the monotonic clock for
+// the windows); nil is invalid.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) error {
 		if now == nil {
 			return &ConfigError{Option: "WithClock"}
 		}
-		c.now = now
+		c.now, c.custom = now, true
 		return nil
 	}
 }
@@ -167,6 +169,7 @@ func WithClock(now func() time.Time) Option {
 // shared: every chain given the same Layer shares its quotas.
 type Layer struct {
 	cfg       config
+	elapsed   func() time.Duration // the window clock: time since New
 	mem       *MemoryStore // cfg.store when it is in process, else nil
 	upstreams sync.Map     // bindKey → *upstream
 	last      atomic.Pointer[upstream]
@@ -192,6 +195,15 @@ func New(opts ...Option) (*Layer, error) {
 		l.cfg.store = defaultStore
 	}
 	l.mem, _ = l.cfg.store.(*MemoryStore)
+	if l.cfg.custom {
+		now, base := l.cfg.now, l.cfg.now()
+		l.elapsed = func() time.Duration { return now().Sub(base) }
+	} else {
+		// A monotonic reading costs a third of time.Now: the windows
+		// need durations only.
+		base := time.Now()
+		l.elapsed = func() time.Duration { return time.Since(base) }
+	}
 	return l, nil
 }
 
@@ -312,21 +324,23 @@ type upstream struct {
 	width time.Duration
 
 	mu    sync.Mutex
-	epoch [slots]int64 // the bucket index each slot holds
-	calls [slots]int
-	sent  [slots]int
+	epoch [slots]atomic.Int64 // the bucket index each slot holds; written with mu held
+	calls [slots]atomic.Int64 // deposits: added without mu (a deposit racing a slot's reset may be lost, which only lowers the quota)
+	sent  [slots]int          // resends, with mu held
 }
 
 // bucket returns the slot of the bucket holding now, cleared when it held
 // an older bucket; u.mu is held.
-func (u *upstream) bucket(now time.Time) (slot int, e int64) {
-	e = now.UnixNano() / int64(u.width)
+func (u *upstream) bucket(at time.Duration) (slot int, e int64) {
+	e = int64(at / u.width)
 	slot = int(e % slots)
 	if slot < 0 {
 		slot += slots
 	}
-	if u.epoch[slot] != e {
-		u.epoch[slot], u.calls[slot], u.sent[slot] = e, 0, 0
+	if u.epoch[slot].Load() != e {
+		u.calls[slot].Store(0)
+		u.sent[slot] = 0
+		u.epoch[slot].Store(e)
 	}
 	return slot, e
 }
@@ -335,8 +349,8 @@ func (u *upstream) bucket(now time.Time) (slot int, e int64) {
 // u.mu is held.
 func (u *upstream) totals(e int64) (calls, sent int) {
 	for i := range slots {
-		if u.epoch[i] > e-slots && u.epoch[i] <= e {
-			calls += u.calls[i]
+		if ep := u.epoch[i].Load(); ep > e-slots && ep <= e {
+			calls += int(u.calls[i].Load())
 			sent += u.sent[i]
 		}
 	}
@@ -350,25 +364,32 @@ func (u *upstream) allowed(calls int) int {
 
 // Deposit records a logical call.
 func (u *upstream) Deposit() {
-	now := u.l.cfg.now()
-	u.mu.Lock()
-	s, _ := u.bucket(now)
-	u.calls[s]++
-	u.mu.Unlock()
-	u.l.sweep(now)
+	at := u.l.elapsed()
+	e := int64(at / u.width)
+	slot := int(e % slots)
+	if slot < 0 {
+		slot += slots
+	}
+	if u.epoch[slot].Load() != e {
+		u.mu.Lock()
+		u.bucket(at)
+		u.mu.Unlock()
+	}
+	u.calls[slot].Add(1)
+	u.l.sweep(at)
 }
 
 // sweep drops the in-process store's expired keys, at most once per window.
-func (l *Layer) sweep(now time.Time) {
-	ms, ok := l.cfg.store.(*MemoryStore)
-	if !ok {
+func (l *Layer) sweep(at time.Duration) {
+	ms := l.mem
+	if ms == nil {
 		return
 	}
-	n, last := now.UnixNano(), l.swept.Load()
+	n, last := int64(at), l.swept.Load()
 	if n-last < int64(l.cfg.window) || !l.swept.CompareAndSwap(last, n) {
 		return
 	}
-	ms.Sweep(now, l.cfg.window)
+	ms.Sweep(l.cfg.now(), l.cfg.window)
 }
 
 // Horizon returns the store's local copy of the upstream's horizon; with
@@ -392,10 +413,10 @@ func (u *upstream) refusal(sent int, fleet bool) *layer.QuotaRefusal {
 
 // Peek reports whether a resend could be reserved now.
 func (u *upstream) Peek(ctx context.Context) layer.GateVerdict {
-	now := u.l.cfg.now()
+	now, at := u.l.cfg.now(), u.l.elapsed()
 	if !u.l.cfg.unlimited {
 		u.mu.Lock()
-		_, e := u.bucket(now)
+		_, e := u.bucket(at)
 		calls, sent := u.totals(e)
 		u.mu.Unlock()
 		if sent >= u.allowed(calls) {
@@ -420,11 +441,11 @@ func (u *upstream) Peek(ctx context.Context) layer.GateVerdict {
 // Reserve withdraws one resend: from this process's ratio, then from the
 // store's cap (when set) in the step that reads the shared horizon.
 func (u *upstream) Reserve(ctx context.Context) (layer.Reservation, layer.GateVerdict) {
-	now := u.l.cfg.now()
+	now, at := u.l.cfg.now(), u.l.elapsed()
 	r := &reservation{u: u, slot: -1}
 	if !u.l.cfg.unlimited {
 		u.mu.Lock()
-		s, e := u.bucket(now)
+		s, e := u.bucket(at)
 		calls, sent := u.totals(e)
 		if sent >= u.allowed(calls) {
 			u.mu.Unlock()
@@ -479,7 +500,7 @@ func (r *reservation) Settle(refund bool) {
 	u := r.u
 	if r.slot >= 0 {
 		u.mu.Lock()
-		if u.epoch[r.slot] == r.epoch && u.sent[r.slot] > 0 {
+		if u.epoch[r.slot].Load() == r.epoch && u.sent[r.slot] > 0 {
 			u.sent[r.slot]--
 		}
 		u.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -29,7 +32,7 @@ func recoveryError(t *testing.T, err error) *layer.RecoveryError {
 
 // The peek comes before admission: a quota that is empty refuses with
 // quota_exhausted and the admission hook is never asked (R10.4, R11.2).
-func TestQuotaPeekRefusesBeforeAdmission(t *testing.T) {
+func TestR18_2_PeekRefusesBeforeAdmission(t *testing.T) {
 	clk := newClock()
 	p := newProvider(t, always(503))
 	q := mustQuota(t, quota.WithFloor(0), quota.WithRatio(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
@@ -65,7 +68,7 @@ func TestQuotaPeekRefusesBeforeAdmission(t *testing.T) {
 // The reserve after admission is atomic: a resend that lost the race for
 // the last withdrawal while its hook was deciding is quota_exhausted, and
 // an explicit Allow does not override the quota.
-func TestQuotaReserveLostRaceAfterAllow(t *testing.T) {
+func TestR18_2_ReserveLostRaceAfterAllow(t *testing.T) {
 	clk := newClock()
 	p := newProvider(t, always(503))
 	q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
@@ -87,7 +90,7 @@ func TestQuotaReserveLostRaceAfterAllow(t *testing.T) {
 
 // Each logical call deposits and each resend withdraws: with a floor of 0
 // and ratio 0.2, five calls pay for one resend, and the window refills.
-func TestQuotaRatioAndWindowRefill(t *testing.T) {
+func TestR18_1_RatioAndWindowRefill(t *testing.T) {
 	clk := newClock()
 	p := newProvider(t, always(503))
 	q := mustQuota(t, quota.WithFloor(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
@@ -120,7 +123,7 @@ func TestQuotaRatioAndWindowRefill(t *testing.T) {
 
 // A resend that succeeded is refunded (AWS's quota): a floor of one resend
 // serves any number of calls whose resends succeed.
-func TestQuotaRefundsSucceededResend(t *testing.T) {
+func TestR18_2_RefundsSucceededResend(t *testing.T) {
 	clk := newClock()
 	p := newProvider(t, func(i int) answer {
 		if i%2 == 1 {
@@ -137,7 +140,7 @@ func TestQuotaRefundsSucceededResend(t *testing.T) {
 }
 
 // A failed resend stays counted: the next call is refused.
-func TestQuotaFailedResendStaysCounted(t *testing.T) {
+func TestR18_2_FailedResendStaysCounted(t *testing.T) {
 	clk := newClock()
 	p := newProvider(t, always(503))
 	q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
@@ -211,4 +214,22 @@ func TestQuotaUpstreamKey(t *testing.T) {
 	assert.Equal(t, "api.openai.com", v.Refusal.Upstream)
 	v = q.Bind(mustURL(t, "http://user:pw@127.0.0.1:11434/api/chat"), "", nil).Peek(context.Background())
 	assert.Equal(t, "127.0.0.1:11434", v.Refusal.Upstream, "never the userinfo")
+}
+
+// A drop-in caller (an SDK's http.Client, no layer.Call) gets the final
+// failure response marked so that its SDK does not retry on top (R10.4).
+func TestR18_3_DropInGetsTheFinalResponse(t *testing.T) {
+	clk := newClock()
+	p := newProvider(t, always(503))
+	q := mustQuota(t, quota.WithFloor(0), quota.WithRatio(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
+	ch, err := chain.Default(openai.New(), chain.WithPolicy(retry.Policy{MaxAttempts: 3}), chain.WithPerCall(q))
+	require.NoError(t, err)
+	resp, err := (&http.Client{Transport: ch}).Post(p.srv.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"gpt-test","messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Equal(t, "false", resp.Header.Get(retry.HeaderShouldRetry))
+	assert.Equal(t, "quota_exhausted", resp.Header.Get(retry.HeaderOutcome))
+	assert.Equal(t, 1, p.Count())
 }

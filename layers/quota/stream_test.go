@@ -22,7 +22,7 @@ import (
 // A stream resumed after a keepalive-only failure is a resend: it
 // withdraws from the quota, and the quota refuses the resume that would
 // exceed it (the stream's error is quota_exhausted).
-func TestQuotaStreamResumeWithdraws(t *testing.T) {
+func TestR18_1_StreamResumeWithdraws(t *testing.T) {
 	const ping = ": keepalive\n\n"
 	cut := recoursetest.SSE(append([]string{ping}, recoursetest.OpenAIStream("never")...)...).Cut(len(ping))
 	srv := recoursetest.NewServer(cut, cut, recoursetest.SSE(recoursetest.OpenAIStream("never")...))
