@@ -170,8 +170,8 @@ func WithClock(now func() time.Time) Option {
 type Layer struct {
 	cfg       config
 	elapsed   func() time.Duration // the window clock: time since New
-	mem       *MemoryStore // cfg.store when it is in process, else nil
-	upstreams sync.Map     // bindKey → *upstream
+	mem       *MemoryStore         // cfg.store when it is in process, else nil
+	upstreams sync.Map             // bindKey → *upstream
 	last      atomic.Pointer[upstream]
 	swept     atomic.Int64
 }
