@@ -12,6 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -216,4 +219,30 @@ func TestQuotaCanaryCredentialNeverInKeysEventsOrErrors(t *testing.T) {
 			assert.NotContains(t, s, canary)
 		}
 	}
+}
+
+// Cancelling while a first attempt waits for the cooldown ends the call
+// as cancelled with nothing sent (R9.2).
+func TestR18_4_CancelDuringCooldownWait(t *testing.T) {
+	clk := newClock()
+	store := quota.NewMemoryStore()
+	p := newProvider(t, always(200))
+	key := "http://" + strings.TrimPrefix(p.srv.URL, "http://")
+	require.NoError(t, store.SetHorizon(context.Background(), key, clk.Now().Add(5*time.Second)))
+	ctx, cancel := context.WithCancel(context.Background())
+	var types []string
+	pol := retry.Policy{MaxAttempts: 2, WallClock: clk.Now, Jitter: func() float64 { return 0 },
+		Sleep: func(ctx context.Context, _ time.Duration) error { cancel(); return ctx.Err() },
+		OnEvent: func(ev layer.Event) error { types = append(types, string(ev.Type)); return nil }}
+	ch, err := chain.Default(openai.New(), chain.WithPolicy(pol), chain.WithPerCall(mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store))))
+	require.NoError(t, err)
+	client, err := chain.NewClient(p.srv.URL, ch)
+	require.NoError(t, err)
+	_, err = client.Complete(ctx, &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+	re := recoveryError(t, err)
+	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []string{"cooldown_wait", "cancelled"}, types)
+	assert.Equal(t, 0, p.Count(), "nothing was sent")
+	assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
 }
