@@ -232,7 +232,7 @@ func TestR18_4_CancelDuringCooldownWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var types []string
 	pol := retry.Policy{MaxAttempts: 2, WallClock: clk.Now, Jitter: func() float64 { return 0 },
-		Sleep: func(ctx context.Context, _ time.Duration) error { cancel(); return ctx.Err() },
+		Sleep:   func(ctx context.Context, _ time.Duration) error { cancel(); return ctx.Err() },
 		OnEvent: func(ev layer.Event) error { types = append(types, string(ev.Type)); return nil }}
 	ch, err := chain.Default(openai.New(), chain.WithPolicy(pol), chain.WithPerCall(mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store))))
 	require.NoError(t, err)
