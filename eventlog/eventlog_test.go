@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -19,6 +20,7 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -39,9 +41,15 @@ func canaryRequest() *chat.Request {
 // Debug, and returns the log.
 func run(t *testing.T, codec layer.Codec, p retry.Policy, stream bool, steps ...scripted.Step) string {
 	t.Helper()
+	return runWith(t, codec, p, nil, stream, steps...)
+}
+
+// runWith is run with more options for the chain (per-call layers).
+func runWith(t *testing.T, codec layer.Codec, p retry.Policy, opts []chain.Option, stream bool, steps ...scripted.Step) string {
+	t.Helper()
 	var buf bytes.Buffer
 	p.OnEvent = eventlog.New(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	r := rigtest.New(t, codec, p, steps...)
+	r := rigtest.NewWith(t, codec, p, opts, steps...)
 	req := canaryRequest()
 	if stream {
 		for _, err := range r.Client.Stream(context.Background(), req) {
@@ -80,6 +88,15 @@ func TestR10_5_LogsHoldNoSecret(t *testing.T) {
 		"stream cut after echoed content": func(t *testing.T) string {
 			return run(t, openai.New(), retry.Policy{MaxAttempts: 2}, true,
 				scripted.SSE(scripted.OpenAIStream("You said "+rigtest.Prompt)...).Cut(90))
+		},
+		"retry quota keyed by credential refuses after an echoing 429": func(t *testing.T) string {
+			q, err := quota.New(quota.WithFloor(1), quota.WithRatio(0), quota.ByCredential(), quota.ByModel(), quota.WithStore(quota.NewMemoryStore()))
+			require.NoError(t, err)
+			log := runWith(t, openai.New(), retry.Policy{MaxAttempts: 3}, []chain.Option{chain.WithPerCall(q)}, false,
+				echoStep(429, "Retry-After", "1"), echoStep(429, "Retry-After", "1"))
+			assert.Contains(t, log, `"type":"quota_refused"`)
+			assert.Contains(t, log, `"quota":{"upstream":"127.0.0.1:`)
+			return log
 		},
 		"ollama stream with telemetry": func(t *testing.T) string {
 			return run(t, ollama.New(), retry.Policy{MaxAttempts: 2, Admit: allow}, true,
@@ -137,6 +154,7 @@ func TestLevels(t *testing.T) {
 		layer.EventAttemptFailed: slog.LevelWarn, layer.EventDelayScheduled: slog.LevelInfo,
 		layer.EventCancelled: slog.LevelInfo, layer.EventExhausted: slog.LevelError,
 		layer.EventAdmissionNoDecision: slog.LevelError, layer.EventAdmissionRequired: slog.LevelError,
+		layer.EventQuotaRefused: slog.LevelWarn, layer.EventQuotaUnavailable: slog.LevelWarn, layer.EventCooldownWait: slog.LevelInfo,
 	} {
 		assert.Equal(t, want, eventlog.Level(typ), typ)
 	}

@@ -73,6 +73,7 @@ type memKey struct {
 	horizon atomic.Int64 // unix nanoseconds, 0 for none
 	mu      sync.Mutex
 	counted []memEntry  // oldest first
+	window  time.Duration
 	dead    atomic.Bool // swept: no longer in the map (set with mu held)
 }
 
@@ -145,9 +146,10 @@ func (s *MemoryStore) SetHorizon(_ context.Context, key string, t time.Time) err
 	return nil
 }
 
-// prune drops the entries of k older than the window ending at now; k.mu
-// is held.
+// prune drops the entries of k older than the window ending at now and
+// records the window; k.mu is held.
 func (k *memKey) prune(now int64, window time.Duration) {
+	k.window = window
 	cut := now - int64(window)
 	i := 0
 	for i < len(k.counted) && k.counted[i].at <= cut {
@@ -211,15 +213,20 @@ func (s *MemoryStore) Refund(_ context.Context, key, id string) error {
 	return nil
 }
 
-// Sweep drops every key whose window (ending at now) holds no resend and
-// whose horizon passed, so that nothing is kept after the window. A quota
-// layer calls it at most once per window.
+// Sweep drops every key whose window (ending at now; the window its quota
+// last counted with, else window) holds no resend and whose horizon
+// passed, so that nothing is kept after the window. A quota layer calls it
+// at most once per window.
 func (s *MemoryStore) Sweep(now time.Time, window time.Duration) {
 	n := now.UnixNano()
 	s.keys.Range(func(key, v any) bool {
 		k := v.(*memKey)
 		k.mu.Lock()
-		k.prune(n, window)
+		w := window
+		if k.window > 0 {
+			w = k.window
+		}
+		k.prune(n, w)
 		if len(k.counted) == 0 && k.horizon.Load() <= n {
 			k.dead.Store(true)
 			s.keys.CompareAndDelete(key, v)

@@ -70,3 +70,21 @@ func ExampleNewMemoryStore() {
 	// true true false 2
 	// 1 0
 }
+
+// Sweep keeps what a key's own window still counts and drops what has
+// passed: nothing is kept after the window.
+func TestMemoryStoreSweep(t *testing.T) {
+	ctx := context.Background()
+	s := quota.NewMemoryStore()
+	t0 := time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC)
+	_, _ = s.Reserve(ctx, "long", t0, 5, time.Hour)
+	_ = s.SetHorizon(ctx, "cool", t0.Add(time.Minute))
+	s.Sweep(t0.Add(2*time.Second), time.Second) // a short-window quota sweeping
+	n, _ := s.Peek(ctx, "long", t0.Add(2*time.Second), time.Hour)
+	assert.Equal(t, 1, n, "the long window still counts its resend")
+	assert.False(t, s.Horizon("cool").IsZero())
+	s.Sweep(t0.Add(2*time.Hour), time.Second)
+	n, _ = s.Peek(ctx, "long", t0.Add(2*time.Hour), time.Hour)
+	assert.Zero(t, n)
+	assert.True(t, s.Horizon("cool").IsZero(), "dropped once passed")
+}
