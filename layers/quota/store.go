@@ -72,7 +72,7 @@ type MemoryStore struct {
 type memKey struct {
 	horizon atomic.Int64 // unix nanoseconds, 0 for none
 	mu      sync.Mutex
-	counted []memEntry  // oldest first
+	counted []memEntry // oldest first
 	window  time.Duration
 	dead    atomic.Bool // swept: no longer in the map (set with mu held)
 }
