@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -253,4 +254,36 @@ func TestBackgroundRefresh(t *testing.T) {
 	assert.Equal(t, h.UnixMilli(), s.Horizon(key).UnixMilli())
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close(), "idempotent")
+}
+
+// A Redis that stops answering (the process frozen with SIGSTOP) is
+// bounded by the store timeout: the call fails open and completes, with
+// quota_unavailable events, and sharing works again once Redis answers.
+func TestRedisFrozenFailsOpenWithinTheTimeout(t *testing.T) {
+	srv := startRedis(t)
+	const short = 200 * time.Millisecond
+	rdb := redis.NewClient(redisstore.ClientOptions(srv.addr()))
+	defer rdb.Close()
+	s := redisstore.New(rdb, redisstore.WithRefresh(hour), redisstore.WithTimeout(short))
+	defer s.Close()
+	p := newProvider(t, func(i int) answer { return answer{status: map[bool]int{true: 503, false: 200}[i%2 == 1]} })
+	r := newRig(t, p, mustQuota(t, quota.WithStore(s), quota.WithFleetCap(100), quota.WithStoreTimeout(short)), retry.Policy{MaxAttempts: 2})
+	require.NoError(t, s.Ping(context.Background()))
+	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGSTOP))
+	start := time.Now()
+	err := r.call()
+	took := time.Since(start)
+	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGCONT))
+	require.NoError(t, err, "the completion does not fail")
+	evs := r.take()
+	assert.Equal(t, 1, count(evs, layer.EventRetryStarted))
+	assert.GreaterOrEqual(t, count(evs, layer.EventQuotaUnavailable), 1)
+	assert.Less(t, took, 10*time.Second, "bounded by the store timeout, not blocked")
+	var err2 error
+	for range 5 { // connections that timed out are dropped from the pool
+		if err2 = s.Ping(context.Background()); err2 == nil {
+			break
+		}
+	}
+	assert.NoError(t, err2, "Redis answers again")
 }
