@@ -233,3 +233,25 @@ func TestR18_3_DropInGetsTheFinalResponse(t *testing.T) {
 	assert.Equal(t, "quota_exhausted", resp.Header.Get(retry.HeaderOutcome))
 	assert.Equal(t, 1, p.Count())
 }
+
+// A reservation whose resend is never sent (here its delay runs past the
+// deadline) is refunded: the next call may still resend.
+func TestR18_2_UnsentResendIsRefunded(t *testing.T) {
+	clk := newClock()
+	p := newProvider(t, func(i int) answer {
+		switch i {
+		case 1:
+			return answer{status: 503, header: []string{"Retry-After", "10"}}
+		case 2:
+			return answer{status: 503}
+		}
+		return answer{status: 200}
+	})
+	q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()))
+	a := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 2, Deadline: clk.Now().Add(5 * time.Second)})
+	assert.Equal(t, layer.OutcomeDeadline, recoveryError(t, a.call()).Outcome)
+	clk.Advance(11 * time.Second) // past the Retry-After's shared horizon
+	b := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 2})
+	require.NoError(t, b.call(), "the unsent resend was refunded")
+	assert.Equal(t, 3, p.Count())
+}
