@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -158,8 +157,6 @@ func mustQuota(t *testing.T, opts ...quota.Option) *quota.Layer {
 	require.NoError(t, err)
 	return q
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 func mustURL(t *testing.T, s string) *url.URL {
 	t.Helper()
