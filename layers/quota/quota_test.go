@@ -178,13 +178,12 @@ func TestQuotaSharedAcrossChainsHoldsRatio(t *testing.T) {
 	}
 	const calls = 100
 	done := make(chan struct{})
-	for i, r := range rigs {
+	for _, r := range rigs {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for range calls / len(rigs) {
 				_ = r.call()
 			}
-			_ = i
 		}()
 	}
 	for range rigs {
