@@ -25,7 +25,9 @@
 // enter the history, the model context or a session's messages. FormatRetry,
 // FormatContinuation and Countdown render them; a Status holds the one
 // transient status line a terminal UI shows and clears it on the next sign
-// of progress.
+// of progress. With a retry quota in the chain (package layers/quota, R18)
+// a refused resend is announced by a QuotaNotice (FormatQuota) and a first
+// request held by the shared cooldown by a CooldownNotice (FormatCooldown).
 //
 // # Continuation (R17.3)
 //
