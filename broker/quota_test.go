@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -104,4 +105,14 @@ func TestR18_1_ContinuationWithdraws(t *testing.T) {
 	assert.NotContains(t, ce.Error(), "one ")
 	var re *layer.RecoveryError
 	assert.True(t, errors.As(err, &re))
+}
+
+// FormatQuota renders the status line of a refused resend.
+func ExampleFormatQuota() {
+	fmt.Println(broker.FormatQuota(broker.QuotaNotice{Completion: 1, FailedAttempt: 2, HTTPStatus: 503,
+		Quota: layer.QuotaRefusal{Upstream: "api.openai.com", Resends: 14, Window: time.Minute}}))
+	fmt.Println(broker.FormatCooldown(broker.CooldownNotice{Completion: 1, Wait: 1200 * time.Millisecond}))
+	// Output:
+	// not retrying LLM request after HTTP 503: retry quota for api.openai.com exhausted: 14 resends in the last 60 s
+	// LLM provider cooling down: sending in 1.2s
 }
