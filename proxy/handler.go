@@ -342,7 +342,10 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 		if id := ex.call.Result.LogicalID; id != "" {
 			hd.Set(HeaderCallID, id)
 		}
-		ex.write(func() { ex.w.WriteHeader(resp.StatusCode) })
+		ex.write(func() {
+			ex.w.WriteHeader(resp.StatusCode)
+			ex.status = resp.StatusCode
+		})
 	}
 	outcome := ""
 	if resp.StatusCode/100 != 2 {
@@ -356,9 +359,6 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 			ex.errorFrame("recourse-proxy: the stream ended without its end")
 		}
 		ex.abort = true
-	}
-	if ex.status == 0 {
-		ex.status = resp.StatusCode
 	}
 	return ex.status, outcome
 }
@@ -411,7 +411,7 @@ type exchange struct {
 	call      layer.Call
 	mu        sync.Mutex // guards writes to w
 	committed bool       // a streaming 200 was written before the chain returned
-	status    int
+	status    int        // the status written to the client, or 0
 	abort     bool
 	gone      bool // a write to the client failed
 }
@@ -470,13 +470,15 @@ func (ex *exchange) errorFrame(msg string) {
 }
 
 // onEvent logs a lifecycle event and, for a stream waiting in backoff,
-// commits the response when the wait is long enough and writes a notice.
+// writes a notice: at once when the response is already committed (a
+// stream resumed after its 200), otherwise after committing it when the
+// wait is long enough (see Config.StreamCommitAfter).
 func (ex *exchange) onEvent(ev layer.Event) {
 	ex.h.logEvent(ev)
 	if ev.Type != layer.EventDelayScheduled || ev.Operation != layer.Streaming || !ex.h.sse {
 		return
 	}
-	if !ex.committed {
+	if ex.status == 0 {
 		if ex.h.commitAfter < 0 || ev.Elapsed+ev.Delay < ex.h.commitAfter {
 			return
 		}
@@ -504,7 +506,7 @@ func notice(ev layer.Event) string {
 	what := "a failure"
 	if f := ev.Failure; f != nil {
 		switch {
-		case f.HTTPStatus != 0:
+		case f.Category == layer.CategoryHTTP && f.HTTPStatus != 0:
 			what = "HTTP " + strconv.Itoa(f.HTTPStatus)
 		case f.Category != "":
 			what = "a " + strings.ReplaceAll(string(f.Category), "_", " ") + " failure"

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -154,4 +155,19 @@ func newServer(t *testing.T, h http.Handler) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+var allowAll = admission.AllowAll()
+
+// logged waits until the proxy's log holds want: the request line is
+// written after the client got its last byte.
+func (r *rig) logged(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(r.logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log never held %s:\n%s", want, r.logs.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
