@@ -58,9 +58,6 @@ type Config struct {
 	// DefaultStreamCommitAfter; a negative value never commits early. It
 	// has no effect on Ollama streams.
 	StreamCommitAfter time.Duration
-	// NoStreamCommit, when true, never commits a stream early, whatever
-	// StreamCommitAfter says.
-	NoStreamCommit bool
 	// Transport is the base transport for upstream requests, for both the
 	// chain's sender and forwarded requests; nil means a private clone of
 	// http.DefaultTransport. It must not retry or follow redirects.

@@ -95,9 +95,6 @@ func New(cfg Config) (*Handler, error) {
 	if h.commitAfter == 0 {
 		h.commitAfter = DefaultStreamCommitAfter
 	}
-	if cfg.NoStreamCommit {
-		h.commitAfter = -1
-	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

@@ -141,8 +141,8 @@ func TestStreamHeldByDefault(t *testing.T) {
 	assert.Equal(t, 200, got.status)
 	assert.True(t, strings.HasPrefix(got.body, ": retrying after HTTP 503 (attempt 2/4 in 12s)\n"), got.body)
 
-	// NoStreamCommit never commits.
-	r = newRig(t, "openai", func(c *Config) { c.NoStreamCommit = true }, long, long, long, long)
+	// A negative StreamCommitAfter never commits.
+	r = newRig(t, "openai", func(c *Config) { c.StreamCommitAfter = -1 }, long, long, long, long)
 	got = r.post(t, "/v1/chat/completions", streamBody)
 	assert.Equal(t, 503, got.status)
 }
