@@ -64,6 +64,7 @@ func ExampleServe() {
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- proxy.Serve(ctx, ln, h, proxy.DefaultGrace, nil) }()
 

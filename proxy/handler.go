@@ -524,6 +524,16 @@ func roundDelay(d time.Duration) time.Duration {
 
 // logEvent writes one line for a lifecycle event.
 func (h *Handler) logEvent(ev layer.Event) {
+	level := slog.LevelInfo
+	switch ev.Type {
+	case layer.EventProgress, layer.EventMetrics:
+		level = slog.LevelDebug
+	case layer.EventAttemptFailed, layer.EventDelayScheduled:
+		level = slog.LevelWarn
+	}
+	if !h.log.Enabled(context.Background(), level) {
+		return
+	}
 	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs, slog.String("event", string(ev.Type)), slog.String("call_id", ev.LogicalID))
 	if ev.AttemptID != "" {
@@ -550,13 +560,6 @@ func (h *Handler) logEvent(ev layer.Event) {
 		attrs = append(attrs, slog.Int("next_attempt", ev.NextAttempt))
 	}
 	attrs = append(attrs, slog.Int64("elapsed_ms", ev.Elapsed.Milliseconds()))
-	level := slog.LevelInfo
-	switch ev.Type {
-	case layer.EventProgress, layer.EventMetrics:
-		level = slog.LevelDebug
-	case layer.EventAttemptFailed, layer.EventDelayScheduled:
-		level = slog.LevelWarn
-	}
 	h.log.LogAttrs(context.Background(), level, "event", attrs...)
 }
 
