@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,22 +20,18 @@ import (
 )
 
 // BenchmarkProxyStreams measures N concurrent streaming clients through
-// the proxy against the same clients connected to the provider directly
-// and through a plain forwarding proxy (net/http/httputil.ReverseProxy,
-// flushing every write: the cost of the second hop alone), in one run, on
-// loopback. The provider sends each frame only after the
+// the proxy against the same clients connected to the provider directly,
+// in one run, on loopback. The provider sends each frame only after the
 // client acknowledged the previous one (over an in-process channel), so a
 // frame's time is its latency through the path, not the throughput of a
 // buffer. Each iteration runs one round of N clients on each side, in
-// rotating order; the reported ratios are medians over iterations of the
-// proxy side divided by the direct side (and by the reverse proxy's):
+// alternating order; the reported ratios are medians over iterations of
+// the proxy side divided by the direct side:
 //
-//   - ttfb-ns, direct-ttfb-ns, reverseproxy-ttfb-ns, x-ttfb-vs-direct,
-//     x-ttfb-vs-reverseproxy: request sent to first frame read (medians
-//     over a round's clients);
-//   - frame-ns, direct-frame-ns, reverseproxy-frame-ns, x-frame-vs-direct,
-//     x-frame-vs-reverseproxy: the gap between two frames (the provider's
-//     write after the ack to the client's read);
+//   - ttfb-ns, direct-ttfb-ns, x-ttfb-vs-direct: request sent to first
+//     frame read (medians over a round's clients);
+//   - frame-ns, direct-frame-ns, x-frame-vs-direct: the gap between two
+//     frames (the provider's write after the ack to the client's read);
 //   - added-ttfb-ns, added-frame-ns: proxy minus direct, in nanoseconds;
 //   - ns/op: one proxy round.
 //
@@ -207,65 +201,52 @@ func benchStreams(b *testing.B, n int) {
 	}
 	px := httptest.NewServer(h)
 	defer px.Close()
-	target, _ := url.Parse(u.srv.URL)
-	plain := httputil.NewSingleHostReverseProxy(target)
-	plain.FlushInterval = -1
-	plain.Transport = &http.Transport{MaxIdleConnsPerHost: 128}
-	rp := httptest.NewServer(plain)
-	defer rp.Close()
-	defer plain.Transport.(*http.Transport).CloseIdleConnections()
 	defer h.chain.CloseIdleConnections()
 	tr := &http.Transport{MaxIdleConnsPerHost: 128, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
-	sides := []struct{ name, url string }{{"direct", u.srv.URL}, {"reverseproxy", rp.URL}, {"proxy", px.URL}}
-	// Warm every path's connections.
+	sides := []struct{ name, url string }{{"direct", u.srv.URL}, {"proxy", px.URL}}
+	// Warm both paths' connections.
 	for _, s := range sides {
 		if _, err := round(c, s.url, u, n, s.name+"-warm-"); err != nil {
 			b.Fatal(err)
 		}
 	}
 	var (
-		ttfb, frame   [3][]float64
-		rTTFB, rFrame [2][]float64 // proxy vs direct, proxy vs reverseproxy
-		proxyNS       time.Duration
-		iter          int
+		rTTFB, rFrame  []float64
+		pTTFB, dTTFB   []float64
+		pFrame, dFrame []float64
+		proxyNS        time.Duration
+		iter           int
 	)
 	for b.Loop() {
-		var got [3]streamTimes
-		for k := range 3 {
-			i := (k + iter) % 3 // rotate the order
+		var got [2]streamTimes
+		for k := range 2 {
+			i := (k + iter) % 2 // rotate the order
 			start := time.Now()
 			t, err := round(c, sides[i].url, u, n, fmt.Sprintf("%s-%d-", sides[i].name, iter))
 			if err != nil {
-				b.Fatal(err)
+				b.Fatalf("%s, iteration %d: %v", sides[i].name, iter, err)
 			}
-			if i == 2 {
+			if i == 1 {
 				proxyNS += time.Since(start)
 			}
 			got[i] = t
 		}
 		iter++
-		for i := range 3 {
-			ttfb[i] = append(ttfb[i], float64(got[i].ttfb))
-			frame[i] = append(frame[i], float64(got[i].frame))
-		}
-		for j := range 2 {
-			rTTFB[j] = append(rTTFB[j], float64(got[2].ttfb)/float64(got[j].ttfb))
-			rFrame[j] = append(rFrame[j], float64(got[2].frame)/float64(got[j].frame))
-		}
+		d, p := got[0], got[1]
+		dTTFB, pTTFB = append(dTTFB, float64(d.ttfb)), append(pTTFB, float64(p.ttfb))
+		dFrame, pFrame = append(dFrame, float64(d.frame)), append(pFrame, float64(p.frame))
+		rTTFB = append(rTTFB, float64(p.ttfb)/float64(d.ttfb))
+		rFrame = append(rFrame, float64(p.frame)/float64(d.frame))
 	}
 	b.ReportMetric(float64(proxyNS.Nanoseconds())/float64(iter), "ns/op")
-	b.ReportMetric(medianF(ttfb[2]), "ttfb-ns")
-	b.ReportMetric(medianF(ttfb[0]), "direct-ttfb-ns")
-	b.ReportMetric(medianF(ttfb[1]), "reverseproxy-ttfb-ns")
-	b.ReportMetric(medianF(rTTFB[0]), "x-ttfb-vs-direct")
-	b.ReportMetric(medianF(rTTFB[1]), "x-ttfb-vs-reverseproxy")
-	b.ReportMetric(medianF(ttfb[2])-medianF(ttfb[0]), "added-ttfb-ns")
-	b.ReportMetric(medianF(frame[2]), "frame-ns")
-	b.ReportMetric(medianF(frame[0]), "direct-frame-ns")
-	b.ReportMetric(medianF(frame[1]), "reverseproxy-frame-ns")
-	b.ReportMetric(medianF(rFrame[0]), "x-frame-vs-direct")
-	b.ReportMetric(medianF(rFrame[1]), "x-frame-vs-reverseproxy")
-	b.ReportMetric(medianF(frame[2])-medianF(frame[0]), "added-frame-ns")
+	b.ReportMetric(medianF(pTTFB), "ttfb-ns")
+	b.ReportMetric(medianF(dTTFB), "direct-ttfb-ns")
+	b.ReportMetric(medianF(rTTFB), "x-ttfb-vs-direct")
+	b.ReportMetric(medianF(pTTFB)-medianF(dTTFB), "added-ttfb-ns")
+	b.ReportMetric(medianF(pFrame), "frame-ns")
+	b.ReportMetric(medianF(dFrame), "direct-frame-ns")
+	b.ReportMetric(medianF(rFrame), "x-frame-vs-direct")
+	b.ReportMetric(medianF(pFrame)-medianF(dFrame), "added-frame-ns")
 }
