@@ -112,6 +112,9 @@ func New(cfg Config) (*Handler, error) {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = h.target(pr.In.URL)
 			pr.Out.Host = ""
+			if pr.Out.Body != nil {
+				pr.Out.Body = &forwardBody{rc: pr.Out.Body}
+			}
 		},
 		Transport:      base,
 		FlushInterval:  -1,
@@ -585,3 +588,47 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// forwardBody is the body of a forwarded request. net/http's Transport
+// closes a request body when the response arrives and may still read it
+// afterwards to check that nothing follows its last byte; a closed server
+// request body then fails that read, and the Transport tears down the
+// upstream connection in the middle of a streaming response. A
+// forwardBody that has already returned io.EOF keeps answering io.EOF
+// after Close; a body closed before its end still fails.
+type forwardBody struct {
+	rc     io.ReadCloser
+	mu     sync.Mutex
+	eof    bool
+	closed bool
+}
+
+var errForwardBodyClosed = errors.New("recourse-proxy: read of a forwarded request body after it was closed")
+
+func (b *forwardBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	eof, closed := b.eof, b.closed
+	b.mu.Unlock()
+	if eof {
+		return 0, io.EOF
+	}
+	if closed {
+		return 0, errForwardBodyClosed
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.mu.Lock()
+		b.eof = true
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+// Close marks the body closed; the server closes the client's body when
+// the handler returns.
+func (b *forwardBody) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	return nil
+}
