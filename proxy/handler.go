@@ -589,13 +589,15 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// forwardBody is the body of a forwarded request. net/http's Transport
-// closes a request body when the response arrives and may still read it
-// afterwards to check that nothing follows its last byte; a closed server
-// request body then fails that read, and the Transport tears down the
-// upstream connection in the middle of a streaming response. A
-// forwardBody that has already returned io.EOF keeps answering io.EOF
-// after Close; a body closed before its end still fails.
+// forwardBody is the body of a forwarded request. Having copied a
+// request's declared length, net/http's Transport reads the body once more
+// to check that nothing follows; meanwhile the proxy's own server, writing
+// the response headers, has closed the client's request body
+// (golang/go#40747). That late read then fails with "invalid Read on
+// closed Body", and the Transport tears down the upstream connection in the
+// middle of a streaming answer. A forwardBody that has already returned
+// io.EOF keeps answering io.EOF after Close; one closed before its end
+// still fails.
 type forwardBody struct {
 	rc     io.ReadCloser
 	mu     sync.Mutex
