@@ -58,6 +58,10 @@ type Config struct {
 	// DefaultStreamCommitAfter; a negative value never commits early. It
 	// has no effect on Ollama streams.
 	StreamCommitAfter time.Duration
+	// PerCall are layers placed outside the engine of the completion
+	// endpoint's chain, in order (chain.WithPerCall): tracing
+	// (otelbridge, or otlpjson's), a quota. Nil means none.
+	PerCall []layer.Layer
 	// Transport is the base transport for upstream requests, for both the
 	// chain's sender and forwarded requests; nil means a private clone of
 	// http.DefaultTransport. It must not retry or follow redirects.

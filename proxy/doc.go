@@ -64,6 +64,7 @@
 //
 // Each lifecycle event of a recovered call is one structured slog line on
 // the Config's Logger (message "event"), as is each request (message
-// "request"); see Handler for the attributes. A Handler is safe for
+// "request"); see Handler for the attributes. Tracing is a per-call layer
+// in Config.PerCall (the command puts otelbridge/otlpjson's there). A Handler is safe for
 // concurrent use; Serve runs it with a graceful shutdown.
 package proxy

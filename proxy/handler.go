@@ -54,7 +54,8 @@ type Handler struct {
 }
 
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
-// field, or the chain's *layer.PolicyError for an invalid policy.
+// field, the chain's *layer.PolicyError for an invalid policy, or its
+// *chain.CompositionError for a PerCall layer of another position.
 func New(cfg Config) (*Handler, error) {
 	codec, err := codecFor(cfg.Provider)
 	if err != nil {
@@ -104,7 +105,7 @@ func New(cfg Config) (*Handler, error) {
 	if h.now == nil {
 		h.now = time.Now
 	}
-	h.chain, err = chain.Default(codec, chain.WithPolicy(cfg.Policy), chain.WithTransport(base))
+	h.chain, err = chain.Default(codec, chain.WithPolicy(cfg.Policy), chain.WithTransport(base), chain.WithPerCall(cfg.PerCall...))
 	if err != nil {
 		return nil, err
 	}

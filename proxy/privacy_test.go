@@ -1,13 +1,20 @@
 package proxy
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/otelbridge/otlpjson"
 )
 
 // The canaries: a fake credential, a prompt, a tool argument, a header
@@ -79,5 +86,38 @@ func TestCanaryNeverInSafeOutputs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTracesCarryNoCanary exports the spans of canary calls as OTLP JSON
+// to a loopback receiver and scans every byte it got.
+func TestTracesCarryNoCanary(t *testing.T) {
+	var mu sync.Mutex
+	var got strings.Builder
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got.Write(b)
+		mu.Unlock()
+	}))
+	defer rcv.Close()
+	tr, err := otlpjson.NewTracing(rcv.URL, "recourse-proxy", nil)
+	require.NoError(t, err)
+	echo := scripted.OpenAIError("server_error", "", "echo "+canaryText+" "+canaryPrompt)
+	events := scripted.OpenAIStream("Hel", "lo")
+	r := newRig(t, "openai", func(c *Config) { c.PerCall = []layer.Layer{tr.Layer()} },
+		scripted.JSON(503, echo), scripted.JSON(200, scripted.OpenAIChat("ok")),
+		scripted.JSON(400, echo),
+		scripted.SSE(events...).Cut(len(events[0])+len(events[1])+4))
+	for _, body := range []string{canaryBody, canaryBody, canaryStreamBody} {
+		r.do(t, http.MethodPost, "/v1/chat/completions?key="+canaryQuery, body, "Authorization", "Bearer "+canaryKey, "X-Custom", canaryHeader)
+	}
+	r.logged(t, `"status":200,"outcome":"interrupted"`)
+	require.NoError(t, tr.Shutdown(context.Background()))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Contains(t, got.String(), `"name":"chat gpt-4o-mini"`, "the spans arrived")
+	for _, c := range canaries {
+		assert.NotContains(t, got.String(), c)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,4 +252,38 @@ func TestBinarySIGTERM(t *testing.T) {
 			assert.Equal(t, 0, p.wait(t), p.log())
 		})
 	}
+}
+
+// TestBinaryExportsTraces runs the binary with -otlp-endpoint: after a
+// recovered call and SIGTERM, the loopback receiver holds the call's spans
+// as OTLP JSON.
+func TestBinaryExportsTraces(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, r.URL.Path+" "+r.Header.Get("Content-Type")+" "+string(b))
+		mu.Unlock()
+	}))
+	defer rcv.Close()
+	up := scripted.New(scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded")), scripted.JSON(200, scripted.OpenAIChat("ok")))
+	defer up.Close()
+	p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-base-delay", "0s", "-otlp-endpoint", rcv.URL})
+	resp, err := http.Post(p.url+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	require.Equal(t, 200, resp.StatusCode)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t), p.log())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, bodies, 1, "the batch is sent at exit")
+	assert.True(t, strings.HasPrefix(bodies[0], "/v1/traces application/json {"), bodies[0])
+	assert.Contains(t, bodies[0], `{"key":"service.name","value":{"stringValue":"recourse-proxy"}}`)
+	assert.Contains(t, bodies[0], `"name":"chat gpt-4o-mini"`)
+	assert.Contains(t, bodies[0], `{"key":"http.request.resend_count","value":{"intValue":"1"}}`)
 }

@@ -48,6 +48,7 @@ type settings struct {
 	grace       time.Duration
 	logFormat   string
 	logLevel    string
+	otlp        string
 }
 
 // define registers every flag on fs. Adding a setting is one line here and
@@ -73,6 +74,7 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.DurationVar(&s.grace, "grace", proxy.DefaultGrace, "on SIGTERM or SIGINT, how long in-flight requests may finish before they are cut")
 	fs.StringVar(&s.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug (adds Ollama progress events), info, warn or error")
+	fs.StringVar(&s.otlp, "otlp-endpoint", "", "send traces (one span per call, one per wire attempt) to this OTLP/HTTP receiver, for example http://127.0.0.1:4318, as OTLP JSON (empty: no traces)")
 }
 
 // usageHead is printed by -h before the flags.

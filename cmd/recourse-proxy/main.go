@@ -14,8 +14,9 @@
 // list. It listens on loopback unless -allow-remote is given, logs one
 // structured line per request and per lifecycle event on stderr, and on
 // SIGTERM or SIGINT stops accepting, lets in-flight calls finish within
-// -grace, cuts the rest with an in-band error and exits 0. See package
-// proxy for what clients see.
+// -grace, cuts the rest with an in-band error and exits 0. With
+// -otlp-endpoint it sends traces as OTLP JSON. See package proxy for what
+// clients see.
 package main
 
 import (
@@ -30,6 +31,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/recourse-dev/recourse/otelbridge/otlpjson"
 	"github.com/recourse-dev/recourse/proxy"
 )
 
@@ -56,6 +58,12 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if err == nil {
 		cfg, err = s.config()
 	}
+	var tracing *otlpjson.Tracing
+	if err == nil && s.otlp != "" {
+		if tracing, err = otlpjson.NewTracing(s.otlp, "recourse-proxy", log); err == nil {
+			cfg.PerCall = append(cfg.PerCall, tracing.Layer())
+		}
+	}
 	var h *proxy.Handler
 	if err == nil {
 		cfg.Logger = log
@@ -75,9 +83,17 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	log.LogAttrs(ctx, slog.LevelInfo, "listening", slog.String("addr", ln.Addr().String()),
 		slog.String("provider", s.provider), slog.String("upstream", s.upstream),
 		slog.Int("max_attempts", s.maxAttempts), slog.String("admit", s.admit))
+	code := 0
 	if err := proxy.Serve(ctx, ln, h, s.grace, log); err != nil {
 		fmt.Fprintln(stderr, "recourse-proxy:", err)
-		return 1
+		code = 1
 	}
-	return 0
+	if tracing != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), otlpjson.DefaultTimeout)
+		if err := tracing.Shutdown(sctx); err != nil {
+			log.LogAttrs(sctx, slog.LevelWarn, "trace export at exit failed", slog.String("error", err.Error()))
+		}
+		cancel()
+	}
+	return code
 }
