@@ -119,3 +119,29 @@ func TestLoggerSettings(t *testing.T) {
 	_, err = (&settings{logFormat: "text", logLevel: "loud"}).logger(&buf)
 	assert.ErrorContains(t, err, `-log-level is "loud"`)
 }
+
+// FuzzSettingLists feeds arbitrary text to the list and address parsers:
+// no panic, and what they accept is in range.
+func FuzzSettingLists(f *testing.F) {
+	for _, s := range []string{"429,500", " 503 , ", "", "transport,http", "5xx", "127.0.0.1:8787", "[::1]:1", ":80", "a:b:c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if st, err := parseStatuses(s); err == nil {
+			for _, n := range st {
+				if n < 100 || n > 599 {
+					t.Fatalf("accepted status %d", n)
+				}
+			}
+		}
+		if cs, err := parseCategories(s); err == nil {
+			for _, c := range cs {
+				if !c.Valid() {
+					t.Fatalf("accepted category %q", c)
+				}
+			}
+		}
+		_ = checkListen(s, false)
+		_ = checkListen(s, true)
+	})
+}
