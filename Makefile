@@ -50,3 +50,11 @@ e2e:
 	JAEGER_BIN=$$($(GO) -C tools/jaeger tool -n jaeger) && test -x "$$JAEGER_BIN" || exit 1; \
 	echo "jaeger: $$JAEGER_BIN ($$(( $$(date +%s) - start ))s)"; \
 	cd examples && JAEGER_BIN="$$JAEGER_BIN" $(GO) test -race -count=1 -v -run '^TestJaegerE2E$$' ./jaeger/
+
+## proxy-e2e: recourse-proxy driven by real clients: the official OpenAI Node
+## SDK (the openai version pinned in proxy/e2e/node/package-lock.json, put in
+## a temporary directory by npm ci) and curl on the Ollama endpoint. Needs
+## node, npm and curl; .ci/run installs them from Debian's packages if absent.
+.PHONY: proxy-e2e
+proxy-e2e:
+	$(GO) test -tags proxye2e -race -count=1 -v ./proxy/e2e/

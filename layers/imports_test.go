@@ -36,7 +36,10 @@ var rules = []rule{
 	{from: "codecs/...", to: "layers/...", why: "codecs declare facts; they do not call the layers"},
 	{from: "codecs/...", to: "chain", why: "codecs do not assemble chains"},
 	{from: "...", to: "go.opentelemetry.io/...", why: "only otelbridge imports OpenTelemetry",
-		except: func(from, _ string) bool { return from == "otelbridge" }},
+		except: func(from, _ string) bool { return from == "otelbridge" || strings.HasPrefix(from, "otelbridge/") }},
+	{from: "proxy/...", to: "...", why: "the proxy, in the root module, imports only the standard library and this module",
+		except: func(_, to string) bool { first, _, _ := strings.Cut(to, "/"); return !strings.Contains(first, ".") }},
+	{from: "layers/...", to: "proxy/...", why: "layers know nothing of the proxy built on them"},
 }
 
 func match(pattern, pkg string) bool {
@@ -124,7 +127,7 @@ func moduleGraph(t *testing.T) map[string][]string {
 // non-test code.
 func TestImportGraph(t *testing.T) {
 	graph := moduleGraph(t)
-	for _, must := range []string{"layers/retry", "layers/capture", "otelbridge", "layer", "chain"} {
+	for _, must := range []string{"layers/retry", "layers/capture", "otelbridge", "layer", "chain", "proxy"} {
 		if _, ok := graph[must]; !ok {
 			t.Fatalf("the graph has no package %s: the walk is broken", must)
 		}
@@ -144,6 +147,8 @@ func TestImportRulesCatchForbiddenEdges(t *testing.T) {
 		{"layer", "layers/retry"},
 		{"codecs/ollama", "layers/retry"},
 		{"layers/retry", "go.opentelemetry.io/otel/trace"},
+		{"proxy", "github.com/openai/openai-go/v3"},
+		{"layers/retry", "proxy"},
 	} {
 		if v := violations(map[string][]string{edge[0]: {edge[1]}}); len(v) == 0 {
 			t.Errorf("%s → %s is not refused", edge[0], edge[1])

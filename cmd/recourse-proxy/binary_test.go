@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/recourse-dev/recourse/internal/scripted"
+)
+
+// These tests build the real binary and run it as a user would.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "recourse-proxy-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "recourse-proxy")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	require.NoError(t, buildErr)
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// proc is a running recourse-proxy.
+type proc struct {
+	cmd  *exec.Cmd
+	url  string
+	addr string
+	mu   sync.Mutex
+	logs strings.Builder
+	done chan struct{}
+}
+
+// start runs the binary with args and env (added to a minimal
+// environment) and waits for its "listening" line.
+func start(t *testing.T, args []string, env ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(binary(t), args...), done: make(chan struct{})}
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "RECOURSE_PROXY_LOG_FORMAT=json"}, env...)
+	stderr, err := p.cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	listening := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.logs.WriteString(line + "\n")
+			p.mu.Unlock()
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
+				listening <- rec.Addr
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	select {
+	case p.addr = <-listening:
+	case <-p.done:
+		p.cmd.Wait()
+		t.Fatalf("recourse-proxy exited before listening:\n%s", p.log())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("recourse-proxy did not listen:\n%s", p.log())
+	}
+	p.url = "http://" + p.addr
+	return p
+}
+
+func (p *proc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *proc) wait(t *testing.T) int {
+	t.Helper()
+	exited := make(chan error, 1)
+	go func() {
+		<-p.done
+		exited <- p.cmd.Wait()
+	}()
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		require.NoError(t, err)
+		return 0
+	case <-time.After(30 * time.Second):
+		t.Fatalf("recourse-proxy did not exit:\n%s", p.log())
+		return -1
+	}
+}
+
+func TestBinaryHelp(t *testing.T) {
+	out, err := exec.Command(binary(t), "-h").CombinedOutput()
+	require.NoError(t, err, "-h exits 0")
+	for _, want := range []string{"Usage:", "-upstream", "[RECOURSE_PROXY_UPSTREAM]", "-max-attempts", "[RECOURSE_PROXY_MAX_ATTEMPTS]",
+		"-admit", "-log-format", "-grace", "-max-body", "-stream-commit-after", "-allow-remote"} {
+		assert.Contains(t, string(out), want)
+	}
+}
+
+func TestBinaryRefusesBadSettings(t *testing.T) {
+	for _, args := range [][]string{
+		{"-upstream", "http://127.0.0.1:1", "-listen", "0.0.0.0:0"},
+		{},
+		{"-upstream", "https://api.openai.com/v1"},
+	} {
+		cmd := exec.Command(binary(t), args...)
+		cmd.Env = []string{}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%v: %s", args, out)
+		assert.Equal(t, 2, ee.ExitCode())
+		assert.True(t, strings.HasPrefix(string(out), "recourse-proxy: "), string(out))
+	}
+}
+
+// TestBinaryFromEnvironment configures the proxy through its environment
+// variables only: two attempts, no delay (so nothing sleeps), and checks
+// the outcome a client sees and the log lines on stderr.
+func TestBinaryFromEnvironment(t *testing.T) {
+	fail := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
+	up := scripted.New(fail, fail)
+	defer up.Close()
+	p := start(t, nil, "RECOURSE_PROXY_UPSTREAM="+up.URL, "RECOURSE_PROXY_LISTEN=127.0.0.1:0",
+		"RECOURSE_PROXY_MAX_ATTEMPTS=2", "RECOURSE_PROXY_BASE_DELAY=0s")
+	resp, err := http.Post(p.url+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Equal(t, "exhausted", resp.Header.Get("X-Recourse-Outcome"))
+	assert.Equal(t, scripted.OpenAIError("server_error", "", "overloaded"), string(body))
+	assert.Equal(t, 2, up.Count())
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, p.wait(t))
+	logs := p.log()
+	assert.Contains(t, logs, `"event":"delay_scheduled"`)
+	assert.Contains(t, logs, `"msg":"request","kind":"completion","method":"POST","path":"/v1/chat/completions","status":503,"outcome":"exhausted"`)
+	assert.Contains(t, logs, `"msg":"stopped"`)
+}
+
+// TestBinarySIGTERM: an in-flight stream finishes within the grace period
+// while new connections are refused, and the process exits 0; with a short
+// grace period, a stream that does not finish is cut with the in-band
+// error, and the process still exits 0.
+func TestBinarySIGTERM(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		grace string
+		cut   bool
+	}{{"finishes", "1m", false}, {"cut", "100ms", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := make(chan struct{})
+			events := scripted.OpenAIStream("Hel", "lo")
+			up := scripted.New(scripted.SSE(events...).Gated(1, gate))
+			defer up.Close()
+			p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-grace", tc.grace})
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: tr}).Post(p.url+"/v1/chat/completions", "application/json",
+				strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			first := make([]byte, len(events[0]))
+			_, err = io.ReadFull(resp.Body, first)
+			require.NoError(t, err)
+
+			require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				c, err := net.Dial("tcp", p.addr)
+				if err != nil {
+					break
+				}
+				c.Close()
+				require.True(t, time.Now().Before(deadline), "still accepting after SIGTERM")
+				time.Sleep(time.Millisecond)
+			}
+			if !tc.cut {
+				close(gate)
+			} else {
+				defer close(gate)
+			}
+			rest, err := io.ReadAll(resp.Body)
+			if tc.cut {
+				require.Error(t, err)
+				assert.Contains(t, string(rest), `data: {"error":{"message":"recourse: recovery cancelled`)
+				assert.NotContains(t, string(rest), "[DONE]")
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, strings.Join(events[1:], ""), string(rest))
+			}
+			assert.Equal(t, 0, p.wait(t), p.log())
+		})
+	}
+}
+
+// TestBinaryExportsTraces runs the binary with -otlp-endpoint: after a
+// recovered call and SIGTERM, the loopback receiver holds the call's spans
+// as OTLP JSON.
+func TestBinaryExportsTraces(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, r.URL.Path+" "+r.Header.Get("Content-Type")+" "+string(b))
+		mu.Unlock()
+	}))
+	defer rcv.Close()
+	up := scripted.New(scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded")), scripted.JSON(200, scripted.OpenAIChat("ok")))
+	defer up.Close()
+	p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-base-delay", "0s", "-otlp-endpoint", rcv.URL})
+	resp, err := http.Post(p.url+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	require.Equal(t, 200, resp.StatusCode)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t), p.log())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, bodies, 1, "the batch is sent at exit")
+	assert.True(t, strings.HasPrefix(bodies[0], "/v1/traces application/json {"), bodies[0])
+	assert.Contains(t, bodies[0], `{"key":"service.name","value":{"stringValue":"recourse-proxy"}}`)
+	assert.Contains(t, bodies[0], `"name":"chat gpt-4o-mini"`)
+	assert.Contains(t, bodies[0], `{"key":"http.request.resend_count","value":{"intValue":"1"}}`)
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/proxy"
+)
+
+// envPrefix starts the environment variable of every flag: -max-attempts
+// is also RECOURSE_PROXY_MAX_ATTEMPTS. A flag given on the command line
+// wins over its variable.
+const envPrefix = "RECOURSE_PROXY_"
+
+// envName returns the environment variable of a flag.
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// settings are the command's settings, from flags and the environment.
+type settings struct {
+	provider    string
+	upstream    string
+	listen      string
+	allowRemote bool
+
+	maxAttempts  int
+	baseDelay    time.Duration
+	delayCeiling time.Duration
+	budget       time.Duration
+	deadline     time.Duration
+	statuses     string
+	categories   string
+	admit        string
+
+	maxBody     int64
+	commitAfter time.Duration
+	grace       time.Duration
+	logFormat   string
+	logLevel    string
+	otlp        string
+}
+
+// define registers every flag on fs. Adding a setting is one line here and
+// one where config reads it; its environment variable follows from its
+// name.
+func define(fs *flag.FlagSet, s *settings) {
+	fs.StringVar(&s.provider, "provider", "openai", "the provider's dialect: openai, ollama or omlx")
+	fs.StringVar(&s.upstream, "upstream", "", "the provider's root URL, for example https://api.openai.com or http://127.0.0.1:11434 (required); the client's path is kept")
+	fs.StringVar(&s.listen, "listen", "127.0.0.1:8787", "the address to listen on; a non-loopback address also needs -allow-remote")
+	fs.BoolVar(&s.allowRemote, "allow-remote", false, "allow a -listen address other than loopback (the proxy has no authentication of its own)")
+
+	fs.IntVar(&s.maxAttempts, "max-attempts", 4, "wire attempts per completion, the first included (1 to "+strconv.Itoa(retry.MaxAttemptsLimit)+")")
+	fs.DurationVar(&s.baseDelay, "base-delay", retry.DefaultBaseDelay, "backoff base delay (full jitter up to base*2^(n-1))")
+	fs.DurationVar(&s.delayCeiling, "delay-ceiling", retry.DefaultDelayCeiling, "the longest single delay; a longer Retry-After ends recovery with delay_ceiling")
+	fs.DurationVar(&s.budget, "budget", 0, "bound on the time spent waiting between attempts, from the first failure (0: none)")
+	fs.DurationVar(&s.deadline, "deadline", 0, "bound on waiting between attempts, counted from the request's arrival (0: none)")
+	fs.StringVar(&s.statuses, "retry-statuses", joinInts(retry.DefaultRetryableStatuses), "comma-separated HTTP statuses eligible for a retry (400, 401 and 403 never are)")
+	fs.StringVar(&s.categories, "retry-categories", joinCategories(retry.DefaultRetryableCategories), "comma-separated failure categories eligible for a retry ("+joinCategories(layer.Categories)+")")
+	fs.StringVar(&s.admit, "admit", "deny", "admission of a resend to a local provider: deny gives no permission, so ollama and omlx stop with admission_required (openai needs none); allow lets every resend through")
+
+	fs.Int64Var(&s.maxBody, "max-body", proxy.DefaultMaxBodyBytes, "the largest completion request body in bytes; a larger one is answered 413")
+	fs.DurationVar(&s.commitAfter, "stream-commit-after", proxy.DefaultStreamCommitAfter, "how long a streaming client may wait without a byte before the proxy commits its 200 and writes retry notices; a later failure is then an in-band error (0: at the first backoff; negative: never; no effect on ollama)")
+	fs.DurationVar(&s.grace, "grace", proxy.DefaultGrace, "on SIGTERM or SIGINT, how long in-flight requests may finish before they are cut")
+	fs.StringVar(&s.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug (adds Ollama progress events), info, warn or error")
+	fs.StringVar(&s.otlp, "otlp-endpoint", "", "send traces (one span per call, one per wire attempt) to this OTLP/HTTP receiver, for example http://127.0.0.1:4318, as OTLP JSON (empty: no traces)")
+}
+
+// usageHead is printed by -h before the flags.
+const usageHead = `recourse-proxy: a local recovery proxy for LLM completion calls.
+
+Clients change only their base URL. The completion endpoint
+(POST /v1/chat/completions for openai and omlx, POST /api/chat for ollama)
+is recovered with recourse's default chain; every other request is forwarded
+once, untouched. GET /healthz answers "ok".
+
+Usage:
+  recourse-proxy -upstream https://api.openai.com -provider openai -max-attempts 4
+  recourse-proxy -listen 127.0.0.1:11435 -upstream http://127.0.0.1:11434 -provider ollama -admit allow
+
+Every flag can also be set with its environment variable (shown in
+brackets); a flag on the command line wins.
+
+Flags:
+`
+
+// parse reads the settings from args and the environment getenv; help
+// output goes to out. It returns flag.ErrHelp for -h.
+func parse(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
+	s := &settings{}
+	fs := flag.NewFlagSet("recourse-proxy", flag.ContinueOnError)
+	fs.SetOutput(out)
+	define(fs, s)
+	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [" + envName(f.Name) + "]" })
+	fs.Usage = func() {
+		fmt.Fprint(out, usageHead)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags only; see -h)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || set[f.Name] {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s: %v", envName(f.Name), e)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// config returns the proxy's Config for s, or an error naming the bad
+// setting.
+func (s *settings) config() (proxy.Config, error) {
+	cfg := proxy.Config{Provider: s.provider, Upstream: s.upstream, MaxBodyBytes: s.maxBody, Deadline: s.deadline}
+	if s.upstream == "" {
+		return cfg, errors.New("-upstream is required: the provider's root URL, for example https://api.openai.com")
+	}
+	if s.maxAttempts < 1 || s.maxAttempts > retry.MaxAttemptsLimit {
+		return cfg, fmt.Errorf("-max-attempts must be between 1 and %d", retry.MaxAttemptsLimit)
+	}
+	if s.maxBody <= 0 {
+		return cfg, errors.New("-max-body must be positive")
+	}
+	if s.deadline < 0 || s.budget < 0 {
+		return cfg, errors.New("-budget and -deadline must not be negative")
+	}
+	p := retry.Policy{MaxAttempts: s.maxAttempts, BaseDelay: new(s.baseDelay), DelayCeiling: new(s.delayCeiling)}
+	if s.budget > 0 {
+		p.Budget = new(s.budget)
+	}
+	var err error
+	if p.RetryableStatuses, err = parseStatuses(s.statuses); err != nil {
+		return cfg, err
+	}
+	if p.RetryableCategories, err = parseCategories(s.categories); err != nil {
+		return cfg, err
+	}
+	switch s.admit {
+	case "deny":
+	case "allow":
+		p.Admit = admission.AllowAll()
+	default:
+		return cfg, fmt.Errorf("-admit is %q; want allow or deny", s.admit)
+	}
+	if err := p.Validate(); err != nil {
+		return cfg, err
+	}
+	cfg.Policy = p
+	cfg.StreamCommitAfter = s.commitAfter
+	if s.commitAfter == 0 {
+		cfg.StreamCommitAfter = time.Nanosecond // commit at the first backoff
+	}
+	return cfg, nil
+}
+
+// logger returns the stderr logger for s.
+func (s *settings) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s.logLevel)); err != nil {
+		return nil, fmt.Errorf("-log-level is %q; want debug, info, warn or error", s.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch s.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("-log-format is %q; want text or json", s.logFormat)
+}
+
+// checkListen refuses a listen address that is not loopback unless
+// allowRemote: an empty host listens on every interface.
+func checkListen(addr string, allowRemote bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-listen %q: %v", addr, err)
+	}
+	if allowRemote || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("-listen %q is not a loopback address; the proxy has no authentication of its own, so add -allow-remote to listen there", addr)
+}
+
+func parseStatuses(v string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(v) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 100 || n > 599 {
+			return nil, fmt.Errorf("-retry-statuses: %q is not an HTTP status", f)
+		}
+		out = append(out, n)
+	}
+	if out == nil {
+		out = []int{}
+	}
+	return out, nil
+}
+
+func parseCategories(v string) ([]layer.Category, error) {
+	var out []layer.Category
+	for _, f := range splitList(v) {
+		c := layer.Category(f)
+		if !c.Valid() {
+			return nil, fmt.Errorf("-retry-categories: %q is not a category (%s)", f, joinCategories(layer.Categories))
+		}
+		out = append(out, c)
+	}
+	if out == nil {
+		out = []layer.Category{}
+	}
+	return out, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func joinCategories(v []layer.Category) string {
+	s := make([]string, len(v))
+	for i, c := range v {
+		s[i] = string(c)
+	}
+	return strings.Join(s, ",")
+}

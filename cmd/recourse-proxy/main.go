@@ -1,0 +1,99 @@
+// Command recourse-proxy is recourse's local recovery proxy: clients in any
+// language (the OpenAI Node or Python SDK, curl, an Ollama UI) get the
+// default chain's recovery by changing one base URL.
+//
+//	go install github.com/recourse-dev/recourse/cmd/recourse-proxy@latest
+//	recourse-proxy -upstream https://api.openai.com -provider openai -max-attempts 4
+//	OPENAI_BASE_URL=http://127.0.0.1:8787/v1 node app.js
+//
+// The completion endpoint (POST /v1/chat/completions for openai and omlx,
+// POST /api/chat for ollama) is recovered; every other request is
+// forwarded once, untouched. Every flag has an environment variable,
+// RECOURSE_PROXY_ and the flag's name in capitals with underscores
+// (-max-attempts is RECOURSE_PROXY_MAX_ATTEMPTS); run with -h for the
+// list. It listens on loopback unless -allow-remote is given, logs one
+// structured line per request and per lifecycle event on stderr, and on
+// SIGTERM or SIGINT stops accepting, lets in-flight calls finish within
+// -grace, cuts the rest with an in-band error and exits 0. With
+// -otlp-endpoint it sends traces as OTLP JSON. See package proxy for what
+// clients see.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/recourse-dev/recourse/otelbridge/otlpjson"
+	"github.com/recourse-dev/recourse/proxy"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run is the command; it returns the exit status: 0 after -h or a
+// shutdown, 2 for bad settings, 1 when the proxy could not start.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	s, err := parse(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "recourse-proxy:", err)
+		return 2
+	}
+	log, err := s.logger(stderr)
+	if err == nil {
+		err = checkListen(s.listen, s.allowRemote)
+	}
+	var cfg proxy.Config
+	if err == nil {
+		cfg, err = s.config()
+	}
+	var tracing *otlpjson.Tracing
+	if err == nil && s.otlp != "" {
+		if tracing, err = otlpjson.NewTracing(s.otlp, "recourse-proxy", log); err == nil {
+			cfg.PerCall = append(cfg.PerCall, tracing.Layer())
+		}
+	}
+	var h *proxy.Handler
+	if err == nil {
+		cfg.Logger = log
+		h, err = proxy.New(cfg)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "recourse-proxy:", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", s.listen)
+	if err != nil {
+		fmt.Fprintln(stderr, "recourse-proxy:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	log.LogAttrs(ctx, slog.LevelInfo, "listening", slog.String("addr", ln.Addr().String()),
+		slog.String("provider", s.provider), slog.String("upstream", s.upstream),
+		slog.Int("max_attempts", s.maxAttempts), slog.String("admit", s.admit))
+	code := 0
+	if err := proxy.Serve(ctx, ln, h, s.grace, log); err != nil {
+		fmt.Fprintln(stderr, "recourse-proxy:", err)
+		code = 1
+	}
+	if tracing != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), otlpjson.DefaultTimeout)
+		if err := tracing.Shutdown(sctx); err != nil {
+			log.LogAttrs(sctx, slog.LevelWarn, "trace export at exit failed", slog.String("error", err.Error()))
+		}
+		cancel()
+	}
+	return code
+}

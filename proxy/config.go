@@ -1,0 +1,121 @@
+package proxy
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/codecs/omlx"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// DefaultMaxBodyBytes is the default bound on a completion request body:
+// 32 MiB, room for a long conversation with inline images. The proxy keeps
+// the body in memory once so that a retry resends exactly the same bytes.
+const DefaultMaxBodyBytes = 32 << 20
+
+// DefaultStreamCommitAfter is the default Config.StreamCommitAfter: a
+// streaming client that would otherwise wait 10 s without a byte gets its
+// 200 and the retry notices.
+const DefaultStreamCommitAfter = 10 * time.Second
+
+// Providers lists the provider names Config.Provider accepts.
+var Providers = []string{"openai", "ollama", "omlx"}
+
+// Config configures a Handler. The zero value is not usable: Provider and
+// Upstream are required.
+type Config struct {
+	// Provider is "openai", "ollama" or "omlx": it chooses the codec, the
+	// completion endpoint and the dialect of the proxy's own error bodies.
+	Provider string
+	// Upstream is the provider's root URL, for example
+	// https://api.openai.com or http://127.0.0.1:11434. The client's path is
+	// appended to it, so it must not end in the endpoint's own prefix
+	// (/v1 for openai and omlx, /api for ollama).
+	Upstream string
+	// Policy is the recovery policy of the completion endpoint (see
+	// retry.Policy; the zero value makes one attempt). Its OnEvent, when
+	// set, is called before the proxy logs an event. Tests inject its
+	// clocks, Sleep and Jitter.
+	Policy retry.Policy
+	// Deadline, when positive, bounds each completion's admission waits and
+	// backoff to Deadline after the request arrived (it sets the policy's
+	// Deadline per call, R7); zero means no per-call deadline.
+	Deadline time.Duration
+	// MaxBodyBytes bounds a completion request body; zero means
+	// DefaultMaxBodyBytes, a negative value is an error. A larger body is
+	// answered 413 and nothing is sent upstream.
+	MaxBodyBytes int64
+	// StreamCommitAfter is how long a streaming client may wait without a
+	// byte before the proxy commits its 200 and writes retry notices (see
+	// the package documentation for the trade-off): zero means
+	// DefaultStreamCommitAfter; a negative value never commits early. It
+	// has no effect on Ollama streams.
+	StreamCommitAfter time.Duration
+	// PerCall are layers placed outside the engine of the completion
+	// endpoint's chain, in order (chain.WithPerCall): tracing
+	// (otelbridge, or otlpjson's), a quota. Nil means none.
+	PerCall []layer.Layer
+	// Transport is the base transport for upstream requests, for both the
+	// chain's sender and forwarded requests; nil means a private clone of
+	// http.DefaultTransport. It must not retry or follow redirects.
+	Transport http.RoundTripper
+	// Logger receives one line per request and per lifecycle event; nil
+	// logs nothing.
+	Logger *slog.Logger
+	// Now returns the time a request arrived, for Deadline; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// ConfigError reports an invalid Config field; its message names the field
+// and says what is wrong.
+type ConfigError struct {
+	// Field is the name of the Config field.
+	Field string
+	// Problem says what is wrong.
+	Problem string
+}
+
+// Error returns "proxy: <Field> <Problem>".
+func (e *ConfigError) Error() string { return "proxy: " + e.Field + " " + e.Problem }
+
+// codecFor returns the codec of a provider name.
+func codecFor(provider string) (layer.Codec, error) {
+	switch provider {
+	case "openai":
+		return openai.New(), nil
+	case "ollama":
+		return ollama.New(), nil
+	case "omlx":
+		return omlx.New(), nil
+	}
+	return nil, &ConfigError{Field: "Provider", Problem: fmt.Sprintf("is %q; want one of %s", provider, strings.Join(Providers, ", "))}
+}
+
+// parseUpstream checks and parses the upstream root URL for codec.
+func parseUpstream(raw string, codec layer.Codec) (*url.URL, error) {
+	if raw == "" {
+		return nil, &ConfigError{Field: "Upstream", Problem: "is empty; want the provider's root URL, for example https://api.openai.com"}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &ConfigError{Field: "Upstream", Problem: "is not an http or https URL with a host"}
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, &ConfigError{Field: "Upstream", Problem: "must not carry credentials, a query or a fragment; clients send their own headers"}
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	prefix := codec.Path()[:strings.Index(codec.Path()[1:], "/")+1] // "/v1" or "/api"
+	if strings.HasSuffix(u.Path, prefix) {
+		return nil, &ConfigError{Field: "Upstream", Problem: "ends in " + prefix + "; give the provider's root URL (the proxy keeps the client's path, so a client with base URL …" + prefix + " would reach " + prefix + prefix + ")"}
+	}
+	return u, nil
+}

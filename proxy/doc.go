@@ -1,0 +1,70 @@
+// Package proxy is recourse's local recovery proxy as an http.Handler: the
+// default chain's recovery for clients in any language, which change only
+// their base URL. The command recourse-proxy (cmd/recourse-proxy) serves
+// it; a Go program may embed it.
+//
+// A Handler serves one provider (openai, ollama or omlx) in front of one
+// upstream root URL, keeping the client's path (a client whose base URL is
+// http://127.0.0.1:8787/v1 reaches {upstream}/v1/chat/completions, never
+// /v1/v1):
+//
+//   - The completion endpoint (POST /v1/chat/completions for openai and
+//     omlx, POST /api/chat for ollama) goes through chain.Default with the
+//     Config's policy. Its body is read once, up to Config.MaxBodyBytes
+//     (DefaultMaxBodyBytes); a larger body is answered 413 and nothing is
+//     sent upstream.
+//   - Every other path and method is forwarded once, untouched, without
+//     recovery; its body streams through unbuffered.
+//   - GET /healthz answers 200 "ok" without contacting the upstream.
+//
+// Client headers (Authorization and the rest) go upstream as given, except
+// the hop-by-hop headers a reverse proxy must drop (and, on the completion
+// endpoint, Accept-Encoding: the chain reads the body it recovers, so the
+// proxy asks for the encoding itself and hands the client the decoded
+// bytes). No header value, body or query string is ever logged.
+//
+// What a client sees:
+//
+//   - Success: the upstream's status, headers and body byte for byte,
+//     streams flushed frame by frame (keepalives included), plus
+//     X-Recourse-Call-Id naming the logical call in the proxy's log.
+//   - Recovery ended on an HTTP failure: the final upstream status and body,
+//     plus X-Should-Retry: false (OpenAI's SDKs then do not retry on top)
+//     and X-Recourse-Outcome naming the outcome (exhausted, interrupted,
+//     delay_ceiling, deadline, admission_required …).
+//   - A failure without a complete upstream answer (the connection reset on
+//     every attempt, a 2xx error document, a budget or deadline that ran
+//     out, cancellation at shutdown): a status (502, 503 or 504) and an
+//     error body in the provider's dialect carrying the recovery error's
+//     safe text, with the same two headers.
+//   - An upstream redirect, on any path: 502 and an error body naming the
+//     refused redirect (code redirect_refused), never a Location, so a
+//     client that follows redirects (fetch does, with the body and the
+//     credentials) contacts nothing.
+//   - A stream that fails after output: the provider's in-band error frame
+//     (OpenAI: a data: {"error":…} event; Ollama: an {"error":…} line),
+//     then the connection is closed without the chunked terminator; never a
+//     silent end and never a synthesised [DONE] or "done":true.
+//   - While an OpenAI or oMLX stream waits in backoff after its response was
+//     committed: SSE comment lines, for example
+//     ": retrying after HTTP 503 (attempt 2/4 in 1.2s)", which SSE clients
+//     ignore and a UI may show.
+//
+// Committing a stream early is a trade-off, governed by
+// Config.StreamCommitAfter. Until the first upstream attempt answers 2xx,
+// the proxy holds the client's status line, so that a final failure still
+// reaches the client as a real status its SDK turns into its own error
+// type. A client that waits long without a byte may time out, though, and
+// sees no retry notice. When the wait so far plus the next scheduled
+// backoff reaches StreamCommitAfter (DefaultStreamCommitAfter, 10 s), the
+// proxy commits 200 text/event-stream and starts writing the notices; a
+// later final failure of that call is then an in-band error frame, not a
+// status. Ollama's NDJSON has no comment syntax, so an Ollama stream is
+// never committed early and gets no notices.
+//
+// Each lifecycle event of a recovered call is one structured slog line on
+// the Config's Logger (message "event"), as is each request (message
+// "request"); see Handler for the attributes. Tracing is a per-call layer
+// in Config.PerCall (the command puts otelbridge/otlpjson's there). A Handler is safe for
+// concurrent use; Serve runs it with a graceful shutdown.
+package proxy

@@ -1,0 +1,317 @@
+//go:build proxye2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/proxy"
+)
+
+// nodeDir is the temporary directory holding the SDK, installed once.
+var nodeDir string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		dir, err := os.MkdirTemp("", "recourse-proxy-node")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
+			b, err := os.ReadFile(filepath.Join("node", f))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "npm ci: %v\n%s", err, out)
+			return 1
+		}
+		nodeDir = dir
+		code := m.Run()
+		if code == 0 {
+			if err := goleak.Find(); err != nil {
+				fmt.Fprintln(os.Stderr, "goleak:", err)
+				return 1
+			}
+		}
+		return code
+	}()
+	os.Exit(code)
+}
+
+// rig is the proxy, with the injected sleep, in front of a scripted
+// upstream; it counts the completion POSTs the client sent.
+type rig struct {
+	up     *scripted.Server
+	url    string
+	posts  atomic.Int32
+	mu     sync.Mutex
+	delays []time.Duration
+}
+
+func newRig(t *testing.T, provider string, edit func(*proxy.Config), steps ...scripted.Step) *rig {
+	t.Helper()
+	r := &rig{up: scripted.New(steps...)}
+	t.Cleanup(r.up.Close)
+	p := retry.Recommended()
+	p.Jitter = func() float64 { return 1 }
+	p.Sleep = func(ctx context.Context, d time.Duration) error {
+		r.mu.Lock()
+		r.delays = append(r.delays, d)
+		r.mu.Unlock()
+		return ctx.Err()
+	}
+	cfg := proxy.Config{Provider: provider, Upstream: r.up.URL, Policy: p}
+	if edit != nil {
+		edit(&cfg)
+	}
+	h, err := proxy.New(cfg)
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost {
+			r.posts.Add(1)
+		}
+		h.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL
+	return r
+}
+
+func (r *rig) sleeps() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.delays...)
+}
+
+// sdkResult is what client.mjs printed.
+type sdkResult struct {
+	Content string `json:"content"`
+	Chunks  int    `json:"chunks"`
+	Error   *struct {
+		Name     string `json:"name"`
+		Status   *int   `json:"status"`
+		APIError bool   `json:"apiError"`
+		Message  string `json:"message"`
+	} `json:"error"`
+}
+
+// sdk runs one call of the OpenAI Node SDK against the proxy.
+func (r *rig) sdk(t *testing.T, mode string) sdkResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "client.mjs", mode)
+	cmd.Dir = nodeDir
+	cmd.Env = append(os.Environ(), "PROXY_URL="+r.url)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+	var res sdkResult
+	require.NoError(t, json.Unmarshal(out, &res), string(out))
+	return res
+}
+
+var (
+	overloaded = scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
+	events     = scripted.OpenAIStream("Hel", "lo")
+)
+
+func TestNodeUnary(t *testing.T) {
+	r := newRig(t, "openai", nil, scripted.JSON(200, scripted.OpenAIChat("Hello")))
+	res := r.sdk(t, "unary")
+	require.Nil(t, res.Error)
+	assert.Equal(t, "Hello", res.Content)
+	assert.Equal(t, 1, r.up.Count())
+}
+
+func TestNodeStream(t *testing.T) {
+	r := newRig(t, "openai", nil, scripted.SSE(append([]string{": keepalive\n\n"}, events...)...))
+	res := r.sdk(t, "stream")
+	require.Nil(t, res.Error)
+	assert.Equal(t, "Hello", res.Content)
+	assert.Equal(t, 5, res.Chunks, "role, two deltas, finish, usage: the keepalive is no chunk")
+}
+
+func TestNode503Then200(t *testing.T) {
+	for _, mode := range []string{"unary", "stream"} {
+		t.Run(mode, func(t *testing.T) {
+			ok := scripted.JSON(200, scripted.OpenAIChat("Hello"))
+			if mode == "stream" {
+				ok = scripted.SSE(events...)
+			}
+			r := newRig(t, "openai", nil, overloaded, ok)
+			res := r.sdk(t, mode)
+			require.Nil(t, res.Error)
+			assert.Equal(t, "Hello", res.Content)
+			assert.Equal(t, 2, r.up.Count())
+			assert.Equal(t, int32(1), r.posts.Load(), "the SDK sent one request")
+			assert.Equal(t, []time.Duration{100 * time.Millisecond}, r.sleeps())
+		})
+	}
+}
+
+func TestNode429WithRetryAfter(t *testing.T) {
+	r := newRig(t, "openai", nil,
+		scripted.JSON(429, scripted.OpenAIError("rate_limit_error", "rate_limit_exceeded", "slow down"), "Retry-After", "3"),
+		scripted.JSON(200, scripted.OpenAIChat("Hello")))
+	res := r.sdk(t, "unary")
+	require.Nil(t, res.Error)
+	assert.Equal(t, "Hello", res.Content)
+	assert.Equal(t, []time.Duration{3 * time.Second}, r.sleeps(), "the proxy waited the Retry-After")
+	assert.Equal(t, int32(1), r.posts.Load())
+}
+
+func TestNodeStreamCutBeforeContent(t *testing.T) {
+	r := newRig(t, "openai", nil, scripted.SSE(events...).Cut(len(events[0])/2), scripted.SSE(events...))
+	res := r.sdk(t, "stream")
+	require.Nil(t, res.Error)
+	assert.Equal(t, "Hello", res.Content, "recovered, no duplicated text")
+	assert.Equal(t, 2, r.up.Count())
+	assert.Equal(t, int32(1), r.posts.Load())
+}
+
+func TestNodeStreamCutAfterContent(t *testing.T) {
+	r := newRig(t, "openai", nil, scripted.SSE(events...).Cut(len(events[0])+len(events[1])+5))
+	res := r.sdk(t, "stream")
+	require.NotNil(t, res.Error, "an error in the SDK, never a silent end")
+	assert.Equal(t, "APIError", res.Error.Name)
+	assert.True(t, res.Error.APIError)
+	assert.Contains(t, res.Error.Message, "recourse: recovery interrupted")
+	assert.Equal(t, "Hel", res.Content)
+	assert.Equal(t, 1, r.up.Count())
+	assert.Equal(t, int32(1), r.posts.Load())
+}
+
+func TestNodeBadRequest(t *testing.T) {
+	r := newRig(t, "openai", nil, scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "invalid_value", "bad model")))
+	res := r.sdk(t, "unary")
+	require.NotNil(t, res.Error)
+	assert.Equal(t, "BadRequestError", res.Error.Name)
+	require.NotNil(t, res.Error.Status)
+	assert.Equal(t, 400, *res.Error.Status)
+	assert.Contains(t, res.Error.Message, "bad model", "the provider's own error reaches the SDK")
+	assert.Equal(t, 1, r.up.Count())
+}
+
+func TestNodeExhausted(t *testing.T) {
+	for _, mode := range []string{"unary", "stream"} {
+		t.Run(mode, func(t *testing.T) {
+			r := newRig(t, "openai", nil, overloaded, overloaded, overloaded, overloaded)
+			res := r.sdk(t, mode)
+			require.NotNil(t, res.Error)
+			assert.Equal(t, "InternalServerError", res.Error.Name, "the SDK's own error for a 5xx")
+			require.NotNil(t, res.Error.Status)
+			assert.Equal(t, 503, *res.Error.Status)
+			assert.Contains(t, res.Error.Message, "overloaded")
+			assert.Equal(t, int32(1), r.posts.Load(), "the SDK's default retries did not fire")
+			assert.Equal(t, 4, r.up.Count(), "exactly MaxAttempts POSTs upstream")
+		})
+	}
+}
+
+func TestNodeRedirect(t *testing.T) {
+	target := scripted.NewTarget()
+	defer target.Close()
+	r := newRig(t, "openai", nil, scripted.Redirect(307, target.URL+"/v1/chat/completions"))
+	res := r.sdk(t, "unary")
+	require.NotNil(t, res.Error)
+	require.NotNil(t, res.Error.Status)
+	assert.Equal(t, 502, *res.Error.Status)
+	assert.Contains(t, res.Error.Message, "a redirect: refused")
+	assert.Zero(t, target.Hits(), "the redirect target is never contacted, by the proxy or by the SDK")
+	assert.Equal(t, int32(1), r.posts.Load())
+	assert.Equal(t, 1, r.up.Count())
+}
+
+func TestNodeIgnoresRetryNotices(t *testing.T) {
+	r := newRig(t, "openai", func(c *proxy.Config) { c.StreamCommitAfter = time.Nanosecond },
+		overloaded, overloaded, scripted.SSE(events...))
+	res := r.sdk(t, "stream")
+	require.Nil(t, res.Error)
+	assert.Equal(t, "Hello", res.Content)
+
+	// Committed, then exhausted: the in-band error is the SDK's APIError.
+	r = newRig(t, "openai", func(c *proxy.Config) { c.StreamCommitAfter = time.Nanosecond },
+		overloaded, overloaded, overloaded, overloaded)
+	res = r.sdk(t, "stream")
+	require.NotNil(t, res.Error)
+	assert.Equal(t, "APIError", res.Error.Name)
+	assert.Contains(t, res.Error.Message, "recourse: recovery exhausted")
+	assert.Equal(t, int32(1), r.posts.Load())
+	assert.Equal(t, 4, r.up.Count())
+}
+
+// curl against the Ollama endpoint.
+func curl(t *testing.T, url, body string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "curl", "-sS", "-N", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary", body, url)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return string(out), code
+}
+
+func TestCurlOllama(t *testing.T) {
+	allow := func(c *proxy.Config) { c.Policy.Admit = admission.AllowAll() }
+	lines := scripted.OllamaStream("Hel", "lo")
+	body := `{"model":"llama3.2","messages":[{"role":"user","content":"hello"}]}`
+
+	r := newRig(t, "ollama", allow, scripted.JSON(503, scripted.OllamaError("busy")), scripted.NDJSON(lines...))
+	out, code := curl(t, r.url+"/api/chat", body)
+	assert.Zero(t, code)
+	assert.Equal(t, strings.Join(lines, ""), out, "503 then the stream, byte for byte")
+	assert.Equal(t, 2, r.up.Count())
+
+	r = newRig(t, "ollama", nil, scripted.JSON(503, scripted.OllamaError("busy")))
+	out, code = curl(t, r.url+"/api/chat", body)
+	assert.Zero(t, code)
+	assert.Equal(t, scripted.OllamaError("busy"), out, "without -admit allow the failure passes through")
+	assert.Equal(t, 1, r.up.Count())
+
+	r = newRig(t, "ollama", allow, scripted.NDJSON(lines...).Cut(len(lines[0])+4))
+	out, code = curl(t, r.url+"/api/chat", body)
+	assert.Equal(t, 18, code, "curl reports the transfer closed with data outstanding")
+	got := strings.SplitAfter(out, "\n")
+	require.Len(t, got, 3, out)
+	assert.Equal(t, lines[0], got[0])
+	assert.True(t, strings.HasPrefix(got[1], `{"error":"recourse: recovery interrupted`), got[1])
+}

@@ -1,0 +1,86 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/proxy"
+	"github.com/recourse-dev/recourse/recoursetest"
+)
+
+// A proxy in front of a provider that is overloaded once: the client sees
+// only the recovered answer.
+func ExampleNew() {
+	upstream := recoursetest.NewServer(
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("Hello!")),
+	)
+	defer upstream.Close()
+
+	policy := retry.Recommended() // four attempts
+	policy.BaseDelay = new(0 * time.Millisecond)
+	h, err := proxy.New(proxy.Config{Provider: "openai", Upstream: upstream.URL, Policy: policy})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	// A client changes only its base URL: http://127.0.0.1:port/v1.
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, strings.Contains(string(body), "Hello!"))
+	fmt.Println("upstream POSTs:", upstream.Count())
+	// Output:
+	// 200 true
+	// upstream POSTs: 2
+}
+
+// Serve runs a Handler until its context is done, then shuts down
+// gracefully; the command cancels the context on SIGTERM.
+func ExampleServe() {
+	h, err := proxy.New(proxy.Config{Provider: "ollama", Upstream: "http://127.0.0.1:11434"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- proxy.Serve(ctx, ln, h, proxy.DefaultGrace, nil) }()
+
+	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	fmt.Print(resp.StatusCode, " ", string(body))
+
+	stop() // as SIGTERM does
+	fmt.Println("Serve returned:", <-done)
+	// Output:
+	// 200 ok
+	// Serve returned: <nil>
+}

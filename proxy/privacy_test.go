@@ -1,0 +1,123 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/otelbridge/otlpjson"
+)
+
+// The canaries: a fake credential, a prompt, a tool argument, a header
+// value, a query value and upstream text. None may appear in anything the
+// proxy itself produces: its log lines (JSON, every level), its own error
+// bodies and in-band error frames, its retry notices.
+const (
+	canaryKey    = "sk-canary-5f1d0c"
+	canaryPrompt = "canary-prompt-7ab2"
+	canaryTool   = "canary-tool-arg-91c3"
+	canaryHeader = "canary-header-4e8d"
+	canaryQuery  = "canary-query-2b6f"
+	canaryText   = "canary-upstream-text-c0de"
+	canaryHost   = "canary-location.invalid"
+)
+
+var canaries = []string{canaryKey, canaryPrompt, canaryTool, canaryHeader, canaryQuery, canaryText, canaryHost}
+
+const canaryBody = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + canaryPrompt + `"},` +
+	`{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"q\":\"` + canaryTool + `\"}"}}]}]}`
+
+const canaryStreamBody = `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"` + canaryPrompt + `"}]}`
+
+func TestCanaryNeverInSafeOutputs(t *testing.T) {
+	echo := scripted.OpenAIError("server_error", "", "echo "+canaryText+" "+canaryPrompt)
+	events := scripted.OpenAIStream("Hel", "lo")
+	for _, sc := range []struct {
+		name  string
+		edit  func(*Config)
+		body  string
+		path  string
+		steps []scripted.Step
+		// passed is true when the client gets the upstream's own body, which
+		// is the client's data, not a safe output.
+		passed bool
+	}{
+		{"success", nil, canaryBody, "", []scripted.Step{scripted.JSON(200, scripted.OpenAIChat("ok"))}, false},
+		{"recovered", nil, canaryBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(200, scripted.OpenAIChat("ok"))}, false},
+		{"exhausted", nil, canaryBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo)}, true},
+		{"bad request", nil, canaryBody, "", []scripted.Step{scripted.JSON(400, echo)}, true},
+		{"error object in a 200", nil, canaryBody, "", []scripted.Step{scripted.JSON(200, echo)}, false},
+		{"redirect", nil, canaryBody, "", []scripted.Step{scripted.Redirect(307, "http://"+canaryHost+"/?k="+canaryKey)}, false},
+		{"forwarded redirect", nil, "", "/v1/models?key=" + canaryQuery, []scripted.Step{scripted.Redirect(302, "http://"+canaryHost+"/")}, false},
+		{"reset", nil, canaryBody, "", []scripted.Step{scripted.Reset(), scripted.Reset(), scripted.Reset(), scripted.Reset()}, false},
+		{"stream cut after content", nil, canaryStreamBody, "", []scripted.Step{scripted.SSE(events...).Cut(len(events[0]) + len(events[1]) + 4)}, false},
+		{"stream committed then exhausted", commitNow, canaryStreamBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo)}, false},
+		{"too large", func(c *Config) { c.MaxBodyBytes = 16 }, canaryBody, "", nil, false},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			r := newRig(t, "openai", sc.edit, sc.steps...)
+			path := sc.path
+			if path == "" {
+				path = "/v1/chat/completions?key=" + canaryQuery
+			}
+			method := http.MethodPost
+			if sc.body == "" {
+				method = http.MethodGet
+			}
+			got := r.do(t, method, path, sc.body, "Authorization", "Bearer "+canaryKey, "X-Custom", canaryHeader)
+			r.logged(t, `"msg":"request"`)
+			logs := r.logs.String()
+			for _, c := range canaries {
+				assert.NotContains(t, logs, c, "log")
+				if !sc.passed {
+					assert.NotContains(t, got.body, c, "body written by the proxy")
+				}
+				for k, vs := range got.header {
+					assert.NotContains(t, k+": "+strings.Join(vs, ","), c, "response header")
+				}
+			}
+		})
+	}
+}
+
+// TestTracesCarryNoCanary exports the spans of canary calls as OTLP JSON
+// to a loopback receiver and scans every byte it got.
+func TestTracesCarryNoCanary(t *testing.T) {
+	var mu sync.Mutex
+	var got strings.Builder
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got.Write(b)
+		mu.Unlock()
+	}))
+	defer rcv.Close()
+	tr, err := otlpjson.NewTracing(rcv.URL, "recourse-proxy", nil)
+	require.NoError(t, err)
+	echo := scripted.OpenAIError("server_error", "", "echo "+canaryText+" "+canaryPrompt)
+	events := scripted.OpenAIStream("Hel", "lo")
+	r := newRig(t, "openai", func(c *Config) { c.PerCall = []layer.Layer{tr.Layer()} },
+		scripted.JSON(503, echo), scripted.JSON(200, scripted.OpenAIChat("ok")),
+		scripted.JSON(400, echo),
+		scripted.SSE(events...).Cut(len(events[0])+len(events[1])+4))
+	for _, body := range []string{canaryBody, canaryBody, canaryStreamBody} {
+		r.do(t, http.MethodPost, "/v1/chat/completions?key="+canaryQuery, body, "Authorization", "Bearer "+canaryKey, "X-Custom", canaryHeader)
+	}
+	r.logged(t, `"status":200,"outcome":"interrupted"`)
+	require.NoError(t, tr.Shutdown(context.Background()))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Contains(t, got.String(), `"name":"chat gpt-4o-mini"`, "the spans arrived")
+	for _, c := range canaries {
+		assert.NotContains(t, got.String(), c)
+	}
+}

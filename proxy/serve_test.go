@@ -1,0 +1,151 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/internal/scripted"
+)
+
+// served is a Handler run by Serve on a loopback listener.
+type served struct {
+	url    string
+	addr   string
+	stop   context.CancelFunc
+	done   chan error
+	client *http.Client
+	logs   *syncBuffer
+}
+
+func serve(t *testing.T, up *scripted.Server, grace time.Duration) *served {
+	t.Helper()
+	s := &served{logs: &syncBuffer{}, done: make(chan error, 1)}
+	log := slog.New(slog.NewJSONHandler(s.logs, nil))
+	h, err := New(Config{Provider: "openai", Upstream: up.URL, Policy: testPolicy(&sleeps{}), Logger: log})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s.addr = ln.Addr().String()
+	s.url = "http://" + s.addr
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	go func() { s.done <- Serve(ctx, ln, h, grace, log) }()
+	tr := &http.Transport{}
+	s.client = &http.Client{Transport: tr}
+	t.Cleanup(func() {
+		cancel()
+		tr.CloseIdleConnections()
+	})
+	return s
+}
+
+// open starts a streaming completion and returns its body after the first
+// frame was read.
+func (s *served) open(t *testing.T) (*bufio.Reader, io.Closer, string) {
+	t.Helper()
+	resp, err := s.client.Post(s.url+"/v1/chat/completions", "application/json", strings.NewReader(streamBody))
+	require.NoError(t, err)
+	br := bufio.NewReader(resp.Body)
+	first, err := br.ReadString('\n')
+	require.NoError(t, err)
+	return br, resp.Body, first
+}
+
+// refused waits until the listener no longer accepts connections.
+func (s *served) refused(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			return
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the proxy still accepts connections after shutdown began")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (s *served) exit(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-s.done:
+		assert.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+}
+
+func TestShutdownLetsInFlightStreamsFinish(t *testing.T) {
+	gate := make(chan struct{})
+	events := scripted.OpenAIStream("Hel", "lo")
+	up := scripted.New(scripted.SSE(events...).Gated(1, gate))
+	defer up.Close()
+	s := serve(t, up, time.Minute)
+	br, body, first := s.open(t)
+	defer body.Close()
+	assert.Equal(t, strings.TrimSuffix(events[0], "\n"), first)
+	s.stop()
+	s.refused(t)
+	close(gate)
+	rest, err := io.ReadAll(br)
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(string(rest), "data: [DONE]\n\n"))
+	s.exit(t)
+}
+
+func TestShutdownCutsAfterTheGracePeriod(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	events := scripted.OpenAIStream("Hel", "lo")
+	up := scripted.New(
+		scripted.SSE(events...).Gated(2, gate),
+		scripted.JSON(200, scripted.OpenAIChat("late")).Gated(-1, gate))
+	defer up.Close()
+	s := serve(t, up, 50*time.Millisecond)
+	br, body, _ := s.open(t)
+	defer body.Close()
+
+	unary := make(chan result, 1)
+	go func() {
+		resp, err := s.client.Post(s.url+"/v1/chat/completions", "application/json", strings.NewReader(chatBody))
+		if err != nil {
+			unary <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		unary <- result{status: resp.StatusCode, header: resp.Header, body: string(b), err: err}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for up.Count() < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	require.Equal(t, 2, up.Count())
+
+	s.stop()
+	rest, err := io.ReadAll(br)
+	require.Error(t, err, "a cut stream does not end cleanly")
+	assert.Contains(t, string(rest), `data: {"error":{"message":"recourse: recovery cancelled`)
+	assert.NotContains(t, string(rest), "[DONE]")
+
+	got := <-unary
+	require.NoError(t, got.err)
+	assert.Equal(t, http.StatusServiceUnavailable, got.status)
+	assert.Equal(t, "cancelled", got.header.Get("X-Recourse-Outcome"))
+	assert.Contains(t, got.body, ErrShutdown.Error())
+	s.exit(t)
+	assert.Contains(t, s.logs.String(), "grace period over")
+}

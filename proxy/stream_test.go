@@ -1,0 +1,182 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/internal/scripted"
+)
+
+const keepalive = ": keepalive\n\n"
+
+func TestStreamIsByteForByteWithKeepalives(t *testing.T) {
+	events := scripted.OpenAIStream("Hel", "lo")
+	events = append([]string{keepalive}, events...)
+	r := newRig(t, "openai", nil, scripted.SSE(events...).WithHeader("X-Request-Id", "req-9"))
+	got := r.post(t, "/v1/chat/completions", streamBody)
+	require.NoError(t, got.err)
+	assert.Equal(t, 200, got.status)
+	assert.Equal(t, strings.Join(events, ""), got.body)
+	assert.Equal(t, "text/event-stream", got.header.Get("Content-Type"))
+	assert.Equal(t, "req-9", got.header.Get("X-Request-Id"))
+}
+
+// TestStreamFramesAreFlushedOneByOne reads the first frame while the
+// upstream holds the rest: the proxy adds no buffering.
+func TestStreamFramesAreFlushedOneByOne(t *testing.T) {
+	gate := make(chan struct{})
+	events := scripted.OpenAIStream("Hel", "lo")
+	r := newRig(t, "openai", nil, scripted.SSE(events...).Gated(1, gate))
+	req, err := http.NewRequest(http.MethodPost, r.proxy.URL+"/v1/chat/completions", strings.NewReader(streamBody))
+	require.NoError(t, err)
+	resp, err := r.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	first := make([]byte, len(events[0]))
+	_, err = io.ReadFull(resp.Body, first)
+	require.NoError(t, err)
+	assert.Equal(t, events[0], string(first), "the first frame arrives while the upstream holds the second")
+	close(gate)
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, strings.Join(events[1:], ""), string(rest))
+}
+
+func TestStreamCutBeforeContentIsResumed(t *testing.T) {
+	events := scripted.OpenAIStream("Hel", "lo")
+	r := newRig(t, "openai", nil,
+		scripted.SSE(keepalive, events[0], events[1]).Cut(len(keepalive)+3),
+		scripted.SSE(events...))
+	got := r.post(t, "/v1/chat/completions", streamBody)
+	require.NoError(t, got.err)
+	assert.Equal(t, 200, got.status)
+	assert.Equal(t, 2, r.up.Count())
+	assert.Equal(t, 1, strings.Count(got.body, `"content":"Hel"`), "no duplicated text")
+	assert.True(t, strings.HasSuffix(got.body, "data: [DONE]\n\n"))
+	assert.True(t, strings.HasPrefix(got.body, keepalive), "the keepalive of the failed attempt was forwarded")
+	assert.Contains(t, got.body, ": retrying after a transport failure (attempt 2/4 in 100ms)\n",
+		"a committed stream announces its backoff")
+}
+
+func TestStreamCutAfterContentEndsWithAnInBandError(t *testing.T) {
+	events := scripted.OpenAIStream("Hel", "lo")
+	cut := len(events[0]) + len(events[1]) + 5
+	r := newRig(t, "openai", nil, scripted.SSE(events...).Cut(cut))
+	got := r.post(t, "/v1/chat/completions", streamBody)
+	assert.Equal(t, 200, got.status)
+	require.Error(t, got.err, "the connection is closed without the chunked terminator")
+	assert.Equal(t, 1, r.up.Count())
+	assert.True(t, strings.HasPrefix(got.body, events[0]+events[1]), got.body)
+	tail := got.body[len(events[0])+len(events[1]):]
+	assert.True(t, strings.HasPrefix(tail, `data: {"error":{"message":"recourse: recovery interrupted`), tail)
+	assert.True(t, strings.HasSuffix(tail, "\n\n"))
+	assert.NotContains(t, got.body, "[DONE]")
+	r.logged(t, `"outcome":"interrupted"`)
+}
+
+func TestOllamaStreamCutAfterContent(t *testing.T) {
+	lines := scripted.OllamaStream("Hel", "lo")
+	r := newRig(t, "ollama", nil, scripted.NDJSON(lines...).Cut(len(lines[0])+3))
+	got := r.post(t, "/api/chat", `{"model":"llama3.2","messages":[{"role":"user","content":"hi"}]}`)
+	assert.Equal(t, 200, got.status)
+	require.Error(t, got.err)
+	assert.True(t, strings.HasPrefix(got.body, lines[0]))
+	tail := got.body[len(lines[0]):]
+	assert.True(t, strings.HasPrefix(tail, `{"error":"recourse: `), tail)
+	assert.NotContains(t, tail, `"done":true`)
+}
+
+// commitNow makes a stream commit at its first backoff.
+func commitNow(c *Config) { c.StreamCommitAfter = time.Nanosecond }
+
+func TestStreamCommittedEarlyShowsNotices(t *testing.T) {
+	events := scripted.OpenAIStream("Hi")
+	r := newRig(t, "openai", commitNow,
+		scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded")),
+		scripted.JSON(429, scripted.OpenAIError("rate_limit_error", "", "slow"), "Retry-After", "2"),
+		scripted.SSE(events...))
+	got := r.post(t, "/v1/chat/completions", streamBody)
+	require.NoError(t, got.err)
+	assert.Equal(t, 200, got.status)
+	assert.Equal(t, "text/event-stream", got.header.Get("Content-Type"))
+	assert.Len(t, got.header.Get(HeaderCallID), 36)
+	want := ": retrying after HTTP 503 (attempt 2/4 in 100ms)\n" +
+		": retrying after HTTP 429 (attempt 3/4 in 2s)\n" + strings.Join(events, "")
+	assert.Equal(t, want, got.body)
+}
+
+func TestStreamCommittedEarlyFailsInBand(t *testing.T) {
+	fail := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
+	r := newRig(t, "openai", commitNow, fail, fail, fail, fail)
+	got := r.post(t, "/v1/chat/completions", streamBody)
+	assert.Equal(t, 200, got.status, "the status was committed before the outcome was known")
+	require.Error(t, got.err)
+	lines := strings.SplitAfter(got.body, "\n")
+	assert.Equal(t, ": retrying after HTTP 503 (attempt 2/4 in 100ms)\n", lines[0])
+	assert.Contains(t, got.body, `data: {"error":{"message":"recourse: recovery exhausted (http/transient, HTTP 503, wire attempt 4)","type":"recourse_error"}}`+"\n\n")
+	assert.NotContains(t, got.body, "overloaded", "the provider's text never reaches an in-band frame")
+	assert.Equal(t, 4, r.up.Count())
+}
+
+func TestStreamHeldByDefault(t *testing.T) {
+	fail := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
+	r := newRig(t, "openai", nil, fail, fail, fail, fail)
+	got := r.post(t, "/v1/chat/completions", streamBody)
+	assert.Equal(t, 503, got.status, "a short backoff keeps the real status")
+	assert.Equal(t, "exhausted", got.header.Get("X-Recourse-Outcome"))
+	assert.Equal(t, scripted.OpenAIError("server_error", "", "overloaded"), got.body)
+
+	// A long Retry-After commits the stream once the wait reaches the limit.
+	long := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"), "Retry-After", "12")
+	r = newRig(t, "openai", nil, long, scripted.SSE(scripted.OpenAIStream("Hi")...))
+	got = r.post(t, "/v1/chat/completions", streamBody)
+	assert.Equal(t, 200, got.status)
+	assert.True(t, strings.HasPrefix(got.body, ": retrying after HTTP 503 (attempt 2/4 in 12s)\n"), got.body)
+
+	// A negative StreamCommitAfter never commits.
+	r = newRig(t, "openai", func(c *Config) { c.StreamCommitAfter = -1 }, long, long, long, long)
+	got = r.post(t, "/v1/chat/completions", streamBody)
+	assert.Equal(t, 503, got.status)
+}
+
+func TestOllamaStreamIsNeverCommittedEarly(t *testing.T) {
+	fail := scripted.JSON(503, scripted.OllamaError("busy"))
+	r := newRig(t, "ollama", func(c *Config) {
+		commitNow(c)
+		c.Policy.Admit = allowAll
+	}, fail, scripted.NDJSON(scripted.OllamaStream("Hi")...))
+	got := r.post(t, "/api/chat", `{"model":"llama3.2","messages":[{"role":"user","content":"hi"}]}`)
+	require.NoError(t, got.err)
+	assert.Equal(t, 200, got.status)
+	assert.Equal(t, strings.Join(scripted.OllamaStream("Hi"), ""), got.body, "no comment lines in NDJSON")
+}
+
+// TestClientGoneStopsTheStream checks that a client that leaves mid-stream
+// releases the upstream.
+func TestClientGoneStopsTheStream(t *testing.T) {
+	events := scripted.OpenAIStream("Hel", "lo")
+	r := newRig(t, "openai", nil, scripted.SSE(events[0]).Held())
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.proxy.URL+"/v1/chat/completions", strings.NewReader(streamBody))
+	require.NoError(t, err)
+	resp, err := r.client.Do(req)
+	require.NoError(t, err)
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(line, "data: "))
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-r.up.Left():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream was not released")
+	}
+}
