@@ -91,6 +91,7 @@ func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
 			f.Acceptance = layer.AcceptanceNo
 		}
 	}
+	noteStall(&f, transportErr)
 	f.Attach(ev)
 	f.Classification = c.d.Classify(&f, ce != nil, false)
 	if f.Classification.Eligible && errors.Is(transportErr, layer.ErrSecondSend) {
@@ -209,6 +210,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		ev.Cause = captureCause(ce)
 	}
 	f.Progress = a.Progress()
+	noteStall(&f, rerr)
 	f.Attach(ev)
 	f.Classification = c.d.Classify(&f, captureFailed, partial)
 	var pass *http.Response
