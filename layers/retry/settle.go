@@ -116,6 +116,7 @@ func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header
 		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterInvalid}
 	}
 	if c.t.l.codec == nil {
+		c.providerHints(f, h, "")
 		return
 	}
 	code := c.t.l.codec.ErrorCode(body)
@@ -127,6 +128,7 @@ func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header
 	if layer.IsValidRequestID(id) && !layer.Echoes(id, c.in.body, c.in.header) {
 		f.ProviderRequestID = id
 	}
+	c.providerHints(f, h, code)
 }
 
 func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResult {
