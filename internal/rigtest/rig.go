@@ -159,6 +159,13 @@ const (
 // unless it sets its own; MaxAttempts etc. come from p.
 func New(t testing.TB, codec layer.Codec, p retry.Policy, steps ...scripted.Step) *Rig {
 	t.Helper()
+	return NewWith(t, codec, p, nil, steps...)
+}
+
+// NewWith is New with more options for the default chain, for example
+// chain.WithPerAttempt.
+func NewWith(t testing.TB, codec layer.Codec, p retry.Policy, opts []chain.Option, steps ...scripted.Step) *Rig {
+	t.Helper()
 	r := &Rig{T: t, Server: scripted.New(steps...), Clock: NewClock(), Rec: &Recorder{}}
 	if p.WallClock == nil {
 		p.WallClock = r.Clock.Now
@@ -173,7 +180,7 @@ func New(t testing.TB, codec layer.Codec, p retry.Policy, steps ...scripted.Step
 		p.OnEvent = r.Rec.OnEvent
 	}
 	r.base = http.DefaultTransport.(*http.Transport).Clone()
-	ch, err := chain.Default(codec, chain.WithPolicy(p), chain.WithTransport(r.base))
+	ch, err := chain.Default(codec, append([]chain.Option{chain.WithPolicy(p), chain.WithTransport(r.base)}, opts...)...)
 	if err != nil {
 		t.Fatalf("chain.Default: %v", err)
 	}
