@@ -50,3 +50,10 @@ e2e:
 	JAEGER_BIN=$$($(GO) -C tools/jaeger tool -n jaeger) && test -x "$$JAEGER_BIN" || exit 1; \
 	echo "jaeger: $$JAEGER_BIN ($$(( $$(date +%s) - start ))s)"; \
 	cd examples && JAEGER_BIN="$$JAEGER_BIN" $(GO) test -race -count=1 -v -run '^TestJaegerE2E$$' ./jaeger/
+
+## faults: the Toxiproxy fault suite (module faults/, its own dependencies):
+## the chain with stall limits through latency, bandwidth, slicer,
+## reset_peer and timeout toxics; real time, a few seconds
+.PHONY: faults
+faults:
+	@echo "go vet (faults)"; cd faults && $(GO) vet ./... && $(GO) test -race -count=1 ./...
