@@ -2,7 +2,9 @@ package stall_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/scripted"
@@ -342,4 +346,57 @@ func TestOutsideAnEngine(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, layer.StallIdle, se.Limit)
 	assert.False(t, errors.Is(err, context.Canceled))
+}
+
+// The privacy canary (R10.5): a provider that echoes the key and the
+// prompt before it stalls; no safe output of the stalled call (the error,
+// its JSON, the events, the failures) holds either.
+func TestStallSafeOutputsHoldNoCanary(t *testing.T) {
+	const key, prompt = "sk-CANARYKEY-stall-0001", "PROMPT-CANARY-stall-secret"
+	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{MaxAttempts: 2})
+	s := r.p.answer(&script{header: http.Header{"X-Request-Id": {key}}})
+	client, err := chain.NewClient(r.p.srv.URL, r.client.Chain(), chain.WithAPIKey(key))
+	require.NoError(t, err)
+	done := make(chan result, 1)
+	go func() {
+		var text string
+		var err error
+		req := &chat.Request{Model: "gpt-test", Messages: []chat.Message{{Role: chat.User, Content: prompt}}}
+		for c, e := range client.Stream(r.ctx, req) {
+			if e != nil {
+				err = e
+				break
+			}
+			text += c.Content
+		}
+		done <- result{text, err}
+	}()
+	r.armed()
+	r.feed(s, ": "+key+" "+prompt+"\n\n")
+	r.feed(s, scripted.OpenAIStream("You said " + prompt + " with " + key)[1])
+	r.clock.Advance(30 * time.Second)
+	res := await(t, done)
+	re := recoveryError(t, res.err)
+	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
+	var outs []string
+	add := func(v any) {
+		js, _ := json.Marshal(v)
+		outs = append(outs, string(js), fmt.Sprintf("%v", v), fmt.Sprintf("%+v", v))
+	}
+	outs = append(outs, res.err.Error())
+	add(re)
+	for _, ev := range r.Events() {
+		add(ev)
+		if ev.Failure != nil {
+			add(*ev.Failure)
+		}
+	}
+	var se *layer.StallError
+	require.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &se)
+	outs = append(outs, se.Error())
+	for _, o := range outs {
+		assert.NotContains(t, o, key)
+		assert.NotContains(t, o, prompt)
+		assert.NotContains(t, o, "CANARY")
+	}
 }
