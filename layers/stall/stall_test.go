@@ -400,3 +400,67 @@ func TestStallSafeOutputsHoldNoCanary(t *testing.T) {
 		assert.NotContains(t, o, "CANARY")
 	}
 }
+
+// The limits bound attempts only: while the engine waits for admission and
+// sleeps its backoff between two attempts no limit is armed, so any time
+// may pass there.
+func TestLimitsNeverBoundAdmissionOrBackoff(t *testing.T) {
+	admitting, allow := make(chan struct{}), make(chan struct{})
+	sleeping, wake := make(chan struct{}), make(chan struct{})
+	pol := retry.Policy{
+		MaxAttempts: 2,
+		Admit: func(ctx context.Context, _ layer.AdmissionRequest) (layer.Decision, error) {
+			close(admitting)
+			select {
+			case <-allow:
+				return layer.Allow, nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		},
+		Sleep: func(ctx context.Context, _ time.Duration) error {
+			close(sleeping)
+			select {
+			case <-wake:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	}
+	r := newRig(t, ollama.New(), stall.Limits{Header: time.Minute, FirstOutput: time.Minute, Idle: 30 * time.Second}, pol)
+	r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}})
+	sendAll(r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}}), scripted.OllamaStream("Hi")...)
+	done := r.stream(context.Background())
+	r.armed() // header
+	r.armed() // the first read
+	r.clock.Advance(30 * time.Second)
+
+	within(t, admitting, "the admission wait")
+	r.clock.Advance(time.Hour)
+	close(allow)
+	within(t, sleeping, "the backoff")
+	r.clock.Advance(time.Hour)
+	select {
+	case got := <-r.seq:
+		t.Fatalf("a limit was armed between attempts: %q", got)
+	default:
+	}
+	close(wake)
+	res := await(t, done)
+	require.NoError(t, res.err)
+	assert.Equal(t, "Hi", res.text)
+	require.Len(t, r.failures(), 1)
+	assert.Equal(t, layer.StallIdle, r.failures()[0].Stall)
+	assert.Equal(t, 2, r.p.Count())
+}
+
+// within waits for ch to be closed, at most the guard's time.
+func within(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(wait):
+		t.Fatalf("%s never began", what)
+	}
+}
