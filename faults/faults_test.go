@@ -186,7 +186,9 @@ func TestTimeoutAfterOutputFiresTheIdleTimeoutAndIsInterrupted(t *testing.T) {
 // A model that thinks forever behind keepalives: the idle limit never
 // fires while they flow, the first-output limit does.
 func TestKeepalivesForeverFireTheFirstOutputTimeout(t *testing.T) {
-	s := newSuite(t, stall.Limits{Header: long, FirstOutput: 3 * short, Idle: short}, retry.Policy{})
+	// Keepalives every 50 ms against a 600 ms idle limit: a wide margin
+	// for a loaded machine; the first-output limit is 1.2 s.
+	s := newSuite(t, stall.Limits{Header: long, FirstOutput: 4 * short, Idle: 2 * short}, retry.Policy{})
 	s.toxic(`{"name":"late","type":"latency","stream":"downstream","attributes":{"latency":10,"jitter":0}}`)
 	s.answer(keepalives(short / 6))
 	_, err := s.stream(nil)
