@@ -116,14 +116,14 @@ func (h *headless) quit(t *testing.T) {
 }
 
 // faultConfig is -faults with short waits: base delay 30 ms and jitter
-// 0.5, so the waits are 15 ms, 30 ms, 60 ms; the idle limit is 500 ms of
+// 0.5, so the waits are 15 ms, 30 ms, 60 ms; the idle limit is 1 s of
 // real time, which only the stall scenario's silent stream reaches.
 func faultConfig(dialect string, rolls *atomic.Int32) config {
 	return config{
 		provider: providerScripted, faults: true, dialect: dialect, model: scriptedModel,
 		baseDelay: 30 * time.Millisecond, jitter: func() float64 { return 0.5 },
 		roll:  func(int) int { rolls.Add(1); return 4 },
-		stall: stall.Limits{Header: 30 * time.Second, FirstOutput: 30 * time.Second, Idle: 500 * time.Millisecond},
+		stall: stall.Limits{Header: 30 * time.Second, FirstOutput: 30 * time.Second, Idle: time.Second},
 	}
 }
 
