@@ -25,7 +25,7 @@ import (
 func attrOf(kvs []attribute.KeyValue, key string) (string, bool) {
 	for _, kv := range kvs {
 		if string(kv.Key) == key {
-			return kv.Value.Emit(), true
+			return kv.Value.String(), true
 		}
 	}
 	return "", false
