@@ -58,3 +58,10 @@ e2e:
 .PHONY: proxy-e2e
 proxy-e2e:
 	$(GO) test -tags proxye2e -race -count=1 -v ./proxy/e2e/
+
+## faults: the Toxiproxy fault suite (module faults/, its own dependencies):
+## the chain with stall limits through latency, bandwidth, slicer,
+## reset_peer and timeout toxics; real time, a few seconds
+.PHONY: faults
+faults:
+	@echo "go vet (faults)"; cd faults && $(GO) vet ./... && $(GO) test -race -count=1 ./...

@@ -368,17 +368,23 @@ func (n *Notice) UnmarshalJSON(b []byte) error {
 }
 
 // FailureText returns the safe short text of a failure that notices and
-// status lines use: "HTTP 504", "transport error", "client timeout",
+// status lines use: the stall limit that ended the attempt ("header
+// timeout", "first-output timeout", "idle timeout"; see package
+// layers/stall), otherwise "HTTP 504", "transport error", "client timeout",
 // "provider error", "protocol error", "cancelled", or "error" (also for
 // nil). It never holds a body, header, key or tool output.
 func FailureText(f *layer.Failure) string { return failureText(f) }
 
-// failureText is the safe description of a failure: "HTTP 504" for an HTTP
-// failure with a status, otherwise the failure kind. It reads only the
-// category and the status, so it can hold nothing sensitive.
+// failureText is the safe description of a failure: the stall limit that
+// ended it, "HTTP 504" for an HTTP failure with a status, otherwise the
+// failure kind. It reads only the stall limit, the category and the status,
+// so it can hold nothing sensitive.
 func failureText(f *layer.Failure) string {
 	if f == nil {
 		return "error"
+	}
+	if f.Stall != "" && f.Category != layer.CategoryCancellation {
+		return f.Stall.Text()
 	}
 	switch f.Category {
 	case layer.CategoryHTTP:

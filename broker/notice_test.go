@@ -72,6 +72,8 @@ func TestR17_2_FormatRetry(t *testing.T) {
 		{n(1, 3, 999*time.Millisecond, 0, "client timeout"), "retrying LLM request after client timeout (attempt 2/3 in 999ms)"},
 		{n(1, 3, 1960*time.Millisecond, 200, "transport error"), "retrying LLM request after transport error (attempt 2/3 in 2.0s)"},
 		{n(1, 3, 5*time.Millisecond, 0, ""), "retrying LLM request after error (attempt 2/3 in 5ms)"},
+		{n(1, 4, 250*time.Millisecond, 200, "idle timeout"), "retrying LLM request after idle timeout (attempt 2/4 in 250ms)"},
+		{n(2, 4, 0, 0, "header timeout"), "retrying LLM request after header timeout (attempt 3/4 in 0ms)"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, broker.FormatRetry(c.notice))
@@ -229,10 +231,14 @@ func TestR17_1_NoticesNeverEnterHistoryOrContext(t *testing.T) {
 
 func TestR17_1_FailureTextIsSafeAndShort(t *testing.T) {
 	cases := map[string]*layer.Failure{
-		"HTTP 504":        {Category: layer.CategoryHTTP, HTTPStatus: 504},
-		"transport error": {Category: layer.CategoryTransport},
-		"client timeout":  {Category: layer.CategoryClientTimeout},
-		"error":           nil,
+		"HTTP 504":             {Category: layer.CategoryHTTP, HTTPStatus: 504},
+		"transport error":      {Category: layer.CategoryTransport},
+		"client timeout":       {Category: layer.CategoryClientTimeout},
+		"error":                nil,
+		"idle timeout":         {Category: layer.CategoryTransport, HTTPStatus: 200, Stall: layer.StallIdle},
+		"header timeout":       {Category: layer.CategoryTransport, Stall: layer.StallHeader},
+		"first-output timeout": {Category: layer.CategoryTransport, HTTPStatus: 200, Stall: layer.StallFirstOutput},
+		"cancelled":            {Category: layer.CategoryCancellation, Stall: layer.StallIdle},
 	}
 	for want, f := range cases {
 		if got := broker.FailureText(f); got != want {

@@ -2,7 +2,7 @@
 // its positions, the per-call and per-attempt values, call identity,
 // failures, progress, outcomes, lifecycle events, admission's decision and
 // hook, the typed errors (RecoveryError, PolicyError, StreamError,
-// RedirectError, ObserverError, CaptureError), the explicit sensitive
+// RedirectError, ObserverError, CaptureError, StallError), the explicit sensitive
 // inspection function (Inspect), and the codec, facts and capability
 // interfaces. Every layer and codec package imports this package and no
 // other layer's; a user's own layer or codec needs nothing else.

@@ -89,7 +89,7 @@ func (e *RecoveryError) Error() string {
 		return "recourse: no retry: the upstream's shared cooldown lasts beyond the delay ceiling; outcome delay_ceiling" + tail()
 	case e.Outcome == OutcomeDelayCeiling:
 		return "recourse: no retry: the provider asked to wait " + f.RetryAfter.Delay.String() +
-			" (Retry-After), above the delay ceiling; outcome delay_ceiling" + tail()
+			" (" + f.RetryAfter.HeaderName() + "), above the delay ceiling; outcome delay_ceiling" + tail()
 	case e.Outcome == OutcomeDeadline:
 		return "recourse: no retry: the recovery budget or deadline ran out; outcome deadline" + tail()
 	case e.Outcome == OutcomeQuotaExhausted:
@@ -128,6 +128,14 @@ func (e *RecoveryError) Error() string {
 	if e.Failure.HTTPStatus != 0 {
 		b.WriteString(", HTTP ")
 		b.WriteString(strconv.Itoa(e.Failure.HTTPStatus))
+	}
+	if e.Failure.Stall != "" {
+		b.WriteString(", ")
+		b.WriteString(string(e.Failure.Stall))
+	}
+	if e.Failure.Hint != HintNone {
+		b.WriteString(", hint ")
+		b.WriteString(string(e.Failure.Hint))
 	}
 	b.WriteString(", wire attempt ")
 	b.WriteString(strconv.Itoa(e.Failure.WireAttempt))

@@ -76,11 +76,19 @@ const (
 	RetryAfterInvalid RetryAfterKind = "invalid"
 	RetryAfterSeconds RetryAfterKind = "seconds"
 	RetryAfterDate    RetryAfterKind = "date"
+	// RetryAfterMilliseconds is a provider's millisecond hint
+	// (retry-after-ms or x-ms-retry-after-ms), read only when
+	// retry.Policy.ProviderHints is on; RetryAfter.Header names the header.
+	RetryAfterMilliseconds RetryAfterKind = "milliseconds"
 )
 
 // RetryAfter is an explicit Retry-After parse result (R5.5). Delay is the
-// remaining minimum delay for the seconds and date forms; Time is the parsed
-// instant of the date form. The zero value means absent.
+// remaining minimum delay for the seconds, date and milliseconds forms; Time
+// is the parsed instant of the date form. The zero value means absent. With
+// retry.Policy.ProviderHints on, a valid retry-after-ms or
+// x-ms-retry-after-ms header takes the place of Retry-After (see Header);
+// it is the same kind of minimum, held to the delay ceiling and the budget
+// exactly as Retry-After is.
 type RetryAfter struct {
 	// Kind is the form of the header; the empty Kind of the zero value
 	// means absent, like RetryAfterAbsent.
@@ -92,18 +100,36 @@ type RetryAfter struct {
 	// Time is the parsed instant of the date form, in UTC; it is the zero
 	// time for every other form.
 	Time time.Time
+	// Header names the header the value was read from when it is not
+	// Retry-After: "retry-after-ms" or "x-ms-retry-after-ms" (a provider
+	// hint, also when that hint was invalid); empty for Retry-After itself.
+	Header string
 }
 
 // Valid reports whether the value is a usable minimum delay.
-func (r RetryAfter) Valid() bool { return r.Kind == RetryAfterSeconds || r.Kind == RetryAfterDate }
+func (r RetryAfter) Valid() bool {
+	return r.Kind == RetryAfterSeconds || r.Kind == RetryAfterDate || r.Kind == RetryAfterMilliseconds
+}
 
-// MarshalJSON encodes the value as {"kind":…,"delay_ms":…,"unix_ms":…}.
+// HeaderName returns the name of the header the value was read from:
+// Header, or "Retry-After" when Header is empty.
+func (r RetryAfter) HeaderName() string {
+	if r.Header != "" {
+		return r.Header
+	}
+	return "Retry-After"
+}
+
+// MarshalJSON encodes the value as
+// {"kind":…,"delay_ms":…,"unix_ms":…,"header":…}; header is left out for
+// Retry-After itself.
 func (r RetryAfter) MarshalJSON() ([]byte, error) {
 	v := struct {
 		Kind    RetryAfterKind `json:"kind"`
 		DelayMS *int64         `json:"delay_ms,omitempty"`
 		UnixMS  *int64         `json:"unix_ms,omitempty"`
-	}{Kind: r.Kind}
+		Header  string         `json:"header,omitempty"`
+	}{Kind: r.Kind, Header: r.Header}
 	if v.Kind == "" {
 		v.Kind = RetryAfterAbsent
 	}
@@ -116,6 +142,50 @@ func (r RetryAfter) MarshalJSON() ([]byte, error) {
 		v.UnixMS = &ms
 	}
 	return json.Marshal(v)
+}
+
+// Hint is a provider's explicit resend hint that the engine honoured. Hints
+// are read only when retry.Policy.ProviderHints is on; the default chain
+// reads none.
+type Hint string
+
+// The provider hints a Failure can record.
+const (
+	// HintNone means no hint was honoured.
+	HintNone Hint = ""
+	// HintShouldNotRetry is a response header "x-should-retry: false"
+	// (OpenAI): the failure is not eligible, reason
+	// ReasonProviderNoRetry.
+	HintShouldNotRetry Hint = "x_should_retry_false"
+	// HintInsufficientQuota is an HTTP 429 whose provider error code says
+	// the account's quota or spend limit is exhausted (see
+	// IsQuotaExhaustedCode): not eligible, reason ReasonInsufficientQuota.
+	HintInsufficientQuota Hint = "insufficient_quota"
+)
+
+// quotaCodes are the provider error codes that mean an exhausted account
+// quota or spend limit rather than a rate limit: OpenAI's
+// insufficient_quota and the spend- and usage-limit codes that replace it.
+var quotaCodes = []string{
+	"insufficient_quota",
+	"credit_balance_exhausted",
+	"organization_spend_limit_exceeded",
+	"project_spend_limit_exceeded",
+	"organization_usage_limit_exceeded",
+}
+
+// IsQuotaExhaustedCode reports whether code, a provider error code exactly
+// as sent, says that the account's quota or spend limit is exhausted:
+// "insufficient_quota", "credit_balance_exhausted",
+// "organization_spend_limit_exceeded", "project_spend_limit_exceeded" or
+// "organization_usage_limit_exceeded".
+func IsQuotaExhaustedCode(code string) bool {
+	for _, c := range quotaCodes {
+		if code == c {
+			return true
+		}
+	}
+	return false
 }
 
 // Classification is the eligibility verdict of R4.
@@ -168,6 +238,14 @@ type Failure struct {
 	// RemoteTerminationConfirmed is always false: closing a local request
 	// never proves that remote inference ended (R9.3).
 	RemoteTerminationConfirmed bool `json:"remote_termination_confirmed"`
+	// Stall names the per-attempt stall limit that ended the attempt (see
+	// StallError), or is empty when no stall limit fired. A stall is a
+	// transport failure (CategoryTransport), or an HTTP failure when it cut
+	// an error response's body.
+	Stall StallLimit `json:"stall,omitempty"`
+	// Hint is the provider's resend hint that the classification honoured
+	// (retry.Policy.ProviderHints), or HintNone.
+	Hint Hint `json:"hint,omitempty"`
 
 	ev *evidence
 }

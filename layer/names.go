@@ -85,6 +85,21 @@ const (
 	ReasonTransient       Reason = "transient"
 )
 
+// The reasons of provider hints (retry.Policy.ProviderHints). They are
+// checked after the rules of R4 and before the policy's categories and
+// statuses: they only ever turn a failure that would be eligible into one
+// that is not.
+const (
+	// ReasonProviderNoRetry is the reason of a failure whose response said
+	// "x-should-retry: false": the provider asked not to resend.
+	ReasonProviderNoRetry Reason = "provider_no_retry"
+	// ReasonInsufficientQuota is the reason of an HTTP 429 whose error code
+	// says the account's quota or spend limit is exhausted (OpenAI
+	// insufficient_quota and its spend-limit codes): not a rate limit, so a
+	// resend cannot succeed.
+	ReasonInsufficientQuota Reason = "insufficient_quota"
+)
+
 // Outcome is how a recovery ended without success (R10.4).
 type Outcome string
 

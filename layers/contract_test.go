@@ -2,6 +2,7 @@ package layers_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
@@ -11,6 +12,7 @@ import (
 	"github.com/recourse-dev/recourse/layers/redirectguard"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/sender"
+	"github.com/recourse-dev/recourse/layers/stall"
 )
 
 func TestLayerContract(t *testing.T) {
@@ -18,7 +20,11 @@ func TestLayerContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []layer.Layer{disabled, capture.New(), progress.New(), redirectguard.New(), sender.New(nil)} {
+	limits, err := stall.New(stall.Limits{Header: time.Minute, FirstOutput: time.Minute, Idle: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []layer.Layer{disabled, capture.New(), progress.New(), redirectguard.New(), sender.New(nil), limits} {
 		t.Run(l.Name(), func(t *testing.T) { layertest.Layer(t, l) })
 	}
 }

@@ -127,7 +127,7 @@ func moduleGraph(t *testing.T) map[string][]string {
 // non-test code.
 func TestImportGraph(t *testing.T) {
 	graph := moduleGraph(t)
-	for _, must := range []string{"layers/retry", "layers/capture", "otelbridge", "layer", "chain", "proxy"} {
+	for _, must := range []string{"layers/retry", "layers/capture", "layers/stall", "otelbridge", "layer", "chain", "proxy"} {
 		if _, ok := graph[must]; !ok {
 			t.Fatalf("the graph has no package %s: the walk is broken", must)
 		}
@@ -143,6 +143,8 @@ func TestImportRulesCatchForbiddenEdges(t *testing.T) {
 	for _, edge := range [][2]string{
 		{"layers/retry", "layers/admission"},
 		{"layers/capture", "layers/redirectguard"},
+		{"layers/stall", "layers/progress"},
+		{"layers/retry", "layers/stall"},
 		{"otelbridge", "layers/retry"},
 		{"layer", "layers/retry"},
 		{"codecs/ollama", "layers/retry"},

@@ -46,6 +46,8 @@ const (
 	keyNextAttempt     = attribute.Key("recourse.next_attempt")
 	keyFailureCategory = attribute.Key("recourse.failure.category")
 	keyFailureReason   = attribute.Key("recourse.failure.reason")
+	keyFailureStall    = attribute.Key("recourse.failure.stall")
+	keyFailureHint     = attribute.Key("recourse.failure.hint")
 	keyDelayMS         = attribute.Key("recourse.delay_ms")
 	keyQuotaUpstream   = attribute.Key("recourse.quota.upstream")
 	keyQuotaResends    = attribute.Key("recourse.quota.resends")
@@ -148,6 +150,7 @@ func eventAttributes(ev *layer.Event) []attribute.KeyValue {
 	}
 	if f := ev.Failure; f != nil {
 		a = append(a, keyFailureCategory.String(string(f.Category)), keyFailureReason.String(string(f.Classification.Reason)))
+		a = append(a, failureMarks(f)...)
 		if f.HTTPStatus != 0 {
 			a = append(a, semconv.HTTPResponseStatusCode(f.HTTPStatus))
 		}
@@ -157,6 +160,21 @@ func eventAttributes(ev *layer.Event) []attribute.KeyValue {
 	}
 	if q := ev.Quota; q != nil {
 		a = append(a, keyQuotaUpstream.String(q.Upstream), keyQuotaResends.Int(q.Resends))
+	}
+	return a
+}
+
+// failureMarks are the optional safe attributes of a failure: the stall
+// limit that ended the attempt (recourse.failure.stall) and the provider
+// hint the classification honoured (recourse.failure.hint), each only when
+// set. Both are fixed vocabulary values.
+func failureMarks(f *layer.Failure) []attribute.KeyValue {
+	var a []attribute.KeyValue
+	if f.Stall != "" {
+		a = append(a, keyFailureStall.String(string(f.Stall)))
+	}
+	if f.Hint != layer.HintNone {
+		a = append(a, keyFailureHint.String(string(f.Hint)))
 	}
 	return a
 }

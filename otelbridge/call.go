@@ -154,11 +154,15 @@ func (c *call) observe(ev layer.Event) {
 			if f := ev.Failure; f != nil && f.Category != layer.CategoryCancellation {
 				et = errorType(f)
 				c.attempt.SetAttributes(semconv.ErrorTypeKey.String(et))
+				c.attempt.SetAttributes(failureMarks(f)...)
 				// No description when the status code says it all
 				// (HTTP conventions); otherwise the failure category.
 				desc := et
 				if f.Category == layer.CategoryHTTP && f.HTTPStatus != 0 {
 					desc = ""
+				}
+				if f.Stall != "" {
+					desc = string(f.Stall)
 				}
 				c.attempt.SetStatus(codes.Error, desc)
 			}

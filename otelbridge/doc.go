@@ -71,7 +71,13 @@
 // stream attempt_succeeded comes with the terminal frame, so a stream cut in
 // the middle lands on the attempt that broke. A failed attempt has status
 // Error and error.type (the status as a string for an HTTP failure,
-// otherwise the failure category), except for a caller's cancellation.
+// otherwise the failure category), except for a caller's cancellation. An
+// attempt that a stall limit ended (package layers/stall) also carries
+// recourse.failure.stall (header_timeout, first_output_timeout or
+// idle_timeout), which is then its status description; a failure whose
+// classification honoured a provider hint (retry.Policy.ProviderHints)
+// carries recourse.failure.hint (x_should_retry_false or
+// insufficient_quota).
 //
 // url.full is scheme://host/path only: user information is stripped and
 // the query and fragment are dropped entirely rather than redacted,
@@ -92,6 +98,7 @@
 // recourse.cancelled. Their attributes are the safe values of the event
 // only: recourse.event, recourse.attempt, recourse.next_attempt,
 // recourse.failure.category, recourse.failure.reason,
+// recourse.failure.stall and recourse.failure.hint when set,
 // http.response.status_code and, on terminal events, recourse.outcome.
 //
 // Nothing the layer records contains a prompt, completion text, tool

@@ -21,6 +21,7 @@ import (
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/layers/stall"
 )
 
 // The providers the chat can talk to.
@@ -63,7 +64,20 @@ type config struct {
 	gap time.Duration
 	// roll rolls a die with the given number of sides (the dice tool).
 	roll func(sides int) int
+	// stall are the per-attempt stall limits of the chain (package
+	// layers/stall); the zero value has none.
+	stall stall.Limits
 }
+
+// Stall limits of the chat. A real provider gets the setting the README
+// recommends for reasoning models: headers within 5 minutes (a local
+// server may load the model first), the first reasoning or content within
+// 10 minutes, and no silence longer than 5 minutes. The scripted provider
+// answers at once, so its limits are short enough to watch one fire.
+var (
+	realStall     = stall.Limits{Header: 5 * time.Minute, FirstOutput: 10 * time.Minute, Idle: 5 * time.Minute}
+	scriptedStall = stall.Limits{Header: 30 * time.Second, FirstOutput: 2 * time.Minute, Idle: 1500 * time.Millisecond}
+)
 
 // backend is a connected chat: a session over a broker and what to release.
 type backend struct {
@@ -116,7 +130,12 @@ func openBackend(cfg config, notify func(broker.Notice), admit layer.AdmissionHo
 			be.scripted.Close()
 		}
 	}
-	ch, err := chain.Default(codec, chain.WithTransport(tr))
+	limits, err := stall.New(cfg.stall)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	ch, err := chain.Default(codec, chain.WithTransport(tr), chain.WithPerAttempt(limits))
 	if err != nil {
 		release()
 		return nil, err

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/layers/stall"
 )
 
 func TestParseConfigPicksProvider(t *testing.T) {
@@ -58,7 +60,12 @@ func TestParseConfigPicksProvider(t *testing.T) {
 				assert.Equal(t, time.Second, got.baseDelay)
 				assert.Nil(t, got.jitter)
 			}
-			got.baseDelay, got.jitter, got.gap = 0, nil, 0
+			if got.provider == providerScripted {
+				assert.Equal(t, scriptedStall, got.stall)
+			} else {
+				assert.Equal(t, realStall, got.stall)
+			}
+			got.baseDelay, got.jitter, got.gap, got.stall = 0, nil, 0, stall.Limits{}
 			assert.Equal(t, tc.want, got)
 		})
 	}

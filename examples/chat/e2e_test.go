@@ -11,6 +11,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/layers/stall"
 )
 
 // observer watches a running program from its message filter, which runs
@@ -114,16 +116,18 @@ func (h *headless) quit(t *testing.T) {
 }
 
 // faultConfig is -faults with short waits: base delay 30 ms and jitter
-// 0.5, so the waits are 15 ms, 30 ms, 60 ms.
+// 0.5, so the waits are 15 ms, 30 ms, 60 ms; the idle limit is 1 s of
+// real time, which only the stall scenario's silent stream reaches.
 func faultConfig(dialect string, rolls *atomic.Int32) config {
 	return config{
 		provider: providerScripted, faults: true, dialect: dialect, model: scriptedModel,
 		baseDelay: 30 * time.Millisecond, jitter: func() float64 { return 0.5 },
-		roll: func(int) int { rolls.Add(1); return 4 },
+		roll:  func(int) int { rolls.Add(1); return 4 },
+		stall: stall.Limits{Header: 30 * time.Second, FirstOutput: 30 * time.Second, Idle: time.Second},
 	}
 }
 
-// The whole chat against the scripted provider with faults on: four turns,
+// The whole chat against the scripted provider with faults on: five turns,
 // one per fault scenario, through the real bubbletea program.
 func TestEndToEndFaults(t *testing.T) {
 	for _, dialect := range []string{dialectOpenAI, dialectOllama} {
@@ -131,7 +135,7 @@ func TestEndToEndFaults(t *testing.T) {
 			var rolls atomic.Int32
 			h := startHeadless(t, faultConfig(dialect, &rolls))
 			var prompts []string
-			for _, text := range []string{"hello", "again", "and again", "roll a die"} {
+			for _, text := range []string{"hello", "again", "and again", "roll a die", "stall"} {
 				asked, err := h.turn(t, text, "y")
 				require.NoError(t, err, "turn %q", text)
 				prompts = append(prompts, asked...)
@@ -144,11 +148,12 @@ func TestEndToEndFaults(t *testing.T) {
 				"user: again", "assistant: " + answerKeepaliveCut,
 				"user: and again", "assistant: " + answerContentCut,
 				"user: roll a die", "assistant: " + answerDice("4"),
+				"user: stall", "assistant: " + answerStall,
 			}, m.Transcript(), "the transcript ends with the scripted answer; the cut text was taken back")
 			assert.Equal(t, int32(1), rolls.Load(), "the tool ran once")
 			// 504, 504, answer; keep-alive cut, answer; cut, continuation;
-			// tool call, 503, 503, answer.
-			assert.Equal(t, 3+2+2+4, h.app.backend.scripted.Hits())
+			// tool call, 503, 503, answer; stalled stream, answer.
+			assert.Equal(t, 3+2+2+4+2, h.app.backend.scripted.Hits())
 			assert.Empty(t, m.StatusLine(), "idle clears the status line")
 
 			// The status line showed every fault, with the exact texts.
@@ -160,6 +165,7 @@ func TestEndToEndFaults(t *testing.T) {
 				"LLM stream interrupted; continuing generation (1/3): restart",
 				"retrying LLM request after HTTP 503 (attempt 2/4 in ",
 				"retrying LLM request after HTTP 503 (attempt 3/4 in ",
+				"retrying LLM request after idle timeout (attempt 2/4 in ",
 			} {
 				assert.Contains(t, shown, want)
 			}
@@ -174,7 +180,7 @@ func TestEndToEndFaults(t *testing.T) {
 				// Ollama failures are ambiguous: every resend and the
 				// continuation were put to the user, the 503s too (the
 				// hook sees the status, not Ollama's "server busy" body).
-				assert.Equal(t, []string{"HTTP 504", "HTTP 504", "transport error", "transport error", "HTTP 503", "HTTP 503"}, prompts)
+				assert.Equal(t, []string{"HTTP 504", "HTTP 504", "transport error", "transport error", "HTTP 503", "HTTP 503", "idle timeout"}, prompts)
 				assert.Contains(t, shown, "LLM request failed (HTTP 504); "+promptQuestion)
 			}
 			t.Logf("status lines shown:\n%s", shown)

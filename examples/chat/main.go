@@ -133,6 +133,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		cfg.model = scriptedModel
 		// A fixed jitter makes the demo's waits 1.2s, 2.4s, 4.8s.
 		cfg.baseDelay, cfg.jitter, cfg.gap = 2400*time.Millisecond, func() float64 { return 0.5 }, 40*time.Millisecond
+		cfg.stall = scriptedStall
 		return cfg, nil
 	case providerOllama:
 		base, err := ollamaBase(or(getenv("OLLAMA_HOST"), "127.0.0.1:11434"))
@@ -155,6 +156,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, fmt.Errorf("-provider %q: want auto, scripted, openai, ollama or omlx", cfg.provider)
 	}
 	cfg.baseDelay = time.Second
+	cfg.stall = realStall
 	return cfg, nil
 }
 

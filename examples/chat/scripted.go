@@ -39,6 +39,11 @@ const (
 	// scenarioToolThen503: a dice tool call; the completion after the tool
 	// result gets two HTTP 503s before the answer.
 	scenarioToolThen503
+	// scenarioStall: a stream that sends a keep-alive and then goes
+	// silent with the connection held open. Only the chain's idle limit
+	// ends it; nothing semantic arrived, so the chain resends it (one
+	// retry notice that names the idle timeout).
+	scenarioStall
 	scenarioCount
 )
 
@@ -58,6 +63,9 @@ const (
 		"of a sentence: the broker took the unfinished text back and, as only the " +
 		"reasoning had closed, asked again in the same turn."
 	reasoningContentCut = "The user wants an answer. I will write a long sentence."
+	answerStall         = "This answer came on the second try. The first stream sent a " +
+		"keep-alive and then went silent; the chain's idle limit ended that attempt, and " +
+		"as nothing had arrived recourse sent the same request again."
 )
 
 // answerDice is the scripted answer after the dice tool returned result.
@@ -208,12 +216,16 @@ func (s *scripted) serve(w http.ResponseWriter, r *http.Request) {
 		s.keepaliveCut(r.Context(), w)
 	case scenario == scenarioContentCut && last.Role == "user" && n == 1:
 		s.stream(r.Context(), w, reasoningContentCut, partialContentCut, true)
+	case scenario == scenarioStall && n == 1:
+		s.stall(r.Context(), w)
 	case scenario == scenario504:
 		s.stream(r.Context(), w, "", answer504, false)
 	case scenario == scenarioKeepaliveCut:
 		s.stream(r.Context(), w, "", answerKeepaliveCut, false)
 	case scenario == scenarioContentCut:
 		s.stream(r.Context(), w, "", answerContentCut, false)
+	case scenario == scenarioStall:
+		s.stream(r.Context(), w, "", answerStall, false)
 	default:
 		s.stream(r.Context(), w, "", answerPlain(lastUser), false)
 	}
@@ -377,6 +389,18 @@ func (s *scripted) keepaliveCut(ctx context.Context, w http.ResponseWriter) {
 		st.write(": keep-alive\n\n")
 	}
 	st.cut()
+}
+
+// stall sends a keep-alive and then nothing, holding the connection open
+// until the client goes away.
+func (s *scripted) stall(ctx context.Context, w http.ResponseWriter) {
+	st := s.begin(ctx, w)
+	if s.dialect == dialectOllama {
+		st.write("\n")
+	} else {
+		st.write(": keep-alive\n\n")
+	}
+	<-ctx.Done()
 }
 
 // words splits s into pieces that each end after a space, the way a model

@@ -36,3 +36,21 @@ func ExampleParseHTTPDate() {
 	// 1980-01-01 00:00:00 +0000 UTC true
 	// false
 }
+
+// ExampleParseMillis shows the millisecond retry hints as OpenAI and Azure
+// OpenAI send them.
+func ExampleParseMillis() {
+	h := http.Header{}
+	h.Set("retry-after-ms", "1500")
+	h.Set("x-ms-retry-after-ms", "12.5")
+	for _, name := range []string{"retry-after-ms", "x-ms-retry-after-ms", "x-absent"} {
+		v := httpdate.ParseMillis(h.Values(name))
+		fmt.Println(name, v.Kind, v.Delay)
+	}
+	fmt.Println(httpdate.ParseMillis([]string{"-5"}).Kind)
+	// Output:
+	// retry-after-ms milliseconds 1.5s
+	// x-ms-retry-after-ms milliseconds 12.5ms
+	// x-absent absent 0s
+	// invalid
+}

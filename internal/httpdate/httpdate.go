@@ -18,10 +18,14 @@ const (
 	Seconds
 	// Date means the value was an HTTP-date.
 	Date
+	// Milliseconds means the value was a millisecond retry hint (see
+	// ParseMillis); Parse never returns it.
+	Milliseconds
 )
 
-// String returns the lower-case name of k: "absent", "invalid", "seconds" or
-// "date", or "Kind(n)" for a value outside the defined range.
+// String returns the lower-case name of k: "absent", "invalid", "seconds",
+// "date" or "milliseconds", or "Kind(n)" for a value outside the defined
+// range.
 func (k Kind) String() string {
 	switch k {
 	case Absent:
@@ -32,6 +36,8 @@ func (k Kind) String() string {
 		return "seconds"
 	case Date:
 		return "date"
+	case Milliseconds:
+		return "milliseconds"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }

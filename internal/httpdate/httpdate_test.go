@@ -486,12 +486,13 @@ func TestR5_5_FromHeader(t *testing.T) {
 // TestKindString checks Kind.String, including out-of-range values.
 func TestKindString(t *testing.T) {
 	for k, want := range map[httpdate.Kind]string{
-		httpdate.Absent:  "absent",
-		httpdate.Invalid: "invalid",
-		httpdate.Seconds: "seconds",
-		httpdate.Date:    "date",
-		-1:               "Kind(-1)",
-		4:                "Kind(4)",
+		httpdate.Absent:       "absent",
+		httpdate.Invalid:      "invalid",
+		httpdate.Seconds:      "seconds",
+		httpdate.Date:         "date",
+		httpdate.Milliseconds: "milliseconds",
+		-1:                    "Kind(-1)",
+		5:                     "Kind(5)",
 	} {
 		if got := k.String(); got != want {
 			t.Errorf("Kind(%d).String() = %q, want %q", int(k), got, want)

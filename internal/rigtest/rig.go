@@ -162,7 +162,8 @@ func New(t testing.TB, codec layer.Codec, p retry.Policy, steps ...scripted.Step
 	return NewWith(t, codec, p, nil, steps...)
 }
 
-// NewWith is New with more options for the default chain (per-call layers).
+// NewWith is New with more options for the default chain, for example
+// chain.WithPerAttempt.
 func NewWith(t testing.TB, codec layer.Codec, p retry.Policy, opts []chain.Option, steps ...scripted.Step) *Rig {
 	t.Helper()
 	r := &Rig{T: t, Server: scripted.New(steps...), Clock: NewClock(), Rec: &Recorder{}}

@@ -386,7 +386,9 @@ func waitAdmission(ctx context.Context, hook layer.AdmissionHook, req layer.Admi
 // Classify applies the eligibility rules of R4 to f, in order (first match
 // wins): cancellation, 400/401/403, a capture failure, semantic output, a
 // protocol error, a partial 2xx body of an ordinary or structured call, a
-// provider error object, then the policy's categories and statuses.
+// provider error object, the provider hints recorded in f (an exhausted
+// quota, then x-should-retry: false; see Policy.ProviderHints), then the
+// policy's categories and statuses.
 func (d *Decider) Classify(f *layer.Failure, captureFailed, partial bool) layer.Classification {
 	no := func(r layer.Reason) layer.Classification { return layer.Classification{Reason: r} }
 	switch {
@@ -407,6 +409,10 @@ func (d *Decider) Classify(f *layer.Failure, captureFailed, partial bool) layer.
 		return no(layer.ReasonPartialResponse)
 	case f.Category == layer.CategoryProviderResponse:
 		return no(layer.ReasonPermanent)
+	case f.Hint == layer.HintInsufficientQuota:
+		return no(layer.ReasonInsufficientQuota)
+	case f.Hint == layer.HintShouldNotRetry:
+		return no(layer.ReasonProviderNoRetry)
 	}
 	selected := false
 	for _, k := range d.r.categories {

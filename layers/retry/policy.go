@@ -82,6 +82,24 @@ type Policy struct {
 	// Sleep waits for d or until ctx is done (it must honour ctx); nil means
 	// a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// ProviderHints, when true, honours the resend hints OpenAI and Azure
+	// OpenAI send with a failed response; false (the default) reads
+	// Retry-After alone (R5). With it on:
+	//   - retry-after-ms and x-ms-retry-after-ms (milliseconds) are delay
+	//     minima exactly like Retry-After: refused above DelayCeiling
+	//     (delay_ceiling) or the time left (deadline), never shortened.
+	//     When several are present the first valid one in the order
+	//     retry-after-ms, x-ms-retry-after-ms, Retry-After wins (the order
+	//     the providers' own SDKs read them); Failure.RetryAfter.Header
+	//     names the header it came from.
+	//   - "x-should-retry: false" makes the failure not eligible, reason
+	//     provider_no_retry (Failure.Hint x_should_retry_false). "true"
+	//     changes nothing: the policy's statuses decide.
+	//   - an HTTP 429 whose error code says the account's quota or spend
+	//     limit is exhausted (layer.IsQuotaExhaustedCode, OpenAI
+	//     insufficient_quota) is not eligible, reason insufficient_quota
+	//     (Failure.Hint insufficient_quota): it is not a rate limit.
+	ProviderHints bool
 }
 
 // Validate checks every field (R3.1) and returns a *layer.PolicyError naming
@@ -129,6 +147,7 @@ type resolved struct {
 	wall        func() time.Time
 	mono        func() time.Duration
 	sleep       func(ctx context.Context, d time.Duration) error
+	hints       bool
 }
 
 var processStart = time.Now()
@@ -155,6 +174,7 @@ func (r *resolved) resolve(p *Policy, resends int) error {
 		wall:        p.WallClock,
 		mono:        p.MonotonicClock,
 		sleep:       p.Sleep,
+		hints:       p.ProviderHints,
 	}
 	if p.Budget != nil {
 		r.budget, r.hasBudget = *p.Budget, true

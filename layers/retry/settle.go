@@ -91,6 +91,7 @@ func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
 			f.Acceptance = layer.AcceptanceNo
 		}
 	}
+	noteStall(&f, transportErr)
 	f.Attach(ev)
 	f.Classification = c.d.Classify(&f, ce != nil, false)
 	if f.Classification.Eligible && errors.Is(transportErr, layer.ErrSecondSend) {
@@ -115,6 +116,7 @@ func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header
 		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterInvalid}
 	}
 	if c.t.l.codec == nil {
+		c.providerHints(f, h, "")
 		return
 	}
 	code := c.t.l.codec.ErrorCode(body)
@@ -126,6 +128,7 @@ func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header
 	if layer.IsValidRequestID(id) && !layer.Echoes(id, c.in.body, c.in.header) {
 		f.ProviderRequestID = id
 	}
+	c.providerHints(f, h, code)
 }
 
 func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResult {
@@ -209,6 +212,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		ev.Cause = captureCause(ce)
 	}
 	f.Progress = a.Progress()
+	noteStall(&f, rerr)
 	f.Attach(ev)
 	f.Classification = c.d.Classify(&f, captureFailed, partial)
 	var pass *http.Response

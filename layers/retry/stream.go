@@ -251,6 +251,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 			f.ProviderCode = pe.Code
 		}
 	}
+	noteStall(&f, cause)
 	f.Attach(ev)
 	f.Classification = c.d.Classify(&f, ce != nil, false)
 	resp, err := c.loop(b.n+1, &f, nil)

@@ -1,0 +1,293 @@
+// Package stall bounds each wire attempt with three opt-in stall limits
+// that know a keepalive from output:
+//
+//   - Header: from the moment the attempt's request is handed to the
+//     transport (connecting and writing the request included) until the
+//     response headers arrive. It protects against a provider or proxy that
+//     accepts the connection and never answers, or trickles its headers.
+//   - FirstOutput: from the response headers until the first semantic byte
+//     — reasoning, content or a tool fragment, as the codec decodes it.
+//     Keepalives (SSE comments, blank NDJSON lines, oMLX keepalive frames)
+//     and empty role deltas are not output. It protects against a stream
+//     that keeps itself alive forever and never produces anything.
+//   - Idle: the longest the attempt waits for its next byte while it is
+//     being read; any byte, keepalives included, starts the wait again. It
+//     protects against a connection that went silent mid-stream, or a body
+//     whose Content-Length promises bytes that never come.
+//
+// A limit that fires ends the attempt with a *layer.StallError naming it;
+// the engine records the limit in the safe Failure (Failure.Stall), its
+// events and its span. Before the first semantic byte the failure is a
+// transport failure, eligible like any other (Ollama and oMLX still need
+// admission, R8.3); after it the call is interrupted (R13.1), and the
+// broker's continuation may continue from the closed blocks (R17.3).
+//
+// The limits bound one attempt each. They never bound the admission wait or
+// the backoff between attempts (those belong to the policy's Budget and
+// Deadline, R7), they never cut a stream that produces output within them,
+// and the caller's cancellation always wins: a cancelled call ends as
+// cancelled, never as a stall. Time a consumer spends not reading (a paused
+// stream) is not idle time: the idle wait is measured only while a read is
+// waiting for the provider. The first-output wait is measured on the clock
+// from the headers.
+//
+// The layer sits at layer.PerAttempt, below the engine's progress stage,
+// so it sees the raw bytes and reads the attempt's progress (layer.Attempt)
+// to know whether semantic output has arrived. Outside an engine (no
+// layer.Attempt in the request context) nothing decodes the body, so
+// FirstOutput is not applied; Header and Idle still are.
+package stall
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// MaxLimit is the largest limit New accepts: the timer range of 2147483647
+// milliseconds, as for the policy's durations (R3).
+const MaxLimit = 2147483647 * time.Millisecond
+
+// Limits are the stall limits of one attempt. A zero limit is off; the zero
+// Limits turns every limit off and the layer passes requests through.
+type Limits struct {
+	// Header bounds the wait for the response headers, from the moment the
+	// request is handed to the transport; 0 means no limit.
+	Header time.Duration
+	// FirstOutput bounds the time from the response headers to the first
+	// semantic byte (reasoning, content or a tool fragment); keepalives do
+	// not count as output. 0 means no limit. Set it above the longest time
+	// a reasoning model may think before its first token.
+	FirstOutput time.Duration
+	// Idle bounds each wait for the next received byte, keepalives
+	// included; 0 means no limit. Set it above the longest silence the
+	// provider keeps while a model thinks.
+	Idle time.Duration
+	// Clock provides the time and the timers; nil means the real clock.
+	// Tests inject a fake one so that nothing sleeps.
+	Clock Clock
+}
+
+// Clock is the source of time of a stall layer.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// AfterFunc calls f on its own goroutine once d has elapsed, unless
+	// the returned Timer is stopped first (like time.AfterFunc). A d of 0
+	// or less calls f at once.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending call made by Clock.AfterFunc.
+type Timer interface {
+	// Stop prevents the call if it has not started; it reports whether it
+	// did so (like time.Timer.Stop).
+	Stop() bool
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+func (realClock) AfterFunc(d time.Duration, f func()) Timer {
+	return time.AfterFunc(d, f)
+}
+
+// Layer is the stall-limit layer. It is safe for concurrent use; each
+// attempt gets its own timers.
+type Layer struct {
+	lim   Limits
+	clock Clock
+}
+
+// New returns a stall layer with the limits l. A negative limit, or one
+// above MaxLimit, is a *layer.PolicyError naming the field ("Header",
+// "FirstOutput" or "Idle"), and New returns no layer.
+func New(l Limits) (*Layer, error) {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"Header", l.Header}, {"FirstOutput", l.FirstOutput}, {"Idle", l.Idle}} {
+		if f.d < 0 || f.d > MaxLimit {
+			return nil, layer.NewPolicyError(f.name)
+		}
+	}
+	c := l.Clock
+	if c == nil {
+		c = realClock{}
+	}
+	return &Layer{lim: l, clock: c}, nil
+}
+
+// Name returns "stall".
+func (*Layer) Name() string { return "stall" }
+
+// Position returns layer.PerAttempt: the limits bound each wire attempt.
+func (*Layer) Position() layer.Position { return layer.PerAttempt }
+
+// Limits returns the layer's limits (Clock as given, possibly nil).
+func (l *Layer) Limits() Limits { return l.lim }
+
+// Wrap returns a RoundTripper that applies the limits to every request it
+// sends through next.
+func (l *Layer) Wrap(next http.RoundTripper) http.RoundTripper {
+	if l.lim.Header == 0 && l.lim.FirstOutput == 0 && l.lim.Idle == 0 {
+		return next
+	}
+	return &transport{l: l, next: next}
+}
+
+type transport struct {
+	l    *Layer
+	next http.RoundTripper
+}
+
+// RoundTrip sends req through next under a context of its own, which a
+// limit that fires cancels. The caller's request is not modified.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(req.Context())
+	w := &watch{lim: t.l.lim, clock: t.l.clock, cancel: cancel, a: layer.AttemptFrom(req.Context())}
+	var timer Timer
+	if d := w.lim.Header; d > 0 {
+		timer = w.clock.AfterFunc(d, func() { w.fire(layer.StallHeader) })
+	}
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if timer != nil {
+		timer.Stop()
+	}
+	if fired := w.firedLimit(); fired != "" {
+		// The limit fired while the headers were awaited; a response that
+		// raced it is abandoned, its context already cancelled.
+		if resp != nil {
+			resp.Body.Close()
+		}
+		cancel()
+		return nil, w.stallError(fired)
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if w.lim.FirstOutput == 0 && w.lim.Idle == 0 {
+		resp.Body = &releasing{ReadCloser: resp.Body, cancel: cancel}
+		return resp, nil
+	}
+	w.headersAt = w.clock.Now()
+	w.rc = resp.Body
+	// A RoundTripper's response belongs to its caller: its body is wrapped
+	// in place rather than copied.
+	resp.Body = w
+	return resp, nil
+}
+
+// releasing releases the attempt's context when the body is closed.
+type releasing struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (r *releasing) Close() error {
+	err := r.ReadCloser.Close()
+	r.cancel()
+	return err
+}
+
+// watch holds one attempt's limits and is its response body.
+type watch struct {
+	lim    Limits
+	clock  Clock
+	cancel context.CancelFunc
+	a      *layer.Attempt // nil outside an engine
+	rc     io.ReadCloser
+
+	headersAt time.Time
+	output    bool // semantic output was counted: FirstOutput is satisfied
+
+	mu     sync.Mutex
+	fired  layer.StallLimit
+	closed bool
+}
+
+// fire records that limit fired and cancels the attempt's context, which
+// ends the pending round trip or read. The first limit to fire is the one
+// reported.
+func (w *watch) fire(limit layer.StallLimit) {
+	w.mu.Lock()
+	if w.fired == "" && !w.closed {
+		w.fired = limit
+	}
+	w.mu.Unlock()
+	w.cancel()
+}
+
+func (w *watch) firedLimit() layer.StallLimit {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fired
+}
+
+func (w *watch) stallError(limit layer.StallLimit) *layer.StallError {
+	after := w.lim.Idle
+	switch limit {
+	case layer.StallHeader:
+		after = w.lim.Header
+	case layer.StallFirstOutput:
+		after = w.lim.FirstOutput
+	}
+	return &layer.StallError{Limit: limit, After: after}
+}
+
+// Read reads from the provider's body with the nearer of the idle and the
+// first-output limits armed for as long as the read waits.
+func (w *watch) Read(p []byte) (int, error) {
+	if fired := w.firedLimit(); fired != "" {
+		return 0, w.stallError(fired)
+	}
+	if !w.output && w.a != nil && w.a.Progress().Observed.Any() {
+		// The progress stage above accounted every byte returned so far
+		// before this read was asked for.
+		w.output = true
+	}
+	var (
+		d     time.Duration
+		limit layer.StallLimit
+	)
+	if w.lim.Idle > 0 {
+		d, limit = w.lim.Idle, layer.StallIdle
+	}
+	if w.lim.FirstOutput > 0 && !w.output && w.a != nil {
+		rem := w.lim.FirstOutput - w.clock.Now().Sub(w.headersAt)
+		if limit == "" || rem <= d {
+			d, limit = max(rem, 0), layer.StallFirstOutput
+		}
+	}
+	var timer Timer
+	if limit != "" {
+		timer = w.clock.AfterFunc(d, func() { w.fire(limit) })
+	}
+	n, err := w.rc.Read(p)
+	if timer != nil {
+		timer.Stop()
+	}
+	if fired := w.firedLimit(); fired != "" {
+		// The limit fired while the read waited: what it returned (bytes
+		// that raced the timer, or the error of the cancelled read) ends
+		// with the stall.
+		return n, w.stallError(fired)
+	}
+	return n, err
+}
+
+// Close closes the provider's body, stops every limit and releases the
+// attempt's context.
+func (w *watch) Close() error {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	err := w.rc.Close()
+	w.cancel()
+	return err
+}

@@ -1,0 +1,466 @@
+package stall_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/layers/stall"
+)
+
+const keepalive = ": keep-alive\n\n"
+
+// reasoning is an OpenAI-compatible chunk carrying reasoning text
+// (reasoning_content, as DeepSeek-style and vLLM servers send it).
+const reasoning = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"reasoning_content":"thinking"}}]}` + "\n\n"
+
+// stream events of an answer "Hello": role chunk, "Hel", "lo", finish,
+// usage, [DONE].
+var hello = scripted.OpenAIStream("Hel", "lo")
+
+func sendAll(s *script, events ...string) {
+	for _, e := range events {
+		s.body <- e
+	}
+	close(s.body)
+}
+
+func TestHeaderTimeoutFiresAndTheAttemptIsRetried(t *testing.T) {
+	r := newRig(t, openai.New(), stall.Limits{Header: 5 * time.Second}, retry.Policy{MaxAttempts: 2})
+	r.p.answer(&script{headers: make(chan struct{})}) // never answers
+	sendAll(r.p.answer(&script{}), hello...)
+	done := r.stream(context.Background())
+
+	assert.Equal(t, "arm 5s", r.armed())
+	r.arrived()
+	r.clock.Advance(5*time.Second - time.Nanosecond)
+	pending(t, done)
+	r.clock.Advance(time.Nanosecond)
+	r.armed() // the second attempt's header limit
+	res := await(t, done)
+	require.NoError(t, res.err)
+	assert.Equal(t, "Hello", res.text)
+	assert.Equal(t, 2, r.p.Count())
+	assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started", "attempt_started", "attempt_succeeded"}, r.types())
+	f := r.failures()[0]
+	assert.Equal(t, layer.StallHeader, f.Stall)
+	assert.Equal(t, layer.CategoryTransport, f.Category)
+	assert.Equal(t, layer.PhaseAwaitingHeaders, f.Phase)
+	assert.False(t, f.Progress.HeadersReceived)
+	assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
+}
+
+func TestHeaderTimeoutDoesNotFireWhenHeadersArriveInTime(t *testing.T) {
+	r := newRig(t, openai.New(), stall.Limits{Header: 5 * time.Second}, retry.Policy{MaxAttempts: 2})
+	s := r.p.answer(&script{headers: make(chan struct{})})
+	done := r.stream(context.Background())
+	r.armed()
+	r.arrived()
+	r.clock.Advance(5*time.Second - time.Nanosecond)
+	close(s.headers)
+	sendAll(s, hello...)
+	res := await(t, done)
+	require.NoError(t, res.err)
+	assert.Equal(t, "Hello", res.text)
+	assert.Equal(t, 1, r.p.Count())
+	r.clock.Advance(time.Hour) // a stopped limit never fires later
+	assert.Empty(t, r.failures())
+}
+
+func TestIdleTimeoutFiresAfterAKeepaliveAndSilence(t *testing.T) {
+	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{})
+	s := r.p.answer(&script{})
+	done := r.stream(context.Background())
+	assert.Equal(t, "arm 30s", r.armed())
+	r.feed(s, keepalive)
+	r.clock.Advance(30*time.Second - time.Nanosecond)
+	pending(t, done)
+	r.clock.Advance(time.Nanosecond)
+	re := recoveryError(t, await(t, done).err)
+	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
+	assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
+	assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, re.Failure.Classification, "keepalives alone never block a resend (R4.8)")
+	assert.Equal(t, int64(len(keepalive)), re.Failure.Progress.RawBytes)
+	assert.Contains(t, re.Error(), "idle_timeout")
+	var se *layer.StallError
+	require.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &se)
+	assert.Equal(t, 30*time.Second, se.After)
+}
+
+func TestKeepalivesKeepTheIdleLimitFromFiring(t *testing.T) {
+	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{})
+	s := r.p.answer(&script{})
+	done := r.stream(context.Background())
+	r.armed()
+	for range 6 {
+		r.clock.Advance(30*time.Second - time.Millisecond)
+		r.feed(s, keepalive)
+	}
+	for _, e := range hello[:3] {
+		r.clock.Advance(30*time.Second - time.Millisecond)
+		r.feed(s, e)
+	}
+	sendAll(s, hello[3:]...)
+	res := await(t, done)
+	require.NoError(t, res.err)
+	assert.Equal(t, "Hello", res.text)
+	assert.Empty(t, r.failures())
+}
+
+func TestIdleTimeoutAfterOutputIsInterrupted(t *testing.T) {
+	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{MaxAttempts: 3})
+	s := r.p.answer(&script{})
+	done := r.stream(context.Background())
+	r.armed()
+	r.feed(s, hello[0])
+	r.feed(s, hello[1])
+	r.clock.Advance(30 * time.Second)
+	res := await(t, done)
+	re := recoveryError(t, res.err)
+	assert.Equal(t, "Hel", res.text)
+	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
+	assert.Equal(t, 1, r.p.Count(), "never resent after output (R13.1)")
+}
+
+// A reasoning model that thinks for a long time behind keepalives: the idle
+// limit never fires while keepalives flow, and the first-output limit fires
+// exactly at its value counted from the headers.
+func TestFirstOutputTimeoutFiresAtItsLimitWhileKeepalivesFlow(t *testing.T) {
+	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second, FirstOutput: 60 * time.Second}, retry.Policy{})
+	s := r.p.answer(&script{})
+	done := r.stream(context.Background())
+	assert.Equal(t, "arm 30s", r.armed(), "the idle limit is the nearer one")
+	r.feed(s, hello[0]) // the role chunk: bytes, no output
+	var last string
+	for range 5 {
+		r.clock.Advance(10 * time.Second)
+		last = r.feed(s, keepalive)
+	}
+	assert.Equal(t, "arm 10s", last, "the first-output limit is now the nearer one")
+	// 50 s after the headers: 10 s of the first-output limit are left.
+	r.clock.Advance(9 * time.Second)
+	pending(t, done)
+	r.clock.Advance(time.Second)
+	re := recoveryError(t, await(t, done).err)
+	assert.Equal(t, layer.StallFirstOutput, re.Failure.Stall)
+	assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, re.Failure.Classification)
+	assert.False(t, re.Failure.Progress.Observed.Any())
+	var se *layer.StallError
+	require.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &se)
+	assert.Equal(t, 60*time.Second, se.After)
+}
+
+func TestReasoningIsOutputForTheFirstOutputLimit(t *testing.T) {
+	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second, FirstOutput: 60 * time.Second}, retry.Policy{})
+	s := r.p.answer(&script{})
+	done := r.stream(context.Background())
+	r.armed()
+	r.clock.Advance(25 * time.Second)
+	r.feed(s, keepalive)
+	r.clock.Advance(25 * time.Second)
+	assert.Equal(t, "arm 30s", r.feed(s, reasoning), "after output only the idle limit is armed")
+	r.clock.Advance(29 * time.Second) // 79 s after the headers
+	r.feed(s, keepalive)
+	r.clock.Advance(29 * time.Second)
+	sendAll(s, hello...)
+	res := await(t, done)
+	require.NoError(t, res.err)
+	assert.Equal(t, "Hello", res.text)
+	assert.Empty(t, r.failures())
+}
+
+func TestCancellationWinsOverAPendingLimit(t *testing.T) {
+	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{MaxAttempts: 2})
+	r.p.answer(&script{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := r.stream(ctx)
+	r.armed()
+	r.clock.Advance(20 * time.Second)
+	cancel()
+	re := recoveryError(t, await(t, done).err)
+	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.Empty(t, re.Failure.Stall)
+	r.clock.Advance(time.Hour)
+	for _, f := range r.failures() {
+		assert.Empty(t, f.Stall)
+	}
+	assert.Equal(t, 1, r.p.Count())
+}
+
+func TestStallOfALocalProviderNeedsAdmission(t *testing.T) {
+	r := newRig(t, ollama.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{MaxAttempts: 2})
+	r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}})
+	done := r.stream(context.Background())
+	r.armed()
+	r.clock.Advance(30 * time.Second)
+	re := recoveryError(t, await(t, done).err)
+	assert.Equal(t, layer.OutcomeAdmissionRequired, re.Outcome, "an eligible Ollama stall is an ambiguous local execution (R8.3)")
+	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
+	assert.True(t, re.Failure.Classification.Eligible)
+	assert.Equal(t, 1, r.p.Count())
+}
+
+func TestOrdinaryHeaderTimeoutIsRetried(t *testing.T) {
+	r := newRig(t, openai.New(), stall.Limits{Header: 5 * time.Second, Idle: 5 * time.Second}, retry.Policy{MaxAttempts: 2})
+	r.p.answer(&script{headers: make(chan struct{})})
+	body := scripted.OpenAIChat("hi")
+	sendAll(r.p.answer(&script{header: http.Header{"Content-Type": {"application/json"}}}), body)
+	done := r.complete(context.Background())
+	r.armed()
+	r.arrived()
+	r.clock.Advance(5 * time.Second)
+	res := await(t, done)
+	require.NoError(t, res.err)
+	assert.Equal(t, "hi", res.text)
+	require.Len(t, r.failures(), 1)
+	assert.Equal(t, layer.StallHeader, r.failures()[0].Stall)
+}
+
+// A body whose Content-Length promises bytes that never come, on a
+// connection held open: the idle limit ends it, and an ordinary 2xx body
+// that was cut fails closed (R4.6).
+func TestOrdinaryBodyThatNeverComesFailsClosed(t *testing.T) {
+	r := newRig(t, openai.New(), stall.Limits{Idle: 5 * time.Second}, retry.Policy{MaxAttempts: 2})
+	r.p.answer(&script{header: http.Header{"Content-Type": {"application/json"}, "Content-Length": {"1000"}}})
+	done := r.complete(context.Background())
+	r.armed()
+	r.clock.Advance(5 * time.Second)
+	re := recoveryError(t, await(t, done).err)
+	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, layer.ReasonPartialResponse, re.Failure.Classification.Reason)
+	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
+	assert.Equal(t, 1, r.p.Count())
+}
+
+func TestNewRefusesInvalidLimits(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		lim   stall.Limits
+	}{
+		{"Header", stall.Limits{Header: -1}},
+		{"FirstOutput", stall.Limits{FirstOutput: -time.Second}},
+		{"Idle", stall.Limits{Idle: stall.MaxLimit + 1}},
+	} {
+		l, err := stall.New(tc.lim)
+		assert.Nil(t, l)
+		var pe *layer.PolicyError
+		require.ErrorAs(t, err, &pe, tc.field)
+		assert.Equal(t, tc.field, pe.Field)
+	}
+	l, err := stall.New(stall.Limits{Idle: stall.MaxLimit})
+	require.NoError(t, err)
+	assert.Equal(t, layer.PerAttempt, l.Position())
+	assert.Equal(t, "stall", l.Name())
+}
+
+func TestZeroLimitsPassThrough(t *testing.T) {
+	l, err := stall.New(stall.Limits{})
+	require.NoError(t, err)
+	next := http.DefaultTransport
+	assert.Equal(t, next, l.Wrap(next))
+}
+
+// Without an engine above it the layer still bounds the headers and each
+// wait for bytes; nothing decodes the body, so FirstOutput is not applied.
+func TestOutsideAnEngine(t *testing.T) {
+	seq := make(chan string, 64)
+	clock := newFakeClock(seq)
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow-headers" {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.WriteHeader(200)
+		_, _ = w.Write([]byte(keepalive))
+		http.NewResponseController(w).Flush()
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hold)
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	defer base.CloseIdleConnections()
+	l, err := stall.New(stall.Limits{Header: time.Second, FirstOutput: time.Second, Idle: 2 * time.Second, Clock: clock})
+	require.NoError(t, err)
+	client := &http.Client{Transport: l.Wrap(base)}
+
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := client.Get(srv.URL + "/slow-headers")
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	assert.Equal(t, "arm 1s", <-seq)
+	clock.Advance(time.Second)
+	err = <-errc
+	var se *layer.StallError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, layer.StallHeader, se.Limit)
+
+	resp, err := client.Get(srv.URL + "/body")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	<-seq // the header limit
+	go func() {
+		_, err := io.ReadAll(resp.Body)
+		errc <- err
+	}()
+	// The first read may return the keepalive at once; each wait arms
+	// only the idle limit (2 s), never the first-output one.
+	for err = nil; err == nil; {
+		select {
+		case got := <-seq:
+			assert.Equal(t, "arm 2s", got)
+			clock.Advance(2 * time.Second)
+		case err = <-errc:
+			require.Error(t, err)
+		}
+	}
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, layer.StallIdle, se.Limit)
+	assert.False(t, errors.Is(err, context.Canceled))
+}
+
+// The privacy canary (R10.5): a provider that echoes the key and the
+// prompt before it stalls; no safe output of the stalled call (the error,
+// its JSON, the events, the failures) holds either.
+func TestStallSafeOutputsHoldNoCanary(t *testing.T) {
+	const key, prompt = "sk-CANARYKEY-stall-0001", "PROMPT-CANARY-stall-secret"
+	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{MaxAttempts: 2})
+	s := r.p.answer(&script{header: http.Header{"X-Request-Id": {key}}})
+	client, err := chain.NewClient(r.p.srv.URL, r.client.Chain(), chain.WithAPIKey(key))
+	require.NoError(t, err)
+	done := make(chan result, 1)
+	go func() {
+		var text string
+		var err error
+		req := &chat.Request{Model: "gpt-test", Messages: []chat.Message{{Role: chat.User, Content: prompt}}}
+		for c, e := range client.Stream(r.ctx, req) {
+			if e != nil {
+				err = e
+				break
+			}
+			text += c.Content
+		}
+		done <- result{text, err}
+	}()
+	r.armed()
+	r.feed(s, ": "+key+" "+prompt+"\n\n")
+	r.feed(s, scripted.OpenAIStream("You said " + prompt + " with " + key)[1])
+	r.clock.Advance(30 * time.Second)
+	res := await(t, done)
+	re := recoveryError(t, res.err)
+	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
+	var outs []string
+	add := func(v any) {
+		js, _ := json.Marshal(v)
+		outs = append(outs, string(js), fmt.Sprintf("%v", v), fmt.Sprintf("%+v", v))
+	}
+	outs = append(outs, res.err.Error())
+	add(re)
+	for _, ev := range r.Events() {
+		add(ev)
+		if ev.Failure != nil {
+			add(*ev.Failure)
+		}
+	}
+	var se *layer.StallError
+	require.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &se)
+	outs = append(outs, se.Error())
+	for _, o := range outs {
+		assert.NotContains(t, o, key)
+		assert.NotContains(t, o, prompt)
+		assert.NotContains(t, o, "CANARY")
+	}
+}
+
+// The limits bound attempts only: while the engine waits for admission and
+// sleeps its backoff between two attempts no limit is armed, so any time
+// may pass there.
+func TestLimitsNeverBoundAdmissionOrBackoff(t *testing.T) {
+	admitting, allow := make(chan struct{}), make(chan struct{})
+	sleeping, wake := make(chan struct{}), make(chan struct{})
+	pol := retry.Policy{
+		MaxAttempts: 2,
+		Admit: func(ctx context.Context, _ layer.AdmissionRequest) (layer.Decision, error) {
+			close(admitting)
+			select {
+			case <-allow:
+				return layer.Allow, nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		},
+		Sleep: func(ctx context.Context, _ time.Duration) error {
+			close(sleeping)
+			select {
+			case <-wake:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	}
+	r := newRig(t, ollama.New(), stall.Limits{Header: time.Minute, FirstOutput: time.Minute, Idle: 30 * time.Second}, pol)
+	r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}})
+	sendAll(r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}}), scripted.OllamaStream("Hi")...)
+	done := r.stream(context.Background())
+	r.armed() // header
+	r.armed() // the first read
+	r.clock.Advance(30 * time.Second)
+
+	within(t, admitting, "the admission wait")
+	r.clock.Advance(time.Hour)
+	close(allow)
+	within(t, sleeping, "the backoff")
+	r.clock.Advance(time.Hour)
+	select {
+	case got := <-r.seq:
+		t.Fatalf("a limit was armed between attempts: %q", got)
+	default:
+	}
+	close(wake)
+	res := await(t, done)
+	require.NoError(t, res.err)
+	assert.Equal(t, "Hi", res.text)
+	require.Len(t, r.failures(), 1)
+	assert.Equal(t, layer.StallIdle, r.failures()[0].Stall)
+	assert.Equal(t, 2, r.p.Count())
+}
+
+// within waits for ch to be closed, at most the guard's time.
+func within(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(wait):
+		t.Fatalf("%s never began", what)
+	}
+}
