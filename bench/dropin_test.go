@@ -66,7 +66,7 @@ type dropInStream struct {
 	raw, recourse side
 	// held reads one stream and returns the live heap, after a GC, at its
 	// [DONE] line, before the body is read to its end and closed.
-	held func(c *http.Client) (int64, error)
+	held       func(c *http.Client) (int64, error)
 	rawc, recc *http.Client
 }
 

@@ -81,7 +81,7 @@ func BenchmarkStreamConns(b *testing.B) {
 // bigUnary is the large-response comparison: one completion whose content
 // is size bytes, answered with its Content-Length.
 type bigUnary struct {
-	size                        int
+	size                         int
 	native, rawJSON, dropIn, raw side
 }
 
