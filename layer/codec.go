@@ -17,6 +17,15 @@ type RequestInfo struct {
 	// Operation is ordinary, structured (a schema or JSON format was asked
 	// for) or streaming.
 	Operation Operation
+	// DropText reports that nobody reads the text a stream accumulates: a
+	// drop-in stream, whose consumer reads the frames' bytes. A stream
+	// decoder may then leave the Content and Reasoning of its terminal
+	// frame's Completion empty, so that a stream holds O(1) memory however
+	// long it runs; the frames, their counts and the rest of the Completion
+	// (model, usage, finish reason, tool calls) are unchanged. The engine
+	// sets it for every call whose *Call does not ask for TypedErrors; it is
+	// false otherwise.
+	DropText bool
 }
 
 // Observer accounts the semantic evidence in a response body as its bytes

@@ -49,9 +49,14 @@ type streamDecoder struct {
 	think   strings.Builder
 	calls   []chat.ToolCall
 	model   string
+	// dropText leaves the terminal Completion's Content and Reasoning empty
+	// instead of accumulating them (layer.RequestInfo.DropText).
+	dropText bool
 }
 
-func newStreamDecoder() *streamDecoder { return &streamDecoder{framer: ndjson.NewFramer(0)} }
+func newStreamDecoder(dropText bool) *streamDecoder {
+	return &streamDecoder{framer: ndjson.NewFramer(0), dropText: dropText}
+}
 
 var _ layer.StreamDecoder = (*streamDecoder)(nil)
 
@@ -129,8 +134,10 @@ func (d *streamDecoder) line(l ndjson.Line) {
 			d.calls = append(d.calls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: bytes.Clone(args)})
 		}
 	}
-	d.content.WriteString(f.Content)
-	d.think.WriteString(f.Reasoning)
+	if !d.dropText {
+		d.content.WriteString(f.Content)
+		d.think.WriteString(f.Reasoning)
+	}
 	d.counts = d.counts.Add(f.Semantic())
 	if r.Done == nil || !*r.Done {
 		d.push(f)

@@ -37,6 +37,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := c.in.read(req, t.l.codec, c.lc.Facts); err != nil {
 		return nil, err
 	}
+	// Only a typed caller (the native client) reads a stream's accumulated
+	// text; a drop-in stream keeps O(1) memory however long it runs.
+	c.in.info.DropText = !c.lc.TypedErrors
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
 	}

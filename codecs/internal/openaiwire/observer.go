@@ -9,11 +9,14 @@ import (
 // NewObserver returns the Observer of one attempt of an OpenAI-shaped chat
 // completions request described by info: for a streaming request a
 // layer.StreamDecoder of the SSE chat.completion.chunk stream (package
-// codecs/internal/ssechat), and otherwise a scanner of the chat completion
+// codecs/internal/ssechat; it accumulates no text when info.DropText is set),
+// and otherwise a scanner of the chat completion
 // object (bodyscan.OpenAI).
 func NewObserver(info layer.RequestInfo) layer.Observer {
 	if info.Operation == layer.Streaming {
-		return ssechat.New()
+		d := ssechat.New()
+		d.DiscardText = info.DropText
+		return d
 	}
 	return bodyscan.New(bodyscan.OpenAI)
 }

@@ -74,6 +74,9 @@ type Decoder struct {
 	id      string
 	usage   *chat.Usage
 	legacy  *chat.ToolCallFragment
+	// DiscardText leaves the terminal Completion's Content and Reasoning
+	// empty instead of accumulating them (layer.RequestInfo.DropText).
+	DiscardText bool
 	// sniffed: the first non-space byte arrived; plain: it was '{', so
 	// the answer is a JSON document, not an event stream, and its first
 	// bytes are kept in doc (at most maxDoc) for End.
@@ -349,8 +352,10 @@ func (d *Decoder) chunk(raw, data []byte) {
 	if f.FinishReason != "" {
 		d.finish = f.FinishReason
 	}
-	d.content.WriteString(f.Content)
-	d.reason.WriteString(f.Reasoning)
+	if !d.DiscardText {
+		d.content.WriteString(f.Content)
+		d.reason.WriteString(f.Reasoning)
+	}
 	d.counts = d.counts.Add(f.Semantic())
 	switch f.FinishReason {
 	case "", "stop", "tool_calls", "function_call":
