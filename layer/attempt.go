@@ -90,6 +90,7 @@ type Attempt struct {
 	phase    Phase
 	dialed   bool
 	sent     bool
+	finished bool
 }
 
 // NewAttempt returns attempt state. onBegin, if not nil, runs once when the
@@ -178,6 +179,24 @@ func (a *Attempt) Connected() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.dialed
+}
+
+// Finish records that the engine accepted the attempt's terminal frame: a
+// stream that ends there, possibly before HTTP EOF. The sender then reads
+// and discards what little of the body remains (the end of the chunked
+// encoding) when the body is closed, so that the connection returns to the
+// pool instead of being closed.
+func (a *Attempt) Finish() {
+	a.mu.Lock()
+	a.finished = true
+	a.mu.Unlock()
+}
+
+// Finished reports whether Finish was called.
+func (a *Attempt) Finished() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.finished
 }
 
 // HeadersReceived records that response headers arrived.

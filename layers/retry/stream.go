@@ -158,6 +158,7 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 	}
 	before := b.a.Progress().Delivered
 	b.a.Deliver(layer.Counts{CompletedToolCalls: f.Semantic().CompletedToolCalls})
+	b.a.Finish() // the sender keeps the connection for reuse
 	closeResp(b.resp)
 	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
 		b.err = err
