@@ -74,14 +74,15 @@ func (*Layer) Position() layer.Position { return layer.StageSender }
 // sending RoundTripper.
 func (l *Layer) Wrap(http.RoundTripper) http.RoundTripper { return l }
 
-// RoundTrip sends req once. It clones req, makes the body non-replayable,
-// records the connection phase for the engine and marks the attempt as
-// begun just before the request leaves. A second send of one attempt's
-// request (a per-attempt layer that called its next twice) is refused with
-// layer.ErrSecondSend: an attempt is at most one POST (R2.1). Outside a recovery attempt it sends
-// a fresh copy of the body from GetBody, when req has one, so that the
-// caller's body stays unread; inside one it sends req's body, the attempt's
-// own copy.
+// RoundTrip sends req once. It sends a shallow copy of req whose body is
+// non-replayable (req itself is never changed, and its header is shared,
+// only read), records the connection phase for the engine and marks the
+// attempt as begun just before the request leaves. A second send of one
+// attempt's request (a per-attempt layer that called its next twice) is
+// refused with layer.ErrSecondSend: an attempt is at most one POST (R2.1).
+// Outside a recovery attempt it sends a fresh copy of the body from GetBody,
+// when req has one, so that the caller's body stays unread; inside one it
+// sends req's body, the attempt's own copy.
 func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := l.transport()
 	a := layer.AttemptFrom(req.Context())
@@ -91,7 +92,10 @@ func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 			GotConn: func(httptrace.GotConnInfo) { a.MarkConnected() },
 		})
 	}
-	out := req.Clone(ctx)
+	// A shallow copy: the sender changes only the copy's body fields, and
+	// http.Transport never writes to a request's header, URL or trailer,
+	// so a deep clone (Request.Clone) would copy them for nothing.
+	out := req.WithContext(ctx)
 	if req.Body != nil && req.Body != http.NoBody {
 		// Inside a recovery attempt the body is the attempt's own fresh
 		// copy, which nothing above has read (the capture layer reads
