@@ -44,8 +44,10 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // A drop-in stream is read as bytes: nobody can read the text the decoder
 // would accumulate, so the engine asks for none (RequestInfo.DropText) and
 // the stream holds O(1) memory. The bytes the client reads are unchanged.
-// The native client reads the terminal Completion, so its text is kept.
-func TestDropInStreamAccumulatesNoText(t *testing.T) {
+// The native client reads the terminal Completion, so its text is kept,
+// and never the frames' bytes, so only error frames carry them
+// (RequestInfo.TypedFrames).
+func TestStreamFactsFollowTheReader(t *testing.T) {
 	events := recoursetest.OpenAIStream("Hel", "lo")
 	srv := recoursetest.NewServer(recoursetest.SSE(events...), recoursetest.SSE(events...))
 	defer srv.Close()
@@ -79,6 +81,8 @@ func TestDropInStreamAccumulatesNoText(t *testing.T) {
 	defer rec.mu.Unlock()
 	require.Len(t, rec.infos, 2)
 	require.True(t, rec.infos[0].DropText, "drop-in stream")
+	require.False(t, rec.infos[0].TypedFrames, "drop-in stream")
 	require.Equal(t, layer.Streaming, rec.infos[0].Operation)
 	require.False(t, rec.infos[1].DropText, "native stream")
+	require.True(t, rec.infos[1].TypedFrames, "native stream")
 }

@@ -26,6 +26,12 @@ type RequestInfo struct {
 	// sets it for every call whose *Call does not ask for TypedErrors; it is
 	// false otherwise.
 	DropText bool
+	// TypedFrames reports that a stream's consumer reads typed frames (the
+	// native client), never their bytes: a stream decoder may then leave
+	// Raw nil on every frame but an error frame, whose Raw is the failure's
+	// evidence, and so copy no bytes for the others. The engine sets it for
+	// every call whose *Call asks for TypedErrors; it is false otherwise.
+	TypedFrames bool
 }
 
 // Observer accounts the semantic evidence in a response body as its bytes

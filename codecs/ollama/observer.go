@@ -26,10 +26,11 @@ var rules = jsonscan.Compile(&jsonscan.Rules{
 // stream (see streamDecoder): blank lines are keepalives, each valid line is
 // a frame whose content, thinking and whole tool calls are counted. With
 // info.DropText (a drop-in stream) it does not accumulate the text: the
-// terminal frame's Completion has empty Content and Reasoning.
+// terminal frame's Completion has empty Content and Reasoning; with
+// info.TypedFrames (a native stream) only error frames carry Raw.
 func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
 	if info.Operation == layer.Streaming {
-		return newStreamDecoder(info.DropText)
+		return newStreamDecoder(info)
 	}
 	return bodyscan.New(rules)
 }

@@ -54,8 +54,10 @@ type streamDecoder struct {
 	dropText bool
 }
 
-func newStreamDecoder(dropText bool) *streamDecoder {
-	return &streamDecoder{framer: ndjson.NewFramer(0), dropText: dropText}
+func newStreamDecoder(info layer.RequestInfo) *streamDecoder {
+	d := &streamDecoder{framer: ndjson.NewFramer(0), dropText: info.DropText}
+	d.q.ErrorRawOnly = info.TypedFrames
+	return d
 }
 
 var _ layer.StreamDecoder = (*streamDecoder)(nil)
@@ -94,7 +96,7 @@ func (d *streamDecoder) Write(p []byte) {
 func (d *streamDecoder) push(f layer.Frame) { d.q.Push(f) }
 
 func (d *streamDecoder) line(l ndjson.Line) {
-	raw := d.q.Raw(l.Raw)
+	raw := l.Raw // Push copies what it keeps
 	if l.Blank {
 		d.push(layer.Frame{Raw: raw, Keepalive: true})
 		return

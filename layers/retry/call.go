@@ -38,8 +38,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	// Only a typed caller (the native client) reads a stream's accumulated
-	// text; a drop-in stream keeps O(1) memory however long it runs.
-	c.in.info.DropText = !c.lc.TypedErrors
+	// text, so a drop-in stream keeps O(1) memory however long it runs; and
+	// only a drop-in caller reads the frames' bytes, so a native stream's
+	// decoder copies them for error frames alone.
+	c.in.info.DropText, c.in.info.TypedFrames = !c.lc.TypedErrors, c.lc.TypedErrors
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
 	}

@@ -80,8 +80,7 @@ func (b *streamBody) NextFrame() (layer.Frame, error) {
 			}
 		}
 		if err != nil {
-			var ce *layer.CaptureError
-			if errors.As(err, &ce) {
+			if captureError(err) != nil {
 				// The capture of the bytes just read failed: the frames
 				// they completed are never handed over (R12.3). Every
 				// earlier frame was taken before this read.
@@ -355,6 +354,20 @@ func (b *streamBody) abandoned() {
 }
 
 var errClosed = errors.New("recourse: stream closed")
+
+// captureError returns the *layer.CaptureError in err's chain, or nil. It
+// answers io.EOF, the usual end of a body, without errors.As, whose target
+// would cost every stream an allocation.
+func captureError(err error) *layer.CaptureError {
+	if err == nil || err == io.EOF {
+		return nil
+	}
+	var ce *layer.CaptureError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return nil
+}
 
 // isStreamError reports whether err is a *layer.StreamError (a length or
 // other incomplete finish). It keeps the target off the per-frame path's

@@ -9,14 +9,12 @@ import (
 // NewObserver returns the Observer of one attempt of an OpenAI-shaped chat
 // completions request described by info: for a streaming request a
 // layer.StreamDecoder of the SSE chat.completion.chunk stream (package
-// codecs/internal/ssechat; it accumulates no text when info.DropText is set),
+// codecs/internal/ssechat, configured by info.DropText and info.TypedFrames),
 // and otherwise a scanner of the chat completion
 // object (bodyscan.OpenAI).
 func NewObserver(info layer.RequestInfo) layer.Observer {
 	if info.Operation == layer.Streaming {
-		d := ssechat.New()
-		d.DiscardText = info.DropText
-		return d
+		return ssechat.NewFor(info)
 	}
 	return bodyscan.New(bodyscan.OpenAI)
 }

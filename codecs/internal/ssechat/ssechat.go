@@ -74,9 +74,9 @@ type Decoder struct {
 	id      string
 	usage   *chat.Usage
 	legacy  *chat.ToolCallFragment
-	// DiscardText leaves the terminal Completion's Content and Reasoning
+	// discardText leaves the terminal Completion's Content and Reasoning
 	// empty instead of accumulating them (layer.RequestInfo.DropText).
-	DiscardText bool
+	discardText bool
 	// sniffed: the first non-space byte arrived; plain: it was '{', so
 	// the answer is a JSON document, not an event stream, and its first
 	// bytes are kept in doc (at most maxDoc) for End.
@@ -87,8 +87,19 @@ type Decoder struct {
 // maxDoc bounds the bytes of a plain JSON answer that End inspects.
 const maxDoc = 64 << 10
 
-// New returns a decoder.
-func New() *Decoder { return &Decoder{framer: sse.NewFramer(0)} }
+// New returns a decoder that keeps every frame's Raw and accumulates the
+// text (NewFor with the zero RequestInfo).
+func New() *Decoder { return NewFor(layer.RequestInfo{}) }
+
+// NewFor returns a decoder for a request described by info: with
+// info.DropText its terminal Completion has empty Content and Reasoning (no
+// text is accumulated), and with info.TypedFrames only error frames carry
+// Raw.
+func NewFor(info layer.RequestInfo) *Decoder {
+	d := &Decoder{framer: sse.NewFramer(0), discardText: info.DropText}
+	d.q.ErrorRawOnly = info.TypedFrames
+	return d
+}
 
 var _ layer.StreamDecoder = (*Decoder)(nil)
 
@@ -180,7 +191,7 @@ func protocolError(raw []byte, what string, err error) layer.Frame {
 }
 
 func (d *Decoder) event(ev sse.Event) {
-	raw := d.q.Raw(ev.Raw)
+	raw := ev.Raw // Push copies what it keeps
 	switch {
 	case ev.Event == "error":
 		d.push(layer.Frame{Raw: raw, Err: eventError(ev.Data)})
@@ -352,7 +363,7 @@ func (d *Decoder) chunk(raw, data []byte) {
 	if f.FinishReason != "" {
 		d.finish = f.FinishReason
 	}
-	if !d.DiscardText {
+	if !d.discardText {
 		d.content.WriteString(f.Content)
 		d.reason.WriteString(f.Reasoning)
 	}

@@ -996,8 +996,7 @@ func TestDiscardTextKeepsAllButTheAccumulatedText(t *testing.T) {
 		openai(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`) +
 		finish("tool_calls") + usage + done
 	decode := func(discard bool) ([]layer.Frame, layer.Counts) {
-		d := ssechat.New()
-		d.DiscardText = discard
+		d := ssechat.NewFor(layer.RequestInfo{Operation: layer.Streaming, DropText: discard})
 		d.Write([]byte(stream))
 		var fs []layer.Frame
 		for f, ok := d.Next(); ok; f, ok = d.Next() {
@@ -1026,6 +1025,39 @@ func TestDiscardTextKeepsAllButTheAccumulatedText(t *testing.T) {
 	for i := range kept {
 		if !bytes.Equal(kept[i].Raw, dropped[i].Raw) {
 			t.Fatalf("frame %d Raw %q, want %q", i, dropped[i].Raw, kept[i].Raw)
+		}
+	}
+}
+
+// With TypedFrames (a native stream, whose consumer never reads bytes) the
+// decoder returns the same frames with Raw only on error frames.
+func TestTypedFramesKeepRawOnErrorFramesOnly(t *testing.T) {
+	t.Parallel()
+	for _, stream := range []string{
+		keepAlive + openai(`{"content":"Hel"}`) + openai(`{"content":"lo"}`) + finish("stop") + usage + done,
+		openai(`{"content":"Hel"}`) + `data: {"error":{"message":"boom","code":"server_error"}}` + "\n\n",
+		openai(`{"content":"Hel"}`) + "data: {not json}\n\n",
+	} {
+		decode := func(typed bool) []layer.Frame {
+			d := ssechat.NewFor(layer.RequestInfo{Operation: layer.Streaming, TypedFrames: typed})
+			d.Write([]byte(stream))
+			var fs []layer.Frame
+			for f, ok := d.Next(); ok; f, ok = d.Next() {
+				fs = append(fs, f)
+			}
+			return fs
+		}
+		all, typed := decode(false), decode(true)
+		if !reflect.DeepEqual(views(all), views(typed)) {
+			t.Fatalf("frames with TypedFrames\n%+v\nwant\n%+v", views(typed), views(all))
+		}
+		for i, f := range typed {
+			switch {
+			case f.Err != nil && !bytes.Equal(f.Raw, all[i].Raw):
+				t.Fatalf("error frame %d Raw %q, want %q", i, f.Raw, all[i].Raw)
+			case f.Err == nil && f.Raw != nil:
+				t.Fatalf("frame %d keeps Raw %q", i, f.Raw)
+			}
 		}
 	}
 }
