@@ -34,6 +34,17 @@ type RequestInfo struct {
 	TypedFrames bool
 }
 
+// Checker is implemented by a Codec that can judge a complete 2xx response
+// body without decoding it: Check returns exactly the error Decode returns
+// for body, nil when Decode succeeds, and builds no completion. The engine
+// calls it instead of Decode for an ordinary call that nobody can read the
+// result of (a drop-in call whose context carries no *Call), where the
+// decoded text would be thrown away; a codec without it is asked to Decode.
+// Check must be safe for concurrent use.
+type Checker interface {
+	Check(body []byte) error
+}
+
 // Observer accounts the semantic evidence in a response body as its bytes
 // arrive (R13.2). Write must accept any split of the body and never fail;
 // Observed returns the evidence seen so far, including in a body that is cut
