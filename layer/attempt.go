@@ -3,6 +3,7 @@ package layer
 import (
 	"context"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 )
 
@@ -91,6 +92,7 @@ type Attempt struct {
 	dialed   bool
 	sent     bool
 	finished bool
+	trace    httptrace.ClientTrace
 }
 
 // NewAttempt returns attempt state. onBegin, if not nil, runs once when the
@@ -197,6 +199,19 @@ func (a *Attempt) Finished() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.finished
+}
+
+// ClientTrace returns the attempt's own trace, whose GotConn calls
+// MarkConnected; the sender adds it to the request context, so that the
+// trace costs no allocation of its own. The trace is set up by the first
+// call and is the same afterwards.
+func (a *Attempt) ClientTrace() *httptrace.ClientTrace {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.trace.GotConn == nil {
+		a.trace.GotConn = func(httptrace.GotConnInfo) { a.MarkConnected() }
+	}
+	return &a.trace
 }
 
 // HeadersReceived records that response headers arrived.

@@ -88,9 +88,7 @@ func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 	a := layer.AttemptFrom(req.Context())
 	ctx := req.Context()
 	if a != nil {
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			GotConn: func(httptrace.GotConnInfo) { a.MarkConnected() },
-		})
+		ctx = httptrace.WithClientTrace(ctx, a.ClientTrace())
 	}
 	// A shallow copy: the sender changes only the copy's body fields, and
 	// http.Transport never writes to a request's header, URL or trailer,
