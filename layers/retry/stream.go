@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -20,7 +21,7 @@ type streamBody struct {
 	n       int
 	a       *layer.Attempt
 	resp    *http.Response
-	buf     []byte
+	buf     *[readBufferSize]byte // from readBuffers while reading; back on Close
 	readErr error
 	err     error // sticky: io.EOF after the terminal frame, or the final error
 	raw     []byte
@@ -40,7 +41,7 @@ type streamBody struct {
 
 func (c *call) openStream(n int, resp *http.Response) *http.Response {
 	c.stream = true
-	b := &streamBody{c: c, n: n, a: c.cur, resp: resp, buf: make([]byte, 4<<10)}
+	b := &streamBody{c: c, n: n, a: c.cur, resp: resp}
 	c.lc.Result.LogicalID, c.lc.Result.Stream = c.logical, b
 	out := *resp
 	out.Body = b
@@ -71,7 +72,10 @@ func (b *streamBody) NextFrame() (layer.Frame, error) {
 			b.ended(err)
 			continue
 		}
-		n, err := b.resp.Body.Read(b.buf)
+		if b.buf == nil {
+			b.buf = readBuffers.Get().(*[readBufferSize]byte)
+		}
+		n, err := b.resp.Body.Read(b.buf[:])
 		if b.a.OnWire != nil {
 			b.got = append(b.got, b.buf[:n]...)
 			if len(b.got) > 2*MaxEvidenceBytes {
@@ -333,8 +337,21 @@ func (b *streamBody) Close() error {
 	if b.err == nil {
 		b.abandoned()
 	}
+	// b.err is set now, so nothing reads into the buffer again.
+	if b.buf != nil {
+		readBuffers.Put(b.buf)
+		b.buf = nil
+	}
 	return nil
 }
+
+// readBufferSize is the size of a stream body's read buffer.
+const readBufferSize = 4 << 10
+
+// readBuffers holds the read buffers of closed stream bodies for the next
+// streams, so that a stream's read buffer costs no allocation in steady
+// state.
+var readBuffers = sync.Pool{New: func() any { return new([readBufferSize]byte) }}
 
 // abandoned ends the lifecycle of a stream closed before its end (R13.5).
 // There is no resend: the cancellation ends the call.
