@@ -258,37 +258,26 @@ func (d *Decoder) chunk(raw, data []byte) {
 		d.push(protocolError(raw, "stream event is not valid UTF-8", nil))
 		return
 	}
-	if !validJSON(data) {
-		var v json.RawMessage
-		d.push(protocolError(raw, "stream event is not valid JSON", json.Unmarshal(data, &v)))
-		return
-	}
-	top, ok := object(data)
-	if !ok {
-		d.push(protocolError(raw, "stream event is not a JSON object", nil))
-		return
-	}
-	var idv, modelv, errv, objectv, codev, messagev, choicesv, usagev []byte
-	for k, v, ok := top.next(); ok; k, v, ok = top.next() {
-		switch string(keyName(k)) {
-		case "id":
-			idv = v
-		case "model":
-			modelv = v
-		case "error":
-			errv = v
-		case "object":
-			objectv = v
-		case "code":
-			codev = v
-		case "message":
-			messagev = v
-		case "choices":
-			choicesv = v
-		case "usage":
-			usagev = v
+	var m topMembers
+	if !m.scan(data) {
+		// Not an object of plain keys that jsonscan validates: the
+		// reference path decides (encoding/json's verdict, keys unescaped).
+		if !validJSON(data) {
+			var v json.RawMessage
+			d.push(protocolError(raw, "stream event is not valid JSON", json.Unmarshal(data, &v)))
+			return
+		}
+		top, ok := object(data)
+		if !ok {
+			d.push(protocolError(raw, "stream event is not a JSON object", nil))
+			return
+		}
+		m = topMembers{}
+		for k, v, ok := top.next(); ok; k, v, ok = top.next() {
+			m.set(keyName(k), v)
 		}
 	}
+	idv, modelv, errv, objectv, codev, messagev, choicesv, usagev := m.id, m.model, m.err, m.object, m.code, m.message, m.choices, m.usage
 	if errv != nil && !isNull(errv) {
 		d.push(layer.Frame{Raw: raw, Err: providerError(errv)})
 		return
@@ -591,6 +580,54 @@ func (d *Decoder) done(raw []byte) {
 	f := layer.Frame{Raw: raw, Done: true, Completion: comp, FinishReason: d.finish}
 	d.counts.CompletedToolCalls += int64(len(comp.Message.ToolCalls))
 	d.push(f)
+}
+
+// topMembers holds the raw values of the top-level members of a chunk that
+// the decoder reads; of duplicate keys the last one wins.
+type topMembers struct {
+	id, model, err, object, code, message, choices, usage []byte
+}
+
+// set records the raw value v of the member named key (unescaped).
+func (m *topMembers) set(key, v []byte) {
+	switch string(key) {
+	case "id":
+		m.id = v
+	case "model":
+		m.model = v
+	case "error":
+		m.err = v
+	case "object":
+		m.object = v
+	case "code":
+		m.code = v
+	case "message":
+		m.message = v
+	case "choices":
+		m.choices = v
+	case "usage":
+		m.usage = v
+	}
+}
+
+// scan validates data and records its members in one pass, for the common
+// chunk: an object, nested at most jsonscan.MaxDepth deep, with no escaped
+// key. It reports false for anything else (m is then to be discarded), and
+// the reference path decides. A true result implies what validJSON and
+// object would have found.
+func (m *topMembers) scan(data []byte) bool {
+	i := jsonscan.SkipSpace(data, 0)
+	end := jsonscan.ValidObject(data, i, 0, func(key []byte, escaped bool, v int) int {
+		if escaped {
+			return -1
+		}
+		e := jsonscan.SkipValid(data, v, 1)
+		if e >= 0 {
+			m.set(key, data[v:e])
+		}
+		return e
+	})
+	return end >= 0 && jsonscan.SkipSpace(data, end) == len(data)
 }
 
 // validJSON reports whether data is what encoding/json.Valid accepts. The
