@@ -19,11 +19,17 @@ type request struct {
 	getBody func() (io.ReadCloser, error)
 }
 
-// read takes req's body and headers. facts, when the caller knew them (the
+// read takes req's body and headers; a *layer.RequestBody is kept without a
+// copy. facts, when the caller knew them (the
 // native client), are the request facts; otherwise the codec describes the
 // body (drop-in calls).
 func (in *request) read(req *http.Request, codec layer.Codec, facts *layer.RequestInfo) error {
-	if req.Body != nil && req.Body != http.NoBody {
+	if rb, ok := req.Body.(*layer.RequestBody); ok {
+		// The caller's own encoding, held in memory (the native client):
+		// kept as it is, not copied.
+		in.body = rb.Unread()
+		rb.Close()
+	} else if req.Body != nil && req.Body != http.NoBody {
 		b, err := readAll(req.Body, req.ContentLength)
 		req.Body.Close()
 		if err != nil {
@@ -52,7 +58,7 @@ func (in *request) read(req *http.Request, codec layer.Codec, facts *layer.Reque
 // forAttempt returns the request of attempt a: a shallow copy with the
 // call's own header and a fresh reader over the call's body. The layers
 // below never change a request they are given (layer.Layer): capture
-// snapshots copies and the sender sends a deep clone, so the call's header
+// snapshots copies and the sender only reads it, so the call's header
 // stays byte-identical for every attempt (R2.3).
 func (in *request) forAttempt(ctxWithAttempt *http.Request) *http.Request {
 	areq := ctxWithAttempt
