@@ -3,12 +3,15 @@ package layer
 import "io"
 
 // RequestBody is a request body held in memory by a caller that has just
-// encoded it (the native client sends one). The engine recognises it as the
-// body of the request it is given and keeps its unread bytes for every
-// attempt without reading and copying them; any other body is read once and
-// copied (R2.3: the body is taken once per logical request either way). The
-// bytes must not change once the body is made. Like any request body, a
-// RequestBody is read and closed by one goroutine.
+// encoded it and built the request for this one call (the native client
+// sends one). The engine recognises it as the body of the request it is
+// given and keeps its unread bytes and the request's header map for every
+// attempt as they are, without copying them; any other request has its body
+// read and copied and its header cloned (R2.3: body and headers are taken
+// once per logical request either way). A caller that sends a RequestBody
+// must therefore change neither its bytes nor the request's header
+// afterwards. Like any request body, a RequestBody is read and closed by
+// one goroutine.
 type RequestBody struct {
 	b   []byte
 	off int

@@ -19,25 +19,27 @@ type request struct {
 	getBody func() (io.ReadCloser, error)
 }
 
-// read takes req's body and headers; a *layer.RequestBody is kept without a
-// copy. facts, when the caller knew them (the
+// read takes req's body and headers. facts, when the caller knew them (the
 // native client), are the request facts; otherwise the codec describes the
-// body (drop-in calls).
+// body (drop-in calls). A request whose body is a *layer.RequestBody was
+// built for this call alone: its body bytes and header are kept as they
+// are; any other request's body is read and copied and its header cloned.
 func (in *request) read(req *http.Request, codec layer.Codec, facts *layer.RequestInfo) error {
+	in.req = req
 	if rb, ok := req.Body.(*layer.RequestBody); ok {
-		// The caller's own encoding, held in memory (the native client):
-		// kept as it is, not copied.
-		in.body = rb.Unread()
+		in.body, in.header = rb.Unread(), req.Header
 		rb.Close()
-	} else if req.Body != nil && req.Body != http.NoBody {
-		b, err := readAll(req.Body, req.ContentLength)
-		req.Body.Close()
-		if err != nil {
-			return err
+	} else {
+		if req.Body != nil && req.Body != http.NoBody {
+			b, err := readAll(req.Body, req.ContentLength)
+			req.Body.Close()
+			if err != nil {
+				return err
+			}
+			in.body = b
 		}
-		in.body = b
+		in.header = req.Header.Clone()
 	}
-	in.req, in.header = req, req.Header.Clone()
 	switch {
 	case facts != nil:
 		in.info = *facts
