@@ -99,7 +99,7 @@ func TestFinishedStreamOnAHeldResponseClosesPromptly(t *testing.T) {
 	for range 2 {
 		d := finishedStream(t, s, srv.URL, done)
 		require.Less(t, d, 10*time.Second, "Close waited for the held response")
-		require.GreaterOrEqual(t, d, sender.DrainWait/2)
+		require.GreaterOrEqual(t, d, sender.DrainWait, "the drain's timer never fires early")
 	}
 	require.EqualValues(t, 2, conns.Load())
 }
@@ -127,5 +127,7 @@ func TestUnfinishedStreamIsNotDrained(t *testing.T) {
 	require.NoError(t, err)
 	start := time.Now()
 	require.NoError(t, resp.Body.Close())
-	require.Less(t, time.Since(start), sender.DrainWait/2, "an unfinished stream was drained")
+	// A drain of this held response would last DrainWait at least (its
+	// timer never fires early); a plain close returns at once.
+	require.Less(t, time.Since(start), sender.DrainWait, "an unfinished stream was drained")
 }
