@@ -1,9 +1,13 @@
 package bench
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/recourse-dev/recourse/internal/scripted"
@@ -52,4 +56,109 @@ func BenchmarkDropIn(b *testing.B) {
 	b.Run("raw", func(b *testing.B) { leaf(b, d.raw) })
 	b.Run("recourse", func(b *testing.B) { leaf(b, d.recourse) })
 	b.Run("ratio", func(b *testing.B) { compare(b, 16, d.recourse, d.raw) })
+}
+
+// dropInStream is the drop-in streaming comparison: the same SSE answer read
+// line by line through a plain http.Client and through
+// http.Client{Transport: chain.Default(openai.New())}.
+type dropInStream struct {
+	n             int
+	raw, recourse side
+	// held reads one stream and returns the live heap, after a GC, at its
+	// [DONE] line, before the body is read to its end and closed.
+	held       func(c *http.Client) (int64, error)
+	rawc, recc *http.Client
+}
+
+func newDropInStream(tb testing.TB, chunks int) *dropInStream {
+	events := scripted.OpenAIStream(contents(chunks)...)
+	payload := []byte(strings.Join(events, ""))
+	srv := server(tb, func(w http.ResponseWriter, r *http.Request) {
+		drainRequest(r)
+		sseHeaders(w)
+		_, _ = w.Write(payload)
+	})
+	url := srv.URL + "/v1/chat/completions"
+	body := encoded(tb, true)
+	br := bufio.NewReader(nil)
+	read := func(c *http.Client, atDone func()) error {
+		resp, err := post(c, url, body)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		n := 0
+		err = readLines(resp.Body, br, func(p []byte) bool {
+			n++
+			if string(p) == "[DONE]" && atDone != nil {
+				atDone()
+			}
+			return true
+		})
+		if err == nil && n != len(events) {
+			err = fmt.Errorf("%d data lines, want %d", n, len(events))
+		}
+		return err
+	}
+	d := &dropInStream{n: chunks, rawc: rawClient(tb), recc: &http.Client{Transport: recourseChain(tb)}}
+	d.raw = timed("raw", func() error { return read(d.rawc, nil) })
+	d.recourse = timed("recourse", func() error { return read(d.recc, nil) })
+	d.held = func(c *http.Client) (int64, error) {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := int64(ms.HeapAlloc)
+		var at int64
+		err := read(c, func() {
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			at = int64(ms.HeapAlloc)
+		})
+		return at - before, err
+	}
+	return d
+}
+
+// BenchmarkDropInStream1000 reads a 1000-chunk OpenAI SSE stream line by
+// line through a plain http.Client and through the default chain as its
+// Transport (the drop-in path, where recourse frames and decodes every
+// event and the client parses nothing).
+func BenchmarkDropInStream1000(b *testing.B) {
+	d := newDropInStream(b, streamChunks)
+	b.Run("ratio", func(b *testing.B) { compare(b, 1, d.recourse, d.raw) })
+}
+
+// BenchmarkDropInStreamHeld reports the memory a long drop-in stream holds:
+// the live heap (after a GC) at the [DONE] line of a 10,000- and a
+// 100,000-chunk stream, minus the live heap before the call, through the
+// default chain (held-B/op) and through a plain http.Client (raw-held-B/op),
+// both reading line by line. extra-held-B/op is the difference; a drop-in
+// stream costs O(1) memory when it does not grow with the chunks. Sides
+// alternate, and each figure is the median over b.N streams.
+func BenchmarkDropInStreamHeld(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		d := newDropInStream(b, n)
+		b.Run(fmt.Sprintf("chunks=%d", n), func(b *testing.B) {
+			var rec, raw []float64
+			for i := range b.N {
+				clients := []*http.Client{d.recc, d.rawc}
+				for j := range clients {
+					c := clients[(i+j)%2]
+					h, err := d.held(c)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if c == d.recc {
+						rec = append(rec, float64(h))
+					} else {
+						raw = append(raw, float64(h))
+					}
+				}
+			}
+			r, w := median(rec), median(raw)
+			b.ReportMetric(r, "held-B/op")
+			b.ReportMetric(w, "raw-held-B/op")
+			b.ReportMetric(r-w, "extra-held-B/op")
+		})
+	}
 }

@@ -368,7 +368,33 @@ func TestHarness(t *testing.T) {
 	d := newDropIn(t)
 	s := newStream1000(t)
 	f := newFirstChunk(t)
-	for _, sd := range []side{d.raw, d.recourse, s.recourse, s.rawLines, s.rawJSON, f.recourse, f.raw} {
+	sides := []side{d.raw, d.recourse, s.recourse, s.rawLines, s.rawJSON, f.recourse, f.raw}
+	c := newStreamConns(t)
+	u := newBigUnary(t, 1<<20)
+	ds := newDropInStream(t, 1000)
+	sides = append(sides, c.recourse, c.raw, u.native, u.rawJSON, u.dropIn, u.raw, ds.recourse, ds.raw)
+	for _, n := range []int{10, 100} {
+		h := newHistory(t, n)
+		sides = append(sides, h.recourse, h.raw)
+	}
+	for _, p := range []int{1, 8} {
+		cc := newConcurrent(t, p)
+		sides = append(sides, cc.recourse, cc.raw)
+	}
+	for _, cl := range []*http.Client{ds.recc, ds.rawc} {
+		if _, err := ds.held(cl); err != nil {
+			t.Fatalf("held: %v", err)
+		}
+	}
+	h, enc := historyRequest(3), openai.New()
+	want, err := enc.Encode(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := json.Marshal(rawRequestFor(h)); err != nil || string(got) != string(want) {
+		t.Fatalf("raw history body %s (%v), recourse sends %s", got, err, want)
+	}
+	for _, sd := range sides {
 		for range 2 {
 			if _, err := sd.run(); err != nil {
 				t.Fatalf("%s: %v", sd.name, err)

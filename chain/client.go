@@ -161,7 +161,7 @@ func (c *Client) do(ctx context.Context, req *chat.Request) (*chat.Completion, e
 		}
 	}
 	call := callFor(ctx, req)
-	hreq, err := http.NewRequestWithContext(layer.WithCall(ctx, call), http.MethodPost, c.base+c.codec.Path(), bytes.NewReader(body))
+	hreq, err := newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -227,4 +227,19 @@ func factsOf(req *chat.Request) *layer.RequestInfo {
 		info.Operation = layer.Structured
 	}
 	return info
+}
+
+// newRequest returns the POST of body to url. Its body is a
+// layer.RequestBody, which the engine keeps without copying; GetBody, for a
+// chain without an engine, returns a bytes.Reader, which http.Transport
+// sends with the headers in one write.
+func newRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = layer.NewRequestBody(body)
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return req, nil
 }

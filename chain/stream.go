@@ -1,12 +1,10 @@
 package chain
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"iter"
-	"net/http"
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/layer"
@@ -190,7 +188,7 @@ func (c *Client) open(ctx context.Context, req *chat.Request) (layer.FrameReader
 		return nil, err
 	}
 	call := callFor(ctx, &r)
-	hreq, err := http.NewRequestWithContext(layer.WithCall(ctx, call), http.MethodPost, c.base+c.codec.Path(), bytes.NewReader(body))
+	hreq, err := newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package layer
 import (
 	"context"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 )
 
@@ -90,6 +91,8 @@ type Attempt struct {
 	phase    Phase
 	dialed   bool
 	sent     bool
+	finished bool
+	trace    httptrace.ClientTrace
 }
 
 // NewAttempt returns attempt state. onBegin, if not nil, runs once when the
@@ -178,6 +181,37 @@ func (a *Attempt) Connected() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.dialed
+}
+
+// Finish records that the engine accepted the attempt's terminal frame: a
+// stream that ends there, possibly before HTTP EOF. The sender then reads
+// and discards what little of the body remains (the end of the chunked
+// encoding) when the body is closed, so that the connection returns to the
+// pool instead of being closed.
+func (a *Attempt) Finish() {
+	a.mu.Lock()
+	a.finished = true
+	a.mu.Unlock()
+}
+
+// Finished reports whether Finish was called.
+func (a *Attempt) Finished() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.finished
+}
+
+// ClientTrace returns the attempt's own trace, whose GotConn calls
+// MarkConnected; the sender adds it to the request context, so that the
+// trace costs no allocation of its own. The trace is set up by the first
+// call and is the same afterwards.
+func (a *Attempt) ClientTrace() *httptrace.ClientTrace {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.trace.GotConn == nil {
+		a.trace.GotConn = func(httptrace.GotConnInfo) { a.MarkConnected() }
+	}
+	return &a.trace
 }
 
 // HeadersReceived records that response headers arrived.

@@ -17,6 +17,32 @@ type RequestInfo struct {
 	// Operation is ordinary, structured (a schema or JSON format was asked
 	// for) or streaming.
 	Operation Operation
+	// DropText reports that nobody reads the text a stream accumulates: a
+	// drop-in stream, whose consumer reads the frames' bytes. A stream
+	// decoder may then leave the Content and Reasoning of its terminal
+	// frame's Completion empty, so that a stream holds O(1) memory however
+	// long it runs; the frames, their counts and the rest of the Completion
+	// (model, usage, finish reason, tool calls) are unchanged. The engine
+	// sets it for every call whose *Call does not ask for TypedErrors; it is
+	// false otherwise.
+	DropText bool
+	// TypedFrames reports that a stream's consumer reads typed frames (the
+	// native client), never their bytes: a stream decoder may then leave
+	// Raw nil on every frame but an error frame, whose Raw is the failure's
+	// evidence, and so copy no bytes for the others. The engine sets it for
+	// every call whose *Call asks for TypedErrors; it is false otherwise.
+	TypedFrames bool
+}
+
+// Checker is implemented by a Codec that can judge a complete 2xx response
+// body without decoding it: Check returns exactly the error Decode returns
+// for body, nil when Decode succeeds, and builds no completion. The engine
+// calls it instead of Decode for an ordinary call that nobody can read the
+// result of (a drop-in call whose context carries no *Call), where the
+// decoded text would be thrown away; a codec without it is asked to Decode.
+// Check must be safe for concurrent use.
+type Checker interface {
+	Check(body []byte) error
 }
 
 // Observer accounts the semantic evidence in a response body as its bytes

@@ -3,6 +3,7 @@ package layer_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -47,4 +48,20 @@ func ExampleNewAttempt() {
 	// Output:
 	// attempt_started
 	// 5
+}
+
+// A caller that has just encoded a request body hands it to the chain as a
+// RequestBody, so that the engine keeps those bytes instead of copying them.
+func ExampleNewRequestBody() {
+	body := []byte(`{"model":"gpt-4o-mini","messages":[]}`)
+	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/v1/chat/completions", nil)
+	if err != nil {
+		panic(err)
+	}
+	req.Body = layer.NewRequestBody(body)
+	req.ContentLength = int64(len(body))
+	rb := req.Body.(*layer.RequestBody)
+	fmt.Println(len(rb.Unread()), string(rb.Unread()[:9]))
+	// Output:
+	// 37 {"model":
 }

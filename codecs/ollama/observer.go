@@ -24,10 +24,13 @@ var rules = jsonscan.Compile(&jsonscan.Rules{
 //
 // For a streaming request it returns a layer.StreamDecoder of the NDJSON
 // stream (see streamDecoder): blank lines are keepalives, each valid line is
-// a frame whose content, thinking and whole tool calls are counted.
+// a frame whose content, thinking and whole tool calls are counted. With
+// info.DropText (a drop-in stream) it does not accumulate the text: the
+// terminal frame's Completion has empty Content and Reasoning; with
+// info.TypedFrames (a native stream) only error frames carry Raw.
 func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
 	if info.Operation == layer.Streaming {
-		return newStreamDecoder()
+		return newStreamDecoder(info)
 	}
 	return bodyscan.New(rules)
 }

@@ -49,9 +49,16 @@ type streamDecoder struct {
 	think   strings.Builder
 	calls   []chat.ToolCall
 	model   string
+	// dropText leaves the terminal Completion's Content and Reasoning empty
+	// instead of accumulating them (layer.RequestInfo.DropText).
+	dropText bool
 }
 
-func newStreamDecoder() *streamDecoder { return &streamDecoder{framer: ndjson.NewFramer(0)} }
+func newStreamDecoder(info layer.RequestInfo) *streamDecoder {
+	d := &streamDecoder{framer: ndjson.NewFramer(0), dropText: info.DropText}
+	d.q.ErrorRawOnly = info.TypedFrames
+	return d
+}
 
 var _ layer.StreamDecoder = (*streamDecoder)(nil)
 
@@ -89,7 +96,7 @@ func (d *streamDecoder) Write(p []byte) {
 func (d *streamDecoder) push(f layer.Frame) { d.q.Push(f) }
 
 func (d *streamDecoder) line(l ndjson.Line) {
-	raw := d.q.Raw(l.Raw)
+	raw := l.Raw // Push copies what it keeps
 	if l.Blank {
 		d.push(layer.Frame{Raw: raw, Keepalive: true})
 		return
@@ -129,8 +136,10 @@ func (d *streamDecoder) line(l ndjson.Line) {
 			d.calls = append(d.calls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: bytes.Clone(args)})
 		}
 	}
-	d.content.WriteString(f.Content)
-	d.think.WriteString(f.Reasoning)
+	if !d.dropText {
+		d.content.WriteString(f.Content)
+		d.think.WriteString(f.Reasoning)
+	}
 	d.counts = d.counts.Add(f.Semantic())
 	if r.Done == nil || !*r.Done {
 		d.push(f)

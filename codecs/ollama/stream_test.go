@@ -636,3 +636,38 @@ func TestR12_2_OllamaRawIsExactAndOwned(t *testing.T) {
 		t.Errorf("another decoder's keepalive Raw = %q", f.Raw)
 	}
 }
+
+// With RequestInfo.DropText (a drop-in stream) the decoder returns the same
+// frames and counts, and the terminal Completion has empty Content and
+// Reasoning: the text is not accumulated.
+func TestDropTextKeepsAllButTheAccumulatedText(t *testing.T) {
+	t.Parallel()
+	stream := thinkingOf("2+2") + contentOf("Hel") + "\n" + contentOf("lo") + doneLine("stop")
+	decode := func(drop bool) ([]layer.Frame, layer.Counts) {
+		d := ollama.New().NewObserver(layer.RequestInfo{Model: "llama3.2", Operation: layer.Streaming, DropText: drop}).(layer.StreamDecoder)
+		d.Write([]byte(stream))
+		var fs []layer.Frame
+		for f, ok := d.Next(); ok; f, ok = d.Next() {
+			fs = append(fs, f)
+		}
+		if err := d.End(); err != nil {
+			t.Fatal(err)
+		}
+		return fs, d.Observed()
+	}
+	kept, keptCounts := decode(false)
+	dropped, droppedCounts := decode(true)
+	if keptCounts != droppedCounts || len(kept) != len(dropped) {
+		t.Fatalf("counts %+v over %d frames, want %+v over %d", droppedCounts, len(dropped), keptCounts, len(kept))
+	}
+	last := kept[len(kept)-1]
+	if !last.Done || last.Completion.Message.Content != "Hello" || last.Completion.Message.Reasoning != "2+2" {
+		t.Fatalf("terminal frame without DropText: %+v", last)
+	}
+	want := *last.Completion
+	want.Message.Content, want.Message.Reasoning = "", ""
+	kept[len(kept)-1].Completion = &want
+	if !reflect.DeepEqual(kept, dropped) {
+		t.Fatalf("frames with DropText\n%+v\nwant\n%+v", dropped, kept)
+	}
+}

@@ -130,6 +130,23 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	return decode(body)
 }
 
+// Check returns the error Decode returns for body, nil when Decode would
+// succeed, without building the completion (layer.Checker): the engine
+// calls it for a drop-in call whose decoded completion nobody reads. It is
+// safe for concurrent use.
+func (c *Codec) Check(body []byte) error {
+	if !utf8.Valid(body) {
+		return protocolError("response is not valid UTF-8", nil)
+	}
+	if fastCheck(body) {
+		return nil
+	}
+	_, err := decode(body)
+	return err
+}
+
+var _ layer.Checker = (*Codec)(nil)
+
 // anyJSON checks syntax only: the depth check of decode.
 var anyJSON = jsonscan.Compile(nil)
 

@@ -34,7 +34,19 @@ type response struct {
 }
 
 // fastDecode is the fast path of Decode for a body that is valid UTF-8.
-func fastDecode(body []byte) (*chat.Completion, bool) {
+func fastDecode(body []byte) (*chat.Completion, bool) { return fastRead(body, true) }
+
+// fastCheck is the fast path of Check for a body that is valid UTF-8: it
+// reports true exactly when fastDecode would return a completion, without
+// building one (a body with tool calls still decodes them).
+func fastCheck(body []byte) bool {
+	_, ok := fastRead(body, false)
+	return ok
+}
+
+// fastRead is fastDecode when build is set; otherwise it makes every check
+// fastDecode makes and returns a nil completion.
+func fastRead(body []byte, build bool) (*chat.Completion, bool) {
 	var r response
 	if !r.scan(body) {
 		return nil, false
@@ -61,25 +73,32 @@ func fastDecode(body []byte) (*chat.Completion, bool) {
 		c chat.Completion
 		u chat.Usage
 	}
-	out := &completion{c: chat.Completion{Message: chat.Message{Role: chat.Assistant}}}
-	comp := &out.c
 	var texts stringArena
-	fields := [...]struct {
-		v   []byte
-		dst *string
-	}{
-		{id, &comp.ID}, {model, &comp.Model}, {finish, &comp.FinishReason},
-		{content, &comp.Message.Content}, {reasoningContent, &comp.Message.Reasoning},
-		{reasoning, &comp.Message.Reasoning},
-	}
-	for _, f := range fields {
-		if !texts.reserve(f.v) {
+	for _, v := range [...][]byte{id, model, finish, content, reasoningContent, reasoning} {
+		if !texts.reserve(v) {
 			return nil, false
 		}
 	}
-	for _, f := range fields {
-		if isString(f.v) && *f.dst == "" {
-			*f.dst = texts.decode(f.v)
+	var (
+		out  *completion
+		comp *chat.Completion
+		u    *chat.Usage
+	)
+	if build {
+		out = &completion{c: chat.Completion{Message: chat.Message{Role: chat.Assistant}}}
+		comp, u = &out.c, &out.u
+		fields := [...]struct {
+			v   []byte
+			dst *string
+		}{
+			{id, &comp.ID}, {model, &comp.Model}, {finish, &comp.FinishReason},
+			{content, &comp.Message.Content}, {reasoningContent, &comp.Message.Reasoning},
+			{reasoning, &comp.Message.Reasoning},
+		}
+		for _, f := range fields {
+			if isString(f.v) && *f.dst == "" {
+				*f.dst = texts.decode(f.v)
+			}
 		}
 	}
 	if !absent(toolCalls) || !absent(functionCall) {
@@ -87,13 +106,14 @@ func fastDecode(body []byte) (*chat.Completion, bool) {
 		if !ok {
 			return nil, false
 		}
-		comp.Message.ToolCalls = calls
+		if build {
+			comp.Message.ToolCalls = calls
+		}
 	}
 	if !absent(usage) {
 		if usage[0] != '{' {
 			return nil, false
 		}
-		u := &out.u
 		for m := jsonscan.ObjectMembers(usage); ; {
 			key, escaped, v, ok := m.Next()
 			if !ok {
@@ -105,9 +125,13 @@ func fastDecode(body []byte) (*chat.Completion, bool) {
 			var dst *int
 			switch string(key) {
 			case "prompt_tokens":
-				dst = &u.InputTokens
+				if build {
+					dst = &u.InputTokens
+				}
 			case "completion_tokens":
-				dst = &u.OutputTokens
+				if build {
+					dst = &u.OutputTokens
+				}
 			default:
 				continue
 			}
@@ -115,9 +139,13 @@ func fastDecode(body []byte) (*chat.Completion, bool) {
 			if !ok {
 				return nil, false
 			}
-			*dst = n
+			if dst != nil {
+				*dst = n
+			}
 		}
-		comp.Usage = u
+		if build {
+			comp.Usage = u
+		}
 	}
 	return comp, true
 }

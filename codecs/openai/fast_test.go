@@ -86,6 +86,9 @@ var describeSeeds = []string{
 func checkDecode(t *testing.T, body []byte) bool {
 	t.Helper()
 	fast, ok := fastDecode(body)
+	if fastCheck(body) != ok {
+		t.Fatalf("fastCheck(%.60q) = %v, fastDecode decided %v", body, !ok, ok)
+	}
 	if !ok {
 		return false
 	}

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 
@@ -44,6 +45,10 @@ func FuzzDecode(f *testing.F) {
 		comp, err := c.Decode(body)
 		if (comp == nil) == (err == nil) {
 			t.Fatalf("Decode returned completion %v and error %v", comp, err)
+		}
+		// Check judges every body as Decode does, error for error.
+		if cerr := c.Check(body); !reflect.DeepEqual(cerr, err) {
+			t.Fatalf("Check = %v, Decode error %v", cerr, err)
 		}
 		if err != nil {
 			var pv *layer.ProviderError

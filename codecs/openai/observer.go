@@ -18,7 +18,11 @@ import (
 //
 // For a streaming request the observer is a layer.StreamDecoder of
 // chat.completion.chunk events (package codecs/internal/ssechat): it frames
-// the SSE stream, decodes each event and counts its evidence.
+// the SSE stream, decodes each event and counts its evidence. When
+// info.DropText is set (a drop-in stream) it does not accumulate the text,
+// so the terminal frame's Completion has empty Content and Reasoning and the
+// stream holds O(1) memory; when info.TypedFrames is set (a native stream)
+// only error frames carry Raw.
 //
 // NewObserver is safe for concurrent use; each returned Observer is used by
 // one attempt and is not.

@@ -37,6 +37,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := c.in.read(req, t.l.codec, c.lc.Facts); err != nil {
 		return nil, err
 	}
+	// Only a typed caller (the native client) reads a stream's accumulated
+	// text, so a drop-in stream keeps O(1) memory however long it runs; and
+	// only a drop-in caller reads the frames' bytes, so a native stream's
+	// decoder copies them for error frames alone.
+	c.in.info.DropText, c.in.info.TypedFrames = !c.lc.TypedErrors, c.lc.TypedErrors
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
 	}

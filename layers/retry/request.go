@@ -21,17 +21,25 @@ type request struct {
 
 // read takes req's body and headers. facts, when the caller knew them (the
 // native client), are the request facts; otherwise the codec describes the
-// body (drop-in calls).
+// body (drop-in calls). A request whose body is a *layer.RequestBody was
+// built for this call alone: its body bytes and header are kept as they
+// are; any other request's body is read and copied and its header cloned.
 func (in *request) read(req *http.Request, codec layer.Codec, facts *layer.RequestInfo) error {
-	if req.Body != nil && req.Body != http.NoBody {
-		b, err := readAll(req.Body, req.ContentLength)
-		req.Body.Close()
-		if err != nil {
-			return err
+	in.req = req
+	if rb, ok := req.Body.(*layer.RequestBody); ok {
+		in.body, in.header = rb.Unread(), req.Header
+		rb.Close()
+	} else {
+		if req.Body != nil && req.Body != http.NoBody {
+			b, err := readAll(req.Body, req.ContentLength)
+			req.Body.Close()
+			if err != nil {
+				return err
+			}
+			in.body = b
 		}
-		in.body = b
+		in.header = req.Header.Clone()
 	}
-	in.req, in.header = req, req.Header.Clone()
 	switch {
 	case facts != nil:
 		in.info = *facts
@@ -52,7 +60,7 @@ func (in *request) read(req *http.Request, codec layer.Codec, facts *layer.Reque
 // forAttempt returns the request of attempt a: a shallow copy with the
 // call's own header and a fresh reader over the call's body. The layers
 // below never change a request they are given (layer.Layer): capture
-// snapshots copies and the sender sends a deep clone, so the call's header
+// snapshots copies and the sender only reads it, so the call's header
 // stays byte-identical for every attempt (R2.3).
 func (in *request) forAttempt(ctxWithAttempt *http.Request) *http.Request {
 	areq := ctxWithAttempt

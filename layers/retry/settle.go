@@ -230,6 +230,12 @@ func (c *call) decode(b []byte) (layer.ResponseEvidence, *chat.Completion, error
 	if c.t.l.codec == nil {
 		return layer.ResponseEvidence{}, nil, nil
 	}
+	if ch, ok := c.t.l.codec.(layer.Checker); ok && c.lc == &c.ownCall && c.in.info.Operation == layer.Ordinary {
+		// Nobody can read this call's result (a drop-in call without a
+		// *layer.Call): judge the body as Decode would, without building
+		// the completion.
+		return layer.ResponseEvidence{}, nil, ch.Check(b)
+	}
 	comp, err := c.t.l.codec.Decode(b)
 	if err != nil {
 		return layer.ResponseEvidence{}, nil, err

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -20,7 +21,7 @@ type streamBody struct {
 	n       int
 	a       *layer.Attempt
 	resp    *http.Response
-	buf     []byte
+	buf     *[readBufferSize]byte // from readBuffers while reading; back on Close
 	readErr error
 	err     error // sticky: io.EOF after the terminal frame, or the final error
 	raw     []byte
@@ -40,7 +41,7 @@ type streamBody struct {
 
 func (c *call) openStream(n int, resp *http.Response) *http.Response {
 	c.stream = true
-	b := &streamBody{c: c, n: n, a: c.cur, resp: resp, buf: make([]byte, 4<<10)}
+	b := &streamBody{c: c, n: n, a: c.cur, resp: resp}
 	c.lc.Result.LogicalID, c.lc.Result.Stream = c.logical, b
 	out := *resp
 	out.Body = b
@@ -71,7 +72,10 @@ func (b *streamBody) NextFrame() (layer.Frame, error) {
 			b.ended(err)
 			continue
 		}
-		n, err := b.resp.Body.Read(b.buf)
+		if b.buf == nil {
+			b.buf = readBuffers.Get().(*[readBufferSize]byte)
+		}
+		n, err := b.resp.Body.Read(b.buf[:])
 		if b.a.OnWire != nil {
 			b.got = append(b.got, b.buf[:n]...)
 			if len(b.got) > 2*MaxEvidenceBytes {
@@ -80,8 +84,7 @@ func (b *streamBody) NextFrame() (layer.Frame, error) {
 			}
 		}
 		if err != nil {
-			var ce *layer.CaptureError
-			if errors.As(err, &ce) {
+			if captureError(err) != nil {
 				// The capture of the bytes just read failed: the frames
 				// they completed are never handed over (R12.3). Every
 				// earlier frame was taken before this read.
@@ -158,6 +161,7 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 	}
 	before := b.a.Progress().Delivered
 	b.a.Deliver(layer.Counts{CompletedToolCalls: f.Semantic().CompletedToolCalls})
+	b.a.Finish() // the sender keeps the connection for reuse
 	closeResp(b.resp)
 	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
 		b.err = err
@@ -335,8 +339,21 @@ func (b *streamBody) Close() error {
 	if b.err == nil {
 		b.abandoned()
 	}
+	// b.err is set now, so nothing reads into the buffer again.
+	if b.buf != nil {
+		readBuffers.Put(b.buf)
+		b.buf = nil
+	}
 	return nil
 }
+
+// readBufferSize is the size of a stream body's read buffer.
+const readBufferSize = 4 << 10
+
+// readBuffers holds the read buffers of closed stream bodies for the next
+// streams, so that a stream's read buffer costs no allocation in steady
+// state.
+var readBuffers = sync.Pool{New: func() any { return new([readBufferSize]byte) }}
 
 // abandoned ends the lifecycle of a stream closed before its end (R13.5).
 // There is no resend: the cancellation ends the call.
@@ -356,6 +373,20 @@ func (b *streamBody) abandoned() {
 }
 
 var errClosed = errors.New("recourse: stream closed")
+
+// captureError returns the *layer.CaptureError in err's chain, or nil. It
+// answers io.EOF, the usual end of a body, without errors.As, whose target
+// would cost every stream an allocation.
+func captureError(err error) *layer.CaptureError {
+	if err == nil || err == io.EOF {
+		return nil
+	}
+	var ce *layer.CaptureError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return nil
+}
 
 // isStreamError reports whether err is a *layer.StreamError (a length or
 // other incomplete finish). It keeps the target off the per-frame path's

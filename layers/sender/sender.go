@@ -7,6 +7,18 @@
 // non-replayable (no GetBody), so a failure on a reused connection reaches
 // the retry layer as an ordinary transport failure and only the retry layer
 // can authorize another send. A RoundTripper never follows redirects.
+//
+// A stream that the engine ended at its terminal frame (layer.Attempt.Finish)
+// usually has a few bytes of HTTP framing left, the end of the chunked
+// encoding, that arrive just after the frame. Closing the body before they
+// are read would close the connection, and the next call would dial again
+// (in production, a TLS handshake). So when such a body is closed the
+// sender first reads and discards at most DrainLimit bytes for at most
+// DrainWait, then closes it: a provider that ends the response there leaves
+// its connection in the pool; one that keeps sending, or holds the response
+// open, gets its connection closed as before. The sender drains only over an
+// *http.Transport (its own default is one), whose bodies may be closed while
+// a read blocks; over another base it closes at once.
 package sender
 
 import (
@@ -15,6 +27,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"time"
 
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -24,6 +37,9 @@ import (
 type Layer struct {
 	once sync.Once
 	base http.RoundTripper
+	// drains: the base is an *http.Transport, whose response bodies may be
+	// closed while a read blocks, so a finished stream may be drained.
+	drains bool
 }
 
 // New returns a sender that sends through base. A nil base means a private
@@ -43,6 +59,7 @@ func (l *Layer) transport() http.RoundTripper {
 			t.Protocols = &protos
 			l.base = t
 		}
+		_, l.drains = l.base.(*http.Transport)
 	})
 	return l.base
 }
@@ -57,24 +74,26 @@ func (*Layer) Position() layer.Position { return layer.StageSender }
 // sending RoundTripper.
 func (l *Layer) Wrap(http.RoundTripper) http.RoundTripper { return l }
 
-// RoundTrip sends req once. It clones req, makes the body non-replayable,
-// records the connection phase for the engine and marks the attempt as
-// begun just before the request leaves. A second send of one attempt's
-// request (a per-attempt layer that called its next twice) is refused with
-// layer.ErrSecondSend: an attempt is at most one POST (R2.1). Outside a recovery attempt it sends
-// a fresh copy of the body from GetBody, when req has one, so that the
-// caller's body stays unread; inside one it sends req's body, the attempt's
-// own copy.
+// RoundTrip sends req once. It sends a shallow copy of req whose body is
+// non-replayable (req itself is never changed, and its header is shared,
+// only read), records the connection phase for the engine and marks the
+// attempt as begun just before the request leaves. A second send of one
+// attempt's request (a per-attempt layer that called its next twice) is
+// refused with layer.ErrSecondSend: an attempt is at most one POST (R2.1).
+// Outside a recovery attempt it sends a fresh copy of the body from GetBody,
+// when req has one, so that the caller's body stays unread; inside one it
+// sends req's body, the attempt's own copy.
 func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := l.transport()
 	a := layer.AttemptFrom(req.Context())
 	ctx := req.Context()
 	if a != nil {
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			GotConn: func(httptrace.GotConnInfo) { a.MarkConnected() },
-		})
+		ctx = httptrace.WithClientTrace(ctx, a.ClientTrace())
 	}
-	out := req.Clone(ctx)
+	// A shallow copy: the sender changes only the copy's body fields, and
+	// http.Transport never writes to a request's header, URL or trailer,
+	// so a deep clone (Request.Clone) would copy them for nothing.
+	out := req.WithContext(ctx)
 	if req.Body != nil && req.Body != http.NoBody {
 		// Inside a recovery attempt the body is the attempt's own fresh
 		// copy, which nothing above has read (the capture layer reads
@@ -112,8 +131,63 @@ func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if a != nil {
 		a.HeadersReceived()
+		if l.drains && a.Info.Operation == layer.Streaming && resp.Body != nil && resp.Body != http.NoBody {
+			resp.Body = &streamBody{rc: resp.Body, a: a}
+		}
 	}
 	return resp, nil
+}
+
+// The bounds of the read that lets a finished stream's connection be
+// reused (see the package documentation).
+const (
+	// DrainLimit is the most bytes read after a stream's terminal frame.
+	DrainLimit = 4 << 10
+	// DrainWait is the longest the sender waits for them.
+	DrainWait = 50 * time.Millisecond
+)
+
+// streamBody is the body of a streaming attempt's response: it notes HTTP
+// EOF and, closed after the attempt finished before it, drains the rest.
+// Like any response body it is read and closed by one goroutine.
+type streamBody struct {
+	rc  io.ReadCloser
+	a   *layer.Attempt
+	eof bool
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// Close closes the body, first draining it when the attempt finished at its
+// terminal frame before HTTP EOF.
+func (b *streamBody) Close() error {
+	if !b.eof && b.a.Finished() {
+		b.eof = true
+		drain(b.rc)
+	}
+	return b.rc.Close()
+}
+
+// drain reads and discards at most DrainLimit bytes of rc, for at most
+// DrainWait: when the time is up rc is closed, which ends a blocked read
+// (net/http's response bodies allow Close concurrently with Read).
+func drain(rc io.ReadCloser) {
+	t := time.AfterFunc(DrainWait, func() { _ = rc.Close() })
+	defer t.Stop()
+	var buf [512]byte
+	for n := 0; n < DrainLimit; {
+		m, err := rc.Read(buf[:])
+		n += m
+		if err != nil {
+			return
+		}
+	}
 }
 
 // Body returns a non-replayable request body over b.

@@ -8,6 +8,10 @@ import "github.com/recourse-dev/recourse/layer"
 // Queue holds decoded frames until the retry layer takes them. The zero
 // value is ready to use; a Queue is not safe for concurrent use.
 type Queue struct {
+	// ErrorRawOnly keeps Raw on error frames only: Push leaves it nil on
+	// the others (layer.RequestInfo.TypedFrames).
+	ErrorRawOnly bool
+
 	frames []layer.Frame
 	head   int
 	index  int
@@ -15,17 +19,28 @@ type Queue struct {
 	arena  arena
 }
 
-// Push queues f. A frame that is neither a keepalive nor a malformed-frame
-// error takes the next Index, counting from 1 (R13.6: indices restart with
-// every attempt's decoder; 0 means no index). An error or a Done frame ends
-// the stream.
+// Push queues f with an owned copy of f.Raw, which may alias the caller's
+// buffers (with ErrorRawOnly, a frame without Err gets no Raw at all). A
+// frame that is neither a keepalive nor a malformed-frame error takes the
+// next Index, counting from 1 (R13.6: indices restart with every attempt's
+// decoder; 0 means no index). An error or a Done frame ends the stream.
 func (q *Queue) Push(f layer.Frame) {
+	if q.ErrorRawOnly && f.Err == nil {
+		f.Raw = nil
+	} else {
+		f.Raw = q.arena.clone(f.Raw)
+	}
 	if f.Err != nil || f.Done {
 		q.ended = true
 	}
 	if _, malformed := f.Err.(*layer.ProtocolError); !malformed && !f.Keepalive {
 		q.index++
 		f.Index = q.index
+	}
+	if q.frames == nil {
+		// Room for the frames of a typical read, so a stream's queue
+		// grows once rather than at 1, 2, 4 and 8.
+		q.frames = make([]layer.Frame, 0, 8)
 	}
 	q.frames = append(q.frames, f)
 }

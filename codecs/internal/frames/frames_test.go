@@ -69,3 +69,27 @@ func TestKeepaliveRawAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per 16 keepalive copies, want 0", allocs)
 	}
 }
+
+// Push copies Raw, so a decoder may pass a slice of its own buffer: a later
+// change to that buffer changes no queued frame. With ErrorRawOnly only
+// error frames keep their Raw.
+func TestPushCopiesRawAndErrorRawOnlyKeepsErrorsAlone(t *testing.T) {
+	buf := []byte(": keep-alive\n\n")
+	var q Queue
+	q.Push(layer.Frame{Raw: buf, Keepalive: true})
+	copy(buf, "XXXXXXXXXXXXXX")
+	if f, _ := q.Next(); string(f.Raw) != ": keep-alive\n\n" {
+		t.Fatalf("queued Raw %q changed with the decoder's buffer", f.Raw)
+	}
+
+	r := Queue{ErrorRawOnly: true}
+	r.Push(layer.Frame{Raw: []byte(": ping\n\n"), Keepalive: true})
+	r.Push(layer.Frame{Raw: []byte("data: {}\n\n"), Content: "a"})
+	r.Push(layer.Frame{Raw: []byte("data: {\"error\":{}}\n\n"), Err: &layer.ProviderError{}})
+	for i, want := range []string{"", "", "data: {\"error\":{}}\n\n"} {
+		f, ok := r.Next()
+		if !ok || string(f.Raw) != want || (want == "") != (f.Raw == nil) {
+			t.Fatalf("frame %d: Raw %q (ok %v), want %q", i, f.Raw, ok, want)
+		}
+	}
+}

@@ -9,11 +9,12 @@ import (
 // NewObserver returns the Observer of one attempt of an OpenAI-shaped chat
 // completions request described by info: for a streaming request a
 // layer.StreamDecoder of the SSE chat.completion.chunk stream (package
-// codecs/internal/ssechat), and otherwise a scanner of the chat completion
+// codecs/internal/ssechat, configured by info.DropText and info.TypedFrames),
+// and otherwise a scanner of the chat completion
 // object (bodyscan.OpenAI).
 func NewObserver(info layer.RequestInfo) layer.Observer {
 	if info.Operation == layer.Streaming {
-		return ssechat.New()
+		return ssechat.NewFor(info)
 	}
 	return bodyscan.New(bodyscan.OpenAI)
 }

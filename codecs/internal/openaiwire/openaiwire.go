@@ -25,7 +25,8 @@ import (
 )
 
 // Message is one element of "messages", in OpenAI's key order. Content is
-// nil (left out), a string, or a []Part.
+// nil (left out), a *string (the text, referenced while the body is
+// marshalled), or a []Part.
 type Message struct {
 	Role       chat.Role  `json:"role"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
@@ -147,8 +148,8 @@ type Body struct {
 func (d *Dialect) Encode(req *chat.Request) (Body, error) {
 	var b Body
 	b.Messages = make([]Message, 0, len(req.Messages))
-	for i, m := range req.Messages {
-		w, err := d.message(m)
+	for i := range req.Messages {
+		w, err := d.message(&req.Messages[i])
 		if err != nil {
 			return Body{}, d.errorf("message " + strconv.Itoa(i) + ": " + err.Error())
 		}
@@ -209,7 +210,10 @@ func (d *Dialect) errorf(what string) error {
 }
 
 // message encodes one message. The error text is relative to the message.
-func (d *Dialect) message(m chat.Message) (Message, error) {
+// A text content is referenced, not copied: a *string in Content costs no
+// allocation (a string would be boxed), and the body is marshalled before
+// Encode's caller returns.
+func (d *Dialect) message(m *chat.Message) (Message, error) {
 	if d.KnownRoles {
 		switch m.Role {
 		case chat.System, chat.User, chat.Assistant, chat.Tool:
@@ -223,7 +227,7 @@ func (d *Dialect) message(m chat.Message) (Message, error) {
 	if d.AssistantToolCalls && len(m.ToolCalls) > 0 && m.Role != chat.Assistant {
 		return Message{}, errors.New("tool calls are only sent on assistant messages")
 	}
-	w := Message{Role: m.Role, Content: m.Content}
+	w := Message{Role: m.Role, Content: &m.Content}
 	if len(m.Images) > 0 {
 		parts := make([]Part, 0, len(m.Images)+1)
 		if m.Content != "" {

@@ -83,6 +83,15 @@ func FuzzChunkOracle(f *testing.F) {
 		`{"model":"keepalive"}`,
 		`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
 		` { "choices" : [ { "delta" : { "content" : "\ud83d\ude42\"" } } ] } `,
+		// The one-pass scan's bookkeeping: more choices than it records,
+		// repeated choices and delta members, a delta that is not an object,
+		// a first choice that is not an object.
+		`{"choices":[{"index":1},{"index":2},{"index":3},{"index":4},{"index":0,"delta":{"content":"5th"}}]}`,
+		`{"choices":[{"delta":{"content":"old"}}],"choices":[{"delta":{"content":"new"},"delta":{"reasoning":"r"}}]}`,
+		`{"choices":[{"delta":null,"finish_reason":"stop"}]}`,
+		`{"choices":[{"delta":"x"}]}`,
+		`{"choices":[1,{"index":0,"delta":{"content":"a"}}]}`,
+		`{"choices":[{"index":0,"delta":{"c\u006fntent":"esc","content":"plain"}}]}`,
 		`{"choices":[{"delta":{"content":"a","content":"b"}}],"id":null,"model":null,"usage":null}`,
 	} {
 		f.Add([]byte(s))

@@ -51,6 +51,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/internal/jsonscan"
 	"github.com/recourse-dev/recourse/internal/sse"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -73,6 +74,9 @@ type Decoder struct {
 	id      string
 	usage   *chat.Usage
 	legacy  *chat.ToolCallFragment
+	// discardText leaves the terminal Completion's Content and Reasoning
+	// empty instead of accumulating them (layer.RequestInfo.DropText).
+	discardText bool
 	// sniffed: the first non-space byte arrived; plain: it was '{', so
 	// the answer is a JSON document, not an event stream, and its first
 	// bytes are kept in doc (at most maxDoc) for End.
@@ -83,8 +87,19 @@ type Decoder struct {
 // maxDoc bounds the bytes of a plain JSON answer that End inspects.
 const maxDoc = 64 << 10
 
-// New returns a decoder.
-func New() *Decoder { return &Decoder{framer: sse.NewFramer(0)} }
+// New returns a decoder that keeps every frame's Raw and accumulates the
+// text (NewFor with the zero RequestInfo).
+func New() *Decoder { return NewFor(layer.RequestInfo{}) }
+
+// NewFor returns a decoder for a request described by info: with
+// info.DropText its terminal Completion has empty Content and Reasoning (no
+// text is accumulated), and with info.TypedFrames only error frames carry
+// Raw.
+func NewFor(info layer.RequestInfo) *Decoder {
+	d := &Decoder{framer: sse.NewFramer(0), discardText: info.DropText}
+	d.q.ErrorRawOnly = info.TypedFrames
+	return d
+}
 
 var _ layer.StreamDecoder = (*Decoder)(nil)
 
@@ -176,7 +191,7 @@ func protocolError(raw []byte, what string, err error) layer.Frame {
 }
 
 func (d *Decoder) event(ev sse.Event) {
-	raw := d.q.Raw(ev.Raw)
+	raw := ev.Raw // Push copies what it keeps
 	switch {
 	case ev.Event == "error":
 		d.push(layer.Frame{Raw: raw, Err: eventError(ev.Data)})
@@ -193,7 +208,7 @@ func (d *Decoder) event(ev sse.Event) {
 // eventError is the provider error of an "event: error" event, with the
 // code and message of its data when that is a JSON error object.
 func eventError(data []byte) *layer.ProviderError {
-	if !utf8.Valid(data) || !json.Valid(data) {
+	if !utf8.Valid(data) || !validJSON(data) {
 		return &layer.ProviderError{}
 	}
 	it, ok := object(data)
@@ -243,37 +258,26 @@ func (d *Decoder) chunk(raw, data []byte) {
 		d.push(protocolError(raw, "stream event is not valid UTF-8", nil))
 		return
 	}
-	if !json.Valid(data) {
-		var v json.RawMessage
-		d.push(protocolError(raw, "stream event is not valid JSON", json.Unmarshal(data, &v)))
-		return
-	}
-	top, ok := object(data)
-	if !ok {
-		d.push(protocolError(raw, "stream event is not a JSON object", nil))
-		return
-	}
-	var idv, modelv, errv, objectv, codev, messagev, choicesv, usagev []byte
-	for k, v, ok := top.next(); ok; k, v, ok = top.next() {
-		switch string(keyName(k)) {
-		case "id":
-			idv = v
-		case "model":
-			modelv = v
-		case "error":
-			errv = v
-		case "object":
-			objectv = v
-		case "code":
-			codev = v
-		case "message":
-			messagev = v
-		case "choices":
-			choicesv = v
-		case "usage":
-			usagev = v
+	var m topMembers
+	if !m.scan(data) {
+		// Not an object of plain keys that jsonscan validates: the
+		// reference path decides (encoding/json's verdict, keys unescaped).
+		if !validJSON(data) {
+			var v json.RawMessage
+			d.push(protocolError(raw, "stream event is not valid JSON", json.Unmarshal(data, &v)))
+			return
+		}
+		top, ok := object(data)
+		if !ok {
+			d.push(protocolError(raw, "stream event is not a JSON object", nil))
+			return
+		}
+		m = topMembers{}
+		for k, v, ok := top.next(); ok; k, v, ok = top.next() {
+			m.set(keyName(k), v)
 		}
 	}
+	idv, modelv, errv, objectv, codev, messagev, choicesv, usagev := m.id, m.model, m.err, m.object, m.code, m.message, m.choices, m.usage
 	if errv != nil && !isNull(errv) {
 		d.push(layer.Frame{Raw: raw, Err: providerError(errv)})
 		return
@@ -305,16 +309,35 @@ func (d *Decoder) chunk(raw, data []byte) {
 	}
 	nChoices := 0
 	seen := false
-	for c, ok := choices.next(); ok; c, ok = choices.next() {
+	choice := func(c []byte, pre *choiceMembers) bool {
 		nChoices++
 		if seen {
-			continue
+			return true
 		}
 		var what string
-		seen, what = decodeChoice(c, &f, &frags, &legacy)
+		seen, what = decodeChoice(c, pre, &f, &frags, &legacy)
 		if what != "" {
 			d.push(protocolError(raw, what, nil))
-			return
+			return false
+		}
+		return true
+	}
+	if m.elemsOK {
+		// The scan recorded the elements, and the first one's members.
+		for i, c := range m.elems[:m.nElems] {
+			var pre *choiceMembers
+			if i == 0 && m.c0OK {
+				pre = &m.c0
+			}
+			if !choice(c, pre) {
+				return
+			}
+		}
+	} else {
+		for c, ok := choices.next(); ok; c, ok = choices.next() {
+			if !choice(c, nil) {
+				return
+			}
 		}
 	}
 	if nChoices == 0 && u == nil && id == "" {
@@ -348,8 +371,10 @@ func (d *Decoder) chunk(raw, data []byte) {
 	if f.FinishReason != "" {
 		d.finish = f.FinishReason
 	}
-	d.content.WriteString(f.Content)
-	d.reason.WriteString(f.Reasoning)
+	if !d.discardText {
+		d.content.WriteString(f.Content)
+		d.reason.WriteString(f.Reasoning)
+	}
 	d.counts = d.counts.Add(f.Semantic())
 	switch f.FinishReason {
 	case "", "stop", "tool_calls", "function_call":
@@ -364,24 +389,55 @@ func (d *Decoder) chunk(raw, data []byte) {
 	d.push(f)
 }
 
-// decodeChoice decodes one element of choices into f, frags and legacy when
-// its index is 0. It reports whether it did, or what is malformed.
-func decodeChoice(c []byte, f *layer.Frame, frags *[]chat.ToolCallFragment, legacy **chat.ToolCallFragment) (used bool, what string) {
-	it, ok := object(c)
-	if !ok {
-		return false, "chunk choice is not an object"
+// choiceMembers are the raw members of a choice object that the decoder
+// reads and, when deltaScanned, those of its delta object, as the one-pass
+// scan of a chunk records them (of duplicate keys the last one wins).
+type choiceMembers struct {
+	index, delta, finish      []byte
+	deltaScanned              bool
+	content, rc, r, tools, fc []byte // of delta
+}
+
+// setDelta records the raw value v of the delta member named key.
+func (m *choiceMembers) setDelta(key, v []byte) {
+	switch string(key) {
+	case "content":
+		m.content = v
+	case "reasoning_content":
+		m.rc = v
+	case "reasoning":
+		m.r = v
+	case "tool_calls":
+		m.tools = v
+	case "function_call":
+		m.fc = v
 	}
-	var indexv, deltav, finishv []byte
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
-		switch string(keyName(k)) {
-		case "index":
-			indexv = v
-		case "delta":
-			deltav = v
-		case "finish_reason":
-			finishv = v
+}
+
+// decodeChoice decodes one element of choices into f, frags and legacy when
+// its index is 0. It reports whether it did, or what is malformed. pre, when
+// not nil, holds c's members as the chunk's scan recorded them.
+func decodeChoice(c []byte, pre *choiceMembers, f *layer.Frame, frags *[]chat.ToolCallFragment, legacy **chat.ToolCallFragment) (used bool, what string) {
+	var m choiceMembers
+	if pre != nil {
+		m = *pre
+	} else {
+		it, ok := object(c)
+		if !ok {
+			return false, "chunk choice is not an object"
+		}
+		for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+			switch string(keyName(k)) {
+			case "index":
+				m.index = v
+			case "delta":
+				m.delta = v
+			case "finish_reason":
+				m.finish = v
+			}
 		}
 	}
+	indexv, deltav, finishv := m.index, m.delta, m.finish
 	index, ok := optInt(indexv)
 	if !ok {
 		return false, "chunk choice index is not an integer"
@@ -395,25 +451,16 @@ func decodeChoice(c []byte, f *layer.Frame, frags *[]chat.ToolCallFragment, lega
 	if deltav == nil || isNull(deltav) {
 		return true, ""
 	}
-	dl, ok := object(deltav)
-	if !ok {
-		return false, "chunk delta is not an object"
-	}
-	var contentv, rcv, rv, toolsv, fcv []byte
-	for k, v, ok := dl.next(); ok; k, v, ok = dl.next() {
-		switch string(keyName(k)) {
-		case "content":
-			contentv = v
-		case "reasoning_content":
-			rcv = v
-		case "reasoning":
-			rv = v
-		case "tool_calls":
-			toolsv = v
-		case "function_call":
-			fcv = v
+	if !m.deltaScanned {
+		dl, ok := object(deltav)
+		if !ok {
+			return false, "chunk delta is not an object"
+		}
+		for k, v, ok := dl.next(); ok; k, v, ok = dl.next() {
+			m.setDelta(keyName(k), v)
 		}
 	}
+	contentv, rcv, rv, toolsv, fcv := m.content, m.rc, m.r, m.tools, m.fc
 	var ok1, ok2, ok3 bool
 	f.Content, ok1 = optStr(contentv)
 	rc, ok2 := optStr(rcv)
@@ -575,6 +622,144 @@ func (d *Decoder) done(raw []byte) {
 	d.counts.CompletedToolCalls += int64(len(comp.Message.ToolCalls))
 	d.push(f)
 }
+
+// topMembers holds the raw values of the top-level members of a chunk that
+// the decoder reads; of duplicate keys the last one wins.
+type topMembers struct {
+	id, model, err, object, code, message, choices, usage []byte
+	// elemsOK: the scan recorded the elements of choices (at most
+	// maxElems) in elems, and c0OK: the members of the first one, an
+	// object, in c0.
+	elemsOK, c0OK bool
+	nElems        int
+	elems         [maxElems][]byte
+	c0            choiceMembers
+}
+
+// maxElems is the most choices elements a chunk's scan records; a chunk
+// with more is walked again.
+const maxElems = 4
+
+// set records the raw value v of the member named key (unescaped).
+func (m *topMembers) set(key, v []byte) {
+	switch string(key) {
+	case "id":
+		m.id = v
+	case "model":
+		m.model = v
+	case "error":
+		m.err = v
+	case "object":
+		m.object = v
+	case "code":
+		m.code = v
+	case "message":
+		m.message = v
+	case "choices":
+		m.choices = v
+	case "usage":
+		m.usage = v
+	}
+}
+
+// scan validates data and records its members in one pass, for the common
+// chunk: an object, nested at most jsonscan.MaxDepth deep, with no escaped
+// key. It reports false for anything else (m is then to be discarded), and
+// the reference path decides. A true result implies what validJSON and
+// object would have found.
+func (m *topMembers) scan(data []byte) bool {
+	i := jsonscan.SkipSpace(data, 0)
+	delta := func(key []byte, escaped bool, v int) int {
+		if escaped {
+			return -1
+		}
+		e := jsonscan.SkipValid(data, v, 4)
+		if e >= 0 {
+			m.c0.setDelta(key, data[v:e])
+		}
+		return e
+	}
+	choice := func(key []byte, escaped bool, v int) int {
+		if escaped {
+			return -1
+		}
+		var e int
+		switch string(key) {
+		case "delta":
+			c := &m.c0
+			c.deltaScanned, c.content, c.rc, c.r, c.tools, c.fc = false, nil, nil, nil, nil, nil
+			if data[v] == '{' {
+				e = jsonscan.ValidObject(data, v, 3, delta)
+				c.deltaScanned = true
+			} else {
+				e = jsonscan.SkipValid(data, v, 3)
+			}
+			if e >= 0 {
+				c.delta = data[v:e]
+			}
+		case "index", "finish_reason":
+			if e = jsonscan.SkipValid(data, v, 3); e >= 0 {
+				if key[0] == 'i' {
+					m.c0.index = data[v:e]
+				} else {
+					m.c0.finish = data[v:e]
+				}
+			}
+		default:
+			e = jsonscan.SkipValid(data, v, 3)
+		}
+		return e
+	}
+	elem := func(n, v int) int {
+		var e int
+		if n == 0 && data[v] == '{' {
+			e = jsonscan.ValidObject(data, v, 2, choice)
+			m.c0OK = true
+		} else {
+			e = jsonscan.SkipValid(data, v, 2)
+		}
+		if e >= 0 {
+			if n < maxElems {
+				m.elems[n] = data[v:e]
+				m.nElems = n + 1
+			} else {
+				m.elemsOK = false
+			}
+		}
+		return e
+	}
+	end := jsonscan.ValidObject(data, i, 0, func(key []byte, escaped bool, v int) int {
+		if escaped {
+			return -1
+		}
+		var e int
+		if string(key) == "choices" {
+			// A later choices replaces everything of an earlier one.
+			m.nElems, m.c0OK, m.c0 = 0, false, choiceMembers{}
+			if data[v] == '[' {
+				m.elemsOK = true
+				e = jsonscan.ValidArray(data, v, 1, elem)
+			} else {
+				m.elemsOK = false
+				e = jsonscan.SkipValid(data, v, 1)
+			}
+		} else {
+			e = jsonscan.SkipValid(data, v, 1)
+		}
+		if e >= 0 {
+			m.set(key, data[v:e])
+		}
+		return e
+	})
+	return end >= 0 && jsonscan.SkipSpace(data, end) == len(data)
+}
+
+// validJSON reports whether data is what encoding/json.Valid accepts. The
+// allocation-free jsonscan.Valid decides almost every event at a fraction of
+// json.Valid's cost; only a document it refuses (invalid, or nested deeper
+// than jsonscan.MaxDepth) is asked of json.Valid, so the verdict is
+// json.Valid's own.
+func validJSON(data []byte) bool { return jsonscan.Valid(data) || json.Valid(data) }
 
 // arguments keeps valid JSON argument text as it is, and wraps anything
 // else as a JSON string so that it is never mistaken for an object.

@@ -985,3 +985,79 @@ func need(t testing.TB, cond bool, msgAndArgs ...any) {
 		t.Fatalf("requirement failed%s", msg(msgAndArgs))
 	}
 }
+
+// With DiscardText the decoder returns the same frames, counts and terminal
+// Completion, except that the Completion's Content and Reasoning are empty:
+// the text is not accumulated (a drop-in stream, layer.RequestInfo.DropText).
+func TestDiscardTextKeepsAllButTheAccumulatedText(t *testing.T) {
+	t.Parallel()
+	stream := openai(`{"role":"assistant","content":""}`) + openai(`{"reasoning_content":"think"}`) +
+		keepAlive + openai(`{"content":"Hel"}`) + openai(`{"content":"lo"}`) +
+		openai(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`) +
+		finish("tool_calls") + usage + done
+	decode := func(discard bool) ([]layer.Frame, layer.Counts) {
+		d := ssechat.NewFor(layer.RequestInfo{Operation: layer.Streaming, DropText: discard})
+		d.Write([]byte(stream))
+		var fs []layer.Frame
+		for f, ok := d.Next(); ok; f, ok = d.Next() {
+			fs = append(fs, f)
+		}
+		if err := d.End(); err != nil {
+			t.Fatal(err)
+		}
+		return fs, d.Observed()
+	}
+	kept, keptCounts := decode(false)
+	dropped, droppedCounts := decode(true)
+	if keptCounts != droppedCounts {
+		t.Fatalf("counts %+v, want %+v", droppedCounts, keptCounts)
+	}
+	last := kept[len(kept)-1]
+	if !last.Done || last.Completion.Message.Content != "Hello" || last.Completion.Message.Reasoning != "think" {
+		t.Fatalf("terminal frame without DiscardText: %+v", last)
+	}
+	want := *last.Completion
+	want.Message.Content, want.Message.Reasoning = "", ""
+	kept[len(kept)-1].Completion = &want
+	if !reflect.DeepEqual(views(kept), views(dropped)) {
+		t.Fatalf("frames with DiscardText\n%+v\nwant\n%+v", views(dropped), views(kept))
+	}
+	for i := range kept {
+		if !bytes.Equal(kept[i].Raw, dropped[i].Raw) {
+			t.Fatalf("frame %d Raw %q, want %q", i, dropped[i].Raw, kept[i].Raw)
+		}
+	}
+}
+
+// With TypedFrames (a native stream, whose consumer never reads bytes) the
+// decoder returns the same frames with Raw only on error frames.
+func TestTypedFramesKeepRawOnErrorFramesOnly(t *testing.T) {
+	t.Parallel()
+	for _, stream := range []string{
+		keepAlive + openai(`{"content":"Hel"}`) + openai(`{"content":"lo"}`) + finish("stop") + usage + done,
+		openai(`{"content":"Hel"}`) + `data: {"error":{"message":"boom","code":"server_error"}}` + "\n\n",
+		openai(`{"content":"Hel"}`) + "data: {not json}\n\n",
+	} {
+		decode := func(typed bool) []layer.Frame {
+			d := ssechat.NewFor(layer.RequestInfo{Operation: layer.Streaming, TypedFrames: typed})
+			d.Write([]byte(stream))
+			var fs []layer.Frame
+			for f, ok := d.Next(); ok; f, ok = d.Next() {
+				fs = append(fs, f)
+			}
+			return fs
+		}
+		all, typed := decode(false), decode(true)
+		if !reflect.DeepEqual(views(all), views(typed)) {
+			t.Fatalf("frames with TypedFrames\n%+v\nwant\n%+v", views(typed), views(all))
+		}
+		for i, f := range typed {
+			switch {
+			case f.Err != nil && !bytes.Equal(f.Raw, all[i].Raw):
+				t.Fatalf("error frame %d Raw %q, want %q", i, f.Raw, all[i].Raw)
+			case f.Err == nil && f.Raw != nil:
+				t.Fatalf("frame %d keeps Raw %q", i, f.Raw)
+			}
+		}
+	}
+}
