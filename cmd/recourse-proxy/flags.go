@@ -88,7 +88,7 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.DurationVar(&s.headerTimeout, "header-timeout", 0, "stall limit per attempt: from the request sent to the response headers (0: off); when it fires the attempt fails as header_timeout and is retried like a transport failure")
 	fs.DurationVar(&s.firstOutputTimeout, "first-output-timeout", 0, "stall limit per attempt: from the response headers to the first reasoning, content or tool byte, keepalives not counted (0: off); set it above the longest thinking of a reasoning model")
 	fs.DurationVar(&s.idleTimeout, "idle-timeout", 0, "stall limit per attempt: the longest wait for the next byte, keepalives included (0: off); before the first output the attempt is retried, after it the stream ends interrupted")
-	fs.BoolVar(&s.providerHints, "provider-hints", false, "honour the providers' resend hints: retry-after-ms and x-ms-retry-after-ms as delay minima, x-should-retry: false and a 429 insufficient_quota as not retryable")
+	fs.BoolVar(&s.providerHints, "provider-hints", false, "off by default; honour the providers' resend hints: retry-after-ms and x-ms-retry-after-ms as delay minima, x-should-retry: false and a 429 insufficient_quota as not retryable")
 
 	fs.BoolVar(&s.quota, "quota", true, "bound resends per upstream with a retry quota and share Retry-After cooldowns between this proxy's clients (-quota=false: off); a refused resend answers quota_exhausted, and a client's own retry (X-Stainless-Retry-Count above 0) is charged as a resend")
 	fs.Float64Var(&s.quotaRatio, "quota-ratio", quota.DefaultRatio, "resends allowed per window as a share of the window's calls (at least -quota-floor)")
