@@ -35,11 +35,13 @@ var ErrShutdown = errors.New("recourse-proxy: shutting down: the call was cut af
 // It logs, on the Config's Logger, one line per request (message
 // "request"; attributes kind "completion" or "forward", method, path — the
 // URL path only, never the query —, status, outcome when recovery ended
-// without success, call_id, duration_ms) and one line per lifecycle event
-// of a completion (message "event"; attributes event, call_id, attempt_id,
+// without success, client_retry when a client retry was charged to the
+// quota, call_id, duration_ms) and one line per lifecycle event of a
+// completion (message "event"; attributes event, call_id, attempt_id,
 // wire_attempt, max_attempts, provider, operation, model, and when set
-// http_status, category, reason, delay_ms, next_attempt). No line holds a
-// header value, a body or a credential.
+// http_status, category, reason, stall, hint, retry_after_header, quota,
+// delay_ms, next_attempt). No line holds a header value, a body or a
+// credential.
 type Handler struct {
 	codec       layer.Codec
 	provider    string
