@@ -357,7 +357,7 @@ func TestBinaryStallHintsAndQuota(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	assert.Equal(t, 0, p.wait(t))
 	logs := p.log()
-	assert.Contains(t, logs, `"quota":true,"provider_hints":true,"header_timeout":60000000000,"first_output_timeout":600000000000,"idle_timeout":1000000000`)
+	assert.Contains(t, logs, `"quota":true,"provider_hints":true,"header_timeout":"1m0s","first_output_timeout":"10m0s","idle_timeout":"1s"`)
 	assert.Contains(t, logs, `"stall":"idle_timeout"`)
 	assert.Contains(t, logs, `"hint":"x_should_retry_false"`)
 	assert.Contains(t, logs, `"event":"quota_refused"`)

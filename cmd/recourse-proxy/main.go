@@ -88,8 +88,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		slog.String("provider", s.provider), slog.String("upstream", s.upstream),
 		slog.Int("max_attempts", s.maxAttempts), slog.String("admit", s.admit),
 		slog.Bool("quota", s.quota), slog.Bool("provider_hints", s.providerHints),
-		slog.Duration("header_timeout", s.headerTimeout), slog.Duration("first_output_timeout", s.firstOutputTimeout),
-		slog.Duration("idle_timeout", s.idleTimeout))
+		slog.String("header_timeout", s.headerTimeout.String()), slog.String("first_output_timeout", s.firstOutputTimeout.String()),
+		slog.String("idle_timeout", s.idleTimeout.String()))
 	code := 0
 	if err := proxy.Serve(ctx, ln, h, s.grace, log); err != nil {
 		fmt.Fprintln(stderr, "recourse-proxy:", err)
