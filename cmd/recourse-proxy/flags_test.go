@@ -128,7 +128,7 @@ func TestLoggerSettings(t *testing.T) {
 // FuzzSettingLists feeds arbitrary text to the list and address parsers:
 // no panic, and what they accept is in range.
 func FuzzSettingLists(f *testing.F) {
-	for _, s := range []string{"429,500", " 503 , ", "", "transport,http", "5xx", "127.0.0.1:8787", "[::1]:1", ":80", "a:b:c"} {
+	for _, s := range []string{"429,500", " 503 , ", "", "transport,http", "5xx", "127.0.0.1:8787", "[::1]:1", ":80", "a:b:c", "model,credential", "upstream, model"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -148,6 +148,10 @@ func FuzzSettingLists(f *testing.F) {
 		}
 		_ = checkListen(s, false)
 		_ = checkListen(s, true)
+		set := &settings{quota: true, quotaRatio: 0.2, quotaWindow: time.Minute, quotaKey: s}
+		if q, err := set.quotaLayer(); (q == nil) == (err == nil) {
+			t.Fatalf("-quota-key %q: layer %v, error %v", s, q, err)
+		}
 	})
 }
 
