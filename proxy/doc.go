@@ -56,7 +56,9 @@
 //     client marks as a retry of its own (X-Stainless-Retry-Count above 0)
 //     is charged as a resend, not as a new call, and is answered 503
 //     quota_exhausted without contacting the upstream when the quota has
-//     none left.
+//     none left. Each completion answer whose status is written after
+//     recovery carries X-Recourse-Quota-Remaining, the resends the quota
+//     allows now.
 //
 // Committing a stream early is a trade-off, governed by
 // Config.StreamCommitAfter. Until the first upstream attempt answers 2xx,

@@ -241,6 +241,7 @@ func TestQuotaExhausted(t *testing.T) {
 		assert.Equal(t, overloaded, got.body)
 		assert.Equal(t, "false", got.header.Get("X-Should-Retry"))
 		assert.Equal(t, "quota_exhausted", got.header.Get("X-Recourse-Outcome"))
+		assert.Equal(t, "0", got.header.Get("X-Recourse-Quota-Remaining"))
 		assert.Equal(t, 2, r.up.Count())
 		r.logged(t, `"msg":"request"`)
 		host := strings.TrimPrefix(r.up.URL, "http://")
@@ -257,7 +258,16 @@ func TestQuotaExhausted(t *testing.T) {
 		assert.Equal(t, "false", got.header.Get("X-Should-Retry"))
 		assert.Contains(t, got.body, `"code":"quota_exhausted"`)
 		assert.Contains(t, got.body, "retry quota for "+strings.TrimPrefix(r.up.URL, "http://")+" exhausted: 1 resend in the last 60 s")
+		assert.Equal(t, "0", got.header.Get("X-Recourse-Quota-Remaining"))
 		assert.Equal(t, 2, r.up.Count())
+	})
+	t.Run("remaining, by model", func(t *testing.T) {
+		q := privateQuota(t, quota.WithRatio(0), quota.WithFloor(2), quota.ByModel())
+		r := newRig(t, "openai", func(c *Config) { c.Quota = q; c.Policy.MaxAttempts = 2 },
+			scripted.JSON(503, overloaded), scripted.JSON(503, overloaded))
+		got := r.post(t, "/v1/chat/completions", chatBody)
+		assert.Equal(t, "exhausted", got.header.Get("X-Recourse-Outcome"))
+		assert.Equal(t, "1", got.header.Get("X-Recourse-Quota-Remaining"), "the failed resend stays counted against gpt-4o-mini's quota")
 	})
 	t.Run("chain order", func(t *testing.T) {
 		h, err := New(Config{Provider: "openai", Upstream: "http://127.0.0.1:1", Quota: privateQuota(t),
@@ -303,7 +313,9 @@ func TestClientRetriesAreChargedAsResends(t *testing.T) {
 	retry := func(n string) result {
 		return r.post(t, "/v1/chat/completions", chatBody, "X-Stainless-Retry-Count", n)
 	}
-	assert.Equal(t, 200, r.post(t, "/v1/chat/completions", chatBody).status, "a call: 1 resend allowed")
+	first := r.post(t, "/v1/chat/completions", chatBody)
+	assert.Equal(t, 200, first.status)
+	assert.Equal(t, "1", first.header.Get("X-Recourse-Quota-Remaining"), "a call: 1 resend allowed")
 	assert.Equal(t, 503, retry("1").status, "a client retry: charged, sent, failed (kept)")
 	assert.Equal(t, 2, r.up.Count())
 
@@ -312,6 +324,7 @@ func TestClientRetriesAreChargedAsResends(t *testing.T) {
 	assert.Equal(t, 2, r.up.Count(), "refused before the upstream: the charged retry did not deposit")
 	assert.Equal(t, "quota_exhausted", got.header.Get("X-Recourse-Outcome"))
 	assert.Equal(t, "false", got.header.Get("X-Should-Retry"))
+	assert.Equal(t, "0", got.header.Get("X-Recourse-Quota-Remaining"))
 	assert.Contains(t, got.body, `"code":"quota_exhausted"`)
 	assert.Contains(t, got.body, "recourse-proxy: not sent: the request is a client retry (X-Stainless-Retry-Count above 0), charged as a resend, and the retry quota for "+
 		strings.TrimPrefix(r.up.URL, "http://")+" exhausted: 1 resend in the last 60 s")
@@ -331,6 +344,7 @@ func TestClientRetryWithoutQuotaIsACall(t *testing.T) {
 	r := newRig(t, "openai", nil, scripted.JSON(200, scripted.OpenAIChat("ok")))
 	got := r.post(t, "/v1/chat/completions", chatBody, "X-Stainless-Retry-Count", "5")
 	assert.Equal(t, 200, got.status)
+	assert.Empty(t, got.header.Values("X-Recourse-Quota-Remaining"), "no quota, no header")
 	r.logged(t, `"msg":"request"`)
 	assert.NotContains(t, r.logs.String(), "client_retry")
 }

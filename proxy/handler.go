@@ -343,6 +343,9 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 
 	resp, err := h.chain.RoundTrip(out)
 	if err != nil {
+		if !ex.committed {
+			ex.setQuotaRemaining(out, ex.model)
+		}
 		return ex.failed(r, err)
 	}
 	defer resp.Body.Close()
@@ -371,6 +374,7 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 		if id := ex.call.Result.LogicalID; id != "" {
 			hd.Set(HeaderCallID, id)
 		}
+		ex.setQuotaRemaining(out, ex.model)
 		ex.write(func() {
 			ex.w.WriteHeader(resp.StatusCode)
 			ex.status = resp.StatusCode
@@ -449,6 +453,22 @@ type exchange struct {
 
 	clientRetry bool              // the client marked the request as its own retry, and a quota is set
 	charged     layer.Reservation // the resend a client retry was charged, or nil
+	model       string            // the call's model, from its events
+}
+
+// HeaderQuotaRemaining is the response header, sent with a retry quota
+// (Config.Quota), that says how many resends the quota of the call's
+// upstream allows now in this process (layers/quota Layer.Remaining; -1
+// for an unlimited quota). It is set whenever the proxy writes a
+// completion's status after the chain answered, so not on a stream
+// committed early.
+const HeaderQuotaRemaining = "X-Recourse-Quota-Remaining"
+
+// setQuotaRemaining sets HeaderQuotaRemaining for out's upstream.
+func (ex *exchange) setQuotaRemaining(out *http.Request, model string) {
+	if q := ex.h.quota; q != nil {
+		ex.w.Header().Set(HeaderQuotaRemaining, strconv.Itoa(q.Remaining(out.URL, model, out.Header)))
+	}
 }
 
 var errClientGone = errors.New("recourse-proxy: the client went away")
@@ -510,6 +530,9 @@ func (ex *exchange) errorFrame(msg string) {
 // wait is long enough (see Config.StreamCommitAfter).
 func (ex *exchange) onEvent(ev layer.Event) {
 	ex.h.logEvent(ev)
+	if ex.model == "" {
+		ex.model = ev.Model
+	}
 	if ev.Type != layer.EventDelayScheduled || ev.Operation != layer.Streaming || !ex.h.sse {
 		return
 	}
@@ -587,6 +610,7 @@ func (ex *exchange) charge(out *http.Request, body []byte) (int, bool) {
 	_ = json.Unmarshal(body, &m) // a body without a model keys the quota by upstream alone, as the engine does
 	res, v := h.quota.Bind(out.URL, m.Model, out.Header).Reserve(out.Context())
 	if v.Refusal != nil {
+		ex.setQuotaRemaining(out, m.Model)
 		h.writeError(ex.w, http.StatusServiceUnavailable, string(layer.OutcomeQuotaExhausted),
 			"recourse-proxy: not sent: the request is a client retry ("+HeaderClientRetryCount+" above 0), charged as a resend, and the "+
 				v.Refusal.Text(), string(layer.OutcomeQuotaExhausted))

@@ -347,6 +347,7 @@ func TestBinaryStallHintsAndQuota(t *testing.T) {
 	assert.Equal(t, "quota_exhausted", resp.Header.Get("X-Recourse-Outcome"))
 	assert.Equal(t, "false", resp.Header.Get("X-Should-Retry"))
 	assert.Equal(t, 5, up.Count(), "one resend, then the quota refused")
+	assert.Equal(t, "0", resp.Header.Get("X-Recourse-Quota-Remaining"))
 
 	resp, body = post(chat, "X-Stainless-Retry-Count", "1")
 	assert.Equal(t, 503, resp.StatusCode)
