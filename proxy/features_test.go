@@ -298,6 +298,25 @@ func TestSharedCooldown(t *testing.T) {
 	assert.Regexp(t, `"event":"cooldown_wait".*"delay_ms":2000`, r.logs.String())
 }
 
+// TestSharedCooldownNoticeOnAStream: a stream held by the shared cooldown
+// announces the wait once its response is committed.
+func TestSharedCooldownNoticeOnAStream(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	q := privateQuota(t)
+	events := scripted.OpenAIStream("Hel", "lo")
+	r := newRig(t, "openai", func(c *Config) {
+		c.Quota = q
+		c.Policy.WallClock = func() time.Time { return t0 }
+		c.StreamCommitAfter = time.Nanosecond
+	}, scripted.JSON(429, scripted.OpenAIError("rate_limit_exceeded", "rate_limit_exceeded", "slow down"), "Retry-After", "2"),
+		scripted.JSON(200, scripted.OpenAIChat("one")), scripted.SSE(events...))
+	assert.Equal(t, 200, r.post(t, "/v1/chat/completions", chatBody).status)
+	got := r.post(t, "/v1/chat/completions", streamBody)
+	require.NoError(t, got.err)
+	assert.Equal(t, 200, got.status)
+	assert.Equal(t, ": waiting for the upstream's shared cooldown (attempt 1/4 in 2s)\n"+strings.Join(events, ""), got.body)
+}
+
 // TestClientRetriesAreChargedAsResends: a request marked by its SDK as a
 // retry (X-Stainless-Retry-Count above 0) deposits nothing and withdraws a
 // resend; refused, it never reaches the upstream; succeeded, it is

@@ -533,7 +533,7 @@ func (ex *exchange) onEvent(ev layer.Event) {
 	if ex.model == "" {
 		ex.model = ev.Model
 	}
-	if ev.Type != layer.EventDelayScheduled || ev.Operation != layer.Streaming || !ex.h.sse {
+	if (ev.Type != layer.EventDelayScheduled && ev.Type != layer.EventCooldownWait) || ev.Operation != layer.Streaming || !ex.h.sse {
 		return
 	}
 	if ex.status == 0 {
@@ -625,8 +625,14 @@ func (ex *exchange) charge(out *http.Request, body []byte) (int, bool) {
 }
 
 // notice returns the SSE comment line announcing a scheduled retry, for
-// example ": retrying after HTTP 503 (attempt 2/4 in 1.2s)\n".
+// example ": retrying after HTTP 503 (attempt 2/4 in 1.2s)\n", or a first
+// attempt held by the shared cooldown, ": waiting for the upstream's shared
+// cooldown (attempt 1/4 in 2s)\n".
 func notice(ev layer.Event) string {
+	if ev.Type == layer.EventCooldownWait {
+		return ": waiting for the upstream's shared cooldown (attempt " + strconv.Itoa(ev.NextAttempt) + "/" + strconv.Itoa(ev.MaxAttempts) +
+			" in " + roundDelay(ev.Delay).String() + ")\n"
+	}
 	what := "a failure"
 	if f := ev.Failure; f != nil {
 		switch {

@@ -81,6 +81,8 @@ func TestCanaryNeverInSafeOutputs(t *testing.T) {
 			[]scripted.Step{scripted.Reset(), scripted.Reset(), scripted.Reset()}, false, nil, 0},
 		{"quota exhausted after 503s", withQuota(quota.WithRatio(0), quota.WithFloor(1)), canaryBody, "",
 			[]scripted.Step{scripted.JSON(503, echo), scripted.JSON(503, echo)}, true, nil, 0},
+		{"stream held by the shared cooldown, with a notice", withCooldown, canaryStreamBody, "",
+			[]scripted.Step{scripted.SSE(events...)}, false, nil, 0},
 		{"client retry refused", withQuota(quota.WithRatio(0), quota.WithFloor(0)), canaryBody, "", nil, false,
 			[]string{"X-Stainless-Retry-Count", "1"}, 0},
 	} {
@@ -104,6 +106,9 @@ func TestCanaryNeverInSafeOutputs(t *testing.T) {
 			logs := r.logs.String()
 			if sc.fire != 0 {
 				assert.Contains(t, logs, `"stall":"idle_timeout"`, "the scenario ran")
+			}
+			if strings.Contains(sc.name, "cooldown") {
+				assert.Contains(t, got.body, ": waiting for the upstream's shared cooldown", "the scenario ran")
 			}
 			for _, c := range canaries {
 				assert.NotContains(t, logs, c, "log")
@@ -153,6 +158,25 @@ func withQuota(opts ...quota.Option) func(*Config) {
 		}
 		c.Quota = q
 	}
+}
+
+// withCooldown sets a quota whose store already holds a cooldown horizon
+// for the upstream, 2 s after a fixed wall clock, and commits streams at
+// once, so a stream's first attempt is held with a notice.
+func withCooldown(c *Config) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	store := quota.NewMemoryStore()
+	// The store key of a loopback upstream, which has its port, is its URL.
+	if err := store.SetHorizon(context.Background(), c.Upstream, t0.Add(2*time.Second)); err != nil {
+		panic(err)
+	}
+	q, err := quota.New(quota.WithStore(store))
+	if err != nil {
+		panic(err)
+	}
+	c.Quota = q
+	c.Policy.WallClock = func() time.Time { return t0 }
+	c.StreamCommitAfter = time.Nanosecond
 }
 
 // TestTracesCarryNoCanary exports the spans of canary calls as OTLP JSON
