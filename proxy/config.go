@@ -12,6 +12,7 @@ import (
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -60,8 +61,23 @@ type Config struct {
 	StreamCommitAfter time.Duration
 	// PerCall are layers placed outside the engine of the completion
 	// endpoint's chain, in order (chain.WithPerCall): tracing
-	// (otelbridge, or otlpjson's), a quota. Nil means none.
+	// (otelbridge, or otlpjson's). Nil means none. A retry quota goes in
+	// Quota instead, so that the proxy can charge client retries to it.
 	PerCall []layer.Layer
+	// PerAttempt are layers placed at layer.PerAttempt of the completion
+	// endpoint's chain, in order (chain.WithPerAttempt), for example the
+	// stall limits of package layers/stall. Nil means none.
+	PerAttempt []layer.Layer
+	// Quota is the retry quota and shared cooldown of the completion
+	// endpoint (package layers/quota), placed as the innermost per-call
+	// layer; nil means none. A refused resend ends the call with outcome
+	// quota_exhausted. With a quota, a request its client marks as a retry
+	// of its own (X-Stainless-Retry-Count above 0, as the OpenAI SDKs send)
+	// is charged as a resend rather than as a new call: it deposits
+	// nothing, withdraws one resend before it is sent (refunded when it
+	// succeeds, as the engine's resends are) and, refused, is answered 503
+	// quota_exhausted without contacting the upstream.
+	Quota *quota.Layer
 	// Transport is the base transport for upstream requests, for both the
 	// chain's sender and forwarded requests; nil means a private clone of
 	// http.DefaultTransport. It must not retry or follow redirects.

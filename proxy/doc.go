@@ -48,7 +48,17 @@
 //   - While an OpenAI or oMLX stream waits in backoff after its response was
 //     committed: SSE comment lines, for example
 //     ": retrying after HTTP 503 (attempt 2/4 in 1.2s)", which SSE clients
-//     ignore and a UI may show.
+//     ignore and a UI may show. A resend after a stall limit names it:
+//     ": retrying after idle timeout (attempt 2/4 in 1.2s)".
+//   - With Config.Quota, a resend the retry quota refuses ends with outcome
+//     quota_exhausted like the other outcomes (the final upstream answer,
+//     or 503 and code quota_exhausted when there is none). A request its
+//     client marks as a retry of its own (X-Stainless-Retry-Count above 0)
+//     is charged as a resend, not as a new call, and is answered 503
+//     quota_exhausted without contacting the upstream when the quota has
+//     none left. Each completion answer whose status is written after
+//     recovery carries X-Recourse-Quota-Remaining, the resends the quota
+//     allows now.
 //
 // Committing a stream early is a trade-off, governed by
 // Config.StreamCommitAfter. Until the first upstream attempt answers 2xx,
@@ -65,6 +75,8 @@
 // Each lifecycle event of a recovered call is one structured slog line on
 // the Config's Logger (message "event"), as is each request (message
 // "request"); see Handler for the attributes. Tracing is a per-call layer
-// in Config.PerCall (the command puts otelbridge/otlpjson's there). A Handler is safe for
-// concurrent use; Serve runs it with a graceful shutdown.
+// in Config.PerCall (the command puts otelbridge/otlpjson's there); stall
+// limits are per-attempt layers in Config.PerAttempt, and provider hints
+// are a field of Config.Policy. A Handler is safe for concurrent use; Serve
+// runs it with a graceful shutdown.
 package proxy

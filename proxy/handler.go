@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -33,11 +35,13 @@ var ErrShutdown = errors.New("recourse-proxy: shutting down: the call was cut af
 // It logs, on the Config's Logger, one line per request (message
 // "request"; attributes kind "completion" or "forward", method, path — the
 // URL path only, never the query —, status, outcome when recovery ended
-// without success, call_id, duration_ms) and one line per lifecycle event
-// of a completion (message "event"; attributes event, call_id, attempt_id,
+// without success, client_retry when a client retry was charged to the
+// quota, call_id, duration_ms) and one line per lifecycle event of a
+// completion (message "event"; attributes event, call_id, attempt_id,
 // wire_attempt, max_attempts, provider, operation, model, and when set
-// http_status, category, reason, delay_ms, next_attempt). No line holds a
-// header value, a body or a credential.
+// http_status, category, reason, stall, hint, retry_after_header, quota,
+// delay_ms, next_attempt). No line holds a header value, a body or a
+// credential.
 type Handler struct {
 	codec       layer.Codec
 	provider    string
@@ -49,6 +53,7 @@ type Handler struct {
 	maxBody     int64
 	commitAfter time.Duration // < 0: never
 	sse         bool          // the stream dialect has comment lines
+	quota       *quota.Layer  // nil: none
 	log         *slog.Logger
 	now         func() time.Time
 }
@@ -87,6 +92,7 @@ func New(cfg Config) (*Handler, error) {
 		maxBody:     cfg.MaxBodyBytes,
 		commitAfter: cfg.StreamCommitAfter,
 		sse:         cfg.Provider != "ollama",
+		quota:       cfg.Quota,
 		log:         cfg.Logger,
 		now:         cfg.Now,
 	}
@@ -105,7 +111,12 @@ func New(cfg Config) (*Handler, error) {
 	if h.now == nil {
 		h.now = time.Now
 	}
-	h.chain, err = chain.Default(codec, chain.WithPolicy(cfg.Policy), chain.WithTransport(base), chain.WithPerCall(cfg.PerCall...))
+	perCall := cfg.PerCall[:len(cfg.PerCall):len(cfg.PerCall)]
+	if cfg.Quota != nil {
+		perCall = append(perCall, cfg.Quota, layer.NewPerCall("client-retries", keepClientRetriesFromDepositing))
+	}
+	h.chain, err = chain.Default(codec, chain.WithPolicy(cfg.Policy), chain.WithTransport(base),
+		chain.WithPerCall(perCall...), chain.WithPerAttempt(cfg.PerAttempt...))
 	if err != nil {
 		return nil, err
 	}
@@ -263,10 +274,18 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ex := &exchange{h: h, w: w, rc: http.NewResponseController(w)}
 	status, outcome := h.recover(ex, r)
+	if ex.charged != nil {
+		// A client retry's resend is refunded when it succeeded, as the
+		// engine's own resends are.
+		ex.charged.Settle(status/100 == 2 && outcome == "" && !ex.abort)
+	}
 	attrs := []slog.Attr{slog.String("kind", "completion"), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.Int("status", status)}
 	if outcome != "" {
 		attrs = append(attrs, slog.String("outcome", outcome))
+	}
+	if ex.clientRetry {
+		attrs = append(attrs, slog.Bool("client_retry", true))
 	}
 	if ex.call.Result.LogicalID != "" {
 		attrs = append(attrs, slog.String("call_id", ex.call.Result.LogicalID))
@@ -302,6 +321,10 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 	}
 	ex.call.Observe(ex.onEvent)
 	ctx = layer.WithCall(ctx, &ex.call)
+	ex.clientRetry = h.quota != nil && isClientRetry(r.Header)
+	if ex.clientRetry {
+		ctx = context.WithValue(ctx, clientRetryKey{}, true)
+	}
 	out, err := http.NewRequestWithContext(ctx, http.MethodPost, h.target(r.URL).String(), bytes.NewReader(body))
 	if err != nil {
 		h.writeError(ex.w, http.StatusBadRequest, "bad_request", "recourse-proxy: the request URL cannot be forwarded", "")
@@ -312,9 +335,17 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 	out.Header.Del("Accept-Encoding")
 	out.Header.Del("Content-Length")
 	out.Header.Del("Expect")
+	if ex.clientRetry {
+		if status, refused := ex.charge(out, body); refused {
+			return status, string(layer.OutcomeQuotaExhausted)
+		}
+	}
 
 	resp, err := h.chain.RoundTrip(out)
 	if err != nil {
+		if !ex.committed {
+			ex.setQuotaRemaining(out, ex.model)
+		}
 		return ex.failed(r, err)
 	}
 	defer resp.Body.Close()
@@ -343,6 +374,7 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 		if id := ex.call.Result.LogicalID; id != "" {
 			hd.Set(HeaderCallID, id)
 		}
+		ex.setQuotaRemaining(out, ex.model)
 		ex.write(func() {
 			ex.w.WriteHeader(resp.StatusCode)
 			ex.status = resp.StatusCode
@@ -398,6 +430,9 @@ func (ex *exchange) failed(r *http.Request, err error) (int, string) {
 		status = http.StatusServiceUnavailable
 	case re.Outcome == layer.OutcomeDeadline:
 		status = http.StatusGatewayTimeout
+	case re.Outcome == layer.OutcomeQuotaExhausted:
+		// The proxy declined to resend: the upstream may be fine later.
+		status = http.StatusServiceUnavailable
 	}
 	h.writeError(ex.w, status, code, msg, outcome)
 	return status, outcome
@@ -415,6 +450,25 @@ type exchange struct {
 	status    int        // the status written to the client, or 0
 	abort     bool
 	gone      bool // a write to the client failed
+
+	clientRetry bool              // the client marked the request as its own retry, and a quota is set
+	charged     layer.Reservation // the resend a client retry was charged, or nil
+	model       string            // the call's model, from its events
+}
+
+// HeaderQuotaRemaining is the response header, sent with a retry quota
+// (Config.Quota), that says how many resends the quota of the call's
+// upstream allows now in this process (layers/quota Layer.Remaining; -1
+// for an unlimited quota). It is set whenever the proxy writes a
+// completion's status after the chain answered, so not on a stream
+// committed early.
+const HeaderQuotaRemaining = "X-Recourse-Quota-Remaining"
+
+// setQuotaRemaining sets HeaderQuotaRemaining for out's upstream.
+func (ex *exchange) setQuotaRemaining(out *http.Request, model string) {
+	if q := ex.h.quota; q != nil {
+		ex.w.Header().Set(HeaderQuotaRemaining, strconv.Itoa(q.Remaining(out.URL, model, out.Header)))
+	}
 }
 
 var errClientGone = errors.New("recourse-proxy: the client went away")
@@ -476,7 +530,10 @@ func (ex *exchange) errorFrame(msg string) {
 // wait is long enough (see Config.StreamCommitAfter).
 func (ex *exchange) onEvent(ev layer.Event) {
 	ex.h.logEvent(ev)
-	if ev.Type != layer.EventDelayScheduled || ev.Operation != layer.Streaming || !ex.h.sse {
+	if ex.model == "" {
+		ex.model = ev.Model
+	}
+	if (ev.Type != layer.EventDelayScheduled && ev.Type != layer.EventCooldownWait) || ev.Operation != layer.Streaming || !ex.h.sse {
 		return
 	}
 	if ex.status == 0 {
@@ -501,12 +558,86 @@ func (ex *exchange) commit(callID string) {
 	})
 }
 
+// HeaderClientRetryCount is the request header in which OpenAI's SDKs (and
+// the other Stainless-generated SDKs) number their own retries: absent or 0
+// on a first request, 1 on the first retry.
+const HeaderClientRetryCount = "X-Stainless-Retry-Count"
+
+// isClientRetry reports whether the client marked the request as a retry of
+// its own: an X-Stainless-Retry-Count above 0.
+func isClientRetry(h http.Header) bool {
+	n, err := strconv.Atoi(strings.TrimSpace(h.Get(HeaderClientRetryCount)))
+	return err == nil && n > 0
+}
+
+// clientRetryKey marks the context of a client retry's call.
+type clientRetryKey struct{}
+
+// keepClientRetriesFromDepositing is the per-call stage inside the quota:
+// a client retry was charged as a resend by the handler, so its call must
+// not also deposit as a new call.
+func keepClientRetriesFromDepositing(next http.RoundTripper) http.RoundTripper {
+	return layer.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Context().Value(clientRetryKey{}) != nil {
+			if c := layer.CallFrom(req.Context()); c != nil && c.Gate != nil {
+				c.Gate = noDeposit{c.Gate}
+			}
+		}
+		return next.RoundTrip(req)
+	})
+}
+
+// noDeposit is a resend gate whose upstreams record no deposit.
+type noDeposit struct{ g layer.ResendGate }
+
+func (n noDeposit) Bind(u *url.URL, model string, h http.Header) layer.UpstreamGate {
+	return noDepositUpstream{n.g.Bind(u, model, h)}
+}
+
+type noDepositUpstream struct{ layer.UpstreamGate }
+
+func (noDepositUpstream) Deposit() {}
+
+// charge withdraws one resend from the quota for a client retry before it
+// is sent. Refused, it answers 503 quota_exhausted and reports true; the
+// upstream is not contacted. A shared store that does not answer fails
+// open, as in the engine.
+func (ex *exchange) charge(out *http.Request, body []byte) (int, bool) {
+	h := ex.h
+	var m struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(body, &m) // a body without a model keys the quota by upstream alone, as the engine does
+	res, v := h.quota.Bind(out.URL, m.Model, out.Header).Reserve(out.Context())
+	if v.Refusal != nil {
+		ex.setQuotaRemaining(out, m.Model)
+		h.writeError(ex.w, http.StatusServiceUnavailable, string(layer.OutcomeQuotaExhausted),
+			"recourse-proxy: not sent: the request is a client retry ("+HeaderClientRetryCount+" above 0), charged as a resend, and the "+
+				v.Refusal.Text(), string(layer.OutcomeQuotaExhausted))
+		return http.StatusServiceUnavailable, true
+	}
+	if v.Unavailable {
+		h.log.LogAttrs(out.Context(), slog.LevelWarn, "event", slog.String("event", string(layer.EventQuotaUnavailable)),
+			slog.Bool("client_retry", true))
+	}
+	ex.charged = res
+	return 0, false
+}
+
 // notice returns the SSE comment line announcing a scheduled retry, for
-// example ": retrying after HTTP 503 (attempt 2/4 in 1.2s)\n".
+// example ": retrying after HTTP 503 (attempt 2/4 in 1.2s)\n", or a first
+// attempt held by the shared cooldown, ": waiting for the upstream's shared
+// cooldown (attempt 1/4 in 2s)\n".
 func notice(ev layer.Event) string {
+	if ev.Type == layer.EventCooldownWait {
+		return ": waiting for the upstream's shared cooldown (attempt " + strconv.Itoa(ev.NextAttempt) + "/" + strconv.Itoa(ev.MaxAttempts) +
+			" in " + roundDelay(ev.Delay).String() + ")\n"
+	}
 	what := "a failure"
 	if f := ev.Failure; f != nil {
 		switch {
+		case f.Stall != "":
+			what = f.Stall.Text()
 		case f.Category == layer.CategoryHTTP && f.HTTPStatus != 0:
 			what = "HTTP " + strconv.Itoa(f.HTTPStatus)
 		case f.Category != "":
@@ -532,7 +663,7 @@ func (h *Handler) logEvent(ev layer.Event) {
 	switch ev.Type {
 	case layer.EventProgress, layer.EventMetrics:
 		level = slog.LevelDebug
-	case layer.EventAttemptFailed, layer.EventDelayScheduled:
+	case layer.EventAttemptFailed, layer.EventDelayScheduled, layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventCooldownWait:
 		level = slog.LevelWarn
 	}
 	if !h.log.Enabled(context.Background(), level) {
@@ -556,8 +687,20 @@ func (h *Handler) logEvent(ev layer.Event) {
 		if f.HTTPStatus != 0 && ev.HTTPStatus == 0 {
 			attrs = append(attrs, slog.Int("http_status", f.HTTPStatus))
 		}
+		if f.Stall != "" {
+			attrs = append(attrs, slog.String("stall", string(f.Stall)))
+		}
+		if f.Hint != layer.HintNone {
+			attrs = append(attrs, slog.String("hint", string(f.Hint)))
+		}
+		if f.RetryAfter.Header != "" && f.RetryAfter.Valid() {
+			attrs = append(attrs, slog.String("retry_after_header", f.RetryAfter.Header))
+		}
 	}
-	if ev.Type == layer.EventDelayScheduled {
+	if ev.Quota != nil {
+		attrs = append(attrs, slog.String("quota", ev.Quota.Text()))
+	}
+	if ev.Type == layer.EventDelayScheduled || ev.Type == layer.EventCooldownWait {
 		attrs = append(attrs, slog.Int64("delay_ms", ev.Delay.Milliseconds()))
 	}
 	if ev.NextAttempt != 0 {

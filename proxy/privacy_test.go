@@ -8,12 +8,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/quota"
+	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/otelbridge/otlpjson"
 )
 
@@ -50,18 +53,38 @@ func TestCanaryNeverInSafeOutputs(t *testing.T) {
 		// passed is true when the client gets the upstream's own body, which
 		// is the client's data, not a safe output.
 		passed bool
+		// extra are request header pairs added to the canary headers.
+		extra []string
+		// fire, when set, fires the pending stall timer of that duration
+		// on idleClock while the request runs.
+		fire time.Duration
 	}{
-		{"success", nil, canaryBody, "", []scripted.Step{scripted.JSON(200, scripted.OpenAIChat("ok"))}, false},
-		{"recovered", nil, canaryBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(200, scripted.OpenAIChat("ok"))}, false},
-		{"exhausted", nil, canaryBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo)}, true},
-		{"bad request", nil, canaryBody, "", []scripted.Step{scripted.JSON(400, echo)}, true},
-		{"error object in a 200", nil, canaryBody, "", []scripted.Step{scripted.JSON(200, echo)}, false},
-		{"redirect", nil, canaryBody, "", []scripted.Step{scripted.Redirect(307, "http://"+canaryHost+"/?k="+canaryKey)}, false},
-		{"forwarded redirect", nil, "", "/v1/models?key=" + canaryQuery, []scripted.Step{scripted.Redirect(302, "http://"+canaryHost+"/")}, false},
-		{"reset", nil, canaryBody, "", []scripted.Step{scripted.Reset(), scripted.Reset(), scripted.Reset(), scripted.Reset()}, false},
-		{"stream cut after content", nil, canaryStreamBody, "", []scripted.Step{scripted.SSE(events...).Cut(len(events[0]) + len(events[1]) + 4)}, false},
-		{"stream committed then exhausted", commitNow, canaryStreamBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo)}, false},
-		{"too large", func(c *Config) { c.MaxBodyBytes = 16 }, canaryBody, "", nil, false},
+		{"success", nil, canaryBody, "", []scripted.Step{scripted.JSON(200, scripted.OpenAIChat("ok"))}, false, nil, 0},
+		{"recovered", nil, canaryBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(200, scripted.OpenAIChat("ok"))}, false, nil, 0},
+		{"exhausted", nil, canaryBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo)}, true, nil, 0},
+		{"bad request", nil, canaryBody, "", []scripted.Step{scripted.JSON(400, echo)}, true, nil, 0},
+		{"error object in a 200", nil, canaryBody, "", []scripted.Step{scripted.JSON(200, echo)}, false, nil, 0},
+		{"redirect", nil, canaryBody, "", []scripted.Step{scripted.Redirect(307, "http://"+canaryHost+"/?k="+canaryKey)}, false, nil, 0},
+		{"forwarded redirect", nil, "", "/v1/models?key=" + canaryQuery, []scripted.Step{scripted.Redirect(302, "http://"+canaryHost+"/")}, false, nil, 0},
+		{"reset", nil, canaryBody, "", []scripted.Step{scripted.Reset(), scripted.Reset(), scripted.Reset(), scripted.Reset()}, false, nil, 0},
+		{"stream cut after content", nil, canaryStreamBody, "", []scripted.Step{scripted.SSE(events...).Cut(len(events[0]) + len(events[1]) + 4)}, false, nil, 0},
+		{"stream committed then exhausted", commitNow, canaryStreamBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo)}, false, nil, 0},
+		{"too large", func(c *Config) { c.MaxBodyBytes = 16 }, canaryBody, "", nil, false, nil, 0},
+		{"header timeout on every attempt", withStall(stall.Limits{Header: time.Minute, Clock: firesAtOnce{}}), canaryBody, "", nil, false, nil, 0},
+		{"idle timeout before output, resumed with a notice", withStall(stall.Limits{Idle: time.Minute, Clock: idleClock}), canaryStreamBody, "",
+			[]scripted.Step{scripted.SSE(keepalive).Held(), scripted.SSE(events...)}, false, nil, time.Minute},
+		{"idle timeout after output", withStall(stall.Limits{Idle: 2 * time.Minute, Clock: idleClock}), canaryStreamBody, "",
+			[]scripted.Step{scripted.SSE(events[0], events[1]).Held()}, false, nil, 2 * time.Minute},
+		{"provider hints", func(c *Config) { c.Policy.ProviderHints = true }, canaryBody, "",
+			[]scripted.Step{scripted.JSON(503, echo, "retry-after-ms", "10"), scripted.JSON(503, echo, "x-should-retry", "false")}, true, nil, 0},
+		{"quota exhausted after resets", withQuota(quota.WithRatio(0), quota.WithFloor(1)), canaryBody, "",
+			[]scripted.Step{scripted.Reset(), scripted.Reset(), scripted.Reset()}, false, nil, 0},
+		{"quota exhausted after 503s", withQuota(quota.WithRatio(0), quota.WithFloor(1)), canaryBody, "",
+			[]scripted.Step{scripted.JSON(503, echo), scripted.JSON(503, echo)}, true, nil, 0},
+		{"stream held by the shared cooldown, with a notice", withCooldown, canaryStreamBody, "",
+			[]scripted.Step{scripted.SSE(events...)}, false, nil, 0},
+		{"client retry refused", withQuota(quota.WithRatio(0), quota.WithFloor(0)), canaryBody, "", nil, false,
+			[]string{"X-Stainless-Retry-Count", "1"}, 0},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			r := newRig(t, "openai", sc.edit, sc.steps...)
@@ -73,9 +96,20 @@ func TestCanaryNeverInSafeOutputs(t *testing.T) {
 			if sc.body == "" {
 				method = http.MethodGet
 			}
-			got := r.do(t, method, path, sc.body, "Authorization", "Bearer "+canaryKey, "X-Custom", canaryHeader)
+			if sc.fire != 0 {
+				done := make(chan struct{})
+				defer func() { <-done }()
+				go func() { defer close(done); idleClock.fire(t, sc.fire) }()
+			}
+			got := r.do(t, method, path, sc.body, append([]string{"Authorization", "Bearer " + canaryKey, "X-Custom", canaryHeader}, sc.extra...)...)
 			r.logged(t, `"msg":"request"`)
 			logs := r.logs.String()
+			if sc.fire != 0 {
+				assert.Contains(t, logs, `"stall":"idle_timeout"`, "the scenario ran")
+			}
+			if strings.Contains(sc.name, "cooldown") {
+				assert.Contains(t, got.body, ": waiting for the upstream's shared cooldown", "the scenario ran")
+			}
 			for _, c := range canaries {
 				assert.NotContains(t, logs, c, "log")
 				if !sc.passed {
@@ -87,6 +121,62 @@ func TestCanaryNeverInSafeOutputs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// idleClock is the stall clock of the canary scenarios that fire an idle
+// limit; each uses its own limit, so no scenario fires another's timer.
+var idleClock = &stallClock{}
+
+// firesAtOnce is a stall clock on which every limit fires at once.
+type firesAtOnce struct{}
+
+func (firesAtOnce) Now() time.Time { return time.Time{} }
+func (firesAtOnce) AfterFunc(d time.Duration, f func()) stall.Timer {
+	f()
+	return firedTimer{}
+}
+
+type firedTimer struct{}
+
+func (firedTimer) Stop() bool { return false }
+
+func withStall(lim stall.Limits) func(*Config) {
+	return func(c *Config) {
+		l, err := stall.New(lim)
+		if err != nil {
+			panic(err)
+		}
+		c.PerAttempt = []layer.Layer{l}
+	}
+}
+
+func withQuota(opts ...quota.Option) func(*Config) {
+	return func(c *Config) {
+		q, err := quota.New(append([]quota.Option{quota.WithStore(quota.NewMemoryStore())}, opts...)...)
+		if err != nil {
+			panic(err)
+		}
+		c.Quota = q
+	}
+}
+
+// withCooldown sets a quota whose store already holds a cooldown horizon
+// for the upstream, 2 s after a fixed wall clock, and commits streams at
+// once, so a stream's first attempt is held with a notice.
+func withCooldown(c *Config) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	store := quota.NewMemoryStore()
+	// The store key of a loopback upstream, which has its port, is its URL.
+	if err := store.SetHorizon(context.Background(), c.Upstream, t0.Add(2*time.Second)); err != nil {
+		panic(err)
+	}
+	q, err := quota.New(quota.WithStore(store))
+	if err != nil {
+		panic(err)
+	}
+	c.Quota = q
+	c.Policy.WallClock = func() time.Time { return t0 }
+	c.StreamCommitAfter = time.Nanosecond
 }
 
 // TestTracesCarryNoCanary exports the spans of canary calls as OTLP JSON

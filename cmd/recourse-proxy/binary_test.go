@@ -149,7 +149,9 @@ func TestBinaryHelp(t *testing.T) {
 	out, err := exec.Command(binary(t), "-h").CombinedOutput()
 	require.NoError(t, err, "-h exits 0")
 	for _, want := range []string{"Usage:", "-upstream", "[RECOURSE_PROXY_UPSTREAM]", "-max-attempts", "[RECOURSE_PROXY_MAX_ATTEMPTS]",
-		"-admit", "-log-format", "-grace", "-max-body", "-stream-commit-after", "-allow-remote"} {
+		"-admit", "-log-format", "-grace", "-max-body", "-stream-commit-after", "-allow-remote",
+		"-header-timeout", "-first-output-timeout", "-idle-timeout", "[RECOURSE_PROXY_IDLE_TIMEOUT]", "-provider-hints",
+		"-quota", "[RECOURSE_PROXY_QUOTA]", "-quota-ratio", "-quota-window", "-quota-floor", "-quota-key"} {
 		assert.Contains(t, string(out), want)
 	}
 }
@@ -286,4 +288,79 @@ func TestBinaryExportsTraces(t *testing.T) {
 	assert.Contains(t, bodies[0], `{"key":"service.name","value":{"stringValue":"recourse-proxy"}}`)
 	assert.Contains(t, bodies[0], `"name":"chat gpt-4o-mini"`)
 	assert.Contains(t, bodies[0], `{"key":"http.request.resend_count","value":{"intValue":"1"}}`)
+}
+
+// TestBinaryStallHintsAndQuota runs the binary with the stall, hint and
+// quota flags: a stream that goes silent after a keepalive is resumed
+// after the idle limit, with a notice naming it; x-should-retry: false is
+// honoured; a quota of one resend a window refuses the second, and a
+// client's own retry is refused without reaching the upstream. The idle
+// limit is real time (1 s), far above any gap of the scripted stream.
+func TestBinaryStallHintsAndQuota(t *testing.T) {
+	events := scripted.OpenAIStream("Hel", "lo")
+	overloaded := scripted.OpenAIError("server_error", "server_error", "overloaded")
+	up := scripted.New(
+		scripted.SSE(": keepalive\n\n").Held(), scripted.SSE(events...), // the idle limit, then a resumed stream
+		scripted.JSON(503, overloaded, "x-should-retry", "false"),      // the hint: not resent
+		scripted.JSON(503, overloaded), scripted.JSON(503, overloaded), // one resend, then the quota refuses
+	)
+	defer up.Close()
+	p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-base-delay", "0s", "-max-attempts", "3",
+		"-header-timeout", "1m", "-first-output-timeout", "10m", "-idle-timeout", "1s", "-provider-hints",
+		"-quota-ratio", "0", "-quota-floor", "1", "-quota-window", "10m"})
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	post := func(body string, kv ...string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, p.url+"/v1/chat/completions", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(kv); i += 2 {
+			req.Header.Set(kv[i], kv[i+1])
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+
+	resp, body := post(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Contains(t, body, ": retrying after idle timeout (attempt 2/3 in 0s)\n")
+	assert.Equal(t, 1, strings.Count(body, `"content":"Hel"`))
+	assert.True(t, strings.HasSuffix(body, "data: [DONE]\n\n"), body)
+	assert.Equal(t, 2, up.Count())
+
+	chat := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	resp, body = post(chat)
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Equal(t, overloaded, body)
+	assert.Equal(t, "interrupted", resp.Header.Get("X-Recourse-Outcome"))
+	assert.Equal(t, 3, up.Count(), "x-should-retry: false honoured")
+
+	resp, body = post(chat)
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Equal(t, overloaded, body)
+	assert.Equal(t, "quota_exhausted", resp.Header.Get("X-Recourse-Outcome"))
+	assert.Equal(t, "false", resp.Header.Get("X-Should-Retry"))
+	assert.Equal(t, 5, up.Count(), "one resend, then the quota refused")
+	assert.Equal(t, "0", resp.Header.Get("X-Recourse-Quota-Remaining"))
+
+	resp, body = post(chat, "X-Stainless-Retry-Count", "1")
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Equal(t, "quota_exhausted", resp.Header.Get("X-Recourse-Outcome"))
+	assert.Contains(t, body, `"code":"quota_exhausted"`)
+	assert.Equal(t, 5, up.Count(), "the client's retry never reached the upstream")
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, p.wait(t))
+	logs := p.log()
+	assert.Contains(t, logs, `"quota":true,"provider_hints":true,"header_timeout":"1m0s","first_output_timeout":"10m0s","idle_timeout":"1s"`)
+	assert.Contains(t, logs, `"stall":"idle_timeout"`)
+	assert.Contains(t, logs, `"hint":"x_should_retry_false"`)
+	assert.Contains(t, logs, `"event":"quota_refused"`)
+	assert.Contains(t, logs, `"status":503,"outcome":"quota_exhausted","client_retry":true`)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/proxy"
 )
 
@@ -43,6 +46,19 @@ type settings struct {
 	categories   string
 	admit        string
 
+	headerTimeout      time.Duration
+	firstOutputTimeout time.Duration
+	idleTimeout        time.Duration
+	providerHints      bool
+
+	quota       bool
+	quotaRatio  float64
+	quotaWindow time.Duration
+	quotaFloor  int
+	quotaKey    string
+
+	set map[string]bool // the flags given, on the command line or in the environment
+
 	maxBody     int64
 	commitAfter time.Duration
 	grace       time.Duration
@@ -68,6 +84,17 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.StringVar(&s.statuses, "retry-statuses", joinInts(retry.DefaultRetryableStatuses), "comma-separated HTTP statuses eligible for a retry (400, 401 and 403 never are)")
 	fs.StringVar(&s.categories, "retry-categories", joinCategories(retry.DefaultRetryableCategories), "comma-separated failure categories eligible for a retry ("+joinCategories(layer.Categories)+")")
 	fs.StringVar(&s.admit, "admit", "deny", "admission of a resend to a local provider: deny gives no permission, so ollama and omlx stop with admission_required (openai needs none); allow lets every resend through")
+
+	fs.DurationVar(&s.headerTimeout, "header-timeout", 0, "stall limit per attempt: from the request sent to the response headers (0: off); when it fires the attempt fails as header_timeout and is retried like a transport failure")
+	fs.DurationVar(&s.firstOutputTimeout, "first-output-timeout", 0, "stall limit per attempt: from the response headers to the first reasoning, content or tool byte, keepalives not counted (0: off); set it above the longest thinking of a reasoning model")
+	fs.DurationVar(&s.idleTimeout, "idle-timeout", 0, "stall limit per attempt: the longest wait for the next byte, keepalives included (0: off); before the first output the attempt is retried, after it the stream ends interrupted")
+	fs.BoolVar(&s.providerHints, "provider-hints", false, "off by default; honour the providers' resend hints: retry-after-ms and x-ms-retry-after-ms as delay minima, x-should-retry: false and a 429 insufficient_quota as not retryable")
+
+	fs.BoolVar(&s.quota, "quota", true, "bound resends per upstream with a retry quota and share Retry-After cooldowns between this proxy's clients (-quota=false: off); a refused resend answers quota_exhausted, and a client's own retry (X-Stainless-Retry-Count above 0) is charged as a resend")
+	fs.Float64Var(&s.quotaRatio, "quota-ratio", quota.DefaultRatio, "resends allowed per window as a share of the window's calls (at least -quota-floor)")
+	fs.DurationVar(&s.quotaWindow, "quota-window", quota.DefaultWindow, "the window over which the quota counts calls and resends (at least 10ms)")
+	fs.IntVar(&s.quotaFloor, "quota-floor", quota.DefaultFloor, "resends allowed per window whatever the traffic")
+	fs.StringVar(&s.quotaKey, "quota-key", "upstream", "what one quota counts: upstream (scheme, host and port), or narrowed by model, credential (the Authorization or API key header, kept only as a hash) or model,credential")
 
 	fs.Int64Var(&s.maxBody, "max-body", proxy.DefaultMaxBodyBytes, "the largest completion request body in bytes; a larger one is answered 413")
 	fs.DurationVar(&s.commitAfter, "stream-commit-after", proxy.DefaultStreamCommitAfter, "how long a streaming client may wait without a byte before the proxy commits its 200 and writes retry notices; a later failure is then an in-band error (0: at the first backoff; negative: never; no effect on ollama)")
@@ -129,6 +156,8 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 	if err != nil {
 		return nil, err
 	}
+	s.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { s.set[f.Name] = true })
 	return s, nil
 }
 
@@ -166,15 +195,84 @@ func (s *settings) config() (proxy.Config, error) {
 	default:
 		return cfg, fmt.Errorf("-admit is %q; want allow or deny", s.admit)
 	}
+	p.ProviderHints = s.providerHints
 	if err := p.Validate(); err != nil {
 		return cfg, err
 	}
 	cfg.Policy = p
+	if cfg.PerAttempt, err = s.stallLayers(); err != nil {
+		return cfg, err
+	}
+	if cfg.Quota, err = s.quotaLayer(); err != nil {
+		return cfg, err
+	}
 	cfg.StreamCommitAfter = s.commitAfter
 	if s.commitAfter == 0 {
 		cfg.StreamCommitAfter = time.Nanosecond // commit at the first backoff
 	}
 	return cfg, nil
+}
+
+// stallLayers returns the per-attempt stall limits of s: none when every
+// limit is 0.
+func (s *settings) stallLayers() ([]layer.Layer, error) {
+	lim := stall.Limits{Header: s.headerTimeout, FirstOutput: s.firstOutputTimeout, Idle: s.idleTimeout}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"-header-timeout", lim.Header}, {"-first-output-timeout", lim.FirstOutput}, {"-idle-timeout", lim.Idle}} {
+		if f.d < 0 {
+			return nil, fmt.Errorf("%s is %v; want a positive duration, or 0 for no limit", f.name, f.d)
+		}
+		if f.d > stall.MaxLimit {
+			return nil, fmt.Errorf("%s is %v; the largest limit is %v", f.name, f.d, stall.MaxLimit)
+		}
+	}
+	if lim == (stall.Limits{}) {
+		return nil, nil
+	}
+	l, err := stall.New(lim)
+	if err != nil {
+		return nil, err
+	}
+	return []layer.Layer{l}, nil
+}
+
+// quotaFlags are the settings that only mean something with -quota.
+var quotaFlags = []string{"quota-ratio", "quota-window", "quota-floor", "quota-key"}
+
+// quotaLayer returns the retry quota of s, or nil with -quota=false.
+func (s *settings) quotaLayer() (*quota.Layer, error) {
+	if !s.quota {
+		for _, name := range quotaFlags {
+			if s.set[name] {
+				return nil, fmt.Errorf("-%s is set but -quota is false; drop it, or turn the quota on", name)
+			}
+		}
+		return nil, nil
+	}
+	if math.IsNaN(s.quotaRatio) || math.IsInf(s.quotaRatio, 0) || s.quotaRatio < 0 {
+		return nil, fmt.Errorf("-quota-ratio is %v; want a number of 0 or more, for example 0.2", s.quotaRatio)
+	}
+	if s.quotaWindow < 10*time.Millisecond {
+		return nil, fmt.Errorf("-quota-window is %v; want at least 10ms, for example 60s", s.quotaWindow)
+	}
+	if s.quotaFloor < 0 {
+		return nil, fmt.Errorf("-quota-floor is %d; want 0 or more", s.quotaFloor)
+	}
+	opts := []quota.Option{quota.WithRatio(s.quotaRatio), quota.WithWindow(s.quotaWindow), quota.WithFloor(s.quotaFloor)}
+	for _, k := range splitList(s.quotaKey) {
+		switch k {
+		case "upstream":
+		case "model":
+			opts = append(opts, quota.ByModel())
+		case "credential":
+			opts = append(opts, quota.ByCredential())
+		default:
+			return nil, fmt.Errorf("-quota-key: %q is not a key; want upstream, model, credential or model,credential", k)
+		}
+	}
+	return quota.New(opts...)
 }
 
 // logger returns the stderr logger for s.

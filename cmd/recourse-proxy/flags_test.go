@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/quota"
+	"github.com/recourse-dev/recourse/layers/stall"
 )
 
 func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
@@ -123,7 +128,7 @@ func TestLoggerSettings(t *testing.T) {
 // FuzzSettingLists feeds arbitrary text to the list and address parsers:
 // no panic, and what they accept is in range.
 func FuzzSettingLists(f *testing.F) {
-	for _, s := range []string{"429,500", " 503 , ", "", "transport,http", "5xx", "127.0.0.1:8787", "[::1]:1", ":80", "a:b:c"} {
+	for _, s := range []string{"429,500", " 503 , ", "", "transport,http", "5xx", "127.0.0.1:8787", "[::1]:1", ":80", "a:b:c", "model,credential", "upstream, model"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -143,5 +148,136 @@ func FuzzSettingLists(f *testing.F) {
 		}
 		_ = checkListen(s, false)
 		_ = checkListen(s, true)
+		set := &settings{quota: true, quotaRatio: 0.2, quotaWindow: time.Minute, quotaKey: s}
+		if q, err := set.quotaLayer(); (q == nil) == (err == nil) {
+			t.Fatalf("-quota-key %q: layer %v, error %v", s, q, err)
+		}
 	})
+}
+
+// reserves counts the resends q allows in a row for an upstream, a model
+// and a credential, after deposits calls.
+func reserves(t *testing.T, q *quota.Layer, deposits int, model, auth string) (int, string) {
+	t.Helper()
+	u, _ := url.Parse("https://api.openai.com/v1/chat/completions")
+	h := http.Header{}
+	if auth != "" {
+		h.Set("Authorization", auth)
+	}
+	g := q.Bind(u, model, h)
+	for range deposits {
+		g.Deposit()
+	}
+	for n := 0; n < 100; n++ {
+		if _, v := g.Reserve(context.Background()); v.Refusal != nil {
+			return n, v.Refusal.Text()
+		}
+	}
+	return 100, ""
+}
+
+func TestStallHintAndQuotaFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"flags", []string{"-header-timeout", "1m", "-first-output-timeout", "10m", "-idle-timeout", "5m", "-provider-hints",
+			"-quota-ratio", "0.5", "-quota-window", "2m", "-quota-floor", "1", "-quota-key", "model"}, nil},
+		{"environment", nil, map[string]string{
+			"RECOURSE_PROXY_HEADER_TIMEOUT":       "1m",
+			"RECOURSE_PROXY_FIRST_OUTPUT_TIMEOUT": "10m",
+			"RECOURSE_PROXY_IDLE_TIMEOUT":         "5m",
+			"RECOURSE_PROXY_PROVIDER_HINTS":       "true",
+			"RECOURSE_PROXY_QUOTA":                "true",
+			"RECOURSE_PROXY_QUOTA_RATIO":          "0.5",
+			"RECOURSE_PROXY_QUOTA_WINDOW":         "2m",
+			"RECOURSE_PROXY_QUOTA_FLOOR":          "1",
+			"RECOURSE_PROXY_QUOTA_KEY":            "model",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := parse(append([]string{"-upstream", "https://api.openai.com"}, tc.args...), env(tc.env), &bytes.Buffer{})
+			require.NoError(t, err)
+			cfg, err := s.config()
+			require.NoError(t, err)
+			require.Len(t, cfg.PerAttempt, 1)
+			sl, ok := cfg.PerAttempt[0].(*stall.Layer)
+			require.True(t, ok)
+			assert.Equal(t, stall.Limits{Header: time.Minute, FirstOutput: 10 * time.Minute, Idle: 5 * time.Minute}, sl.Limits())
+			assert.True(t, cfg.Policy.ProviderHints)
+			require.NotNil(t, cfg.Quota)
+			n, text := reserves(t, cfg.Quota, 4, "gpt-4o", "")
+			assert.Equal(t, 2, n, "ratio 0.5 of 4 calls")
+			assert.Equal(t, "retry quota for api.openai.com exhausted: 2 resends in the last 120 s", text)
+			n, _ = reserves(t, cfg.Quota, 0, "gpt-4o-mini", "")
+			assert.Equal(t, 1, n, "another model has a quota of its own: its floor")
+		})
+	}
+}
+
+func TestStallHintAndQuotaDefaults(t *testing.T) {
+	s, err := parse([]string{"-upstream", "https://api.openai.com"}, env(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	cfg, err := s.config()
+	require.NoError(t, err)
+	assert.Empty(t, cfg.PerAttempt, "no stall limit by default")
+	assert.False(t, cfg.Policy.ProviderHints)
+	require.NotNil(t, cfg.Quota, "the quota is on by default")
+	n, text := reserves(t, cfg.Quota, 10, "a", "Bearer one")
+	assert.Equal(t, 3, n, "the floor of 3 (0.2 of 10 calls is 2)")
+	assert.Equal(t, "retry quota for api.openai.com exhausted: 3 resends in the last 60 s", text)
+	n, _ = reserves(t, cfg.Quota, 0, "b", "Bearer two")
+	assert.Equal(t, 0, n, "keyed by upstream alone: models and credentials share it")
+
+	for _, off := range []struct {
+		args []string
+		env  map[string]string
+	}{{[]string{"-quota=false"}, nil}, {nil, map[string]string{"RECOURSE_PROXY_QUOTA": "false"}}} {
+		s, err := parse(append([]string{"-upstream", "https://api.openai.com"}, off.args...), env(off.env), &bytes.Buffer{})
+		require.NoError(t, err)
+		cfg, err := s.config()
+		require.NoError(t, err)
+		assert.Nil(t, cfg.Quota)
+	}
+
+	s, err = parse([]string{"-upstream", "https://api.openai.com", "-quota-key", "credential", "-idle-timeout", "30s"}, env(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	cfg, err = s.config()
+	require.NoError(t, err)
+	assert.Equal(t, stall.Limits{Idle: 30 * time.Second}, cfg.PerAttempt[0].(*stall.Layer).Limits())
+	n, _ = reserves(t, cfg.Quota, 0, "a", "Bearer one")
+	assert.Equal(t, 3, n)
+	n, _ = reserves(t, cfg.Quota, 0, "a", "Bearer two")
+	assert.Equal(t, 3, n, "another credential has a quota of its own")
+}
+
+func TestBadStallAndQuotaSettings(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"-idle-timeout", "-1s"}, nil, "-idle-timeout is -1s; want a positive duration, or 0 for no limit"},
+		{[]string{"-header-timeout", "-5m"}, nil, "-header-timeout is -5m0s"},
+		{[]string{"-first-output-timeout", "1000h"}, nil, "-first-output-timeout is 1000h0m0s; the largest limit is"},
+		{[]string{"-quota-ratio", "-0.1"}, nil, "-quota-ratio is -0.1; want a number of 0 or more"},
+		{[]string{"-quota-ratio", "NaN"}, nil, "-quota-ratio is NaN"},
+		{[]string{"-quota-ratio", "+Inf"}, nil, "-quota-ratio is +Inf"},
+		{[]string{"-quota-window", "5ms"}, nil, "-quota-window is 5ms; want at least 10ms"},
+		{[]string{"-quota-floor", "-1"}, nil, "-quota-floor is -1; want 0 or more"},
+		{[]string{"-quota-key", "model,host"}, nil, `-quota-key: "host" is not a key`},
+		{[]string{"-quota=false", "-quota-floor", "5"}, nil, "-quota-floor is set but -quota is false"},
+		{nil, map[string]string{"RECOURSE_PROXY_QUOTA": "false", "RECOURSE_PROXY_QUOTA_RATIO": "0.5"}, "-quota-ratio is set but -quota is false"},
+		{nil, map[string]string{"RECOURSE_PROXY_IDLE_TIMEOUT": "30"}, "RECOURSE_PROXY_IDLE_TIMEOUT: parse error"},
+		{nil, map[string]string{"RECOURSE_PROXY_PROVIDER_HINTS": "maybe"}, "RECOURSE_PROXY_PROVIDER_HINTS: parse error"},
+		{nil, map[string]string{"RECOURSE_PROXY_QUOTA_RATIO": "a fifth"}, "RECOURSE_PROXY_QUOTA_RATIO: parse error"},
+	} {
+		s, err := parse(append([]string{"-upstream", "https://api.openai.com"}, tc.args...), env(tc.env), &bytes.Buffer{})
+		if err == nil {
+			_, err = s.config()
+		}
+		require.Error(t, err, tc.want)
+		assert.Contains(t, err.Error(), tc.want)
+	}
 }

@@ -15,8 +15,12 @@
 // structured line per request and per lifecycle event on stderr, and on
 // SIGTERM or SIGINT stops accepting, lets in-flight calls finish within
 // -grace, cuts the rest with an in-band error and exits 0. With
-// -otlp-endpoint it sends traces as OTLP JSON. See package proxy for what
-// clients see.
+// -otlp-endpoint it sends traces as OTLP JSON. The stall limits
+// (-header-timeout, -first-output-timeout, -idle-timeout) and the provider
+// hints (-provider-hints) are off unless set; the retry quota (-quota,
+// -quota-ratio, -quota-window, -quota-floor, -quota-key) is on, because one
+// proxy serves many clients whose resends would otherwise add up during an
+// outage. See package proxy for what clients see.
 package main
 
 import (
@@ -82,7 +86,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	defer stop()
 	log.LogAttrs(ctx, slog.LevelInfo, "listening", slog.String("addr", ln.Addr().String()),
 		slog.String("provider", s.provider), slog.String("upstream", s.upstream),
-		slog.Int("max_attempts", s.maxAttempts), slog.String("admit", s.admit))
+		slog.Int("max_attempts", s.maxAttempts), slog.String("admit", s.admit),
+		slog.Bool("quota", s.quota), slog.Bool("provider_hints", s.providerHints),
+		slog.String("header_timeout", s.headerTimeout.String()), slog.String("first_output_timeout", s.firstOutputTimeout.String()),
+		slog.String("idle_timeout", s.idleTimeout.String()))
 	code := 0
 	if err := proxy.Serve(ctx, ln, h, s.grace, log); err != nil {
 		fmt.Fprintln(stderr, "recourse-proxy:", err)

@@ -260,6 +260,29 @@ func (l *Layer) Bind(u *url.URL, model string, h http.Header) layer.UpstreamGate
 	return up
 }
 
+// Remaining returns how many resends the quota of u's upstream (narrowed
+// by model and h's credential as Bind narrows it) allows now in this
+// process: max(floor, ratio × the window's calls) less the window's resends,
+// never below 0; -1 for an Unlimited quota. It reads this process's counts
+// only, so a fleet cap (WithFleetCap) and the other processes' resends are
+// not reflected. It does no I/O and is safe for concurrent use; a proxy
+// may report it to its clients.
+func (l *Layer) Remaining(u *url.URL, model string, h http.Header) int {
+	if l.cfg.unlimited {
+		return -1
+	}
+	up := l.Bind(u, model, h).(*upstream)
+	at := l.elapsed()
+	up.mu.Lock()
+	_, e := up.bucket(at)
+	calls, sent := up.totals(e)
+	up.mu.Unlock()
+	return max(0, up.allowed(calls)-sent)
+}
+
+// Window returns the quota's window (default 60 s).
+func (l *Layer) Window() time.Duration { return l.cfg.window }
+
 // credentialHash returns the first 16 hex digits of the SHA-256 of the
 // call's credential header, or "" when it has none.
 func credentialHash(h http.Header) string {

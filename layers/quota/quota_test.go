@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -253,4 +254,38 @@ func TestR18_2_UnsentResendIsRefunded(t *testing.T) {
 	b := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 2})
 	require.NoError(t, b.call(), "the unsent resend was refunded")
 	assert.Equal(t, 3, p.Count())
+}
+
+// TestQuotaRemaining: Remaining follows deposits, withdrawals, refunds and
+// the window, per key, without reserving anything.
+func TestQuotaRemaining(t *testing.T) {
+	clk := newClock()
+	q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0.5), quota.WithClock(clk.Now), quota.WithStore(quota.NewMemoryStore()), quota.ByModel())
+	u, _ := url.Parse("https://api.openai.com/v1/chat/completions")
+	assert.Equal(t, time.Minute, q.Window())
+	assert.Equal(t, 1, q.Remaining(u, "a", nil), "the floor")
+	g := q.Bind(u, "a", nil)
+	for range 4 {
+		g.Deposit()
+	}
+	assert.Equal(t, 2, q.Remaining(u, "a", nil), "0.5 × 4 calls")
+	assert.Equal(t, 2, q.Remaining(u, "a", nil), "reading reserves nothing")
+	res, v := g.Reserve(context.Background())
+	require.Nil(t, v.Refusal)
+	assert.Equal(t, 1, q.Remaining(u, "a", nil))
+	assert.Equal(t, 1, q.Remaining(u, "b", nil), "another model: its own quota")
+	res.Settle(true)
+	assert.Equal(t, 2, q.Remaining(u, "a", nil), "refunded")
+	for range 2 {
+		_, v = g.Reserve(context.Background())
+		require.Nil(t, v.Refusal)
+	}
+	assert.Equal(t, 0, q.Remaining(u, "a", nil))
+	_, v = g.Reserve(context.Background())
+	assert.NotNil(t, v.Refusal, "0 remaining: refused")
+	clk.Advance(61 * time.Second)
+	assert.Equal(t, 1, q.Remaining(u, "a", nil), "a window later: the floor again")
+
+	unlimited := mustQuota(t, quota.Unlimited(), quota.WithStore(quota.NewMemoryStore()))
+	assert.Equal(t, -1, unlimited.Remaining(u, "", nil))
 }

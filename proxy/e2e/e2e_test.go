@@ -24,6 +24,7 @@ import (
 
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/admission"
+	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/proxy"
 )
@@ -238,6 +239,41 @@ func TestNodeExhausted(t *testing.T) {
 			assert.Equal(t, 4, r.up.Count(), "exactly MaxAttempts POSTs upstream")
 		})
 	}
+}
+
+// TestNodeQuotaExhausted: with a quota of one resend a window, the SDK
+// gets its own error for the final 503, after one request of its own.
+func TestNodeQuotaExhausted(t *testing.T) {
+	q, err := quota.New(quota.WithStore(quota.NewMemoryStore()), quota.WithRatio(0), quota.WithFloor(1))
+	require.NoError(t, err)
+	r := newRig(t, "openai", func(c *proxy.Config) { c.Quota = q }, overloaded, overloaded, overloaded)
+	res := r.sdk(t, "unary")
+	require.NotNil(t, res.Error)
+	assert.Equal(t, "InternalServerError", res.Error.Name)
+	require.NotNil(t, res.Error.Status)
+	assert.Equal(t, 503, *res.Error.Status)
+	assert.Equal(t, int32(1), r.posts.Load(), "X-Should-Retry: false stopped the SDK's retries")
+	assert.Equal(t, 2, r.up.Count(), "one resend, then the quota refused")
+}
+
+// TestNodeClientRetryIsChargedAsAResend: the SDK times out on a slow answer
+// and retries on its own (X-Stainless-Retry-Count: 1); with no resend left
+// in the quota the proxy answers that retry 503 quota_exhausted without
+// contacting the upstream. The SDK's timeout is real time (1 s).
+func TestNodeClientRetryIsChargedAsAResend(t *testing.T) {
+	q, err := quota.New(quota.WithStore(quota.NewMemoryStore()), quota.WithRatio(0), quota.WithFloor(0))
+	require.NoError(t, err)
+	gate := make(chan struct{})
+	defer close(gate)
+	r := newRig(t, "openai", func(c *proxy.Config) { c.Quota = q },
+		scripted.JSON(200, scripted.OpenAIChat("too late")).Gated(-1, gate))
+	res := r.sdk(t, "timeout-retry")
+	require.NotNil(t, res.Error)
+	require.NotNil(t, res.Error.Status, res.Error.Message)
+	assert.Equal(t, 503, *res.Error.Status)
+	assert.Contains(t, res.Error.Message, "client retry")
+	assert.Equal(t, int32(2), r.posts.Load(), "the SDK's first request and its own retry")
+	assert.Equal(t, 1, r.up.Count(), "the retry never reached the upstream")
 }
 
 func TestNodeRedirect(t *testing.T) {
