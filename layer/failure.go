@@ -239,7 +239,9 @@ type Failure struct {
 	// never proves that remote inference ended (R9.3).
 	RemoteTerminationConfirmed bool `json:"remote_termination_confirmed"`
 	// Stall names the per-attempt stall limit that ended the attempt (see
-	// StallError), or is empty when no stall limit fired. A stall is a
+	// StallError): StallHeader, StallFirstOutput or StallIdle. It is empty
+	// when no stall limit fired, or when a StallError named a limit
+	// outside these three (the failure is still a stall). A stall is a
 	// transport failure (CategoryTransport), or an HTTP failure when it cut
 	// an error response's body.
 	Stall StallLimit `json:"stall,omitempty"`
