@@ -157,9 +157,11 @@ const (
 	// (OpenAI): the failure is not eligible, reason
 	// ReasonProviderNoRetry.
 	HintShouldNotRetry Hint = "x_should_retry_false"
-	// HintInsufficientQuota is an HTTP 429 whose provider error code says
-	// the account's quota or spend limit is exhausted (see
-	// IsQuotaExhaustedCode): not eligible, reason ReasonInsufficientQuota.
+	// HintInsufficientQuota is an HTTP 429, or a provider error object
+	// with a 2xx status (a stream's in-band error frame included), whose
+	// provider error code says the account's quota or spend limit is
+	// exhausted (see IsQuotaExhaustedCode): not eligible, reason
+	// ReasonInsufficientQuota.
 	HintInsufficientQuota Hint = "insufficient_quota"
 )
 
