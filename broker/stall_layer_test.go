@@ -206,3 +206,39 @@ func TestR17_2_FirstOutputStallWithTheStallLayerIsRetried(t *testing.T) {
 	assert.Len(t, ids, 1, "the resend belongs to the same completion")
 	assert.Empty(t, rigtest.EventsOf(r.Rec.Events(), layer.EventInterrupted))
 }
+
+// R16.2, R17.3 with the real stall layer, through a Session: the turn
+// whose stream stalled after output and was continued keeps the closed
+// block and the continuation as its assistant messages, each once, and
+// the next turn builds on them.
+func TestR17_3_SessionTurnContinuedAfterAnIdleStall(t *testing.T) {
+	held := []string{textDelta("Let me look "), textDelta("that up. "), toolStart("call_1", "lookup")}
+	clock := newIdleClock(len(strings.Join(held, "")))
+	r := stallRig(t, stall.Limits{Idle: 30 * time.Second}, clock,
+		scripted.SSE(held...).Held(),
+		scripted.SSE(scripted.OpenAIStream("It is ", "sunny.")...),
+		scripted.SSE(scripted.OpenAIStream("You are welcome.")...))
+	tl := &toolLog{}
+	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)),
+		broker.WithContinuation(broker.Continuation{Max: 3}),
+		broker.WithPolicy(wire(r, retry.Policy{BaseDelay: new(100 * time.Millisecond), Jitter: jitter(1), OnWire: clock.onWire})))
+	s := broker.NewSession(b, system)
+	text, err := drainWithin(t, s.SendStream(context.Background(), "Weather in Paris?"))
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, clock.firedAfter())
+	assert.Equal(t, "Let me look that up. It is sunny.", text)
+	assert.Equal(t, []chat.Message{
+		{Role: chat.System, Content: system},
+		{Role: chat.User, Content: "Weather in Paris?"},
+		{Role: chat.Assistant, Content: "Let me look that up. "},
+		{Role: chat.Assistant, Content: "It is sunny."},
+	}, s.Messages())
+
+	text, err = drainWithin(t, s.SendStream(context.Background(), "Thanks"))
+	require.NoError(t, err)
+	assert.Equal(t, "You are welcome.", text)
+	msgs, _ := sent(t, r)
+	require.Len(t, msgs, 3)
+	assert.Len(t, msgs[2], 5, "system, user, both assistant messages, user: nothing twice")
+	assert.Empty(t, tl.runs())
+}
