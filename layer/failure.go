@@ -157,9 +157,11 @@ const (
 	// (OpenAI): the failure is not eligible, reason
 	// ReasonProviderNoRetry.
 	HintShouldNotRetry Hint = "x_should_retry_false"
-	// HintInsufficientQuota is an HTTP 429 whose provider error code says
-	// the account's quota or spend limit is exhausted (see
-	// IsQuotaExhaustedCode): not eligible, reason ReasonInsufficientQuota.
+	// HintInsufficientQuota is an HTTP 429, or a provider error object
+	// with a 2xx status (a stream's in-band error frame included), whose
+	// provider error code says the account's quota or spend limit is
+	// exhausted (see IsQuotaExhaustedCode): not eligible, reason
+	// ReasonInsufficientQuota.
 	HintInsufficientQuota Hint = "insufficient_quota"
 )
 
@@ -239,7 +241,9 @@ type Failure struct {
 	// never proves that remote inference ended (R9.3).
 	RemoteTerminationConfirmed bool `json:"remote_termination_confirmed"`
 	// Stall names the per-attempt stall limit that ended the attempt (see
-	// StallError), or is empty when no stall limit fired. A stall is a
+	// StallError): StallHeader, StallFirstOutput or StallIdle. It is empty
+	// when no stall limit fired, or when a StallError named a limit
+	// outside these three (the failure is still a stall). A stall is a
 	// transport failure (CategoryTransport), or an HTTP failure when it cut
 	// an error response's body.
 	Stall StallLimit `json:"stall,omitempty"`

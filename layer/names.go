@@ -93,10 +93,11 @@ const (
 	// ReasonProviderNoRetry is the reason of a failure whose response said
 	// "x-should-retry: false": the provider asked not to resend.
 	ReasonProviderNoRetry Reason = "provider_no_retry"
-	// ReasonInsufficientQuota is the reason of an HTTP 429 whose error code
-	// says the account's quota or spend limit is exhausted (OpenAI
-	// insufficient_quota and its spend-limit codes): not a rate limit, so a
-	// resend cannot succeed.
+	// ReasonInsufficientQuota is the reason of an HTTP 429, or of a
+	// provider error object with a 2xx status (a stream's in-band error
+	// frame included), whose error code says the account's quota or spend
+	// limit is exhausted (OpenAI insufficient_quota and its spend-limit
+	// codes): not a rate limit, so a resend cannot succeed.
 	ReasonInsufficientQuota Reason = "insufficient_quota"
 )
 

@@ -45,7 +45,9 @@ func (l StallLimit) Text() string {
 // byte (local providers still need admission, R8.3), interrupted after it
 // (R13.1). Its Error text is safe (R10.5).
 type StallError struct {
-	// Limit is the limit that fired.
+	// Limit is the limit that fired. The engine records only the three
+	// limits above; another value ends the attempt as a stall without a
+	// name.
 	Limit StallLimit
 	// After is the configured value of that limit.
 	After time.Duration

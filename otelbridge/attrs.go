@@ -167,13 +167,20 @@ func eventAttributes(ev *layer.Event) []attribute.KeyValue {
 // failureMarks are the optional safe attributes of a failure: the stall
 // limit that ended the attempt (recourse.failure.stall) and the provider
 // hint the classification honoured (recourse.failure.hint), each only when
-// set. Both are fixed vocabulary values.
+// set to a value of the vocabulary. Any other value (a per-attempt layer
+// of the application may return a StallError of its own) is left out, so
+// that the values, and the metric series they label, stay a fixed set.
 func failureMarks(f *layer.Failure) []attribute.KeyValue {
+	if f == nil {
+		return nil
+	}
 	var a []attribute.KeyValue
-	if f.Stall != "" {
+	switch f.Stall {
+	case layer.StallHeader, layer.StallFirstOutput, layer.StallIdle:
 		a = append(a, keyFailureStall.String(string(f.Stall)))
 	}
-	if f.Hint != layer.HintNone {
+	switch f.Hint {
+	case layer.HintShouldNotRetry, layer.HintInsufficientQuota:
 		a = append(a, keyFailureHint.String(string(f.Hint)))
 	}
 	return a

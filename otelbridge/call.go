@@ -166,7 +166,11 @@ func (c *call) observe(ev layer.Event) {
 				}
 				c.attempt.SetStatus(codes.Error, desc)
 			}
-			c.countAttempt(attemptFailed, ev.HTTPStatus, et)
+			var marks []attribute.KeyValue
+			if et != "" {
+				marks = failureMarks(ev.Failure)
+			}
+			c.countAttempt(attemptFailed, ev.HTTPStatus, et, marks...)
 			c.attempt.End(trace.WithTimestamp(now))
 			c.attempt = nil
 		}
@@ -273,6 +277,9 @@ type result struct {
 	failed      bool
 	errorType   string
 	description string // safe
+	// marks are the final failure's stall limit and provider hint
+	// (failureMarks), for recourse.client.outcomes.
+	marks []attribute.KeyValue
 }
 
 // result decides the outcome of the call. c.mu must be held.
@@ -336,6 +343,7 @@ func recoveryResult(o layer.Outcome, f *layer.Failure, err error, desc string) r
 	r.errorType = semconv.ErrorTypeOther.Value.AsString()
 	if f != nil {
 		r.errorType = errorType(f)
+		r.marks = failureMarks(f)
 	}
 	r.description = desc
 	return r

@@ -136,20 +136,24 @@
 //   - recourse.client.attempts: recourse.attempt.outcome,
 //     http.response.status_code when a response arrived, and error.type for
 //     a failure other than the caller's cancellation, as on the attempt
-//     span. The outcome is "succeeded" (attempt_succeeded), "failed"
+//     span; such a failure also carries recourse.failure.stall and
+//     recourse.failure.hint when set, as the attempt span does. The outcome is "succeeded" (attempt_succeeded), "failed"
 //     (attempt_failed, or an attempt left open by a call that failed, such
 //     as an observer error) or "closed" (an attempt the engine left without
 //     an attempt_succeeded or attempt_failed event; a stream the caller
 //     closes early is recorded as failed, R13.5).
 //   - recourse.client.resends and recourse.client.retry.delay:
-//     recourse.failure.category of the failure that caused the resend and
-//     its http.response.status_code when it had one.
+//     recourse.failure.category of the failure that caused the resend, its
+//     http.response.status_code when it had one, and its
+//     recourse.failure.stall and recourse.failure.hint when set.
 //   - recourse.client.admission.decisions: recourse.admission.decision —
 //     "allowed", "rejected", "no_decision" or "required" (the codec's rule
 //     requires a hook and there is none). admission_pending is not a decision.
 //   - recourse.client.outcomes: recourse.outcome (the logical span's value:
-//     "success", an outcome of R10.4, "closed" or "error") and error.type
-//     when the completion failed.
+//     "success", an outcome of R10.4, "closed" or "error"), error.type
+//     when the completion failed, and the final failure's
+//     recourse.failure.stall and recourse.failure.hint when set, as on the
+//     terminal span event.
 //   - recourse.client.time_to_first_output: no other attribute. It runs from
 //     RoundTrip to the first semantic output of a stream — the first
 //     content, reasoning or tool-call fragment — as the layer first sees it:
@@ -165,7 +169,10 @@
 //
 // No attribute names a logical request, an attempt or a URL path, so the
 // number of series is bounded by the configuration (providers, models,
-// servers) and the small value sets above. Measurements are recorded in
+// servers) and the small value sets above. recourse.failure.stall is one of
+// header_timeout, first_output_timeout and idle_timeout, and
+// recourse.failure.hint one of x_should_retry_false and insufficient_quota;
+// no other value is recorded, on a metric or a span. Measurements are recorded in
 // the logical span's context, so an SDK that keeps exemplars links them to
 // the trace.
 //

@@ -54,6 +54,12 @@ func newFixture(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbrid
 // newFixtureWith is newFixture with more per-call layers inside tracing.
 func newFixtureWith(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, perCall []layer.Layer, steps ...scripted.Step) *fixture {
 	t.Helper()
+	return newFixtureLayers(t, codec, p, opts, perCall, nil, steps...)
+}
+
+// newFixtureLayers is newFixtureWith with per-attempt layers too.
+func newFixtureLayers(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, perCall, perAttempt []layer.Layer, steps ...scripted.Step) *fixture {
+	t.Helper()
 	f := &fixture{t: t, codec: codec, srv: scripted.New(steps...), sr: tracetest.NewSpanRecorder(),
 		reader: sdkmetric.NewManualReader(), clock: rigtest.NewClock(), rec: &rigtest.Recorder{}}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.sr))
@@ -61,7 +67,7 @@ func newFixtureWith(t *testing.T, codec layer.Codec, p retry.Policy, opts []otel
 	p.WallClock, p.MonotonicClock, p.Sleep, p.OnEvent = f.clock.Now, f.clock.Mono, f.clock.Sleep, f.rec.OnEvent
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	tl := otelbridge.New(append([]otelbridge.Option{otelbridge.WithTracerProvider(tp), otelbridge.WithMeterProvider(mp)}, opts...)...)
-	ch, err := chain.Default(codec, chain.WithTracing(tl), chain.WithPerCall(perCall...), chain.WithPolicy(p), chain.WithTransport(base))
+	ch, err := chain.Default(codec, chain.WithTracing(tl), chain.WithPerCall(perCall...), chain.WithPerAttempt(perAttempt...), chain.WithPolicy(p), chain.WithTransport(base))
 	require.NoError(t, err)
 	f.chain = ch
 	f.client, err = chain.NewClient(f.srv.URL, ch, chain.WithAPIKey(rigtest.Key))

@@ -160,8 +160,9 @@ func (c *call) mctx() context.Context {
 }
 
 // countAttempt counts one wire attempt. status 0 and errType "" are left
-// out. c.mu must be held.
-func (c *call) countAttempt(outcome string, status int, errType string) {
+// out; marks (failureMarks of the attempt's failure) are appended. c.mu
+// must be held.
+func (c *call) countAttempt(outcome string, status int, errType string, marks ...attribute.KeyValue) {
 	extra := []attribute.KeyValue{keyAttemptOutcome.String(outcome)}
 	if status != 0 {
 		extra = append(extra, semconv.HTTPResponseStatusCode(status))
@@ -169,11 +170,12 @@ func (c *call) countAttempt(outcome string, status int, errType string) {
 	if errType != "" {
 		extra = append(extra, semconv.ErrorTypeKey.String(errType))
 	}
-	c.l.inst.attempts.Add(c.mctx(), 1, c.metricAttributes(extra...))
+	c.l.inst.attempts.Add(c.mctx(), 1, c.metricAttributes(append(extra, marks...)...))
 }
 
-// failureAttributes are the failure's category and, when a response
-// arrived, its status: the reason of a resend or a delay.
+// failureAttributes are the failure's category, its status when a
+// response arrived, and its marks (failureMarks: the stall limit and the
+// provider hint, when set): the reason of a resend or a delay.
 func failureAttributes(f *layer.Failure) []attribute.KeyValue {
 	if f == nil {
 		return nil
@@ -182,7 +184,7 @@ func failureAttributes(f *layer.Failure) []attribute.KeyValue {
 	if f.HTTPStatus != 0 {
 		a = append(a, semconv.HTTPResponseStatusCode(f.HTTPStatus))
 	}
-	return a
+	return append(a, failureMarks(f)...)
 }
 
 // admissionDecision is the recourse.admission.decision of an admission
@@ -262,7 +264,8 @@ func (c *call) measureEnd(res result) {
 	}
 	c.l.inst.duration.Record(ctx, time.Since(c.start).Seconds(), c.metricAttributes(errAttr...))
 	if res.outcome != "" {
-		c.l.inst.outcomes.Add(ctx, 1, c.metricAttributes(append([]attribute.KeyValue{keyOutcome.String(res.outcome)}, errAttr...)...))
+		a := append([]attribute.KeyValue{keyOutcome.String(res.outcome)}, errAttr...)
+		c.l.inst.outcomes.Add(ctx, 1, c.metricAttributes(append(a, res.marks...)...))
 	}
 	if res.outcome == outcomeSuccess {
 		if in, out, ok := c.usage(); ok {

@@ -385,10 +385,10 @@ func waitAdmission(ctx context.Context, hook layer.AdmissionHook, req layer.Admi
 
 // Classify applies the eligibility rules of R4 to f, in order (first match
 // wins): cancellation, 400/401/403, a capture failure, semantic output, a
-// protocol error, a partial 2xx body of an ordinary or structured call, a
-// provider error object, the provider hints recorded in f (an exhausted
-// quota, then x-should-retry: false; see Policy.ProviderHints), then the
-// policy's categories and statuses.
+// protocol error, a partial 2xx body of an ordinary or structured call, an
+// exhausted quota recorded in f (on a 429 or in a provider error object),
+// a provider error object, x-should-retry: false recorded in f (see
+// Policy.ProviderHints), then the policy's categories and statuses.
 func (d *Decider) Classify(f *layer.Failure, captureFailed, partial bool) layer.Classification {
 	no := func(r layer.Reason) layer.Classification { return layer.Classification{Reason: r} }
 	switch {
@@ -407,10 +407,13 @@ func (d *Decider) Classify(f *layer.Failure, captureFailed, partial bool) layer.
 		// before the first body byte: resending could duplicate inference,
 		// so an ordinary or structured call fails closed (R4.6).
 		return no(layer.ReasonPartialResponse)
+	case f.Hint == layer.HintInsufficientQuota:
+		// Before the provider error object's permanent: an exhausted
+		// quota sent in a 2xx error object keeps the reason it has on a
+		// 429.
+		return no(layer.ReasonInsufficientQuota)
 	case f.Category == layer.CategoryProviderResponse:
 		return no(layer.ReasonPermanent)
-	case f.Hint == layer.HintInsufficientQuota:
-		return no(layer.ReasonInsufficientQuota)
 	case f.Hint == layer.HintShouldNotRetry:
 		return no(layer.ReasonProviderNoRetry)
 	}

@@ -43,7 +43,26 @@ func (c *call) providerHints(f *layer.Failure, h http.Header, code string) {
 	if vs := h.Values("X-Should-Retry"); len(vs) == 1 && strings.EqualFold(strings.TrimSpace(vs[0]), "false") {
 		f.Hint = layer.HintShouldNotRetry
 	}
-	if f.HTTPStatus == http.StatusTooManyRequests && layer.IsQuotaExhaustedCode(code) {
+	if f.HTTPStatus == http.StatusTooManyRequests || f.HTTPStatus/100 == 2 {
+		// A 429, or a provider error object in a 2xx body.
+		c.quotaHint(f, code)
+	}
+}
+
+// quotaHint records an exhausted quota (Failure.Hint insufficient_quota)
+// when the policy honours provider hints and code, a provider error code
+// exactly as sent, says that the account's quota or spend limit is
+// exhausted (layer.IsQuotaExhaustedCode). The engine asks for it on a 429
+// and on a provider error object that came with a 2xx status: a whole body
+// in place of a completion, the JSON document answering a streaming
+// request, or a stream's in-band error frame ("data: {"error":{…}}" or an
+// "event: error"). Such an error object is never eligible anyway (R4.7);
+// the hint gives it the reason insufficient_quota in place of permanent,
+// as for the 429. After semantic output the hint is not recorded: the
+// classification is semantic_output (R4.4), and the code stays visible as
+// Failure.ProviderCode.
+func (c *call) quotaHint(f *layer.Failure, code string) {
+	if c.d.r.hints && layer.IsQuotaExhaustedCode(code) && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
 		f.Hint = layer.HintInsufficientQuota
 	}
 }

@@ -98,7 +98,11 @@ type Policy struct {
 	//   - an HTTP 429 whose error code says the account's quota or spend
 	//     limit is exhausted (layer.IsQuotaExhaustedCode, OpenAI
 	//     insufficient_quota) is not eligible, reason insufficient_quota
-	//     (Failure.Hint insufficient_quota): it is not a rate limit.
+	//     (Failure.Hint insufficient_quota): it is not a rate limit. The
+	//     same code in a provider error object with a 2xx status — a whole
+	//     body, the JSON document answering a stream, or a stream's in-band
+	//     error frame — is not eligible with or without hints (R4.7); with
+	//     them its reason is insufficient_quota instead of permanent.
 	ProviderHints bool
 }
 

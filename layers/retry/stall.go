@@ -7,8 +7,10 @@ import (
 )
 
 // noteStall records in f the per-attempt stall limit that ended the attempt
-// with err, when err is (or wraps) a *layer.StallError. A stall is a
-// transport failure — an HTTP failure keeps its category when the stall cut
+// with err, when err is (or wraps) a *layer.StallError whose Limit is one
+// of the vocabulary's (layer.StallHeader, StallFirstOutput, StallIdle);
+// another Limit is not recorded, but the attempt is still a stall. A stall
+// is a transport failure — an HTTP failure keeps its category when the stall cut
 // an error response's body — and a cancelled call stays cancelled: the
 // caller's cancellation wins over a limit that fired at the same time.
 func noteStall(f *layer.Failure, err error) {
@@ -19,7 +21,15 @@ func noteStall(f *layer.Failure, err error) {
 	if !errors.As(err, &se) {
 		return
 	}
-	f.Stall = se.Limit
+	switch se.Limit {
+	case layer.StallHeader, layer.StallFirstOutput, layer.StallIdle:
+		f.Stall = se.Limit
+	default:
+		// A limit of its own, from a per-attempt layer of the
+		// application: the attempt is still a stall, so a transport
+		// failure, but the failure (a safe output) records only the
+		// vocabulary's limits.
+	}
 	if f.Category != layer.CategoryHTTP {
 		f.Category = layer.CategoryTransport
 	}

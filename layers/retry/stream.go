@@ -242,6 +242,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 			if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.in.body, c.in.header) {
 				f.ProviderCode = pe.Code
 			}
+			c.quotaHint(&f, pe.Code)
 		}
 		ev.Response.FinishReason = fr.FinishReason
 		if fr.Completion != nil {
@@ -254,6 +255,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.in.body, c.in.header) {
 			f.ProviderCode = pe.Code
 		}
+		c.quotaHint(&f, pe.Code)
 	}
 	noteStall(&f, cause)
 	f.Attach(ev)

@@ -26,7 +26,10 @@
 // the backoff between attempts (those belong to the policy's Budget and
 // Deadline, R7), they never cut a stream that produces output within them,
 // and the caller's cancellation always wins: a cancelled call ends as
-// cancelled, never as a stall. Time a consumer spends not reading (a paused
+// cancelled, never as a stall. A limit ends only the wait it bounds: one
+// whose timer goes off just as the headers or the awaited bytes arrive,
+// after the wait is over, does nothing, and once the consumer has closed
+// the body no limit fires. Time a consumer spends not reading (a paused
 // stream) is not idle time: the idle wait is measured only while a read is
 // waiting for the provider. The first-output wait is measured on the clock
 // from the headers.
@@ -151,14 +154,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
 	w := &watch{lim: t.l.lim, clock: t.l.clock, cancel: cancel, a: layer.AttemptFrom(req.Context())}
 	var timer Timer
+	g := w.begin()
 	if d := w.lim.Header; d > 0 {
-		timer = w.clock.AfterFunc(d, func() { w.fire(layer.StallHeader) })
+		timer = w.clock.AfterFunc(d, func() { w.fire(layer.StallHeader, g) })
 	}
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if timer != nil {
 		timer.Stop()
 	}
-	if fired := w.firedLimit(); fired != "" {
+	if fired := w.end(); fired != "" {
 		// The limit fired while the headers were awaited; a response that
 		// raced it is abandoned, its context already cancelled.
 		if resp != nil {
@@ -209,18 +213,49 @@ type watch struct {
 	mu     sync.Mutex
 	fired  layer.StallLimit
 	closed bool
+	// gen numbers the waits for the provider (the headers, then every
+	// read); waiting says that wait gen is under way. A timer may fire
+	// only during its own wait: a callback that started just before its
+	// Stop (time.AfterFunc's Stop then reports false) runs after the wait
+	// ended, finds it over, and does nothing.
+	gen     uint64
+	waiting bool
 }
 
-// fire records that limit fired and cancels the attempt's context, which
-// ends the pending round trip or read. The first limit to fire is the one
-// reported.
-func (w *watch) fire(limit layer.StallLimit) {
+// begin starts a wait for the provider and returns its number.
+func (w *watch) begin() uint64 {
 	w.mu.Lock()
-	if w.fired == "" && !w.closed {
+	defer w.mu.Unlock()
+	w.gen++
+	w.waiting = true
+	return w.gen
+}
+
+// end ends the current wait and returns the limit that fired, if one did
+// (during this wait or an earlier one).
+func (w *watch) end() layer.StallLimit {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waiting = false
+	return w.fired
+}
+
+// fire records that limit fired during wait g and cancels the attempt's
+// context, which ends the pending round trip or read. It does nothing when
+// wait g is over (the provider answered in time and the timer's callback
+// lost the race with its Stop), when the body was closed (the consumer's
+// Close wins), or when a limit already fired (the first is the one
+// reported).
+func (w *watch) fire(limit layer.StallLimit, g uint64) {
+	w.mu.Lock()
+	ok := w.fired == "" && !w.closed && w.waiting && w.gen == g
+	if ok {
 		w.fired = limit
 	}
 	w.mu.Unlock()
-	w.cancel()
+	if ok {
+		w.cancel()
+	}
 }
 
 func (w *watch) firedLimit() layer.StallLimit {
@@ -265,14 +300,15 @@ func (w *watch) Read(p []byte) (int, error) {
 		}
 	}
 	var timer Timer
+	g := w.begin()
 	if limit != "" {
-		timer = w.clock.AfterFunc(d, func() { w.fire(limit) })
+		timer = w.clock.AfterFunc(d, func() { w.fire(limit, g) })
 	}
 	n, err := w.rc.Read(p)
 	if timer != nil {
 		timer.Stop()
 	}
-	if fired := w.firedLimit(); fired != "" {
+	if fired := w.end(); fired != "" {
 		// The limit fired while the read waited: what it returned (bytes
 		// that raced the timer, or the error of the cancelled read) ends
 		// with the stall.
