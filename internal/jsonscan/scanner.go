@@ -11,8 +11,10 @@ import (
 const MaxDepth = 512
 
 // maxKeyLen is the longest decoded object key that is kept for matching.
-// Longer keys are scanned but never match a rule.
-const maxKeyLen = 256
+// Longer keys are scanned but never match a rule. The codecs' keys are at
+// most 17 bytes (reasoning_content); 64 keeps a Scanner, which every
+// attempt's observer holds, small.
+const maxKeyLen = 64
 
 // Counts is semantic evidence found in a JSON prefix.
 type Counts struct {
