@@ -2,6 +2,7 @@ package layer
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptrace"
 	"sync"
@@ -93,6 +94,7 @@ type Attempt struct {
 	sent     bool
 	finished bool
 	trace    httptrace.ClientTrace
+	counted  countingBody // CountBody's first wrapper
 }
 
 // NewAttempt returns attempt state. onBegin, if not nil, runs once when the
@@ -236,6 +238,36 @@ func (a *Attempt) Received(p []byte) {
 	}
 	a.mu.Unlock()
 }
+
+// CountBody returns rc wrapped so that every byte read from it is accounted
+// with Received as it is read; closing the wrapper closes rc. The progress
+// layer wraps each response body with it. The first wrapper lives in the
+// attempt itself and costs no allocation; later calls return new ones.
+func (a *Attempt) CountBody(rc io.ReadCloser) io.ReadCloser {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.counted.rc == nil {
+		a.counted = countingBody{rc: rc, a: a}
+		return &a.counted
+	}
+	return &countingBody{rc: rc, a: a}
+}
+
+// countingBody is the body CountBody returns.
+type countingBody struct {
+	rc io.ReadCloser
+	a  *Attempt
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.a.Received(p[:n])
+	}
+	return n, err
+}
+
+func (b *countingBody) Close() error { return b.rc.Close() }
 
 // Deliver adds c to the delivered counters.
 func (a *Attempt) Deliver(c Counts) {
