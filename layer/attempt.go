@@ -292,9 +292,57 @@ func (a *Attempt) Progress() Progress {
 
 type attemptKey struct{}
 
-// WithAttempt returns a context that carries a.
+// WithAttempt returns a context that carries a. When ctx carries no
+// httptrace.ClientTrace, the returned context also carries a's own trace
+// (ClientTrace) for net/http, in the same context value, so that the sender
+// need not add it; otherwise the sender composes a's trace with the one in
+// ctx, as httptrace.WithClientTrace does.
 func WithAttempt(ctx context.Context, a *Attempt) context.Context {
-	return context.WithValue(ctx, attemptKey{}, a)
+	if traceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
+		return context.WithValue(ctx, attemptKey{}, a)
+	}
+	a.ClientTrace()
+	return &attemptContext{Context: ctx, a: a}
+}
+
+// attemptContext carries an attempt and its trace: one context value
+// instead of two. Its Done, Err and Deadline are its parent's.
+type attemptContext struct {
+	context.Context
+	a *Attempt
+}
+
+func (c *attemptContext) Value(key any) any {
+	switch key {
+	case attemptKey{}:
+		return c.a
+	case traceKey:
+		return &c.a.trace
+	}
+	return c.Context.Value(key)
+}
+
+// String names the context without its values.
+func (c *attemptContext) String() string { return "layer.WithAttempt" }
+
+// traceKey is the key under which net/http/httptrace keeps a ClientTrace
+// in a context (the package does not export it): the key its
+// ContextClientTrace asks for, found once by asking.
+var traceKey = func() any {
+	p := &keyProbe{Context: context.Background()}
+	httptrace.ContextClientTrace(p)
+	return p.key
+}()
+
+// keyProbe is a context that records the key of the last Value call.
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Value(key any) any {
+	p.key = key
+	return nil
 }
 
 // AttemptFrom returns the attempt state in ctx, or nil outside a recovery
