@@ -166,7 +166,9 @@ type frame struct {
 type Scanner struct {
 	nodes  []trieNode
 	stack  []frame // starts in stack0
-	stack0 [16]frame
+	// stack0 holds the usual depth: a chat completion with tool calls or
+	// logprobs nests at most 8 containers deep.
+	stack0 [8]frame
 	counts Counts
 	err    *SyntaxError
 	off    int64 // bytes consumed before the current Write
