@@ -164,8 +164,8 @@ type frame struct {
 // Scanner scans a JSON document incrementally. Not safe for concurrent use.
 // A Scanner must not be copied.
 type Scanner struct {
-	nodes  []trieNode
-	stack  []frame // starts in stack0
+	nodes []trieNode
+	stack []frame // starts in stack0
 	// stack0 holds the usual depth: a chat completion with tool calls or
 	// logprobs nests at most 8 containers deep.
 	stack0 [8]frame
