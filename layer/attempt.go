@@ -204,9 +204,10 @@ func (a *Attempt) Finished() bool {
 }
 
 // ClientTrace returns the attempt's own trace, whose GotConn calls
-// MarkConnected; the sender adds it to the request context, so that the
-// trace costs no allocation of its own. The trace is set up by the first
-// call and is the same afterwards.
+// MarkConnected. WithAttempt's context usually carries it already;
+// otherwise the sender adds it to the request context. It lives in the
+// attempt, so the trace costs no allocation of its own. The trace is set up
+// by the first call and is the same afterwards.
 func (a *Attempt) ClientTrace() *httptrace.ClientTrace {
 	a.mu.Lock()
 	defer a.mu.Unlock()
