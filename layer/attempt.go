@@ -2,6 +2,7 @@ package layer
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptrace"
 	"sync"
@@ -93,6 +94,7 @@ type Attempt struct {
 	sent     bool
 	finished bool
 	trace    httptrace.ClientTrace
+	counted  countingBody // CountBody's first wrapper
 }
 
 // NewAttempt returns attempt state. onBegin, if not nil, runs once when the
@@ -202,9 +204,10 @@ func (a *Attempt) Finished() bool {
 }
 
 // ClientTrace returns the attempt's own trace, whose GotConn calls
-// MarkConnected; the sender adds it to the request context, so that the
-// trace costs no allocation of its own. The trace is set up by the first
-// call and is the same afterwards.
+// MarkConnected. WithAttempt's context usually carries it already;
+// otherwise the sender adds it to the request context. It lives in the
+// attempt, so the trace costs no allocation of its own. The trace is set up
+// by the first call and is the same afterwards.
 func (a *Attempt) ClientTrace() *httptrace.ClientTrace {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -237,6 +240,36 @@ func (a *Attempt) Received(p []byte) {
 	a.mu.Unlock()
 }
 
+// CountBody returns rc wrapped so that every byte read from it is accounted
+// with Received as it is read; closing the wrapper closes rc. The progress
+// layer wraps each response body with it. The first wrapper lives in the
+// attempt itself and costs no allocation; later calls return new ones.
+func (a *Attempt) CountBody(rc io.ReadCloser) io.ReadCloser {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.counted.rc == nil {
+		a.counted = countingBody{rc: rc, a: a}
+		return &a.counted
+	}
+	return &countingBody{rc: rc, a: a}
+}
+
+// countingBody is the body CountBody returns.
+type countingBody struct {
+	rc io.ReadCloser
+	a  *Attempt
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.a.Received(p[:n])
+	}
+	return n, err
+}
+
+func (b *countingBody) Close() error { return b.rc.Close() }
+
 // Deliver adds c to the delivered counters.
 func (a *Attempt) Deliver(c Counts) {
 	a.mu.Lock()
@@ -260,9 +293,57 @@ func (a *Attempt) Progress() Progress {
 
 type attemptKey struct{}
 
-// WithAttempt returns a context that carries a.
+// WithAttempt returns a context that carries a. When ctx carries no
+// httptrace.ClientTrace, the returned context also carries a's own trace
+// (ClientTrace) for net/http, in the same context value, so that the sender
+// need not add it; otherwise the sender composes a's trace with the one in
+// ctx, as httptrace.WithClientTrace does.
 func WithAttempt(ctx context.Context, a *Attempt) context.Context {
-	return context.WithValue(ctx, attemptKey{}, a)
+	if traceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
+		return context.WithValue(ctx, attemptKey{}, a)
+	}
+	a.ClientTrace()
+	return &attemptContext{Context: ctx, a: a}
+}
+
+// attemptContext carries an attempt and its trace: one context value
+// instead of two. Its Done, Err and Deadline are its parent's.
+type attemptContext struct {
+	context.Context
+	a *Attempt
+}
+
+func (c *attemptContext) Value(key any) any {
+	switch key {
+	case attemptKey{}:
+		return c.a
+	case traceKey:
+		return &c.a.trace
+	}
+	return c.Context.Value(key)
+}
+
+// String names the context without its values.
+func (c *attemptContext) String() string { return "layer.WithAttempt" }
+
+// traceKey is the key under which net/http/httptrace keeps a ClientTrace
+// in a context (the package does not export it): the key its
+// ContextClientTrace asks for, found once by asking.
+var traceKey = func() any {
+	p := &keyProbe{Context: context.Background()}
+	httptrace.ContextClientTrace(p)
+	return p.key
+}()
+
+// keyProbe is a context that records the key of the last Value call.
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Value(key any) any {
+	p.key = key
+	return nil
 }
 
 // AttemptFrom returns the attempt state in ctx, or nil outside a recovery

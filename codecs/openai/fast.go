@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 
@@ -420,7 +421,7 @@ func fastDescribe(body []byte) (layer.RequestInfo, bool) {
 		return info, false
 	}
 	var ok bool
-	if info.Model, ok = plainString(model); !ok {
+	if info.Model, ok = requestModel(model); !ok {
 		return info, false
 	}
 	switch {
@@ -432,6 +433,27 @@ func fastDescribe(body []byte) (layer.RequestInfo, bool) {
 		info.Operation = layer.Ordinary
 	}
 	return info, true
+}
+
+// lastModel is the last model name requestModel decoded. The calls of one
+// process mostly name the same few models, so a repeat costs no allocation.
+var lastModel atomic.Pointer[string]
+
+// requestModel is plainString for a request's model: a raw string without
+// escapes that spells the last model decoded returns that string.
+func requestModel(v []byte) (string, bool) {
+	if len(v) >= 2 && v[0] == '"' {
+		if inner := v[1 : len(v)-1]; !hasEscape(inner) {
+			if p := lastModel.Load(); p != nil && *p == string(inner) {
+				return *p, true
+			}
+		}
+	}
+	s, ok := plainString(v)
+	if ok && s != "" {
+		lastModel.Store(&s)
+	}
+	return s, ok
 }
 
 // absent reports whether a raw member value is missing or null, which the

@@ -162,8 +162,32 @@ func TestFastDecodeAllocations(t *testing.T) {
 		t.Errorf("Decode allocates %v times, want at most 2", n)
 	}
 	req := []byte(describeSeeds[0])
-	if n := testing.AllocsPerRun(100, func() { _, _ = c.Describe(req) }); n > 1 {
-		t.Errorf("Describe allocates %v times, want at most 1 (the model)", n)
+	if n := testing.AllocsPerRun(100, func() { _, _ = c.Describe(req) }); n != 0 {
+		t.Errorf("Describe of a repeated model allocates %v times, want 0", n)
+	}
+}
+
+// TestDescribeModelRepeats checks that the model Describe remembers is
+// returned only for a raw name that spells it: an escaped name is decoded
+// whatever came before.
+func TestDescribeModelRepeats(t *testing.T) {
+	c := New()
+	for _, tc := range []struct{ body, model string }{
+		{`{"model":"gpt-4o","messages":[]}`, "gpt-4o"},
+		{`{"model":"gpt-4o","messages":[]}`, "gpt-4o"},
+		{`{"model":"a\\b","messages":[]}`, `a\b`},
+		{`{"model":"a\b","messages":[]}`, "a\b"}, // a backspace, not the remembered backslash
+		{`{"model":"gpt-\u0034o","messages":[]}`, "gpt-4o"},
+		{`{"model":"other","messages":[]}`, "other"},
+		{`{"model":"gpt-4o","messages":[]}`, "gpt-4o"},
+	} {
+		info, err := c.Describe([]byte(tc.body))
+		if err != nil {
+			t.Fatalf("Describe(%s): %v", tc.body, err)
+		}
+		if info.Model != tc.model {
+			t.Errorf("Describe(%s).Model = %q, want %q", tc.body, info.Model, tc.model)
+		}
 	}
 }
 

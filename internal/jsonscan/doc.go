@@ -63,6 +63,6 @@
 // decoded incrementally without being buffered, and only the current object
 // key is kept. Nesting deeper than [MaxDepth] is reported as a syntax error
 // even though encoding/json would accept it. Keys whose decoded form is
-// longer than 256 bytes are scanned but never match a rule. After the first
+// longer than 64 bytes are scanned but never match a rule. After the first
 // Write, scanning allocates nothing.
 package jsonscan

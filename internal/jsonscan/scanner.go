@@ -11,8 +11,10 @@ import (
 const MaxDepth = 512
 
 // maxKeyLen is the longest decoded object key that is kept for matching.
-// Longer keys are scanned but never match a rule.
-const maxKeyLen = 256
+// Longer keys are scanned but never match a rule. The codecs' keys are at
+// most 17 bytes (reasoning_content); 64 keeps a Scanner, which every
+// attempt's observer holds, small.
+const maxKeyLen = 64
 
 // Counts is semantic evidence found in a JSON prefix.
 type Counts struct {
@@ -162,9 +164,11 @@ type frame struct {
 // Scanner scans a JSON document incrementally. Not safe for concurrent use.
 // A Scanner must not be copied.
 type Scanner struct {
-	nodes  []trieNode
-	stack  []frame // starts in stack0
-	stack0 [16]frame
+	nodes []trieNode
+	stack []frame // starts in stack0
+	// stack0 holds the usual depth: a chat completion with tool calls or
+	// logprobs nests at most 8 containers deep.
+	stack0 [8]frame
 	counts Counts
 	err    *SyntaxError
 	off    int64 // bytes consumed before the current Write

@@ -8,7 +8,6 @@ package progress
 
 import (
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/recourse-dev/recourse/layer"
@@ -51,21 +50,6 @@ func (c counter) RoundTrip(req *http.Request) (*http.Response, error) {
 	a.HeadersReceived()
 	// A RoundTripper's response belongs to its caller: wrap its body in
 	// place rather than copy it.
-	resp.Body = &body{rc: resp.Body, a: a}
+	resp.Body = a.CountBody(resp.Body)
 	return resp, nil
 }
-
-type body struct {
-	rc io.ReadCloser
-	a  *layer.Attempt
-}
-
-func (b *body) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if n > 0 {
-		b.a.Received(p[:n])
-	}
-	return n, err
-}
-
-func (b *body) Close() error { return b.rc.Close() }

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -45,9 +46,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
 	}
-	// The logical ID and the first attempt's ID come from one allocation.
-	ids := newUUIDs(2)
-	c.logical, c.spareID = ids[:uuidLen], ids[uuidLen:]
+	// The logical ID and the first attempt's ID live in the call's own
+	// memory: no allocation of their own.
+	c.logical, c.spareID = c.ids.strings()
 	c.start = c.d.r.mono()
 	// Until an attempt starts, events (a cancellation before the first send)
 	// still carry a complete identity: wire attempt 0, nothing sent (R11.2).
@@ -75,29 +76,40 @@ func closeRequestBody(req *http.Request) {
 }
 
 // call is the state of one logical completion: the request taken once, the
-// decision plane, and the attempt in flight.
+// decision plane, and the attempt in flight. Its booleans sit together: the
+// call stays within 888 bytes, which with the allocator's header is the
+// 896-byte size class rather than 1024.
 type call struct {
-	t        *transport
-	d        Decider
-	in       request
-	ctx      context.Context
-	lc       *layer.Call // the call's per-call value (ownCall when it has none)
-	ownCall  layer.Call
+	t       *transport
+	d       Decider
+	in      request
+	ctx     context.Context
+	lc      *layer.Call // the call's per-call value (ownCall when it has none)
+	ownCall layer.Call
+	ids     uuidPair // the memory of the logical ID and the first attempt ID; never written again
+	// Readers kept in the call, so that a call with one attempt allocates
+	// none: the first attempt's request body, and the body of the first
+	// response the engine holds in memory. Each is used once (a later
+	// attempt's transport may still read an earlier body) and never reset.
+	reqBody  bytes.Reader
+	respBody bytesBody
 	provider layer.Provider
 	logical  string
 	start    time.Duration
 	history  []layer.Failure
-	wire     int  // wire attempts sent
-	stream   bool // a stream body is open: failures end as errors
+	wire     int // wire attempts sent
 
 	// The attempt in flight.
 	cur     *layer.Attempt
 	id      layer.Identity
 	pending int    // its wire attempt number
-	started bool   // it passed Begin
 	status  int    // its response status
 	spareID string // an attempt ID not yet used, or ""
 	onBegin func() error
+
+	stream            bool // a stream body is open: failures end as errors
+	started           bool // the attempt in flight passed Begin
+	reqUsed, respUsed bool // reqBody, respBody were handed out
 }
 
 // attemptID returns a new attempt ID.

@@ -58,14 +58,15 @@ func (in *request) read(req *http.Request, codec layer.Codec, facts *layer.Reque
 }
 
 // forAttempt returns the request of attempt a: a shallow copy with the
-// call's own header and a fresh reader over the call's body. The layers
+// call's own header and body, a fresh reader over the call's body bytes
+// that no earlier attempt read. The layers
 // below never change a request they are given (layer.Layer): capture
 // snapshots copies and the sender only reads it, so the call's header
 // stays byte-identical for every attempt (R2.3).
-func (in *request) forAttempt(ctxWithAttempt *http.Request) *http.Request {
+func (in *request) forAttempt(ctxWithAttempt *http.Request, body io.ReadCloser) *http.Request {
 	areq := ctxWithAttempt
 	areq.Header = in.header
-	areq.Body, _ = in.getBody()
+	areq.Body = body
 	areq.GetBody = in.getBody
 	areq.ContentLength = int64(len(in.body))
 	return areq

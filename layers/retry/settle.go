@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -36,12 +37,36 @@ type attemptResult struct {
 // attempt runs one wire attempt and settles it into success or a failure.
 func (c *call) attempt() attemptResult {
 	a := c.cur
-	areq := c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)))
+	areq := c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)), c.requestBody())
 	resp, err := c.t.next.RoundTrip(areq)
 	if err != nil {
 		return c.settleError(a, err)
 	}
 	return c.settleResponse(a, resp)
+}
+
+// requestBody returns a new reader over the call's request body: over the
+// call's own bytes.Reader for its first attempt, a new one afterwards. It is
+// an io.NopCloser over a *bytes.Reader, a body net/http knows is in memory
+// (it then writes the headers and a small body in one write).
+func (c *call) requestBody() io.ReadCloser {
+	if c.reqUsed {
+		return io.NopCloser(bytes.NewReader(c.in.body))
+	}
+	c.reqUsed = true
+	c.reqBody.Reset(c.in.body)
+	return io.NopCloser(&c.reqBody)
+}
+
+// responseBody returns a replayable body over b, a response held in
+// memory: the call's own the first time, a new one afterwards.
+func (c *call) responseBody(b []byte) *bytesBody {
+	if c.respUsed {
+		return newBytesBody(b)
+	}
+	c.respUsed = true
+	c.respBody.Reset(b)
+	return &c.respBody
 }
 
 func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
@@ -154,7 +179,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		if comp, decoded, derr = c.decode(b); derr == nil {
 			// A RoundTripper's response belongs to its caller: this
 			// layer changes it rather than copying it.
-			resp.Body = newBytesBody(b)
+			resp.Body = c.responseBody(b)
 			resp.ContentLength = int64(len(b))
 			return attemptResult{resp: resp, evidence: comp, comp: decoded}
 		}
@@ -217,7 +242,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 	f.Classification = c.d.Classify(&f, captureFailed, partial)
 	var pass *http.Response
 	if rerr == nil && !captureFailed && len(b) <= MaxResponseBody && !cancelled {
-		resp.Body = newBytesBody(b)
+		resp.Body = c.responseBody(b)
 		resp.ContentLength = int64(len(b))
 		pass = resp
 	}

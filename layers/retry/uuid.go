@@ -3,6 +3,7 @@ package retry
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"unsafe"
 )
 
 // uuidLen is the length of a UUID in its canonical text form.
@@ -15,13 +16,31 @@ const uuidLen = 36
 // with fewer allocations. Like it, newUUIDs never fails (crypto/rand.Read
 // does not return errors).
 func newUUIDs(n int) string {
-	var (
-		raw [2 * 16]byte
-		out [2 * uuidLen]byte
-	)
-	if n > len(raw)/16 {
+	var out [2 * uuidLen]byte
+	if n > len(out)/uuidLen {
 		panic("retry: too many UUIDs at once")
 	}
+	fillUUIDs(out[:n*uuidLen])
+	return string(out[:n*uuidLen])
+}
+
+// uuidPair is the memory of two UUIDs that a call keeps inline, so that
+// its logical ID and its first attempt's ID cost no allocation of their own.
+type uuidPair [2 * uuidLen]byte
+
+// strings fills p with two new UUIDs (as newUUIDs(2) would) and returns
+// them as strings that share p's memory. p must never be written again:
+// the strings are immutable only as long as it is not.
+func (p *uuidPair) strings() (first, second string) {
+	fillUUIDs(p[:])
+	return unsafe.String(&p[0], uuidLen), unsafe.String(&p[uuidLen], uuidLen)
+}
+
+// fillUUIDs writes len(out)/36 (one or two) new UUIDs into out, from one
+// read of crypto/rand.
+func fillUUIDs(out []byte) {
+	var raw [2 * 16]byte
+	n := len(out) / uuidLen
 	_, _ = rand.Read(raw[:n*16])
 	for i := range n {
 		u := raw[i*16 : (i+1)*16]
@@ -38,5 +57,4 @@ func newUUIDs(n int) string {
 		d[23] = '-'
 		hex.Encode(d[24:], u[10:])
 	}
-	return string(out[:n*uuidLen])
 }

@@ -88,7 +88,11 @@ func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 	a := layer.AttemptFrom(req.Context())
 	ctx := req.Context()
 	if a != nil {
-		ctx = httptrace.WithClientTrace(ctx, a.ClientTrace())
+		// The engine's attempt context usually carries the attempt's trace
+		// already (layer.WithAttempt); otherwise it is added here.
+		if t := a.ClientTrace(); httptrace.ContextClientTrace(ctx) != t {
+			ctx = httptrace.WithClientTrace(ctx, t)
+		}
 	}
 	// A shallow copy: the sender changes only the copy's body fields, and
 	// http.Transport never writes to a request's header, URL or trailer,

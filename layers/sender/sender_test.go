@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -130,4 +131,39 @@ func TestUnfinishedStreamIsNotDrained(t *testing.T) {
 	// A drain of this held response would last DrainWait at least (its
 	// timer never fires early); a plain close returns at once.
 	require.Less(t, time.Since(start), sender.DrainWait, "an unfinished stream was drained")
+}
+
+// TestSenderMarksTheConnection sends one attempt over loopback with and
+// without a caller's own trace in the context: the attempt records that a
+// connection was obtained either way (the trace the engine's attempt
+// context carries, or the one the sender composes with the caller's), and
+// the caller's trace still fires.
+func TestSenderMarksTheConnection(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer srv.Close()
+	s := sender.New(nil)
+	defer s.CloseIdleConnections()
+	for _, withOwn := range []bool{false, true} {
+		a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+			layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, nil)
+		ctx := context.Background()
+		var own atomic.Int64
+		if withOwn {
+			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { own.Add(1) }})
+		}
+		req, err := http.NewRequestWithContext(layer.WithAttempt(ctx, a), http.MethodPost, srv.URL, strings.NewReader("{}"))
+		require.NoError(t, err)
+		require.False(t, a.Connected())
+		resp, err := s.RoundTrip(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		require.True(t, a.Connected(), "caller's trace: %v", withOwn)
+		if withOwn {
+			require.EqualValues(t, 1, own.Load(), "the caller's trace fired once")
+		}
+	}
 }
