@@ -75,7 +75,17 @@
 //     ns/call and raw-ns/call divide it by the batch). Both sides keep
 //     http.DefaultTransport's two idle connections per host, so a wide
 //     batch dials on both sides alike (new-conns/op).
+//   - BenchmarkQuotaCall: a successful native completion through the
+//     default chain plus the retry quota (layers/quota, in-process store)
+//     versus the same chain without it; diff-ns/op is the median per-call
+//     difference, quota minus none.
+//   - BenchmarkQuotaStage: the quota's own work on the success path without
+//     the network (placing its gate in the call, Bind, Deposit and the
+//     cooldown horizon's local read) versus the same round trip without the
+//     layer.
 //
-// The openai-go comparison lives in the examples module
+// The proxy's load figure is BenchmarkProxyStreams in package proxy
+// (N concurrent streams through recourse-proxy versus direct connections;
+// first byte and per frame). The openai-go comparison lives in the examples module
 // (examples/bench-openai), which may depend on openai-go.
 package bench
