@@ -151,7 +151,7 @@ func TestBinaryHelp(t *testing.T) {
 	for _, want := range []string{"Usage:", "-upstream", "[RECOURSE_PROXY_UPSTREAM]", "-max-attempts", "[RECOURSE_PROXY_MAX_ATTEMPTS]",
 		"-admit", "-log-format", "-grace", "-max-body", "-stream-commit-after", "-allow-remote",
 		"-header-timeout", "-first-output-timeout", "-idle-timeout", "[RECOURSE_PROXY_IDLE_TIMEOUT]", "-provider-hints",
-		"-quota", "[RECOURSE_PROXY_QUOTA]", "-quota-ratio", "-quota-window", "-quota-floor", "-quota-key"} {
+		"-quota", "[RECOURSE_PROXY_QUOTA]", "-quota-ratio", "-quota-window", "-quota-floor", "-quota-key", "-quota-cooldown", "[RECOURSE_PROXY_QUOTA_COOLDOWN]"} {
 		assert.Contains(t, string(out), want)
 	}
 }

@@ -55,6 +55,7 @@ type settings struct {
 	quotaRatio  float64
 	quotaWindow time.Duration
 	quotaFloor  int
+	cooldown    bool
 	quotaKey    string
 
 	set map[string]bool // the flags given, on the command line or in the environment
@@ -94,6 +95,7 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.Float64Var(&s.quotaRatio, "quota-ratio", quota.DefaultRatio, "resends allowed per window as a share of the window's calls (at least -quota-floor)")
 	fs.DurationVar(&s.quotaWindow, "quota-window", quota.DefaultWindow, "the window over which the quota counts calls and resends (at least 10ms)")
 	fs.IntVar(&s.quotaFloor, "quota-floor", quota.DefaultFloor, "resends allowed per window whatever the traffic")
+	fs.BoolVar(&s.cooldown, "quota-cooldown", true, "with -quota, share a Retry-After (and, with -provider-hints, retry-after-ms) as a cooldown: every client's attempts to the upstream wait for it, within -delay-ceiling (-quota-cooldown=false: only the call that saw it waits)")
 	fs.StringVar(&s.quotaKey, "quota-key", "upstream", "what one quota counts: upstream (scheme, host and port), or narrowed by model, credential (the Authorization or API key header, kept only as a hash) or model,credential")
 
 	fs.Int64Var(&s.maxBody, "max-body", proxy.DefaultMaxBodyBytes, "the largest completion request body in bytes; a larger one is answered 413")
@@ -239,7 +241,7 @@ func (s *settings) stallLayers() ([]layer.Layer, error) {
 }
 
 // quotaFlags are the settings that only mean something with -quota.
-var quotaFlags = []string{"quota-ratio", "quota-window", "quota-floor", "quota-key"}
+var quotaFlags = []string{"quota-ratio", "quota-window", "quota-floor", "quota-key", "quota-cooldown"}
 
 // quotaLayer returns the retry quota of s, or nil with -quota=false.
 func (s *settings) quotaLayer() (*quota.Layer, error) {
@@ -261,6 +263,9 @@ func (s *settings) quotaLayer() (*quota.Layer, error) {
 		return nil, fmt.Errorf("-quota-floor is %d; want 0 or more", s.quotaFloor)
 	}
 	opts := []quota.Option{quota.WithRatio(s.quotaRatio), quota.WithWindow(s.quotaWindow), quota.WithFloor(s.quotaFloor)}
+	if !s.cooldown {
+		opts = append(opts, quota.WithoutCooldown())
+	}
 	for _, k := range splitList(s.quotaKey) {
 		switch k {
 		case "upstream":

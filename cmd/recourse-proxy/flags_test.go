@@ -176,6 +176,25 @@ func reserves(t *testing.T, q *quota.Layer, deposits int, model, auth string) (i
 	return 100, ""
 }
 
+// -quota-cooldown=false (or its environment variable) keeps the quota and
+// drops the shared cooldown.
+func TestQuotaCooldownFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"-quota-cooldown=false"}, nil},
+		{nil, map[string]string{"RECOURSE_PROXY_QUOTA_COOLDOWN": "false"}},
+	} {
+		s, err := parse(append([]string{"-upstream", "https://api.openai.com"}, tc.args...), env(tc.env), &bytes.Buffer{})
+		require.NoError(t, err)
+		cfg, err := s.config()
+		require.NoError(t, err)
+		require.NotNil(t, cfg.Quota)
+		assert.False(t, cfg.Quota.SharesCooldown(), "args %v env %v", tc.args, tc.env)
+	}
+}
+
 func TestStallHintAndQuotaFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -212,6 +231,7 @@ func TestStallHintAndQuotaFlags(t *testing.T) {
 			assert.Equal(t, "retry quota for api.openai.com exhausted: 2 resends in the last 120 s", text)
 			n, _ = reserves(t, cfg.Quota, 0, "gpt-4o-mini", "")
 			assert.Equal(t, 1, n, "another model has a quota of its own: its floor")
+			assert.True(t, cfg.Quota.SharesCooldown(), "the shared cooldown is on with the quota by default")
 		})
 	}
 }
@@ -268,6 +288,7 @@ func TestBadStallAndQuotaSettings(t *testing.T) {
 		{[]string{"-quota-floor", "-1"}, nil, "-quota-floor is -1; want 0 or more"},
 		{[]string{"-quota-key", "model,host"}, nil, `-quota-key: "host" is not a key`},
 		{[]string{"-quota=false", "-quota-floor", "5"}, nil, "-quota-floor is set but -quota is false"},
+		{[]string{"-quota=false", "-quota-cooldown=false"}, nil, "-quota-cooldown is set but -quota is false"},
 		{nil, map[string]string{"RECOURSE_PROXY_QUOTA": "false", "RECOURSE_PROXY_QUOTA_RATIO": "0.5"}, "-quota-ratio is set but -quota is false"},
 		{nil, map[string]string{"RECOURSE_PROXY_IDLE_TIMEOUT": "30"}, "RECOURSE_PROXY_IDLE_TIMEOUT: parse error"},
 		{nil, map[string]string{"RECOURSE_PROXY_PROVIDER_HINTS": "maybe"}, "RECOURSE_PROXY_PROVIDER_HINTS: parse error"},

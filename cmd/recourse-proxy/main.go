@@ -18,7 +18,7 @@
 // -otlp-endpoint it sends traces as OTLP JSON. The stall limits
 // (-header-timeout, -first-output-timeout, -idle-timeout) and the provider
 // hints (-provider-hints) are off unless set; the retry quota (-quota,
-// -quota-ratio, -quota-window, -quota-floor, -quota-key) is on, because one
+// -quota-ratio, -quota-window, -quota-floor, -quota-key, -quota-cooldown) is on, because one
 // proxy serves many clients whose resends would otherwise add up during an
 // outage. See package proxy for what clients see.
 package main

@@ -246,3 +246,39 @@ func TestR18_4_CancelDuringCooldownWait(t *testing.T) {
 	assert.Equal(t, 0, p.Count(), "nothing was sent")
 	assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
 }
+
+// WithoutCooldown keeps the quota's counting but shares no horizon: the
+// Retry-After one chain saw neither holds another chain's first attempt
+// nor lengthens its resend's delay, and nothing is written to the store.
+func TestWithoutCooldownSharesNoHorizon(t *testing.T) {
+	clk := newClock()
+	store := quota.NewMemoryStore()
+	var key string
+	p := newProvider(t, func(i int) answer {
+		switch i {
+		case 1:
+			return answer{status: 429, header: []string{"Retry-After", "5"}}
+		case 2:
+			require.NoError(t, store.SetHorizon(context.Background(), key, clk.Now().Add(20*time.Second)))
+			return answer{status: 503}
+		}
+		return answer{status: 200}
+	})
+	key = "http://" + strings.TrimPrefix(p.srv.URL, "http://")
+	a := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store), quota.WithoutCooldown()), clk, retry.Policy{MaxAttempts: 1})
+	assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, a.call()).Outcome)
+	assert.True(t, store.Horizon(key).IsZero(), "a quota without cooldown writes no horizon")
+	zero := time.Duration(0)
+	b := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store), quota.WithoutCooldown()), clk,
+		retry.Policy{MaxAttempts: 2, BaseDelay: &zero})
+	require.NoError(t, b.call())
+	scheduled := 0
+	for _, ev := range b.take() {
+		assert.NotEqual(t, layer.EventCooldownWait, ev.Type)
+		if ev.Type == layer.EventDelayScheduled {
+			scheduled++
+			assert.Less(t, ev.Delay, time.Second, "the horizon another process set is not a minimum here")
+		}
+	}
+	assert.Equal(t, 1, scheduled, "the 503 was resent once")
+}

@@ -51,6 +51,7 @@ type config struct {
 	floor        int
 	limit        int
 	unlimited    bool
+	noCooldown   bool
 	byModel      bool
 	byCredential bool
 	store        Store
@@ -113,6 +114,14 @@ func WithFleetCap(n int) Option {
 // the shared cooldown); calls still deposit and the cooldown still applies.
 func Unlimited() Option {
 	return func(c *config) error { c.unlimited = true; return nil }
+}
+
+// WithoutCooldown turns the shared cooldown off: a Retry-After (or a
+// provider delay hint) then delays only the resend of the call that saw it,
+// as without the quota, and never another call's attempts; the quota still
+// counts and refuses resends. By default the cooldown is on.
+func WithoutCooldown() Option {
+	return func(c *config) error { c.noCooldown = true; return nil }
 }
 
 // ByModel keys the quota by the requested model as well as the upstream.
@@ -283,6 +292,10 @@ func (l *Layer) Remaining(u *url.URL, model string, h http.Header) int {
 // Window returns the quota's window (default 60 s).
 func (l *Layer) Window() time.Duration { return l.cfg.window }
 
+// SharesCooldown reports whether the quota shares Retry-After cooldowns
+// through its store (true unless WithoutCooldown was given).
+func (l *Layer) SharesCooldown() bool { return !l.cfg.noCooldown }
+
 // credentialHash returns the first 16 hex digits of the SHA-256 of the
 // call's credential header, or "" when it has none.
 func credentialHash(h http.Header) string {
@@ -418,6 +431,9 @@ func (l *Layer) sweep(at time.Duration) {
 // Horizon returns the store's local copy of the upstream's horizon; with
 // the in-process store it reads the key's state directly.
 func (u *upstream) Horizon() time.Time {
+	if u.l.cfg.noCooldown {
+		return time.Time{}
+	}
 	if ms := u.l.mem; ms != nil {
 		k := u.mk.Load()
 		if k == nil || k.dead.Load() {
@@ -489,11 +505,17 @@ func (u *upstream) Reserve(ctx context.Context) (layer.Reservation, layer.GateVe
 		return nil, layer.GateVerdict{Refusal: u.refusal(res.Count, true), Horizon: res.Horizon}
 	}
 	r.id = res.ID
+	if u.l.cfg.noCooldown {
+		return r, layer.GateVerdict{}
+	}
 	return r, layer.GateVerdict{Horizon: res.Horizon}
 }
 
 // Cooldown raises the shared horizon to until.
 func (u *upstream) Cooldown(ctx context.Context, until time.Time) bool {
+	if u.l.cfg.noCooldown {
+		return false
+	}
 	if !until.After(u.Horizon()) {
 		return false // already known: no store round trip
 	}
