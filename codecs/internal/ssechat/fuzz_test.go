@@ -110,6 +110,39 @@ func FuzzChunkOracle(f *testing.F) {
 	})
 }
 
+// FuzzChunkOracleRepeat is FuzzChunkOracle for a chunk that follows
+// another: the decoder remembers the members of a chunk with a string
+// content and reuses them for a next chunk that differs only there, and the
+// second chunk's frame must still be the oracle's. The seeds are pairs of
+// chunks that share all but the content, with a second content that is
+// another string, escaped, not a string, not valid, or more than one value.
+func FuzzChunkOracleRepeat(f *testing.F) {
+	tail := `},"logprobs":null,"finish_reason":null}],"usage":null}`
+	first := chunkHead + `{"content":" w1"` + tail
+	for _, c := range []string{
+		`" w2"`, `""`, `"\u00e9\"\\"`, `"\ud800"`, `null`, `1`, `{}`, `"a","content":"b"`,
+		`"a","content":1`, `"a"}},{"index":0,"delta":{"content":"b"`, `"\x"`, `"\u12"`,
+		`"unterminated`, `"ctl` + "\t" + `"`, `"a" `, ` "a"`, `"é"`, "\"\x01\"",
+	} {
+		f.Add([]byte(first), []byte(chunkHead+`{"content":`+c+tail))
+	}
+	f.Add([]byte(`{"choices":[{"delta":{"content":"a"}}]}  `), []byte(`{"choices":[{"delta":{"content":"bb"}}]}  `))
+	f.Add([]byte(`{"choices":[{"delta":{"content":"a","content":"b"}}]}`), []byte(`{"choices":[{"delta":{"content":"a","content":"xyz"}}]}`))
+	f.Add([]byte(`{"choices":[{"delta":{"content":"a"}}],"choices":[{"delta":{"content":"b"}}]}`), []byte(`{"choices":[{"delta":{"content":"a"}}],"choices":[{"delta":{"content":"cc"}}]}`))
+	f.Fuzz(func(t *testing.T, first, data []byte) {
+		if bytes.ContainsAny(first, "\r\n") || bytes.ContainsAny(data, "\r\n") {
+			return // one data line each
+		}
+		r := feed([][]byte{[]byte("data: " + string(first) + "\n\ndata: " + string(data) + "\n\n")})
+		if len(r.frames) != 2 {
+			return // the first chunk ended the stream
+		}
+		got, want := viewOf(r.frames[1]), oracle(data)
+		got.Index, got.Done, got.Completion = 0, false, nil
+		mustEqual(t, want, got)
+	})
+}
+
 // oracle decodes data as the decoder should, with encoding/json maps.
 func oracle(data []byte) view {
 	type obj = map[string]json.RawMessage

@@ -82,6 +82,9 @@ type Decoder struct {
 	// bytes are kept in doc (at most maxDoc) for End.
 	sniffed, plain bool
 	doc            []byte
+	// memo is the scan of the last chunk that had a string content, the
+	// one the next chunk of the stream most likely repeats.
+	memo scanMemo
 }
 
 // maxDoc bounds the bytes of a plain JSON answer that End inspects.
@@ -259,7 +262,12 @@ func (d *Decoder) chunk(raw, data []byte) {
 		return
 	}
 	var m topMembers
-	if !m.scan(data) {
+	if d.memo.reuse(data, &m) {
+		// Same bytes as the last chunk but for its content string: the
+		// same verdict and the same members.
+	} else if m.scan(data) {
+		d.memo.keep(data, &m)
+	} else {
 		// Not an object of plain keys that jsonscan validates: the
 		// reference path decides (encoding/json's verdict, keys unescaped).
 		if !validJSON(data) {
@@ -752,6 +760,96 @@ func (m *topMembers) scan(data []byte) bool {
 		return e
 	})
 	return end >= 0 && jsonscan.SkipSpace(data, end) == len(data)
+}
+
+// scanMemo remembers a chunk that topMembers.scan accepted and whose first
+// choice's delta content is a string: doc is a copy of the chunk, m its
+// members as slices of doc, and [at, end) the content string's bytes.
+//
+// Chunks of one stream differ mostly in that string: id, model, the
+// choice's index and everything after the text repeat. A chunk that is the
+// same bytes as doc but for another valid string at doc[at:end] gets the
+// same verdict from scan, and the same members at shifted places: scan's
+// every decision rests on the keys and on the first byte of values, and the
+// string is a value whose first byte is a quote in both, a complete token
+// nested alike, holding no member of its own. reuse checks exactly that
+// and so spares the chunk its scan, whose verdict it equals.
+type scanMemo struct {
+	doc     []byte
+	m       topMembers
+	at, end int
+	ok      bool
+}
+
+// maxMemo bounds the chunk a scanMemo copies.
+const maxMemo = 4 << 10
+
+// keep remembers data and its members m (slices of data), when data's
+// content is a string.
+func (s *scanMemo) keep(data []byte, m *topMembers) {
+	s.ok = false
+	c := m.c0.content
+	if !m.c0OK || !m.c0.deltaScanned || len(c) < 2 || c[0] != '"' || len(data) > maxMemo {
+		return
+	}
+	s.doc = append(s.doc[:0], data...)
+	s.at = offset(data, c)
+	s.end = s.at + len(c)
+	s.m = *m
+	s.m.remap(data, s.doc, 0, 0)
+	s.ok = true
+}
+
+// reuse sets m to data's members and reports true when data is the
+// remembered chunk with another valid string for its content; it leaves m
+// alone and reports false otherwise.
+func (s *scanMemo) reuse(data []byte, m *topMembers) bool {
+	if !s.ok {
+		return false
+	}
+	tail := len(s.doc) - s.end // the bytes after the content string
+	end := len(data) - tail
+	if end <= s.at || data[s.at] != '"' ||
+		string(data[:s.at]) != string(s.doc[:s.at]) || string(data[end:]) != string(s.doc[s.end:]) {
+		return false
+	}
+	if jsonscan.SkipValid(data, s.at, 4) != end {
+		return false // not one valid string, as scan's delta member checks it
+	}
+	*m = s.m
+	m.remap(s.doc, data, s.end, end-s.end)
+	m.c0.content = data[s.at:end]
+	return true
+}
+
+// offset is the index in b of v, a slice of b.
+func offset(b, v []byte) int { return cap(b) - cap(v) }
+
+// remap moves m's slices of from to the same places in to, shifting by
+// shift each start or end at or after index after.
+func (m *topMembers) remap(from, to []byte, after, shift int) {
+	mv := func(v []byte) []byte {
+		if v == nil {
+			return nil
+		}
+		i := offset(from, v)
+		j := i + len(v)
+		if i >= after {
+			i += shift
+		}
+		if j >= after {
+			j += shift
+		}
+		return to[i:j] // two indices: offset needs the capacity
+	}
+	m.id, m.model, m.err, m.object = mv(m.id), mv(m.model), mv(m.err), mv(m.object)
+	m.code, m.message, m.choices, m.usage = mv(m.code), mv(m.message), mv(m.choices), mv(m.usage)
+	for k := range m.nElems {
+		m.elems[k] = mv(m.elems[k])
+	}
+	c := &m.c0
+	c.index, c.delta, c.finish = mv(c.index), mv(c.delta), mv(c.finish)
+	c.content, c.rc, c.r, c.tools, c.fc = mv(c.content), mv(c.rc), mv(c.r), mv(c.tools), mv(c.fc)
 }
 
 // validJSON reports whether data is what encoding/json.Valid accepts. The
