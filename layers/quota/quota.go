@@ -30,6 +30,12 @@ const (
 	DefaultStoreTimeout = 50 * time.Millisecond
 )
 
+// MaxNarrowedKeys bounds the quotas one Layer keeps per model or
+// credential (ByModel, ByCredential): those values come from callers, so
+// past this many distinct combinations a new one shares its upstream's own
+// quota (scheme, host and port) instead of getting one of its own.
+const MaxNarrowedKeys = 4096
+
 // slots is the number of buckets a window is counted in.
 const slots = 10
 
@@ -181,6 +187,7 @@ type Layer struct {
 	elapsed   func() time.Duration // the window clock: time since New
 	mem       *MemoryStore         // cfg.store when it is in process, else nil
 	upstreams sync.Map             // bindKey → *upstream
+	narrowed  atomic.Int64         // entries of upstreams keyed by model or credential
 	last      atomic.Pointer[upstream]
 	swept     atomic.Int64
 }
@@ -262,7 +269,19 @@ func (l *Layer) Bind(u *url.URL, model string, h http.Header) layer.UpstreamGate
 	}
 	v, ok := l.upstreams.Load(k)
 	if !ok {
-		v, _ = l.upstreams.LoadOrStore(k, l.newUpstream(k))
+		if k.model != "" || k.cred != "" {
+			if l.narrowed.Load() >= MaxNarrowedKeys {
+				// Models and credentials come from callers (a proxy's
+				// clients): beyond the bound, a new combination shares
+				// the upstream's own quota instead of growing the map.
+				return l.Bind(&url.URL{Scheme: u.Scheme, Host: u.Host}, "", nil)
+			}
+		}
+		var loaded bool
+		v, loaded = l.upstreams.LoadOrStore(k, l.newUpstream(k))
+		if !loaded && (k.model != "" || k.cred != "") {
+			l.narrowed.Add(1)
+		}
 	}
 	up := v.(*upstream)
 	l.last.Store(up)
@@ -395,7 +414,9 @@ func (u *upstream) totals(e int64) (calls, sent int) {
 
 // allowed returns the resends the window allows for calls.
 func (u *upstream) allowed(calls int) int {
-	return max(u.l.cfg.floor, int(u.l.cfg.ratio*float64(calls)))
+	// A huge ratio means "no practical limit": clamp before converting, as
+	// a float beyond the int range converts to a negative int.
+	return max(u.l.cfg.floor, int(min(u.l.cfg.ratio*float64(calls), math.MaxInt32)))
 }
 
 // Deposit records a logical call.

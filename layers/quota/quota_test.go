@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -288,4 +289,34 @@ func TestQuotaRemaining(t *testing.T) {
 
 	unlimited := mustQuota(t, quota.Unlimited(), quota.WithStore(quota.NewMemoryStore()))
 	assert.Equal(t, -1, unlimited.Remaining(u, "", nil))
+}
+
+// Models and credentials come from callers: past MaxNarrowedKeys distinct
+// combinations a new one shares its upstream's own quota, so a caller
+// sending random model names cannot grow the layer without bound.
+func TestNarrowedKeysAreBounded(t *testing.T) {
+	q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0.5), quota.WithStore(quota.NewMemoryStore()), quota.ByModel())
+	u, _ := url.Parse("https://api.openai.com/v1/chat/completions")
+	for i := range quota.MaxNarrowedKeys {
+		q.Bind(u, fmt.Sprintf("model-%d", i), nil)
+	}
+	g := q.Bind(u, "one-more", nil)
+	for range 4 {
+		g.Deposit()
+	}
+	assert.Equal(t, 2, q.Remaining(u, "yet-another", nil), "both new models share the upstream's quota: 0.5 × 4 calls")
+	assert.Equal(t, 2, q.Remaining(u, "", nil), "which is the plain upstream's")
+	assert.Equal(t, 1, q.Remaining(u, "model-0", nil), "a model bound before the bound keeps its own quota")
+}
+
+// A ratio too large for the window's count ("no practical limit") allows
+// more than the floor, never less.
+func TestHugeRatioIsNoLimit(t *testing.T) {
+	q := mustQuota(t, quota.WithFloor(3), quota.WithRatio(1e19), quota.WithStore(quota.NewMemoryStore()))
+	u, _ := url.Parse("https://api.openai.com/v1/chat/completions")
+	g := q.Bind(u, "", nil)
+	for range 5 {
+		g.Deposit()
+	}
+	assert.Greater(t, q.Remaining(u, "", nil), 1000)
 }

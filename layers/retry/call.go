@@ -48,7 +48,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// The logical ID and the first attempt's ID live in the call's own
 	// memory: no allocation of their own.
-	c.logical, c.spareID = c.ids.strings()
+	// One string holds both IDs, apart from the call: an ID an application
+	// keeps (in an event, an error, a map) must not keep the call's request
+	// and response alive with it.
+	ids := newUUIDs(2)
+	c.logical, c.spareID = ids[:uuidLen], ids[uuidLen:]
 	c.start = c.d.r.mono()
 	// Until an attempt starts, events (a cancellation before the first send)
 	// still carry a complete identity: wire attempt 0, nothing sent (R11.2).
@@ -86,7 +90,6 @@ type call struct {
 	ctx     context.Context
 	lc      *layer.Call // the call's per-call value (ownCall when it has none)
 	ownCall layer.Call
-	ids     uuidPair // the memory of the logical ID and the first attempt ID; never written again
 	// Readers kept in the call, so that a call with one attempt allocates
 	// none: the first attempt's request body, and the body of the first
 	// response the engine holds in memory. Each is used once (a later

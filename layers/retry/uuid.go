@@ -3,7 +3,6 @@ package retry
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"unsafe"
 )
 
 // uuidLen is the length of a UUID in its canonical text form.
@@ -22,18 +21,6 @@ func newUUIDs(n int) string {
 	}
 	fillUUIDs(out[:n*uuidLen])
 	return string(out[:n*uuidLen])
-}
-
-// uuidPair is the memory of two UUIDs that a call keeps inline, so that
-// its logical ID and its first attempt's ID cost no allocation of their own.
-type uuidPair [2 * uuidLen]byte
-
-// strings fills p with two new UUIDs (as newUUIDs(2) would) and returns
-// them as strings that share p's memory. p must never be written again:
-// the strings are immutable only as long as it is not.
-func (p *uuidPair) strings() (first, second string) {
-	fillUUIDs(p[:])
-	return unsafe.String(&p[0], uuidLen), unsafe.String(&p[uuidLen], uuidLen)
 }
 
 // fillUUIDs writes len(out)/36 (one or two) new UUIDs into out, from one
