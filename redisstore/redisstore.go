@@ -129,6 +129,8 @@ type local struct {
 	horizon atomic.Int64 // unix ns, 0 for none
 	count   atomic.Int64 // resends counted in the window at the last refresh
 	window  atomic.Int64 // the window the count is for (ns), 0 unknown
+	used    atomic.Bool  // read or written since the last refresh
+	idle    atomic.Int64 // refreshes in a row that found it unused
 }
 
 // New returns a Store on rdb and starts its background refresh. It loads
@@ -220,12 +222,18 @@ func (s *Store) capKey(k string) string     { return s.prefix + "{" + k + "}:cap
 // copyOf returns k's local copy, created (up to MaxKeys) when missing.
 func (s *Store) copyOf(k string) *local {
 	if v, ok := s.local.Load(k); ok {
-		return v.(*local)
+		l := v.(*local)
+		if !l.used.Load() {
+			l.used.Store(true)
+		}
+		return l
 	}
 	if s.n.Load() >= MaxKeys {
 		return nil
 	}
-	v, loaded := s.local.LoadOrStore(k, &local{})
+	fresh := &local{}
+	fresh.used.Store(true)
+	v, loaded := s.local.LoadOrStore(k, fresh)
 	if !loaded {
 		s.n.Add(1)
 	}
@@ -422,6 +430,34 @@ func (s *Store) Refresh(ctx context.Context) error {
 	return err
 }
 
+// IdleKeep is how long a local copy nobody reads or writes is kept and
+// refreshed (at least its quota's window, when that is longer): after that,
+// with its horizon passed, the copy is dropped and nothing of the key is
+// read from Redis again until a call names it.
+const IdleKeep = time.Minute
+
+// prune drops l, the local copy of key, when it went unused for IdleKeep
+// (or its window) and its horizon has passed; it reports whether it did.
+func (s *Store) prune(key string, l *local, now time.Time) bool {
+	if l.used.Swap(false) {
+		l.idle.Store(0)
+		return false
+	}
+	keep := max(IdleKeep, time.Duration(l.window.Load()))
+	rounds := int64(keep/max(s.refresh, time.Millisecond)) + 1
+	if l.idle.Add(1) < rounds || l.horizon.Load() > now.UnixNano() {
+		return false
+	}
+	if s.local.CompareAndDelete(key, l) {
+		s.n.Add(-1)
+	}
+	return true
+}
+
+// Keys returns how many upstream keys the Store keeps a local copy of (at
+// most MaxKeys); copies unused for IdleKeep are dropped by the refresh.
+func (s *Store) Keys() int { return int(s.n.Load()) }
+
 func (s *Store) refreshOnce(ctx context.Context) error {
 	type item struct {
 		l   *local
@@ -434,6 +470,9 @@ func (s *Store) refreshOnce(ctx context.Context) error {
 	pipe := s.rdb.Pipeline()
 	s.local.Range(func(k, v any) bool {
 		key, l := k.(string), v.(*local)
+		if s.prune(key, l, now) {
+			return true
+		}
 		since := int64(-1)
 		if w := l.window.Load(); w > 0 {
 			since = now.Add(-time.Duration(w)).UnixMilli()

@@ -287,3 +287,26 @@ func TestRedisFrozenFailsOpenWithinTheTimeout(t *testing.T) {
 	}
 	assert.NoError(t, err2, "Redis answers again")
 }
+
+// A local copy nobody reads or writes is dropped by the refresh once it was
+// idle for IdleKeep (here one refresh interval, which is longer) and its
+// horizon has passed; a copy in use, or one whose horizon is ahead, stays.
+func TestIdleCopiesArePruned(t *testing.T) {
+	srv := startRedis(t)
+	s, _ := newStore(t, srv.addr(), redisstore.WithRefresh(hour))
+	ctx := context.Background()
+	s.Horizon("https://idle.example.com:443")
+	s.Horizon("https://busy.example.com:443")
+	require.NoError(t, s.SetHorizon(ctx, "https://cooling.example.com:443", time.Now().Add(hour)))
+	assert.Equal(t, 3, s.Keys())
+
+	require.NoError(t, s.Refresh(ctx))
+	assert.Equal(t, 3, s.Keys(), "every copy was used since the last refresh")
+	s.Horizon("https://busy.example.com:443")
+	require.NoError(t, s.Refresh(ctx))
+	assert.Equal(t, 2, s.Keys(), "the idle copy with no horizon is dropped")
+	assert.False(t, s.Horizon("https://cooling.example.com:443").IsZero(), "the copy whose horizon is ahead is kept")
+
+	s.Horizon("https://idle.example.com:443")
+	assert.Equal(t, 3, s.Keys(), "a dropped key comes back when a call names it")
+}
