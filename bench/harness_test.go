@@ -359,6 +359,42 @@ func streamAll(c *chain.Client) (chunks int, done bool, err error) {
 	return chunks, done, nil
 }
 
+// nativeStreamSide is the recourse side of a stream benchmark: one native
+// stream through c, which must deliver want content chunks and Done.
+func nativeStreamSide(c *chain.Client, want int) side {
+	return timed("recourse", func() error {
+		n, done, err := streamAll(c)
+		if err == nil && (n != want || !done) {
+			err = fmt.Errorf("%d content chunks, done %v", n, done)
+		}
+		return err
+	})
+}
+
+// rawLinesSide is a raw side of a stream benchmark named name: a plain POST
+// to url through c whose body is read to its end (as a client must for its
+// connection to return to the pool), splitting lines and counting data
+// lines, which must be want. br is reused between calls.
+func rawLinesSide(name string, c *http.Client, url string, br *bufio.Reader, want int) side {
+	return timed(name, func() error {
+		body, err := rawStreamBody()
+		if err != nil {
+			return err
+		}
+		resp, err := post(c, url, body)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		n := 0
+		err = readLines(resp.Body, br, func([]byte) bool { n++; return true })
+		if err == nil && n != want {
+			err = fmt.Errorf("%d data lines, want %d", n, want)
+		}
+		return err
+	})
+}
+
 // TestHarness runs every side of every benchmark once and checks its
 // answer, so a broken benchmark fails here rather than measuring an error.
 func TestHarness(t *testing.T) {

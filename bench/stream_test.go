@@ -40,31 +40,9 @@ func newStream1000(tb testing.TB) *stream1000 {
 
 	// The raw sides encode their request each call, as recourse does.
 	return &stream1000{
-		recourse: timed("recourse", func() error {
-			n, done, err := streamAll(native)
-			if err == nil && (n != streamChunks || !done) {
-				err = fmt.Errorf("%d content chunks, done %v", n, done)
-			}
-			return err
-		}),
+		recourse: nativeStreamSide(native, streamChunks),
 		// raw-lines splits lines and counts data lines: the floor.
-		rawLines: timed("raw-lines", func() error {
-			body, err := rawStreamBody()
-			if err != nil {
-				return err
-			}
-			resp, err := post(raw, url, body)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			n := 0
-			err = readLines(resp.Body, br, func([]byte) bool { n++; return true })
-			if err == nil && n != len(events) {
-				err = fmt.Errorf("%d data lines, want %d", n, len(events))
-			}
-			return err
-		}),
+		rawLines: rawLinesSide("raw-lines", raw, url, br, len(events)),
 		// raw-json also decodes every chunk and keeps the text, as a
 		// client that does something with the stream must.
 		rawJSON: timed("raw-json", func() error {

@@ -39,32 +39,10 @@ func newStreamConns(tb testing.TB) *streamConns {
 	native := nativeClient(tb, srv.URL)
 	br := bufio.NewReader(nil)
 	return &streamConns{
-		recourse: timed("recourse", func() error {
-			n, done, err := streamAll(native)
-			if err == nil && (n != 8 || !done) {
-				err = fmt.Errorf("%d content chunks, done %v", n, done)
-			}
-			return err
-		}),
+		recourse: nativeStreamSide(native, 8),
 		// raw reads the body to its end before closing it, as a client
 		// must for its connection to return to the pool.
-		raw: timed("raw", func() error {
-			body, err := rawStreamBody()
-			if err != nil {
-				return err
-			}
-			resp, err := post(raw, url, body)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			n := 0
-			err = readLines(resp.Body, br, func([]byte) bool { n++; return true })
-			if err == nil && n != len(events) {
-				err = fmt.Errorf("%d data lines, want %d", n, len(events))
-			}
-			return err
-		}),
+		raw: rawLinesSide("raw", raw, url, br, len(events)),
 	}
 }
 
