@@ -10,6 +10,7 @@ package retry_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,9 +57,9 @@ func exCheckCancelledInCapture(t *testing.T, err error, rec *exRecorder, count i
 // TestR9_1_CancelInResponseCaptureWinsOverCaptureFailure: a hook that
 // cancels the call while it captures the response and returns ctx.Err()
 // ends the call cancelled (R9.1, R10.4), not interrupted with reason
-// capture_failed: for ordinary calls, chunk streams and event streams of
-// OpenAI, oMLX and Ollama. A stream keeps the progress observed in the
-// chunk (R12.3) and delivers nothing of it.
+// capture_failed: for ordinary calls, chunk streams, event streams and
+// drop-in stream bodies of OpenAI, oMLX and Ollama. A stream keeps the
+// progress observed in the chunk (R12.3) and delivers nothing of it.
 func TestR9_1_CancelInResponseCaptureWinsOverCaptureFailure(t *testing.T) {
 	unary := map[string]string{
 		"openai": scripted.OpenAIChat("Hello"),
@@ -78,7 +79,7 @@ func TestR9_1_CancelInResponseCaptureWinsOverCaptureFailure(t *testing.T) {
 			assert.Nil(t, comp, "nothing is delivered")
 			exCheckCancelledInCapture(t, err, rec, r.Server.Count())
 		})
-		for _, shape := range []string{"chunks", "events"} {
+		for _, shape := range []string{"chunks", "events", "drop_in"} {
 			t.Run(p.name+"/"+shape, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
@@ -111,6 +112,13 @@ func TestR9_1_CancelInResponseCaptureWinsOverCaptureFailure(t *testing.T) {
 						}
 						got += e.Text
 					}
+				case "drop_in":
+					resp, derr := exDropIn(t, ctx, r.Server.URL, r.HTTP, p)
+					require.NoError(t, derr)
+					body, rerr := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					err = rerr
+					assert.NotContains(t, string(body), first, "the frame's bytes are not handed over")
 				}
 
 				assert.Empty(t, got, "nothing of the cancelled chunk is delivered")
