@@ -28,7 +28,10 @@ var errNoCompletion = errors.New("broker: the stream ended without a completion"
 // With WithContinuation, a stream that breaks after it started is continued
 // (R17.3): the blocks the protocol had closed — reasoning once content or a
 // tool call started, text once a tool call started — are appended as a
-// partial assistant message (never an unfinished block, never a tool call),
+// partial assistant message (never an unfinished block, never a tool call;
+// closed reasoning alone makes a message without content, which the
+// OpenAI and oMLX codecs leave out of the request and Ollama's sends as
+// thinking),
 // and the next request of the loop continues from that history, after the
 // admission and backoff of a retry, within the budget, announced with a
 // ContinuationNotice. A break before any block closed commits nothing and
@@ -274,7 +277,7 @@ func (t *tracker) add(k blockKind, s string) {
 }
 
 // partial returns the assistant message of the closed reasoning and text
-// blocks (nil when no text block closed) and the delivered content bytes it
+// blocks (nil when no block closed) and the delivered content bytes it
 // leaves out. Tool calls are never part of it.
 func (t *tracker) partial() (*chat.Message, int) {
 	var content, reasoning strings.Builder
@@ -290,11 +293,12 @@ func (t *tracker) partial() (*chat.Message, int) {
 		}
 	}
 	discarded := t.content - content.Len()
-	if content.Len() == 0 {
-		// No codec sends reasoning back to its provider: a message of closed
-		// reasoning alone would reach it as an empty assistant turn, which
-		// providers reject. It is a restart instead.
+	if content.Len() == 0 && reasoning.Len() == 0 {
 		return nil, discarded
 	}
+	// Closed reasoning alone is committed too (R17.3): the history keeps
+	// it. A codec that cannot send reasoning back leaves such a message out
+	// of the request, so no provider sees an empty assistant turn; Ollama
+	// sends it as the message's thinking (R14.1).
 	return &chat.Message{Role: chat.Assistant, Content: content.String(), Reasoning: reasoning.String()}, discarded
 }

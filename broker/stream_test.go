@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -10,8 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/broker"
+	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
@@ -105,30 +108,90 @@ func TestR17_3_ToolCallWithoutTerminalFrameNeverRuns(t *testing.T) {
 }
 
 // R17.3: reasoning closes when content starts, and the open text block is
-// not committed. No codec sends reasoning back, so a message of closed
-// reasoning alone would reach the provider as an empty assistant turn: it
-// is a restart instead, and the continuation request holds no empty
-// assistant message. The notice says how much delivered text was discarded.
-func TestR17_3_ClosedReasoningAloneIsARestartNeverAnEmptyTurn(t *testing.T) {
-	r := newRig(t, retry.Policy{},
-		broken(reasoningDelta("The user "), reasoningDelta("wants a greeting."), textDelta("Hel")),
-		scripted.SSE(scripted.OpenAIStream("Hello!")...))
-	tl, ns := &toolLog{}, &notices{}
-	b := continuing(r, tl, ns, 2, retry.Policy{})
+// not committed. The closed reasoning is committed alone, as an assistant
+// message without content: the history keeps it exactly once, the notice
+// names the failure (it is a continuation, not a restart) and says how much
+// delivered text was discarded. OpenAI cannot take reasoning back, so its
+// encoder leaves that message out and the continuation request holds no
+// empty assistant turn. The break is a transport error or an idle timeout.
+func TestR17_3_ClosedReasoningAloneIsCommittedWithoutAnEmptyTurn(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		opts   []chain.Option
+		reason string
+	}{
+		{"transport error", nil, "transport error"},
+		{"idle timeout", []chain.Option{stallAtCut(layer.StallIdle)}, "idle timeout"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rigtest.NewWith(t, openai.New(), retry.Policy{}, c.opts,
+				broken(reasoningDelta("The user "), reasoningDelta("wants a greeting."), textDelta("Hel")),
+				scripted.SSE(scripted.OpenAIStream("Hello!")...))
+			tl, ns := &toolLog{}, &notices{}
+			b := continuing(r, tl, ns, 2, retry.Policy{})
+			h := user("greet me")
+			text, err := drain(b.GenerateStream(context.Background(), &h))
+			require.NoError(t, err)
+			assert.Equal(t, "HelHello!", text, "the consumer saw the discarded text; the notice says so")
+			assert.Equal(t, []chat.Message{
+				{Role: chat.User, Content: "greet me"},
+				{Role: chat.Assistant, Reasoning: "The user wants a greeting."},
+				{Role: chat.Assistant, Content: "Hello!"},
+			}, h, "the closed reasoning is kept once")
+			require.Len(t, ns.continuations(), 1)
+			n := ns.continuations()[0]
+			assert.Equal(t, 3, n.Discarded)
+			assert.Equal(t, c.reason, n.Reason, "the notice names the failure, not a restart")
+			assert.Equal(t, "LLM stream interrupted; continuing generation (1/2): "+c.reason, broker.FormatContinuation(n))
+
+			msgs, _ := sent(t, r)
+			require.Len(t, msgs, 2)
+			assert.Equal(t, []wireMessage{{Role: "user", Content: "greet me"}}, msgs[1],
+				"no empty assistant turn is sent: OpenAI takes no reasoning back")
+			reqs := r.Server.Requests()
+			assert.NotContains(t, string(reqs[1].Body), "wants a greeting", "reasoning is not sent back to OpenAI")
+		})
+	}
+}
+
+// R17.3, R14.1: Ollama takes reasoning back (a message's "thinking"): the
+// closed reasoning committed by a continuation is sent with the
+// continuation request, as the assistant turn it is, and kept once in the
+// history.
+func TestR17_3_ClosedReasoningReachesOllamaAsThinking(t *testing.T) {
+	line := func(msg string) string {
+		return `{"model":"llama3.2","created_at":"2024-01-01T00:00:00Z","message":` + msg + `,"done":false}`
+	}
+	cut := scripted.NDJSON(line(`{"role":"assistant","content":"","thinking":"The user wants a greeting."}`),
+		line(`{"role":"assistant","content":"Hel"}`))
+	cut = cut.Cut(len(cut.Chunks[0]) + len(cut.Chunks[1]))
+	r := rigtest.New(t, ollama.New(), retry.Policy{}, cut, scripted.NDJSON(scripted.OllamaStream("Hello!")...))
+	ns := &notices{}
+	b := broker.New(r.Client, broker.WithModel("llama3.2"), broker.WithNotices(ns.add),
+		broker.WithContinuation(broker.Continuation{Max: 2}),
+		broker.WithPolicy(wire(r, retry.Policy{Admit: allow, Jitter: jitter(0)})))
 	h := user("greet me")
 	text, err := drain(b.GenerateStream(context.Background(), &h))
 	require.NoError(t, err)
-	assert.Equal(t, "HelHello!", text, "the consumer saw the discarded text; the notice says so")
+	assert.Equal(t, "HelHello!", text)
 	assert.Equal(t, []chat.Message{
 		{Role: chat.User, Content: "greet me"},
+		{Role: chat.Assistant, Reasoning: "The user wants a greeting."},
 		{Role: chat.Assistant, Content: "Hello!"},
-	}, h)
+	}, h, "the closed reasoning is kept once")
 	require.Len(t, ns.continuations(), 1)
-	assert.Equal(t, 3, ns.continuations()[0].Discarded)
-	assert.Equal(t, broker.ReasonRestart, ns.continuations()[0].Reason)
+	assert.Equal(t, "transport error", ns.continuations()[0].Reason, "the notice names the failure, not a restart")
+
 	reqs := r.Server.Requests()
 	require.Len(t, reqs, 2)
-	assert.NotContains(t, string(reqs[1].Body), `"role":"assistant"`, "no empty assistant turn is sent")
+	var body struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(reqs[1].Body, &body))
+	assert.Equal(t, []map[string]any{
+		{"role": "user", "content": "greet me"},
+		{"role": "assistant", "content": "", "thinking": "The user wants a greeting."},
+	}, body.Messages, "the continuation request carries the reasoning as thinking")
 }
 
 // R17.3: closed reasoning followed by closed text commits both; the text

@@ -78,7 +78,17 @@ type Chain struct {
 //     given twice;
 //   - capture or progress without an engine (they would have nothing to do);
 //   - a layer of another type that claims the engine's position or a
-//     stage's (only this module's engine and stages may take them).
+//     stage's (only this module's engine and stages may take them);
+//   - a per-attempt layer that reads semantic progress
+//     (layer.ProgressReader, such as a stall layer with a first-output
+//     limit) without an engine with a codec above it, which alone decodes
+//     the body (R7.4).
+//
+// A chain with such a layer counts each attempt's progress for it also
+// when recovery is off for a call (WithoutRecovery's engine, or
+// WithCallPolicy(ctx, nil)), so that its limit works the same way: the
+// call then gets an attempt of its own for the layers below the engine,
+// with no identity, events or captures.
 //
 // With an engine whose codec's capabilities are incomplete (R15.1), New
 // returns the capabilities' error.
@@ -143,6 +153,11 @@ func New(layers ...layer.Layer) (*Chain, error) {
 			stages[layer.StageProgress] = progress.New()
 		}
 	}
+	reader, reads := progressReader(attempts)
+	if reader != nil && (engine == nil || engine.Codec() == nil) {
+		return nil, &CompositionError{Index: indexOf(layers, reader), Name: reader.Name(), Position: layer.PerAttempt,
+			Problem: "has a " + reads + " limit, which needs the retry engine with a codec above it to see semantic output (R7.4)"}
+	}
 	if stages[layer.StageRedirectGuard] == nil {
 		stages[layer.StageRedirectGuard] = redirectguard.New()
 	}
@@ -159,6 +174,11 @@ func New(layers ...layer.Layer) (*Chain, error) {
 	out = append(out, stages[layer.StageRedirectGuard], stages[layer.StageSender])
 	var rt http.RoundTripper
 	for i := len(out) - 1; i >= 0; i-- {
+		if reader != nil && out[i] == layer.Layer(engine) {
+			// Recovery may be off for a call (R1.1): its progress is
+			// counted all the same, for the layer that reads it (R7.4).
+			rt = &passiveAttempt{next: rt, codec: engine.Codec()}
+		}
 		rt = out[i].Wrap(rt)
 	}
 	return &Chain{layers: out, rt: rt, engine: engine}, nil

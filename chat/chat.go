@@ -29,7 +29,9 @@ type Message struct {
 	// Content is the text of the message.
 	Content string `json:"content,omitempty"`
 	// Reasoning is the model's reasoning text of an assistant message, when the
-	// provider returned one. Codecs do not send it back to the provider.
+	// provider returned one. The Ollama codec sends it back as the message's
+	// thinking; the OpenAI and oMLX codecs do not send it, and leave out an
+	// assistant message that holds nothing else.
 	Reasoning string `json:"reasoning,omitempty"`
 	// Images are raw image bytes attached to a user message; codecs encode them
 	// (base64, data URLs) as their provider requires.

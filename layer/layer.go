@@ -86,6 +86,18 @@ type Layer interface {
 	Wrap(next http.RoundTripper) http.RoundTripper
 }
 
+// ProgressReader is implemented by a PerAttempt layer that reads its
+// attempt's semantic progress (Attempt.Progress): the stall layer's
+// first-output limit does. ReadsProgress names the setting that reads it
+// ("FirstOutput"), or returns "" when the layer's configuration reads
+// none. A chain counts that progress for such a layer also when recovery
+// is off (R7.4), and refuses it, with a *chain.CompositionError naming
+// the setting, when nothing above it could decode the body: no retry
+// engine, or one without a codec.
+type ProgressReader interface {
+	ReadsProgress() string
+}
+
 // Func wraps a RoundTripper: the shape of a layer written as a function.
 type Func func(next http.RoundTripper) http.RoundTripper
 

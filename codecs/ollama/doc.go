@@ -19,8 +19,10 @@
 // (its Name and Strict have no Ollama counterpart; Ollama always constrains
 // the output to the schema) and JSON mode as "format":"json"; when both are
 // set the schema wins. Sampling controls go into "options" (temperature,
-// top_p, top_k, num_ctx, num_predict, stop, seed). Reasoning text of earlier
-// assistant messages is never sent back.
+// top_p, top_k, num_ctx, num_predict, stop, seed). The reasoning text of an
+// earlier assistant message is sent back as its "thinking", so that a turn
+// of reasoning alone (a broker continuation's, R17.3) is not empty; the
+// reasoning of other messages is not sent.
 //
 // Options.ReasoningEffort is not supported: Ollama's "think" levels
 // ("low", "medium", "high") are not mapped from it, so Encode returns an

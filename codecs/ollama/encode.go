@@ -29,6 +29,7 @@ type wireRequest struct {
 type wireMessage struct {
 	Role       string         `json:"role"`
 	Content    string         `json:"content"`
+	Thinking   string         `json:"thinking,omitempty"`
 	Images     []string       `json:"images,omitempty"`
 	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
 	ToolName   string         `json:"tool_name,omitempty"`
@@ -80,7 +81,9 @@ func unsupported(control string) error {
 	return &layer.UnsupportedError{Provider: layer.Ollama, Control: control}
 }
 
-// Encode encodes req as the body of a POST /api/chat request. The result is
+// Encode encodes req as the body of a POST /api/chat request. An assistant
+// message's Reasoning is sent as its "thinking"; the reasoning of other
+// messages is not sent. The result is
 // a fresh slice that shares no memory with req, so later changes to req
 // cannot reach it; encoding the same request twice yields identical bytes.
 //
@@ -151,6 +154,11 @@ func encodeMessage(i int, m chat.Message) (wireMessage, error) {
 		Content:    m.Content,
 		ToolName:   m.ToolName,
 		ToolCallID: m.ToolCallID,
+	}
+	if m.Role == chat.Assistant {
+		// Ollama takes an assistant turn's reasoning back as its thinking,
+		// so a turn of reasoning alone is not empty (R14.1, R17.3).
+		wm.Thinking = m.Reasoning
 	}
 	for j, im := range m.Images {
 		if len(im.Data) == 0 {

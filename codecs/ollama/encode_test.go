@@ -81,9 +81,14 @@ func TestR14_1_OllamaEncodingGolden(t *testing.T) {
 		{"images are standard base64 without data prefix", base(func(r *chat.Request) {
 			r.Messages[0].Images = []chat.Image{{MIMEType: "image/jpeg", Data: []byte{0xff, 0xd8, 0xff}}, {Data: []byte("PNG?")}}
 		}), `{"model":"llama3.2","messages":[{"role":"user","content":"hi","images":["/9j/","UE5HPw=="]}],"stream":false}`},
+		{"assistant reasoning alone is sent as thinking", base(func(r *chat.Request) {
+			r.Messages = append(r.Messages, chat.Message{Role: chat.Assistant, Reasoning: "The user says hi."},
+				chat.Message{Role: chat.User, Content: "go on", Reasoning: "not sent on a user message"})
+		}), `{"model":"llama3.2","messages":[{"role":"user","content":"hi"},` +
+			`{"role":"assistant","content":"","thinking":"The user says hi."},{"role":"user","content":"go on"}],"stream":false}`},
 		{"assistant tool calls carry argument objects and optional ids", base(func(r *chat.Request) {
 			r.Messages = append(r.Messages,
-				chat.Message{Role: chat.Assistant, Reasoning: "not sent", ToolCalls: []chat.ToolCall{
+				chat.Message{Role: chat.Assistant, Reasoning: "Both cities.", ToolCalls: []chat.ToolCall{
 					{Name: "get_weather", Arguments: json.RawMessage(`{ "city": "Tokyo" }`)},
 					{ID: "call_1", Name: "get_time", Arguments: json.RawMessage(`{}`)},
 				}},
@@ -91,7 +96,7 @@ func TestR14_1_OllamaEncodingGolden(t *testing.T) {
 				chat.Message{Role: chat.Tool, Content: "noon", ToolName: "get_time", ToolCallID: "call_1"},
 			)
 		}), `{"model":"llama3.2","messages":[{"role":"user","content":"hi"},` +
-			`{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Tokyo"}}},{"id":"call_1","function":{"name":"get_time","arguments":{}}}]},` +
+			`{"role":"assistant","content":"","thinking":"Both cities.","tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Tokyo"}}},{"id":"call_1","function":{"name":"get_time","arguments":{}}}]},` +
 			`{"role":"tool","content":"22C","tool_name":"get_weather"},` +
 			`{"role":"tool","content":"noon","tool_name":"get_time","tool_call_id":"call_1"}],"stream":false}`},
 		{"tools", base(func(r *chat.Request) {

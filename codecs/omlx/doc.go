@@ -30,7 +30,8 @@
 // no counterpart and is not sent). A schema becomes a "json_schema"
 // response_format (named "response" when unnamed) and JSON mode a
 // "json_object" one; when both are set the schema wins. Reasoning text of
-// earlier assistant messages is never sent back.
+// earlier assistant messages is never sent back, and an assistant message
+// that holds only reasoning is left out (R14.1).
 //
 // # Legacy timeout
 //

@@ -111,6 +111,9 @@ func TestR14_1_OMLXEncodingGolden(t *testing.T) {
 			`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Tokyo\"}"}}]},` +
 			`{"role":"tool","content":"22C","tool_call_id":"call_1"},` +
 			`{"role":"assistant","content":"It is 22C.","tool_calls":[{"id":"call_2","type":"function","function":{"name":"f","arguments":"{}"}}]}],"stream":false}`},
+		{"an assistant message of reasoning alone is left out", base(func(r *chat.Request) {
+			r.Messages = append(r.Messages, chat.Message{Role: chat.Assistant, Reasoning: "The user says hi."}, user("go on"))
+		}), `{"model":"qwen3","messages":[{"role":"user","content":"hi"},{"role":"user","content":"go on"}],"stream":false}`},
 		{"tools", base(func(r *chat.Request) {
 			r.Tools = []chat.ToolSpec{
 				{Name: "get_weather", Description: "Weather for a city.", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)},

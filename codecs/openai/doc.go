@@ -22,7 +22,8 @@
 //     empty).
 //   - An assistant message carries its tool calls; its content is left out
 //     when it is empty and there are tool calls. Reasoning is never sent
-//     back. A tool call's Arguments are sent as the text of the JSON; an
+//     back, and an assistant message that holds only reasoning is left
+//     out (R14.1), so no empty assistant turn is sent. A tool call's Arguments are sent as the text of the JSON; an
 //     Arguments value that is itself a JSON string is sent as that string's
 //     text, which is how [Codec.Decode] keeps arguments that were not valid
 //     JSON, so decoded history round-trips unchanged. Empty Arguments are

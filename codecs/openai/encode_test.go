@@ -83,6 +83,15 @@ func TestR14_1_EncodeGolden(t *testing.T) {
 			`{"role":"tool","tool_call_id":"call_3","content":"12:00"},` +
 			`{"role":"assistant","content":""}]}`,
 	}, {
+		// OpenAI takes no reasoning back: a committed reasoning block alone
+		// (R17.3) would be an empty assistant turn, so it is left out.
+		name: "an assistant message of reasoning alone is left out",
+		req: chat.Request{
+			Model:    "gpt-4o",
+			Messages: []chat.Message{user("Hi"), {Role: chat.Assistant, Reasoning: "The user says hi."}, user("Go on")},
+		},
+		want: `{"model":"gpt-4o","messages":[{"role":"user","content":"Hi"},{"role":"user","content":"Go on"}]}`,
+	}, {
 		name: "tool call arguments kept by Decode as a JSON string round-trip",
 		req: chat.Request{
 			Model: "gpt-4o",

@@ -188,7 +188,13 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 func (b *streamBody) ended(err error) {
 	var ce *layer.CaptureError
 	switch {
-	case errors.As(err, &ce):
+	case errors.As(err, &ce) && b.c.ctx.Err() != nil:
+		// The hook failed because the call was cancelled (it cancelled the
+		// context itself, or returned its error once it was done):
+		// cancellation wins over the capture failure (R4.1, R9.1). The
+		// hook's failure stays private evidence (CaptureCause).
+		b.fail(layer.CategoryCancellation, captureCause(ce), ce, nil)
+	case ce != nil:
 		b.fail(layer.CategoryTransport, captureCause(ce), ce, nil)
 	case err == io.EOF:
 		cause := b.a.EndStream()

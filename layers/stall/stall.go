@@ -36,9 +36,15 @@
 //
 // The layer sits at layer.PerAttempt, below the engine's progress stage,
 // so it sees the raw bytes and reads the attempt's progress (layer.Attempt)
-// to know whether semantic output has arrived. Outside an engine (no
-// layer.Attempt in the request context) nothing decodes the body, so
-// FirstOutput is not applied; Header and Idle still are.
+// to know whether semantic output has arrived. Every limit works the same
+// with recovery off (R7.4): with a FirstOutput limit the layer is a
+// layer.ProgressReader, and a chain counts the progress of a call that its
+// engine passes through (chain.WithoutRecovery, or a nil per-call policy)
+// for it; a chain without an engine with a codec, which alone decodes the
+// body, refuses the layer (a *chain.CompositionError naming FirstOutput).
+// Used on its own, outside any chain (no layer.Attempt in the request
+// context), nothing decodes the body and FirstOutput is not applied;
+// Header and Idle still are.
 package stall
 
 import (
@@ -64,7 +70,8 @@ type Limits struct {
 	// FirstOutput bounds the time from the response headers to the first
 	// semantic byte (reasoning, content or a tool fragment); keepalives do
 	// not count as output. 0 means no limit. Set it above the longest time
-	// a reasoning model may think before its first token.
+	// a reasoning model may think before its first token. It needs a chain
+	// whose engine has a codec, also when recovery is off (R7.4).
 	FirstOutput time.Duration
 	// Idle bounds each wait for the next received byte, keepalives
 	// included; 0 means no limit. Set it above the longest silence the
@@ -130,6 +137,17 @@ func (*Layer) Name() string { return "stall" }
 
 // Position returns layer.PerAttempt: the limits bound each wire attempt.
 func (*Layer) Position() layer.Position { return layer.PerAttempt }
+
+// ReadsProgress returns "FirstOutput" when the layer has a first-output
+// limit, which reads the attempt's semantic progress, and "" otherwise
+// (layer.ProgressReader): a chain then counts that progress for it also
+// with recovery off, or refuses it where nothing decodes the body (R7.4).
+func (l *Layer) ReadsProgress() string {
+	if l.lim.FirstOutput > 0 {
+		return "FirstOutput"
+	}
+	return ""
+}
 
 // Limits returns the layer's limits (Clock as given, possibly nil).
 func (l *Layer) Limits() Limits { return l.lim }

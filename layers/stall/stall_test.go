@@ -279,8 +279,10 @@ func TestZeroLimitsPassThrough(t *testing.T) {
 	assert.Equal(t, next, l.Wrap(next))
 }
 
-// Without an engine above it the layer still bounds the headers and each
-// wait for bytes; nothing decodes the body, so FirstOutput is not applied.
+// Used on its own, outside any chain (no engine above it), the layer still
+// bounds the headers and each wait for bytes; nothing decodes the body, so
+// FirstOutput is not applied. In a chain R7.4 holds instead (see
+// recoveryoff_test.go).
 func TestOutsideAnEngine(t *testing.T) {
 	seq := make(chan string, 64)
 	clock := newFakeClock(seq)

@@ -140,7 +140,8 @@ type Body struct {
 }
 
 // Encode encodes the messages, the tools and the response format of req, in
-// that order, and returns a plain error for the first part that d does not
+// that order. Reasoning is never sent, and an assistant message that holds
+// only reasoning (ReasoningOnly) is left out. Encode returns a plain error for the first part that d does not
 // take or that cannot be encoded: images on a message that is not a user
 // message, a tool call or tool without a name, JSON that is not what d
 // takes, and whatever d's checks reject. Error texts name parts by field and
@@ -149,6 +150,11 @@ func (d *Dialect) Encode(req *chat.Request) (Body, error) {
 	var b Body
 	b.Messages = make([]Message, 0, len(req.Messages))
 	for i := range req.Messages {
+		if ReasoningOnly(&req.Messages[i]) {
+			// Chat completions take no reasoning back: the message would
+			// reach the server as an empty assistant turn (R14.1).
+			continue
+		}
 		w, err := d.message(&req.Messages[i])
 		if err != nil {
 			return Body{}, d.errorf("message " + strconv.Itoa(i) + ": " + err.Error())
@@ -174,6 +180,16 @@ func (d *Dialect) Encode(req *chat.Request) (Body, error) {
 		return Body{}, err
 	}
 	return b, nil
+}
+
+// ReasoningOnly reports whether m is an assistant message that holds
+// reasoning and nothing else: no content, images, tool calls, tool call ID
+// or tool name. Encode leaves such a message out, since chat completions
+// take no reasoning back; the broker commits one when a stream broke after
+// a closed reasoning block (R17.3).
+func ReasoningOnly(m *chat.Message) bool {
+	return m.Role == chat.Assistant && m.Reasoning != "" && m.Content == "" && len(m.Images) == 0 &&
+		len(m.ToolCalls) == 0 && m.ToolCallID == "" && m.ToolName == ""
 }
 
 // Finite returns a plain error naming Temperature or TopP, in that order,
