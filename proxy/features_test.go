@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -369,4 +372,37 @@ func TestClientRetryWithoutQuotaIsACall(t *testing.T) {
 	assert.Empty(t, got.header.Values("X-Recourse-Quota-Remaining"), "no quota, no header")
 	r.logged(t, `"msg":"request"`)
 	assert.NotContains(t, r.logs.String(), "client_retry")
+}
+
+// R19.1: the proxy's event lines are the lines eventlog writes for the same
+// events — one mapping, with the stall, hint and Retry-After header fields
+// included — so a reader of the proxy's log and of a library's log learns
+// one format.
+func TestR19_1_EventLinesAreEventlogLines(t *testing.T) {
+	noTime := &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}
+	var proxyLog, libraryLog syncBuffer
+	r := newRig(t, "openai", func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&proxyLog, noTime))
+		c.Policy.ProviderHints = true
+		c.Policy.OnEvent = eventlog.New(slog.New(slog.NewJSONHandler(&libraryLog, noTime)))
+	}, scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"), "retry-after-ms", "150"),
+		scripted.JSON(200, scripted.OpenAIChat("ok")))
+	got := r.post(t, "/v1/chat/completions", chatBody)
+	require.Equal(t, 200, got.status)
+
+	var events []string
+	for line := range strings.Lines(proxyLog.String()) {
+		if strings.Contains(line, `"msg":"`+eventlog.Message+`"`) {
+			events = append(events, line)
+		}
+	}
+	want := slices.Collect(strings.Lines(libraryLog.String()))
+	require.Len(t, want, 6, "attempt_started, attempt_failed, delay_scheduled, retry_started, attempt_started, attempt_succeeded")
+	assert.Equal(t, want, events)
+	assert.Contains(t, want[1], `"retry_after":"milliseconds","retry_after_header":"retry-after-ms","retry_after_ms":150`)
 }
