@@ -377,7 +377,7 @@ func (c *call) requestCaptureFailed(ce *layer.CaptureError) (*http.Response, err
 }
 
 // captureCause is the error a capture failure records as its Cause: the
-// hook's error (or the panic, as a *CapturePanicError) when there is no
+// hook's error (or the panic, as a *PanicError) when there is no
 // separate transport error (R10.5, R12.3).
 func captureCause(ce *layer.CaptureError) error {
 	if ce.Transport != nil {
