@@ -22,7 +22,6 @@
 package sender
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -193,9 +192,6 @@ func drain(rc io.ReadCloser) {
 		}
 	}
 }
-
-// Body returns a non-replayable request body over b.
-func Body(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
 
 func closeBody(r *http.Request) {
 	if r.Body != nil {
