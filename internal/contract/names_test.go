@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -264,6 +265,19 @@ var bareError = regexp.MustCompile(`(?:^|[^\w.*/])\*([A-Z]\w*Error)\b`)
 // bareMember matches Type.Member named without the package.
 var bareMember = regexp.MustCompile(`(?:^|[^\w.*/])([A-Z]\w*)\.([A-Z]\w*)\b`)
 
+// typeOwners returns the packages of the index that declare type name.
+func (idx nameIndex) typeOwners(name string) []*pkgDecls {
+	var out []*pkgDecls
+	for _, ps := range idx {
+		for _, p := range ps {
+			if p.types[name] {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 // hasType reports whether some package of the index declares type name.
 func (idx nameIndex) hasType(name string) bool {
 	for _, ps := range idx {
@@ -279,8 +293,10 @@ func (idx nameIndex) hasType(name string) bool {
 // unknownBareNames returns the names s gives without a package that do not
 // exist: a *SomethingError that no package declares, and Type.Member where
 // Type is a type of own (the package whose comment s is) or, in Markdown
-// (own nil), of package layer (CONTRACT.md's unqualified types), and Member
-// is none of its members.
+// (own nil), of some package of the repository (CONTRACT.md's unqualified
+// types are layer's), and Member is a member of none of them. In a Go
+// comment a type of another package is not guessed at: Request.Clone there
+// is as likely net/http's as chat's.
 func (idx nameIndex) unknownBareNames(s string, own *pkgDecls, at string, firstLine int) []unknownName {
 	var out []unknownName
 	report := func(name string, off int) {
@@ -293,18 +309,16 @@ func (idx nameIndex) unknownBareNames(s string, own *pkgDecls, at string, firstL
 	}
 	for _, m := range bareMember.FindAllStringSubmatchIndex(s, -1) {
 		typ, member := s[m[2]:m[3]], s[m[4]:m[5]]
-		var p *pkgDecls
+		var owners []*pkgDecls
 		switch {
 		case own != nil && own.types[typ]:
-			p = own
+			owners = []*pkgDecls{own}
 		case own == nil:
-			for _, l := range idx["layer"] {
-				if l.types[typ] {
-					p = l
-				}
-			}
+			owners = idx.typeOwners(typ)
 		}
-		if p != nil && !idx.hasMember(p, typ, member, map[*pkgDecls]map[string]bool{}) {
+		if len(owners) > 0 && !slices.ContainsFunc(owners, func(p *pkgDecls) bool {
+			return idx.hasMember(p, typ, member, map[*pkgDecls]map[string]bool{})
+		}) {
 			report(typ+"."+member, m[2])
 		}
 	}
@@ -491,4 +505,11 @@ layer.Invented, *layer.Missing, layer.Failure.Nothing and layer.Failure.Progress
 		got = append(got, u.name+"@"+u.at)
 	}
 	assert.Equal(t, []string{"*CapturePanicError@retry.go:10", "Report.Frames@retry.go:10"}, got)
+
+	got = got[:0]
+	for _, u := range idx.markdownUnknownNames("`Report.Stream`, `Report.Missing`; in a comment of package layer, Report is not guessed at", "README.md") {
+		got = append(got, u.name+"@"+u.at)
+	}
+	assert.Equal(t, []string{"Report.Missing@README.md:1"}, got, "in Markdown a type of any package is checked")
+	assert.Empty(t, idx.unknownBareNames("Report.Missing", p, "layer.go", 1), "in a Go comment only the package's own types are")
 }
