@@ -374,11 +374,11 @@ func TestClientRetryWithoutQuotaIsACall(t *testing.T) {
 	assert.NotContains(t, r.logs.String(), "client_retry")
 }
 
-// R19.1: the proxy's event lines are the lines eventlog writes for the same
+// R21.1: the proxy's event lines are the lines eventlog writes for the same
 // events — one mapping, with the stall, hint and Retry-After header fields
 // included — so a reader of the proxy's log and of a library's log learns
 // one format.
-func TestR19_1_EventLinesAreEventlogLines(t *testing.T) {
+func TestR21_1_EventLinesAreEventlogLines(t *testing.T) {
 	noTime := &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 		if a.Key == slog.TimeKey {
 			return slog.Attr{}

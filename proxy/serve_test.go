@@ -150,13 +150,13 @@ func TestShutdownCutsAfterTheGracePeriod(t *testing.T) {
 	assert.Contains(t, s.logs.String(), "grace period over")
 }
 
-// R19.2: a connection that was opened but never sent a request holds
+// R21.2: a connection that was opened but never sent a request holds
 // nothing in flight, so a graceful stop neither waits for it nor logs a
 // cut. net/http's Shutdown alone waits five seconds for such a connection:
 // with a grace period far longer than that, Serve must still return well
 // before those five seconds; with one shorter than that, the grace period
 // must not run out on it and log a cut of nothing.
-func TestR19_2_ShutdownDoesNotWaitForAnIdleConnection(t *testing.T) {
+func TestR21_2_ShutdownDoesNotWaitForAnIdleConnection(t *testing.T) {
 	for _, grace := range []time.Duration{time.Hour, 2 * time.Second} {
 		t.Run(grace.String(), func(t *testing.T) {
 			up := scripted.New()
