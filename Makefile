@@ -9,7 +9,8 @@ FUZZTIME ?= 10s
 demo:
 	$(GO) run ./cmd/recourse-demo
 
-## test: vet, gofmt check and the race-enabled tests of every module
+## test: vet, gofmt check and the race-enabled tests of the modules in
+## MODULES (faults/ runs with make faults, tools/jaeger is built by make e2e)
 test: vet fmt-check race
 
 vet:

@@ -320,7 +320,12 @@ func WithPerCall(ls ...layer.Layer) Option {
 }
 
 // WithPerAttempt adds per-attempt layers to the default chain, in order,
-// inside the engine. Each must have position layer.PerAttempt.
+// inside the engine. Each must have position layer.PerAttempt. Each call of
+// such a layer is one wire attempt, numbered and counted against
+// MaxAttempts also when the layer answers it itself (R10.7); an error it
+// returns is classified like a transport failure (R10.8), and a second
+// call of its next for one attempt is refused with layer.ErrSecondSend
+// (R2.6).
 func WithPerAttempt(ls ...layer.Layer) Option {
 	return func(c *config) { c.attempts = append(c.attempts, ls...) }
 }

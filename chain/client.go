@@ -176,7 +176,8 @@ func (c *Client) do(ctx context.Context, req *chat.Request) (*chat.Completion, e
 	report := &call.Result
 	if report.Completion != nil && report.Err == nil && resp.StatusCode/100 == 2 {
 		// The retry layer decoded this very body with the same codec: read
-		// it to its end as before, without decoding it a second time.
+		// it to its end, so that its connection can be reused, without
+		// decoding it a second time.
 		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 			return nil, err
 		}

@@ -63,12 +63,18 @@ func New(logger *slog.Logger) func(layer.Event) error {
 	}
 }
 
-// Attrs returns the safe attributes of ev as New writes them: the event
-// type, the identity, provider, operation, requested model, attempt limit,
-// elapsed time and progress counters, the delay or next attempt when the
-// event has them, the refusing quota of a quota_refused event, the HTTP status, and the failure's safe fields (category,
-// reason, eligibility, acceptance, phase, known provider code, valid
-// provider request ID, Retry-After form and delay).
+// Attrs returns the safe attributes of ev as New writes them, and as
+// recourse-proxy writes its event lines: the event type ("type"), the
+// identity, provider, operation, requested model, attempt limit, elapsed
+// time and progress counters, the delay or next attempt when the event has
+// them, the refusing quota of a quota_refused event (group "quota": upstream,
+// resends, window_ms, fleet and the quota's safe text), the HTTP status,
+// and the failure's safe fields (group "failure": category, reason,
+// eligibility, acceptance, and when set the HTTP status, phase, stall limit,
+// honoured provider hint, known provider code, valid provider request ID,
+// Retry-After form, the name of the header it was read from when that is
+// not Retry-After, and its delay). It never returns a header value, a body,
+// a prompt or a tool argument: an event holds none.
 func Attrs(ev layer.Event) []slog.Attr {
 	a := []slog.Attr{
 		slog.String("type", string(ev.Type)),
@@ -94,6 +100,7 @@ func Attrs(ev layer.Event) []slog.Attr {
 			slog.Int("resends", q.Resends),
 			slog.Int64("window_ms", q.Window.Milliseconds()),
 			slog.Bool("fleet", q.Fleet),
+			slog.String("text", q.Text()),
 		))
 	}
 	if ev.NextAttempt != 0 {
@@ -134,6 +141,12 @@ func Attrs(ev layer.Event) []slog.Attr {
 		if f.Phase != "" {
 			fa = append(fa, slog.String("phase", string(f.Phase)))
 		}
+		if f.Stall != "" {
+			fa = append(fa, slog.String("stall", string(f.Stall)))
+		}
+		if f.Hint != layer.HintNone {
+			fa = append(fa, slog.String("hint", string(f.Hint)))
+		}
 		if f.ProviderCode != "" {
 			fa = append(fa, slog.String("provider_code", f.ProviderCode))
 		}
@@ -142,6 +155,9 @@ func Attrs(ev layer.Event) []slog.Attr {
 		}
 		if ra := f.RetryAfter; ra.Kind != "" && ra.Kind != layer.RetryAfterAbsent {
 			fa = append(fa, slog.String("retry_after", string(ra.Kind)))
+			if ra.Header != "" {
+				fa = append(fa, slog.String("retry_after_header", ra.Header))
+			}
 			if ra.Valid() {
 				fa = append(fa, slog.Int64("retry_after_ms", ra.Delay.Milliseconds()))
 			}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,6 +23,7 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/layers/stall"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -164,4 +166,31 @@ func TestLevels(t *testing.T) {
 	assert.Empty(t, buf.String())
 	require.NoError(t, obs(layer.Event{Type: layer.EventExhausted}))
 	assert.Contains(t, buf.String(), "level=ERROR")
+}
+
+// R11.2: a record carries every safe field of the event's failure that the
+// proxy's lines carry too — the stall limit that fired, the provider hint
+// the classification honoured and the header a millisecond Retry-After was
+// read from — and still no secret (R10.5).
+func TestR11_2_RecordsCarryStallHintAndRetryAfterHeader(t *testing.T) {
+	hinted := run(t, openai.New(), retry.Policy{MaxAttempts: 2, ProviderHints: true}, false,
+		echoStep(503, "retry-after-ms", "5", "x-should-retry", "false", "X-Request-Id", rigtest.Key))
+	assert.Contains(t, hinted, `"hint":"x_should_retry_false"`)
+	assert.Contains(t, hinted, `"retry_after":"milliseconds","retry_after_header":"retry-after-ms","retry_after_ms":5`)
+
+	plain := run(t, openai.New(), retry.Policy{MaxAttempts: 2}, false, echoStep(503, "Retry-After", "1"), scripted.JSON(200, scripted.OpenAIChat("hi")))
+	assert.Contains(t, plain, `"retry_after":"seconds","retry_after_ms":1000`)
+	assert.NotContains(t, plain, "retry_after_header", "Retry-After itself is the default header and is not named")
+
+	lim, err := stall.New(stall.Limits{Idle: time.Millisecond})
+	require.NoError(t, err)
+	stalled := runWith(t, openai.New(), retry.Policy{MaxAttempts: 1}, []chain.Option{chain.WithPerAttempt(lim)}, true,
+		scripted.SSE(": keepalive\n\n").Held())
+	assert.Contains(t, stalled, `"stall":"idle_timeout"`)
+
+	for _, log := range []string{hinted, plain, stalled} {
+		for _, banned := range []string{rigtest.Key, rigtest.Prompt, "CANARY", "Bearer", "Authorization"} {
+			assert.NotContains(t, log, banned)
+		}
+	}
 }

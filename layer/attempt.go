@@ -385,7 +385,7 @@ func (a *Attempt) EndStream() error {
 }
 
 // FrameReader is the typed view of a recovering stream that the retry layer
-// hands to the native client through Report.Stream. NextFrame returns every
+// hands to the native client through CallResult.Stream. NextFrame returns every
 // frame in order (keepalives included), the accepted terminal frame, then
 // io.EOF — or the call's final typed error. Deliver records what the
 // consumer handed on (R13.2). Close releases the stream.

@@ -42,7 +42,12 @@
 //
 // # Values in a request's context
 //
-// Three typed values travel in a request's context; nothing else does.
+// The layers of a chain talk to each other through three typed values in a
+// request's context. The context may carry others that are not part of
+// this vocabulary: the application's own, a tracer's span (otelbridge),
+// and one private marker of recourse-proxy, which tags a call that is a
+// client's own retry so that the proxy's per-call stage inside the quota
+// keeps that call from depositing (it was charged as a resend instead).
 //
 //   - *Call (WithCall, CallFrom), one per logical completion. Its inputs
 //     (Facts, TypedErrors) are set by whoever starts the call — the native

@@ -265,5 +265,6 @@ func (e *ObserverError) Unwrap() error { return e.Err }
 
 // ErrSecondSend is returned by the sender when a layer inside the engine
 // tried to send one attempt's request twice: an attempt is at most one POST
-// (R2.1), and only the engine may authorize another.
+// (R2.1), and only the engine may authorize another. The attempt then fails
+// as not eligible, reason permanent, and the call ends interrupted (R2.6).
 var ErrSecondSend = errors.New("recourse: an attempt's request was sent twice; only the engine may resend")

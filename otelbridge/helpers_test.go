@@ -25,8 +25,8 @@ import (
 	"github.com/recourse-dev/recourse/otelbridge"
 )
 
-// TestMain fails the package if any goroutine outlives the tests (DESIGN
-// invariant 5).
+// TestMain fails the package if any goroutine outlives the tests: a call
+// releases everything it owns when it ends (R13.5, R8.2).
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fixture is a scripted loopback provider behind

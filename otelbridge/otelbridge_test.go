@@ -233,7 +233,7 @@ func TestStreamClosedEarly(t *testing.T) {
 	assert.Equal(t, codes.Unset, logical.Status().Code)
 }
 
-// The native stream reads frames from Report.Stream: the span ends with
+// The native stream reads frames from layer.CallResult.Stream: the span ends with
 // the frame reader and carries the response evidence.
 func TestNativeStream(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{}, nil, scripted.SSE(scripted.OpenAIStream("Hel", "lo")...))

@@ -73,7 +73,8 @@
 // never committed early and gets no notices.
 //
 // Each lifecycle event of a recovered call is one structured slog line on
-// the Config's Logger (message "event"), as is each request (message
+// the Config's Logger, written as package eventlog writes it (message
+// eventlog.Message, attributes eventlog.Attrs), as is each request (message
 // "request"); see Handler for the attributes. Tracing is a per-call layer
 // in Config.PerCall (the command puts otelbridge/otlpjson's there); stall
 // limits are per-attempt layers in Config.PerAttempt, and provider hints

@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -117,8 +120,9 @@ func TestIdleTimeoutBeforeOutputIsRetriedWithANotice(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(got.body, `"content":"Hel"`), "no duplicated text")
 	assert.True(t, strings.HasSuffix(got.body, strings.Join(events, "")), got.body)
 	r.logged(t, `"msg":"request"`)
-	assert.Contains(t, r.logs.String(), `"event":"attempt_failed"`)
-	assert.Contains(t, r.logs.String(), `"category":"transport","reason":"transient","stall":"idle_timeout"`)
+	assert.Contains(t, r.logs.String(), `"type":"attempt_failed"`)
+	assert.Contains(t, r.logs.String(), `"failure":{"category":"transport","reason":"transient"`)
+	assert.Contains(t, r.logs.String(), `"stall":"idle_timeout"`)
 }
 
 // TestIdleTimeoutAfterOutputIsAnInBandError: a stall after content cannot
@@ -199,7 +203,8 @@ func TestProviderHints(t *testing.T) {
 		assert.Equal(t, "false", got.header.Get("X-Should-Retry"))
 		assert.Equal(t, "interrupted", got.header.Get("X-Recourse-Outcome"))
 		r.logged(t, `"msg":"request"`)
-		assert.Contains(t, r.logs.String(), `"reason":"provider_no_retry","hint":"x_should_retry_false"`)
+		assert.Contains(t, r.logs.String(), `"reason":"provider_no_retry"`)
+		assert.Contains(t, r.logs.String(), `"hint":"x_should_retry_false"`)
 	})
 	t.Run("x-should-retry false without hints", func(t *testing.T) {
 		r := newRig(t, "openai", nil, scripted.JSON(503, overloaded, "x-should-retry", "false"), scripted.JSON(200, scripted.OpenAIChat("ok")))
@@ -213,7 +218,7 @@ func TestProviderHints(t *testing.T) {
 		assert.Equal(t, 200, got.status)
 		assert.Equal(t, []time.Duration{1500 * time.Millisecond}, r.sleeps.all(), "the hint is the delay's minimum")
 		r.logged(t, `"msg":"request"`)
-		assert.Contains(t, r.logs.String(), `"retry_after_header":"retry-after-ms"`)
+		assert.Contains(t, r.logs.String(), `"retry_after":"milliseconds","retry_after_header":"retry-after-ms","retry_after_ms":1500`)
 	})
 	t.Run("insufficient_quota", func(t *testing.T) {
 		body := scripted.OpenAIError("insufficient_quota", "insufficient_quota", "You exceeded your current quota.")
@@ -223,7 +228,8 @@ func TestProviderHints(t *testing.T) {
 		assert.Equal(t, body, got.body, "the SDK gets the provider's own error")
 		assert.Equal(t, 1, r.up.Count(), "not a rate limit: not retried")
 		r.logged(t, `"msg":"request"`)
-		assert.Contains(t, r.logs.String(), `"reason":"insufficient_quota","hint":"insufficient_quota"`)
+		assert.Contains(t, r.logs.String(), `"reason":"insufficient_quota"`)
+		assert.Contains(t, r.logs.String(), `"hint":"insufficient_quota"`)
 	})
 }
 
@@ -245,8 +251,8 @@ func TestQuotaExhausted(t *testing.T) {
 		assert.Equal(t, 2, r.up.Count())
 		r.logged(t, `"msg":"request"`)
 		host := strings.TrimPrefix(r.up.URL, "http://")
-		assert.Contains(t, r.logs.String(), `"event":"quota_refused"`)
-		assert.Contains(t, r.logs.String(), `"quota":"retry quota for `+host+` exhausted: 1 resend in the last 60 s"`)
+		assert.Contains(t, r.logs.String(), `"type":"quota_refused"`)
+		assert.Contains(t, r.logs.String(), `"text":"retry quota for `+host+` exhausted: 1 resend in the last 60 s"`)
 		assert.Contains(t, r.logs.String(), `"status":503,"outcome":"quota_exhausted"`)
 	})
 	t.Run("after transport failures", func(t *testing.T) {
@@ -293,9 +299,9 @@ func TestSharedCooldown(t *testing.T) {
 	assert.Equal(t, scripted.OpenAIChat("two"), got.body)
 	assert.Equal(t, []time.Duration{2 * time.Second, 2 * time.Second}, r.sleeps.all(), "the resend and the next call's first attempt wait for the horizon")
 	assert.Equal(t, 3, r.up.Count())
-	r.logged(t, `"event":"cooldown_wait"`)
-	assert.Contains(t, r.logs.String(), `"event":"cooldown_wait"`)
-	assert.Regexp(t, `"event":"cooldown_wait".*"delay_ms":2000`, r.logs.String())
+	r.logged(t, `"type":"cooldown_wait"`)
+	assert.Contains(t, r.logs.String(), `"type":"cooldown_wait"`)
+	assert.Regexp(t, `"type":"cooldown_wait".*"delay_ms":2000`, r.logs.String())
 }
 
 // TestSharedCooldownNoticeOnAStream: a stream held by the shared cooldown
@@ -366,4 +372,37 @@ func TestClientRetryWithoutQuotaIsACall(t *testing.T) {
 	assert.Empty(t, got.header.Values("X-Recourse-Quota-Remaining"), "no quota, no header")
 	r.logged(t, `"msg":"request"`)
 	assert.NotContains(t, r.logs.String(), "client_retry")
+}
+
+// R21.1: the proxy's event lines are the lines eventlog writes for the same
+// events — one mapping, with the stall, hint and Retry-After header fields
+// included — so a reader of the proxy's log and of a library's log learns
+// one format.
+func TestR21_1_EventLinesAreEventlogLines(t *testing.T) {
+	noTime := &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}
+	var proxyLog, libraryLog syncBuffer
+	r := newRig(t, "openai", func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&proxyLog, noTime))
+		c.Policy.ProviderHints = true
+		c.Policy.OnEvent = eventlog.New(slog.New(slog.NewJSONHandler(&libraryLog, noTime)))
+	}, scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"), "retry-after-ms", "150"),
+		scripted.JSON(200, scripted.OpenAIChat("ok")))
+	got := r.post(t, "/v1/chat/completions", chatBody)
+	require.Equal(t, 200, got.status)
+
+	var events []string
+	for line := range strings.Lines(proxyLog.String()) {
+		if strings.Contains(line, `"msg":"`+eventlog.Message+`"`) {
+			events = append(events, line)
+		}
+	}
+	want := slices.Collect(strings.Lines(libraryLog.String()))
+	require.Len(t, want, 6, "attempt_started, attempt_failed, delay_scheduled, retry_started, attempt_started, attempt_succeeded")
+	assert.Equal(t, want, events)
+	assert.Contains(t, want[1], `"retry_after":"milliseconds","retry_after_header":"retry-after-ms","retry_after_ms":150`)
 }

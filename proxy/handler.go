@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -37,11 +38,13 @@ var ErrShutdown = errors.New("recourse-proxy: shutting down: the call was cut af
 // URL path only, never the query —, status, outcome when recovery ended
 // without success, client_retry when a client retry was charged to the
 // quota, call_id, duration_ms) and one line per lifecycle event of a
-// completion (message "event"; attributes event, call_id, attempt_id,
+// completion exactly as package eventlog writes it (message
+// eventlog.Message, level eventlog.Level, attributes eventlog.Attrs: type,
+// logical_request_id — the call_id of the request line —, attempt_id,
 // wire_attempt, max_attempts, provider, operation, model, and when set
-// http_status, category, reason, stall, hint, retry_after_header, quota,
-// delay_ms, next_attempt). No line holds a header value, a body or a
-// credential.
+// http_status, delay_ms, next_attempt, the quota group and the failure
+// group with category, reason, stall, hint and retry_after_header). No
+// line holds a header value, a body or a credential.
 type Handler struct {
 	codec       layer.Codec
 	provider    string
@@ -617,8 +620,8 @@ func (ex *exchange) charge(out *http.Request, body []byte) (int, bool) {
 		return http.StatusServiceUnavailable, true
 	}
 	if v.Unavailable {
-		h.log.LogAttrs(out.Context(), slog.LevelWarn, "event", slog.String("event", string(layer.EventQuotaUnavailable)),
-			slog.Bool("client_retry", true))
+		h.log.LogAttrs(out.Context(), eventlog.Level(layer.EventQuotaUnavailable), eventlog.Message,
+			slog.String("type", string(layer.EventQuotaUnavailable)), slog.Bool("client_retry", true))
 	}
 	ex.charged = res
 	return 0, false
@@ -657,57 +660,14 @@ func roundDelay(d time.Duration) time.Duration {
 	return d.Round(time.Millisecond)
 }
 
-// logEvent writes one line for a lifecycle event.
+// logEvent writes one line for a lifecycle event, with eventlog's level,
+// message and attributes: the proxy and the library log events alike.
 func (h *Handler) logEvent(ev layer.Event) {
-	level := slog.LevelInfo
-	switch ev.Type {
-	case layer.EventProgress, layer.EventMetrics:
-		level = slog.LevelDebug
-	case layer.EventAttemptFailed, layer.EventDelayScheduled, layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventCooldownWait:
-		level = slog.LevelWarn
-	}
+	level := eventlog.Level(ev.Type)
 	if !h.log.Enabled(context.Background(), level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 16)
-	attrs = append(attrs, slog.String("event", string(ev.Type)), slog.String("call_id", ev.LogicalID))
-	if ev.AttemptID != "" {
-		attrs = append(attrs, slog.String("attempt_id", ev.AttemptID))
-	}
-	attrs = append(attrs, slog.Int("wire_attempt", ev.WireAttempt), slog.Int("max_attempts", ev.MaxAttempts),
-		slog.String("provider", string(ev.Provider)), slog.String("operation", string(ev.Operation)))
-	if ev.Model != "" {
-		attrs = append(attrs, slog.String("model", ev.Model))
-	}
-	if ev.HTTPStatus != 0 {
-		attrs = append(attrs, slog.Int("http_status", ev.HTTPStatus))
-	}
-	if f := ev.Failure; f != nil {
-		attrs = append(attrs, slog.String("category", string(f.Category)), slog.String("reason", string(f.Classification.Reason)))
-		if f.HTTPStatus != 0 && ev.HTTPStatus == 0 {
-			attrs = append(attrs, slog.Int("http_status", f.HTTPStatus))
-		}
-		if f.Stall != "" {
-			attrs = append(attrs, slog.String("stall", string(f.Stall)))
-		}
-		if f.Hint != layer.HintNone {
-			attrs = append(attrs, slog.String("hint", string(f.Hint)))
-		}
-		if f.RetryAfter.Header != "" && f.RetryAfter.Valid() {
-			attrs = append(attrs, slog.String("retry_after_header", f.RetryAfter.Header))
-		}
-	}
-	if ev.Quota != nil {
-		attrs = append(attrs, slog.String("quota", ev.Quota.Text()))
-	}
-	if ev.Type == layer.EventDelayScheduled || ev.Type == layer.EventCooldownWait {
-		attrs = append(attrs, slog.Int64("delay_ms", ev.Delay.Milliseconds()))
-	}
-	if ev.NextAttempt != 0 {
-		attrs = append(attrs, slog.Int("next_attempt", ev.NextAttempt))
-	}
-	attrs = append(attrs, slog.Int64("elapsed_ms", ev.Elapsed.Milliseconds()))
-	h.log.LogAttrs(context.Background(), level, "event", attrs...)
+	h.log.LogAttrs(context.Background(), level, eventlog.Message, eventlog.Attrs(ev)...)
 }
 
 // statusRecorder remembers the status a forwarded response was given.

@@ -50,7 +50,7 @@ func TestUnaryRecoversFrom503(t *testing.T) {
 	assert.Equal(t, []time.Duration{100 * time.Millisecond}, r.sleeps.all())
 	logs := r.logs.String()
 	for _, ev := range []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started", "attempt_succeeded"} {
-		assert.Contains(t, logs, `"event":"`+ev+`"`)
+		assert.Contains(t, logs, `"type":"`+ev+`"`)
 	}
 	r.logged(t, `"msg":"request","kind":"completion"`)
 }

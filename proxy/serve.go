@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,12 +19,16 @@ const DefaultGrace = 30 * time.Second
 const cutWait = 5 * time.Second
 
 // Serve serves h on ln until ctx is done, then shuts down: it stops
-// accepting connections at once, lets in-flight requests finish within
-// grace (zero means DefaultGrace), then cuts the rest by cancelling their
-// contexts with cause ErrShutdown — a Handler's stream then ends with its
-// in-band error frame, a request still waiting answers 503 — and waits up
-// to five more seconds for them before closing every connection. Serve
-// returns nil after a shutdown, or the error that stopped the server
+// accepting connections at once, closes every connection that has no
+// request in flight (an idle keep-alive connection, and a connection that
+// was opened but has not sent a request yet), lets in-flight requests
+// finish within grace (zero means DefaultGrace), then cuts the rest by
+// cancelling their contexts with cause ErrShutdown — a Handler's stream
+// then ends with its in-band error frame, a request still waiting answers
+// 503 — and waits up to five more seconds for them before closing every
+// connection. The line "grace period over: cutting in-flight requests" is
+// logged only when a request was still in flight when grace ran out.
+// Serve returns nil after a shutdown, or the error that stopped the server
 // earlier. log, which may be nil, receives the shutdown's lines and the
 // server's own error log.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
@@ -34,11 +40,20 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	}
 	cutCtx, cut := context.WithCancelCause(context.Background())
 	defer cut(nil)
+	var (
+		inFlight atomic.Int64
+		fresh    freshConns
+	)
 	srv := &http.Server{
-		Handler:           h,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inFlight.Add(1)
+			defer inFlight.Add(-1)
+			h.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return cutCtx },
+		ConnState:         fresh.track,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
@@ -49,11 +64,18 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	case <-ctx.Done():
 	}
 	log.LogAttrs(context.Background(), slog.LevelInfo, "shutting down", slog.Int64("grace_ms", grace.Milliseconds()))
+	// net/http's Shutdown closes idle keep-alive connections at once but
+	// waits up to five seconds for one that never sent a request; nothing
+	// is in flight on such a connection, so it is closed here, and so is
+	// every one accepted while the listener closes.
+	srv.RegisterOnShutdown(fresh.closeAll)
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	err := srv.Shutdown(sctx)
 	cancel()
 	if errors.Is(err, context.DeadlineExceeded) {
-		log.LogAttrs(context.Background(), slog.LevelWarn, "grace period over: cutting in-flight requests")
+		if n := inFlight.Load(); n > 0 {
+			log.LogAttrs(context.Background(), slog.LevelWarn, "grace period over: cutting in-flight requests", slog.Int64("in_flight", n))
+		}
 		cut(ErrShutdown)
 		sctx, cancel := context.WithTimeout(context.Background(), cutWait)
 		err = srv.Shutdown(sctx)
@@ -67,4 +89,44 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	}
 	log.LogAttrs(context.Background(), slog.LevelInfo, "stopped")
 	return nil
+}
+
+// freshConns tracks the connections that have not started a request yet
+// (http.StateNew), so that shutdown can close them without waiting. It is
+// safe for concurrent use.
+type freshConns struct {
+	mu      sync.Mutex
+	closing bool
+	conns   map[net.Conn]struct{}
+}
+
+// track is the server's ConnState hook. Once closing, a connection that is
+// still new is closed at once.
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st != http.StateNew {
+		delete(f.conns, c)
+		return
+	}
+	if f.closing {
+		c.Close()
+		return
+	}
+	if f.conns == nil {
+		f.conns = make(map[net.Conn]struct{})
+	}
+	f.conns[c] = struct{}{}
+}
+
+// closeAll closes every connection that is still new and makes track close
+// the ones that follow.
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closing = true
+	for c := range f.conns {
+		c.Close()
+	}
+	clear(f.conns)
 }

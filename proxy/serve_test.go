@@ -149,3 +149,41 @@ func TestShutdownCutsAfterTheGracePeriod(t *testing.T) {
 	s.exit(t)
 	assert.Contains(t, s.logs.String(), "grace period over")
 }
+
+// R21.2: a connection that was opened but never sent a request holds
+// nothing in flight, so a graceful stop neither waits for it nor logs a
+// cut. net/http's Shutdown alone waits five seconds for such a connection:
+// with a grace period far longer than that, Serve must still return well
+// before those five seconds; with one shorter than that, the grace period
+// must not run out on it and log a cut of nothing.
+func TestR21_2_ShutdownDoesNotWaitForAnIdleConnection(t *testing.T) {
+	for _, grace := range []time.Duration{time.Hour, 2 * time.Second} {
+		t.Run(grace.String(), func(t *testing.T) {
+			up := scripted.New()
+			defer up.Close()
+			s := serve(t, up, grace)
+			idle, err := net.Dial("tcp", s.addr)
+			require.NoError(t, err)
+			defer idle.Close()
+			// And a keep-alive connection that served a request and is idle again.
+			resp, err := s.client.Get(s.url + "/v1/models")
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, resp.Body.Close())
+
+			s.stop()
+			select {
+			case err := <-s.done:
+				require.NoError(t, err)
+			case <-time.After(4 * time.Second):
+				t.Fatal("Serve waited for a connection with no request in flight")
+			}
+			n, err := idle.Read(make([]byte, 1))
+			assert.Zero(t, n)
+			assert.ErrorIs(t, err, io.EOF, "the server closed the idle connection")
+			logs := s.logs.String()
+			assert.Contains(t, logs, `"msg":"stopped"`)
+			assert.NotContains(t, logs, "grace period over", "nothing was in flight, nothing was cut")
+		})
+	}
+}

@@ -96,16 +96,6 @@ func WithOnUnavailable(f func(op string, err error)) Option {
 	return func(s *Store) { s.onUnavailable = f }
 }
 
-// WithClock sets the wall clock the refresh counts windows on (default
-// time.Now).
-func WithClock(now func() time.Time) Option {
-	return func(s *Store) {
-		if now != nil {
-			s.now = now
-		}
-	}
-}
-
 // Store is a quota.Store on Redis. It is safe for concurrent use. Close
 // stops its background refresh; it does not close the Redis client.
 type Store struct {

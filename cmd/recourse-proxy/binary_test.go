@@ -195,7 +195,7 @@ func TestBinaryFromEnvironment(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	assert.Equal(t, 0, p.wait(t))
 	logs := p.log()
-	assert.Contains(t, logs, `"event":"delay_scheduled"`)
+	assert.Contains(t, logs, `"type":"delay_scheduled"`)
 	assert.Contains(t, logs, `"msg":"request","kind":"completion","method":"POST","path":"/v1/chat/completions","status":503,"outcome":"exhausted"`)
 	assert.Contains(t, logs, `"msg":"stopped"`)
 }
@@ -361,6 +361,6 @@ func TestBinaryStallHintsAndQuota(t *testing.T) {
 	assert.Contains(t, logs, `"quota":true,"provider_hints":true,"header_timeout":"1m0s","first_output_timeout":"10m0s","idle_timeout":"1s"`)
 	assert.Contains(t, logs, `"stall":"idle_timeout"`)
 	assert.Contains(t, logs, `"hint":"x_should_retry_false"`)
-	assert.Contains(t, logs, `"event":"quota_refused"`)
+	assert.Contains(t, logs, `"type":"quota_refused"`)
 	assert.Contains(t, logs, `"status":503,"outcome":"quota_exhausted","client_retry":true`)
 }

@@ -13,8 +13,9 @@
 // (-max-attempts is RECOURSE_PROXY_MAX_ATTEMPTS); run with -h for the
 // list. It listens on loopback unless -allow-remote is given, logs one
 // structured line per request and per lifecycle event on stderr, and on
-// SIGTERM or SIGINT stops accepting, lets in-flight calls finish within
-// -grace, cuts the rest with an in-band error and exits 0. With
+// SIGTERM or SIGINT stops accepting, closes the connections with no
+// request in flight at once, lets in-flight calls finish within -grace,
+// cuts the rest with an in-band error and exits 0. With
 // -otlp-endpoint it sends traces as OTLP JSON. The stall limits
 // (-header-timeout, -first-output-timeout, -idle-timeout) and the provider
 // hints (-provider-hints) are off unless set; the retry quota (-quota,

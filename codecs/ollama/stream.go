@@ -17,7 +17,7 @@ import (
 // before its done:true line.
 var ErrIncompleteStream = errors.New("recourse: ollama stream ended before done")
 
-// streamDecoder decodes an /api/chat NDJSON stream into layer.Frames. A
+// streamDecoder decodes an /api/chat NDJSON stream into layer.Frame values. A
 // blank line is a keepalive; a line with "error" is an in-band provider
 // error (Ollama keeps status 200); done:true with done_reason "stop" is the
 // accepted end (R13.3); done_reason "length" (or any other reason) ends the

@@ -124,7 +124,8 @@ func chatRequest(model, prompt string) *api.ChatRequest {
 //
 // The Call leaves TypedErrors false, so the chain still passes a complete
 // HTTP failure (a 400, a 404, an exhausted 503) through and Chat returns
-// its api.StatusError as before; any other error Chat returns wins.
+// its api.StatusError, as it would without recourse; any other error Chat
+// returns wins.
 func chatStream(ctx context.Context, client *api.Client, req *api.ChatRequest, fn api.ChatResponseFunc) error {
 	var lc layer.Call
 	err := client.Chat(layer.WithCall(ctx, &lc), req, fn)

@@ -26,7 +26,7 @@ const modulePath = "github.com/recourse-dev/recourse"
 // heading. R4's classification steps are R4.1 … R4.7, followed by R4.8.
 var contractRules = []string{
 	"R1.1", "R1.2", "R1.3",
-	"R2.1", "R2.2", "R2.3", "R2.4", "R2.5",
+	"R2.1", "R2.2", "R2.3", "R2.4", "R2.5", "R2.6",
 	"R3.1", "R3.2", "R3.3",
 	"R4.1", "R4.2", "R4.3", "R4.4", "R4.5", "R4.6", "R4.7", "R4.8",
 	"R5.1", "R5.2", "R5.3", "R5.4", "R5.5",
@@ -34,7 +34,7 @@ var contractRules = []string{
 	"R7.1", "R7.2", "R7.3", "R7.4",
 	"R8.1", "R8.2", "R8.3", "R8.4",
 	"R9.1", "R9.2", "R9.3",
-	"R10.1", "R10.2", "R10.3", "R10.4", "R10.5", "R10.6",
+	"R10.1", "R10.2", "R10.3", "R10.4", "R10.5", "R10.6", "R10.7", "R10.8",
 	"R11.1", "R11.2", "R11.3", "R11.4",
 	"R12.1", "R12.2", "R12.3", "R12.4",
 	"R13.1", "R13.2", "R13.3", "R13.4", "R13.5", "R13.6", "R13.7",
@@ -43,6 +43,7 @@ var contractRules = []string{
 	"R16.1", "R16.2", "R16.3",
 	"R17.1", "R17.2", "R17.3",
 	"R18.1", "R18.2", "R18.3", "R18.4", "R18.5",
+	"R21.1", "R21.2",
 }
 
 // rule is a rule number: a section (R4, Item 0) or a rule (R4.6).

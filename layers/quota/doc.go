@@ -51,8 +51,8 @@
 // What a fleet must share is what is per account: the cooldown horizon,
 // and optionally an absolute cap on resends per window per upstream
 // (WithFleetCap), because the floor otherwise multiplies with the number
-// of replicas. Both live in a Store: DefaultStore (in process) unless
-// WithStore gives another, such as the Redis store of module
+// of replicas. Both live in a Store: one MemoryStore per process, shared
+// by every quota layer given no store, unless WithStore gives another, such as the Redis store of module
 // github.com/recourse-dev/recourse/redisstore. A store that is unavailable
 // or slower than WithStoreTimeout (default 50 ms) fails open: the decision
 // is this process's alone and the engine emits quota_unavailable; an

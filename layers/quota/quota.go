@@ -142,8 +142,9 @@ func ByCredential() Option {
 	return func(c *config) error { c.byCredential = true; return nil }
 }
 
-// WithStore sets the store shared with other processes (default: the
-// process's DefaultStore); nil is invalid.
+// WithStore sets the store shared with other processes (default: one
+// MemoryStore shared by every quota layer of the process that is given no
+// store); nil is invalid.
 func WithStore(s Store) Option {
 	return func(c *config) error {
 		if s == nil {
@@ -194,7 +195,7 @@ type Layer struct {
 
 // New returns a quota layer: ratio 0.2 of the logical calls over a 60 s
 // window, at least 3 resends per window, per upstream, the process's
-// DefaultStore for the cooldown horizon, no fleet cap. An invalid option
+// shared MemoryStore for the cooldown horizon, no fleet cap. An invalid option
 // is a *ConfigError.
 func New(opts ...Option) (*Layer, error) {
 	l := &Layer{cfg: config{ratio: DefaultRatio, window: DefaultWindow, floor: DefaultFloor,

@@ -59,7 +59,7 @@ type Reserved struct {
 }
 
 // MemoryStore is the in-process Store: every quota layer of the process
-// that is given no store shares DefaultStore, so every chain of the
+// that is given no store shares one, so every chain of the
 // process respects the same cooldown horizons. It is safe for concurrent
 // use; its zero value is not ready: use NewMemoryStore. Entries are
 // dropped once their window and horizon passed.
@@ -85,11 +85,9 @@ type memEntry struct {
 // NewMemoryStore returns an empty in-process store.
 func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
 
+// defaultStore is the process's shared in-process store, the one a quota
+// layer uses when it is given none.
 var defaultStore = NewMemoryStore()
-
-// DefaultStore returns the process's shared in-process store, the one a
-// quota layer uses when it is given none.
-func DefaultStore() *MemoryStore { return defaultStore }
 
 // locked returns key's state, created when missing, with its lock held.
 func (s *MemoryStore) locked(key string) *memKey {

@@ -46,11 +46,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
 	}
-	// The logical ID and the first attempt's ID live in the call's own
-	// memory: no allocation of their own.
-	// One string holds both IDs, apart from the call: an ID an application
-	// keeps (in an event, an error, a map) must not keep the call's request
-	// and response alive with it.
+	// One allocation holds the logical ID and the first attempt's ID, apart
+	// from the call: an ID an application keeps (in an event, an error, a
+	// map) must not keep the call's request and response alive with it.
 	ids := newUUIDs(2)
 	c.logical, c.spareID = ids[:uuidLen], ids[uuidLen:]
 	c.start = c.d.r.mono()
@@ -377,7 +375,7 @@ func (c *call) requestCaptureFailed(ce *layer.CaptureError) (*http.Response, err
 }
 
 // captureCause is the error a capture failure records as its Cause: the
-// hook's error (or the panic, as a *CapturePanicError) when there is no
+// hook's error (or the panic, as a *PanicError) when there is no
 // separate transport error (R10.5, R12.3).
 func captureCause(ce *layer.CaptureError) error {
 	if ce.Transport != nil {

@@ -25,7 +25,7 @@ import (
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
-// The privacy canary (R10.5, DESIGN invariant 2): every scenario runs with
+// The privacy canary (R10.5): every scenario runs with
 // rigtest.Key as the API key and rigtest.Prompt in the request, against a
 // provider that echoes both back, and every safe output is scanned.
 

@@ -16,13 +16,12 @@
 // sender first reads and discards at most DrainLimit bytes for at most
 // DrainWait, then closes it: a provider that ends the response there leaves
 // its connection in the pool; one that keeps sending, or holds the response
-// open, gets its connection closed as before. The sender drains only over an
+// open, gets its connection closed. The sender drains only over an
 // *http.Transport (its own default is one), whose bodies may be closed while
 // a read blocks; over another base it closes at once.
 package sender
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -193,9 +192,6 @@ func drain(rc io.ReadCloser) {
 		}
 	}
 }
-
-// Body returns a non-replayable request body over b.
-func Body(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
 
 func closeBody(r *http.Request) {
 	if r.Body != nil {

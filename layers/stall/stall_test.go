@@ -104,7 +104,9 @@ func TestIdleTimeoutFiresAfterAKeepaliveAndSilence(t *testing.T) {
 	assert.Equal(t, 30*time.Second, se.After)
 }
 
-func TestKeepalivesKeepTheIdleLimitFromFiring(t *testing.T) {
+// R7.2: the idle limit counts every received byte, keepalives included:
+// a keepalive within the limit restarts the wait.
+func TestR7_2_KeepalivesKeepTheIdleLimitFromFiring(t *testing.T) {
 	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{})
 	s := r.p.answer(&script{})
 	done := r.stream(context.Background())

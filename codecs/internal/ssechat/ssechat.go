@@ -1,5 +1,5 @@
 // Package ssechat decodes OpenAI-style chat completion streams
-// (Server-Sent Events of chat.completion.chunk objects) into layer.Frames.
+// (Server-Sent Events of chat.completion.chunk objects) into layer.Frame values.
 // The OpenAI and oMLX codecs share it.
 //
 // Acceptance (R13.3): a finish reason of "stop" or "tool_calls" (or the
