@@ -118,4 +118,3 @@
 // through an interface of its own with these methods; this codec does not
 // resume yet.
 package responses
-

@@ -485,7 +485,6 @@ func (d *StreamDecoder) completed(f *layer.Frame, resp object) {
 	comp.Message = chat.Message{Role: chat.Assistant, Content: d.content.String(), Reasoning: d.reason.String(), ToolCalls: d.toolCalls()}
 	comp.FinishReason = completedFinish(len(comp.Message.ToolCalls) > 0, d.refused)
 	f.Done, f.Completion, f.FinishReason = true, comp, comp.FinishReason
-	d.counts.CompletedToolCalls += int64(len(comp.Message.ToolCalls))
 }
 
 // incomplete decodes response.incomplete: terminal at once with an
