@@ -24,7 +24,7 @@ var (
 type Option func(*Codec)
 
 // WithReasoningModel replaces the model-family detection that decides which
-// sampling controls Encode takes (R14.1, R19.1). The default is
+// sampling controls Encode takes (R14.1, R19.2). The default is
 // [openai.IsReasoningModel], the detection of the chat completions codec. f
 // is called from Encode, possibly concurrently, and must be safe for
 // concurrent use. A nil f keeps the default.
@@ -78,7 +78,7 @@ func (c *Codec) ErrorFrame(safe string) []byte {
 	return append(b, ",\"param\":null}\n\n"...)
 }
 
-// Capability evidence (R15.1, R19.6), as inspected on 2026-12-01.
+// Capability evidence (R15.1, R19.8), as inspected on 2026-12-01.
 const (
 	capInspectedOn = "2026-12-01"
 	capCreate      = "POST /v1/responses"
@@ -87,12 +87,12 @@ const (
 	capRetrieveURL = "https://platform.openai.com/docs/api-reference/responses/get"
 	capCancel      = "POST /v1/responses/{response_id}/cancel"
 	capCancelURL   = "https://platform.openai.com/docs/api-reference/responses/cancel"
-	// BackgroundGuideURL is the provider's guide to background mode, the
+	// capBackgroundURL is the provider's guide to background mode, the
 	// basis of the retrieval and cancellation values.
 	capBackgroundURL = "https://platform.openai.com/docs/guides/background"
 )
 
-// Capabilities returns the R19.6 declaration for POST /v1/responses: client
+// Capabilities returns the R19.8 declaration for POST /v1/responses: client
 // abort unknown; remote cancellation and request status supported (the
 // provider documents POST /v1/responses/{id}/cancel for background
 // responses and GET /v1/responses/{id} for stored ones); idempotency

@@ -67,7 +67,7 @@
 // text, others as a JSON string holding the text. The model, the response
 // ID and the usage (input_tokens, output_tokens) are kept.
 //
-// The status decides the finish reason (R19.4). "completed" finishes
+// The status decides the finish reason (R19.5). "completed" finishes
 // "tool_calls" when the output calls a tool, "refusal" when the model
 // refused (Decision: a refusal is delivered as content, so a caller
 // shows it, and marked by this finish reason, since chat.Message has no
@@ -84,7 +84,7 @@
 // # Streams
 //
 // For a streaming request [Codec.NewObserver] returns a [*StreamDecoder] of
-// the SSE event stream (R19.2): every event is one frame. Output events
+// the SSE event stream (R19.3): every event is one frame. Output events
 // carry semantic evidence the moment their event is complete:
 // response.output_text.delta and response.refusal.delta are content,
 // response.reasoning_text.delta and response.reasoning_summary_text.delta

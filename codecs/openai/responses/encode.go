@@ -144,7 +144,7 @@ func unsupported(control string) error {
 }
 
 // encodeOptions adapts the generation controls to the endpoint and the
-// model family (R14.1, R19.1).
+// model family (R14.1, R19.2).
 func (c *Codec) encodeOptions(w *wireRequest, req *chat.Request) error {
 	o := &req.Options
 	switch {

@@ -15,13 +15,13 @@ import (
 
 // ErrIncomplete is the End error of a stream that reached HTTP EOF before
 // its terminal event (response.completed, response.incomplete,
-// response.failed or error): it fails closed (R19.3).
+// response.failed or error): it fails closed (R19.4).
 var ErrIncomplete = errors.New("recourse: responses stream ended before its terminal event")
 
 // maxDoc bounds the bytes of a plain JSON answer that End inspects.
 const maxDoc = 64 << 10
 
-// lifecycle lists the stream events that carry no output (R19.2): they
+// lifecycle lists the stream events that carry no output (R19.3): they
 // are frames with an Index but no semantic evidence.
 var lifecycle = map[string]bool{
 	"response.created":                      true,
@@ -52,7 +52,7 @@ type call struct {
 
 // StreamDecoder is the layer.StreamDecoder of one attempt of a streamed
 // Responses API request: it frames the SSE stream, classifies each event
-// (R19.2) and queues one layer.Frame per event. It also keeps the resume
+// (R19.3) and queues one layer.Frame per event. It also keeps the resume
 // position a later background resume will need: [StreamDecoder.ResponseID]
 // and [StreamDecoder.DeliveredSequence]. A StreamDecoder is used by one
 // attempt and is not safe for concurrent use; the Attempt serializes access
@@ -468,7 +468,7 @@ func (d *StreamDecoder) evidence(resp object) *chat.Completion {
 	return comp
 }
 
-// completed decodes response.completed, the accepted end (R19.3): the Done
+// completed decodes response.completed, the accepted end (R19.4): the Done
 // frame whose Completion holds the streamed text, the assembled tool calls,
 // the model, ID and usage. A completed event whose response says it is
 // incomplete or failed ends the stream as that status does.
