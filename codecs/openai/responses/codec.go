@@ -68,14 +68,20 @@ func (c *Codec) Path() string { return "/v1/responses" }
 func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
 
 // ErrorFrame returns the Responses API in-band stream error event carrying
-// safe (layer.ErrorFramer): an "error" event whose data is
-// {"type":"error","code":"recourse_error","message":safe,"param":null}, the
-// form the provider sends and its clients report as a failed stream. The
-// stream decoder reads it back as a *layer.ProviderError.
+// safe (layer.ErrorFramer): an "error" event whose data is the provider's
+// error event, {"type":"error","code":"recourse_error","message":safe,
+// "param":null}, plus an "error" object with the same type, code and
+// message. The provider's own error event has no "error" member, and
+// openai-go's stream reader (ssestream) fails a stream only on data that
+// has one, so the frame carries both shapes. The stream decoder reads it
+// back as a *layer.ProviderError.
 func (c *Codec) ErrorFrame(safe string) []byte {
+	msg := appendJSONString(nil, safe)
 	b := []byte("event: error\ndata: {\"type\":\"error\",\"code\":\"recourse_error\",\"message\":")
-	b = appendJSONString(b, safe)
-	return append(b, ",\"param\":null}\n\n"...)
+	b = append(b, msg...)
+	b = append(b, ",\"param\":null,\"error\":{\"type\":\"recourse_error\",\"code\":\"recourse_error\",\"message\":"...)
+	b = append(b, msg...)
+	return append(b, "}}\n\n"...)
 }
 
 // Capability evidence (R15.1, R19.8), as inspected on 2026-12-01.

@@ -288,3 +288,28 @@ func TestR19_3_MalformedEventsAreProtocolErrors(t *testing.T) {
 		})
 	}
 }
+
+// The codec's own error frame is one SSE event whose data is valid JSON
+// with both the provider's error-event members and an "error" object.
+func TestR19_6_ErrorFrameShape(t *testing.T) {
+	safe := `recourse: stream interrupted_stream "quoted" <html>`
+	frame := string(responses.New().ErrorFrame(safe))
+	require.True(t, strings.HasPrefix(frame, "event: error\ndata: "))
+	require.True(t, strings.HasSuffix(frame, "\n\n"))
+	var data struct {
+		Type    string `json:"type"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Error   struct {
+			Type, Code, Message string
+		} `json:"error"`
+	}
+	payload := strings.TrimSuffix(strings.TrimPrefix(frame, "event: error\ndata: "), "\n\n")
+	require.NotContains(t, payload, "\n", "one data line")
+	require.NoError(t, json.Unmarshal([]byte(payload), &data))
+	assert.Equal(t, "error", data.Type)
+	assert.Equal(t, "recourse_error", data.Code)
+	assert.Equal(t, safe, data.Message)
+	assert.Equal(t, "recourse_error", data.Error.Code)
+	assert.Equal(t, safe, data.Error.Message)
+}
