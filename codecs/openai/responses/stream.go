@@ -457,15 +457,18 @@ func (d *StreamDecoder) toolCalls() []chat.ToolCall {
 	return calls
 }
 
-// evidence is the provider evidence of the response of a terminal event.
-func (d *StreamDecoder) evidence(resp object) *chat.Completion {
+// evidence is the provider evidence of the response of a terminal event,
+// and the protocol error of a usage that is not one.
+func (d *StreamDecoder) evidence(resp object) (*chat.Completion, error) {
 	comp := &chat.Completion{Model: d.model, ID: d.id}
 	if resp.has("usage") {
-		if u, err := decodeUsage(resp); err == nil {
-			comp.Usage = u
+		u, err := decodeUsage(resp)
+		if err != nil {
+			return nil, err
 		}
+		comp.Usage = u
 	}
-	return comp
+	return comp, nil
 }
 
 // completed decodes response.completed, the accepted end (R19.4): the Done
@@ -481,7 +484,11 @@ func (d *StreamDecoder) completed(f *layer.Frame, resp object) {
 		f.Err = failedError(resp)
 		return
 	}
-	comp := d.evidence(resp)
+	comp, err := d.evidence(resp)
+	if err != nil {
+		f.Err = err
+		return
+	}
 	comp.Message = chat.Message{Role: chat.Assistant, Content: d.content.String(), Reasoning: d.reason.String(), ToolCalls: d.toolCalls()}
 	comp.FinishReason = completedFinish(len(comp.Message.ToolCalls) > 0, d.refused)
 	f.Done, f.Completion, f.FinishReason = true, comp, comp.FinishReason
@@ -495,7 +502,11 @@ func (d *StreamDecoder) incomplete(f *layer.Frame, resp object) {
 	var details object
 	_ = resp.get("incomplete_details", &details) // a malformed detail is no reason
 	finish := incompleteFinish(details.str("reason"))
-	comp := d.evidence(resp)
+	comp, err := d.evidence(resp)
+	if err != nil {
+		// The stream still ended incomplete: only its evidence is lost.
+		comp = &chat.Completion{Model: d.model, ID: d.id}
+	}
 	comp.FinishReason = finish
 	f.FinishReason, f.Completion = finish, comp
 	f.Err = &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: finish}

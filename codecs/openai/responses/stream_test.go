@@ -273,6 +273,7 @@ func TestR19_3_MalformedEventsAreProtocolErrors(t *testing.T) {
 		"call index":        "data: {\"type\":\"response.output_item.added\",\"output_index\":-1,\"item\":{\"type\":\"function_call\"}}\n\n",
 		"args index":        "data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":\"0\",\"delta\":\"\"}\n\n",
 		"done item args":    "data: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"arguments\":{}}}\n\n",
+		"completed usage":   "data: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\",\"usage\":{\"input_tokens\":\"1\"}}}\n\n",
 		"oversized event":   "data: \"" + strings.Repeat("x", 8<<20) + "\"\n\n",
 	}
 	for name, ev := range rows {
