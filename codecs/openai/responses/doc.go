@@ -32,7 +32,9 @@
 //     arguments text; an assistant message with tool calls and no text has
 //     no message item. Arguments that are a JSON string are sent as that
 //     string's text (how Decode keeps arguments that were not valid JSON),
-//     empty arguments as "{}". Reasoning is never sent back.
+//     empty arguments as "{}". Reasoning is never sent back, and an
+//     assistant message that holds only reasoning is left out: it would be
+//     an empty assistant turn.
 //   - A tool message is a function_call_output item with its call_id (the
 //     ToolCallID, required) and its content as output. ToolName has no
 //     field and is not sent.

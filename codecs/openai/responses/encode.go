@@ -108,6 +108,11 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 	}
 	w.Input = make([]any, 0, len(req.Messages))
 	for i := range req.Messages {
+		if reasoningOnly(&req.Messages[i]) {
+			// The endpoint takes no reasoning text back: the message would
+			// reach it as an empty assistant turn (R19.2).
+			continue
+		}
 		items, err := inputItems(&req.Messages[i])
 		if err != nil {
 			return nil, encodeError("message " + strconv.Itoa(i) + ": " + err.Error())
@@ -263,6 +268,14 @@ func inputItems(m *chat.Message) ([]any, error) {
 		items = append(items, call)
 	}
 	return items, nil
+}
+
+// reasoningOnly reports whether m is an assistant message that holds
+// reasoning and nothing else: no content, images, tool calls, tool call ID
+// or tool name.
+func reasoningOnly(m *chat.Message) bool {
+	return m.Role == chat.Assistant && m.Reasoning != "" && m.Content == "" && len(m.Images) == 0 &&
+		len(m.ToolCalls) == 0 && m.ToolCallID == "" && m.ToolName == ""
 }
 
 // encodeCall encodes one tool call of an assistant message as a

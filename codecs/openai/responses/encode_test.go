@@ -175,3 +175,17 @@ func TestR19_2_DescribeRejectsMalformedRequests(t *testing.T) {
 		assert.ErrorAs(t, err, &pe, body)
 	}
 }
+
+// An assistant message that holds only reasoning (the broker commits one
+// when a stream broke after a closed reasoning block) would be an empty
+// assistant turn: the Responses API takes no reasoning text back, so it is
+// left out. An empty assistant message without reasoning is still sent.
+func TestR19_2_ReasoningOnlyAssistantMessageIsLeftOut(t *testing.T) {
+	body, err := responses.New().Encode(&chat.Request{Model: "gpt-4.1", Messages: []chat.Message{
+		{Role: chat.User, Content: "Hi"},
+		{Role: chat.Assistant, Reasoning: "closed block"},
+		{Role: chat.User, Content: "Go on"},
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, `{"model":"gpt-4.1","input":[{"type":"message","role":"user","content":"Hi"},{"type":"message","role":"user","content":"Go on"}]}`, string(body))
+}
