@@ -115,8 +115,9 @@
 //
 // The decoder keeps what a background resume will need, without building
 // it: [StreamDecoder.ResponseID], the ID of the response from
-// response.created, and [StreamDecoder.DeliveredSequence], the
-// sequence_number of the last frame handed over. The engine reads both
-// through an interface of its own with these methods; this codec does not
-// resume yet.
+// response.created, [StreamDecoder.DeliveredSequence], the
+// sequence_number of the last frame handed over, and
+// [StreamDecoder.FrameSequence], that of the frame Next returned last.
+// The engine reads them through an interface of its own with these
+// methods; this codec does not resume yet.
 package responses

@@ -53,8 +53,8 @@ type call struct {
 // StreamDecoder is the layer.StreamDecoder of one attempt of a streamed
 // Responses API request: it frames the SSE stream, classifies each event
 // (R19.3) and queues one layer.Frame per event. It also keeps the resume
-// position a later background resume will need: [StreamDecoder.ResponseID]
-// and [StreamDecoder.DeliveredSequence]. A StreamDecoder is used by one
+// position a later background resume will need: [StreamDecoder.ResponseID],
+// [StreamDecoder.DeliveredSequence] and [StreamDecoder.FrameSequence]. A StreamDecoder is used by one
 // attempt and is not safe for concurrent use; the Attempt serializes access
 // to it.
 type StreamDecoder struct {
@@ -72,6 +72,7 @@ type StreamDecoder struct {
 	id, model       string
 	delivered       int64
 	hasDelivered    bool
+	last            int64 // of the frame Next returned last, or -1
 	sniffed, plain  bool
 	doc             []byte
 }
@@ -85,7 +86,7 @@ var _ layer.StreamDecoder = (*StreamDecoder)(nil)
 // frames carry Raw. [Codec.NewObserver] returns one for a streaming
 // request.
 func NewStreamDecoder(info layer.RequestInfo) *StreamDecoder {
-	d := &StreamDecoder{framer: sse.NewFramer(0), discardText: info.DropText, delivered: -1}
+	d := &StreamDecoder{framer: sse.NewFramer(0), discardText: info.DropText, delivered: -1, last: -1}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
@@ -105,8 +106,9 @@ func (d *StreamDecoder) Next() (layer.Frame, bool) {
 		d.seqs, d.seqHead = d.seqs[:0], 0
 		return f, false
 	}
-	if s := d.seqs[d.seqHead]; s >= 0 {
-		d.delivered, d.hasDelivered = s, true
+	d.last = d.seqs[d.seqHead]
+	if d.last >= 0 {
+		d.delivered, d.hasDelivered = d.last, true
 	}
 	d.seqHead++
 	return f, true
@@ -126,6 +128,15 @@ func (d *StreamDecoder) ResponseID() string { return d.id }
 // the decoder does not check that they increase.
 func (d *StreamDecoder) DeliveredSequence() (seq int64, ok bool) {
 	return d.delivered, d.hasDelivered
+}
+
+// FrameSequence returns the sequence_number of the event of the frame that
+// Next returned last, and ok=false when that frame's event carried none (a
+// keepalive, a malformed event, an event without one) or Next returned no
+// frame yet. Called after each Next, it reads every frame's sequence number
+// in wire order.
+func (d *StreamDecoder) FrameSequence() (seq int64, ok bool) {
+	return d.last, d.last >= 0
 }
 
 // End reports an incomplete stream unless the terminal frame was decoded.
