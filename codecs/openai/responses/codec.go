@@ -1,0 +1,143 @@
+package responses
+
+import (
+	"net/http"
+
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// Codec is the OpenAI Responses API codec, POST /v1/responses. The zero
+// value is not usable; use [New]. A Codec is immutable after New and safe
+// for concurrent use.
+type Codec struct {
+	reasoning func(model string) bool
+}
+
+var (
+	_ layer.Codec       = (*Codec)(nil)
+	_ layer.ErrorFramer = (*Codec)(nil)
+)
+
+// Option configures a [Codec] in [New]. Options are applied in order, so a
+// later option overrides an earlier one; a nil Option is ignored.
+type Option func(*Codec)
+
+// WithReasoningModel replaces the model-family detection that decides which
+// sampling controls Encode takes (R14.1, R19.2). The default is
+// [openai.IsReasoningModel], the detection of the chat completions codec. f
+// is called from Encode, possibly concurrently, and must be safe for
+// concurrent use. A nil f keeps the default.
+func WithReasoningModel(f func(model string) bool) Option {
+	return func(c *Codec) {
+		if f != nil {
+			c.reasoning = f
+		}
+	}
+}
+
+// New returns a Responses API codec configured by opts; nil options are
+// ignored. Without options, reasoning models are detected by
+// [openai.IsReasoningModel]. The returned Codec is immutable and safe for
+// concurrent use.
+func New(opts ...Option) *Codec {
+	c := &Codec{reasoning: openai.IsReasoningModel}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}
+
+// Provider returns [layer.OpenAI]: the Responses API is OpenAI's, so
+// failures, events and spans name the same provider as the chat completions
+// codec.
+func (c *Codec) Provider() layer.Provider { return layer.OpenAI }
+
+// Facts declares a hosted provider: a resend needs no admission, and the
+// stream carries no telemetry (the zero layer.Facts).
+func (c *Codec) Facts() layer.Facts { return layer.Facts{} }
+
+// Path returns "/v1/responses", the endpoint path relative to a base URL
+// given without /v1.
+func (c *Codec) Path() string { return "/v1/responses" }
+
+// RequestID returns the value of the x-request-id response header as sent,
+// or "" when there is none. A nil h has no request ID.
+func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
+
+// ErrorFrame returns the Responses API in-band stream error event carrying
+// safe (layer.ErrorFramer): an "error" event whose data is the provider's
+// error event, {"type":"error","code":"recourse_error","message":safe,
+// "param":null}, plus an "error" object with the same type, code and
+// message. The provider's own error event has no "error" member, and
+// openai-go's stream reader (ssestream) fails a stream only on data that
+// has one, so the frame carries both shapes. The stream decoder reads it
+// back as a *layer.ProviderError.
+func (c *Codec) ErrorFrame(safe string) []byte {
+	msg := appendJSONString(nil, safe)
+	b := []byte("event: error\ndata: {\"type\":\"error\",\"code\":\"recourse_error\",\"message\":")
+	b = append(b, msg...)
+	b = append(b, ",\"param\":null,\"error\":{\"type\":\"recourse_error\",\"code\":\"recourse_error\",\"message\":"...)
+	b = append(b, msg...)
+	return append(b, "}}\n\n"...)
+}
+
+// Capability evidence (R15.1, R19.8), as inspected on 2026-12-01.
+const (
+	capInspectedOn = "2026-12-01"
+	capCreate      = "POST /v1/responses"
+	capCreateURL   = "https://platform.openai.com/docs/api-reference/responses/create"
+	capRetrieve    = "GET /v1/responses/{response_id}"
+	capRetrieveURL = "https://platform.openai.com/docs/api-reference/responses/get"
+	capCancel      = "POST /v1/responses/{response_id}/cancel"
+	capCancelURL   = "https://platform.openai.com/docs/api-reference/responses/cancel"
+	// capBackgroundURL is the provider's guide to background mode, the
+	// basis of the retrieval and cancellation values.
+	capBackgroundURL = "https://platform.openai.com/docs/guides/background"
+)
+
+// Capabilities returns the R19.8 declaration for POST /v1/responses: client
+// abort unknown; remote cancellation and request status supported (the
+// provider documents POST /v1/responses/{id}/cancel for background
+// responses and GET /v1/responses/{id} for stored ones); idempotency
+// unsupported; exact-attempt termination unknown. Each value carries its
+// evidence. The values describe OpenAI's documentation; a custom host or
+// proxy may differ, and this codec does not yet use retrieval or
+// cancellation (it sends foreground requests only). Every call returns new
+// maps, so a caller may modify the result.
+func (c *Codec) Capabilities() layer.Capabilities {
+	type entry struct {
+		value    layer.Support
+		endpoint string
+		url      string
+		basis    string
+	}
+	entries := map[layer.Capability]entry{
+		layer.ClientAbort: {layer.Unknown, capCreate, capCreateURL,
+			"The create reference describes streaming and background mode but not what closing the connection of a foreground response does; local HTTP abort alone is not provider support."},
+		layer.RequestCancellation: {layer.Supported, capCancel, capCancelURL,
+			"The cancel reference documents cancelling a response by ID; the background guide (" + capBackgroundURL + ") limits it to responses created with background set to true."},
+		layer.RequestStatus: {layer.Supported, capRetrieve, capRetrieveURL,
+			"The retrieve reference documents the status (queued, in_progress, completed, incomplete, failed, cancelled) of a stored response by ID, and the background guide (" + capBackgroundURL + ") documents polling it and resuming its event stream with starting_after."},
+		layer.Idempotency: {layer.Unsupported, capCreate, capCreateURL,
+			"No idempotency facility is documented for this endpoint; no key is sent."},
+		layer.ExactAttemptTermination: {layer.Unknown, capCreate, capCreateURL,
+			"No documented evidence ties an abort to the end of one attempt's inference."},
+	}
+	caps := layer.Capabilities{
+		Values:   make(map[layer.Capability]layer.Support, len(entries)),
+		Evidence: make(map[layer.Capability]layer.CapabilityEvidence, len(entries)),
+	}
+	for k, e := range entries {
+		caps.Values[k] = e.value
+		caps.Evidence[k] = layer.CapabilityEvidence{
+			Endpoint:         e.endpoint,
+			DocumentationURL: e.url,
+			InspectedOn:      capInspectedOn,
+			Basis:            e.basis,
+		}
+	}
+	return caps
+}

@@ -1,0 +1,558 @@
+package responses
+
+import (
+	"bytes"
+	"errors"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/internal/frames"
+	"github.com/recourse-dev/recourse/internal/sse"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// ErrIncomplete is the End error of a stream that reached HTTP EOF before
+// its terminal event (response.completed, response.incomplete,
+// response.failed or error): it fails closed (R19.4).
+var ErrIncomplete = errors.New("recourse: responses stream ended before its terminal event")
+
+// maxDoc bounds the bytes of a plain JSON answer that End inspects.
+const maxDoc = 64 << 10
+
+// lifecycle lists the stream events that carry no output (R19.3): they
+// are frames with an Index but no semantic evidence.
+var lifecycle = map[string]bool{
+	"response.created":                      true,
+	"response.queued":                       true,
+	"response.in_progress":                  true,
+	"response.output_item.done":             true,
+	"response.content_part.added":           true,
+	"response.content_part.done":            true,
+	"response.output_text.done":             true,
+	"response.output_text.annotation.added": true,
+	"response.refusal.done":                 true,
+	"response.function_call_arguments.done": true,
+	"response.reasoning_text.done":          true,
+	"response.reasoning_summary_part.added": true,
+	"response.reasoning_summary_part.done":  true,
+	"response.reasoning_summary_text.done":  true,
+}
+
+// call is a tool call being assembled from a stream.
+type call struct {
+	id, name string
+	args     strings.Builder
+	// final holds the arguments of the call's output_item.done, which win
+	// over the deltas when set.
+	final    string
+	hasFinal bool
+}
+
+// StreamDecoder is the layer.StreamDecoder of one attempt of a streamed
+// Responses API request: it frames the SSE stream, classifies each event
+// (R19.3) and queues one layer.Frame per event. It also keeps the resume
+// position a later background resume will need: [StreamDecoder.ResponseID],
+// [StreamDecoder.DeliveredSequence] and [StreamDecoder.FrameSequence]. A StreamDecoder is used by one
+// attempt and is not safe for concurrent use; the Attempt serializes access
+// to it.
+type StreamDecoder struct {
+	framer *sse.Framer
+	q      frames.Queue
+	// seqs runs beside q: the sequence_number of each queued frame, or -1.
+	seqs    []int64
+	seqHead int
+	counts  layer.Counts
+
+	discardText     bool
+	content, reason strings.Builder
+	refused         bool
+	calls           map[int]*call
+	id, model       string
+	delivered       int64
+	hasDelivered    bool
+	last            int64 // of the frame Next returned last, or -1
+	sniffed, plain  bool
+	doc             []byte
+}
+
+var _ layer.StreamDecoder = (*StreamDecoder)(nil)
+
+// NewStreamDecoder returns the stream decoder for a request described by
+// info: with info.DropText its terminal Completion has empty Content and
+// Reasoning (no text is accumulated, so a stream holds memory bounded by
+// its tool calls and one event), and with info.TypedFrames only error
+// frames carry Raw. [Codec.NewObserver] returns one for a streaming
+// request.
+func NewStreamDecoder(info layer.RequestInfo) *StreamDecoder {
+	d := &StreamDecoder{framer: sse.NewFramer(0), discardText: info.DropText, delivered: -1, last: -1}
+	d.q.ErrorRawOnly = info.TypedFrames
+	return d
+}
+
+// Observed returns the semantic evidence decoded so far (R13.2): the sum of
+// the queued frames' Semantic counts and the completed tool calls of the
+// terminal frame, plus, to fail closed, the evidence of an output event
+// this decoder does not deliver (an unknown *.delta event counts its delta
+// bytes as content, an output item other than a message, a reasoning item
+// or a function call counts as a tool fragment).
+func (d *StreamDecoder) Observed() layer.Counts { return d.counts }
+
+// Next returns the next queued frame, or ok=false when none is queued.
+func (d *StreamDecoder) Next() (layer.Frame, bool) {
+	f, ok := d.q.Next()
+	if !ok {
+		d.seqs, d.seqHead = d.seqs[:0], 0
+		return f, false
+	}
+	d.last = d.seqs[d.seqHead]
+	if d.last >= 0 {
+		d.delivered, d.hasDelivered = d.last, true
+	}
+	d.seqHead++
+	return f, true
+}
+
+// ResponseID returns the ID of the response the stream is producing, as the
+// provider sent it in the response of response.created (or of the first
+// event carrying one), or "" before such an event was decoded. A background
+// resume (GET /v1/responses/{id}?stream=true) names the response by it.
+func (d *StreamDecoder) ResponseID() string { return d.id }
+
+// DeliveredSequence returns the sequence_number of the last frame that Next
+// returned whose event carried one, and ok=false when no such frame was
+// returned yet. Frames are returned in wire order, so a background resume
+// asks for the events after it (starting_after); frames still queued were
+// not handed over and are not counted. Sequence numbers are kept as sent:
+// the decoder does not check that they increase.
+func (d *StreamDecoder) DeliveredSequence() (seq int64, ok bool) {
+	return d.delivered, d.hasDelivered
+}
+
+// FrameSequence returns the sequence_number of the event of the frame that
+// Next returned last, and ok=false when that frame's event carried none (a
+// keepalive, a malformed event, an event without one) or Next returned no
+// frame yet. Called after each Next, it reads every frame's sequence number
+// in wire order.
+func (d *StreamDecoder) FrameSequence() (seq int64, ok bool) {
+	return d.last, d.last >= 0
+}
+
+// End reports an incomplete stream unless the terminal frame was decoded.
+// After an error frame it returns nil: the frame carries the error. A
+// streaming request answered with a plain JSON error object instead of an
+// event stream ({"error":{…}} in a 2xx) ends with a *layer.ProviderError:
+// the provider refused the request, which is never resent (R4.7).
+func (d *StreamDecoder) End() error {
+	if d.q.Ended() {
+		return nil
+	}
+	if d.plain {
+		if top, err := parseObject(d.doc, "response"); err == nil {
+			if pe := providerError(top); pe != nil {
+				return pe
+			}
+		}
+	}
+	return ErrIncomplete
+}
+
+// Write frames and decodes p. Bytes after the terminal frame are ignored.
+func (d *StreamDecoder) Write(p []byte) {
+	if d.q.Ended() {
+		return
+	}
+	if !d.sniffed {
+		if i := bytes.IndexFunc(p, func(r rune) bool { return r != ' ' && r != '\t' && r != '\r' && r != '\n' }); i >= 0 {
+			d.sniffed, d.plain = true, p[i] == '{'
+		}
+	}
+	if d.plain && len(d.doc) < maxDoc {
+		d.doc = append(d.doc, p[:min(len(p), maxDoc-len(d.doc))]...)
+	}
+	d.framer.Write(p)
+	for !d.q.Ended() {
+		ev, ok, err := d.framer.Next()
+		if err != nil {
+			d.push(layer.Frame{Err: &layer.ProtocolError{What: "oversized SSE event", Err: err}}, -1)
+			return
+		}
+		if !ok {
+			return
+		}
+		d.event(ev)
+	}
+}
+
+// push queues f with the sequence number of its event (-1: none) and adds
+// its evidence to the counts.
+func (d *StreamDecoder) push(f layer.Frame, seq int64) {
+	d.counts = d.counts.Add(f.Semantic())
+	d.q.Push(f)
+	d.seqs = append(d.seqs, seq)
+}
+
+func (d *StreamDecoder) malformed(raw []byte, what string, err error) {
+	d.push(layer.Frame{Raw: raw, Err: protocolError(what, err)}, -1)
+}
+
+// event decodes one SSE event into one frame.
+func (d *StreamDecoder) event(ev sse.Event) {
+	raw := ev.Raw // Push copies what it keeps
+	data := bytes.TrimSpace(ev.Data)
+	switch {
+	case len(data) == 0 && ev.Event == "error":
+		d.push(layer.Frame{Raw: raw, Err: &layer.ProviderError{}}, -1)
+		return
+	case len(data) == 0:
+		// Comments, an event or id field alone, or blank data (R14.2).
+		d.push(layer.Frame{Raw: raw, Keepalive: true}, -1)
+		return
+	case ev.Done:
+		d.malformed(raw, "stream ended with [DONE] before its terminal event", nil)
+		return
+	case !utf8.Valid(data):
+		d.malformed(raw, "stream event is not valid UTF-8", nil)
+		return
+	}
+	top, err := parseObject(data, "stream event")
+	if err != nil || top == nil {
+		if ev.Event == "error" {
+			d.push(layer.Frame{Raw: raw, Err: &layer.ProviderError{}}, -1)
+			return
+		}
+		d.malformed(raw, "stream event is not a JSON object", err)
+		return
+	}
+	seq := int64(-1)
+	if top.has("sequence_number") {
+		if err := top.get("sequence_number", &seq); err != nil || seq < 0 {
+			d.malformed(raw, "stream event sequence_number is not a non-negative integer", err)
+			return
+		}
+	}
+	var typ string
+	if err := top.get("type", &typ); err != nil {
+		d.malformed(raw, "stream event type is not a string", err)
+		return
+	}
+	if typ == "" {
+		typ = ev.Event
+	}
+	if typ == "error" || ev.Event == "error" {
+		d.push(layer.Frame{Raw: raw, Err: eventError(top)}, seq)
+		return
+	}
+	var resp object
+	if err := top.get("response", &resp); err != nil {
+		d.malformed(raw, "stream event response is not an object", err)
+		return
+	}
+	if resp != nil {
+		if err := d.remember(resp); err != nil {
+			d.push(layer.Frame{Raw: raw, Err: err}, -1)
+			return
+		}
+	}
+	f := layer.Frame{Raw: raw}
+	var what string
+	switch typ {
+	case "":
+		what = "stream event has no type"
+	case "response.output_text.delta":
+		f.Content, what = d.delta(top)
+	case "response.refusal.delta":
+		f.Content, what = d.delta(top)
+		d.refused = true
+	case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
+		f.Reasoning, what = d.delta(top)
+	case "response.function_call_arguments.delta":
+		what = d.argumentsDelta(top, &f)
+	case "response.output_item.added":
+		what = d.itemAdded(top, &f)
+	case "response.output_item.done":
+		what = d.itemDone(top)
+	case "response.completed":
+		d.completed(&f, resp)
+	case "response.incomplete":
+		d.incomplete(&f, resp)
+	case "response.failed":
+		f.Err = failedError(resp)
+	default:
+		if !lifecycle[typ] {
+			d.unknown(typ, top)
+		}
+	}
+	if what != "" {
+		d.malformed(raw, what, nil)
+		return
+	}
+	if !d.discardText {
+		d.content.WriteString(f.Content)
+		d.reason.WriteString(f.Reasoning)
+	}
+	d.push(f, seq)
+}
+
+// remember keeps the ID and model of the response an event carries.
+func (d *StreamDecoder) remember(resp object) error {
+	var id, model string
+	if err := resp.get("id", &id); err != nil {
+		return protocolError("stream response id is not a string", err)
+	}
+	if err := resp.get("model", &model); err != nil {
+		return protocolError("stream response model is not a string", err)
+	}
+	if d.id == "" {
+		d.id = id
+	}
+	if model != "" {
+		d.model = model
+	}
+	return nil
+}
+
+// delta returns the "delta" string of a text delta event.
+func (d *StreamDecoder) delta(top object) (string, string) {
+	var s string
+	if err := top.get("delta", &s); err != nil {
+		return "", "stream event delta is not a string"
+	}
+	return s, ""
+}
+
+// outputIndex returns the output_index of an event (0 when absent).
+func outputIndex(top object) (int, bool) {
+	var i int
+	if err := top.get("output_index", &i); err != nil || i < 0 {
+		return 0, false
+	}
+	return i, true
+}
+
+// call returns the call at output index i, creating it.
+func (d *StreamDecoder) call(i int) *call {
+	if d.calls == nil {
+		d.calls = make(map[int]*call)
+	}
+	c := d.calls[i]
+	if c == nil {
+		c = &call{}
+		d.calls[i] = c
+	}
+	return c
+}
+
+// argumentsDelta decodes response.function_call_arguments.delta: one tool
+// fragment carrying a piece of the arguments.
+func (d *StreamDecoder) argumentsDelta(top object, f *layer.Frame) string {
+	i, ok := outputIndex(top)
+	if !ok {
+		return "stream event output_index is not a non-negative integer"
+	}
+	s, what := d.delta(top)
+	if what != "" {
+		return what
+	}
+	d.call(i).args.WriteString(s)
+	f.Fragments = []chat.ToolCallFragment{{Index: i, Arguments: s}}
+	return ""
+}
+
+// item returns the "item" object of an output_item event and its type.
+func item(top object) (object, string, string) {
+	var it object
+	if err := top.get("item", &it); err != nil || it == nil {
+		return nil, "", "stream event item is not an object"
+	}
+	var typ string
+	if err := it.get("type", &typ); err != nil {
+		return nil, "", "stream event item type is not a string"
+	}
+	return it, typ, ""
+}
+
+// itemAdded decodes response.output_item.added: a function_call item
+// starts a tool call (a fragment with its call_id and name), a message or
+// reasoning item is lifecycle, and any other item (a hosted tool's call) is
+// observed as a tool fragment that is not delivered.
+func (d *StreamDecoder) itemAdded(top object, f *layer.Frame) string {
+	it, typ, what := item(top)
+	if what != "" {
+		return what
+	}
+	switch typ {
+	case "message", "reasoning":
+		return ""
+	case "function_call":
+	default:
+		d.counts.ToolFragments++
+		return ""
+	}
+	i, ok := outputIndex(top)
+	if !ok {
+		return "stream event output_index is not a non-negative integer"
+	}
+	var fr chat.ToolCallFragment
+	fr.Index = i
+	for _, m := range []struct {
+		key string
+		dst *string
+	}{{"call_id", &fr.ID}, {"name", &fr.Name}, {"arguments", &fr.Arguments}} {
+		if err := it.get(m.key, m.dst); err != nil {
+			return "stream function_call " + m.key + " is not a string"
+		}
+	}
+	c := d.call(i)
+	c.id, c.name = fr.ID, fr.Name
+	c.args.WriteString(fr.Arguments)
+	f.Fragments = []chat.ToolCallFragment{fr}
+	return ""
+}
+
+// itemDone decodes response.output_item.done: the final call_id, name and
+// arguments of a function_call item win over what its deltas assembled.
+func (d *StreamDecoder) itemDone(top object) string {
+	it, typ, what := item(top)
+	if what != "" || typ != "function_call" {
+		return what
+	}
+	i, ok := outputIndex(top)
+	if !ok {
+		return "stream event output_index is not a non-negative integer"
+	}
+	var id, name, args string
+	for _, m := range []struct {
+		key string
+		dst *string
+	}{{"call_id", &id}, {"name", &name}, {"arguments", &args}} {
+		if err := it.get(m.key, m.dst); err != nil {
+			return "stream function_call " + m.key + " is not a string"
+		}
+	}
+	c, known := d.calls[i]
+	if !known {
+		// A call whose start was never streamed: the done item alone
+		// completes it, but it was not observed as a fragment.
+		c = d.call(i)
+	}
+	if id != "" {
+		c.id = id
+	}
+	if name != "" {
+		c.name = name
+	}
+	if it.has("arguments") {
+		c.final, c.hasFinal = args, true
+	}
+	return ""
+}
+
+// toolCalls returns the assembled calls in output order.
+func (d *StreamDecoder) toolCalls() []chat.ToolCall {
+	idx := make([]int, 0, len(d.calls))
+	for i := range d.calls {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	var calls []chat.ToolCall
+	for _, i := range idx {
+		c := d.calls[i]
+		args := c.args.String()
+		if c.hasFinal {
+			args = c.final
+		}
+		calls = append(calls, chat.ToolCall{ID: c.id, Name: c.name, Arguments: arguments(args)})
+	}
+	return calls
+}
+
+// evidence is the provider evidence of the response of a terminal event,
+// and the protocol error of a usage that is not one.
+func (d *StreamDecoder) evidence(resp object) (*chat.Completion, error) {
+	comp := &chat.Completion{Model: d.model, ID: d.id}
+	if resp.has("usage") {
+		u, err := decodeUsage(resp)
+		if err != nil {
+			return nil, err
+		}
+		comp.Usage = u
+	}
+	return comp, nil
+}
+
+// completed decodes response.completed, the accepted end (R19.4): the Done
+// frame whose Completion holds the streamed text, the assembled tool calls,
+// the model, ID and usage. A completed event whose response says it is
+// incomplete or failed ends the stream as that status does.
+func (d *StreamDecoder) completed(f *layer.Frame, resp object) {
+	switch resp.str("status") {
+	case "incomplete":
+		d.incomplete(f, resp)
+		return
+	case "failed":
+		f.Err = failedError(resp)
+		return
+	}
+	comp, err := d.evidence(resp)
+	if err != nil {
+		f.Err = err
+		return
+	}
+	comp.Message = chat.Message{Role: chat.Assistant, Content: d.content.String(), Reasoning: d.reason.String(), ToolCalls: d.toolCalls()}
+	comp.FinishReason = completedFinish(len(comp.Message.ToolCalls) > 0, d.refused)
+	f.Done, f.Completion, f.FinishReason = true, comp, comp.FinishReason
+}
+
+// incomplete decodes response.incomplete: terminal at once with an
+// incomplete_completion *layer.StreamError (R13.3, R19.4) whose finish
+// reason maps incomplete_details.reason; its Completion carries only the
+// provider evidence, never a message or a tool call.
+func (d *StreamDecoder) incomplete(f *layer.Frame, resp object) {
+	var details object
+	_ = resp.get("incomplete_details", &details) // a malformed detail is no reason
+	finish := incompleteFinish(details.str("reason"))
+	comp, err := d.evidence(resp)
+	if err != nil {
+		// The stream still ended incomplete: only its evidence is lost.
+		comp = &chat.Completion{Model: d.model, ID: d.id}
+	}
+	comp.FinishReason = finish
+	f.FinishReason, f.Completion = finish, comp
+	f.Err = &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: finish}
+}
+
+// failedError is the provider error of response.failed: the code and
+// message of its response.error.
+func failedError(resp object) *layer.ProviderError {
+	if pe := providerError(resp); pe != nil {
+		return pe
+	}
+	return &layer.ProviderError{}
+}
+
+// eventError is the provider error of an error event: its code and message
+// at the top level, or those of a nested "error" object.
+func eventError(top object) *layer.ProviderError {
+	if pe := providerError(top); pe != nil {
+		return pe
+	}
+	return &layer.ProviderError{Code: top.str("code"), Message: top.str("message")}
+}
+
+// unknown accounts an event type this decoder does not know: one that
+// carries a delta, or whose type ends in ".delta", is output it does not
+// deliver, and is observed as content (its delta's bytes, at least 1) so
+// that a failure after it is never resent; any other is lifecycle.
+func (d *StreamDecoder) unknown(typ string, top object) {
+	if !top.has("delta") && !strings.HasSuffix(typ, ".delta") {
+		return
+	}
+	var s string
+	n := int64(1)
+	if top.get("delta", &s) == nil && len(s) > 0 {
+		n = int64(len(s))
+	}
+	d.counts.ContentBytes += n
+}
