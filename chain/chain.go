@@ -73,7 +73,10 @@ type Chain struct {
 // capture and progress stages it depends on unless they are given; it
 // always installs a redirect guard and a sender (over a private HTTP/1.1
 // transport) unless given, so a Chain never follows a redirect and never
-// sends an attempt twice. It refuses, with a *CompositionError:
+// sends an attempt twice. With an engine the sender also refuses a request
+// that a per-attempt layer detached from its attempt (a new context) with
+// layer.ErrDetachedRequest, sending nothing (sender.Layer.WrapInEngine). It
+// refuses, with a *CompositionError:
 //   - a nil layer, a layer out of position order, a stage or an engine
 //     given twice;
 //   - capture or progress without an engine (they would have nothing to do);
@@ -159,6 +162,12 @@ func New(layers ...layer.Layer) (*Chain, error) {
 	out = append(out, stages[layer.StageRedirectGuard], stages[layer.StageSender])
 	var rt http.RoundTripper
 	for i := len(out) - 1; i >= 0; i-- {
+		if s, ok := out[i].(*sender.Layer); ok && engine != nil {
+			// Inside an engine every request reaching the sender carries
+			// its attempt: one a per-attempt layer detached is refused.
+			rt = s.WrapInEngine(rt)
+			continue
+		}
 		rt = out[i].Wrap(rt)
 	}
 	return &Chain{layers: out, rt: rt, engine: engine}, nil

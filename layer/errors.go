@@ -267,3 +267,12 @@ func (e *ObserverError) Unwrap() error { return e.Err }
 // tried to send one attempt's request twice: an attempt is at most one POST
 // (R2.1), and only the engine may authorize another.
 var ErrSecondSend = errors.New("recourse: an attempt's request was sent twice; only the engine may resend")
+
+// ErrDetachedRequest is returned by the sender of a chain with a recovery
+// engine when a request reached it without the attempt the engine placed in
+// its context: a per-attempt layer rebuilt the request with a new context
+// (http.NewRequest, req.Clone(context.Background())) instead of passing the
+// one it was given on (R2.1). Nothing is sent. It is a programming error in
+// that layer, so the engine never resends it: the attempt fails with
+// category transport, acceptance no and reason permanent.
+var ErrDetachedRequest = errors.New("recourse: a request reached the sender without its attempt; a per-attempt layer must pass its request's context on")

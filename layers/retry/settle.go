@@ -119,10 +119,11 @@ func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
 	noteStall(&f, transportErr)
 	f.Attach(ev)
 	f.Classification = c.d.Classify(&f, ce != nil, false)
-	if f.Classification.Eligible && errors.Is(transportErr, layer.ErrSecondSend) {
-		// A layer below the engine sent the attempt twice: the provider has
-		// the first POST, and a resend would meet the same layer. It is
-		// not transient.
+	if f.Classification.Eligible && (errors.Is(transportErr, layer.ErrSecondSend) || errors.Is(transportErr, layer.ErrDetachedRequest)) {
+		// A layer below the engine sent the attempt twice (the provider
+		// has the first POST) or sent a request it detached from the
+		// attempt (refused, nothing sent): a resend would meet the same
+		// layer. It is not transient.
 		f.Classification = layer.Classification{Reason: layer.ReasonPermanent}
 	}
 	return attemptResult{failure: &f}
