@@ -158,6 +158,7 @@ func New(layers ...layer.Layer) (*Chain, error) {
 			out = append(out, stages[p])
 		}
 	}
+	firstAttempt := len(out) // the index of the first per-attempt layer, if any
 	out = append(out, attempts...)
 	out = append(out, stages[layer.StageRedirectGuard], stages[layer.StageSender])
 	var rt http.RoundTripper
@@ -169,8 +170,31 @@ func New(layers ...layer.Layer) (*Chain, error) {
 			continue
 		}
 		rt = out[i].Wrap(rt)
+		if engine != nil && len(attempts) > 0 && i == firstAttempt {
+			rt = ownCopy{rt}
+		}
 	}
 	return &Chain{layers: out, rt: rt, engine: engine}, nil
+}
+
+// ownCopy hands the first per-attempt layer of a chain with an engine a
+// shallow copy of each attempt's request with its own header and URL. The
+// engine sends every attempt with the call's one header and URL (R2.3); a
+// user's layer that changes them in place (req.Header.Add), against the
+// layer.Layer contract, then changes only its own attempt's request, never
+// a later attempt's or what capture snapshots. The engine's own stages
+// never change a request, so a chain without per-attempt layers skips the
+// copy.
+type ownCopy struct{ next http.RoundTripper }
+
+func (o ownCopy) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.WithContext(req.Context())
+	r.Header = req.Header.Clone()
+	if req.URL != nil {
+		u := *req.URL // a Userinfo is immutable: sharing it is safe
+		r.URL = &u
+	}
+	return o.next.RoundTrip(r)
 }
 
 // ownStage reports whether l is this module's layer for the chain-owned
