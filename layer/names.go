@@ -85,6 +85,11 @@ const (
 	ReasonTransient       Reason = "transient"
 )
 
+// ReasonBodyTooLarge is the reason of a 2xx ordinary or structured body
+// larger than retry.MaxResponseBody (R4.9): the body is refused for its
+// size, whatever semantic output its first bytes held, and never resent.
+const ReasonBodyTooLarge Reason = "body_too_large"
+
 // The reasons of provider hints (retry.Policy.ProviderHints). They are
 // checked after the rules of R4 and before the policy's categories and
 // statuses: they only ever turn a failure that would be eligible into one
