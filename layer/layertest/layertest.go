@@ -243,7 +243,9 @@ func Layer(t *testing.T, l layer.Layer) {
 
 // Codec checks the codec contract: complete capabilities with evidence
 // (R15.1), deterministic single encoding (R2.3), Describe reading back what
-// Encode wrote, typed errors (never a panic) for hostile bodies, and an
+// Encode wrote, typed errors (never a panic) for hostile bodies, a Decode
+// that never returns content its ordinary Observer did not count (a body
+// nested deeper than the observer scans is refused, R13.2), and an
 // Observer for every operation (a StreamDecoder for streaming).
 func Codec(t *testing.T, c layer.Codec, sample *chat.Request) {
 	t.Helper()
@@ -279,6 +281,22 @@ func Codec(t *testing.T, c layer.Codec, sample *chat.Request) {
 			t.Errorf("Decode(%q) error %T, want *layer.ProtocolError or *layer.ProviderError", hostile, err)
 		}
 		_ = c.ErrorCode([]byte(hostile))
+	}
+	// R13.2: whatever Decode returns was observed. A body nested deeper
+	// than an observer scans, in the shapes of both the OpenAI and the
+	// Ollama answers, is refused, or its content was counted.
+	for _, n := range []int{100, 600} {
+		deep := `{"x":` + strings.Repeat("[", n) + strings.Repeat("]", n) +
+			`,"model":"m","choices":[{"message":{"role":"assistant","content":"deep"}}],"message":{"role":"assistant","content":"deep"},"done":true}`
+		comp, err := c.Decode([]byte(deep))
+		if err != nil || comp == nil {
+			continue
+		}
+		o := c.NewObserver(layer.RequestInfo{Model: sample.Model, Operation: layer.Ordinary})
+		o.Write([]byte(deep))
+		if got := o.Observed().ContentBytes; got < int64(len(comp.Message.Content)) {
+			t.Errorf("Decode of a body %d deep returned %d content bytes, its observer counted %d: Decode must refuse what the observer cannot account for (R13.2)", n, len(comp.Message.Content), got)
+		}
 	}
 	for _, op := range []layer.Operation{layer.Ordinary, layer.Structured, layer.Streaming} {
 		o := c.NewObserver(layer.RequestInfo{Model: sample.Model, Operation: op})
