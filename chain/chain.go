@@ -73,7 +73,10 @@ type Chain struct {
 // capture and progress stages it depends on unless they are given; it
 // always installs a redirect guard and a sender (over a private HTTP/1.1
 // transport) unless given, so a Chain never follows a redirect and never
-// sends an attempt twice. It refuses, with a *CompositionError:
+// sends an attempt twice. With an engine the sender also refuses a request
+// that a per-attempt layer detached from its attempt (a new context) with
+// layer.ErrDetachedRequest, sending nothing (sender.Layer.WrapInEngine). It
+// refuses, with a *CompositionError:
 //   - a nil layer, a layer out of position order, a stage or an engine
 //     given twice;
 //   - capture or progress without an engine (they would have nothing to do);
@@ -170,18 +173,48 @@ func New(layers ...layer.Layer) (*Chain, error) {
 			out = append(out, stages[p])
 		}
 	}
+	firstAttempt := len(out) // the index of the first per-attempt layer, if any
 	out = append(out, attempts...)
 	out = append(out, stages[layer.StageRedirectGuard], stages[layer.StageSender])
 	var rt http.RoundTripper
 	for i := len(out) - 1; i >= 0; i-- {
+		if s, ok := out[i].(*sender.Layer); ok && engine != nil {
+			// Inside an engine every request reaching the sender carries
+			// its attempt: one a per-attempt layer detached is refused.
+			rt = s.WrapInEngine(rt)
+			continue
+		}
 		if reader != nil && out[i] == layer.Layer(engine) {
 			// Recovery may be off for a call (R1.1): its progress is
 			// counted all the same, for the layer that reads it (R7.4).
 			rt = &passiveAttempt{next: rt, codec: engine.Codec()}
 		}
 		rt = out[i].Wrap(rt)
+		if engine != nil && len(attempts) > 0 && i == firstAttempt {
+			rt = ownCopy{rt}
+		}
 	}
 	return &Chain{layers: out, rt: rt, engine: engine}, nil
+}
+
+// ownCopy hands the first per-attempt layer of a chain with an engine a
+// shallow copy of each attempt's request with its own header and URL. The
+// engine sends every attempt with the call's one header and URL (R2.3); a
+// user's layer that changes them in place (req.Header.Add), against the
+// layer.Layer contract, then changes only its own attempt's request, never
+// a later attempt's or what capture snapshots. The engine's own stages
+// never change a request, so a chain without per-attempt layers skips the
+// copy.
+type ownCopy struct{ next http.RoundTripper }
+
+func (o ownCopy) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.WithContext(req.Context())
+	r.Header = req.Header.Clone()
+	if req.URL != nil {
+		u := *req.URL // a Userinfo is immutable: sharing it is safe
+		r.URL = &u
+	}
+	return o.next.RoundTrip(r)
 }
 
 // ownStage reports whether l is this module's layer for the chain-owned

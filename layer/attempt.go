@@ -346,6 +346,24 @@ func (p *keyProbe) Value(key any) any {
 	return nil
 }
 
+type passThroughKey struct{}
+
+// WithPassThrough returns a context that marks its request as passed
+// through by a recovery engine that does not recover it (recovery off for
+// the call, R1.1): such a request carries no attempt, and the sender of a
+// chain with an engine sends it as a chain without one would, instead of
+// refusing it with ErrDetachedRequest. The engine sets it; other layers have
+// no reason to.
+func WithPassThrough(ctx context.Context) context.Context {
+	return context.WithValue(ctx, passThroughKey{}, true)
+}
+
+// PassedThrough reports whether ctx carries WithPassThrough's mark.
+func PassedThrough(ctx context.Context) bool {
+	v, _ := ctx.Value(passThroughKey{}).(bool)
+	return v
+}
+
 // AttemptFrom returns the attempt state in ctx, or nil outside a recovery
 // layer. Wire-plane layers must work (as plain pass-through) when it is nil.
 func AttemptFrom(ctx context.Context) *Attempt {

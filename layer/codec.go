@@ -171,9 +171,14 @@ func (e *UnsupportedError) Error() string {
 	return "recourse: " + string(e.Provider) + " does not support " + e.Control
 }
 
-// KnownProviderCodes is the fixed set of provider error codes that safe
-// failure records may keep (R10.3).
-var KnownProviderCodes = []string{
+// KnownProviderCodes returns the fixed set of provider error codes that
+// safe failure records may keep (R10.3): the privacy allow-list. Each call
+// returns a new slice; changing it changes nothing else.
+func KnownProviderCodes() []string { return slices.Clone(knownProviderCodes) }
+
+// knownProviderCodes is the allow-list KnownProviderCodes copies; nothing
+// outside this package can reach it.
+var knownProviderCodes = []string{
 	"rate_limit_exceeded",
 	"server_error",
 	"invalid_request_error",
@@ -184,7 +189,7 @@ var KnownProviderCodes = []string{
 }
 
 // IsKnownProviderCode reports whether code is in KnownProviderCodes.
-func IsKnownProviderCode(code string) bool { return slices.Contains(KnownProviderCodes, code) }
+func IsKnownProviderCode(code string) bool { return slices.Contains(knownProviderCodes, code) }
 
 var requestIDPattern = regexp.MustCompile(`^(req_)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
@@ -236,8 +241,11 @@ const (
 	ExactAttemptTermination Capability = "exact_attempt_termination"
 )
 
-// AllCapabilities lists the five capabilities of R15.1.
-var AllCapabilities = []Capability{ClientAbort, RequestCancellation, RequestStatus, Idempotency, ExactAttemptTermination}
+// AllCapabilities returns the five capabilities of R15.1, in order. Each
+// call returns a new slice; changing it changes nothing else.
+func AllCapabilities() []Capability { return slices.Clone(allCapabilities) }
+
+var allCapabilities = []Capability{ClientAbort, RequestCancellation, RequestStatus, Idempotency, ExactAttemptTermination}
 
 // CapabilityEvidence is the basis of one capability value (R15.1).
 type CapabilityEvidence struct {
@@ -271,7 +279,7 @@ func (c Capabilities) Get(k Capability) Support { return c.Values[k] }
 // Support value and a complete evidence entry (R15.1).
 func (c Capabilities) Validate() error {
 	var errs []error
-	for _, k := range AllCapabilities {
+	for _, k := range allCapabilities {
 		switch c.Values[k] {
 		case Supported, Unsupported, Unknown:
 		default:

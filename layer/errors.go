@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -67,7 +68,9 @@ func NewRecoveryError(o Outcome, final Failure, history []Failure, ctxErr error)
 }
 
 // Error returns a safe summary: outcome, category, reason, HTTP status and
-// wire attempt; for a permanent HTTP or provider failure, what the provider
+// wire attempt, and for a stream that ended on a finish it does not accept
+// (R13.3) that the completion is incomplete, with the finish when it is a
+// documented one ("length"); for a permanent HTTP or provider failure, what the provider
 // said in safe terms (the status and a known provider code); for a refused
 // redirect, a delay ceiling or a deadline, why no retry was made. It never
 // contains body text, headers or original messages.
@@ -96,7 +99,7 @@ func (e *RecoveryError) Error() string {
 		return "recourse: not retried: " + e.Quota.Text() + "; outcome quota_exhausted" + tail()
 	}
 	if e.Outcome == OutcomeInterrupted && f.Classification.Reason == ReasonPermanent &&
-		(f.Category == CategoryHTTP || f.Category == CategoryProviderResponse) {
+		(f.Category == CategoryHTTP || f.Category == CategoryProviderResponse) && incompleteText(f) == "" {
 		// A permanent failure is what the provider said, not a recovery.
 		b.WriteString("recourse: the provider ")
 		if f.Category == CategoryProviderResponse {
@@ -140,7 +143,31 @@ func (e *RecoveryError) Error() string {
 	b.WriteString(", wire attempt ")
 	b.WriteString(strconv.Itoa(e.Failure.WireAttempt))
 	b.WriteByte(')')
+	b.WriteString(incompleteText(f))
 	return b.String()
+}
+
+// safeFinishes are the finish and done reasons the providers document; only
+// these are named in an error's text, since a finish reason is the
+// provider's own string.
+var safeFinishes = []string{"stop", "length", "content_filter", "tool_calls", "function_call", "load", "unload"}
+
+// incompleteText returns ": incomplete completion (finish <reason>)" when
+// f's private cause is a stream that ended on a finish that is not an
+// accepted one (R13.3), naming the finish only when it is a documented
+// value, and "" otherwise: what was incomplete, in safe terms.
+func incompleteText(f *Failure) string {
+	if f.ev == nil {
+		return ""
+	}
+	var se *StreamError
+	if !errors.As(f.ev.cause, &se) || se.Reason != StreamIncompleteCompletion {
+		return ""
+	}
+	if slices.Contains(safeFinishes, se.FinishReason) {
+		return ": incomplete completion (finish " + se.FinishReason + ")"
+	}
+	return ": incomplete completion (an undocumented finish)"
 }
 
 // Unwrap returns context.Canceled or context.DeadlineExceeded for a cancelled
@@ -268,3 +295,12 @@ func (e *ObserverError) Unwrap() error { return e.Err }
 // (R2.1), and only the engine may authorize another. The attempt then fails
 // as not eligible, reason permanent, and the call ends interrupted (R2.6).
 var ErrSecondSend = errors.New("recourse: an attempt's request was sent twice; only the engine may resend")
+
+// ErrDetachedRequest is returned by the sender of a chain with a recovery
+// engine when a request reached it without the attempt the engine placed in
+// its context: a per-attempt layer rebuilt the request with a new context
+// (http.NewRequest, req.Clone(context.Background())) instead of passing the
+// one it was given on (R2.1). Nothing is sent. It is a programming error in
+// that layer, so the engine never resends it: the attempt fails with
+// category transport, acceptance no and reason permanent.
+var ErrDetachedRequest = errors.New("recourse: a request reached the sender without its attempt; a per-attempt layer must pass its request's context on")

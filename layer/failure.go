@@ -267,7 +267,7 @@ type ResponseEvidence struct {
 	// none.
 	Usage *chat.Usage
 	// Code is the provider's error code exactly as sent, also one outside
-	// KnownProviderCodes; empty when none.
+	// KnownProviderCodes(); empty when none.
 	Code string
 	// RequestID is the provider's request ID as the codec read it from the
 	// response headers (Codec.RequestID), valid or not; empty when none.

@@ -12,10 +12,10 @@ import (
 // quota_exhausted is an outcome beside delay_ceiling and deadline: its
 // terminal event is exhausted, and its error names the refusing quota.
 func TestR18_3_QuotaExhaustedOutcome(t *testing.T) {
-	assert.Contains(t, layer.Outcomes, layer.OutcomeQuotaExhausted)
+	assert.Contains(t, layer.Outcomes(), layer.OutcomeQuotaExhausted)
 	assert.Equal(t, layer.EventExhausted, layer.OutcomeQuotaExhausted.TerminalEvent())
 	for _, e := range []layer.EventType{layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventCooldownWait} {
-		assert.Contains(t, layer.EventTypes, e)
+		assert.Contains(t, layer.EventTypes(), e)
 	}
 	f := layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 429, Identity: layer.Identity{WireAttempt: 2},
 		Classification: layer.Classification{Eligible: true, Reason: layer.ReasonTransient}}

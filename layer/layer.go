@@ -73,7 +73,12 @@ func (p Position) String() string {
 // clones before changing one), returns either a response or an error, closes
 // bodies it consumes, and is safe for concurrent use. A PerAttempt layer
 // calls next at most once per RoundTrip: an attempt is at most one POST (a
-// second call is refused by the sender).
+// second call is refused by the sender). It passes its request's context on
+// to next: a request it changes is a clone made with req.Clone(req.Context())
+// or req.WithContext(req.Context()), never one built with http.NewRequest or
+// req.Clone(context.Background()). The context carries the engine's attempt,
+// and inside an engine the sender refuses a request without it
+// (ErrDetachedRequest), sending nothing.
 //
 // A user's layer needs nothing but this package: NewPerCall and
 // NewPerAttempt adapt a function.
@@ -110,8 +115,12 @@ func NewPerCall(name string, wrap Func) Layer { return funcLayer{name, PerCall, 
 // NewPerAttempt returns a layer named name that runs wrap once per wire
 // attempt, inside the recovery engine (below capture and progress, above the
 // redirect guard and the sender). A nil wrap passes every request through
-// unchanged. The layer is safe for concurrent use when wrap's RoundTrippers
-// are.
+// unchanged. wrap's RoundTrippers must pass the request's context on to
+// next (clone with req.Clone(req.Context()), never http.NewRequest or
+// req.Clone(context.Background())): it carries the attempt, and the sender
+// of a chain with an engine refuses a request without one with
+// ErrDetachedRequest. The layer is safe for concurrent use when wrap's
+// RoundTrippers are.
 func NewPerAttempt(name string, wrap Func) Layer { return funcLayer{name, PerAttempt, wrap} }
 
 type funcLayer struct {

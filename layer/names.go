@@ -1,5 +1,7 @@
 package layer
 
+import "slices"
+
 // Provider names the provider family a codec speaks to.
 type Provider string
 
@@ -33,12 +35,15 @@ const (
 	CategoryClientTimeout    Category = "client_timeout"
 )
 
-// Categories lists every failure category, in the order of R10.2.
-var Categories = []Category{CategoryTransport, CategoryHTTP, CategoryProviderResponse, CategoryProtocol, CategoryCancellation, CategoryClientTimeout}
+// Categories returns every failure category, in the order of R10.2. Each
+// call returns a new slice; changing it changes nothing else.
+func Categories() []Category { return slices.Clone(categories) }
+
+var categories = []Category{CategoryTransport, CategoryHTTP, CategoryProviderResponse, CategoryProtocol, CategoryCancellation, CategoryClientTimeout}
 
 // Valid reports whether c is one of the categories of R10.2.
 func (c Category) Valid() bool {
-	for _, k := range Categories {
+	for _, k := range categories {
 		if c == k {
 			return true
 		}
@@ -85,6 +90,11 @@ const (
 	ReasonTransient       Reason = "transient"
 )
 
+// ReasonBodyTooLarge is the reason of a 2xx ordinary or structured body
+// larger than retry.MaxResponseBody (R4.9): the body is refused for its
+// size, whatever semantic output its first bytes held, and never resent.
+const ReasonBodyTooLarge Reason = "body_too_large"
+
 // The reasons of provider hints (retry.Policy.ProviderHints). They are
 // checked after the rules of R4 and before the policy's categories and
 // statuses: they only ever turn a failure that would be eligible into one
@@ -121,8 +131,11 @@ const (
 	OutcomeQuotaExhausted Outcome = "quota_exhausted"
 )
 
-// Outcomes lists every outcome of R10.4.
-var Outcomes = []Outcome{OutcomeExhausted, OutcomeInterrupted, OutcomeCancelled, OutcomeAdmissionRequired, OutcomeAdmissionRejected, OutcomeAdmissionNoDecision, OutcomeDeadline, OutcomeDelayCeiling, OutcomeQuotaExhausted}
+// Outcomes returns every outcome of R10.4. Each call returns a new slice;
+// changing it changes nothing else.
+func Outcomes() []Outcome { return slices.Clone(outcomes) }
+
+var outcomes = []Outcome{OutcomeExhausted, OutcomeInterrupted, OutcomeCancelled, OutcomeAdmissionRequired, OutcomeAdmissionRejected, OutcomeAdmissionNoDecision, OutcomeDeadline, OutcomeDelayCeiling, OutcomeQuotaExhausted}
 
 // TerminalEvent returns the lifecycle event type that announces o (R11.2):
 // exhausted, deadline, delay_ceiling and quota_exhausted map to EventExhausted, interrupted to
@@ -178,5 +191,8 @@ const (
 	EventCooldownWait EventType = "cooldown_wait"
 )
 
-// EventTypes lists every lifecycle event type of R11.1.
-var EventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventProgress, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait}
+// EventTypes returns every lifecycle event type of R11.1. Each call returns
+// a new slice; changing it changes nothing else.
+func EventTypes() []EventType { return slices.Clone(eventTypes) }
+
+var eventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventProgress, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait}

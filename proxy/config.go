@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,8 +27,11 @@ const DefaultMaxBodyBytes = 32 << 20
 // 200 and the retry notices.
 const DefaultStreamCommitAfter = 10 * time.Second
 
-// Providers lists the provider names Config.Provider accepts.
-var Providers = []string{"openai", "ollama", "omlx"}
+// Providers returns the provider names Config.Provider accepts. Each call
+// returns a new slice; changing it changes nothing else.
+func Providers() []string { return slices.Clone(providers) }
+
+var providers = []string{"openai", "ollama", "omlx"}
 
 // Config configures a Handler. The zero value is not usable: Provider and
 // Upstream are required.
@@ -112,7 +116,7 @@ func codecFor(provider string) (layer.Codec, error) {
 	case "omlx":
 		return omlx.New(), nil
 	}
-	return nil, &ConfigError{Field: "Provider", Problem: fmt.Sprintf("is %q; want one of %s", provider, strings.Join(Providers, ", "))}
+	return nil, &ConfigError{Field: "Provider", Problem: fmt.Sprintf("is %q; want one of %s", provider, strings.Join(providers, ", "))}
 }
 
 // parseUpstream checks and parses the upstream root URL for codec.

@@ -82,8 +82,8 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.DurationVar(&s.delayCeiling, "delay-ceiling", retry.DefaultDelayCeiling, "the longest single delay; a longer Retry-After ends recovery with delay_ceiling")
 	fs.DurationVar(&s.budget, "budget", 0, "bound on the time spent waiting between attempts, from the first failure (0: none)")
 	fs.DurationVar(&s.deadline, "deadline", 0, "bound on waiting between attempts, counted from the request's arrival (0: none)")
-	fs.StringVar(&s.statuses, "retry-statuses", joinInts(retry.DefaultRetryableStatuses), "comma-separated HTTP statuses eligible for a retry (400, 401 and 403 never are)")
-	fs.StringVar(&s.categories, "retry-categories", joinCategories(retry.DefaultRetryableCategories), "comma-separated failure categories eligible for a retry ("+joinCategories(layer.Categories)+")")
+	fs.StringVar(&s.statuses, "retry-statuses", joinInts(retry.DefaultRetryableStatuses()), "comma-separated HTTP statuses eligible for a retry (400, 401 and 403 never are)")
+	fs.StringVar(&s.categories, "retry-categories", joinCategories(retry.DefaultRetryableCategories()), "comma-separated failure categories eligible for a retry ("+joinCategories(layer.Categories())+")")
 	fs.StringVar(&s.admit, "admit", "deny", "admission of a resend to a local provider: deny gives no permission, so ollama and omlx stop with admission_required (openai needs none); allow lets every resend through")
 
 	fs.DurationVar(&s.headerTimeout, "header-timeout", 0, "stall limit per attempt: from the request sent to the response headers (0: off); when it fires the attempt fails as header_timeout and is retried like a transport failure")
@@ -332,7 +332,7 @@ func parseCategories(v string) ([]layer.Category, error) {
 	for _, f := range splitList(v) {
 		c := layer.Category(f)
 		if !c.Valid() {
-			return nil, fmt.Errorf("-retry-categories: %q is not a category (%s)", f, joinCategories(layer.Categories))
+			return nil, fmt.Errorf("-retry-categories: %q is not a category (%s)", f, joinCategories(layer.Categories()))
 		}
 		out = append(out, c)
 	}

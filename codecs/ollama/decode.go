@@ -2,11 +2,12 @@ package ollama
 
 import (
 	"encoding/json"
-	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"time"
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
+	"github.com/recourse-dev/recourse/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -86,8 +87,9 @@ type wireReplyToolCall struct {
 // A top-level "error" that is a string is returned as a *layer.ProviderError
 // with that Message and an empty Code (Ollama has no codes); an "error"
 // object (as a proxy may send) gives the object's "message". A body that is
-// not valid UTF-8 or JSON, is not an object, has no "message", does not say
-// "done":true, or holds a tool call without a function name or with
+// not valid UTF-8 or JSON, nests more than 512 objects and arrays deep
+// (deeper than its observer scans), is not an object, has no "message",
+// does not say "done":true, or holds a tool call without a function name or with
 // arguments that are not a JSON object is a *layer.ProtocolError.
 //
 // The Completion carries the content, the reasoning ("thinking"), the tool
@@ -97,6 +99,12 @@ type wireReplyToolCall struct {
 func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	if err := checkObject(body); err != nil {
 		return nil, err
+	}
+	// encoding/json accepts nesting far deeper than the observer scans; a
+	// body the observer cannot account for is not accepted either, so that
+	// everything Decode returns was also observed (R13.2).
+	if !jsonscan.Valid(body) {
+		return nil, &layer.ProtocolError{What: "response is nested too deeply"}
 	}
 	if err := providerError(body); err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestR10_2_OllamaDescribe(t *testing.T) {
@@ -275,4 +277,30 @@ func TestR13_6_OllamaDecodeMetrics(t *testing.T) {
 			t.Errorf("DecodeMetrics(%q) = %v, %v; want *layer.ProtocolError", body, got, err)
 		}
 	}
+}
+
+// TestR13_2_OllamaDecodeRejectsWhatTheObserverCannotScan: a unary answer
+// nested deeper than the observer scans (a 600-deep array before the
+// message) is malformed, as the OpenAI and oMLX codecs' are, so that Decode
+// never returns content the observer did not count; 100 deep decodes, and
+// its content is counted.
+func TestR13_2_OllamaDecodeRejectsWhatTheObserverCannotScan(t *testing.T) {
+	t.Parallel()
+	deep := func(n int) string {
+		return `{"x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `,"model":"m","message":{"role":"assistant","content":"deep"},"done":true}`
+	}
+	info := layer.RequestInfo{Model: "m", Operation: layer.Ordinary}
+	c := ollama.New()
+
+	comp, err := c.Decode([]byte(deep(100)))
+	require.NoError(t, err)
+	assert.Equal(t, "deep", comp.Message.Content)
+	assert.EqualValues(t, 4, observe(info, deep(100)).ContentBytes, "what Decode returns was observed")
+
+	comp, err = c.Decode([]byte(deep(600)))
+	assert.Nil(t, comp, "no completion with the error")
+	var pe *layer.ProtocolError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, pe.What, "nested too deeply")
+	assert.Zero(t, observe(info, deep(600)).ContentBytes, "the observer cannot count what lies past its depth")
 }

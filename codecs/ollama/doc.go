@@ -41,9 +41,10 @@
 // Describe treats a body without "stream" as streaming, as Ollama does.
 // For a streaming request NewObserver returns a layer.StreamDecoder of the
 // NDJSON stream: blank lines are keepalives, a line with "error" is an
-// in-band provider error (the status stays 200), done:true with done_reason
-// "stop" is the accepted end and carries the metrics (R13.3, R13.6), and
-// any other done_reason ("length") ends the stream with an
-// incomplete_completion error. Ollama sends whole tool calls; they become
+// in-band provider error (the status stays 200), a done:true line is the
+// terminal frame and carries the metrics (R13.3, R13.6): with done_reason
+// "stop", or with none (an unknown finish, FinishReason ""), it is the
+// accepted end; any other done_reason ("length") ends the stream with an
+// incomplete_completion error whose FinishReason names it. Ollama sends whole tool calls; they become
 // completed calls only at the accepted end (R13.4).
 package ollama

@@ -19,9 +19,11 @@ var ErrIncompleteStream = errors.New("recourse: ollama stream ended before done"
 
 // streamDecoder decodes an /api/chat NDJSON stream into layer.Frame values. A
 // blank line is a keepalive; a line with "error" is an in-band provider
-// error (Ollama keeps status 200); done:true with done_reason "stop" is the
-// accepted end (R13.3); done_reason "length" (or any other reason) ends the
-// stream with an incomplete_completion error, its content still counted,
+// error (Ollama keeps status 200); a done:true line is the terminal frame:
+// with done_reason "stop", or with none (an unknown finish: FinishReason
+// "", as Decode reads the same unary answer), it is the accepted end
+// (R13.3); done_reason "length" (or any other reason) ends the stream with
+// an incomplete_completion error naming that reason, its content still counted,
 // its metrics still reported (R13.6) and its provider evidence (model,
 // usage) kept in a Completion without message (R10.5). Ollama sends whole
 // tool calls, so every call is one fragment and becomes a completed call
@@ -160,7 +162,7 @@ func (d *streamDecoder) line(l ndjson.Line) {
 		}
 		comp.Usage = u
 	}
-	if r.DoneReason != "stop" {
+	if r.DoneReason != "stop" && r.DoneReason != "" {
 		// The provider's evidence (model, usage) is kept for Inspect, as an
 		// accepted completion's would be; no message, no tool call (R10.5,
 		// R13.3).

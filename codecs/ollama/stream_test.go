@@ -13,6 +13,8 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // ---------------------------------------------------------------------------
@@ -341,6 +343,34 @@ func TestR13_3_OllamaDoneStopIsAccepted(t *testing.T) {
 	})
 }
 
+// TestR13_3_OllamaDoneWithoutReasonIsAccepted: done:true is the terminal
+// frame; without a done_reason the finish is unknown (""), and the stream
+// ends there, accepted, as the same unary answer is (Decode).
+func TestR13_3_OllamaDoneWithoutReasonIsAccepted(t *testing.T) {
+	t.Parallel()
+	unknown := func(c *chat.Completion) *chat.Completion { c.FinishReason = ""; return c }
+	runStreamCases(t, []ndjsonCase{
+		{
+			name: "content then done without a done_reason",
+			in:   contentOf("a") + `{"model":"llama3.2","message":{"role":"assistant","content":"b"},"done":true,"eval_count":2}` + "\n",
+			tail: contentOf("never"),
+			want: []nview{ncontent(1, "a"), {Index: 2, Content: "b", Done: true,
+				Completion: unknown(ncompletion("ab", "", &chat.Usage{OutputTokens: 2})), Metrics: &layer.Metrics{EvalCount: 2}}},
+		},
+		{
+			name: "a tool call completes at a done without a done_reason",
+			in:   toolLine(`[{"function":{"name":"f","arguments":{}}}]`) + `{"model":"llama3.2","message":{"role":"assistant","content":""},"done":true}` + "\n",
+			want: []nview{
+				nfrag(1, chat.ToolCallFragment{Name: "f", Arguments: "{}"}),
+				{Index: 2, Done: true, Completion: unknown(ncompletion("", "", nil, chat.ToolCall{Name: "f", Arguments: []byte("{}")})), Metrics: &layer.Metrics{}},
+			},
+		},
+	})
+	comp, err := ollama.New().Decode([]byte(`{"model":"llama3.2","message":{"role":"assistant","content":"ab"},"done":true}`))
+	require.NoError(t, err)
+	assert.Equal(t, "", comp.FinishReason, "the unary answer reads the same")
+}
+
 func TestR13_3_OllamaLengthIsIncompleteCompletionWithMetrics(t *testing.T) {
 	t.Parallel()
 	runStreamCases(t, []ndjsonCase{
@@ -360,11 +390,6 @@ func TestR13_3_OllamaLengthIsIncompleteCompletionWithMetrics(t *testing.T) {
 				nfrag(1, chat.ToolCallFragment{Name: "f", Arguments: "{}"}),
 				{Index: 2, FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "llama3.2", Usage: fullUsage}, Metrics: fullMetrics, Err: "stream incomplete_completion finish=length"},
 			},
-		},
-		{
-			name: "done without a done_reason is not accepted",
-			in:   contentOf("a") + `{"model":"llama3.2","message":{"role":"assistant","content":""},"done":true}` + "\n",
-			want: []nview{ncontent(1, "a"), {Index: 2, Completion: &chat.Completion{Model: "llama3.2"}, Metrics: &layer.Metrics{}, Err: "stream incomplete_completion finish="}},
 		},
 		{
 			name: "done_reason load",

@@ -21,7 +21,7 @@ func TestR15_2_OMLXCapabilities(t *testing.T) {
 		layer.Idempotency:             layer.Unsupported,
 		layer.ExactAttemptTermination: layer.Unknown,
 	}
-	for _, k := range layer.AllCapabilities {
+	for _, k := range layer.AllCapabilities() {
 		if got := caps.Get(k); got != want[k] {
 			t.Errorf("%s = %q, want %q", k, got, want[k])
 		}
@@ -32,8 +32,8 @@ func TestR15_2_OMLXCapabilities(t *testing.T) {
 			t.Errorf("%s evidence = %+v", k, ev)
 		}
 	}
-	if len(caps.Values) != len(layer.AllCapabilities) || len(caps.Evidence) != len(layer.AllCapabilities) {
-		t.Errorf("declared %d values and %d evidence entries, want %d", len(caps.Values), len(caps.Evidence), len(layer.AllCapabilities))
+	if len(caps.Values) != len(layer.AllCapabilities()) || len(caps.Evidence) != len(layer.AllCapabilities()) {
+		t.Errorf("declared %d values and %d evidence entries, want %d", len(caps.Values), len(caps.Evidence), len(layer.AllCapabilities()))
 	}
 	caps.Values[layer.ClientAbort] = layer.Supported
 	delete(caps.Evidence, layer.Idempotency)

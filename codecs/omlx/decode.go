@@ -2,10 +2,11 @@ package omlx
 
 import (
 	"encoding/json"
-	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
+	"github.com/recourse-dev/recourse/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -102,8 +103,9 @@ type wireReplyFunction struct {
 // A top-level "error" object is a *layer.ProviderError with its "message"
 // and, when it is a string, its "code"; an "error" string is a
 // *layer.ProviderError with that message. A body that is not valid UTF-8 or
-// JSON, is not an object, has no choices or no message in the first choice,
-// or holds a tool call without a function name or whose arguments are not a
+// JSON, nests more than 512 objects and arrays deep (deeper than its
+// observer scans), is not an object, has no choices or no message in the
+// first choice, or holds a tool call without a function name or whose arguments are not a
 // JSON object encoded as a string is a *layer.ProtocolError.
 //
 // The Completion is built from the first choice: content, reasoning
@@ -118,6 +120,12 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	}
 	if err := bodyscan.CheckObject(body); err != nil {
 		return nil, err
+	}
+	// encoding/json accepts nesting far deeper than the observer scans; a
+	// body the observer cannot account for is not accepted either, so that
+	// everything Decode returns was also observed (R13.2).
+	if !jsonscan.Valid(body) {
+		return nil, &layer.ProtocolError{What: "response is nested too deeply"}
 	}
 	if err := providerError(body); err != nil {
 		return nil, err

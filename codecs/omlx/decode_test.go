@@ -11,6 +11,8 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestR10_2_OMLXDescribe(t *testing.T) {
@@ -278,4 +280,30 @@ func TestR4_6_OMLXDecodeEveryTruncatedPrefixFails(t *testing.T) {
 			t.Fatalf("Decode(prefix %d) = %v, %v; want *layer.ProtocolError", n, got, err)
 		}
 	}
+}
+
+// TestR13_2_OMLXDecodeRejectsWhatTheObserverCannotScan checks that a body
+// nested deeper than the observer scans (a 600-deep array before choices)
+// is malformed, as the OpenAI codec's is, so that Decode never returns
+// content the observer did not count; the same body 100 deep decodes, and
+// its content is counted.
+func TestR13_2_OMLXDecodeRejectsWhatTheObserverCannotScan(t *testing.T) {
+	t.Parallel()
+	deep := func(n int) []byte {
+		return []byte(`  {"x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `,"choices":[{"message":{"content":"deep"}}]}`)
+	}
+	info := layer.RequestInfo{Model: "m", Operation: layer.Ordinary}
+	c := omlx.New()
+
+	comp, err := c.Decode(deep(100))
+	require.NoError(t, err)
+	assert.Equal(t, "deep", comp.Message.Content)
+	assert.EqualValues(t, 4, observe(info, string(deep(100))).ContentBytes, "what Decode returns was observed")
+
+	comp, err = c.Decode(deep(600))
+	assert.Nil(t, comp, "no completion with the error")
+	var pe *layer.ProtocolError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, pe.What, "nested too deeply")
+	assert.Zero(t, observe(info, string(deep(600))).ContentBytes, "the observer cannot count what lies past its depth")
 }

@@ -162,7 +162,7 @@ func TestEndToEndFaults(t *testing.T) {
 				"retrying LLM request after HTTP 504 (attempt 2/4 in ",
 				"retrying LLM request after HTTP 504 (attempt 3/4 in ",
 				"retrying LLM request after transport error (attempt 2/4 in ",
-				"LLM stream interrupted; continuing generation (1/3): restart",
+				"LLM stream interrupted; continuing generation (1/3): transport error",
 				"retrying LLM request after HTTP 503 (attempt 2/4 in ",
 				"retrying LLM request after HTTP 503 (attempt 3/4 in ",
 				"retrying LLM request after idle timeout (attempt 2/4 in ",

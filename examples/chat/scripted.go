@@ -32,9 +32,9 @@ const (
 	// notice after a transport error).
 	scenarioKeepaliveCut
 	// scenarioContentCut: reasoning, then half a sentence, then the stream
-	// is cut. Only the reasoning block had closed, and no provider is sent
-	// reasoning back, so the broker commits nothing and asks again in the
-	// same turn (a continuation notice with reason "restart").
+	// is cut. Only the reasoning block had closed: the broker keeps it in
+	// the history (R17.3) and asks again in the same turn, and the
+	// continuation notice names the failure ("transport error").
 	scenarioContentCut
 	// scenarioToolThen503: a dice tool call; the completion after the tool
 	// result gets two HTTP 503s before the answer.

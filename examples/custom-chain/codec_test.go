@@ -45,10 +45,10 @@ func TestGatewayCodecDeclarations(t *testing.T) {
 		layer.Idempotency:             layer.Unsupported,
 		layer.ExactAttemptTermination: layer.Unknown,
 	}
-	assert.Len(t, caps.Values, len(layer.AllCapabilities))
-	assert.Len(t, caps.Evidence, len(layer.AllCapabilities))
+	assert.Len(t, caps.Values, len(layer.AllCapabilities()))
+	assert.Len(t, caps.Evidence, len(layer.AllCapabilities()))
 	bases := map[string]bool{}
-	for _, k := range layer.AllCapabilities {
+	for _, k := range layer.AllCapabilities() {
 		assert.Equal(t, want[k], caps.Get(k), k)
 		ev := caps.Evidence[k]
 		assert.Equal(t, "POST /openai/v1/chat", ev.Endpoint, k)

@@ -99,7 +99,7 @@ func ExampleNewGatewayCodec() {
 	codec := NewGatewayCodec()
 	fmt.Println(codec.Provider(), "POST", codec.Path())
 	caps := codec.Capabilities()
-	for _, k := range layer.AllCapabilities {
+	for _, k := range layer.AllCapabilities() {
 		fmt.Printf("  %s: %s\n", k, caps.Get(k))
 	}
 	body, _ := codec.Encode(&chat.Request{Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})

@@ -110,7 +110,7 @@ func (r *callRecord) observe(ev layer.Event) {
 // isTerminal reports whether t is the event that ends a call without
 // success (R11.2).
 func isTerminal(t layer.EventType) bool {
-	return slices.ContainsFunc(layer.Outcomes, func(o layer.Outcome) bool { return o.TerminalEvent() == t })
+	return slices.ContainsFunc(layer.Outcomes(), func(o layer.Outcome) bool { return o.TerminalEvent() == t })
 }
 
 func (r *callRecord) setStatus(s int) {

@@ -8,9 +8,12 @@ package layertest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,6 +58,93 @@ func (f *fake) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: f.status, Header: http.Header{"Content-Type": {"application/json"}}, Body: b, Request: req}, nil
 }
 
+// requestState is what a caller's request holds before RoundTrip: a deep
+// copy of its header, URL and trailer, and the identity of its context,
+// body and body replay function.
+type requestState struct {
+	method        string
+	url           url.URL
+	urlPtr        *url.URL
+	user          string
+	header        http.Header
+	headerPtr     map[string][]string
+	trailer       http.Header
+	host          string
+	contentLength int64
+	ctx           context.Context
+	body          io.ReadCloser
+	getBody       uintptr
+}
+
+func snapshot(req *http.Request) requestState {
+	s := requestState{
+		method: req.Method, header: req.Header.Clone(), headerPtr: req.Header, trailer: req.Trailer.Clone(),
+		host: req.Host, contentLength: req.ContentLength, ctx: req.Context(), body: req.Body, urlPtr: req.URL,
+	}
+	if req.URL != nil {
+		s.url = *req.URL
+		if req.URL.User != nil {
+			s.user = req.URL.User.String()
+		}
+	}
+	if req.GetBody != nil {
+		s.getBody = reflect.ValueOf(req.GetBody).Pointer()
+	}
+	return s
+}
+
+// changes returns what differs in req from the state s was taken of: each
+// in-place change of the header, URL, trailer, method, host, content
+// length, context, body or body replay function.
+func (s requestState) changes(req *http.Request) []string {
+	var out []string
+	if req.Method != s.method {
+		out = append(out, "Method")
+	}
+	if !reflect.DeepEqual(map[string][]string(req.Header), map[string][]string(s.header)) {
+		out = append(out, "Header")
+	} else if reflect.ValueOf(req.Header).Pointer() != reflect.ValueOf(s.headerPtr).Pointer() {
+		out = append(out, "Header (replaced)")
+	}
+	if !reflect.DeepEqual(map[string][]string(req.Trailer), map[string][]string(s.trailer)) {
+		out = append(out, "Trailer")
+	}
+	switch {
+	case req.URL != s.urlPtr:
+		out = append(out, "URL (replaced)")
+	case req.URL != nil:
+		u := *req.URL
+		user := ""
+		if u.User != nil {
+			user = u.User.String()
+		}
+		u.User, s.url.User = nil, nil
+		if u != s.url || user != s.user {
+			out = append(out, "URL")
+		}
+	}
+	if req.Host != s.host {
+		out = append(out, "Host")
+	}
+	if req.ContentLength != s.contentLength {
+		out = append(out, "ContentLength")
+	}
+	if req.Context() != s.ctx {
+		out = append(out, "context")
+	}
+	if req.Body != s.body {
+		out = append(out, "Body")
+	}
+	var gb uintptr
+	if req.GetBody != nil {
+		gb = reflect.ValueOf(req.GetBody).Pointer()
+	}
+	if gb != s.getBody {
+		out = append(out, "GetBody")
+	}
+	return out
+}
+
 func newRequest(t testing.TB) *http.Request {
 	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/v1/chat/completions", bytes.NewReader([]byte(`{"model":"m"}`)))
 	if err != nil {
@@ -68,7 +158,9 @@ func newRequest(t testing.TB) *http.Request {
 // Layer checks that l keeps the standard library's RoundTripper contract
 // when no engine is above it: it has a name and a known position, passes a
 // request and its response through unchanged (calling next once), leaves
-// the caller's request unchanged, returns either a response or an error
+// the caller's request unchanged (its header, URL, trailer, method, host,
+// content length, context, body and GetBody are what they were: a layer
+// that changes a request clones it first), returns either a response or an error
 // (never both), lets the caller close the body it returns, passes errors up,
 // and is safe for concurrent use. A layer that answers some requests itself
 // (a cache) is checked with a request it passes on.
@@ -88,6 +180,7 @@ func Layer(t *testing.T, l layer.Layer) {
 		inner := &fake{status: 200}
 		rt := l.Wrap(inner)
 		req := newRequest(t)
+		before := snapshot(req)
 		resp, err := rt.RoundTrip(req)
 		if err != nil {
 			t.Fatalf("RoundTrip: %v", err)
@@ -108,8 +201,8 @@ func Layer(t *testing.T, l layer.Layer) {
 				t.Error("the inner response body was not closed when the caller closed the returned one")
 			}
 		}
-		if req.Header.Get("Authorization") != "Bearer layertest" || req.URL.String() != "http://127.0.0.1:1/v1/chat/completions" {
-			t.Error("the caller's request was modified")
+		for _, problem := range before.changes(req) {
+			t.Errorf("the caller's request was modified in place: %s (a layer clones a request before changing it)", problem)
 		}
 	})
 	t.Run("error", func(t *testing.T) {
@@ -150,7 +243,9 @@ func Layer(t *testing.T, l layer.Layer) {
 
 // Codec checks the codec contract: complete capabilities with evidence
 // (R15.1), deterministic single encoding (R2.3), Describe reading back what
-// Encode wrote, typed errors (never a panic) for hostile bodies, and an
+// Encode wrote, typed errors (never a panic) for hostile bodies, a Decode
+// that never returns content its ordinary Observer did not count (a body
+// nested deeper than the observer scans is refused, R13.2), and an
 // Observer for every operation (a StreamDecoder for streaming).
 func Codec(t *testing.T, c layer.Codec, sample *chat.Request) {
 	t.Helper()
@@ -186,6 +281,22 @@ func Codec(t *testing.T, c layer.Codec, sample *chat.Request) {
 			t.Errorf("Decode(%q) error %T, want *layer.ProtocolError or *layer.ProviderError", hostile, err)
 		}
 		_ = c.ErrorCode([]byte(hostile))
+	}
+	// R13.2: whatever Decode returns was observed. A body nested deeper
+	// than an observer scans, in the shapes of both the OpenAI and the
+	// Ollama answers, is refused, or its content was counted.
+	for _, n := range []int{100, 600} {
+		deep := `{"x":` + strings.Repeat("[", n) + strings.Repeat("]", n) +
+			`,"model":"m","choices":[{"message":{"role":"assistant","content":"deep"}}],"message":{"role":"assistant","content":"deep"},"done":true}`
+		comp, err := c.Decode([]byte(deep))
+		if err != nil || comp == nil {
+			continue
+		}
+		o := c.NewObserver(layer.RequestInfo{Model: sample.Model, Operation: layer.Ordinary})
+		o.Write([]byte(deep))
+		if got := o.Observed().ContentBytes; got < int64(len(comp.Message.Content)) {
+			t.Errorf("Decode of a body %d deep returned %d content bytes, its observer counted %d: Decode must refuse what the observer cannot account for (R13.2)", n, len(comp.Message.Content), got)
+		}
 	}
 	for _, op := range []layer.Operation{layer.Ordinary, layer.Structured, layer.Streaming} {
 		o := c.NewObserver(layer.RequestInfo{Model: sample.Model, Operation: op})

@@ -22,7 +22,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		pol = p
 	}
 	if pol == nil {
-		return t.next.RoundTrip(req)
+		// Recovery is off: the request goes through as it is, marked so
+		// that the sender does not take its missing attempt for a layer
+		// that detached it (layer.ErrDetachedRequest).
+		return t.next.RoundTrip(req.WithContext(layer.WithPassThrough(req.Context())))
 	}
 	c := &call{t: t}
 	c.d.facts = t.l.facts

@@ -20,11 +20,23 @@ const (
 	DefaultDelayCeiling = 30 * time.Second
 )
 
-// DefaultRetryableStatuses are the HTTP statuses retried by default (R3).
-var DefaultRetryableStatuses = []int{429, 500, 502, 503, 504}
+// DefaultRetryableStatuses returns the HTTP statuses retried by default
+// (R3): 429, 500, 502, 503, 504. Each call returns a new slice; changing it
+// changes no policy.
+func DefaultRetryableStatuses() []int { return slices.Clone(defaultStatuses) }
 
-// DefaultRetryableCategories are the failure categories retried by default (R3).
-var DefaultRetryableCategories = []layer.Category{layer.CategoryTransport, layer.CategoryHTTP}
+// DefaultRetryableCategories returns the failure categories retried by
+// default (R3): transport and http. Each call returns a new slice; changing
+// it changes no policy.
+func DefaultRetryableCategories() []layer.Category { return slices.Clone(defaultCategories) }
+
+// The defaults a policy resolves to. Nothing outside this package can
+// reach them, and a resolved policy only reads them, so a call shares them
+// without a copy of its own.
+var (
+	defaultStatuses   = []int{429, 500, 502, 503, 504}
+	defaultCategories = []layer.Category{layer.CategoryTransport, layer.CategoryHTTP}
+)
 
 // MaxAttemptsLimit is the largest MaxAttempts a policy accepts: a bound on
 // the work one call may do, and on the memory of a custom jitter's
@@ -184,10 +196,10 @@ func (r *resolved) resolve(p *Policy, resends int) error {
 		r.budget, r.hasBudget = *p.Budget, true
 	}
 	if r.categories == nil {
-		r.categories = DefaultRetryableCategories
+		r.categories = defaultCategories
 	}
 	if r.statuses == nil {
-		r.statuses = DefaultRetryableStatuses
+		r.statuses = defaultStatuses
 	}
 	if r.wall == nil {
 		r.wall = time.Now

@@ -20,6 +20,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -310,7 +311,7 @@ func TestR3_1_BoundaryValuesAreValid(t *testing.T) {
 		"DelayCeiling max":       func(p *retry.Policy) { p.DelayCeiling = new(retry.MaxDuration) },
 		"Budget max":             func(p *retry.Policy) { p.Budget = new(retry.MaxDuration) },
 		"MaxAttempts 0 means 1":  func(p *retry.Policy) { p.MaxAttempts = 0 },
-		"every category":         func(p *retry.Policy) { p.RetryableCategories = layer.Categories },
+		"every category":         func(p *retry.Policy) { p.RetryableCategories = layer.Categories() },
 		"statuses 100 and 599":   func(p *retry.Policy) { p.RetryableStatuses = []int{100, 599} },
 		"jitter 0 and 1 samples": func(p *retry.Policy) { p.MaxAttempts, p.Jitter = 3, jitterSeq(nil, 0, 1) },
 	}
@@ -361,4 +362,32 @@ func TestR6_2_SleepThatPanicsEndsInterruptedWithTheDelayCause(t *testing.T) {
 	assert.Equal(t, "sleep broke", pe.Value)
 	assert.NotContains(t, err.Error(), "sleep broke")
 	assert.Equal(t, 1, r.Server.Count())
+}
+
+// TestR3_1_DefaultsCannotBeChangedByAnImporter: the default statuses and
+// categories are handed out as copies: overwriting every entry of the
+// returned slices changes no policy — a 503 and a transport failure are
+// still retried under the defaults — nor the next copy.
+func TestR3_1_DefaultsCannotBeChangedByAnImporter(t *testing.T) {
+	statuses, cats := retry.DefaultRetryableStatuses(), retry.DefaultRetryableCategories()
+	require.Equal(t, []int{429, 500, 502, 503, 504}, statuses)
+	require.Equal(t, []layer.Category{layer.CategoryTransport, layer.CategoryHTTP}, cats)
+	for i := range statuses {
+		statuses[i] = 999
+	}
+	for i := range cats {
+		cats[i] = layer.CategoryCancellation
+	}
+	assert.Equal(t, []int{429, 500, 502, 503, 504}, retry.DefaultRetryableStatuses())
+	assert.Equal(t, []layer.Category{layer.CategoryTransport, layer.CategoryHTTP}, retry.DefaultRetryableCategories())
+
+	srv := startServer(t, statusStep(503), scripted.Reset(), okStep("third"))
+	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}))
+	require.NoError(t, err)
+	cl, err := chain.NewClient(srv.URL, ch)
+	require.NoError(t, err)
+	comp, err := cl.Complete(context.Background(), canaryRequest())
+	require.NoError(t, err, "the 503 and the reset are still retried")
+	assert.Equal(t, "third", comp.Message.Content)
+	assert.Equal(t, 3, srv.Count())
 }

@@ -46,8 +46,8 @@ func TestProviders_R15_2_CapabilitiesAsInspected(t *testing.T) {
 
 		require.NoError(t, caps.Validate(), "R15.1: five values, each with complete evidence")
 		assert.Equal(t, pvR15Values, caps.Values, "R15.2")
-		require.Len(t, caps.Evidence, len(layer.AllCapabilities))
-		for _, k := range layer.AllCapabilities {
+		require.Len(t, caps.Evidence, len(layer.AllCapabilities()))
+		for _, k := range layer.AllCapabilities() {
 			ev, ok := caps.Evidence[k]
 			require.True(t, ok, "evidence for %s", k)
 			assert.Equal(t, pvR15Endpoint[p.provider], ev.Endpoint, "%s: the exact endpoint", k)
@@ -103,7 +103,7 @@ func pvCaps(edit func(*layer.Capabilities)) layer.Capabilities {
 // pvAll returns a declaration of v for every capability, with evidence.
 func pvAll(v layer.Support) layer.Capabilities {
 	return pvCaps(func(c *layer.Capabilities) {
-		for _, k := range layer.AllCapabilities {
+		for _, k := range layer.AllCapabilities() {
 			c.Values[k] = v
 		}
 	})
@@ -119,7 +119,7 @@ func TestProviders_R15_2_CustomCodecMustDeclareEverything(t *testing.T) {
 		want string // in the error message
 	}
 	var rows []row
-	for _, k := range layer.AllCapabilities {
+	for _, k := range layer.AllCapabilities() {
 		rows = append(rows,
 			row{"value of " + string(k) + " omitted", pvCaps(func(c *layer.Capabilities) { delete(c.Values, k) }), string(k)},
 			row{"value of " + string(k) + " invalid", pvCaps(func(c *layer.Capabilities) { c.Values[k] = "maybe" }), string(k)},
@@ -229,8 +229,8 @@ func TestProviders_R15_READMEStatesTheDeclarations(t *testing.T) {
 			}
 		}
 		table := strings.Join(rows, "\n")
-		require.Len(t, rows, 2+len(layer.AllCapabilities), "header, separator and five rows")
-		for _, k := range layer.AllCapabilities {
+		require.Len(t, rows, 2+len(layer.AllCapabilities()), "header, separator and five rows")
+		for _, k := range layer.AllCapabilities() {
 			ev := caps.Evidence[k]
 			row := "(`" + pvGoName(k) + "`) | `" + string(caps.Values[k]) + "` | [" + ev.Endpoint + "](" + ev.DocumentationURL + ") | " + ev.InspectedOn + " |"
 			assert.Contains(t, table, row, "%s %s", p.name, k)

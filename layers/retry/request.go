@@ -92,37 +92,67 @@ func readAll(r io.Reader, hint int64) ([]byte, error) {
 	if hint > 1<<20 {
 		hint = 0
 	}
-	return readUpTo(r, math.MaxInt64, hint)
+	b, _, err := readUpTo(r, math.MaxInt64-1, hint)
+	return b, err
 }
 
-// readUpTo reads at most limit bytes of r. Its first buffer is sized from
-// hint (a Content-Length, bounded by limit; 0 or less means unknown) and
-// grows by doubling, never past limit, so a body costs O(its size) and at
-// most about twice limit however it arrives.
-func readUpTo(r io.Reader, limit, hint int64) ([]byte, error) {
+// readChunk is the size past which readUpTo stops regrowing one buffer and
+// reads into a list of chunks of this size instead. It is at least
+// MaxEvidenceBytes, so the first chunk holds a failure's evidence.
+const readChunk = MaxEvidenceBytes
+
+// readUpTo reads r to its end, or until it has read more than max bytes:
+// then over is true and b is only the body's first bytes (at least
+// min(max, readChunk) of them), for evidence. Its first buffer is sized from
+// hint (a Content-Length, bounded by max; 0 or less means unknown) and grows
+// by doubling up to readChunk; a longer body is read into readChunk-sized
+// chunks and joined once at its end. So a body of n bytes costs about 2n,
+// and one over max costs about max however it arrives, never the 2×max of a
+// buffer doubled up to it (R4.9).
+func readUpTo(r io.Reader, max, hint int64) (b []byte, over bool, err error) {
+	limit := max + 1 // the byte after max proves the body is over it
 	size := int64(512)
 	if hint > 0 {
 		size = hint + 1 // +1: the read that sees EOF needs room
 	}
-	b := make([]byte, 0, min(size, limit))
-	for int64(len(b)) < limit {
+	b = make([]byte, 0, min(size, limit))
+	var (
+		chunks [][]byte // full chunks before b, once b stopped regrowing
+		total  int64    // bytes in chunks
+	)
+	for total+int64(len(b)) < limit {
 		if len(b) == cap(b) {
-			nc := min(2*int64(cap(b))+512, limit)
-			if nc > limit-nc {
-				nc = limit // one more doubling would reach it: go there now
+			if c := int64(cap(b)); chunks == nil && c < readChunk {
+				nb := make([]byte, len(b), min(2*c+512, readChunk, limit))
+				copy(nb, b)
+				b = nb
+			} else {
+				chunks = append(chunks, b)
+				total += int64(len(b))
+				b = make([]byte, 0, min(readChunk, limit-total))
 			}
-			nb := make([]byte, len(b), nc)
-			copy(nb, b)
-			b = nb
 		}
-		n, err := r.Read(b[len(b):cap(b)])
+		n, rerr := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
+		if rerr != nil {
+			if rerr != io.EOF {
+				err = rerr
 			}
-			return b, err
+			break
 		}
 	}
-	return b, nil
+	if total+int64(len(b)) > max {
+		if chunks != nil {
+			return chunks[0], true, err
+		}
+		return b[:max], true, err
+	}
+	if chunks == nil {
+		return b, false, err
+	}
+	out := make([]byte, 0, total+int64(len(b)))
+	for _, c := range chunks {
+		out = append(out, c...)
+	}
+	return append(out, b...), false, err
 }

@@ -58,8 +58,10 @@ type Layer struct {
 }
 
 // New returns the engine for calls encoded by codec. A nil policy
-// disables recovery: the layer then passes every request through unchanged,
-// with no events and no captures (R1.1). New returns a *layer.PolicyError if
+// disables recovery: the layer then passes every request through unchanged
+// (a shallow copy whose context carries layer.WithPassThrough's mark, so
+// that the sender sends it without an attempt), with no events and no
+// captures (R1.1). New returns a *layer.PolicyError if
 // the policy is invalid.
 func New(codec layer.Codec, policy *Policy) (*Layer, error) {
 	l := &Layer{codec: codec}

@@ -15,7 +15,8 @@ import (
 )
 
 // MaxResponseBody bounds an ordinary response body; a larger body is a
-// protocol failure rather than unbounded memory.
+// protocol failure with reason layer.ReasonBodyTooLarge rather than
+// unbounded memory, and refusing it allocates at most 1.5× the limit (R4.9).
 const MaxResponseBody = 64 << 20
 
 // MaxEvidenceBytes bounds the body bytes a failure keeps as private
@@ -119,10 +120,11 @@ func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
 	noteStall(&f, transportErr)
 	f.Attach(ev)
 	f.Classification = c.d.Classify(&f, ce != nil, false)
-	if f.Classification.Eligible && errors.Is(transportErr, layer.ErrSecondSend) {
-		// A layer below the engine sent the attempt twice: the provider has
-		// the first POST, and a resend would meet the same layer. It is
-		// not transient.
+	if f.Classification.Eligible && (errors.Is(transportErr, layer.ErrSecondSend) || errors.Is(transportErr, layer.ErrDetachedRequest)) {
+		// A layer below the engine sent the attempt twice (the provider
+		// has the first POST) or sent a request it detached from the
+		// attempt (refused, nothing sent): a resend would meet the same
+		// layer. It is not transient.
 		f.Classification = layer.Classification{Reason: layer.ReasonPermanent}
 	}
 	return attemptResult{failure: &f}
@@ -163,13 +165,13 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		// codec that decodes no frames, handed over as it is).
 		return attemptResult{resp: resp}
 	}
-	b, rerr := readUpTo(resp.Body, MaxResponseBody+1, min(resp.ContentLength, MaxResponseBody))
+	b, over, rerr := readUpTo(resp.Body, MaxResponseBody, min(resp.ContentLength, MaxResponseBody))
 	resp.Body.Close()
 	cancelled := c.ctx.Err() != nil
 	ok2xx := resp.StatusCode/100 == 2
 	// A whole 2xx body that decodes is a success: nothing of the failure
 	// record below (evidence copies, Retry-After, provider code) is needed.
-	complete := !cancelled && ok2xx && rerr == nil && len(b) <= MaxResponseBody
+	complete := !cancelled && ok2xx && rerr == nil && !over
 	var (
 		comp    layer.ResponseEvidence
 		decoded *chat.Completion
@@ -193,7 +195,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 	if captureFailed {
 		ev.CaptureCause, rerr = ce.Cause, ce.Transport
 	}
-	partial := false
+	partial, oversize := false, false
 	switch {
 	case cancelled:
 		f.Category = layer.CategoryCancellation
@@ -209,11 +211,12 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 	case captureFailed:
 		f.Acceptance = layer.AcceptanceYes
 		ev.Cause = captureCause(ce)
-	case len(b) > MaxResponseBody:
+	case over:
 		f.Category = layer.CategoryProtocol
 		f.Acceptance = layer.AcceptanceYes
 		f.Phase = layer.PhaseDecoding
 		ev.Cause = &layer.ProtocolError{What: "response body exceeds the size limit"}
+		oversize = true
 	default:
 		// complete holds here and the body did not decode (derr != nil).
 		f.Acceptance = layer.AcceptanceYes
@@ -240,8 +243,14 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 	noteStall(&f, rerr)
 	f.Attach(ev)
 	f.Classification = c.d.Classify(&f, captureFailed, partial)
+	if oversize {
+		// The body was refused for its size whatever it held: the
+		// semantic output R4.4 would name is cut, so the reason names the
+		// size (R4.9). Neither is ever eligible.
+		f.Classification = layer.Classification{Reason: layer.ReasonBodyTooLarge}
+	}
 	var pass *http.Response
-	if rerr == nil && !captureFailed && len(b) <= MaxResponseBody && !cancelled {
+	if rerr == nil && !captureFailed && !over && !cancelled {
 		resp.Body = c.responseBody(b)
 		resp.ContentLength = int64(len(b))
 		pass = resp

@@ -70,8 +70,32 @@ func (*Layer) Name() string { return "sender" }
 func (*Layer) Position() layer.Position { return layer.StageSender }
 
 // Wrap ignores next (the sender is the innermost layer) and returns the
-// sending RoundTripper.
+// sending RoundTripper, for a chain without a recovery engine: it sends
+// every request, with or without an attempt.
 func (l *Layer) Wrap(http.RoundTripper) http.RoundTripper { return l }
+
+// WrapInEngine ignores next and returns the sending RoundTripper for a chain
+// with a recovery engine (package chain uses it): it sends a request that
+// carries the engine's attempt (layer.AttemptFrom) or the mark of an engine
+// that passed it through with recovery off (layer.PassedThrough), as
+// RoundTrip does, and refuses any other with layer.ErrDetachedRequest,
+// closing its body and sending nothing. Such a request was rebuilt by a
+// per-attempt layer with a context of its own (http.NewRequest,
+// req.Clone(context.Background())): sent, it would escape the engine's
+// one-POST-per-attempt guard (R2.1) and its admission (R8.3). The returned
+// RoundTripper shares the layer's transport and is safe for concurrent use.
+func (l *Layer) WrapInEngine(http.RoundTripper) http.RoundTripper { return inEngine{l} }
+
+// inEngine is the sender's RoundTripper inside a recovery engine.
+type inEngine struct{ l *Layer }
+
+func (s inEngine) RoundTrip(req *http.Request) (*http.Response, error) {
+	if layer.AttemptFrom(req.Context()) == nil && !layer.PassedThrough(req.Context()) {
+		closeBody(req)
+		return nil, layer.ErrDetachedRequest
+	}
+	return s.l.RoundTrip(req)
+}
 
 // RoundTrip sends req once. It sends a shallow copy of req whose body is
 // non-replayable (req itself is never changed, and its header is shared,

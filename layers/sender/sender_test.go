@@ -167,3 +167,53 @@ func TestSenderMarksTheConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestR2_1_SenderInEngineRefusesARequestWithoutAttempt: the sender's view
+// for a chain with an engine sends a request carrying an attempt or the
+// engine's pass-through mark, and refuses any other with
+// layer.ErrDetachedRequest, closing its body and sending nothing; the
+// plain view (a chain without an engine) sends it.
+func TestR2_1_SenderInEngineRefusesARequestWithoutAttempt(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	t.Cleanup(srv.Close)
+	s := sender.New(nil)
+	t.Cleanup(s.CloseIdleConnections)
+	strict := s.WrapInEngine(nil)
+	send := func(rt http.RoundTripper, ctx context.Context) (*closeRecorder, error) {
+		body := &closeRecorder{Reader: strings.NewReader("{}")}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, body)
+		require.NoError(t, err)
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return body, err
+	}
+
+	body, err := send(strict, context.Background())
+	require.ErrorIs(t, err, layer.ErrDetachedRequest)
+	require.True(t, body.closed.Load(), "the refused request's body is closed")
+	require.Zero(t, hits.Load(), "nothing is sent")
+
+	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1}, layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, nil)
+	_, err = send(strict, layer.WithAttempt(context.Background(), a))
+	require.NoError(t, err)
+	_, err = send(strict, layer.WithPassThrough(context.Background()))
+	require.NoError(t, err)
+	_, err = send(s.Wrap(nil), context.Background())
+	require.NoError(t, err)
+	require.EqualValues(t, 3, hits.Load())
+}
+
+// closeRecorder is a request body that records whether it was closed.
+type closeRecorder struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (c *closeRecorder) Close() error { c.closed.Store(true); return nil }

@@ -55,7 +55,7 @@ func TestR19_8_CapabilitiesOfPOSTv1Responses(t *testing.T) {
 	i := strings.Index(readme, "OpenAI Responses, `POST /v1/responses` (`codecs/openai/responses`")
 	require.GreaterOrEqual(t, i, 0, "README has a table for the Responses codec")
 	caps = responses.New().Capabilities()
-	for _, k := range layer.AllCapabilities {
+	for _, k := range layer.AllCapabilities() {
 		ev := caps.Evidence[k]
 		row := "`) | `" + string(caps.Values[k]) + "` | [" + ev.Endpoint + "](" + ev.DocumentationURL + ") | " + ev.InspectedOn + " |"
 		assert.Contains(t, readme[i:], row, k)

@@ -1,0 +1,43 @@
+package retry_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/internal/scripted"
+)
+
+// TestR13_3_OllamaDoneWithoutReasonIsTheTerminalFrame: an Ollama stream
+// whose last line is done:true without a done_reason ends at that line, as
+// the same unary answer does: the finish is unknown (""), nothing is
+// incomplete, and the call succeeds after one POST with everything
+// delivered.
+func TestR13_3_OllamaDoneWithoutReasonIsTheTerminalFrame(t *testing.T) {
+	const last = `{"model":"llama3.2","created_at":"2024-01-01T00:00:00.000000Z","message":{"role":"assistant","content":"!"},"done":true,"eval_count":3}` + "\n"
+	p := exOllamaProv()
+
+	t.Run("stream", func(t *testing.T) {
+		r, rec := exRig(t, p.codec(), exPolicy(), scripted.NDJSON(p.content("Hel"), p.content("lo"), last), p.step(p.full("never")...))
+		run := exCollect(r.Client.Stream(context.Background(), p.request()))
+		require.NoError(t, run.err)
+		require.True(t, run.done(), "the done:true line is the terminal frame")
+		assert.Equal(t, "Hello!", run.text())
+		end := run.chunks[len(run.chunks)-1]
+		require.NotNil(t, end.Completion)
+		assert.Equal(t, "", end.Completion.FinishReason, "a missing done_reason is an unknown finish")
+		assert.Equal(t, "Hello!", end.Completion.Message.Content)
+		assert.Equal(t, 1, r.Server.Count(), "one POST: nothing to recover")
+		assert.Contains(t, rec.Types(), "attempt_succeeded")
+	})
+
+	t.Run("unary", func(t *testing.T) {
+		r, _ := exRig(t, p.codec(), exPolicy(), scripted.JSON(200, last))
+		comp, err := r.Client.Complete(context.Background(), p.request())
+		require.NoError(t, err)
+		assert.Equal(t, "!", comp.Message.Content)
+		assert.Equal(t, "", comp.FinishReason)
+	})
+}

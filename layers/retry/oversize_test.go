@@ -1,0 +1,71 @@
+package retry_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// TestR4_9_OversizeBodyCostsAtMostOneAndAHalfLimitsAndNamesItsSize: a 2xx
+// ordinary body of 256 MiB against the 64 MiB limit, generated as it is
+// sent — a chat completion whose content never ends, so the observer counts
+// semantic output — allocates at most 1.5× the limit to refuse, whether its
+// length is announced or not, and the failure names an oversize body
+// (reason body_too_large), not semantic_output; one POST, never resent.
+func TestR4_9_OversizeBodyCostsAtMostOneAndAHalfLimitsAndNamesItsSize(t *testing.T) {
+	const size = 256 << 20
+	head := `{"id":"chatcmpl-big","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"`
+	chunk := []byte(strings.Repeat("a", 1<<20))
+	for _, announced := range []bool{false, true} {
+		t.Run("content-length="+strconv.FormatBool(announced), func(t *testing.T) {
+			hits := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits++
+				w.Header().Set("Content-Type", "application/json")
+				if announced {
+					w.Header().Set("Content-Length", strconv.Itoa(size))
+				}
+				w.WriteHeader(200)
+				if _, err := w.Write([]byte(head)); err != nil {
+					return
+				}
+				for sent := len(head); sent < size; sent += len(chunk) {
+					if _, err := w.Write(chunk[:min(len(chunk), size-sent)]); err != nil {
+						return
+					}
+				}
+			}))
+			defer srv.Close()
+			ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)),
+				chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}))
+			require.NoError(t, err)
+			cl, err := chain.NewClient(srv.URL, ch)
+			require.NoError(t, err)
+			var cerr error
+			got := allocated(func() { _, cerr = cl.Complete(context.Background(), canaryRequest()) })
+			re := asRecoveryError(t, cerr)
+			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, layer.CategoryProtocol, re.Failure.Category)
+			assert.Equal(t, layer.ReasonBodyTooLarge, re.Failure.Classification.Reason)
+			assert.Contains(t, re.Error(), "body_too_large")
+			assert.True(t, re.Failure.Progress.Observed.Any(), "the observer counted the content it read")
+			assert.LessOrEqual(t, got, uint64(3*retry.MaxResponseBody/2), "refusing the body allocated %d MiB", got>>20)
+			ev := layer.Inspect(&re.Failure)
+			require.NotNil(t, ev)
+			assert.Len(t, ev.Bytes, retry.MaxEvidenceBytes, "the evidence keeps the first MaxEvidenceBytes")
+			assert.True(t, strings.HasPrefix(string(ev.Bytes), head))
+			assert.Equal(t, 1, hits, "never resent")
+		})
+	}
+}
