@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/internal/ndjson"
+	"github.com/recourse-dev/recourse/codecs/internal/ndjson"
 	"github.com/recourse-dev/recourse/layer"
 )
 

@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
 

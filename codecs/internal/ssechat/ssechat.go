@@ -51,8 +51,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/internal/jsonscan"
-	"github.com/recourse-dev/recourse/internal/sse"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/sse"
 	"github.com/recourse-dev/recourse/layer"
 )
 

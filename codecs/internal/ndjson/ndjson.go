@@ -1,6 +1,6 @@
 package ndjson
 
-import "github.com/recourse-dev/recourse/internal/linebuf"
+import "github.com/recourse-dev/recourse/codecs/internal/linebuf"
 
 // DefaultMaxLineBytes is the line size limit used by NewFramer when it is
 // given a limit that is not positive: 8 MiB.

@@ -3,7 +3,7 @@ package sse
 import (
 	"bytes"
 
-	"github.com/recourse-dev/recourse/internal/linebuf"
+	"github.com/recourse-dev/recourse/codecs/internal/linebuf"
 )
 
 // DefaultMaxEventBytes is the event and line size limit used by NewFramer

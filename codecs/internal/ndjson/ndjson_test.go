@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/recourse-dev/recourse/internal/linebuf"
+	"github.com/recourse-dev/recourse/codecs/internal/linebuf"
 )
 
 // ln is a comparable copy of a Line.
