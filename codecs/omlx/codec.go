@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 
 	"github.com/recourse-dev/recourse/layer"
@@ -89,11 +89,11 @@ func (c *Codec) ErrorCode(body []byte) string {
 	var e struct {
 		Code json.RawMessage `json:"code"`
 	}
-	if t := bodyscan.TrimSpace(b.Error); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &e) != nil {
+	if t := jsonscan.TrimSpace(b.Error); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &e) != nil {
 		return ""
 	}
 	var code string
-	if t := bodyscan.TrimSpace(e.Code); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &code) != nil {
+	if t := jsonscan.TrimSpace(e.Code); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &code) != nil {
 		return ""
 	}
 	return code

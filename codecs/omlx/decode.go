@@ -3,6 +3,7 @@ package omlx
 import (
 	"encoding/json"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
@@ -56,7 +57,7 @@ func isStructuredFormat(raw json.RawMessage) bool {
 
 // isObject reports whether the (valid) JSON value raw is an object.
 func isObject(raw json.RawMessage) bool {
-	t := bodyscan.TrimSpace(raw)
+	t := jsonscan.TrimSpace(raw)
 	return len(t) > 0 && t[0] == '{'
 }
 
@@ -175,7 +176,7 @@ func toolCall(id string, f *wireReplyFunction) (chat.ToolCall, error) {
 		return chat.ToolCall{}, &layer.ProtocolError{What: "tool call has no function name"}
 	}
 	args := json.RawMessage("{}")
-	if s := deref(f.Arguments); len(bodyscan.TrimSpace([]byte(s))) > 0 {
+	if s := deref(f.Arguments); len(jsonscan.TrimSpace([]byte(s))) > 0 {
 		if !bodyscan.IsObject([]byte(s)) {
 			return chat.ToolCall{}, &layer.ProtocolError{What: "tool call arguments are not a JSON object"}
 		}
@@ -201,7 +202,7 @@ func providerError(body []byte) error {
 	if json.Unmarshal(body, &probe) != nil {
 		return nil
 	}
-	t := bodyscan.TrimSpace(probe.Error)
+	t := jsonscan.TrimSpace(probe.Error)
 	if len(t) == 0 || string(t) == "null" {
 		return nil
 	}

@@ -224,14 +224,6 @@ func (c *Compiled) Init(s *Scanner) {
 	s.stack = s.stack0[:0] // no allocation for the usual depth
 }
 
-// Scan is a convenience: it feeds all of p to a new Scanner for r and returns
-// the Counts, which stop at the first syntax error, if any.
-func Scan(r *Rules, p []byte) Counts {
-	s := NewScanner(r)
-	_ = s.Write(p)
-	return s.Counts()
-}
-
 // Counts returns the evidence found so far.
 func (s *Scanner) Counts() Counts {
 	return s.counts

@@ -200,7 +200,7 @@ func (d *Decoder) event(ev sse.Event) {
 		d.push(layer.Frame{Raw: raw, Err: eventError(ev.Data)})
 	case ev.Done:
 		d.done(raw)
-	case len(trimSpace(ev.Data)) == 0:
+	case len(jsonscan.TrimSpace(ev.Data)) == 0:
 		// No data (comments, an event or id field alone) or blank data.
 		d.push(layer.Frame{Raw: raw, Keepalive: true})
 	default:
@@ -219,8 +219,8 @@ func eventError(data []byte) *layer.ProviderError {
 		return &layer.ProviderError{}
 	}
 	var errv, code, message []byte
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
-		switch string(keyName(k)) {
+	for k, v, ok := it.NextName(); ok; k, v, ok = it.NextName() {
+		switch string(k) {
 		case "error":
 			errv = v
 		case "code":
@@ -243,8 +243,8 @@ func providerError(v []byte) *layer.ProviderError {
 	}
 	pe := &layer.ProviderError{}
 	if it, ok := object(v); ok {
-		for k, v, ok := it.next(); ok; k, v, ok = it.next() {
-			switch string(keyName(k)) {
+		for k, v, ok := it.NextName(); ok; k, v, ok = it.NextName() {
+			switch string(k) {
 			case "code":
 				pe.Code = strOr(v)
 			case "message":
@@ -281,8 +281,8 @@ func (d *Decoder) chunk(raw, data []byte) {
 			return
 		}
 		m = topMembers{}
-		for k, v, ok := top.next(); ok; k, v, ok = top.next() {
-			m.set(keyName(k), v)
+		for k, v, ok := top.NextName(); ok; k, v, ok = top.NextName() {
+			m.set(k, v)
 		}
 	}
 	idv, modelv, errv, objectv, codev, messagev, choicesv, usagev := m.id, m.model, m.err, m.object, m.code, m.message, m.choices, m.usage
@@ -342,7 +342,7 @@ func (d *Decoder) chunk(raw, data []byte) {
 			}
 		}
 	} else {
-		for c, ok := choices.next(); ok; c, ok = choices.next() {
+		for c, ok := choices.Next(); ok; c, ok = choices.Next() {
 			if !choice(c, nil) {
 				return
 			}
@@ -434,8 +434,8 @@ func decodeChoice(c []byte, pre *choiceMembers, f *layer.Frame, frags *[]chat.To
 		if !ok {
 			return false, "chunk choice is not an object"
 		}
-		for k, v, ok := it.next(); ok; k, v, ok = it.next() {
-			switch string(keyName(k)) {
+		for k, v, ok := it.NextName(); ok; k, v, ok = it.NextName() {
+			switch string(k) {
 			case "index":
 				m.index = v
 			case "delta":
@@ -464,8 +464,8 @@ func decodeChoice(c []byte, pre *choiceMembers, f *layer.Frame, frags *[]chat.To
 		if !ok {
 			return false, "chunk delta is not an object"
 		}
-		for k, v, ok := dl.next(); ok; k, v, ok = dl.next() {
-			m.setDelta(keyName(k), v)
+		for k, v, ok := dl.NextName(); ok; k, v, ok = dl.NextName() {
+			m.setDelta(k, v)
 		}
 	}
 	contentv, rcv, rv, toolsv, fcv := m.content, m.rc, m.r, m.tools, m.fc
@@ -485,14 +485,14 @@ func decodeChoice(c []byte, pre *choiceMembers, f *layer.Frame, frags *[]chat.To
 	if !ok && toolsv != nil && !isNull(toolsv) {
 		return false, "chunk tool_calls is not an array"
 	}
-	for tv, ok := tools.next(); ok; tv, ok = tools.next() {
+	for tv, ok := tools.Next(); ok; tv, ok = tools.Next() {
 		tc, ok := object(tv)
 		if !ok {
 			return false, "chunk tool call is not an object"
 		}
 		var ti, tid, tfn []byte
-		for k, v, ok := tc.next(); ok; k, v, ok = tc.next() {
-			switch string(keyName(k)) {
+		for k, v, ok := tc.NextName(); ok; k, v, ok = tc.NextName() {
+			switch string(k) {
 			case "index":
 				ti = v
 			case "id":
@@ -538,8 +538,8 @@ func decodeFunction(v []byte, fr *chat.ToolCallFragment) (what string) {
 		return "chunk tool call function is not an object"
 	}
 	var namev, argsv []byte
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
-		switch string(keyName(k)) {
+	for k, v, ok := it.NextName(); ok; k, v, ok = it.NextName() {
+		switch string(k) {
 		case "name":
 			namev = v
 		case "arguments":
@@ -570,9 +570,9 @@ func decodeUsage(v []byte) (*chat.Usage, bool) {
 		return nil, false
 	}
 	u := &chat.Usage{}
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v, ok := it.NextName(); ok; k, v, ok = it.NextName() {
 		var n *int
-		switch string(keyName(k)) {
+		switch string(k) {
 		case "prompt_tokens":
 			n = &u.InputTokens
 		case "completion_tokens":
@@ -870,90 +870,27 @@ func arguments(s string) json.RawMessage {
 }
 
 // ---------------------------------------------------------------------------
-// Exact-key access to JSON that json.Valid accepted. The iterators rely on
-// that validation: they never see malformed input.
-
-// objectIter iterates over the members of a valid JSON object.
-type objectIter struct {
-	b []byte
-	i int
-}
+// Exact-key access to JSON that json.Valid accepted, through jsonscan's
+// iterators, which rely on that validation: they never see malformed input.
 
 // object returns an iterator over v's members; ok is false when v is not
-// an object.
-func object(v []byte) (objectIter, bool) {
-	v = trimSpace(v)
+// an object (the zero iterator then yields nothing).
+func object(v []byte) (jsonscan.Members, bool) {
+	v = jsonscan.TrimSpace(v)
 	if len(v) == 0 || v[0] != '{' {
-		return objectIter{}, false
+		return jsonscan.Members{}, false
 	}
-	return objectIter{b: v, i: 1}, true
-}
-
-// next returns the next member: its key, quoted and still escaped, and its
-// value.
-func (it *objectIter) next() (key, val []byte, ok bool) {
-	if it.b == nil {
-		return nil, nil, false
-	}
-	i := skipSpace(it.b, it.i)
-	if it.b[i] == ',' {
-		i = skipSpace(it.b, i+1)
-	}
-	if it.b[i] == '}' {
-		it.b = nil
-		return nil, nil, false
-	}
-	ke := endString(it.b, i)
-	key = it.b[i:ke]
-	i = skipSpace(it.b, skipSpace(it.b, ke)+1) // past the colon
-	ve := endValue(it.b, i)
-	it.i = ve
-	return key, it.b[i:ve], true
-}
-
-// arrayIter iterates over the elements of a valid JSON array.
-type arrayIter struct {
-	b []byte
-	i int
+	return jsonscan.ObjectMembers(v), true
 }
 
 // array returns an iterator over v's elements; ok is false when v is not
 // an array (the zero iterator then yields nothing).
-func array(v []byte) (arrayIter, bool) {
-	v = trimSpace(v)
+func array(v []byte) (jsonscan.Elements, bool) {
+	v = jsonscan.TrimSpace(v)
 	if len(v) == 0 || v[0] != '[' {
-		return arrayIter{}, false
+		return jsonscan.Elements{}, false
 	}
-	return arrayIter{b: v, i: 1}, true
-}
-
-func (it *arrayIter) next() (val []byte, ok bool) {
-	if it.b == nil {
-		return nil, false
-	}
-	i := skipSpace(it.b, it.i)
-	if it.b[i] == ',' {
-		i = skipSpace(it.b, i+1)
-	}
-	if it.b[i] == ']' {
-		it.b = nil
-		return nil, false
-	}
-	ve := endValue(it.b, i)
-	it.i = ve
-	return it.b[i:ve], true
-}
-
-// keyName returns the unescaped name of a quoted key. It allocates only
-// for a key with escapes.
-func keyName(key []byte) []byte {
-	inner := key[1 : len(key)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
-		return inner
-	}
-	var s string
-	_ = json.Unmarshal(key, &s)
-	return []byte(s)
+	return jsonscan.ArrayElements(v), true
 }
 
 // str decodes a JSON string value.
@@ -965,11 +902,7 @@ func str(v []byte) (string, bool) {
 	if bytes.IndexByte(inner, '\\') < 0 {
 		return string(inner), true
 	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return string(jsonscan.Unquote(make([]byte, 0, len(inner)), v)), true
 }
 
 // strIs reports whether v is the JSON string s.
@@ -1017,70 +950,5 @@ func optInt(v []byte) (int, bool) {
 }
 
 func isNull(v []byte) bool { return string(v) == "null" }
-
-// endString returns the index just past the string that starts at b[i].
-func endString(b []byte, i int) int {
-	for j := i + 1; ; j++ {
-		switch b[j] {
-		case '"':
-			return j + 1
-		case '\\':
-			j++ // an escape: skip the byte after the backslash too
-		}
-	}
-}
-
-// endValue returns the index just past the value that starts at b[i].
-func endValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return endString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; ; {
-			switch b[j] {
-			case '"':
-				j = endString(b, j)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-			j++
-		}
-	}
-	j := i
-	for j < len(b) {
-		switch b[j] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return j
-		}
-		j++
-	}
-	return j
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-// trimSpace returns b without the whitespace JSON allows around a value.
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && isSpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isSpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // ---------------------------------------------------------------------------
