@@ -418,7 +418,7 @@ func (m *Members) Next() (key []byte, escaped bool, val []byte, ok bool) {
 func (m *Members) NextName() (name, val []byte, ok bool) {
 	key, escaped, val, ok := m.Next()
 	if escaped {
-		key = unescape(nil, key)
+		key = Unescape(nil, key)
 	}
 	return key, val, ok
 }
@@ -455,11 +455,12 @@ func (e *Elements) Next() (val []byte, ok bool) {
 // quotes) of a valid document to dst, decoding exactly as encoding/json
 // does: escapes are resolved, a valid surrogate pair is one rune, and a lone
 // surrogate or invalid UTF-8 becomes U+FFFD.
-func Unquote(dst, v []byte) []byte { return unescape(dst, v[1:len(v)-1]) }
+func Unquote(dst, v []byte) []byte { return Unescape(dst, v[1:len(v)-1]) }
 
-// unescape appends the decoded text of s, the bytes between the quotes of a
-// string of a valid document, to dst.
-func unescape(dst, s []byte) []byte {
+// Unescape appends the decoded text of s, the bytes between the quotes of a
+// string of a valid document (such as a key ValidObject or Members.Next
+// reports escaped), to dst, decoding as Unquote does.
+func Unescape(dst, s []byte) []byte {
 	for {
 		j := bytes.IndexByte(s, '\\')
 		if j < 0 {

@@ -1,0 +1,609 @@
+package openaiwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// The decoder below reads a complete chat completion object in one
+// validating pass over the body (jsonscan.ValidObject, SkipValid) that
+// records the raw values of the members it reads, keys compared exactly
+// after unescaping, then walks those raw values (the first choice, tool
+// calls, usage). It decides every body itself and returns what decoding the
+// body into encoding/json maps (map[string]json.RawMessage, keys matched
+// exactly, the last of duplicate keys winning) and reading the same members
+// returns, error for error: decode_test.go checks that against such a
+// decoder by fuzzing. The one difference is by design: a body nested
+// deeper than the observer scans (jsonscan.MaxDepth) is refused, so that
+// everything Decode returns was also observed (R13.2).
+
+// response holds the raw values Decode reads, found in one validating pass
+// over the body; a member that appears twice keeps its last value, as a map
+// does, and a later choices or message replaces everything read from an
+// earlier one.
+type response struct {
+	id, model, choices, usage, errv, object, code, message []byte
+	choice, finish, msg                                    []byte // of choices[0]
+	content, reasoningContent, reasoning                   []byte // of its message
+	toolCalls, functionCall                                []byte
+}
+
+// Decode decodes a complete 2xx chat completion body as d reads it.
+//
+// A body with a top-level "error" other than null is a
+// *[layer.ProviderError]: an object gives its "code" (when a string) and
+// "message", a string is the message, and another value is a
+// *[layer.ProtocolError] when d.StrictError is set and a ProviderError
+// without code or message otherwise. With d.VLLMError, vLLM's
+// {"object":"error","code":…,"message":…} is a ProviderError too.
+//
+// A body that is not valid UTF-8, not JSON (also an empty or
+// whitespace-only body), not one object (surrounding whitespace is
+// allowed; null has no choices), nested deeper than
+// jsonscan.MaxDepth, without choices[0].message, or whose members have the
+// wrong types is a *[layer.ProtocolError] whose What never quotes the body.
+// With d.Objects a tool call must also name its function and carry
+// arguments that are a string holding a JSON object (an absent, null or
+// blank string is {}).
+//
+// Otherwise Decode returns the assistant message of choices[0] (content;
+// reasoning_content, or reasoning when that is absent or empty; tool calls,
+// then a legacy function_call as one more call without an ID) with its
+// finish reason, the id, the model and the usage (nil when the body has
+// none). Keys are matched exactly after unescaping. Decode never returns
+// both a completion and an error, and is safe for concurrent use.
+func (d *Dialect) Decode(body []byte) (*chat.Completion, error) { return d.read(body, true) }
+
+// Check returns the error Decode returns for body, nil when Decode would
+// succeed, without building the completion's strings (layer.Checker). It
+// is safe for concurrent use.
+func (d *Dialect) Check(body []byte) error {
+	_, err := d.read(body, false)
+	return err
+}
+
+// ErrorCode returns the code of the *layer.ProviderError that Decode
+// returns for body, or "" when Decode returns none or its code is empty.
+// Unlike Decode it takes invalid UTF-8 (decoded as encoding/json does, to
+// U+FFFD), as error bodies of any status are read with it. It never falls
+// back to error.type, accepts any bytes without panicking, and is safe for
+// concurrent use.
+func (d *Dialect) ErrorCode(body []byte) string {
+	var r response
+	if !r.scan(body) {
+		return ""
+	}
+	if pe, ok := d.providerError(&r).(*layer.ProviderError); ok {
+		return pe.Code
+	}
+	return ""
+}
+
+// decodeError returns a *layer.ProtocolError with a safe description,
+// which is also its underlying error.
+func decodeError(what string) error {
+	return &layer.ProtocolError{What: what, Err: errors.New(what)}
+}
+
+// read is Decode when build is set; otherwise it makes every check Decode
+// makes and returns a nil completion.
+func (d *Dialect) read(body []byte, build bool) (*chat.Completion, error) {
+	if !utf8.Valid(body) {
+		return nil, decodeError("response is not valid UTF-8")
+	}
+	var r response
+	if !r.scan(body) {
+		return nil, syntaxError(body)
+	}
+	if err := d.providerError(&r); err != nil {
+		return nil, err
+	}
+	switch {
+	case absent(r.choices) || r.choices[0] == '[' && r.choice == nil:
+		return nil, decodeError("response has no choices")
+	case r.choices[0] != '[':
+		return nil, decodeError("response choices is not an array")
+	case r.choice[0] != '{' && !absent(r.choice):
+		return nil, decodeError("response choice is not an object")
+	case absent(r.msg):
+		return nil, decodeError("response has no message")
+	case r.msg[0] != '{':
+		return nil, decodeError("response message is not an object")
+	}
+	// reasoning is read (and so type-checked) only when reasoning_content
+	// is absent, null or empty.
+	reasoning := r.reasoning
+	if isString(r.reasoningContent) && len(r.reasoningContent) > 2 {
+		reasoning = nil
+	}
+	// One allocation holds the completion and its usage, and one holds the
+	// text of every string member (the strings share it and never change).
+	fields := [...]struct {
+		v    []byte
+		what string
+	}{
+		{r.id, "response id is not a string"},
+		{r.model, "response model is not a string"},
+		{r.finish, "response finish_reason is not a string"},
+		{r.content, "response content is not a string"},
+		{r.reasoningContent, "response reasoning_content is not a string"},
+		{reasoning, "response reasoning is not a string"},
+	}
+	var texts stringArena
+	for _, f := range fields {
+		if !texts.reserve(f.v) {
+			return nil, decodeError(f.what)
+		}
+	}
+	var calls []chat.ToolCall
+	if !absent(r.toolCalls) || !absent(r.functionCall) {
+		var err error
+		if calls, err = d.decodeToolCalls(r.toolCalls, r.functionCall); err != nil {
+			return nil, err
+		}
+	}
+	var usage chat.Usage
+	if !absent(r.usage) {
+		if err := decodeUsage(r.usage, &usage); err != nil {
+			return nil, err
+		}
+	}
+	if !build {
+		return nil, nil
+	}
+	out := &struct {
+		c chat.Completion
+		u chat.Usage
+	}{c: chat.Completion{Message: chat.Message{Role: chat.Assistant, ToolCalls: calls}}, u: usage}
+	comp := &out.c
+	dsts := [...]*string{&comp.ID, &comp.Model, &comp.FinishReason, &comp.Message.Content,
+		&comp.Message.Reasoning, &comp.Message.Reasoning}
+	for i, f := range fields {
+		if isString(f.v) && *dsts[i] == "" {
+			*dsts[i] = texts.decode(f.v)
+		}
+	}
+	if !absent(r.usage) {
+		comp.Usage = &out.u
+	}
+	return comp, nil
+}
+
+// syntaxError returns the error of a body (valid UTF-8) that scan refused.
+func syntaxError(body []byte) error {
+	t := jsonscan.TrimSpace(body)
+	switch {
+	case !json.Valid(t): // also an empty or whitespace-only body
+		var v json.RawMessage
+		return &layer.ProtocolError{What: "response is not valid JSON", Err: json.Unmarshal(t, &v)}
+	case string(t) == "null":
+		// As a null object: no member, so no choices.
+		return decodeError("response has no choices")
+	case t[0] != '{':
+		return decodeError("response is not a JSON object")
+	}
+	// encoding/json accepts nesting far deeper than the observer scans; a
+	// body the observer cannot account for is not accepted either, so that
+	// everything Decode returns was also observed.
+	return decodeError("response is nested too deeply")
+}
+
+// scan checks that body is one JSON object nested at most jsonscan.MaxDepth
+// deep, optionally surrounded by whitespace, and records the members Decode
+// reads. It reports false for anything else.
+func (r *response) scan(body []byte) bool {
+	i := jsonscan.SkipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return false
+	}
+	raw := func(dst *[]byte, v, depth int) int {
+		end := jsonscan.SkipValid(body, v, depth)
+		if end >= 0 {
+			*dst = body[v:end]
+		}
+		return end
+	}
+	message := func(key []byte, escaped bool, v int) int {
+		if escaped {
+			key = jsonscan.Unescape(nil, key)
+		}
+		switch string(key) {
+		case "content":
+			return raw(&r.content, v, 4)
+		case "reasoning_content":
+			return raw(&r.reasoningContent, v, 4)
+		case "reasoning":
+			return raw(&r.reasoning, v, 4)
+		case "tool_calls":
+			return raw(&r.toolCalls, v, 4)
+		case "function_call":
+			return raw(&r.functionCall, v, 4)
+		}
+		return jsonscan.SkipValid(body, v, 4)
+	}
+	choice := func(key []byte, escaped bool, v int) int {
+		if escaped {
+			key = jsonscan.Unescape(nil, key)
+		}
+		switch string(key) {
+		case "message":
+			r.content, r.reasoningContent, r.reasoning, r.toolCalls, r.functionCall = nil, nil, nil, nil, nil
+			if body[v] != '{' {
+				return raw(&r.msg, v, 3)
+			}
+			end := jsonscan.ValidObject(body, v, 3, message)
+			if end >= 0 {
+				r.msg = body[v:end]
+			}
+			return end
+		case "finish_reason":
+			return raw(&r.finish, v, 3)
+		}
+		return jsonscan.SkipValid(body, v, 3)
+	}
+	choices := func(n, v int) int {
+		switch {
+		case n > 0:
+			return jsonscan.SkipValid(body, v, 2)
+		case body[v] != '{':
+			return raw(&r.choice, v, 2)
+		}
+		end := jsonscan.ValidObject(body, v, 2, choice)
+		if end >= 0 {
+			r.choice = body[v:end]
+		}
+		return end
+	}
+	top := func(key []byte, escaped bool, v int) int {
+		if escaped {
+			key = jsonscan.Unescape(nil, key)
+		}
+		switch string(key) {
+		case "id":
+			return raw(&r.id, v, 1)
+		case "model":
+			return raw(&r.model, v, 1)
+		case "usage":
+			return raw(&r.usage, v, 1)
+		case "error":
+			return raw(&r.errv, v, 1)
+		case "object":
+			return raw(&r.object, v, 1)
+		case "code":
+			return raw(&r.code, v, 1)
+		case "message":
+			return raw(&r.message, v, 1)
+		case "choices":
+			r.choice, r.finish, r.msg = nil, nil, nil
+			r.content, r.reasoningContent, r.reasoning, r.toolCalls, r.functionCall = nil, nil, nil, nil, nil
+			if body[v] != '[' {
+				return raw(&r.choices, v, 1)
+			}
+			end := jsonscan.ValidArray(body, v, 1, choices)
+			if end >= 0 {
+				r.choices = body[v:end]
+			}
+			return end
+		}
+		return jsonscan.SkipValid(body, v, 1)
+	}
+	end := jsonscan.ValidObject(body, i, 0, top)
+	return end >= 0 && jsonscan.SkipSpace(body, end) == len(body)
+}
+
+// providerError returns the error of a body that reports one, or nil.
+func (d *Dialect) providerError(r *response) error {
+	if !absent(r.errv) {
+		switch r.errv[0] {
+		case '{':
+			var code, message []byte
+			for m := jsonscan.ObjectMembers(r.errv); ; {
+				key, v, ok := m.NextName()
+				if !ok {
+					break
+				}
+				switch string(key) {
+				case "code":
+					code = v
+				case "message":
+					message = v
+				}
+			}
+			return &layer.ProviderError{Code: stringOr(code), Message: stringOr(message)}
+		case '"':
+			// {"error":"text"}, as some compatible servers send.
+			return &layer.ProviderError{Message: stringOr(r.errv)}
+		}
+		if d.StrictError {
+			return decodeError("response error is neither an object nor a string")
+		}
+		return &layer.ProviderError{}
+	}
+	if d.VLLMError && isText(r.object, "error") {
+		// vLLM: {"object":"error","message":…,"type":…,"code":400}.
+		return &layer.ProviderError{Code: stringOr(r.code), Message: stringOr(r.message)}
+	}
+	return nil
+}
+
+// decodeToolCalls decodes tool_calls (an array of call objects, each with a
+// function object) and then a legacy function_call object.
+func (d *Dialect) decodeToolCalls(toolCalls, functionCall []byte) ([]chat.ToolCall, error) {
+	n := 0
+	if !absent(toolCalls) {
+		if toolCalls[0] != '[' {
+			return nil, decodeError("response tool_calls is not an array")
+		}
+		for els := jsonscan.ArrayElements(toolCalls); ; n++ {
+			if _, ok := els.Next(); !ok {
+				break
+			}
+		}
+	}
+	if !absent(functionCall) {
+		if functionCall[0] != '{' {
+			return nil, decodeError("response function_call is not an object")
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, nil // an empty tool_calls array and no function_call
+	}
+	calls := make([]chat.ToolCall, 0, n)
+	for els := jsonscan.ArrayElements(toolCalls); !absent(toolCalls); {
+		call, ok := els.Next()
+		if !ok {
+			break
+		}
+		if call[0] != '{' {
+			return nil, decodeError("response tool call is not an object")
+		}
+		var id, fn []byte
+		for m := jsonscan.ObjectMembers(call); ; {
+			key, v, ok := m.NextName()
+			if !ok {
+				break
+			}
+			switch string(key) {
+			case "id":
+				id = v
+			case "function":
+				fn = v
+			}
+		}
+		if absent(fn) || fn[0] != '{' {
+			return nil, decodeError("response tool call has no function")
+		}
+		tc, err := d.decodeFunction(fn)
+		if err != nil {
+			return nil, err
+		}
+		if tc.ID, ok = plainString(id); !ok {
+			return nil, decodeError("response tool call id is not a string")
+		}
+		calls = append(calls, tc)
+	}
+	if !absent(functionCall) {
+		tc, err := d.decodeFunction(functionCall)
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, tc)
+	}
+	return calls, nil
+}
+
+// decodeFunction decodes the object {"name":…,"arguments":…}. Without
+// d.Objects, arguments that are a string holding valid JSON are kept as
+// that JSON text, a string that is not valid JSON as a JSON string value,
+// and a non-string value (some compatible servers send an object) as it
+// is; with d.Objects see Decode.
+func (d *Dialect) decodeFunction(fn []byte) (chat.ToolCall, error) {
+	var tc chat.ToolCall
+	var name, args []byte
+	for m := jsonscan.ObjectMembers(fn); ; {
+		key, v, ok := m.NextName()
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "name":
+			name = v
+		case "arguments":
+			args = v
+		}
+	}
+	var ok bool
+	if tc.Name, ok = plainString(name); !ok {
+		return tc, decodeError("response tool call name is not a string")
+	}
+	if d.Objects {
+		return tc, objectArguments(&tc, args)
+	}
+	switch {
+	case absent(args):
+	case args[0] != '"':
+		tc.Arguments = append(json.RawMessage(nil), args...)
+	default:
+		s := jsonscan.Unquote(make([]byte, 0, len(args)-2), args)
+		if json.Valid(s) {
+			tc.Arguments = s
+		} else {
+			tc.Arguments, _ = json.Marshal(string(s)) // a string always marshals
+		}
+	}
+	return tc, nil
+}
+
+// objectArguments sets the arguments of tc, which has a name, under
+// Dialect.Objects.
+func objectArguments(tc *chat.ToolCall, args []byte) error {
+	if tc.Name == "" {
+		return decodeError("response tool call has no name")
+	}
+	if !absent(args) && args[0] != '"' {
+		return decodeError("response tool call arguments are not a string")
+	}
+	tc.Arguments = json.RawMessage("{}")
+	if absent(args) {
+		return nil
+	}
+	s := jsonscan.Unquote(make([]byte, 0, len(args)-2), args)
+	switch t := jsonscan.TrimSpace(s); {
+	case len(t) == 0:
+	case t[0] != '{' || !json.Valid(t):
+		return decodeError("response tool call arguments are not a JSON object")
+	default:
+		tc.Arguments = s
+	}
+	return nil
+}
+
+// decodeUsage decodes a usage object: prompt_tokens and completion_tokens
+// as integers, absent or null being 0.
+func decodeUsage(v []byte, u *chat.Usage) error {
+	if v[0] != '{' {
+		return decodeError("response usage is not an object")
+	}
+	var prompt, completion []byte
+	for m := jsonscan.ObjectMembers(v); ; {
+		key, v, ok := m.NextName()
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "prompt_tokens":
+			prompt = v
+		case "completion_tokens":
+			completion = v
+		}
+	}
+	var ok bool
+	if u.InputTokens, ok = integer(prompt); !ok {
+		return decodeError("response prompt_tokens is not an integer")
+	}
+	if u.OutputTokens, ok = integer(completion); !ok {
+		return decodeError("response completion_tokens is not an integer")
+	}
+	return nil
+}
+
+// absent reports whether a raw member value is missing or null, which
+// Decode treats alike.
+func absent(v []byte) bool { return len(v) == 0 || string(v) == "null" }
+
+func isString(v []byte) bool { return len(v) > 0 && v[0] == '"' }
+
+// isText reports whether the raw value v is the JSON string s.
+func isText(v []byte, s string) bool {
+	switch {
+	case !isString(v):
+		return false
+	case bytes.IndexByte(v, '\\') < 0:
+		return string(v[1:len(v)-1]) == s
+	}
+	return string(jsonscan.Unquote(nil, v)) == s
+}
+
+// stringOr returns the text of a raw string value, or "" for any other
+// value. It takes strings with invalid UTF-8 (ErrorCode reads any body).
+func stringOr(v []byte) string {
+	if !isString(v) {
+		return ""
+	}
+	return string(jsonscan.Unquote(make([]byte, 0, len(v)-2), v))
+}
+
+// plainString decodes a raw value that must be a string or absent (null).
+func plainString(v []byte) (string, bool) {
+	switch {
+	case absent(v):
+		return "", true
+	case !isString(v):
+		return "", false
+	}
+	if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), true // the body is valid UTF-8
+	}
+	return bytesString(jsonscan.Unquote(make([]byte, 0, len(v)-2), v)), true
+}
+
+// integer decodes a raw value that must be absent (null, 0) or an integer
+// that fits an int64, as encoding/json decodes into an int: a fraction or
+// an exponent is not an integer, even when its value is whole.
+func integer(v []byte) (int, bool) {
+	if absent(v) {
+		return 0, true
+	}
+	if len(v) <= 18 {
+		n, neg, w := 0, v[0] == '-', v
+		if neg {
+			w = w[1:]
+		}
+		for _, c := range w {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		if neg {
+			n = -n
+		}
+		return n, len(w) > 0
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return int(n), err == nil
+}
+
+// bytesString returns b as a string without copying; b must never be
+// written again.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// stringArena decodes several string values of a valid UTF-8 document into
+// one buffer: reserve every value first, then decode each. The strings share
+// the buffer, whose bytes are never written again once a string refers to
+// them.
+type stringArena struct {
+	size int
+	buf  []byte
+}
+
+// reserve accounts a raw value that must be a string or absent (null); it
+// reports false for any other value.
+func (a *stringArena) reserve(v []byte) bool {
+	switch {
+	case absent(v):
+		return true
+	case !isString(v):
+		return false
+	}
+	// Decoding never lengthens valid UTF-8 text: an escape is longer than
+	// what it decodes to.
+	a.size += len(v) - 2
+	return true
+}
+
+// decode returns the text of the reserved string value v.
+func (a *stringArena) decode(v []byte) string {
+	if a.buf == nil {
+		a.buf = make([]byte, 0, a.size)
+	}
+	start := len(a.buf)
+	a.buf = jsonscan.Unquote(a.buf, v)
+	// Only appends follow, and they never write where a string points (if
+	// append moves the buffer, the earlier strings keep the old one).
+	return bytesString(a.buf[start:])
+}
