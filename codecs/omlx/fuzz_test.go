@@ -11,8 +11,9 @@ import (
 
 // FuzzDecode checks that Decode never panics and returns exactly one of a
 // completion and an error, the error being a *layer.ProviderError or a
-// *layer.ProtocolError, and that Check returns the same error. It also runs the observer, ErrorCode and Describe on
-// the same bytes, which must not panic either.
+// *layer.ProtocolError, and that Check returns the same error. It also runs
+// the observer, ErrorCode and Describe on the same bytes, which must not
+// panic either.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		okBody,
