@@ -123,21 +123,11 @@ func (d *Dialect) read(body []byte, build bool) (*chat.Completion, error) {
 	}
 	// One allocation holds the completion and its usage, and one holds the
 	// text of every string member (the strings share it and never change).
-	fields := [...]struct {
-		v    []byte
-		what string
-	}{
-		{r.id, "response id is not a string"},
-		{r.model, "response model is not a string"},
-		{r.finish, "response finish_reason is not a string"},
-		{r.content, "response content is not a string"},
-		{r.reasoningContent, "response reasoning_content is not a string"},
-		{reasoning, "response reasoning is not a string"},
-	}
-	var texts stringArena
-	for _, f := range fields {
-		if !texts.reserve(f.v) {
-			return nil, decodeError(f.what)
+	texts := [...][]byte{r.id, r.model, r.finish, r.content, r.reasoningContent, reasoning}
+	var arena stringArena
+	for i, v := range texts {
+		if !arena.reserve(v) {
+			return nil, decodeError(textWhat[i])
 		}
 	}
 	var calls []chat.ToolCall
@@ -163,15 +153,26 @@ func (d *Dialect) read(body []byte, build bool) (*chat.Completion, error) {
 	comp := &out.c
 	dsts := [...]*string{&comp.ID, &comp.Model, &comp.FinishReason, &comp.Message.Content,
 		&comp.Message.Reasoning, &comp.Message.Reasoning}
-	for i, f := range fields {
-		if isString(f.v) && *dsts[i] == "" {
-			*dsts[i] = texts.decode(f.v)
+	for i, v := range texts {
+		if isString(v) && *dsts[i] == "" {
+			*dsts[i] = arena.decode(v)
 		}
 	}
 	if !absent(r.usage) {
 		comp.Usage = &out.u
 	}
 	return comp, nil
+}
+
+// textWhat says, for each string member read reads in turn, what is wrong
+// when it is not a string.
+var textWhat = [...]string{
+	"response id is not a string",
+	"response model is not a string",
+	"response finish_reason is not a string",
+	"response content is not a string",
+	"response reasoning_content is not a string",
+	"response reasoning is not a string",
 }
 
 // syntaxError returns the error of a body (valid UTF-8) that scan refused.
