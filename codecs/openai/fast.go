@@ -115,7 +115,7 @@ func requestModel(v []byte) (string, bool) {
 }
 
 // absent reports whether a raw member value is missing or null, which the
-// reference decoders treat alike.
+// reference, describe, treats alike.
 func absent(v []byte) bool { return len(v) == 0 || string(v) == "null" }
 
 func isString(v []byte) bool { return len(v) > 0 && v[0] == '"' }
