@@ -7,7 +7,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
-	"github.com/recourse-dev/recourse/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -43,7 +43,7 @@ func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
 // the string "json" or a schema object. An absent or null format, the empty
 // string (Ollama's "no format") and other values do not.
 func isStructuredFormat(raw json.RawMessage) bool {
-	t := bodyscan.TrimSpace(raw)
+	t := jsonscan.TrimSpace(raw)
 	if len(t) == 0 {
 		return false
 	}
@@ -137,7 +137,7 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 			return nil, &layer.ProtocolError{What: "tool call has no function name"}
 		}
 		args := tc.Function.Arguments
-		if t := bodyscan.TrimSpace(args); len(t) == 0 || string(t) == "null" {
+		if t := jsonscan.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 			args = json.RawMessage("{}")
 		} else if t[0] != '{' {
 			return nil, &layer.ProtocolError{What: "tool call arguments are not a JSON object"}
@@ -176,7 +176,7 @@ func providerError(body []byte) error {
 	if json.Unmarshal(body, &probe) != nil {
 		return nil
 	}
-	t := bodyscan.TrimSpace(probe.Error)
+	t := jsonscan.TrimSpace(probe.Error)
 	if len(t) == 0 || string(t) == "null" {
 		return nil
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"math"
 	"strconv"
 
@@ -208,7 +208,7 @@ func encodeOptions(o chat.Options) (*wireOptions, error) {
 
 // isJSONObject reports whether raw is valid JSON whose value is an object.
 func isJSONObject(raw []byte) bool {
-	t := bodyscan.TrimSpace(raw)
+	t := jsonscan.TrimSpace(raw)
 	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
 }
 

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/codecs/internal/frames"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"strings"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/internal/ndjson"
+	"github.com/recourse-dev/recourse/codecs/internal/ndjson"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -128,7 +128,7 @@ func (d *streamDecoder) line(l ndjson.Line) {
 				return
 			}
 			args := tc.Function.Arguments
-			if t := bodyscan.TrimSpace(args); len(t) == 0 || string(t) == "null" {
+			if t := jsonscan.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 				args = json.RawMessage("{}")
 			} else if t[0] != '{' {
 				d.push(layer.Frame{Raw: raw, Err: &layer.ProtocolError{What: "tool call arguments are not a JSON object"}})

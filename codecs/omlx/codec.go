@@ -1,13 +1,10 @@
 package omlx
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
-	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -78,26 +75,9 @@ func (c *Codec) Path() string { return endpointPath }
 // ErrorCode returns error.code of an OpenAI-shaped error body
 // ({"error":{"message","type","param","code"}}) when it is a string, as
 // sent, and "" otherwise (no error object, a null or non-string code, or a
-// body that is not JSON). Surrounding whitespace is accepted.
-func (c *Codec) ErrorCode(body []byte) string {
-	var b struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return ""
-	}
-	var e struct {
-		Code json.RawMessage `json:"code"`
-	}
-	if t := bodyscan.TrimSpace(b.Error); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &e) != nil {
-		return ""
-	}
-	var code string
-	if t := bodyscan.TrimSpace(e.Code); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &code) != nil {
-		return ""
-	}
-	return code
-}
+// body that is not a JSON object). Surrounding whitespace is accepted. It
+// never panics and is safe for concurrent use.
+func (c *Codec) ErrorCode(body []byte) string { return dialect.ErrorCode(body) }
 
 // RequestID returns the X-Request-Id response header, as sent, or "" when
 // it is absent. oMLX itself sends none; a proxy in front of it may.

@@ -2,11 +2,10 @@ package omlx
 
 import (
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
-	"github.com/recourse-dev/recourse/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -57,177 +56,37 @@ func isStructuredFormat(raw json.RawMessage) bool {
 
 // isObject reports whether the (valid) JSON value raw is an object.
 func isObject(raw json.RawMessage) bool {
-	t := bodyscan.TrimSpace(raw)
+	t := jsonscan.TrimSpace(raw)
 	return len(t) > 0 && t[0] == '{'
 }
 
-type wireResponse struct {
-	ID      string       `json:"id"`
-	Model   string       `json:"model"`
-	Choices []wireChoice `json:"choices"`
-	Usage   *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-}
-
-type wireChoice struct {
-	Message      *wireReply `json:"message"`
-	FinishReason *string    `json:"finish_reason"`
-}
-
-type wireReply struct {
-	Role             string              `json:"role"`
-	Content          *string             `json:"content"`
-	ReasoningContent *string             `json:"reasoning_content"`
-	Reasoning        *string             `json:"reasoning"`
-	ToolCalls        []wireReplyToolCall `json:"tool_calls"`
-	FunctionCall     *wireReplyFunction  `json:"function_call"`
-}
-
-type wireReplyToolCall struct {
-	ID       string             `json:"id"`
-	Function *wireReplyFunction `json:"function"`
-}
-
-type wireReplyFunction struct {
-	Name      string  `json:"name"`
-	Arguments *string `json:"arguments"`
-}
-
-// Decode decodes the complete body of a 2xx ordinary or structured reply.
-// Leading and trailing whitespace is accepted: oMLX sends spaces before the
-// JSON while it generates. A whitespace-only body is a *layer.ProtocolError
-// ("body is empty").
+// Decode decodes the complete body of a 2xx ordinary or structured reply,
+// as the OpenAI codec does (one decoder, openaiwire's Dialect.Decode), in
+// oMLX's reading. Leading and trailing whitespace is accepted: oMLX sends
+// spaces before the JSON while it generates; a whitespace-only body is a
+// *layer.ProtocolError.
 //
 // A top-level "error" object is a *layer.ProviderError with its "message"
 // and, when it is a string, its "code"; an "error" string is a
-// *layer.ProviderError with that message. A body that is not valid UTF-8 or
-// JSON, nests more than 512 objects and arrays deep (deeper than its
-// observer scans), is not an object, has no choices or no message in the
-// first choice, or holds a tool call without a function name or whose arguments are not a
-// JSON object encoded as a string is a *layer.ProtocolError.
+// *layer.ProviderError with that message; an "error" of another type is a
+// *layer.ProtocolError. A body that is not valid UTF-8 or JSON, is not an
+// object, is nested deeper than the observer scans (512 levels), has no
+// choices or no message in the first choice, has members of the wrong
+// types, or holds a tool call without a function name or whose arguments
+// are not a JSON object encoded as a string is a *layer.ProtocolError.
+// Keys are matched exactly after unescaping, as the observer counts them.
 //
-// The Completion is built from the first choice: content, reasoning
-// ("reasoning_content", or "reasoning" when that is absent or empty), tool
-// calls (Arguments is the decoded arguments string; an empty one is {}), a
-// legacy "function_call" as one more tool call without an ID, the
-// finish_reason, and the id, model and usage (prompt_tokens,
-// completion_tokens) of the reply.
-func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
-	if !utf8.Valid(body) {
-		return nil, &layer.ProtocolError{What: "body is not valid UTF-8"}
-	}
-	if err := bodyscan.CheckObject(body); err != nil {
-		return nil, err
-	}
-	// encoding/json accepts nesting far deeper than the observer scans; a
-	// body the observer cannot account for is not accepted either, so that
-	// everything Decode returns was also observed (R13.2).
-	if !jsonscan.Valid(body) {
-		return nil, &layer.ProtocolError{What: "response is nested too deeply"}
-	}
-	if err := providerError(body); err != nil {
-		return nil, err
-	}
-	var r wireResponse
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, &layer.ProtocolError{What: "response does not match the chat completions schema", Err: err}
-	}
-	if len(r.Choices) == 0 {
-		return nil, &layer.ProtocolError{What: "response has no choices"}
-	}
-	ch := r.Choices[0]
-	if ch.Message == nil {
-		return nil, &layer.ProtocolError{What: "response has no message"}
-	}
-	m := ch.Message
-	role := chat.Role(m.Role)
-	if role == "" {
-		role = chat.Assistant
-	}
-	out := &chat.Completion{
-		Message: chat.Message{Role: role, Content: deref(m.Content)},
-		Model:   r.Model,
-		ID:      r.ID,
-	}
-	out.Message.Reasoning = deref(m.ReasoningContent)
-	if out.Message.Reasoning == "" {
-		out.Message.Reasoning = deref(m.Reasoning)
-	}
-	if ch.FinishReason != nil {
-		out.FinishReason = *ch.FinishReason
-	}
-	for _, tc := range m.ToolCalls {
-		call, err := toolCall(tc.ID, tc.Function)
-		if err != nil {
-			return nil, err
-		}
-		out.Message.ToolCalls = append(out.Message.ToolCalls, call)
-	}
-	if m.FunctionCall != nil {
-		call, err := toolCall("", m.FunctionCall)
-		if err != nil {
-			return nil, err
-		}
-		out.Message.ToolCalls = append(out.Message.ToolCalls, call)
-	}
-	if r.Usage != nil {
-		out.Usage = &chat.Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens}
-	}
-	return out, nil
-}
+// The Completion is the assistant message of the first choice: content,
+// reasoning ("reasoning_content", or "reasoning" when that is absent or
+// empty), tool calls (Arguments is the decoded arguments string; an empty
+// one is {}), a legacy "function_call" as one more tool call without an ID,
+// the finish_reason, and the id, model and usage (prompt_tokens,
+// completion_tokens) of the reply. Decode is safe for concurrent use.
+func (c *Codec) Decode(body []byte) (*chat.Completion, error) { return dialect.Decode(body) }
 
-func toolCall(id string, f *wireReplyFunction) (chat.ToolCall, error) {
-	if f == nil || f.Name == "" {
-		return chat.ToolCall{}, &layer.ProtocolError{What: "tool call has no function name"}
-	}
-	args := json.RawMessage("{}")
-	if s := deref(f.Arguments); len(bodyscan.TrimSpace([]byte(s))) > 0 {
-		if !bodyscan.IsObject([]byte(s)) {
-			return chat.ToolCall{}, &layer.ProtocolError{What: "tool call arguments are not a JSON object"}
-		}
-		args = json.RawMessage(s)
-	}
-	return chat.ToolCall{ID: id, Name: f.Name, Arguments: args}, nil
-}
+// Check returns the error Decode returns for body, nil when Decode would
+// succeed, without building the completion (layer.Checker). It is safe for
+// concurrent use.
+func (c *Codec) Check(body []byte) error { return dialect.Check(body) }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-// providerError returns the *layer.ProviderError of a body with a top-level
-// "error", nil when there is none (or it is null), or a *layer.ProtocolError
-// when "error" is neither an object nor a string. body is a valid object.
-func providerError(body []byte) error {
-	var probe struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &probe) != nil {
-		return nil
-	}
-	t := bodyscan.TrimSpace(probe.Error)
-	if len(t) == 0 || string(t) == "null" {
-		return nil
-	}
-	switch t[0] {
-	case '{':
-		var e struct {
-			Message json.RawMessage `json:"message"`
-			Code    json.RawMessage `json:"code"`
-		}
-		_ = json.Unmarshal(t, &e)
-		var msg, code string
-		_ = json.Unmarshal(e.Message, &msg)
-		_ = json.Unmarshal(e.Code, &code)
-		return &layer.ProviderError{Code: code, Message: msg}
-	case '"':
-		var msg string
-		_ = json.Unmarshal(t, &msg)
-		return &layer.ProviderError{Message: msg}
-	}
-	return &layer.ProtocolError{What: "error field is neither an object nor a string"}
-}
+var _ layer.Checker = (*Codec)(nil)

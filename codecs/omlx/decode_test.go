@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestR10_2_OMLXDescribe(t *testing.T) {
@@ -306,4 +307,50 @@ func TestR13_2_OMLXDecodeRejectsWhatTheObserverCannotScan(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, pe.What, "nested too deeply")
 	assert.Zero(t, observe(info, string(deep(600))).ContentBytes, "the observer cannot count what lies past its depth")
+}
+
+// TestR13_2_OMLXDecodeRefusesNestingTheObserverCannotScan checks that a
+// reply nested deeper than the observer scans is malformed also when the
+// nesting comes before choices, so that everything Decode returns was also
+// observed.
+func TestR13_2_OMLXDecodeRefusesNestingTheObserverCannotScan(t *testing.T) {
+	t.Parallel()
+	deep := func(n int) []byte {
+		return []byte(`{"x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `,"choices":[{"message":{"content":"deep"}}]}`)
+	}
+	c := omlx.New()
+	got, err := c.Decode(deep(100))
+	require.NoError(t, err)
+	assert.Equal(t, "deep", got.Message.Content)
+	got, err = c.Decode(deep(600))
+	assert.Nil(t, got)
+	var pe *layer.ProtocolError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, pe.What, "nested too deeply")
+	assert.Zero(t, observe(layer.RequestInfo{Operation: layer.Ordinary}, string(deep(600))).ContentBytes,
+		"the observer counts nothing of a body it cannot scan")
+}
+
+// TestR13_2_OMLXDecodeMatchesKeysAsTheObserverDoes checks that Decode
+// matches keys exactly after unescaping, as the observer counts them: a key
+// that differs only in case is not the member, and an escaped key is.
+func TestR13_2_OMLXDecodeMatchesKeysAsTheObserverDoes(t *testing.T) {
+	t.Parallel()
+	c := omlx.New()
+	for _, body := range []string{
+		`{"Choices":[{"message":{"content":"hidden"}}]}`,
+		`{"choices":[{"Message":{"content":"hidden"}}]}`,
+	} {
+		got, err := c.Decode([]byte(body))
+		assert.Nil(t, got, body)
+		var pe *layer.ProtocolError
+		assert.ErrorAs(t, err, &pe, body)
+	}
+	body := `{"choices":[{"message":{"Content":"hidden","con\u0074ent":"seen","REASONING":"r"}}]}`
+	got, err := c.Decode([]byte(body))
+	require.NoError(t, err)
+	assert.Equal(t, chat.Message{Role: chat.Assistant, Content: "seen"}, got.Message)
+	counts := observe(layer.RequestInfo{Operation: layer.Ordinary}, body)
+	assert.Equal(t, int64(len("seen")), counts.ContentBytes)
+	assert.Zero(t, counts.ReasoningBytes)
 }

@@ -17,6 +17,11 @@
 //     and sends a space every few seconds until the JSON is ready. Decode
 //     accepts leading and trailing whitespace, and the Observer counts
 //     nothing for it, since it is not semantic output.
+//   - A reply is decoded by the OpenAI codec's decoder, in oMLX's reading:
+//     keys match exactly after unescaping, as the Observer counts them; an
+//     "error" that is neither an object nor a string is malformed; a tool
+//     call must name its function and carry arguments that are a JSON
+//     object in a string (absent or blank arguments are {}).
 //
 // # Request encoding
 //

@@ -37,11 +37,14 @@ type wireMessage struct {
 // dialect is what oMLX takes of the shared chat completions shapes: roles,
 // tool calls and tool call IDs are sent as given, images are checked before
 // they go into a data URL, tool parameters, a schema and tool-call
-// arguments must be JSON objects, and "strict" is sent only when true.
+// arguments must be JSON objects, and "strict" is sent only when true. Of a
+// reply it takes only an object or a string as "error", and tool calls
+// with a name and arguments that are a JSON object.
 var dialect = openaiwire.Dialect{
 	Provider:    layer.OMLX,
 	CheckImages: true,
 	Objects:     true,
+	StrictError: true,
 }
 
 // requestError returns a safe encoding error: what names the offending part

@@ -2,6 +2,7 @@ package omlx_test
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/recourse-dev/recourse/codecs/omlx"
@@ -10,8 +11,9 @@ import (
 
 // FuzzDecode checks that Decode never panics and returns exactly one of a
 // completion and an error, the error being a *layer.ProviderError or a
-// *layer.ProtocolError. It also runs the observer, ErrorCode and Describe on
-// the same bytes, which must not panic either.
+// *layer.ProtocolError, and that Check returns the same error. It also runs
+// the observer, ErrorCode and Describe on the same bytes, which must not
+// panic either.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		okBody,
@@ -34,6 +36,10 @@ func FuzzDecode(f *testing.F) {
 		got, err := c.Decode(body)
 		if (got == nil) == (err == nil) {
 			t.Fatalf("Decode = %v, %v: want exactly one of completion and error", got, err)
+		}
+		// Check judges every body as Decode does, error for error.
+		if cerr := c.Check(body); !reflect.DeepEqual(cerr, err) {
+			t.Fatalf("Check = %v, Decode error %v", cerr, err)
 		}
 		if err != nil {
 			var prov *layer.ProviderError

@@ -29,7 +29,8 @@ type wireRequest struct {
 // dialect is what OpenAI takes of the shared chat completions shapes: the
 // documented roles, tool calls only on assistant messages and always with an
 // ID, a tool call ID on every tool message, any valid JSON as tool
-// parameters, schema and arguments, and "strict" always sent.
+// parameters, schema and arguments, and "strict" always sent. Of a reply it
+// reads vLLM's error body too, and keeps tool-call arguments as sent.
 var dialect = openaiwire.Dialect{
 	Provider:           layer.OpenAI,
 	KnownRoles:         true,
@@ -37,6 +38,7 @@ var dialect = openaiwire.Dialect{
 	ToolCallIDs:        true,
 	ExclusiveFormats:   true,
 	StrictFalse:        true,
+	VLLMError:          true,
 }
 
 // Encode encodes req to the OpenAI request body. It returns an

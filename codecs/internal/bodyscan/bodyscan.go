@@ -5,10 +5,9 @@
 package bodyscan
 
 import (
-	"bytes"
 	"encoding/json"
 
-	"github.com/recourse-dev/recourse/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -52,13 +51,10 @@ func (o *Observer) Observed() layer.Counts {
 	}
 }
 
-// TrimSpace returns b without surrounding JSON whitespace.
-func TrimSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
-
 // IsObject reports whether raw is valid JSON whose value is an object,
 // optionally surrounded by whitespace.
 func IsObject(raw []byte) bool {
-	t := TrimSpace(raw)
+	t := jsonscan.TrimSpace(raw)
 	return len(t) > 0 && t[0] == '{' && json.Valid(t)
 }
 
@@ -66,7 +62,7 @@ func IsObject(raw []byte) bool {
 // optionally surrounded by whitespace. It does not check UTF-8: encoding/json
 // replaces invalid UTF-8 in strings, as the providers' servers do.
 func CheckObject(body []byte) error {
-	t := TrimSpace(body)
+	t := jsonscan.TrimSpace(body)
 	if len(t) == 0 {
 		return &layer.ProtocolError{What: "body is empty"}
 	}

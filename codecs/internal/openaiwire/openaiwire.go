@@ -1,8 +1,8 @@
-// Package openaiwire is the OpenAI chat completions request encoding that
-// the OpenAI and oMLX codecs share: the wire structs of messages, content
-// parts, tool calls, tools, response_format and stream_options, and the
+// Package openaiwire is the OpenAI chat completions wire format that the
+// OpenAI and oMLX codecs share: the wire structs of messages, content
+// parts, tool calls, tools, response_format and stream_options, the
 // encoding of a chat.Request's messages, tools and response format into
-// them.
+// them, and the one decoder of a chat completion reply (Dialect.Decode).
 //
 // What the servers take differently of those shapes is a [Dialect]. Which
 // sampling controls a server takes, and the key order of the request body,
@@ -119,8 +119,20 @@ type Dialect struct {
 	// valid JSON value is taken, empty arguments are sent as "{}", and
 	// arguments that are a JSON string are sent as that string's text
 	// (which is how a decoded reply keeps arguments that were not valid
-	// JSON, so decoded history round-trips).
+	// JSON, so decoded history round-trips). In a decoded reply, Objects
+	// requires every tool call to name its function and to carry its
+	// arguments as a string holding a JSON object; absent, null or blank
+	// arguments decode as {}. Without it a tool call may have an empty name
+	// and its arguments are kept as Decode describes.
 	Objects bool
+	// StrictError makes a decoded top-level "error" that is neither null,
+	// an object nor a string a *layer.ProtocolError; without it that body is
+	// a *layer.ProviderError with no code and no message.
+	StrictError bool
+	// VLLMError decodes vLLM's error body, {"object":"error"} with a
+	// top-level "code" and "message", as a *layer.ProviderError; without it
+	// such a body is read as a reply (and so has no choices).
+	VLLMError bool
 	// ExclusiveFormats rejects a Schema together with JSONMode; without it
 	// the schema wins.
 	ExclusiveFormats bool

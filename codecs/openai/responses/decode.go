@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
 

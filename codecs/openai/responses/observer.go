@@ -2,7 +2,7 @@ package responses
 
 import (
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
-	"github.com/recourse-dev/recourse/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/layer"
 )
 

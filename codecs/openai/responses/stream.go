@@ -9,7 +9,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/internal/frames"
-	"github.com/recourse-dev/recourse/internal/sse"
+	"github.com/recourse-dev/recourse/codecs/internal/sse"
 	"github.com/recourse-dev/recourse/layer"
 )
 

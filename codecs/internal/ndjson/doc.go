@@ -39,8 +39,10 @@
 // A line ends at "\n" and only there; "\r" is not a terminator, so a "\r\n"
 // line end leaves a "\r" at the end of the line's bytes. Line.Raw holds the
 // exact bytes of the line including its "\n". Line.Value is the line without
-// its "\n" and with surrounding ASCII whitespace (space, tab, "\r", "\v",
-// "\f") trimmed, so a "\r\n" line end and indentation are tolerated. A line
+// its "\n" and with the whitespace JSON allows around a value (space, tab,
+// "\r" and "\n"; jsonscan.TrimSpace) trimmed, so a "\r\n" line end and
+// indentation are tolerated; "\v" and "\f", which no JSON decoder skips,
+// stay in the value. A line
 // whose Value is empty is Blank: servers send such lines as keepalives, and
 // they are returned rather than skipped so that the caller can observe them.
 // The framer does not parse or validate JSON, and bytes are not otherwise

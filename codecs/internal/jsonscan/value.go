@@ -311,9 +311,11 @@ func literal(p []byte, i int, lit string) int {
 	return i + len(lit)
 }
 
-// Raw returns the raw value of a valid document: p without surrounding
-// whitespace.
-func Raw(p []byte) []byte {
+// TrimSpace returns p without the whitespace JSON allows around a value
+// (space, tab, "\r" and "\n"; not "\v", "\f" or other Unicode spaces), as
+// a slice of p. It takes any bytes: the raw value of a valid document, a
+// body or a line that is still to be validated.
+func TrimSpace(p []byte) []byte {
 	i, j := SkipSpace(p, 0), len(p)
 	for j > i && isSpace(p[j-1]) {
 		j--
@@ -321,9 +323,9 @@ func Raw(p []byte) []byte {
 	return p[i:j]
 }
 
-// endOfString returns the index after the closing quote of the string that
-// starts at p[i] in a valid document.
-func endOfString(p []byte, i int) int {
+// EndOfString returns the index after the closing quote of the string that
+// starts at p[i] in a valid document (len(p) when p is cut inside it).
+func EndOfString(p []byte, i int) int {
 	for i++; ; {
 		j := bytes.IndexByte(p[i:], '"')
 		if j < 0 {
@@ -343,12 +345,13 @@ func endOfString(p []byte, i int) int {
 	}
 }
 
-// skipValue returns the index after the value that starts at p[i] in a valid
-// document.
-func skipValue(p []byte, i int) int {
+// SkipValue returns the index after the value that starts at p[i] in a valid
+// document, without validating it (SkipValid validates). Nesting of any
+// depth is skipped in constant memory.
+func SkipValue(p []byte, i int) int {
 	switch p[i] {
 	case '"':
-		return endOfString(p, i)
+		return EndOfString(p, i)
 	case '{', '[':
 		depth := 0
 		for ; i < len(p); i++ {
@@ -360,7 +363,7 @@ func skipValue(p []byte, i int) int {
 					return i + 1
 				}
 			case '"':
-				i = endOfString(p, i) - 1 // the loop steps past the closing quote
+				i = EndOfString(p, i) - 1 // the loop steps past the closing quote
 			}
 		}
 		return i
@@ -396,11 +399,11 @@ func (m *Members) Next() (key []byte, escaped bool, val []byte, ok bool) {
 		m.i = len(m.p)
 		return nil, false, nil, false
 	}
-	end := endOfString(m.p, i)
+	end := EndOfString(m.p, i)
 	key = m.p[i+1 : end-1]
 	escaped = bytes.IndexByte(key, '\\') >= 0
 	i = SkipSpace(m.p, SkipSpace(m.p, end)+1) // past the colon
-	j := skipValue(m.p, i)
+	j := SkipValue(m.p, i)
 	val = m.p[i:j]
 	j = SkipSpace(m.p, j) // at ',' or '}'
 	if j < len(m.p) && m.p[j] == ',' {
@@ -408,6 +411,16 @@ func (m *Members) Next() (key []byte, escaped bool, val []byte, ok bool) {
 	}
 	m.i = j
 	return key, escaped, val, true
+}
+
+// NextName is Next with the key unescaped: name is the key's text, a slice
+// of the value when the key has no escape and a new slice otherwise.
+func (m *Members) NextName() (name, val []byte, ok bool) {
+	key, escaped, val, ok := m.Next()
+	if escaped {
+		key = Unescape(nil, key)
+	}
+	return key, val, ok
 }
 
 // Elements iterates over the elements of a raw array value of a valid
@@ -428,7 +441,7 @@ func (e *Elements) Next() (val []byte, ok bool) {
 		e.i = len(e.p)
 		return nil, false
 	}
-	j := skipValue(e.p, i)
+	j := SkipValue(e.p, i)
 	val = e.p[i:j]
 	j = SkipSpace(e.p, j)
 	if j < len(e.p) && e.p[j] == ',' {
@@ -442,8 +455,12 @@ func (e *Elements) Next() (val []byte, ok bool) {
 // quotes) of a valid document to dst, decoding exactly as encoding/json
 // does: escapes are resolved, a valid surrogate pair is one rune, and a lone
 // surrogate or invalid UTF-8 becomes U+FFFD.
-func Unquote(dst, v []byte) []byte {
-	s := v[1 : len(v)-1]
+func Unquote(dst, v []byte) []byte { return Unescape(dst, v[1:len(v)-1]) }
+
+// Unescape appends the decoded text of s, the bytes between the quotes of a
+// string of a valid document (such as a key ValidObject or Members.Next
+// reports escaped), to dst, decoding as Unquote does.
+func Unescape(dst, s []byte) []byte {
 	for {
 		j := bytes.IndexByte(s, '\\')
 		if j < 0 {

@@ -45,13 +45,13 @@ func FuzzFramer(f *testing.F) {
 		var ref []ln
 		pieces := bytes.SplitAfter(in, []byte("\n"))
 		for _, p := range pieces[:len(pieces)-1] {
-			v := bytes.Trim(p, " \t\r\n\v\f")
+			v := bytes.Trim(p, " \t\r\n")
 			ref = append(ref, ln{Raw: string(p), Value: string(v), Blank: len(v) == 0})
 		}
 		equal(t, ref, lines1, "reference")
 		refTail := pieces[len(pieces)-1]
 		equal(t, string(refTail), string(whole.tail()), "reference tail")
-		pending := len(bytes.Trim(refTail, " \t\r\n\v\f")) > 0
+		pending := len(bytes.Trim(refTail, " \t\r\n")) > 0
 		equal(t, pending, whole.Pending(), "Pending")
 		equal(t, pending, halves.Pending(), "Pending after split at %d", at)
 	})

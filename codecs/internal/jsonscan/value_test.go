@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // valueSeeds are documents for the Valid and reader tests, valid or not.
@@ -114,7 +116,7 @@ func checkReaders(t *testing.T, v []byte) {
 func TestReaders(t *testing.T) {
 	for _, doc := range valueSeeds {
 		if Valid([]byte(doc)) {
-			checkReaders(t, Raw([]byte(doc)))
+			checkReaders(t, TrimSpace([]byte(doc)))
 		}
 	}
 }
@@ -132,7 +134,7 @@ func FuzzValid(f *testing.F) {
 			t.Fatalf("Valid = %v, encoding/json disagrees", got)
 		}
 		if got {
-			checkReaders(t, Raw(p))
+			checkReaders(t, TrimSpace(p))
 		}
 		checkValidContainers(t, p)
 	})
@@ -167,5 +169,17 @@ func TestValidContainers(t *testing.T) {
 	for _, doc := range append([]string{deep(MaxDepth), deep(MaxDepth + 1), `{"a":` + deep(MaxDepth-1) + `}`,
 		`{"a":` + deep(MaxDepth) + `}`}, valueSeeds...) {
 		checkValidContainers(t, []byte(doc))
+	}
+}
+
+// TestTrimSpace checks that TrimSpace trims exactly JSON's whitespace, on
+// bytes of any kind.
+func TestTrimSpace(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"": "", " \t\r\n": "", " a b\t\n": "a b", "\v{}\f": "\v{}\f", "\u00a0a": "\u00a0a", "x": "x",
+		" \xff ": "\xff", "{\"a\":1} \r\n": `{"a":1}`,
+	} {
+		assert.Equal(t, want, string(TrimSpace([]byte(in))), "TrimSpace(%q)", in)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/recourse-dev/recourse/internal/linebuf"
+	"github.com/recourse-dev/recourse/codecs/internal/linebuf"
 )
 
 // ln is a comparable copy of a Line.
@@ -110,10 +110,12 @@ func TestFramer(t *testing.T) {
 		},
 		{
 			name: "surrounding whitespace trimmed",
-			in:   "  \t{\"a\": 1} \t\r\n \t\v\f\n",
+			in:   "  \t{\"a\": 1} \t\r\n \t\r\n \v\f\n",
 			want: []ln{
 				{Raw: "  \t{\"a\": 1} \t\r\n", Value: `{"a": 1}`},
-				{Raw: " \t\v\f\n", Blank: true},
+				{Raw: " \t\r\n", Blank: true},
+				// No JSON decoder skips "\v" or "\f": such a line is not blank.
+				{Raw: " \v\f\n", Value: "\v\f"},
 			},
 		},
 		{

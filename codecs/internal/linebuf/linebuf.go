@@ -199,20 +199,3 @@ func (b *Buffer) Reset() {
 	}
 	*b = Buffer{buf: buf, max: b.max, ends: b.ends}
 }
-
-// TrimSpace returns p without leading and trailing ASCII whitespace (space,
-// "\t", "\n", "\r", "\v" and "\f"), as the framers trim the values of
-// lines.
-func TrimSpace(p []byte) []byte {
-	for len(p) > 0 && isSpace(p[0]) {
-		p = p[1:]
-	}
-	for len(p) > 0 && isSpace(p[len(p)-1]) {
-		p = p[:len(p)-1]
-	}
-	return p
-}
-
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
-}

@@ -3,7 +3,8 @@ package sse
 import (
 	"bytes"
 
-	"github.com/recourse-dev/recourse/internal/linebuf"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/linebuf"
 )
 
 // DefaultMaxEventBytes is the event and line size limit used by NewFramer
@@ -56,8 +57,9 @@ type Event struct {
 	// Comments is the number of comment lines (lines beginning with ':')
 	// in the event.
 	Comments int
-	// Done reports whether Data, with surrounding ASCII whitespace
-	// trimmed, is exactly "[DONE]", the OpenAI end-of-stream sentinel.
+	// Done reports whether Data, with surrounding JSON whitespace (space,
+	// tab, "\r", "\n"; jsonscan.TrimSpace) trimmed, is exactly "[DONE]",
+	// the OpenAI end-of-stream sentinel.
 	Done bool
 }
 
@@ -228,7 +230,7 @@ func (f *Framer) dispatch(end int) Event {
 	case f.nData > 1:
 		ev.Data = f.data[:len(f.data):len(f.data)]
 	}
-	ev.Done = ev.HasData && string(linebuf.TrimSpace(ev.Data)) == "[DONE]"
+	ev.Done = ev.HasData && string(jsonscan.TrimSpace(ev.Data)) == "[DONE]"
 	if f.hasEvent {
 		if name := held[f.eventStart:f.eventEnd]; string(name) != f.lastEvent {
 			f.lastEvent = string(name)

@@ -23,6 +23,14 @@ var ollamaRules = Rules{
 	ToolCalls: [][]string{{"message", "tool_calls"}},
 }
 
+// scanAll feeds all of p to a new Scanner for r and returns the Counts, which
+// stop at the first syntax error, if any.
+func scanAll(r *Rules, p []byte) Counts {
+	s := NewScanner(r)
+	_ = s.Write(p)
+	return s.Counts()
+}
+
 // contentRules counts a top-level "content" member, for small examples.
 var contentRules = Rules{
 	Content:   [][]string{{"content"}},
@@ -128,7 +136,7 @@ func TestTruncatedAtEveryOffset(t *testing.T) {
 				if s.Complete() != (i == len(tc.doc)) {
 					t.Fatalf("prefix %d: Complete() = %v", i, s.Complete())
 				}
-				if g := Scan(tc.rules, []byte(tc.doc[:i])); g != got {
+				if g := scanAll(tc.rules, []byte(tc.doc[:i])); g != got {
 					t.Fatalf("prefix %d: Scan = %+v, Scanner = %+v", i, g, got)
 				}
 				prev = got
@@ -295,7 +303,7 @@ func TestToolCalls(t *testing.T) {
 	}
 	// A path in both ToolCalls and ToolObjects counts an object once.
 	both := &Rules{ToolCalls: [][]string{{"t"}}, ToolObjects: [][]string{{"t"}}}
-	if got, want := Scan(both, []byte(`{"t":[{},{}],"x":0}`)), (Counts{ToolFragments: 2, CompletedToolCalls: 2}); got != want {
+	if got, want := scanAll(both, []byte(`{"t":[{},{}],"x":0}`)), (Counts{ToolFragments: 2, CompletedToolCalls: 2}); got != want {
 		t.Errorf("overlapping rules: Counts = %+v, want %+v", got, want)
 	}
 }
@@ -444,7 +452,7 @@ func TestCountsFrozenAfterError(t *testing.T) {
 	}
 	// The error is reported at a byte inside a counted string: bytes before
 	// it count, nothing after.
-	if got := Scan(&contentRules, []byte("{\"content\":\"abc\x00def\"}")); got != (Counts{ContentBytes: 3}) {
+	if got := scanAll(&contentRules, []byte("{\"content\":\"abc\x00def\"}")); got != (Counts{ContentBytes: 3}) {
 		t.Fatalf("Counts = %+v", got)
 	}
 }

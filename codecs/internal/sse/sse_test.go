@@ -596,7 +596,7 @@ func reference(in []byte) ([]ev, []byte) {
 			cur.Raw = string(in[start:pos])
 			cur.HasData = data != nil
 			cur.Data = strings.Join(data, "\n")
-			cur.Done = cur.HasData && strings.TrimSpace(cur.Data) == "[DONE]"
+			cur.Done = cur.HasData && strings.Trim(cur.Data, " \t\r\n") == "[DONE]"
 			cur.Keepalive = !cur.HasData && cur.Event == ""
 			out = append(out, cur)
 			start, cur, data, content = pos, ev{}, nil, false

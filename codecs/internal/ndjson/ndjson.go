@@ -1,6 +1,9 @@
 package ndjson
 
-import "github.com/recourse-dev/recourse/internal/linebuf"
+import (
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/linebuf"
+)
 
 // DefaultMaxLineBytes is the line size limit used by NewFramer when it is
 // given a limit that is not positive: 8 MiB.
@@ -80,7 +83,7 @@ func (f *Framer) Next() (line Line, ok bool, err error) {
 	}
 	raw := f.lines.Held()[:l.Next:l.Next]
 	f.lines.Release(l.Next)
-	value := linebuf.TrimSpace(raw[l.Start:l.End])
+	value := jsonscan.TrimSpace(raw[l.Start:l.End])
 	return Line{Raw: raw, Value: value, Blank: len(value) == 0}, true, nil
 }
 
@@ -92,10 +95,10 @@ func (f *Framer) fail(reason string) error {
 
 // Pending reports whether an incomplete line with content is buffered:
 // whether the bytes not yet returned in a line's Raw contain anything other
-// than ASCII whitespace. Called after Next has reported ok=false at the end
+// than JSON whitespace. Called after Next has reported ok=false at the end
 // of the stream, it reports whether the stream was truncated mid-line.
 func (f *Framer) Pending() bool {
-	return len(linebuf.TrimSpace(f.lines.Held())) > 0
+	return len(jsonscan.TrimSpace(f.lines.Held())) > 0
 }
 
 // Reset clears all state, including a sticky error, so that the Framer can

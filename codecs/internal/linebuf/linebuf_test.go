@@ -195,14 +195,3 @@ func TestSteadyStateAllocs(t *testing.T) {
 		}
 	}
 }
-
-func TestTrimSpace(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"": "", " \t\r\n\v\f": "", " a b\t\n": "a b", "\u00a0a": "\u00a0a", "x": "x",
-	} {
-		if got := string(TrimSpace([]byte(in))); got != want {
-			t.Errorf("TrimSpace(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
