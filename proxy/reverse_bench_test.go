@@ -63,7 +63,9 @@ import (
 //     share, the same on both sides, included);
 //   - extra-allocs-per-stream and extra-allocs-per-unary: recourse's fixed
 //     allocations per streamed request and per unary request beyond the
-//     reverse proxy's;
+//     reverse proxy's; extra-B-per-stream and extra-B-per-unary: the same
+//     for the bytes allocated (runtime.MemStats.TotalAlloc) per short
+//     stream and per unary request;
 //   - x-cpu-stream-vs-reverseproxy and x-cpu-unary-vs-reverseproxy: the
 //     benchmark process's CPU time (proxy and provider, user and system)
 //     over the long streams and over the unary requests, recourse divided
@@ -283,6 +285,7 @@ type proxyPhases struct {
 	unaryAllocs             float64 // per request
 	streamCPU, unaryCPU     time.Duration
 	upstreamConns           float64 // per request
+	shortBytes, unaryBytes  float64 // allocated per short stream, per unary request
 }
 
 // measure runs one iteration's phases against base with n clients.
@@ -291,26 +294,28 @@ func measure(lp *loadProcess, p *ackedProvider, base string, n int) (proxyPhases
 	d0 := p.dials.Load()
 	var ms runtime.MemStats
 	mallocs := func() uint64 { runtime.ReadMemStats(&ms); return ms.Mallocs }
-	m0 := mallocs()
+	m0, b0 := mallocs(), ms.TotalAlloc
 	if _, err := lp.do(loadCommand{Op: "stream", URL: base, Clients: n, Frames: benchShortFrames}); err != nil {
 		return ph, err
 	}
-	m1, c1 := mallocs(), cpuTime()
+	m1, b1, c1 := mallocs(), ms.TotalAlloc, cpuTime()
 	long, err := lp.do(loadCommand{Op: "stream", URL: base, Clients: n, Frames: benchLongFrames})
 	if err != nil {
 		return ph, err
 	}
-	m2, c2 := mallocs(), cpuTime()
+	m2, b2, c2 := mallocs(), ms.TotalAlloc, cpuTime()
 	unary, err := lp.do(loadCommand{Op: "unary", URL: base, Clients: n, Requests: benchUnaryRequests})
 	if err != nil {
 		return ph, err
 	}
-	m3, c3 := mallocs(), cpuTime()
+	m3, b3, c3 := mallocs(), ms.TotalAlloc, cpuTime()
 	ph.frameNS, ph.unaryNS = long.FrameNS, unary.UnaryNS
 	ph.shortAllocs = float64(m1-m0) / float64(n)
 	ph.longAllocs = float64(m2-m1) / float64(n)
 	ph.unaryAllocs = float64(m3-m2) / float64(n*benchUnaryRequests)
 	ph.streamCPU, ph.unaryCPU = c2-c1, c3-c2
+	ph.shortBytes = float64(b1-b0) / float64(n)
+	ph.unaryBytes = float64(b3-b2) / float64(n*benchUnaryRequests)
 	ph.upstreamConns = float64(p.dials.Load()-d0) / float64(n*(2+benchUnaryRequests))
 	return ph, nil
 }
@@ -412,6 +417,8 @@ func benchVsReverseProxy(b *testing.B, n int) {
 	perStream := func(ph proxyPhases) float64 { return ph.perStream() }
 	perUnary := func(ph proxyPhases) float64 { return ph.unaryAllocs }
 	conns := func(ph proxyPhases) float64 { return ph.upstreamConns }
+	streamBytes := func(ph proxyPhases) float64 { return ph.shortBytes }
+	unaryBytes := func(ph proxyPhases) float64 { return ph.unaryBytes }
 
 	b.ReportMetric(medianF(xFrame), "x-frame-vs-reverseproxy")
 	b.ReportMetric(med(0, frame), "frame-ns")
@@ -426,6 +433,8 @@ func benchVsReverseProxy(b *testing.B, n int) {
 	b.ReportMetric(med(1, perFrame), "reverseproxy-allocs-per-frame")
 	b.ReportMetric(med(0, perStream)-med(1, perStream), "extra-allocs-per-stream")
 	b.ReportMetric(med(0, perUnary)-med(1, perUnary), "extra-allocs-per-unary")
+	b.ReportMetric(med(0, streamBytes)-med(1, streamBytes), "extra-B-per-stream")
+	b.ReportMetric(med(0, unaryBytes)-med(1, unaryBytes), "extra-B-per-unary")
 	b.ReportMetric(med(0, conns), "upstream-new-conns/call")
 	b.ReportMetric(med(1, conns), "reverseproxy-upstream-new-conns/call")
 	if len(xCPUS) > 0 {
