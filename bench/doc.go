@@ -86,8 +86,11 @@
 //     cooldown horizon's local read) versus the same round trip without the
 //     layer.
 //
-// The proxy's load figure is BenchmarkProxyStreams in package proxy
-// (N concurrent streams through recourse-proxy versus direct connections;
-// first byte and per frame). The openai-go comparison lives in the examples module
+// The proxy's figures are in package proxy: BenchmarkProxyVsReverseProxy
+// (recourse-proxy versus httputil.ReverseProxy in front of the same
+// provider, the load generator in a separate OS process; per frame, per
+// unary request, allocations per frame) and BenchmarkProxyStreams (N
+// concurrent streams through recourse-proxy versus direct connections, all
+// in one process; first byte and per frame). The openai-go comparison lives in the examples module
 // (examples/bench-openai), which may depend on openai-go.
 package bench
