@@ -137,7 +137,7 @@ func (g *loadGen) run(cmd loadCommand) loadReport {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	frames := make([]float64, n)
-	var unary [][]float64 = make([][]float64, n)
+	unary := make([][]float64, n)
 	for i := range n {
 		wg.Go(func() {
 			switch cmd.Op {

@@ -184,6 +184,12 @@ func (p *ackedProvider) accept() {
 			continue
 		}
 		e := p.entry(string(id))
+		select {
+		case <-e.ready: // a second connection under one name: only the first counts
+			c.Close()
+			continue
+		default:
+		}
 		e.conn = c
 		close(e.ready)
 	}
