@@ -35,6 +35,7 @@ fuzz:
 ## (BENCHFLAGS=-count=3 repeats each; the ratios are the numbers to read)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./bench/...
+	$(GO) test -run '^$$' -bench BenchmarkProxyVsReverseProxy -benchtime 20x $(BENCHFLAGS) ./proxy/
 	$(GO) -C examples test -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./bench-openai/
 
 ## lint: staticcheck over every module

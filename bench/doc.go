@@ -71,10 +71,12 @@
 //     reports ns/msg, extra-ns/msg and extra-B/msg (the cost per message of
 //     the history).
 //   - BenchmarkConcurrent: 1, 8 or 64 drop-in calls at once on one chain
-//     versus the same batch on one plain http.Client (one op is the batch;
-//     ns/call and raw-ns/call divide it by the batch). Both sides keep
-//     http.DefaultTransport's two idle connections per host, so a wide
-//     batch dials on both sides alike (new-conns/op).
+//     versus the same batch on one plain http.Client over
+//     http.DefaultTransport's pool (raw: two idle connections per host, so
+//     a wide batch dials) and on one over a pool as wide as the sender's
+//     default (pooled: 64 idle connections per host, the fair baseline for
+//     time). One op is the batch; ns/call, new-conns/call and their raw-
+//     and pooled- counterparts divide it by the batch.
 //   - BenchmarkQuotaCall: a successful native completion through the
 //     default chain plus the retry quota (layers/quota, in-process store)
 //     versus the same chain without it; diff-ns/op is the median per-call
@@ -84,8 +86,11 @@
 //     cooldown horizon's local read) versus the same round trip without the
 //     layer.
 //
-// The proxy's load figure is BenchmarkProxyStreams in package proxy
-// (N concurrent streams through recourse-proxy versus direct connections;
-// first byte and per frame). The openai-go comparison lives in the examples module
+// The proxy's figures are in package proxy: BenchmarkProxyVsReverseProxy
+// (recourse-proxy versus httputil.ReverseProxy in front of the same
+// provider, the load generator in a separate OS process; per frame, per
+// unary request, allocations per frame) and BenchmarkProxyStreams (N
+// concurrent streams through recourse-proxy versus direct connections, all
+// in one process; first byte and per frame). The openai-go comparison lives in the examples module
 // (examples/bench-openai), which may depend on openai-go.
 package bench

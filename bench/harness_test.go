@@ -19,6 +19,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/layers/sender"
 )
 
 // side is one measured operation of a comparison. run performs it once and
@@ -188,6 +189,16 @@ func server(tb testing.TB, h http.HandlerFunc) *httptest.Server {
 // http.DefaultTransport, the baseline of every comparison.
 func rawClient(tb testing.TB) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tb.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// pooledClient returns a plain http.Client over a clone of
+// http.DefaultTransport that keeps as many idle connections per host as the
+// sender's default transport (sender.DefaultMaxIdleConnsPerHost).
+func pooledClient(tb testing.TB) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = sender.DefaultMaxIdleConnsPerHost
 	tb.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
 }

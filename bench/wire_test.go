@@ -246,8 +246,8 @@ func BenchmarkHistory(b *testing.B) {
 // concurrent is the concurrency comparison: p drop-in calls at once on one
 // client.
 type concurrent struct {
-	p             int
-	recourse, raw side
+	p                     int
+	recourse, raw, pooled side
 }
 
 func newConcurrent(tb testing.TB, p int) *concurrent {
@@ -285,22 +285,30 @@ func newConcurrent(tb testing.TB, p int) *concurrent {
 	return &concurrent{
 		p:        p,
 		raw:      timed("raw", batch(rawClient(tb))),
+		pooled:   timed("pooled", batch(pooledClient(tb))),
 		recourse: timed("recourse", batch(&http.Client{Transport: recourseChain(tb)})),
 	}
 }
 
 // BenchmarkConcurrent runs 1, 8 and 64 drop-in calls at once on one chain
 // (one op is the whole batch) against the same batch on one plain
-// http.Client. Both sides use http.DefaultTransport's pool settings (two
-// idle connections per host), so a batch wider than that dials on both
-// sides alike; ns/call is ns/op divided by the batch.
+// http.Client over http.DefaultTransport's pool (raw: two idle connections
+// per host, so a batch wider than that dials) and on one over a pool as
+// wide as the sender's default (pooled: sender.DefaultMaxIdleConnsPerHost),
+// the fair baseline for time. ns/call is ns/op divided by the batch;
+// new-conns/call and <baseline>-new-conns/call are the connections the
+// server accepted per call.
 func BenchmarkConcurrent(b *testing.B) {
 	for _, p := range []int{1, 8, 64} {
 		c := newConcurrent(b, p)
 		b.Run(fmt.Sprintf("calls=%d/ratio", p), func(b *testing.B) {
-			t := compare(b, max(1, 16/p), c.recourse, c.raw)
+			t := compare(b, max(1, 16/p), c.recourse, c.raw, c.pooled)
 			b.ReportMetric(t[0].ns/float64(p), "ns/call")
 			b.ReportMetric(t[1].ns/float64(p), "raw-ns/call")
+			b.ReportMetric(t[2].ns/float64(p), "pooled-ns/call")
+			b.ReportMetric(t[0].conns/float64(p), "new-conns/call")
+			b.ReportMetric(t[1].conns/float64(p), "raw-new-conns/call")
+			b.ReportMetric(t[2].conns/float64(p), "pooled-new-conns/call")
 		})
 	}
 }

@@ -338,8 +338,11 @@ func WithPolicy(p retry.Policy) Option { return func(c *config) { c.policy = &p 
 func WithoutRecovery() Option { return func(c *config) { c.noRetry = true } }
 
 // WithTransport sets the base transport the sender sends through; nil means
-// a private HTTP/1.1 clone of http.DefaultTransport. The base must not retry
-// or follow redirects itself.
+// the sender's private default: an HTTP/1.1 clone of http.DefaultTransport
+// that keeps sender.DefaultMaxIdleConnsPerHost (64) idle connections per
+// host (R2.7). Pass an *http.Transport of your own for other pool settings
+// (MaxIdleConnsPerHost, MaxConnsPerHost, IdleConnTimeout, a proxy or TLS
+// configuration). The base must not retry or follow redirects itself.
 func WithTransport(rt http.RoundTripper) Option { return func(c *config) { c.base = rt } }
 
 // WithTracing puts a tracing layer (see package otelbridge) outermost; it is
@@ -367,6 +370,12 @@ func WithPerAttempt(ls ...layer.Layer) Option {
 // the policy given by WithPolicy, then capture, progress, the redirect guard
 // and the sender, with the layers of WithPerCall and WithPerAttempt in their
 // positions.
+//
+// Without WithTransport the sender sends through its private HTTP/1.1
+// transport, which keeps up to 64 idle connections per host
+// (sender.DefaultMaxIdleConnsPerHost), so that up to 64 concurrent callers
+// of one provider reuse their connections instead of dialing (R2.7); give
+// WithTransport your own *http.Transport to change that.
 //
 // Without WithPolicy the chain recovers with the zero Policy, which makes
 // exactly one wire attempt (R1.2): nothing is retried until MaxAttempts is

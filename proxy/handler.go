@@ -282,8 +282,9 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request) {
 		// engine's own resends are.
 		ex.charged.Settle(status/100 == 2 && outcome == "" && !ex.abort)
 	}
-	attrs := []slog.Attr{slog.String("kind", "completion"), slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.Int("status", status)}
+	attrs := make([]slog.Attr, 0, 7) // room for every attribute, so that the line needs one allocation
+	attrs = append(attrs, slog.String("kind", "completion"), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Int("status", status))
 	if outcome != "" {
 		attrs = append(attrs, slog.String("outcome", outcome))
 	}
@@ -505,7 +506,9 @@ func (ex *exchange) send(p []byte) bool {
 // a recovering stream). It returns nil at the end of the body, the body's
 // read error, or errClientGone.
 func (ex *exchange) copy(body io.Reader) error {
-	buf := make([]byte, 32<<10)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
 	for {
 		n, err := body.Read(buf)
 		if n > 0 && !ex.send(buf[:n]) {

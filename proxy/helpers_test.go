@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,13 @@ import (
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(loadChildEnv) != "" {
+		// The load generator of BenchmarkProxyVsReverseProxy.
+		os.Exit(loadChild())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // sleeps records the backoff delays of the injected Sleep: no test sleeps.
 type sleeps struct {

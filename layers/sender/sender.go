@@ -31,8 +31,8 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 )
 
-// Layer is the sender layer. The zero value sends through a private clone of
-// http.DefaultTransport. It is safe for concurrent use.
+// Layer is the sender layer. The zero value sends through the private
+// default transport New describes. It is safe for concurrent use.
 type Layer struct {
 	once sync.Once
 	base http.RoundTripper
@@ -41,10 +41,22 @@ type Layer struct {
 	drains bool
 }
 
+// DefaultMaxIdleConnsPerHost is how many idle connections per host the
+// sender's default transport keeps: enough for 64 concurrent callers of one
+// provider to reuse their connections, as the proxy's default does, where
+// http.DefaultTransport keeps 2 (R2.7).
+const DefaultMaxIdleConnsPerHost = 64
+
 // New returns a sender that sends through base. A nil base means a private
-// clone of http.DefaultTransport with HTTP/2 disabled: HTTP/2's transparent
-// stream retries are outside the engine's control, so they are left out.
-// A base must not itself retry or follow redirects.
+// clone of http.DefaultTransport with HTTP/2 disabled and
+// DefaultMaxIdleConnsPerHost idle connections per host (its other settings
+// are the clone's: 100 idle connections in all, a 90 s idle timeout):
+// HTTP/2's transparent stream retries are outside the engine's control, so
+// they are left out, and a pool of http.DefaultTransport's two idle
+// connections per host would make concurrent callers dial a new connection
+// (in production, a TLS handshake) for most calls. For other pool settings,
+// pass your own *http.Transport as base (chain.WithTransport in the default
+// chain). A base must not itself retry or follow redirects.
 func New(base http.RoundTripper) *Layer {
 	return &Layer{base: base}
 }
@@ -56,6 +68,7 @@ func (l *Layer) transport() http.RoundTripper {
 			var protos http.Protocols
 			protos.SetHTTP1(true)
 			t.Protocols = &protos
+			t.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
 			l.base = t
 		}
 		_, l.drains = l.base.(*http.Transport)
