@@ -179,4 +179,4 @@ const (
 )
 
 // EventTypes lists every lifecycle event type of R11.1.
-var EventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventProgress, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait}
+var EventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventProgress, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait, EventTargetStarted, EventFallback}
