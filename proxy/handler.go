@@ -112,6 +112,11 @@ func New(cfg Config) (*Handler, error) {
 		h.now = time.Now
 	}
 	perCall := cfg.PerCall[:len(cfg.PerCall):len(cfg.PerCall)]
+	if fl, err := fallbackLayer(&cfg, codec); err != nil {
+		return nil, err
+	} else if fl != nil {
+		perCall = append(perCall, fl)
+	}
 	if cfg.Quota != nil {
 		perCall = append(perCall, cfg.Quota, layer.NewPerCall("client-retries", keepClientRetriesFromDepositing))
 	}
@@ -700,6 +705,7 @@ func (h *Handler) logEvent(ev layer.Event) {
 	if ev.Quota != nil {
 		attrs = append(attrs, slog.String("quota", ev.Quota.Text()))
 	}
+	attrs = fallbackAttrs(attrs, ev.Fallback)
 	if ev.Type == layer.EventDelayScheduled || ev.Type == layer.EventCooldownWait {
 		attrs = append(attrs, slog.Int64("delay_ms", ev.Delay.Milliseconds()))
 	}

@@ -43,6 +43,7 @@ var contractRules = []string{
 	"R16.1", "R16.2", "R16.3",
 	"R17.1", "R17.2", "R17.3",
 	"R18.1", "R18.2", "R18.3", "R18.4", "R18.5",
+	"R20.1", "R20.2", "R20.3", "R20.4", "R20.5", "R20.6", "R20.7", "R20.8", "R20.9", "R20.10",
 }
 
 // rule is a rule number: a section (R4, Item 0) or a rule (R4.6).
