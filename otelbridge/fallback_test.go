@@ -24,7 +24,10 @@ const fallbackKey = "sk-FALLBACKTRACECANARY-0c4d"
 // metrics carry the target as a label.
 func TestR20_6_SpanPerTargetUnderTheCallsSpan(t *testing.T) {
 	fl, err := fallback.New(fallback.Config{Codec: openai.New(), Targets: []fallback.Target{{Model: "gpt-4o-mini",
-		Credential: func(_ context.Context, h http.Header) error { h.Set("Authorization", "Bearer "+fallbackKey); return nil }}}})
+		Credential: func(_ context.Context, h http.Header) error {
+			h.Set("Authorization", "Bearer "+fallbackKey)
+			return nil
+		}}}})
 	require.NoError(t, err)
 	overloaded := scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded"))
 	f := newFixtureWith(t, openai.New(), retry.Policy{MaxAttempts: 2}, nil, []layer.Layer{fl},
