@@ -11,7 +11,8 @@
 // Levels: Debug for attempt_started, attempt_succeeded and Ollama's progress
 // and metrics; Info for admission_pending, admission_allowed,
 // delay_scheduled, retry_started, cooldown_wait and cancelled; Warn for
-// attempt_failed, quota_refused and quota_unavailable;
+// attempt_failed, quota_refused, quota_unavailable and fallback (target_started
+// is Info);
 // Error for the terminal outcomes that end a call without success
 // (exhausted, interrupted) and for admission_rejected,
 // admission_no_decision and admission_required.
@@ -33,7 +34,7 @@ func Level(t layer.EventType) slog.Level {
 	switch t {
 	case layer.EventAttemptStarted, layer.EventAttemptSucceeded, layer.EventProgress, layer.EventMetrics:
 		return slog.LevelDebug
-	case layer.EventAttemptFailed, layer.EventQuotaRefused, layer.EventQuotaUnavailable:
+	case layer.EventAttemptFailed, layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventFallback:
 		return slog.LevelWarn
 	case layer.EventExhausted, layer.EventInterrupted,
 		layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired:
@@ -66,7 +67,8 @@ func New(logger *slog.Logger) func(layer.Event) error {
 // Attrs returns the safe attributes of ev as New writes them: the event
 // type, the identity, provider, operation, requested model, attempt limit,
 // elapsed time and progress counters, the delay or next attempt when the
-// event has them, the refusing quota of a quota_refused event, the HTTP status, and the failure's safe fields (category,
+// event has them, the refusing quota of a quota_refused event, the
+// fallback step of a target_started or fallback event, the HTTP status, and the failure's safe fields (category,
 // reason, eligibility, acceptance, phase, known provider code, valid
 // provider request ID, Retry-After form and delay).
 func Attrs(ev layer.Event) []slog.Attr {
@@ -98,6 +100,9 @@ func Attrs(ev layer.Event) []slog.Attr {
 	}
 	if ev.NextAttempt != 0 {
 		a = append(a, slog.Int("next_attempt", ev.NextAttempt))
+	}
+	if f := ev.Fallback; f != nil {
+		a = append(a, fallbackAttr(f))
 	}
 	if ev.HTTPStatus != 0 {
 		a = append(a, slog.Int("http_status", ev.HTTPStatus))
