@@ -120,6 +120,7 @@ func (c *call) observe(ev layer.Event) {
 		return
 	}
 	c.startLogical(&ev)
+	c.noteLogicalID(&ev)
 	c.measure(&ev)
 	switch ev.Type {
 	case layer.EventAttemptStarted:

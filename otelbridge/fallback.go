@@ -28,6 +28,10 @@ type targetState struct {
 	ctx  context.Context
 	name string // the target's name, for the metric label
 	base int    // the attempts of the targets before it
+	// idSet: the target's span carries its run's logical ID; lidSet: the
+	// logical span carries the first run's (a target_started event, which
+	// named the span, had none yet).
+	idSet, lidSet bool
 }
 
 // startTarget opens the span of the target a target_started event names,
@@ -41,7 +45,10 @@ func (c *call) startTarget(ev *layer.Event, now time.Time) {
 	}
 	ctx, span := c.l.tracer.Start(c.lctx, "recourse.target "+f.To,
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(now), trace.WithAttributes(attrs...))
-	c.tgt = targetState{span: span, ctx: ctx, name: f.To, base: c.attempts}
+	if ev.Model != "" {
+		span.SetAttributes(keyRequestModel.String(ev.Model))
+	}
+	c.tgt = targetState{span: span, ctx: ctx, name: f.To, base: c.attempts, lidSet: c.tgt.lidSet || f.Index > 0}
 	// A new target's run starts clean: the outcome of the one before it
 	// was recorded on that target's span.
 	c.terminal, c.succeeded = nil, false
@@ -70,6 +77,23 @@ func (c *call) fellBack(ev *layer.Event, now time.Time) {
 		}
 	}
 	c.terminal = nil
+}
+
+// noteLogicalID puts the logical ID of a target's run on the target's
+// span, and the first run's on the logical span, which a target_started
+// event named before any run had an ID. c.mu must be held.
+func (c *call) noteLogicalID(ev *layer.Event) {
+	if c.tgt.span == nil || ev.LogicalID == "" || ev.Type == layer.EventFallback {
+		return
+	}
+	if !c.tgt.idSet {
+		c.tgt.idSet = true
+		c.tgt.span.SetAttributes(keyLogicalID.String(ev.LogicalID))
+	}
+	if !c.tgt.lidSet {
+		c.tgt.lidSet = true
+		c.logical.SetAttributes(keyLogicalID.String(ev.LogicalID))
+	}
 }
 
 // endTarget ends the current target's span, if any. c.mu must be held.

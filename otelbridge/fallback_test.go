@@ -69,6 +69,12 @@ func TestR20_6_SpanPerTargetUnderTheCallsSpan(t *testing.T) {
 		assert.Equal(t, logical.SpanContext().SpanID(), s.Parent().SpanID(), "a target span is a child of the call's span")
 	}
 	assert.Equal(t, "exhausted", attrs(a.Attributes())["recourse.outcome"].AsString())
+	lid := attrs(logical.Attributes())["recourse.logical_request_id"].AsString()
+	assert.NotEmpty(t, lid, "the call's span names the first run's logical ID")
+	assert.Equal(t, lid, attrs(a.Attributes())["recourse.logical_request_id"].AsString())
+	assert.NotEmpty(t, attrs(b.Attributes())["recourse.logical_request_id"].AsString())
+	assert.NotEqual(t, lid, attrs(b.Attributes())["recourse.logical_request_id"].AsString(), "each target's run is its own logical completion")
+	assert.Equal(t, "gpt-4o-mini", attrs(b.Attributes())["gen_ai.request.model"].AsString())
 	assert.Equal(t, "gpt-4o", attrs(b.Attributes())["recourse.fallback.from"].AsString())
 	require.Len(t, posts, 3)
 	under := map[string]int{}
