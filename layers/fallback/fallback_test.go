@@ -452,3 +452,31 @@ func TestR20_8_CrossWireRefusedAtConstruction(t *testing.T) {
 
 // noRewrite hides the codec's ModelRewriter.
 type noRewrite struct{ layer.Codec }
+
+// The caller's credential headers never follow the request to another
+// upstream: a target without a credential function sends none.
+func TestR20_1_CallersCredentialNeverFollowsToAnotherUpstream(t *testing.T) {
+	other := scripted.New(scripted.JSON(200, scripted.OpenAIChat("ok")))
+	t.Cleanup(other.Close)
+	f := newFixture(t, openai.New(), retry.Policy{}, fallback.Config{Targets: []fallback.Target{{Upstream: other.URL}}}, unavailable())
+	lc := &layer.Call{}
+	req, err := http.NewRequestWithContext(layer.WithCall(t.Context(), lc), http.MethodPost, f.Server.URL+"/v1/chat/completions",
+		stringsReader(chatBody("a", false)))
+	require.NoError(t, err)
+	for _, h := range []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie", "Proxy-Authorization"} {
+		req.Header.Set(h, rigtest.Key)
+	}
+	req.Header.Set("OpenAI-Organization", "org-1")
+	resp, err := f.HTTP.Do(req)
+	require.NoError(t, err)
+	readBody(t, resp)
+	require.Equal(t, 1, other.Count())
+	got := other.Requests()[0].Header
+	for name, vs := range got {
+		for _, v := range vs {
+			assert.NotContains(t, v, rigtest.Key, name)
+		}
+	}
+	assert.Equal(t, "org-1", got.Get("OpenAI-Organization"), "other headers are kept")
+	assert.Equal(t, rigtest.Key, f.Server.Requests()[0].Header.Get("Api-Key"), "the caller's own upstream got them")
+}
