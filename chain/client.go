@@ -45,6 +45,7 @@ type Client struct {
 
 	fallback []FallbackTarget // WithFallback's targets
 	rules    fallback.Rules
+	cred     func(context.Context, http.Header) error // WithCredential's function
 }
 
 // ClientOption configures a Client.
@@ -175,6 +176,9 @@ func (c *Client) doOnce(ctx context.Context, req *chat.Request) (*chat.Completio
 		return nil, err
 	}
 	hreq.Header = c.header.Clone()
+	if err := c.credential(ctx, hreq.Header); err != nil {
+		return nil, err
+	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	resp, err := c.chain.RoundTrip(hreq)

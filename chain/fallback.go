@@ -3,6 +3,7 @@ package chain
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
 
 	"github.com/recourse-dev/recourse/chat"
@@ -51,6 +52,41 @@ func WithFallback(rules fallback.Rules, targets ...FallbackTarget) ClientOption 
 			}
 		}
 	}
+}
+
+// WithCredential makes the client set its credential headers on every
+// call from f (for example h.Set("Authorization", "Bearer "+key), a key
+// fetched or rotated per call), after WithAPIKey's and WithHeader's. The
+// credential is never logged or kept in an event or an error: an error or
+// a panic of f ends the call, before anything is sent, with a
+// *fallback.CredentialError that names the client's host only. A nil f
+// sets nothing.
+func WithCredential(f func(ctx context.Context, h http.Header) error) ClientOption {
+	return func(c *Client) { c.cred = f }
+}
+
+// credential sets the client's credential headers on h (WithCredential).
+func (c *Client) credential(ctx context.Context, h http.Header) (err error) {
+	if c.cred == nil {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			err = c.credentialError()
+		}
+	}()
+	if c.cred(ctx, h) != nil {
+		return c.credentialError()
+	}
+	return nil
+}
+
+func (c *Client) credentialError() error {
+	host := "the client's upstream"
+	if u, err := url.Parse(c.base); err == nil {
+		host = u.Host
+	}
+	return &fallback.CredentialError{Target: host}
 }
 
 // name returns the target's name.

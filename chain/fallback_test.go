@@ -3,6 +3,8 @@ package chain_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -98,4 +100,36 @@ func TestR20_9_NativeCancelledNeverFallsBack(t *testing.T) {
 	_, err := c.Complete(ctx, canaryRequest())
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 0, rb.Server.Count())
+}
+
+// Each target's credential comes from a function the caller gives
+// (WithCredential): the Ollama target gets its own key, never the
+// primary's, and a failing function is a safe typed error before anything
+// is sent.
+func TestR20_1_NativeTargetCredentialFromAFunction(t *testing.T) {
+	const localKey = "sk-LOCALTARGETCANARY-3e"
+	ra := rigtest.New(t, openai.New(), retry.Policy{}, overloaded)
+	rb := rigtest.New(t, ollama.New(), retry.Policy{}, scripted.JSON(200, scripted.OllamaChat("ok")))
+	target, err := chain.NewClient(rb.Server.URL, rb.Chain, chain.WithCredential(func(_ context.Context, h http.Header) error {
+		h.Set("Authorization", "Bearer "+localKey)
+		return nil
+	}))
+	require.NoError(t, err)
+	c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithAPIKey(rigtest.Key),
+		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: target, Model: "llama3"}))
+	require.NoError(t, err)
+	_, err = c.Complete(t.Context(), canaryRequest())
+	require.NoError(t, err)
+	require.Equal(t, 1, rb.Server.Count())
+	assert.Equal(t, "Bearer "+localKey, rb.Server.Requests()[0].Header.Get("Authorization"))
+
+	failing, err := chain.NewClient(rb.Server.URL, rb.Chain, chain.WithCredential(func(context.Context, http.Header) error {
+		return errors.New("vault: " + localKey)
+	}))
+	require.NoError(t, err)
+	_, err = failing.Complete(t.Context(), canaryRequest())
+	var ce *fallback.CredentialError
+	require.ErrorAs(t, err, &ce)
+	assert.NotContains(t, err.Error(), localKey)
+	assert.Equal(t, 1, rb.Server.Count(), "nothing sent")
 }

@@ -198,6 +198,9 @@ func (c *Client) openOnce(ctx context.Context, req *chat.Request) (layer.FrameRe
 		return nil, err
 	}
 	hreq.Header = c.header.Clone()
+	if err := c.credential(ctx, hreq.Header); err != nil {
+		return nil, err
+	}
 	hreq.Header.Set("Content-Type", "application/json")
 	resp, err := c.chain.RoundTrip(hreq)
 	if err != nil {
