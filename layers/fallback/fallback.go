@@ -148,6 +148,19 @@ func (e *CredentialError) Error() string {
 	return "fallback: the credential of target " + e.Target + " could not be obtained"
 }
 
+// BodyError reports a request body in which a target's model cannot be
+// set: it is not one JSON object. The call ends with it when it would fall
+// back to that target; nothing is sent there.
+type BodyError struct {
+	// Target names the target.
+	Target string
+}
+
+// Error returns a safe message: it never quotes the body.
+func (e *BodyError) Error() string {
+	return "fallback: the request body is not a JSON object, so target " + e.Target + "'s model cannot be set in it"
+}
+
 // Layer is the fallback layer. It is immutable after New and safe for
 // concurrent use.
 type Layer struct {
@@ -351,7 +364,7 @@ func (t *transport) request(req *http.Request, lc *layer.Call, i int, body []byt
 		if tg.Model != "" {
 			nb, err := t.l.rewrite.WithModel(body, tg.Model)
 			if err != nil {
-				return nil, "", &ConfigError{Index: i - 1, Field: "Model", Problem: "could not be set in the request body (it is not a JSON object)"}
+				return nil, "", &BodyError{Target: name}
 			}
 			b, model = nb, tg.Model
 		}

@@ -480,3 +480,16 @@ func TestR20_1_CallersCredentialNeverFollowsToAnotherUpstream(t *testing.T) {
 	assert.Equal(t, "org-1", got.Get("OpenAI-Organization"), "other headers are kept")
 	assert.Equal(t, rigtest.Key, f.Server.Requests()[0].Header.Get("Api-Key"), "the caller's own upstream got them")
 }
+
+// A body in which the next target's model cannot be set ends the call
+// with a typed error when it would fall back; nothing is sent there.
+func TestR20_1_BodyThatIsNotAnObjectIsATypedError(t *testing.T) {
+	f := newFixture(t, openai.New(), retry.Policy{}, fallback.Config{Targets: []fallback.Target{{Model: "b"}}},
+		unavailable(), scripted.JSON(200, scripted.OpenAIChat("never")))
+	_, _, err := f.post(t, "/v1/chat/completions", `["`+rigtest.Prompt+`"]`)
+	var be *fallback.BodyError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, "b", be.Target)
+	assert.NotContains(t, err.Error(), rigtest.Prompt)
+	assert.Equal(t, 1, f.Server.Count())
+}
