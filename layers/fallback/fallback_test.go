@@ -493,3 +493,21 @@ func TestR20_1_BodyThatIsNotAnObjectIsATypedError(t *testing.T) {
 	assert.NotContains(t, err.Error(), rigtest.Prompt)
 	assert.Equal(t, 1, f.Server.Count())
 }
+
+// A resend the retry quota refuses ends the target with quota_exhausted,
+// and the call falls back; the first attempt to the next target is never
+// refused.
+func TestR20_2_QuotaExhaustedFallsBack(t *testing.T) {
+	q, err := quota.New(quota.WithFloor(0), quota.WithRatio(0))
+	require.NoError(t, err)
+	f := newFixtureWith(t, openai.New(), retry.Policy{MaxAttempts: 3}, fallback.Config{Targets: []fallback.Target{{Model: "b"}}},
+		[]layer.Layer{q}, unavailable(), scripted.JSON(200, scripted.OpenAIChat("from b")))
+	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
+	require.NoError(t, err)
+	assert.Contains(t, readBody(t, resp), "from b")
+	assert.Nil(t, lc.Result.Err)
+	assert.Equal(t, []string{"a", "b"}, models(t, f.Server))
+	steps := fallbacks(f.rec, layer.EventFallback)
+	require.Len(t, steps, 1)
+	assert.Equal(t, layer.OutcomeQuotaExhausted, steps[0].Outcome)
+}
