@@ -68,9 +68,10 @@ func New(logger *slog.Logger) func(layer.Event) error {
 // type, the identity, provider, operation, requested model, attempt limit,
 // elapsed time and progress counters, the delay or next attempt when the
 // event has them, the refusing quota of a quota_refused event, the
-// fallback step of a target_started or fallback event, the HTTP status, and the failure's safe fields (category,
-// reason, eligibility, acceptance, phase, known provider code, valid
-// provider request ID, Retry-After form and delay).
+// fallback step of a target_started or fallback event (group "fallback"),
+// the HTTP status, and the failure's safe fields (category, reason,
+// eligibility, acceptance, phase, known provider code, valid provider
+// request ID, Retry-After form and delay).
 func Attrs(ev layer.Event) []slog.Attr {
 	a := []slog.Attr{
 		slog.String("type", string(ev.Type)),
