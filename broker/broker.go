@@ -276,6 +276,9 @@ func (r *run) begin(ctx context.Context) (context.Context, int) {
 				notify(Notice{Event: EventQuotaExhausted, Quota: &n})
 			case layer.EventCooldownWait:
 				notify(Notice{Event: EventCooldown, Cooldown: &CooldownNotice{Completion: idx, Wait: ev.Delay}})
+			case layer.EventFallback:
+				n := fallbackNotice(idx, ev)
+				notify(Notice{Event: EventFallback, Fallback: &n})
 			}
 		})
 		ctx = layer.WithCall(ctx, lc)

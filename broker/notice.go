@@ -270,9 +270,10 @@ const (
 )
 
 // Notice is one operational event of a run for the user interface: exactly
-// one of Retry, Continuation, Progress, Quota and Cooldown is set, matching
-// Event. Its JSON form is {"event":"llm_retry","data":{…}} (or
-// llm_continuation, progress, llm_quota_exhausted, llm_cooldown).
+// one of Retry, Continuation, Progress, Quota, Cooldown and Fallback is
+// set, matching Event. Its JSON form is {"event":"llm_retry","data":{…}}
+// (or llm_continuation, progress, llm_quota_exhausted, llm_cooldown,
+// llm_fallback).
 // Notices never enter the history, the model context or a session's
 // messages.
 type Notice struct {
@@ -288,6 +289,8 @@ type Notice struct {
 	Quota *QuotaNotice
 	// Cooldown is set for EventCooldown.
 	Cooldown *CooldownNotice
+	// Fallback is set for EventFallback.
+	Fallback *FallbackNotice
 }
 
 // noticeWire is the JSON form of a Notice.
@@ -320,6 +323,10 @@ func (n Notice) MarshalJSON() ([]byte, error) {
 	case EventCooldown:
 		if n.Cooldown != nil {
 			data = n.Cooldown
+		}
+	case EventFallback:
+		if n.Fallback != nil {
+			data = n.Fallback
 		}
 	}
 	if data == nil {
@@ -357,6 +364,9 @@ func (n *Notice) UnmarshalJSON(b []byte) error {
 	case EventCooldown:
 		out.Cooldown = &CooldownNotice{}
 		err = json.Unmarshal(w.Data, out.Cooldown)
+	case EventFallback:
+		out.Fallback = &FallbackNotice{}
+		err = json.Unmarshal(w.Data, out.Fallback)
 	default:
 		return errors.New("broker: unknown notice event " + strconv.Quote(string(w.Event)))
 	}

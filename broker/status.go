@@ -83,7 +83,7 @@ func formatCooldown(wait time.Duration) string {
 }
 
 // Status is the transient status line of a terminal UI (R17.2): a retry,
-// continuation, quota or cooldown notice sets it, and the next sign of progress clears it —
+// continuation, quota, cooldown or fallback notice sets it, and the next sign of progress clears it —
 // a new completion starting, a content, reasoning or tool delta, a tool
 // result, the end of the run, or idle. It is never a transcript entry.
 // Feed it every Notice of a broker's WithNotices callback. The zero value
@@ -94,13 +94,14 @@ type Status struct {
 	cont  *ContinuationNotice
 	quota *QuotaNotice
 	cool  *CooldownNotice
+	fb    *FallbackNotice
 }
 
 // reset empties every line; s.mu is held.
-func (s *Status) reset() { s.retry, s.cont, s.quota, s.cool = nil, nil, nil, nil }
+func (s *Status) reset() { s.retry, s.cont, s.quota, s.cool, s.fb = nil, nil, nil, nil, nil }
 
 // Apply updates the status with n: a retry, continuation, quota or
-// cooldown notice replaces the line, any Progress clears it.
+// cooldown notice (or a fallback notice) replaces the line, any Progress clears it.
 func (s *Status) Apply(n Notice) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -121,6 +122,10 @@ func (s *Status) Apply(n Notice) {
 		c := *n.Cooldown
 		s.reset()
 		s.cool = &c
+	case n.Event == EventFallback && n.Fallback != nil:
+		f := *n.Fallback
+		s.reset()
+		s.fb = &f
 	case n.Event == EventProgress && n.Progress != nil:
 		s.reset()
 	}
@@ -147,6 +152,8 @@ func (s *Status) Line() string {
 		return FormatQuota(*s.quota)
 	case s.cool != nil:
 		return FormatCooldown(*s.cool)
+	case s.fb != nil:
+		return FormatFallback(*s.fb)
 	}
 	return ""
 }
@@ -167,6 +174,8 @@ func (s *Status) Live(since time.Duration) string {
 		return FormatQuota(*s.quota)
 	case s.cool != nil:
 		return formatCooldown(max(s.cool.Wait-max(since, 0), 0))
+	case s.fb != nil:
+		return FormatFallback(*s.fb)
 	}
 	return ""
 }

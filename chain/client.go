@@ -14,6 +14,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -41,6 +42,10 @@ type Client struct {
 	chain  *Chain
 	codec  layer.Codec
 	header http.Header
+
+	fallback []FallbackTarget // WithFallback's targets
+	rules    fallback.Rules
+	cred     func(context.Context, http.Header) error // WithCredential's function
 }
 
 // ClientOption configures a Client.
@@ -149,6 +154,11 @@ func WithCallPolicy(ctx context.Context, p *retry.Policy) context.Context {
 type legacyTimeout interface{ LegacyTimeout() time.Duration }
 
 func (c *Client) do(ctx context.Context, req *chat.Request) (*chat.Completion, error) {
+	return withFallback(c, ctx, req, (*Client).doOnce)
+}
+
+// doOnce runs an ordinary or structured call on the client alone.
+func (c *Client) doOnce(ctx context.Context, req *chat.Request) (*chat.Completion, error) {
 	body, err := c.codec.Encode(req)
 	if err != nil {
 		return nil, err
@@ -166,6 +176,9 @@ func (c *Client) do(ctx context.Context, req *chat.Request) (*chat.Completion, e
 		return nil, err
 	}
 	hreq.Header = c.header.Clone()
+	if err := c.credential(ctx, hreq.Header); err != nil {
+		return nil, err
+	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	resp, err := c.chain.RoundTrip(hreq)

@@ -181,6 +181,11 @@ func streamError(err error) *layer.StreamError {
 
 // open sends a streaming request and returns its frame reader.
 func (c *Client) open(ctx context.Context, req *chat.Request) (layer.FrameReader, error) {
+	return withFallback(c, ctx, req, (*Client).openOnce)
+}
+
+// openOnce opens a streaming request on the client alone.
+func (c *Client) openOnce(ctx context.Context, req *chat.Request) (layer.FrameReader, error) {
 	r := *req
 	r.Stream = true
 	body, err := c.codec.Encode(&r)
@@ -193,6 +198,9 @@ func (c *Client) open(ctx context.Context, req *chat.Request) (layer.FrameReader
 		return nil, err
 	}
 	hreq.Header = c.header.Clone()
+	if err := c.credential(ctx, hreq.Header); err != nil {
+		return nil, err
+	}
 	hreq.Header.Set("Content-Type", "application/json")
 	resp, err := c.chain.RoundTrip(hreq)
 	if err != nil {

@@ -11,7 +11,8 @@
 // Levels: Debug for attempt_started, attempt_succeeded and Ollama's progress
 // and metrics; Info for admission_pending, admission_allowed,
 // delay_scheduled, retry_started, cooldown_wait and cancelled; Warn for
-// attempt_failed, quota_refused and quota_unavailable;
+// attempt_failed, quota_refused, quota_unavailable and fallback (target_started
+// is Info);
 // Error for the terminal outcomes that end a call without success
 // (exhausted, interrupted) and for admission_rejected,
 // admission_no_decision and admission_required.
@@ -33,7 +34,7 @@ func Level(t layer.EventType) slog.Level {
 	switch t {
 	case layer.EventAttemptStarted, layer.EventAttemptSucceeded, layer.EventProgress, layer.EventMetrics:
 		return slog.LevelDebug
-	case layer.EventAttemptFailed, layer.EventQuotaRefused, layer.EventQuotaUnavailable:
+	case layer.EventAttemptFailed, layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventFallback:
 		return slog.LevelWarn
 	case layer.EventExhausted, layer.EventInterrupted,
 		layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired:
@@ -67,14 +68,15 @@ func New(logger *slog.Logger) func(layer.Event) error {
 // recourse-proxy writes its event lines: the event type ("type"), the
 // identity, provider, operation, requested model, attempt limit, elapsed
 // time and progress counters, the delay or next attempt when the event has
-// them, the refusing quota of a quota_refused event (group "quota": upstream,
-// resends, window_ms, fleet and the quota's safe text), the HTTP status,
-// and the failure's safe fields (group "failure": category, reason,
-// eligibility, acceptance, and when set the HTTP status, phase, stall limit,
-// honoured provider hint, known provider code, valid provider request ID,
-// Retry-After form, the name of the header it was read from when that is
-// not Retry-After, and its delay). It never returns a header value, a body,
-// a prompt or a tool argument: an event holds none.
+// them, the refusing quota of a quota_refused event (group "quota":
+// upstream, resends, window_ms, fleet and the quota's safe text), the
+// fallback step of a target_started or fallback event (group "fallback"),
+// the HTTP status, and the failure's safe fields (group "failure":
+// category, reason, eligibility, acceptance, and when set the HTTP status,
+// phase, stall limit, honoured provider hint, known provider code, valid
+// provider request ID, Retry-After form, the name of the header it was
+// read from when that is not Retry-After, and its delay). It never returns
+// a header value, a body, a prompt or a tool argument: an event holds none.
 func Attrs(ev layer.Event) []slog.Attr {
 	a := []slog.Attr{
 		slog.String("type", string(ev.Type)),
@@ -105,6 +107,9 @@ func Attrs(ev layer.Event) []slog.Attr {
 	}
 	if ev.NextAttempt != 0 {
 		a = append(a, slog.Int("next_attempt", ev.NextAttempt))
+	}
+	if f := ev.Fallback; f != nil {
+		a = append(a, fallbackAttr(f))
 	}
 	if ev.HTTPStatus != 0 {
 		a = append(a, slog.Int("http_status", ev.HTTPStatus))

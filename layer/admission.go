@@ -25,6 +25,10 @@ type AdmissionRequest struct {
 	// Facts are the codec's facts, so that a hook can ask only where the
 	// default rule would stop: Facts.AdmissionRequired(Failure).
 	Facts Facts
+	// Fallback, when set, says that the hook is asked about a fallback to
+	// another target (R20.4), not a resend to the same one: the target
+	// left may still be running the request. Nil for a resend.
+	Fallback *Fallback
 }
 
 // AdmissionHook decides whether a failed, eligible attempt may be resent

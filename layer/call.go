@@ -42,6 +42,13 @@ type Call struct {
 	// reaches the engine; nil means none. The engine binds it to the call's
 	// upstream and its decision plane consults it on every resend.
 	Gate ResendGate
+	// SkipOpenCircuit asks the engine not to send the call's first attempt
+	// when its bound Gate's shared cooldown horizon lies beyond the delay
+	// ceiling (that upstream's circuit is open): the call then ends at once
+	// with outcome delay_ceiling, nothing sent (R20.5). A fallback sets it
+	// for every target but the last; false (the default) sends the first
+	// attempt at once, as R18.4 says.
+	SkipOpenCircuit bool
 
 	// Result is what the engine reports about the call.
 	Result CallResult

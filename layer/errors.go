@@ -54,6 +54,11 @@ type RecoveryError struct {
 	// Quota says which retry quota refused the resend, for outcome
 	// quota_exhausted; nil otherwise.
 	Quota *QuotaRefusal `json:"quota,omitempty"`
+	// Targets, for a call with fallback targets that tried more than one
+	// (R20.7), holds every target tried, in order, the last one included:
+	// the error's own Outcome, Failure and History are the last target's.
+	// Nil otherwise.
+	Targets []TargetRecord `json:"targets,omitempty"`
 
 	ctxErr error
 }
@@ -72,9 +77,14 @@ func NewRecoveryError(o Outcome, final Failure, history []Failure, ctxErr error)
 // (R13.3) that the completion is incomplete, with the finish when it is a
 // documented one ("length"); for a permanent HTTP or provider failure, what the provider
 // said in safe terms (the status and a known provider code); for a refused
-// redirect, a delay ceiling or a deadline, why no retry was made. It never
+// redirect, a delay ceiling or a deadline, why no retry was made; after a
+// fallback (R20.7), the targets tried and the outcome on each. It never
 // contains body text, headers or original messages.
 func (e *RecoveryError) Error() string {
+	return e.text() + targetsText(e.Targets)
+}
+
+func (e *RecoveryError) text() string {
 	var b strings.Builder
 	f := &e.Failure
 	tail := func() string {

@@ -71,6 +71,8 @@ type Event struct {
 	Frame int `json:"frame,omitempty"`
 	// Metrics is set on an Ollama metrics event.
 	Metrics *Metrics `json:"metrics,omitempty"`
+	// Fallback is set on target_started and fallback events (R20).
+	Fallback *Fallback `json:"fallback,omitempty"`
 }
 
 // MarshalJSON encodes durations as integer milliseconds (delay_ms, elapsed_ms).

@@ -47,6 +47,7 @@ type call struct {
 	// outputSeen: the time to first output was recorded.
 	outputSeen bool
 	ended      bool
+	tgt        targetState // the current fallback target (R20.6), if any
 }
 
 func newCall(l *Layer, req *http.Request, lc *layer.Call, start time.Time) *call {
@@ -119,11 +120,12 @@ func (c *call) observe(ev layer.Event) {
 		return
 	}
 	c.startLogical(&ev)
+	c.noteLogicalID(&ev)
 	c.measure(&ev)
 	switch ev.Type {
 	case layer.EventAttemptStarted:
 		c.endAttempt("")
-		c.attempts = max(c.attempts, ev.WireAttempt)
+		c.attempts = max(c.attempts, c.tgt.base+ev.WireAttempt)
 		attrs := append([]attribute.KeyValue{semconv.HTTPRequestMethodKey.String(c.target.method)}, c.target.attempt()...)
 		if ev.WireAttempt > 1 {
 			attrs = append(attrs, semconv.HTTPRequestResendCount(ev.WireAttempt-1))
@@ -131,7 +133,7 @@ func (c *call) observe(ev layer.Event) {
 		if ev.AttemptID != "" {
 			attrs = append(attrs, keyAttemptID.String(ev.AttemptID))
 		}
-		_, c.attempt = c.l.tracer.Start(c.lctx, c.target.spanName(),
+		_, c.attempt = c.l.tracer.Start(c.attemptParent(), c.target.spanName(),
 			trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithTimestamp(now),
 			trace.WithAttributes(attrs...))
@@ -181,6 +183,13 @@ func (c *call) observe(ev layer.Event) {
 		layer.EventExhausted, layer.EventInterrupted, layer.EventCancelled:
 		e := ev
 		c.terminal, c.terminalTime = &e, now
+	case layer.EventTargetStarted:
+		if ev.Fallback != nil {
+			c.endAttempt("")
+			c.startTarget(&ev, now)
+		}
+	case layer.EventFallback:
+		c.fellBack(&ev, now)
 	case layer.EventMetrics:
 		if ev.Metrics != nil {
 			m := *ev.Metrics
@@ -240,6 +249,7 @@ func (c *call) end(how endKind, err error) {
 		c.endAttempt("")
 	}
 	c.measureEnd(res)
+	c.endTarget(time.Now())
 	if t := c.terminal; t != nil {
 		attrs := eventAttributes(t)
 		if res.outcome != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -82,6 +83,19 @@ type Config struct {
 	// succeeds, as the engine's resends are) and, refused, is answered 503
 	// quota_exhausted without contacting the upstream.
 	Quota *quota.Layer
+	// Fallback are the completion endpoint's fallback targets (package
+	// layers/fallback, R20), tried in order when recovery on the upstream
+	// ends exhausted, quota_exhausted or delay_ceiling, or interrupted on
+	// a status of FallbackStatuses: another model, and/or another upstream
+	// root of the same wire (checked like Upstream) with its own
+	// credential. The fallback runs outside Quota, which gates every
+	// target, and asks Policy.Admit before a fallback from an ambiguous
+	// failure of a local provider. Nil means none.
+	Fallback []fallback.Target
+	// FallbackStatuses are the HTTP statuses of an interrupted call that
+	// fall back too (fallback.Rules.Statuses), for example 404 for a model
+	// that is not found; nil means none.
+	FallbackStatuses []int
 	// Transport is the base transport for upstream requests, for both the
 	// chain's sender and forwarded requests; nil means a private clone of
 	// http.DefaultTransport. It must not retry or follow redirects.

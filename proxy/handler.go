@@ -115,6 +115,11 @@ func New(cfg Config) (*Handler, error) {
 		h.now = time.Now
 	}
 	perCall := cfg.PerCall[:len(cfg.PerCall):len(cfg.PerCall)]
+	if fl, err := fallbackLayer(&cfg, codec); err != nil {
+		return nil, err
+	} else if fl != nil {
+		perCall = append(perCall, fl)
+	}
 	if cfg.Quota != nil {
 		perCall = append(perCall, cfg.Quota, layer.NewPerCall("client-retries", keepClientRetriesFromDepositing))
 	}

@@ -58,6 +58,10 @@ type settings struct {
 	cooldown    bool
 	quotaKey    string
 
+	fallback         string
+	fallbackStatuses string
+	getenv           func(string) string // the environment parse read, for the fallback keys
+
 	set map[string]bool // the flags given, on the command line or in the environment
 
 	maxBody     int64
@@ -98,6 +102,7 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.BoolVar(&s.cooldown, "quota-cooldown", true, "with -quota, share a Retry-After (and, with -provider-hints, retry-after-ms) as a cooldown: every client's attempts to the upstream wait for it, within -delay-ceiling (-quota-cooldown=false: only the call that saw it waits)")
 	fs.StringVar(&s.quotaKey, "quota-key", "upstream", "what one quota counts: upstream (scheme, host and port), or narrowed by model, credential (the Authorization or API key header, kept only as a hash) or model,credential")
 
+	defineFallback(fs, s)
 	fs.Int64Var(&s.maxBody, "max-body", proxy.DefaultMaxBodyBytes, "the largest completion request body in bytes; a larger one is answered 413")
 	fs.DurationVar(&s.commitAfter, "stream-commit-after", proxy.DefaultStreamCommitAfter, "how long a streaming client may wait without a byte before the proxy commits its 200 and writes retry notices; a later failure is then an in-band error (0: at the first backoff; negative: never; no effect on ollama)")
 	fs.DurationVar(&s.grace, "grace", proxy.DefaultGrace, "on SIGTERM or SIGINT, how long in-flight requests may finish before they are cut")
@@ -127,7 +132,7 @@ Flags:
 // parse reads the settings from args and the environment getenv; help
 // output goes to out. It returns flag.ErrHelp for -h.
 func parse(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
-	s := &settings{}
+	s := &settings{getenv: getenv}
 	fs := flag.NewFlagSet("recourse-proxy", flag.ContinueOnError)
 	fs.SetOutput(out)
 	define(fs, s)
@@ -206,6 +211,9 @@ func (s *settings) config() (proxy.Config, error) {
 		return cfg, err
 	}
 	if cfg.Quota, err = s.quotaLayer(); err != nil {
+		return cfg, err
+	}
+	if cfg.Fallback, cfg.FallbackStatuses, err = s.fallbackTargets(); err != nil {
 		return cfg, err
 	}
 	cfg.StreamCommitAfter = s.commitAfter

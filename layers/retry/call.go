@@ -64,6 +64,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ug := g.Bind(req.URL, c.in.info.Model, req.Header)
 		ug.Deposit()
 		c.d.Bind(ug)
+		if c.lc.SkipOpenCircuit && c.d.OpenCircuit() {
+			return c.openCircuit()
+		}
 		if cancelled, err := c.d.HoldFirst(c.ctx, c.emit); err != nil {
 			c.report(nil)
 			return nil, err
@@ -365,6 +368,17 @@ func (c *call) cancelled(f *layer.Failure) (*http.Response, error) {
 		f = &nf
 	}
 	return c.finish(layer.OutcomeCancelled, f, nil)
+}
+
+// openCircuit ends a call whose upstream's circuit is open before its
+// first attempt (R20.5): outcome delay_ceiling, nothing sent.
+func (c *call) openCircuit() (*http.Response, error) {
+	c.id.AttemptID = c.attemptID()
+	f := c.newFailure(nil)
+	f.Acceptance = layer.AcceptanceNo
+	f.Phase = layer.PhaseConnecting
+	f.Classification = layer.Classification{Eligible: true, Reason: layer.ReasonTransient}
+	return c.finish(layer.OutcomeDelayCeiling, &f, nil)
 }
 
 func (c *call) requestCaptureFailed(ce *layer.CaptureError) (*http.Response, error) {

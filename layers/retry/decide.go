@@ -94,6 +94,19 @@ func (d *Decider) HoldFirst(ctx context.Context, emit Emit) (cancelled bool, err
 	return false, nil
 }
 
+// OpenCircuit reports whether the bound gate's shared cooldown horizon
+// (its local copy) lies further away than the delay ceiling: that
+// upstream's circuit is open, and a call that may go elsewhere (a
+// fallback target, R20.5) is not sent there. Without a gate it reports
+// false.
+func (d *Decider) OpenCircuit() bool {
+	if d.gate == nil {
+		return false
+	}
+	h := d.gate.Horizon()
+	return !h.IsZero() && h.Sub(d.r.wall()) > d.r.ceiling
+}
+
 // NewDecider validates p, applies its defaults and pre-samples a custom
 // Jitter once per possible resend (R3.2): resends samples, in resend order.
 // The engine asks for MaxAttempts-1; the broker for its continuation

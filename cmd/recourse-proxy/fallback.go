@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/recourse-dev/recourse/layers/fallback"
+)
+
+// fallbackKeyEnv is the environment variable of the bearer key of the n-th
+// fallback target (from 1) that names another upstream.
+func fallbackKeyEnv(n int) string { return envPrefix + "FALLBACK_KEY_" + strconv.Itoa(n) }
+
+// defineFallback registers the fallback flags (R20.10).
+func defineFallback(fs *flag.FlagSet, s *settings) {
+	fs.StringVar(&s.fallback, "fallback", "", "comma-separated fallback targets, tried in order when recovery on -upstream ends exhausted, quota_exhausted or delay_ceiling: a model name (same upstream, the client's key), an upstream root URL of the same wire, or URL#model; a target with another upstream never gets the client's key, only "+fallbackKeyEnv(1)+" (…_2 for the second target, …) as a bearer key when set (empty: no fallback)")
+	fs.StringVar(&s.fallbackStatuses, "fallback-statuses", "", "with -fallback, comma-separated HTTP statuses of a failure recovery does not retry that fall back too, for example 404 (a model not found) or 400 (a context too long for the model); empty: none")
+}
+
+// fallbackTargets returns the targets and statuses of -fallback and
+// -fallback-statuses.
+func (s *settings) fallbackTargets() ([]fallback.Target, []int, error) {
+	if s.fallback == "" {
+		if s.fallbackStatuses != "" {
+			return nil, nil, fmt.Errorf("-fallback-statuses is set but -fallback is empty; drop it, or name the targets")
+		}
+		return nil, nil, nil
+	}
+	var statuses []int
+	if s.fallbackStatuses != "" {
+		var err error
+		if statuses, err = parseStatuses(s.fallbackStatuses); err != nil {
+			return nil, nil, fmt.Errorf("-fallback-statuses: %v", err)
+		}
+	}
+	var targets []fallback.Target
+	for i, item := range splitList(s.fallback) {
+		n := i + 1
+		t := fallback.Target{}
+		if strings.Contains(item, "://") {
+			raw, model, _ := strings.Cut(item, "#")
+			u, err := url.Parse(raw)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, nil, fmt.Errorf("-fallback: target %d is not a model name, an http or https URL, or URL#model", n)
+			}
+			t.Upstream, t.Model = raw, model
+			if s.getenv != nil {
+				if key := s.getenv(fallbackKeyEnv(n)); key != "" {
+					t.Credential = func(_ context.Context, h http.Header) error {
+						h.Set("Authorization", "Bearer "+key)
+						return nil
+					}
+				}
+			}
+		} else {
+			t.Model = item
+		}
+		targets = append(targets, t)
+	}
+	if len(targets) == 0 {
+		return nil, nil, fmt.Errorf("-fallback names no target")
+	}
+	return targets, statuses, nil
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// -fallback names the targets in order: model names, upstream URLs of the
+// same wire and URL#model; an upstream target's key comes from its own
+// variable and from nowhere else.
+func TestR20_10_FallbackFlagNamesTheTargets(t *testing.T) {
+	s, err := parse([]string{"-upstream", "https://api.openai.com", "-fallback", "gpt-4o-mini, https://openrouter.ai/api#openai/gpt-4o, http://127.0.0.1:8000",
+		"-fallback-statuses", "404"}, env(map[string]string{"RECOURSE_PROXY_FALLBACK_KEY_2": "sk-or-key"}), &bytes.Buffer{})
+	require.NoError(t, err)
+	cfg, err := s.config()
+	require.NoError(t, err)
+	require.Len(t, cfg.Fallback, 3)
+	assert.Equal(t, "gpt-4o-mini", cfg.Fallback[0].Model)
+	assert.Empty(t, cfg.Fallback[0].Upstream)
+	assert.Nil(t, cfg.Fallback[0].Credential)
+	assert.Equal(t, "https://openrouter.ai/api", cfg.Fallback[1].Upstream)
+	assert.Equal(t, "openai/gpt-4o", cfg.Fallback[1].Model)
+	require.NotNil(t, cfg.Fallback[1].Credential)
+	h := http.Header{}
+	require.NoError(t, cfg.Fallback[1].Credential(t.Context(), h))
+	assert.Equal(t, "Bearer sk-or-key", h.Get("Authorization"))
+	assert.Equal(t, "http://127.0.0.1:8000", cfg.Fallback[2].Upstream)
+	assert.Nil(t, cfg.Fallback[2].Credential, "no variable, no key")
+	assert.Equal(t, []int{404}, cfg.FallbackStatuses)
+
+	for _, args := range [][]string{
+		{"-fallback-statuses", "404"},
+		{"-fallback", "ftp://host"},
+		{"-fallback", " , "},
+		{"-fallback", "m", "-fallback-statuses", "x"},
+	} {
+		s, err := parse(append([]string{"-upstream", "https://api.openai.com"}, args...), env(nil), &bytes.Buffer{})
+		require.NoError(t, err)
+		_, err = s.config()
+		assert.Error(t, err, args)
+	}
+}

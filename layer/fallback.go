@@ -1,0 +1,89 @@
+package layer
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The lifecycle events of a call with fallback targets (R20, package
+// layers/fallback and chain.WithFallback). They are emitted by the
+// fallback, never by the engine, and only when a call has targets.
+const (
+	// EventTargetStarted announces that a target's run of the call starts:
+	// the first target (the request as given) and every target fallen back
+	// to. Its Fallback names the target (To) and its index.
+	EventTargetStarted EventType = "target_started"
+	// EventFallback announces that the call leaves a target for the next
+	// one: its Fallback names both and the outcome that caused it, its
+	// Failure is the left target's final failure.
+	EventFallback EventType = "fallback"
+)
+
+// Fallback describes one step of a call with fallback targets (R20): the
+// target left (From), the target started (To) and why. Every field is
+// safe: target names are model names, upstream hosts or names the caller
+// gave, never a credential, a path or a query.
+type Fallback struct {
+	// From names the target left; empty on the first target_started.
+	From string `json:"from,omitempty"`
+	// To names the target that runs next.
+	To string `json:"to"`
+	// Index is To's 0-based index among the call's targets (0 is the
+	// request as given).
+	Index int `json:"index"`
+	// Outcome is how recovery ended on From; empty on the first
+	// target_started.
+	Outcome Outcome `json:"outcome,omitempty"`
+	// Attempts is the number of wire attempts sent to From (0 when it was
+	// skipped, its circuit open).
+	Attempts int `json:"attempts"`
+	// Skipped reports that From was not contacted: its shared cooldown
+	// horizon lay beyond the delay ceiling (R20.5).
+	Skipped bool `json:"skipped,omitempty"`
+}
+
+// TargetRecord is what a *RecoveryError keeps of one target of a call
+// with fallback targets (R20.7): the outcome there, its final failure and
+// its bounded history. Its fields are safe, like the error's.
+type TargetRecord struct {
+	// Target names the target.
+	Target string `json:"target"`
+	// Outcome is how recovery ended on the target.
+	Outcome Outcome `json:"outcome"`
+	// Failure is the safe record of the target's final failure.
+	Failure Failure `json:"failure"`
+	// History holds the target's completed wire attempts, oldest first.
+	History []Failure `json:"history"`
+}
+
+// targetsText is the suffix of a RecoveryError's text when the call fell
+// back: the targets tried, in order.
+func targetsText(ts []TargetRecord) string {
+	if len(ts) < 2 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("; ")
+	b.WriteString(strconv.Itoa(len(ts)))
+	b.WriteString(" fallback targets tried: ")
+	for i, t := range ts {
+		if i > 0 {
+			b.WriteString(" → ")
+		}
+		b.WriteString(t.Target)
+		b.WriteString(" (")
+		b.WriteString(string(t.Outcome))
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// ModelRewriter is implemented by a codec that can name another model in a
+// request body it encoded or described, without touching anything else of
+// it: the fallback of a drop-in call uses it to send an SDK's request to
+// another model of the same wire (R20.1). WithModel returns a new body and
+// never modifies body; a body that is not a JSON object is an error. It
+// must be safe for concurrent use.
+type ModelRewriter interface {
+	WithModel(body []byte, model string) ([]byte, error)
+}

@@ -1,0 +1,428 @@
+// Package fallback is an opt-in per-call layer that, when recovery on one
+// target ends in a way that proves no output reached the caller and more
+// tries there are pointless, runs the call again on the next of an ordered
+// list of targets: another model of the same codec, another upstream of
+// the same wire (Azure OpenAI, OpenRouter, vLLM, oMLX behind the OpenAI
+// codec), each with its own policy, quota and credential (R20).
+//
+// The layer sits above the engine (layer.PerCall) and runs the chain below
+// it once per target; every target's run is an ordinary logical
+// completion under every rule of the contract. It falls back after the
+// outcomes exhausted, quota_exhausted and delay_ceiling, and after an
+// interruption on an HTTP status the caller names (Rules.Statuses); never
+// after semantic output, never after cancelled or deadline (R20.2, R20.3).
+// Before a fallback from an ambiguous failure of a local provider it asks
+// the admission hook (R20.4). A target whose shared cooldown lies beyond
+// the delay ceiling is skipped without a request (R20.5).
+//
+// A drop-in caller gets the response of the target that answered, in its
+// own wire format; a target of another wire is refused by New with a
+// *CrossWireError (the native client takes those: chain.WithFallback).
+// Each step is visible (R20.6): target_started and fallback lifecycle
+// events, a span per target (package otelbridge), a broker notice, and a
+// final *layer.RecoveryError that keeps every target's history (R20.7).
+package fallback
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// Target is one fallback target of a drop-in call: the request as the
+// caller sent it, changed by the fields that are set. The zero Target
+// resends the same request to the same upstream; give at least one of
+// Model, Upstream, Credential, Gate or Context.
+type Target struct {
+	// Name names the target in events, notices, spans and errors; empty
+	// means Model, else Upstream's host. It must be safe to log: never a
+	// credential.
+	Name string
+	// Model replaces the request's model ("" keeps it), through the
+	// codec's layer.ModelRewriter.
+	Model string
+	// Upstream is another root of the same wire, an absolute http or https
+	// URL with an optional path prefix and no query, fragment or user
+	// information ("https://openrouter.ai/api"): the request's path and
+	// query are kept after it. Empty keeps the request's upstream. A
+	// target with another upstream never receives the request's
+	// credential headers (Authorization, Api-Key, X-Api-Key, Cookie):
+	// only those its Credential sets.
+	Upstream string
+	// Credential, when set, sets the target's credential headers on h
+	// (for example h.Set("Authorization", "Bearer "+key)) once per run of
+	// the target. The credential is never logged or kept in an event, a
+	// span or an error; an error it returns ends the call with a
+	// *CredentialError, which keeps neither the credential nor the
+	// error's text.
+	Credential func(ctx context.Context, h http.Header) error
+	// Gate is the target's own resend gate (a retry quota, package
+	// layers/quota); nil keeps the call's. A quota layer below this layer
+	// replaces it: put per-target quotas here and no quota layer below.
+	Gate layer.ResendGate
+	// Context, when set, derives the context of the target's run: a
+	// per-target recovery policy is chain.WithCallPolicy(ctx, &policy).
+	Context func(ctx context.Context) context.Context
+	// Facts, when set, are the target's provider facts where they differ
+	// from the codec's: an oMLX server behind the OpenAI codec runs local
+	// inference (R20.4).
+	Facts *layer.Facts
+	// Codec, when set, is the target's codec: one of another wire (another
+	// provider or path) is refused with a *CrossWireError.
+	Codec layer.Codec
+}
+
+// Config configures a fallback layer.
+type Config struct {
+	// Codec is the codec of the chain below (its engine's); required. Its
+	// layer.ModelRewriter swaps a target's model.
+	Codec layer.Codec
+	// Targets are tried in order after the request as given fails.
+	Targets []Target
+	// Primary names the first target (the request as given); empty means
+	// the request's model.
+	Primary string
+	// Rules decide which outcomes fall back (the zero value: exhausted,
+	// quota_exhausted, delay_ceiling) and hold the admission hook of R20.4.
+	Rules Rules
+	// OnEvent observes the layer's own lifecycle events (target_started,
+	// fallback, admission events of R20.4) before the call's observers;
+	// the engine's events go to the policy's OnEvent. An error it returns
+	// ends the call with a *layer.ObserverError. Nil means none.
+	OnEvent func(layer.Event) error
+}
+
+// ConfigError reports an invalid Config: it names the field and the
+// target's index (-1 for a field of Config), never the value given.
+type ConfigError struct {
+	// Index is the target's index in Config.Targets, or -1.
+	Index int
+	// Field names the field, for example "Upstream".
+	Field string
+	// Problem says what is wrong.
+	Problem string
+}
+
+// Error returns a safe message.
+func (e *ConfigError) Error() string {
+	where := "config"
+	if e.Index >= 0 {
+		where = "target " + strconv.Itoa(e.Index)
+	}
+	return "fallback: " + where + " " + e.Field + " " + e.Problem
+}
+
+// CrossWireError reports a target of another wire given to the drop-in
+// layer (R20.8): an SDK reads only its own wire format, so such a target
+// needs the native client (chain.WithFallback) or the broker.
+type CrossWireError struct {
+	// Index is the target's index in Config.Targets.
+	Index int
+	// Want is the wire of the chain, Got the target's.
+	Want, Got layer.Provider
+}
+
+// Error returns a safe message.
+func (e *CrossWireError) Error() string {
+	return "fallback: target " + strconv.Itoa(e.Index) + " speaks " + string(e.Got) +
+		", not the chain's " + string(e.Want) + ": a drop-in call cannot cross wires (use chain.WithFallback with the native client, or the broker)"
+}
+
+// CredentialError reports that a target's Credential function failed. It
+// keeps the target's name only: neither the credential nor the function's
+// error text.
+type CredentialError struct {
+	// Target names the target.
+	Target string
+}
+
+// Error returns a safe message.
+func (e *CredentialError) Error() string {
+	return "fallback: the credential of target " + e.Target + " could not be obtained"
+}
+
+// BodyError reports a request body in which a target's model cannot be
+// set: it is not one JSON object. The call ends with it when it would fall
+// back to that target; nothing is sent there.
+type BodyError struct {
+	// Target names the target.
+	Target string
+}
+
+// Error returns a safe message: it never quotes the body.
+func (e *BodyError) Error() string {
+	return "fallback: the request body is not a JSON object, so target " + e.Target + "'s model cannot be set in it"
+}
+
+// Layer is the fallback layer. It is immutable after New and safe for
+// concurrent use.
+type Layer struct {
+	codec   layer.Codec
+	rewrite layer.ModelRewriter
+	targets []target
+	primary string
+	rules   Rules
+	onEvent func(layer.Event) error
+}
+
+type target struct {
+	Target
+	name string
+	up   *url.URL
+}
+
+// New returns the fallback layer of cfg. It returns a *ConfigError for a
+// missing codec, an invalid upstream, a model swap the codec cannot make
+// or a status out of range, and a *CrossWireError for a target of another
+// wire. With no targets the layer passes every call through unchanged.
+func New(cfg Config) (*Layer, error) {
+	if cfg.Codec == nil {
+		return nil, &ConfigError{Index: -1, Field: "Codec", Problem: "is required"}
+	}
+	for _, s := range cfg.Rules.Statuses {
+		if s < 100 || s > 599 {
+			return nil, &ConfigError{Index: -1, Field: "Rules.Statuses", Problem: "holds a status outside 100–599"}
+		}
+	}
+	l := &Layer{codec: cfg.Codec, primary: cfg.Primary, rules: cfg.Rules, onEvent: cfg.OnEvent}
+	l.rules.Statuses = slices.Clone(cfg.Rules.Statuses)
+	l.rewrite, _ = cfg.Codec.(layer.ModelRewriter)
+	for i, t := range cfg.Targets {
+		if c := t.Codec; c != nil && (c.Provider() != cfg.Codec.Provider() || c.Path() != cfg.Codec.Path()) {
+			return nil, &CrossWireError{Index: i, Want: cfg.Codec.Provider(), Got: c.Provider()}
+		}
+		if t.Model != "" && l.rewrite == nil {
+			return nil, &ConfigError{Index: i, Field: "Model", Problem: "needs a codec that can name another model (layer.ModelRewriter)"}
+		}
+		tg := target{Target: t, name: t.Name}
+		if t.Upstream != "" {
+			u, err := url.Parse(t.Upstream)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+				return nil, &ConfigError{Index: i, Field: "Upstream", Problem: "must be an absolute http or https URL without user information, query or fragment"}
+			}
+			tg.up = u
+		}
+		if tg.name == "" {
+			tg.name = t.Model
+		}
+		if tg.name == "" && tg.up != nil {
+			tg.name = tg.up.Host
+		}
+		if tg.name == "" {
+			tg.name = "target " + strconv.Itoa(i+1)
+		}
+		l.targets = append(l.targets, tg)
+	}
+	return l, nil
+}
+
+// Name returns "fallback".
+func (*Layer) Name() string { return "fallback" }
+
+// Position returns layer.PerCall.
+func (*Layer) Position() layer.Position { return layer.PerCall }
+
+// Wrap returns next with the fallback around it.
+func (l *Layer) Wrap(next http.RoundTripper) http.RoundTripper {
+	if len(l.targets) == 0 {
+		return next
+	}
+	return &transport{l: l, next: next}
+}
+
+type transport struct {
+	l    *Layer
+	next http.RoundTripper
+}
+
+// credentialHeaders are the request headers that carry a credential and
+// never follow a request to another upstream.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Cookie"}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req, lc := layer.CallOf(req)
+	body, err := readBody(req)
+	if err != nil {
+		return nil, err
+	}
+	l := t.l
+	var info layer.RequestInfo
+	if lc.Facts != nil {
+		info = *lc.Facts
+	} else if in, err := l.codec.Describe(body); err == nil {
+		info = in
+	}
+	primary := l.primary
+	if primary == "" {
+		primary = info.Model
+	}
+	if primary == "" {
+		primary = req.URL.Host
+	}
+	names := []string{primary}
+	facts := []layer.Facts{l.codec.Facts()}
+	for _, tg := range l.targets {
+		names = append(names, tg.name)
+		f := l.codec.Facts()
+		if tg.Facts != nil {
+			f = *tg.Facts
+		}
+		facts = append(facts, f)
+	}
+	run := NewRun(l.rules, names, facts, func(ev layer.Event) error { return t.emit(lc, ev) })
+	facts0, gate0, skip0 := lc.Facts, lc.Gate, lc.SkipOpenCircuit
+	defer func() { lc.Facts, lc.Gate, lc.SkipOpenCircuit = facts0, gate0, skip0 }()
+	last := len(names) - 1
+	for i := 0; ; i++ {
+		treq, model, err := t.request(req, lc, i, body, info.Model, names[i])
+		if err != nil {
+			return nil, err
+		}
+		lc.Facts, lc.Gate = facts0, gate0
+		if i > 0 {
+			tg := &l.targets[i-1]
+			if tg.Gate != nil {
+				lc.Gate = tg.Gate
+			}
+			if facts0 != nil && tg.Model != "" {
+				f := *facts0
+				f.Model = tg.Model
+				lc.Facts = &f
+			}
+		}
+		ev := layer.Event{Provider: l.codec.Provider(), Operation: info.Operation, Model: model}
+		if err := run.Start(i, ev); err != nil {
+			closeBody(treq)
+			return nil, err
+		}
+		lc.Result = layer.CallResult{}
+		lc.SkipOpenCircuit = i < last
+		resp, err := t.next.RoundTrip(treq)
+		e := lc.Result.Err
+		if e == nil || (resp != nil && resp.StatusCode/100 == 2) {
+			// A success, an error outside recovery, or a body already
+			// handed over: the call is the caller's (R20.3).
+			return resp, err
+		}
+		ev.Identity = layer.Identity{LogicalID: lc.Result.LogicalID, WireAttempt: lc.Result.WireAttempts}
+		next, final, oerr := run.After(treq.Context(), i, e, ev)
+		if oerr != nil {
+			closeResp(resp)
+			return nil, oerr
+		}
+		if !next {
+			lc.Result.Err = final
+			if resp == nil {
+				return nil, final
+			}
+			if final.Outcome != e.Outcome {
+				resp.Header.Set("X-Recourse-Outcome", string(final.Outcome))
+			}
+			return resp, nil
+		}
+		closeResp(resp)
+	}
+}
+
+// emit delivers one of the layer's events to its OnEvent and to the call's
+// observers, as the engine does (R11.4).
+func (t *transport) emit(lc *layer.Call, ev layer.Event) error {
+	if f := t.l.onEvent; f != nil {
+		if err := f(ev); err != nil {
+			return &layer.ObserverError{Event: ev.Type, Err: err}
+		}
+	}
+	for _, o := range lc.Observers() {
+		o(ev)
+	}
+	return nil
+}
+
+// request returns the request of target i (0: the request as given) and
+// its model.
+func (t *transport) request(req *http.Request, lc *layer.Call, i int, body []byte, model, name string) (*http.Request, string, error) {
+	ctx := req.Context()
+	b := body
+	h := req.Header.Clone()
+	u := req.URL
+	host := req.Host
+	if i > 0 {
+		tg := &t.l.targets[i-1]
+		if tg.Context != nil {
+			ctx = tg.Context(ctx)
+			if layer.CallFrom(ctx) != lc {
+				ctx = layer.WithCall(ctx, lc)
+			}
+		}
+		if tg.Model != "" {
+			nb, err := t.l.rewrite.WithModel(body, tg.Model)
+			if err != nil {
+				return nil, "", &BodyError{Target: name}
+			}
+			b, model = nb, tg.Model
+		}
+		if tg.up != nil {
+			nu := *req.URL
+			nu.Scheme, nu.Host, nu.User = tg.up.Scheme, tg.up.Host, nil
+			nu.Path = strings.TrimSuffix(tg.up.Path, "/") + req.URL.Path
+			nu.RawPath = ""
+			u, host = &nu, ""
+			for _, k := range credentialHeaders {
+				h.Del(k)
+			}
+		}
+		if tg.Credential != nil {
+			if err := credential(ctx, tg.Credential, h); err != nil {
+				return nil, "", &CredentialError{Target: name}
+			}
+		}
+	}
+	treq := req.Clone(ctx)
+	treq.URL, treq.Host, treq.Header = u, host, h
+	treq.Body = layer.NewRequestBody(b)
+	treq.ContentLength = int64(len(b))
+	treq.GetBody = func() (io.ReadCloser, error) { return layer.NewRequestBody(b), nil }
+	return treq, model, nil
+}
+
+// credential calls f, turning a panic into an error.
+func credential(ctx context.Context, f func(context.Context, http.Header) error, h http.Header) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = errors.New("panic")
+		}
+	}()
+	return f(ctx, h)
+}
+
+// readBody takes the request body once: a *layer.RequestBody without a
+// copy, any other body read to its end.
+func readBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	defer req.Body.Close()
+	if rb, ok := req.Body.(*layer.RequestBody); ok {
+		return rb.Unread(), nil
+	}
+	return io.ReadAll(req.Body)
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+func closeResp(r *http.Response) {
+	if r != nil && r.Body != nil {
+		r.Body.Close()
+	}
+}

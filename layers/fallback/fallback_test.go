@@ -1,0 +1,513 @@
+package fallback_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/fallback"
+	"github.com/recourse-dev/recourse/layers/quota"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// A drop-in call whose model is overloaded falls back to the next model
+// of the same codec: the SDK gets the second model's answer in its own
+// wire format, after exactly MaxAttempts requests for the first.
+func TestR20_1_DropInFallsBackToAnotherModel(t *testing.T) {
+	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3},
+		fallback.Config{Targets: []fallback.Target{{Model: "gpt-4o-mini"}}},
+		unavailable(), unavailable(), unavailable(),
+		scripted.JSON(200, scripted.OpenAIChat("from mini")))
+	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("gpt-4o", false))
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Contains(t, readBody(t, resp), "from mini")
+	assert.Equal(t, []string{"gpt-4o", "gpt-4o", "gpt-4o", "gpt-4o-mini"}, models(t, f.Server))
+	assert.Nil(t, lc.Result.Err)
+	reqs := f.Server.Requests()
+	// Only the model changed: the rest of the SDK's body is byte for byte.
+	assert.JSONEq(t, chatBody("gpt-4o-mini", false), string(reqs[3].Body))
+	assert.Equal(t, "Bearer "+rigtest.Key, reqs[3].Header.Get("Authorization"), "the same upstream keeps the caller's credential")
+}
+
+// Another upstream of the same wire gets the credential of its target's
+// function, never the caller's; the credential is in no event or error.
+func TestR20_1_AnotherUpstreamGetsOnlyItsOwnCredential(t *testing.T) {
+	other := scripted.New(scripted.JSON(200, scripted.OpenAIChat("from the other upstream")))
+	t.Cleanup(other.Close)
+	var calls atomic.Int32
+	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2},
+		fallback.Config{Targets: []fallback.Target{{
+			Upstream: other.URL + "/proxy",
+			Credential: func(_ context.Context, h http.Header) error {
+				calls.Add(1)
+				h.Set("Authorization", "Bearer "+targetKey)
+				return nil
+			},
+		}}},
+		unavailable(), unavailable())
+	resp, _, err := f.post(t, "/v1/chat/completions?x=1", chatBody("gpt-4o", false))
+	require.NoError(t, err)
+	assert.Contains(t, readBody(t, resp), "from the other upstream")
+	require.Equal(t, 1, other.Count())
+	got := other.Requests()[0]
+	assert.Equal(t, "/proxy/v1/chat/completions", got.Path)
+	assert.Equal(t, "x=1", got.RawQuery)
+	assert.Equal(t, "Bearer "+targetKey, got.Header.Get("Authorization"))
+	assert.Equal(t, int32(1), calls.Load())
+	for _, r := range f.Server.Requests() {
+		assert.NotContains(t, r.Header.Get("Authorization"), targetKey)
+	}
+	safe, _ := json.Marshal(f.rec.Events())
+	assert.NotContains(t, string(safe), targetKey)
+	assert.NotContains(t, string(safe), rigtest.Key)
+	assert.NotContains(t, string(safe), rigtest.Prompt)
+	steps := fallbacks(f.rec, layer.EventFallback)
+	require.Len(t, steps, 1)
+	assert.Equal(t, layer.Fallback{From: "gpt-4o", To: "127.0.0.1:" + portOf(other.URL), Index: 1, Outcome: layer.OutcomeExhausted, Attempts: 2}, steps[0])
+}
+
+func portOf(u string) string {
+	for i := len(u) - 1; i >= 0; i-- {
+		if u[i] == ':' {
+			return u[i+1:]
+		}
+	}
+	return ""
+}
+
+// A credential function that fails ends the call with a typed error that
+// keeps neither the credential nor the function's error text.
+func TestR20_1_FailingCredentialIsATypedSafeError(t *testing.T) {
+	f := newFixture(t, openai.New(), retry.Policy{},
+		fallback.Config{Targets: []fallback.Target{{Name: "backup", Credential: func(context.Context, http.Header) error {
+			return errors.New("vault said " + targetKey)
+		}}}},
+		unavailable())
+	_, _, err := f.post(t, "/v1/chat/completions", chatBody("gpt-4o", false))
+	var ce *fallback.CredentialError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "backup", ce.Target)
+	assert.NotContains(t, err.Error(), targetKey)
+	assert.Equal(t, 1, f.Server.Count())
+}
+
+// Each target runs under its own policy (chain.WithCallPolicy through the
+// target's Context): the fallback target here makes a single attempt.
+func TestR20_1_PerTargetPolicy(t *testing.T) {
+	clock := rigtest.NewClock()
+	one := retry.Policy{MaxAttempts: 1, WallClock: clock.Now, MonotonicClock: clock.Mono, Sleep: clock.Sleep}
+	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3},
+		fallback.Config{Targets: []fallback.Target{{Model: "small", Context: func(ctx context.Context) context.Context {
+			return chain.WithCallPolicy(ctx, &one)
+		}}}},
+		unavailable(), unavailable(), unavailable(), unavailable(), scripted.JSON(200, scripted.OpenAIChat("never")))
+	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("big", false))
+	require.NoError(t, err)
+	assert.Equal(t, 503, resp.StatusCode, "the last target's final response is passed through")
+	readBody(t, resp)
+	assert.Equal(t, []string{"big", "big", "big", "small"}, models(t, f.Server))
+	require.NotNil(t, lc.Result.Err)
+	require.Len(t, lc.Result.Err.Targets, 2)
+	assert.Len(t, lc.Result.Err.Targets[0].History, 3)
+	assert.Len(t, lc.Result.Err.Targets[1].History, 1)
+}
+
+// Every outcome of R10.4 against the rules: exhausted, quota_exhausted and
+// delay_ceiling fall back; interrupted only on a status the caller named;
+// cancelled, deadline and the admission outcomes never.
+func TestR20_2_EveryOutcomeFallsBackOrNot(t *testing.T) {
+	rules := fallback.Rules{Statuses: []int{404}}
+	want := map[layer.Outcome]bool{
+		layer.OutcomeExhausted:           true,
+		layer.OutcomeQuotaExhausted:      true,
+		layer.OutcomeDelayCeiling:        true,
+		layer.OutcomeInterrupted:         false,
+		layer.OutcomeCancelled:           false,
+		layer.OutcomeDeadline:            false,
+		layer.OutcomeAdmissionRequired:   false,
+		layer.OutcomeAdmissionRejected:   false,
+		layer.OutcomeAdmissionNoDecision: false,
+	}
+	require.Len(t, want, len(layer.Outcomes()), "every outcome is covered")
+	for _, o := range layer.Outcomes() {
+		e := layer.NewRecoveryError(o, layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503}, nil, nil)
+		assert.Equal(t, want[o], rules.FallsBack(e), o)
+		// The same outcome on a named status: only interrupted changes.
+		e = layer.NewRecoveryError(o, layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 404}, nil, nil)
+		assert.Equal(t, want[o] || o == layer.OutcomeInterrupted, rules.FallsBack(e), o)
+	}
+	assert.False(t, rules.FallsBack(nil))
+	assert.False(t, fallback.Rules{}.FallsBack(layer.NewRecoveryError(layer.OutcomeInterrupted,
+		layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 404}, nil, nil)), "no status falls back unless named")
+}
+
+// End to end, through a real loopback provider: which failures move the
+// call to the next target and which end it where it is.
+func TestR20_2_OutcomesEndToEnd(t *testing.T) {
+	answer := scripted.JSON(200, scripted.OpenAIChat("from b"))
+	notFound := scripted.JSON(404, scripted.OpenAIError("invalid_request_error", "model_not_found", "no such model"))
+	for _, tc := range []struct {
+		name    string
+		p       retry.Policy
+		rules   fallback.Rules
+		steps   []scripted.Step
+		falls   bool
+		outcome layer.Outcome
+	}{
+		{"exhausted", retry.Policy{MaxAttempts: 2}, fallback.Rules{}, []scripted.Step{unavailable(), unavailable(), answer}, true, layer.OutcomeExhausted},
+		{"delay_ceiling", retry.Policy{MaxAttempts: 3, DelayCeiling: new(time.Second)}, fallback.Rules{},
+			[]scripted.Step{unavailable().WithHeader("Retry-After", "60"), answer}, true, layer.OutcomeDelayCeiling},
+		{"named 404", retry.Policy{MaxAttempts: 3}, fallback.Rules{Statuses: []int{404}}, []scripted.Step{notFound, answer}, true, layer.OutcomeInterrupted},
+		{"unnamed 404", retry.Policy{MaxAttempts: 3}, fallback.Rules{}, []scripted.Step{notFound, answer}, false, layer.OutcomeInterrupted},
+		{"permanent 400", retry.Policy{MaxAttempts: 3}, fallback.Rules{Statuses: []int{404}},
+			[]scripted.Step{scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "", "bad")), answer}, false, layer.OutcomeInterrupted},
+		{"deadline", retry.Policy{MaxAttempts: 3, Budget: new(time.Duration(0))}, fallback.Rules{}, []scripted.Step{unavailable(), answer}, false, layer.OutcomeDeadline},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, openai.New(), tc.p, fallback.Config{Rules: tc.rules, Targets: []fallback.Target{{Model: "b"}}}, tc.steps...)
+			resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
+			require.NoError(t, err)
+			body := readBody(t, resp)
+			steps := fallbacks(f.rec, layer.EventFallback)
+			if tc.falls {
+				assert.Contains(t, body, "from b")
+				require.Len(t, steps, 1)
+				assert.Equal(t, tc.outcome, steps[0].Outcome)
+				assert.Equal(t, "b", models(t, f.Server)[f.Server.Count()-1])
+				return
+			}
+			assert.Empty(t, steps)
+			assert.NotContains(t, models(t, f.Server), "b", "the next target is never contacted")
+			require.NotNil(t, lc.Result.Err)
+			assert.Equal(t, tc.outcome, lc.Result.Err.Outcome)
+			assert.Nil(t, lc.Result.Err.Targets, "one target tried")
+		})
+	}
+}
+
+// A cancelled call never falls back: the next target is not contacted.
+func TestR20_2_CancelledNeverFallsBack(t *testing.T) {
+	clock := rigtest.NewClock()
+	clock.Block = true
+	ctx, cancel := context.WithCancel(t.Context())
+	p := retry.Policy{MaxAttempts: 3, WallClock: clock.Now, MonotonicClock: clock.Mono,
+		Sleep: func(c context.Context, d time.Duration) error { cancel(); return clock.Sleep(c, d) }}
+	f := newFixture(t, openai.New(), p, fallback.Config{Targets: []fallback.Target{{Model: "b"}}},
+		unavailable(), scripted.JSON(200, scripted.OpenAIChat("from b")))
+	lc := &layer.Call{}
+	req, err := http.NewRequestWithContext(layer.WithCall(ctx, lc), http.MethodPost, f.Server.URL+"/v1/chat/completions",
+		stringsReader(chatBody("a", false)))
+	require.NoError(t, err)
+	_, err = f.HTTP.Do(req)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, f.Server.Count())
+	assert.Empty(t, fallbacks(f.rec, layer.EventFallback))
+	require.NotNil(t, lc.Result.Err)
+	assert.Equal(t, layer.OutcomeCancelled, lc.Result.Err.Outcome)
+}
+
+// A stream that delivered content and then broke is never answered again
+// by another target: the caller would read two answers.
+func TestR20_3_NoSecondAnswerAfterOutput(t *testing.T) {
+	events := scripted.OpenAIStream("first ", "half")
+	cut := scripted.SSE(events...)
+	cut.CutAfter = len(events[0]) + len(events[1]) + 4
+	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3},
+		fallback.Config{Rules: fallback.Rules{Statuses: []int{200}}, Targets: []fallback.Target{{Model: "b"}}},
+		cut, scripted.SSE(scripted.OpenAIStream("second answer")...))
+	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", true))
+	require.NoError(t, err)
+	b, rerr := readAll(resp)
+	require.Error(t, rerr)
+	assert.NotContains(t, b, "second answer")
+	assert.Equal(t, 1, f.Server.Count(), "nothing was sent after output reached the caller")
+	assert.Empty(t, fallbacks(f.rec, layer.EventFallback))
+	require.NotNil(t, lc.Result.Err)
+
+	// The rule itself: output delivered by any attempt forbids a fallback.
+	e := layer.NewRecoveryError(layer.OutcomeExhausted, layer.Failure{Category: layer.CategoryTransport},
+		[]layer.Failure{{Progress: layer.Progress{Delivered: layer.Counts{ContentBytes: 1}}}, {Category: layer.CategoryTransport}}, nil)
+	assert.False(t, fallback.Rules{}.FallsBack(e))
+}
+
+// After an ambiguous failure of a local target the admission hook is asked
+// first, told that this is a fallback; without a hook the call stops with
+// admission_required and the next target is never contacted.
+func TestR20_4_AdmissionBeforeFallbackFromLocalTarget(t *testing.T) {
+	answer := scripted.NDJSON(scripted.OllamaStream("from b")...)
+	body := `{"model":"llama3","messages":[{"role":"user","content":"` + rigtest.Prompt + `"}],"stream":false}`
+	run := func(t *testing.T, admit layer.AdmissionHook) (*fixture, *layer.Call) {
+		f := newFixture(t, ollama.New(), retry.Policy{MaxAttempts: 1},
+			fallback.Config{Rules: fallback.Rules{Admit: admit}, Targets: []fallback.Target{{Model: "qwen3"}}},
+			scripted.Reset(), scripted.JSON(200, scripted.OllamaChat("from b")), answer)
+		resp, lc, err := f.post(t, "/api/chat", body)
+		if err == nil {
+			readBody(t, resp)
+		}
+		return f, lc
+	}
+	t.Run("no hook", func(t *testing.T) {
+		f, lc := run(t, nil)
+		assert.Equal(t, 1, f.Server.Count())
+		require.NotNil(t, lc.Result.Err)
+		assert.Equal(t, layer.OutcomeAdmissionRequired, lc.Result.Err.Outcome)
+		assert.Contains(t, f.rec.Types(), string(layer.EventAdmissionRequired))
+	})
+	t.Run("allow", func(t *testing.T) {
+		var asked []layer.AdmissionRequest
+		f, lc := run(t, func(_ context.Context, r layer.AdmissionRequest) (layer.Decision, error) {
+			asked = append(asked, r)
+			return layer.Allow, nil
+		})
+		require.Len(t, asked, 1)
+		require.NotNil(t, asked[0].Fallback, "the hook is told that this is a fallback")
+		assert.Equal(t, "llama3", asked[0].Fallback.From)
+		assert.Equal(t, "qwen3", asked[0].Fallback.To)
+		assert.Equal(t, layer.CategoryTransport, asked[0].Failure.Category)
+		assert.Equal(t, []string{"llama3", "qwen3"}, models(t, f.Server))
+		assert.Nil(t, lc.Result.Err)
+		types := f.rec.Types()
+		assert.Less(t, indexOf(types, string(layer.EventAdmissionPending)), indexOf(types, string(layer.EventFallback)))
+	})
+	t.Run("reject", func(t *testing.T) {
+		f, lc := run(t, func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil })
+		assert.Equal(t, 1, f.Server.Count())
+		require.NotNil(t, lc.Result.Err)
+		assert.Equal(t, layer.OutcomeAdmissionRejected, lc.Result.Err.Outcome)
+	})
+	t.Run("panic", func(t *testing.T) {
+		f, lc := run(t, func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { panic("hook") })
+		assert.Equal(t, 1, f.Server.Count())
+		require.NotNil(t, lc.Result.Err)
+		assert.Equal(t, layer.OutcomeAdmissionNoDecision, lc.Result.Err.Outcome)
+	})
+}
+
+// A target whose shared cooldown lies beyond the delay ceiling (its
+// circuit is open) is skipped without a request until the horizon passes.
+func TestR20_5_OpenCircuitSkippedWithoutRequest(t *testing.T) {
+	clock := rigtest.NewClock()
+	q, err := quota.New(quota.ByModel(), quota.WithClock(clock.Now))
+	require.NoError(t, err)
+	answer := func(s string) scripted.Step { return scripted.JSON(200, scripted.OpenAIChat(s)) }
+	p := retry.Policy{MaxAttempts: 3, DelayCeiling: new(10 * time.Second), WallClock: clock.Now, MonotonicClock: clock.Mono, Sleep: clock.Sleep}
+	f := newFixtureWith(t, openai.New(), p, fallback.Config{Targets: []fallback.Target{{Model: "b"}}}, []layer.Layer{q},
+		unavailable().WithHeader("Retry-After", "60"), answer("b 1"), answer("b 2"), answer("a again"))
+
+	resp, _, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
+	require.NoError(t, err)
+	assert.Contains(t, readBody(t, resp), "b 1")
+	assert.Equal(t, []string{"a", "b"}, models(t, f.Server))
+
+	// a's circuit is open: the next call goes to b without a request to a.
+	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
+	require.NoError(t, err)
+	assert.Contains(t, readBody(t, resp), "b 2")
+	assert.Equal(t, []string{"a", "b", "b"}, models(t, f.Server))
+	assert.Nil(t, lc.Result.Err)
+	steps := fallbacks(f.rec, layer.EventFallback)
+	require.Len(t, steps, 2)
+	assert.Equal(t, layer.Fallback{From: "a", To: "b", Index: 1, Outcome: layer.OutcomeDelayCeiling, Skipped: true}, steps[1])
+
+	// Once the horizon passed, a is contacted again.
+	clock.Advance(61 * time.Second)
+	resp, _, err = f.post(t, "/v1/chat/completions", chatBody("a", false))
+	require.NoError(t, err)
+	assert.Contains(t, readBody(t, resp), "a again")
+	assert.Equal(t, []string{"a", "b", "b", "a"}, models(t, f.Server))
+}
+
+// Every step is a lifecycle event: target_started for each target, then
+// fallback naming both targets and the outcome, in the order they happen.
+func TestR20_6_EventsNameBothTargets(t *testing.T) {
+	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2},
+		fallback.Config{Targets: []fallback.Target{{Model: "gpt-4o-mini"}}},
+		unavailable(), unavailable(), scripted.JSON(200, scripted.OpenAIChat("ok")))
+	resp, _, err := f.post(t, "/v1/chat/completions", chatBody("gpt-4o", false))
+	require.NoError(t, err)
+	readBody(t, resp)
+	assert.Equal(t, []string{
+		"target_started", "attempt_started", "attempt_failed", "delay_scheduled", "retry_started",
+		"attempt_started", "attempt_failed", "exhausted", "fallback",
+		"target_started", "attempt_started", "attempt_succeeded",
+	}, f.rec.Types())
+	var fb layer.Event
+	for _, ev := range f.rec.Events() {
+		if ev.Type == layer.EventFallback {
+			fb = ev
+		}
+	}
+	require.NotNil(t, fb.Failure)
+	assert.Equal(t, 503, fb.Failure.HTTPStatus)
+	assert.Equal(t, "gpt-4o", fb.Model, "the event is about the target left")
+	assert.NotEmpty(t, fb.LogicalID)
+	assert.Equal(t, []layer.Fallback{{To: "gpt-4o", Index: 0},
+		{From: "gpt-4o", To: "gpt-4o-mini", Index: 1, Outcome: layer.OutcomeExhausted, Attempts: 2}},
+		fallbacks(f.rec, layer.EventTargetStarted))
+	js, err := json.Marshal(fb)
+	require.NoError(t, err)
+	assert.Contains(t, string(js), `"fallback":{"from":"gpt-4o","to":"gpt-4o-mini","index":1,"outcome":"exhausted","attempts":2}`)
+}
+
+// An observer's error on a fallback event ends the call with that error,
+// never with another target's request (R11.4).
+func TestR20_6_ObserverErrorEndsTheCall(t *testing.T) {
+	boom := errors.New("boom")
+	rec := &rigtest.Recorder{}
+	l, err := fallback.New(fallback.Config{Codec: openai.New(), Targets: []fallback.Target{{Model: "b"}},
+		OnEvent: func(ev layer.Event) error {
+			if ev.Type == layer.EventFallback {
+				return boom
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	r := rigtest.NewWith(t, openai.New(), retry.Policy{OnEvent: rec.OnEvent}, []chain.Option{chain.WithPerCall(l)},
+		unavailable(), scripted.JSON(200, scripted.OpenAIChat("never")))
+	f := &fixture{Rig: r, rec: rec}
+	_, _, err = f.post(t, "/v1/chat/completions", chatBody("a", false))
+	var oe *layer.ObserverError
+	require.ErrorAs(t, err, &oe)
+	assert.ErrorIs(t, err, boom)
+	assert.Equal(t, 1, f.Server.Count())
+}
+
+// When every target fails the typed error keeps each target's outcome and
+// history, and its safe text names the targets, never a credential or the
+// prompt.
+func TestR20_7_FinalErrorKeepsEveryTargetsHistory(t *testing.T) {
+	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2},
+		fallback.Config{Targets: []fallback.Target{{Model: "b", Credential: func(_ context.Context, h http.Header) error {
+			h.Set("Authorization", "Bearer "+targetKey)
+			return nil
+		}}}},
+		unavailable(), unavailable(), unavailable(), unavailable())
+	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
+	require.NoError(t, err)
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Equal(t, "exhausted", resp.Header.Get("X-Recourse-Outcome"))
+	readBody(t, resp)
+	e := lc.Result.Err
+	require.NotNil(t, e)
+	assert.Equal(t, layer.OutcomeExhausted, e.Outcome)
+	require.Len(t, e.Targets, 2)
+	assert.Equal(t, "a", e.Targets[0].Target)
+	assert.Equal(t, "b", e.Targets[1].Target)
+	assert.Len(t, e.Targets[0].History, 2)
+	assert.Len(t, e.Targets[1].History, 2)
+	assert.Equal(t, e.History, e.Targets[1].History, "the error's own history is the last target's")
+	assert.Contains(t, e.Error(), "2 fallback targets tried: a (exhausted) → b (exhausted)")
+	js, err := json.Marshal(e)
+	require.NoError(t, err)
+	for _, s := range []string{e.Error(), string(js)} {
+		assert.NotContains(t, s, targetKey)
+		assert.NotContains(t, s, rigtest.Key)
+		assert.NotContains(t, s, rigtest.Prompt)
+	}
+}
+
+// A drop-in chain refuses a target of another wire at construction, and
+// the other configuration mistakes too, each with a typed error.
+func TestR20_8_CrossWireRefusedAtConstruction(t *testing.T) {
+	_, err := fallback.New(fallback.Config{Codec: openai.New(), Targets: []fallback.Target{{Model: "m"}, {Codec: ollama.New(), Model: "llama3"}}})
+	var cw *fallback.CrossWireError
+	require.ErrorAs(t, err, &cw)
+	assert.Equal(t, 1, cw.Index)
+	assert.Equal(t, layer.Ollama, cw.Got)
+	assert.Equal(t, layer.OpenAI, cw.Want)
+	assert.Contains(t, err.Error(), "chain.WithFallback")
+
+	_, err = fallback.New(fallback.Config{Codec: openai.New(), Targets: []fallback.Target{{Codec: openai.New(), Model: "m"}}})
+	assert.NoError(t, err, "a target of the same wire is welcome")
+
+	for _, cfg := range []fallback.Config{
+		{},
+		{Codec: openai.New(), Targets: []fallback.Target{{Upstream: "ftp://x"}}},
+		{Codec: openai.New(), Targets: []fallback.Target{{Upstream: "https://user:" + targetKey + "@host"}}},
+		{Codec: openai.New(), Targets: []fallback.Target{{Upstream: "https://host?q=1"}}},
+		{Codec: openai.New(), Rules: fallback.Rules{Statuses: []int{99}}},
+		{Codec: noRewrite{openai.New()}, Targets: []fallback.Target{{Model: "m"}}},
+	} {
+		_, err := fallback.New(cfg)
+		var ce *fallback.ConfigError
+		require.ErrorAs(t, err, &ce)
+		assert.NotContains(t, err.Error(), targetKey)
+	}
+}
+
+// noRewrite hides the codec's ModelRewriter.
+type noRewrite struct{ layer.Codec }
+
+// The caller's credential headers never follow the request to another
+// upstream: a target without a credential function sends none.
+func TestR20_1_CallersCredentialNeverFollowsToAnotherUpstream(t *testing.T) {
+	other := scripted.New(scripted.JSON(200, scripted.OpenAIChat("ok")))
+	t.Cleanup(other.Close)
+	f := newFixture(t, openai.New(), retry.Policy{}, fallback.Config{Targets: []fallback.Target{{Upstream: other.URL}}}, unavailable())
+	lc := &layer.Call{}
+	req, err := http.NewRequestWithContext(layer.WithCall(t.Context(), lc), http.MethodPost, f.Server.URL+"/v1/chat/completions",
+		stringsReader(chatBody("a", false)))
+	require.NoError(t, err)
+	for _, h := range []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie", "Proxy-Authorization"} {
+		req.Header.Set(h, rigtest.Key)
+	}
+	req.Header.Set("OpenAI-Organization", "org-1")
+	resp, err := f.HTTP.Do(req)
+	require.NoError(t, err)
+	readBody(t, resp)
+	require.Equal(t, 1, other.Count())
+	got := other.Requests()[0].Header
+	for name, vs := range got {
+		for _, v := range vs {
+			assert.NotContains(t, v, rigtest.Key, name)
+		}
+	}
+	assert.Equal(t, "org-1", got.Get("OpenAI-Organization"), "other headers are kept")
+	assert.Equal(t, rigtest.Key, f.Server.Requests()[0].Header.Get("Api-Key"), "the caller's own upstream got them")
+}
+
+// A body in which the next target's model cannot be set ends the call
+// with a typed error when it would fall back; nothing is sent there.
+func TestR20_1_BodyThatIsNotAnObjectIsATypedError(t *testing.T) {
+	f := newFixture(t, openai.New(), retry.Policy{}, fallback.Config{Targets: []fallback.Target{{Model: "b"}}},
+		unavailable(), scripted.JSON(200, scripted.OpenAIChat("never")))
+	_, _, err := f.post(t, "/v1/chat/completions", `["`+rigtest.Prompt+`"]`)
+	var be *fallback.BodyError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, "b", be.Target)
+	assert.NotContains(t, err.Error(), rigtest.Prompt)
+	assert.Equal(t, 1, f.Server.Count())
+}
+
+// A resend the retry quota refuses ends the target with quota_exhausted,
+// and the call falls back; the first attempt to the next target is never
+// refused.
+func TestR20_2_QuotaExhaustedFallsBack(t *testing.T) {
+	q, err := quota.New(quota.WithFloor(0), quota.WithRatio(0))
+	require.NoError(t, err)
+	f := newFixtureWith(t, openai.New(), retry.Policy{MaxAttempts: 3}, fallback.Config{Targets: []fallback.Target{{Model: "b"}}},
+		[]layer.Layer{q}, unavailable(), scripted.JSON(200, scripted.OpenAIChat("from b")))
+	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
+	require.NoError(t, err)
+	assert.Contains(t, readBody(t, resp), "from b")
+	assert.Nil(t, lc.Result.Err)
+	assert.Equal(t, []string{"a", "b"}, models(t, f.Server))
+	steps := fallbacks(f.rec, layer.EventFallback)
+	require.Len(t, steps, 1)
+	assert.Equal(t, layer.OutcomeQuotaExhausted, steps[0].Outcome)
+}

@@ -1,0 +1,115 @@
+package fallback
+
+import (
+	"context"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// Run is one call's walk through its targets, in order: it announces each
+// target, decides after each failed one whether the call falls back
+// (Rules), asks the admission question where R20.4 needs it, and keeps
+// every target's history for the final error. The drop-in Layer runs one
+// per call; chain.WithFallback runs one per native call, with targets of
+// any codec. A Run is used by one goroutine.
+type Run struct {
+	rules   Rules
+	names   []string
+	facts   []layer.Facts
+	emit    func(layer.Event) error
+	records []layer.TargetRecord
+}
+
+// NewRun returns the walk of a call through the targets names (index 0 is
+// the first target), whose providers have facts (one per target), under
+// rules. emit receives the walk's lifecycle events (target_started,
+// fallback, and the admission events of R20.4); its error ends the call
+// with that error; a nil emit emits nothing. A target without facts (facts
+// shorter than names) has the zero Facts, a hosted provider's.
+func NewRun(rules Rules, names []string, facts []layer.Facts, emit func(layer.Event) error) *Run {
+	if emit == nil {
+		emit = func(layer.Event) error { return nil }
+	}
+	return &Run{rules: rules, names: names, facts: facts, emit: emit}
+}
+
+// Targets returns the number of targets.
+func (r *Run) Targets() int { return len(r.names) }
+
+// Start announces that target i starts: a target_started event built on
+// ev (its provider, operation and model), whose Fallback names the target
+// and, after a fallback, the target left.
+func (r *Run) Start(i int, ev layer.Event) error {
+	ev.Type = layer.EventTargetStarted
+	step := &layer.Fallback{To: r.names[i], Index: i}
+	if i > 0 && len(r.records) >= i {
+		prev := r.records[i-1]
+		step.From, step.Outcome, step.Attempts, step.Skipped = prev.Target, prev.Outcome, attempts(&prev), skipped(&prev)
+	}
+	ev.Fallback = step
+	return r.emit(ev)
+}
+
+// After decides once target i ended with the typed error e (ev carries the
+// target's identity, provider, operation and model for the events). next
+// reports that the call falls back to target i+1: the fallback event was
+// emitted. Otherwise final is the error the call ends with — e itself, its
+// Targets set when more than one target was tried, or an admission outcome
+// of R20.4 — and err an observer's error.
+func (r *Run) After(ctx context.Context, i int, e *layer.RecoveryError, ev layer.Event) (next bool, final *layer.RecoveryError, err error) {
+	rec := layer.TargetRecord{Target: r.names[i], Outcome: e.Outcome, Failure: e.Failure, History: e.History}
+	r.records = append(r.records, rec)
+	if i+1 >= len(r.names) || ctx.Err() != nil || !r.rules.FallsBack(e) {
+		return false, r.final(e), nil
+	}
+	step := &layer.Fallback{From: rec.Target, To: r.names[i+1], Index: i + 1, Outcome: e.Outcome,
+		Attempts: attempts(&rec), Skipped: skipped(&rec)}
+	f := e.Failure
+	emit := func(t layer.EventType) error {
+		x := ev
+		x.Type, x.Failure, x.Fallback, x.NextAttempt = t, &f, step, 1
+		return r.emit(x)
+	}
+	var facts layer.Facts
+	if i < len(r.facts) {
+		facts = r.facts[i]
+	}
+	o, err := r.rules.admit(ctx, facts, e, step, emit)
+	if err != nil {
+		return false, nil, err
+	}
+	if o != "" {
+		if err := emit(o.TerminalEvent()); err != nil {
+			return false, nil, err
+		}
+		fe := layer.NewRecoveryError(o, e.Failure, e.History, nil)
+		return false, r.final(fe), nil
+	}
+	if err := emit(layer.EventFallback); err != nil {
+		return false, nil, err
+	}
+	return true, nil, nil
+}
+
+// final sets e's Targets when the call tried more than one.
+func (r *Run) final(e *layer.RecoveryError) *layer.RecoveryError {
+	if len(r.records) > 1 {
+		e.Targets = append([]layer.TargetRecord(nil), r.records...)
+	}
+	return e
+}
+
+// attempts is the number of wire attempts a target's run sent.
+func attempts(t *layer.TargetRecord) int {
+	n := t.Failure.WireAttempt
+	for _, f := range t.History {
+		n = max(n, f.WireAttempt)
+	}
+	return n
+}
+
+// skipped reports that a target's run sent nothing because its circuit was
+// open (R20.5).
+func skipped(t *layer.TargetRecord) bool {
+	return t.Outcome == layer.OutcomeDelayCeiling && attempts(t) == 0
+}

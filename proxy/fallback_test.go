@@ -1,0 +1,58 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layers/fallback"
+)
+
+const proxyTargetKey = "sk-PROXYTARGETCANARY-55e1"
+
+// The proxy falls back to another model and then to another upstream of
+// the same wire; the client gets the answer of the target that answered,
+// and the other upstream gets its own key, never the client's.
+func TestR20_10_ProxyFallsBackThroughItsTargets(t *testing.T) {
+	other := scripted.New(scripted.JSON(200, scripted.OpenAIChat("from the other upstream")))
+	t.Cleanup(other.Close)
+	unavailable := scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded"))
+	r := newRig(t, "openai", func(c *Config) {
+		c.Policy.MaxAttempts = 2
+		c.Fallback = []fallback.Target{{Model: "gpt-4o"}, {Upstream: other.URL, Credential: func(_ context.Context, h http.Header) error {
+			h.Set("Authorization", "Bearer "+proxyTargetKey)
+			return nil
+		}}}
+	}, unavailable, unavailable, unavailable, unavailable)
+	res := r.post(t, "/v1/chat/completions", chatBody, "Authorization", "Bearer sk-client")
+	require.NoError(t, res.err)
+	assert.Equal(t, 200, res.status)
+	assert.Contains(t, res.body, "from the other upstream")
+	var models []string
+	for _, q := range r.up.Requests() {
+		var m struct{ Model string }
+		require.NoError(t, json.Unmarshal(q.Body, &m))
+		models = append(models, m.Model)
+	}
+	assert.Equal(t, []string{"gpt-4o-mini", "gpt-4o-mini", "gpt-4o", "gpt-4o"}, models)
+	require.Equal(t, 1, other.Count())
+	assert.Equal(t, "Bearer "+proxyTargetKey, other.Requests()[0].Header.Get("Authorization"))
+	r.logged(t, `"kind":"completion"`)
+	logs := r.logs.String()
+	assert.Contains(t, logs, `"fallback":{"to":"gpt-4o","index":1,"from":"gpt-4o-mini","outcome":"exhausted","attempts":2}`)
+	assert.NotContains(t, logs, proxyTargetKey)
+	assert.NotContains(t, logs, "sk-client")
+}
+
+// A fallback upstream is checked like the proxy's own.
+func TestR20_10_ProxyRefusesABadFallbackUpstream(t *testing.T) {
+	_, err := New(Config{Provider: "openai", Upstream: "https://api.openai.com", Fallback: []fallback.Target{{Upstream: "https://openrouter.ai/api/v1"}}})
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "Fallback[0].Upstream", ce.Field)
+}
