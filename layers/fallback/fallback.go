@@ -180,15 +180,18 @@ type target struct {
 
 // New returns the fallback layer of cfg. It returns a *ConfigError for a
 // missing codec, an invalid upstream, a model swap the codec cannot make
-// or a status out of range, and a *CrossWireError for a target of another
+// a target that changes neither model, upstream nor credential, or a
+// status outside 400–599, and a *CrossWireError for a target of another
 // wire. With no targets the layer passes every call through unchanged.
 func New(cfg Config) (*Layer, error) {
 	if cfg.Codec == nil {
 		return nil, &ConfigError{Index: -1, Field: "Codec", Problem: "is required"}
 	}
 	for _, s := range cfg.Rules.Statuses {
-		if s < 100 || s > 599 {
-			return nil, &ConfigError{Index: -1, Field: "Rules.Statuses", Problem: "holds a status outside 100–599"}
+		if s < 400 || s > 599 {
+			// Only a failure answer can leave a target: a 2xx is an
+			// answer the caller gets, a 3xx is refused (R2.2).
+			return nil, &ConfigError{Index: -1, Field: "Rules.Statuses", Problem: "holds a status outside 400–599"}
 		}
 	}
 	l := &Layer{codec: cfg.Codec, primary: cfg.Primary, rules: cfg.Rules, onEvent: cfg.OnEvent}
@@ -197,6 +200,9 @@ func New(cfg Config) (*Layer, error) {
 	for i, t := range cfg.Targets {
 		if c := t.Codec; c != nil && (c.Provider() != cfg.Codec.Provider() || c.Path() != cfg.Codec.Path()) {
 			return nil, &CrossWireError{Index: i, Want: cfg.Codec.Provider(), Got: c.Provider()}
+		}
+		if t.Model == "" && t.Upstream == "" && t.Credential == nil && t.Codec == nil {
+			return nil, &ConfigError{Index: i, Field: "Model", Problem: "is empty, as are Upstream and Credential: the target would be the one before it again"}
 		}
 		if t.Model != "" && l.rewrite == nil {
 			return nil, &ConfigError{Index: i, Field: "Model", Problem: "needs a codec that can name another model (layer.ModelRewriter)"}

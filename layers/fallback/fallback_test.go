@@ -228,7 +228,7 @@ func TestR20_3_NoSecondAnswerAfterOutput(t *testing.T) {
 	cut := scripted.SSE(events...)
 	cut.CutAfter = len(events[0]) + len(events[1]) + 4
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3},
-		fallback.Config{Rules: fallback.Rules{Statuses: []int{200}}, Targets: []fallback.Target{{Model: "b"}}},
+		fallback.Config{Rules: fallback.Rules{Statuses: []int{502}}, Targets: []fallback.Target{{Model: "b"}}},
 		cut, scripted.SSE(scripted.OpenAIStream("second answer")...))
 	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", true))
 	require.NoError(t, err)
@@ -243,6 +243,7 @@ func TestR20_3_NoSecondAnswerAfterOutput(t *testing.T) {
 	e := layer.NewRecoveryError(layer.OutcomeExhausted, layer.Failure{Category: layer.CategoryTransport},
 		[]layer.Failure{{Progress: layer.Progress{Delivered: layer.Counts{ContentBytes: 1}}}, {Category: layer.CategoryTransport}}, nil)
 	assert.False(t, fallback.Rules{}.FallsBack(e))
+	assert.False(t, fallback.Rules{Statuses: []int{200}}.FallsBack(e), "not even when the caller's rules name the answer's status")
 }
 
 // After an ambiguous failure of a local target the admission hook is asked
@@ -510,4 +511,23 @@ func TestR20_2_QuotaExhaustedFallsBack(t *testing.T) {
 	steps := fallbacks(f.rec, layer.EventFallback)
 	require.Len(t, steps, 1)
 	assert.Equal(t, layer.OutcomeQuotaExhausted, steps[0].Outcome)
+}
+
+// A target that would be the one before it again, and a named status that
+// is not a failure answer, are refused at construction.
+func TestR20_2_PointlessTargetsAndStatusesAreRefused(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]fallback.Config{
+		"zero target": {Codec: openai.New(), Targets: []fallback.Target{{Model: "b"}, {}}},
+		"named 200":   {Codec: openai.New(), Rules: fallback.Rules{Statuses: []int{200}}, Targets: []fallback.Target{{Model: "b"}}},
+		"named 307":   {Codec: openai.New(), Rules: fallback.Rules{Statuses: []int{307}}, Targets: []fallback.Target{{Model: "b"}}},
+		"named 600":   {Codec: openai.New(), Rules: fallback.Rules{Statuses: []int{600}}, Targets: []fallback.Target{{Model: "b"}}},
+	} {
+		_, err := fallback.New(cfg)
+		var ce *fallback.ConfigError
+		require.ErrorAs(t, err, &ce, name)
+	}
+	_, err := fallback.New(fallback.Config{Codec: openai.New(), Rules: fallback.Rules{Statuses: []int{404, 400}},
+		Targets: []fallback.Target{{Credential: func(context.Context, http.Header) error { return nil }}}})
+	require.NoError(t, err, "another credential on the same upstream is a target")
 }
