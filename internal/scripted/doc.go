@@ -25,7 +25,7 @@
 //     streams can be cut after a number of events (Step.CutEvents).
 //
 // The canned bodies (OpenAIChat, OpenAIStream, OpenAIError, OllamaChat,
-// OllamaStream, OllamaError) are realistic provider payloads built with
+// OllamaStream, OllamaError, ResponsesEvents, ResponsesJSON) are realistic provider payloads built with
 // encoding/json.
 //
 // Servers listen on 127.0.0.1 only. The package is internal and intended for
