@@ -71,6 +71,10 @@ type Event struct {
 	Frame int `json:"frame,omitempty"`
 	// Metrics is set on an Ollama metrics event.
 	Metrics *Metrics `json:"metrics,omitempty"`
+	// Resume is set on the events of a background stream's resume read
+	// (R19.10): the delay_scheduled and retry_started before it, and its
+	// attempt_started, attempt_failed or attempt_succeeded.
+	Resume *Resume `json:"resume,omitempty"`
 }
 
 // MarshalJSON encodes durations as integer milliseconds (delay_ms, elapsed_ms).

@@ -81,6 +81,7 @@ func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
 	var (
 		info   layer.RequestInfo
 		stream bool
+		bg     bool
 		text   object
 		format object
 		typ    string
@@ -91,6 +92,10 @@ func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
 	if err := o.get("stream", &stream); err != nil {
 		return layer.RequestInfo{}, protocolError("request stream is not a boolean", err)
 	}
+	if err := o.get("background", &bg); err != nil {
+		return layer.RequestInfo{}, protocolError("request background is not a boolean", err)
+	}
+	info.Background = bg
 	if err := o.get("text", &text); err != nil {
 		return layer.RequestInfo{}, protocolError("request text is not an object", err)
 	}

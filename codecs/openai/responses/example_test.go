@@ -50,3 +50,21 @@ func ExampleNewStreamDecoder() {
 	// resp_1 1
 	// recourse: responses stream ended before its terminal event
 }
+
+func ExampleBackground() {
+	codec := responses.New(responses.Background())
+	body, err := codec.Encode(&chat.Request{
+		Model:    "gpt-4.1-mini",
+		Messages: []chat.Message{{Role: chat.User, Content: "Write a long story."}},
+		Stream:   true,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(body))
+	fmt.Println(codec.Background(body))
+	// Output:
+	// {"model":"gpt-4.1-mini","input":[{"type":"message","role":"user","content":"Write a long story."}],"stream":true,"background":true,"store":true}
+	// true
+}
