@@ -256,13 +256,21 @@ func (s Step) CutEvents(n int) Step {
 // resolve returns the concrete step to play for request r.
 func (s *Server) resolve(st Step, r Request) Step {
 	if st.dynamic != nil {
-		d := st.dynamic
-		cut := st.cutEvents
-		st = d(s, r)
+		outer := st
+		st = outer.dynamic(s, r)
 		st.dynamic = nil
-		if cut != 0 {
-			st.cutEvents = cut
+		// The refinements of the scripted step apply to what it plays.
+		if outer.cutEvents != 0 {
+			st.cutEvents = outer.cutEvents
 		}
+		if outer.CutAfter > 0 {
+			st.CutAfter = outer.CutAfter
+		}
+		if outer.Gate != nil {
+			st.Gate, st.GateAt = outer.Gate, outer.GateAt
+		}
+		st.Hold = st.Hold || outer.Hold
+		st.ResetBeforeHeaders = st.ResetBeforeHeaders || outer.ResetBeforeHeaders
 	}
 	if st.cutEvents != 0 {
 		n := st.cutEvents - 1
