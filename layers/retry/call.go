@@ -45,6 +45,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.in.info.DropText, c.in.info.TypedFrames = !c.lc.TypedErrors, c.lc.TypedErrors
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
+		if r, ok := t.l.codec.(layer.Resumer); ok && r.Background(c.in.body) {
+			c.resumer, c.d.background = r, true
+			c.in.info.Background = true
+		}
 	}
 	// One allocation holds the logical ID and the first attempt's ID, apart
 	// from the call: an ID an application keeps (in an event, an error, a
@@ -108,6 +112,12 @@ type call struct {
 	spareID string // an attempt ID not yet used, or ""
 	onBegin func() error
 
+	// A background stream (R19.9): the codec that resumes it, and once a
+	// failure left it resumable, where the next read starts.
+	resumer    layer.Resumer
+	resume     *resumeState
+	cancelSent bool // the cancel request of R19.12 went out
+
 	stream            bool // a stream body is open: failures end as errors
 	started           bool // the attempt in flight passed Begin
 	reqUsed, respUsed bool // reqBody, respBody were handed out
@@ -150,6 +160,10 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 			c.onBegin = c.begin
 		}
 		c.cur = layer.NewAttempt(c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c.onBegin)
+		if c.resume != nil {
+			// A resume read continues the stream's decoder (R19.9).
+			c.cur.UseObserver(c.resumer.ResumeObserver(c.resume.prev, c.resume.point))
+		}
 		res := c.attempt()
 		started := c.started
 		if res.err != nil {
@@ -345,6 +359,7 @@ func (c *call) report(err *layer.RecoveryError) {
 // cancelled ends the call with outcome cancelled (R9). f is the failure of
 // the last actual attempt, or nil when nothing was sent in this call.
 func (c *call) cancelled(f *layer.Failure) (*http.Response, error) {
+	c.cancelRemote()
 	if c.id.AttemptID == "" {
 		c.id.AttemptID = c.attemptID()
 	}

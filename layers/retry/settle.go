@@ -37,7 +37,12 @@ type attemptResult struct {
 // attempt runs one wire attempt and settles it into success or a failure.
 func (c *call) attempt() attemptResult {
 	a := c.cur
-	areq := c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)), c.requestBody())
+	var areq *http.Request
+	if c.resume != nil {
+		areq = c.resumeRequest(a)
+	} else {
+		areq = c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)), c.requestBody())
+	}
 	resp, err := c.t.next.RoundTrip(areq)
 	if err != nil {
 		return c.settleError(a, err)
