@@ -39,11 +39,11 @@ type RetryNotice struct {
 
 // retryWire is the JSON form of a RetryNotice.
 type retryWire struct {
-	Completion    int    `json:"completion"`
-	FailedAttempt int    `json:"failed_attempt"`
-	MaxAttempts   int    `json:"max_attempts"`
-	WaitMS        int64  `json:"wait_ms"`
-	ElapsedMS     int64  `json:"elapsed_ms"`
+	Completion    int           `json:"completion"`
+	FailedAttempt int           `json:"failed_attempt"`
+	MaxAttempts   int           `json:"max_attempts"`
+	WaitMS        int64         `json:"wait_ms"`
+	ElapsedMS     int64         `json:"elapsed_ms"`
 	Status        int           `json:"status,omitempty"`
 	Error         string        `json:"error"`
 	Resume        *layer.Resume `json:"resume,omitempty"`
