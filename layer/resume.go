@@ -40,8 +40,9 @@ type Resumer interface {
 	// be resumed: a foreground request, or no response ID yet.
 	ResumePoint(obs Observer) (p ResumePoint, ok bool)
 	// ResumeRequest returns the read of the stream after p, derived from
-	// create, the request that created it (its URL and headers; create is
-	// not modified): a GET without a body. Its context is create's.
+	// create, the request that created it or a read of the same response
+	// (its URL and headers; create is not modified): a GET without a body.
+	// Its context is create's.
 	ResumeRequest(create *http.Request, p ResumePoint) *http.Request
 	// ResumeObserver returns the stream decoder of a resume read after p: it
 	// continues obs (the text, tool calls and response ID decoded so far)
@@ -49,6 +50,18 @@ type Resumer interface {
 	// so the consumer sees each event once.
 	ResumeObserver(obs Observer, p ResumePoint) Observer
 	// CancelRequest returns the request that cancels response id, derived
-	// from create like ResumeRequest (R19.12).
+	// from create like ResumeRequest (R19.12), or nil when the codec keeps
+	// cancelled responses running.
 	CancelRequest(create *http.Request, id string) *http.Request
+	// ReadOf reports whether req is a read of a stored response rather
+	// than a create (R19.13): a retrieve (stream false) or a stream read
+	// after p.Cursor (stream true). ok is false for any other request. The
+	// engine recovers a read without admission and, for a stream read,
+	// resumes it like a background stream; a request to the provider that
+	// is neither a create nor a read (a cancel, a delete) passes through
+	// once, unjudged.
+	ReadOf(req *http.Request) (p ResumePoint, stream, ok bool)
+	// Creates reports whether req creates a response (a completion): the
+	// codec's endpoint, POST.
+	Creates(req *http.Request) bool
 }

@@ -24,6 +24,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if pol == nil {
 		return t.next.RoundTrip(req)
 	}
+	var read *readOf
+	if r, ok := t.l.codec.(layer.Resumer); ok {
+		if p, stream, isRead := r.ReadOf(req); isRead {
+			read = &readOf{r: r, point: p, stream: stream}
+		} else if !r.Creates(req) {
+			// A cancel or a delete: once, unjudged (R19.13).
+			return t.next.RoundTrip(req)
+		}
+	}
 	c := &call{t: t}
 	c.d.facts = t.l.facts
 	if err := c.d.r.resolve(pol, max(pol.MaxAttempts, 1)-1); err != nil {
@@ -35,7 +44,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.lc == nil {
 		c.lc = &c.ownCall // nobody reads the result: keep it with the call
 	}
-	if err := c.in.read(req, t.l.codec, c.lc.Facts); err != nil {
+	facts := c.lc.Facts
+	if read != nil {
+		facts = read.info()
+	}
+	if err := c.in.read(req, t.l.codec, facts); err != nil {
 		return nil, err
 	}
 	// Only a typed caller (the native client) reads a stream's accumulated
@@ -45,7 +58,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.in.info.DropText, c.in.info.TypedFrames = !c.lc.TypedErrors, c.lc.TypedErrors
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
-		if r, ok := t.l.codec.(layer.Resumer); ok && r.Background(c.in.body) {
+		switch r, ok := t.l.codec.(layer.Resumer); {
+		case read != nil:
+			read.start(c)
+		case ok && r.Background(c.in.body):
 			c.resumer, c.d.background = r, true
 			c.in.info.Background = true
 		}
@@ -116,7 +132,8 @@ type call struct {
 	// failure left it resumable, where the next read starts.
 	resumer    layer.Resumer
 	resume     *resumeState
-	cancelSent bool // the cancel request of R19.12 went out
+	cancelSent bool // the cancel request of R19.12 went out (or must not)
+	read       bool // the call reads a stored response (R19.13)
 
 	stream            bool // a stream body is open: failures end as errors
 	started           bool // the attempt in flight passed Begin

@@ -16,6 +16,32 @@ type resumeState struct {
 	prev  layer.Observer
 }
 
+// readOf is a call that reads a stored response (R19.13).
+type readOf struct {
+	r      layer.Resumer
+	point  layer.ResumePoint
+	stream bool
+}
+
+// info returns the request facts of the read.
+func (r *readOf) info() *layer.RequestInfo {
+	if r.stream {
+		return &layer.RequestInfo{Operation: layer.Streaming, Background: true}
+	}
+	return &layer.RequestInfo{Operation: layer.Ordinary}
+}
+
+// start makes c a read: no admission, no decoding of a retrieved body, no
+// cancel of a response the call did not start, and for a stream read a
+// resume from the read's own cursor.
+func (r *readOf) start(c *call) {
+	c.read, c.d.reading, c.cancelSent = true, true, true
+	if r.stream {
+		c.resumer = r.r
+		c.resume = &resumeState{point: r.point}
+	}
+}
+
 // CancelTimeout bounds the cancel request the engine sends when the caller
 // cancels a background response it started (R19.12).
 const CancelTimeout = 10 * time.Second

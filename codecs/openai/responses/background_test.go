@@ -295,3 +295,88 @@ func TestR19_12_CallerCancelCancelsTheBackgroundResponse(t *testing.T) {
 		assert.Never(t, func() bool { return r.Server.Count() > 1 }, 100*time.Millisecond, 5*time.Millisecond)
 	})
 }
+
+// dropIn sends method to path on the rig's chain as a drop-in client would
+// and returns the status, the body as read and the read error.
+func dropIn(t *testing.T, r *rigtest.Rig, method, path string) (*http.Response, string, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), method, r.Server.URL+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+rigtest.Key)
+	resp, err := r.HTTP.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, rerr := io.ReadAll(resp.Body)
+	return resp, string(b), rerr
+}
+
+// TestR19_13_RetrieveIsARead: GET /v1/responses/{id} is retried on 503
+// without asking admission, and its body — a response still in progress —
+// is handed over as it is, not judged like a completion.
+func TestR19_13_RetrieveIsARead(t *testing.T) {
+	p := policy()
+	p.Admit = func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil }
+	r := rigtest.New(t, responses.New(), p,
+		scripted.ResponsesBackground(bgID, bgEvents()[:5]...),
+		scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")),
+		scripted.ResponsesRetrieve(bgID))
+	// The create, to give the scripted provider its log.
+	body := `{"model":"gpt-4.1-mini","input":"hi","stream":true,"background":true}`
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.Server.URL+"/v1/responses", strings.NewReader(body))
+	require.NoError(t, err)
+	raw, err := http.DefaultClient.Do(req) // not through the chain: the log only
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, raw.Body)
+	raw.Body.Close()
+
+	resp, got, err := dropIn(t, r, http.MethodGet, "/v1/responses/"+bgID)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, got, `"status":"in_progress"`)
+	assert.Equal(t, 3, r.Server.Count(), "one 503, then the read")
+	assert.NotContains(t, r.Rec.Types(), string(layer.EventAdmissionPending))
+	assert.NotContains(t, r.Rec.Types(), string(layer.EventAdmissionRejected))
+}
+
+// TestR19_13_StreamReadIsResumedFromItsOwnCursor: a drop-in client's own
+// stream read (openai-go's GetStreaming) cut again is resumed after the
+// last event it delivered, and the client reads every event once.
+func TestR19_13_StreamReadIsResumedFromItsOwnCursor(t *testing.T) {
+	evs := bgEvents()
+	r := rigtest.New(t, responses.New(), policy(),
+		scripted.ResponsesBackground(bgID, evs...).CutEvents(3),
+		scripted.ResponsesResume(bgID).CutEvents(2),
+		scripted.ResponsesResume(bgID))
+	body := `{"model":"gpt-4.1-mini","input":"hi","stream":true,"background":true}`
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.Server.URL+"/v1/responses", strings.NewReader(body))
+	require.NoError(t, err)
+	raw, err := http.DefaultClient.Do(req) // not through the chain: the log only
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, raw.Body)
+	raw.Body.Close()
+
+	resp, got, err := dropIn(t, r, http.MethodGet, "/v1/responses/"+bgID+"?stream=true&starting_after=2")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, strings.Join(evs[3:], ""), got, "every event after the client's cursor, once")
+	reqs := r.Server.Requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, "starting_after=2&stream=true", reqs[1].RawQuery)
+	assert.Equal(t, "/v1/responses/"+bgID, reqs[2].Path)
+	assert.Equal(t, "starting_after=4&stream=true", reqs[2].RawQuery)
+}
+
+// TestR19_13_CancelAndDeletePassThroughOnce: requests that are neither a
+// create nor a read go out once, unjudged: a 503 is the client's.
+func TestR19_13_CancelAndDeletePassThroughOnce(t *testing.T) {
+	busy := scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy"))
+	r := rigtest.New(t, responses.New(), policy(), busy, busy)
+	resp, _, err := dropIn(t, r, http.MethodPost, "/v1/responses/"+bgID+"/cancel")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	resp, _, err = dropIn(t, r, http.MethodDelete, "/v1/responses/"+bgID)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, 2, r.Server.Count())
+	assert.Empty(t, r.Rec.Types(), "no lifecycle: nothing was recovered")
+}

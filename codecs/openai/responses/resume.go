@@ -62,13 +62,23 @@ func (c *Codec) CancelRequest(create *http.Request, id string) *http.Request {
 }
 
 // derived returns a bodiless request to create's URL with suffix appended
-// to its path and query as its query.
+// to its path and query as its query. When create is already a read of
+// the response (its path ends in /{id}), the part of suffix that names the
+// response is not appended again.
 func derived(create *http.Request, method, suffix, query string) *http.Request {
 	u := *create.URL
-	u.Path = strings.TrimSuffix(u.Path, "/") + suffix
+	base := strings.TrimSuffix(u.EscapedPath(), "/")
+	if _, _, ok := readPath(create.URL); ok {
+		// {prefix}/v1/responses/{id}: the response is named already.
+		i := strings.LastIndexByte(base, '/')
+		base = base[:i]
+	}
+	if p, err := url.PathUnescape(base + suffix); err == nil {
+		u.Path = p
+	}
 	u.RawPath = ""
-	if create.URL.RawPath != "" {
-		u.RawPath = strings.TrimSuffix(create.URL.RawPath, "/") + suffix
+	if esc := base + suffix; esc != (&url.URL{Path: u.Path}).EscapedPath() {
+		u.RawPath = esc
 	}
 	u.RawQuery = query
 	r := create.Clone(create.Context())
@@ -77,6 +87,52 @@ func derived(create *http.Request, method, suffix, query string) *http.Request {
 	r.Header.Del("Content-Type")
 	r.Header.Del("Content-Length")
 	return r
+}
+
+// readPath returns the response ID of a URL {prefix}/v1/responses/{id},
+// and ok=false for any other path.
+func readPath(u *url.URL) (prefix, id string, ok bool) {
+	p := strings.TrimSuffix(u.Path, "/")
+	i := strings.LastIndex(p, "/v1/responses/")
+	if i < 0 {
+		return "", "", false
+	}
+	id = p[i+len("/v1/responses/"):]
+	if id == "" || strings.Contains(id, "/") {
+		return "", "", false
+	}
+	return p[:i], id, true
+}
+
+// Creates reports whether req is a create: POST to a path ending in
+// /v1/responses.
+func (c *Codec) Creates(req *http.Request) bool {
+	return req.Method == http.MethodPost && strings.HasSuffix(strings.TrimSuffix(req.URL.Path, "/"), c.Path())
+}
+
+// ReadOf reports whether req is GET {prefix}/v1/responses/{id}: a retrieve,
+// or with stream=true a stream read after its starting_after (cursor -1
+// when absent). A starting_after that is not a non-negative integer is no
+// read the engine recovers (ok=false): it passes through, and the provider
+// judges it (R19.13).
+func (c *Codec) ReadOf(req *http.Request) (layer.ResumePoint, bool, bool) {
+	if req.Method != http.MethodGet {
+		return layer.ResumePoint{}, false, false
+	}
+	_, id, ok := readPath(req.URL)
+	if !ok {
+		return layer.ResumePoint{}, false, false
+	}
+	q := req.URL.Query()
+	p := layer.ResumePoint{ResponseID: id, Cursor: -1}
+	if v := q.Get("starting_after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return layer.ResumePoint{}, false, false
+		}
+		p.Cursor = n
+	}
+	return p, q.Get("stream") == "true", true
 }
 
 // ResumeObserver returns the *StreamDecoder of a resume read after p: it
