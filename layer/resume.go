@@ -53,14 +53,16 @@ type Resumer interface {
 	// from create like ResumeRequest (R19.12), or nil when the codec keeps
 	// cancelled responses running.
 	CancelRequest(create *http.Request, id string) *http.Request
-	// ReadOf reports whether req is a read of a stored response rather
-	// than a create (R19.13): a retrieve (stream false) or a stream read
-	// after p.Cursor (stream true). ok is false for any other request. The
+	// ReadOf reports whether req, whose body is body (a client may put
+	// "stream":true there, as openai-go's GetStreaming does), is a read of
+	// a stored response rather than a create (R19.13): a retrieve (stream
+	// false) or a stream read after p.Cursor (stream true). ok is false
+	// for any other request. The
 	// engine recovers a read without admission and, for a stream read,
 	// resumes it like a background stream; a request to the provider that
 	// is neither a create nor a read (a cancel, a delete) passes through
 	// once, unjudged.
-	ReadOf(req *http.Request) (p ResumePoint, stream, ok bool)
+	ReadOf(req *http.Request, body []byte) (p ResumePoint, stream, ok bool)
 	// Creates reports whether req creates a response (a completion): the
 	// codec's endpoint, POST.
 	Creates(req *http.Request) bool

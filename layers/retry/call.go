@@ -25,10 +25,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(req)
 	}
 	var read *readOf
-	if r, ok := t.l.codec.(layer.Resumer); ok {
-		if p, stream, isRead := r.ReadOf(req); isRead {
-			read = &readOf{r: r, point: p, stream: stream}
-		} else if !r.Creates(req) {
+	if r, ok := t.l.codec.(layer.Resumer); ok && !r.Creates(req) {
+		var isRead bool
+		if read, isRead = readOfRequest(r, req); !isRead {
 			// A cancel or a delete: once, unjudged (R19.13).
 			return t.next.RoundTrip(req)
 		}

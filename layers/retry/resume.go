@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -21,6 +22,38 @@ type readOf struct {
 	r      layer.Resumer
 	point  layer.ResumePoint
 	stream bool
+}
+
+// maxReadBody bounds the body of a GET the engine inspects for a read: a
+// read's body is a few bytes ({"stream":true}); a larger one passes
+// through unjudged.
+const maxReadBody = 64 << 10
+
+// readOfRequest returns the read that req is, and ok=false for a request
+// that is no read (it then passes through). It reads a GET's body (at most
+// maxReadBody bytes) and gives req a body over the same bytes again.
+func readOfRequest(r layer.Resumer, req *http.Request) (*readOf, bool) {
+	if req.Method != http.MethodGet {
+		return nil, false
+	}
+	var body []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		b, err := readUpTo(req.Body, maxReadBody+1, req.ContentLength)
+		rest := req.Body
+		req.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), rest), rest}
+		if err != nil || len(b) > maxReadBody {
+			return nil, false
+		}
+		body = b
+	}
+	p, stream, ok := r.ReadOf(req, body)
+	if !ok {
+		return nil, false
+	}
+	return &readOf{r: r, point: p, stream: stream}, true
 }
 
 // info returns the request facts of the read.

@@ -380,3 +380,31 @@ func TestR19_13_CancelAndDeletePassThroughOnce(t *testing.T) {
 	assert.Equal(t, 2, r.Server.Count())
 	assert.Empty(t, r.Rec.Types(), "no lifecycle: nothing was recovered")
 }
+
+// TestR19_13_StreamFlagInTheBodyMakesAStreamRead: openai-go's GetStreaming
+// sends GET …?starting_after=N with {"stream":true} as its body; that is a
+// stream read, resumed like one.
+func TestR19_13_StreamFlagInTheBodyMakesAStreamRead(t *testing.T) {
+	evs := bgEvents()
+	r := rigtest.New(t, responses.New(), policy(),
+		scripted.ResponsesBackground(bgID, evs...),
+		scripted.ResponsesResume(bgID).CutEvents(2), scripted.ResponsesResume(bgID))
+	raw, err := http.Post(r.Server.URL+"/v1/responses", "application/json", strings.NewReader(`{"background":true}`))
+	require.NoError(t, err) // not through the chain: the log only
+	_, _ = io.Copy(io.Discard, raw.Body)
+	raw.Body.Close()
+
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet,
+		r.Server.URL+"/v1/responses/"+bgID+"?starting_after=2", strings.NewReader(`{"stream":true}`))
+	require.NoError(t, err)
+	resp, err := r.HTTP.Do(req)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, strings.Join(evs[3:], ""), string(b), "every event after the cursor, once")
+	reqs := r.Server.Requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, "starting_after=2&stream=true", reqs[1].RawQuery)
+	assert.Equal(t, "starting_after=4&stream=true", reqs[2].RawQuery)
+}

@@ -111,11 +111,12 @@ func (c *Codec) Creates(req *http.Request) bool {
 }
 
 // ReadOf reports whether req is GET {prefix}/v1/responses/{id}: a retrieve,
-// or with stream=true a stream read after its starting_after (cursor -1
-// when absent). A starting_after that is not a non-negative integer is no
-// read the engine recovers (ok=false): it passes through, and the provider
-// judges it (R19.13).
-func (c *Codec) ReadOf(req *http.Request) (layer.ResumePoint, bool, bool) {
+// or with stream=true (in the query, or "stream":true in a JSON body, as
+// openai-go's GetStreaming sends it) a stream read after its
+// starting_after (cursor -1 when absent). A starting_after that is not a
+// non-negative integer is no read the engine recovers (ok=false): it
+// passes through, and the provider judges it (R19.13).
+func (c *Codec) ReadOf(req *http.Request, body []byte) (layer.ResumePoint, bool, bool) {
 	if req.Method != http.MethodGet {
 		return layer.ResumePoint{}, false, false
 	}
@@ -132,7 +133,13 @@ func (c *Codec) ReadOf(req *http.Request) (layer.ResumePoint, bool, bool) {
 		}
 		p.Cursor = n
 	}
-	return p, q.Get("stream") == "true", true
+	stream := q.Get("stream") == "true"
+	if !stream && len(body) > 0 {
+		if o, err := parseObject(body, "request"); err == nil && o != nil {
+			_ = o.get("stream", &stream) // not a boolean: no stream
+		}
+	}
+	return p, stream, true
 }
 
 // ResumeObserver returns the *StreamDecoder of a resume read after p: it
