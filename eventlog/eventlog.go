@@ -69,6 +69,8 @@ func New(logger *slog.Logger) func(layer.Event) error {
 // time and progress counters, the delay or next attempt when the event has
 // them, the refusing quota of a quota_refused event (group "quota": upstream,
 // resends, window_ms, fleet and the quota's safe text), the HTTP status,
+// the cursor of a background stream's resume (group "resume": cursor,
+// R19.10; never the response ID),
 // and the failure's safe fields (group "failure": category, reason,
 // eligibility, acceptance, and when set the HTTP status, phase, stall limit,
 // honoured provider hint, known provider code, valid provider request ID,
@@ -108,6 +110,9 @@ func Attrs(ev layer.Event) []slog.Attr {
 	}
 	if ev.HTTPStatus != 0 {
 		a = append(a, slog.Int("http_status", ev.HTTPStatus))
+	}
+	if r := ev.Resume; r != nil {
+		a = append(a, slog.Group("resume", slog.Int64("cursor", r.Cursor)))
 	}
 	if ev.Type == layer.EventProgress {
 		a = append(a, slog.Int("frame", ev.Frame))
