@@ -408,3 +408,21 @@ func TestR19_13_StreamFlagInTheBodyMakesAStreamRead(t *testing.T) {
 	assert.Equal(t, "starting_after=2&stream=true", reqs[1].RawQuery)
 	assert.Equal(t, "starting_after=4&stream=true", reqs[2].RawQuery)
 }
+
+// TestR19_9_NoSequenceNumbersNoResume: a background stream whose events
+// carry no sequence_number has no cursor: a cut after output is not
+// resumed (a read could repeat what the consumer had) and ends
+// interrupted.
+func TestR19_9_NoSequenceNumbersNoResume(t *testing.T) {
+	var evs []string
+	for _, e := range bgEvents() {
+		evs = append(evs, strings.Replace(e, `"sequence_number":`, `"seq_unused":`, 1))
+	}
+	r := rigtest.New(t, responses.New(responses.Background()), policy(),
+		scripted.ResponsesBackground(bgID, evs...).CutEvents(6), scripted.ResponsesResume(bgID))
+	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+	re := rigtest.AsRecoveryError(t, err)
+	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, 1, r.Server.Count())
+}

@@ -24,19 +24,21 @@ func (c *Codec) Background(body []byte) bool {
 
 // ResumePoint returns the position of a background stream decoded by obs,
 // a *StreamDecoder: its response ID and the sequence number of the last
-// event Next handed over (-1 when none carried one). ok is false for any
-// other observer, a foreground stream, or a stream whose response ID is not
-// known yet (R19.9, R19.11).
+// event Next handed over. ok is false for any other observer, a foreground
+// stream, a stream whose response ID is not known yet (R19.11), and a
+// stream that handed over no event with a sequence_number: there is no
+// cursor to read after, so a resume could repeat what the consumer had
+// (R19.9).
 func (c *Codec) ResumePoint(obs layer.Observer) (layer.ResumePoint, bool) {
 	d, isDec := obs.(*StreamDecoder)
 	if !isDec || !d.background || d.id == "" {
 		return layer.ResumePoint{}, false
 	}
-	p := layer.ResumePoint{ResponseID: d.id, Cursor: -1}
-	if seq, ok := d.DeliveredSequence(); ok {
-		p.Cursor = seq
+	seq, ok := d.DeliveredSequence()
+	if !ok {
+		return layer.ResumePoint{}, false
 	}
-	return p, true
+	return layer.ResumePoint{ResponseID: d.id, Cursor: seq}, true
 }
 
 // ResumeRequest returns GET {create path}/{id}?stream=true&starting_after=
