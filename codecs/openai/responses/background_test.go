@@ -22,6 +22,7 @@ import (
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
 )
 
 const bgID = "resp_bg1"
@@ -425,4 +426,40 @@ func TestR19_9_NoSequenceNumbersNoResume(t *testing.T) {
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
 	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
 	assert.Equal(t, 1, r.Server.Count())
+}
+
+// TestR19_10_ResumeIsBoundedByTheDeadline: a resume read waits with the
+// backoff like a resend, and one that would wait past the deadline is not
+// made: the call ends deadline.
+func TestR19_10_ResumeIsBoundedByTheDeadline(t *testing.T) {
+	p := policy()
+	p.BaseDelay, p.Jitter = new(10*time.Second), func() float64 { return 1 }
+	r := rigtest.New(t, responses.New(responses.Background()), retry.Policy{}, scripted.ResponsesBackground(bgID, bgEvents()...).CutEvents(6),
+		scripted.ResponsesResume(bgID))
+	p.WallClock, p.MonotonicClock, p.Sleep, p.OnEvent = r.Clock.Now, r.Clock.Mono, r.Clock.Sleep, r.Rec.OnEvent
+	p.Deadline = r.Clock.Now().Add(5 * time.Second)
+	ctx := retry.WithPolicy(context.Background(), &p)
+	_, _, err := rigtest.Collect(t, r.Client.Stream(ctx, streamRequest()))
+	re := rigtest.AsRecoveryError(t, err)
+	assert.Equal(t, layer.OutcomeDeadline, re.Outcome)
+	assert.Equal(t, 1, r.Server.Count(), "no read past the deadline")
+	assert.Empty(t, r.Clock.Sleeps())
+}
+
+// TestR19_10_ResumedStreamThatFailsEndsTyped: a resume read whose stream
+// ends with response.failed ends interrupted with the provider's error;
+// nothing is sent again.
+func TestR19_10_ResumedStreamThatFailsEndsTyped(t *testing.T) {
+	evs := bgEvents()
+	failed := `event: response.failed` + "\n" + `data: {"type":"response.failed","sequence_number":6,"response":{"id":"` + bgID +
+		`","object":"response","status":"failed","model":"m","output":[],"error":{"code":"server_error","message":"boom"}}}` + "\n\n"
+	r := rigtest.New(t, responses.New(responses.Background()), policy(),
+		scripted.ResponsesBackground(bgID, append(evs[:6:6], failed)...).CutEvents(6), scripted.ResponsesResume(bgID))
+	text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+	re := rigtest.AsRecoveryError(t, err)
+	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
+	assert.Equal(t, "server_error", re.Failure.ProviderCode)
+	assert.Equal(t, "Hello, world", text)
+	assert.Equal(t, 2, r.Server.Count())
 }
