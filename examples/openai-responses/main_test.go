@@ -179,3 +179,27 @@ func TestR19_12_OpenAIGoCancelledBackgroundStream(t *testing.T) {
 	assert.True(t, errors.Is(stream.Err(), context.Canceled) || stream.Err() != nil)
 	require.Eventually(t, func() bool { return srv.Cancelled(id) }, 10*time.Second, time.Millisecond)
 }
+
+// R19.14, R19.13: openai-go's background polling pattern: New with
+// Background answers queued (a 503 first, resent: a status answer shows
+// nothing was queued), then Get polls until the response completed.
+func TestR19_14_OpenAIGoBackgroundNewThenPoll(t *testing.T) {
+	queued := `{"id":"` + id + `","object":"response","created_at":1,"status":"queued","background":true,"model":"gpt-4.1-mini","output":[]}`
+	srv, client, _ := rig(t,
+		scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")),
+		scripted.JSON(200, queued),
+		scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")),
+		scripted.JSON(200, scripted.ResponsesJSON(id, "Done.")))
+	res, err := client.Responses.New(context.Background(), responses.ResponseNewParams{
+		Model: "gpt-4.1-mini", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")},
+		Background: openai.Bool(true),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, responses.ResponseStatusQueued, res.Status)
+	assert.Equal(t, id, res.ID)
+	got, err := client.Responses.Get(context.Background(), res.ID, responses.ResponseGetParams{})
+	require.NoError(t, err)
+	assert.Equal(t, responses.ResponseStatusCompleted, got.Status)
+	assert.Equal(t, "Done.", got.OutputText())
+	assert.Equal(t, 4, srv.Count())
+}

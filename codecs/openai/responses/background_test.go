@@ -463,3 +463,31 @@ func TestR19_10_ResumedStreamThatFailsEndsTyped(t *testing.T) {
 	assert.Equal(t, "Hello, world", text)
 	assert.Equal(t, 2, r.Server.Count())
 }
+
+// TestR19_14_BackgroundCreateAnsweredQueuedIsAccepted: a drop-in unary
+// background create is answered queued; the body reaches the client as
+// sent, and the same object without "background":true is still refused.
+func TestR19_14_BackgroundCreateAnsweredQueuedIsAccepted(t *testing.T) {
+	queued := `{"id":"` + bgID + `","object":"response","status":"queued","background":true,"model":"gpt-4.1-mini","output":[]}`
+	r := rigtest.New(t, responses.New(), policy(), scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")), scripted.JSON(200, queued))
+	body := `{"model":"gpt-4.1-mini","input":"hi","background":true}`
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.Server.URL+"/v1/responses", strings.NewReader(body))
+	require.NoError(t, err)
+	resp, err := r.HTTP.Do(req)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, queued, string(b))
+	assert.Equal(t, 2, r.Server.Count(), "the 503 was a status answer: resent")
+
+	comp, err := responses.New().Decode([]byte(queued))
+	require.NoError(t, err)
+	assert.Equal(t, bgID, comp.ID)
+	assert.Equal(t, "queued", comp.FinishReason)
+	assert.Empty(t, comp.Message.Content)
+	_, err = responses.New().Decode([]byte(strings.Replace(queued, `"background":true,`, ``, 1)))
+	var pe *layer.ProtocolError
+	require.ErrorAs(t, err, &pe, "a foreground answer that is not finished stays refused")
+}

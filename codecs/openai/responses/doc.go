@@ -81,8 +81,10 @@
 // code and message of its error, as is "cancelled" (code "cancelled") and
 // any body whose "error" is not null. "queued", "in_progress" and an
 // unknown status are a [*layer.ProtocolError]: a foreground request is
-// answered when it is finished. A body with no status but with output (some
-// compatible servers) reads as completed.
+// answered when it is finished; the exception is the answer to a
+// background create ("background":true in the response), whose queued or
+// in_progress object is its acceptance (R19.14). A body with no status but
+// with output (some compatible servers) reads as completed.
 //
 // # Streams
 //
