@@ -5,6 +5,8 @@
 //   openai-stream       the official SDK's responses.create, streamed
 //   openai-background   the same with background: true (store: true)
 //   openai-retrieve     responses.retrieve(RESPONSE_ID), a poll
+//   openai-poll         a unary background responses.create, then
+//                       responses.retrieve until the response is done
 //   ai-stream           the Vercel AI SDK's streamText with the default
 //                       openai(model) path, which is the Responses API
 //   ai-generate         the same with generateText (unary)
@@ -29,6 +31,15 @@ try {
       const res = await client.responses.retrieve(process.env.RESPONSE_ID);
       out.id = res.id;
       out.status = res.status;
+    } else if (mode === 'openai-poll') {
+      let res = await client.responses.create({ model: 'gpt-4.1-mini', input: 'hello', background: true });
+      out.id = res.id;
+      while (res.status === 'queued' || res.status === 'in_progress') {
+        out.events++;
+        res = await client.responses.retrieve(res.id);
+      }
+      out.status = res.status;
+      out.text = res.output_text;
     } else {
       const params = { model: 'gpt-4.1-mini', input: 'hello', stream: true };
       if (mode === 'openai-background') Object.assign(params, { background: true, store: true });

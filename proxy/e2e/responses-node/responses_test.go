@@ -222,3 +222,19 @@ func TestR19_1_VercelAISDKGenerate(t *testing.T) {
 	assert.Equal(t, int32(1), r.calls.Load(), "the proxy recovered: the SDK sent one request")
 	assert.Equal(t, "/v1/responses", r.up.Requests()[1].Path)
 }
+
+// R19.14, R19.13: the SDK's unary background create is answered queued (a
+// 503 before it resent), and its polls, one answered 503, are retried by
+// the proxy until the response completed.
+func TestR19_14_NodeBackgroundCreateThenPoll(t *testing.T) {
+	queued := `{"id":"` + id + `","object":"response","created_at":1,"status":"queued","background":true,"model":"gpt-4.1-mini","output":[]}`
+	r := newRig(t, overloaded, scripted.JSON(200, queued), overloaded, scripted.JSON(200, scripted.ResponsesJSON(id, "Done.")))
+	res := r.node(t, "openai-poll")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	require.NotNil(t, res.Status)
+	assert.Equal(t, "completed", *res.Status)
+	assert.Equal(t, "Done.", res.Text)
+	assert.Equal(t, 1, res.Events, "one poll")
+	assert.Equal(t, int32(2), r.calls.Load(), "the SDK sent the create and one poll")
+	assert.Equal(t, 4, r.up.Count())
+}
