@@ -491,3 +491,38 @@ func TestR19_14_BackgroundCreateAnsweredQueuedIsAccepted(t *testing.T) {
 	var pe *layer.ProtocolError
 	require.ErrorAs(t, err, &pe, "a foreground answer that is not finished stays refused")
 }
+
+// TestR19_12_CancelNeverHoldsUpTheCaller: the cancel request of a response
+// whose cancel endpoint never answers does not hold up the caller: the
+// consumer's loop is over (well within retry.CancelTimeout) while the
+// cancel still waits for its answer.
+func TestR19_12_CancelNeverHoldsUpTheCaller(t *testing.T) {
+	never := make(chan struct{})
+	r := rigtest.New(t, responses.New(responses.Background()), policy(),
+		scripted.ResponsesBackground(bgID, bgEvents()[:5]...).Held(),
+		scripted.JSON(200, `{}`).Gated(-1, never))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for ev := range r.Client.StreamEvents(ctx, streamRequest()) {
+			if ev.Text != "" {
+				cancel()
+			}
+			if ev.Err != nil {
+				err = ev.Err
+			}
+		}
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(retry.CancelTimeout / 2):
+		t.Fatal("the caller was held up by the cancel request")
+	}
+	assert.Equal(t, layer.OutcomeCancelled, rigtest.AsRecoveryError(t, err).Outcome)
+	require.Eventually(t, func() bool { return r.Server.Count() == 2 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, "/v1/responses/"+bgID+"/cancel", r.Server.Requests()[1].Path, "sent, and never answered")
+}
