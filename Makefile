@@ -55,11 +55,13 @@ e2e:
 
 ## proxy-e2e: recourse-proxy driven by real clients: the official OpenAI Node
 ## SDK (the openai version pinned in proxy/e2e/node/package-lock.json, put in
-## a temporary directory by npm ci) and curl on the Ollama endpoint. Needs
+## a temporary directory by npm ci) and curl on the Ollama endpoint; and on
+## /v1/responses the same SDK's Responses API and the Vercel AI SDK
+## (proxy/e2e/responses-node, its own package-lock.json). Needs
 ## node, npm and curl; .ci/run installs them from Debian's packages if absent.
 .PHONY: proxy-e2e
 proxy-e2e:
-	$(GO) test -tags proxye2e -race -count=1 -v ./proxy/e2e/
+	$(GO) test -tags proxye2e -race -count=1 -v ./proxy/e2e/...
 
 ## faults: the Toxiproxy fault suite (module faults/, its own dependencies):
 ## the chain with stall limits through latency, bandwidth, slicer,

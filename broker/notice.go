@@ -32,17 +32,21 @@ type RetryNotice struct {
 	// Error is a safe description of the failure, for example "HTTP 504"
 	// or "transport error".
 	Error string
+	// Resume is set when the next attempt reads a background stream again
+	// from its cursor instead of resending it (R19.10); nil otherwise.
+	Resume *layer.Resume
 }
 
 // retryWire is the JSON form of a RetryNotice.
 type retryWire struct {
-	Completion    int    `json:"completion"`
-	FailedAttempt int    `json:"failed_attempt"`
-	MaxAttempts   int    `json:"max_attempts"`
-	WaitMS        int64  `json:"wait_ms"`
-	ElapsedMS     int64  `json:"elapsed_ms"`
-	Status        int    `json:"status,omitempty"`
-	Error         string `json:"error"`
+	Completion    int           `json:"completion"`
+	FailedAttempt int           `json:"failed_attempt"`
+	MaxAttempts   int           `json:"max_attempts"`
+	WaitMS        int64         `json:"wait_ms"`
+	ElapsedMS     int64         `json:"elapsed_ms"`
+	Status        int           `json:"status,omitempty"`
+	Error         string        `json:"error"`
+	Resume        *layer.Resume `json:"resume,omitempty"`
 }
 
 // MarshalJSON encodes the notice with wait_ms and elapsed_ms in whole
@@ -51,7 +55,7 @@ func (n RetryNotice) MarshalJSON() ([]byte, error) {
 	return json.Marshal(retryWire{
 		Completion: n.Completion, FailedAttempt: n.FailedAttempt, MaxAttempts: n.MaxAttempts,
 		WaitMS: n.Wait.Milliseconds(), ElapsedMS: n.Elapsed.Milliseconds(),
-		Status: n.HTTPStatus, Error: n.Error,
+		Status: n.HTTPStatus, Error: n.Error, Resume: n.Resume,
 	})
 }
 
@@ -64,7 +68,7 @@ func (n *RetryNotice) UnmarshalJSON(b []byte) error {
 	*n = RetryNotice{
 		Completion: w.Completion, FailedAttempt: w.FailedAttempt, MaxAttempts: w.MaxAttempts,
 		Wait: time.Duration(w.WaitMS) * time.Millisecond, Elapsed: time.Duration(w.ElapsedMS) * time.Millisecond,
-		HTTPStatus: w.Status, Error: w.Error,
+		HTTPStatus: w.Status, Error: w.Error, Resume: w.Resume,
 	}
 	return nil
 }
@@ -425,6 +429,10 @@ func retryNotice(idx int, ev layer.Event) RetryNotice {
 	if f := ev.Failure; f != nil {
 		n.FailedAttempt = f.WireAttempt
 		n.HTTPStatus = f.HTTPStatus
+	}
+	if ev.Resume != nil {
+		r := *ev.Resume
+		n.Resume = &r
 	}
 	return n
 }

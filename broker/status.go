@@ -12,7 +12,10 @@ import (
 // A failure without a non-2xx HTTP status shows its kind instead
 // ("retrying LLM request after transport error (attempt 2/3 in 800ms)").
 // Waits of a second or more show seconds with one decimal; shorter waits
-// show whole milliseconds.
+// show whole milliseconds. A notice of a background stream's resume
+// (Resume set) reads "resuming LLM stream after idle timeout (from event
+// 57)", 57 being the cursor, or "(from the start)" when no event carried a
+// sequence number yet (R19.10).
 func FormatRetry(n RetryNotice) string {
 	return formatRetry(n, n.Wait)
 }
@@ -30,6 +33,13 @@ func formatRetry(n RetryNotice, wait time.Duration) string {
 		what = "HTTP " + strconv.Itoa(n.HTTPStatus)
 	} else if what == "" {
 		what = "error"
+	}
+	if n.Resume != nil {
+		from := "the start"
+		if n.Resume.Cursor >= 0 {
+			from = "event " + strconv.FormatInt(n.Resume.Cursor, 10)
+		}
+		return "resuming LLM stream after " + what + " (from " + from + ")"
 	}
 	next := n.FailedAttempt + 1
 	if n.MaxAttempts > 0 && next > n.MaxAttempts {

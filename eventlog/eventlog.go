@@ -71,12 +71,14 @@ func New(logger *slog.Logger) func(layer.Event) error {
 // them, the refusing quota of a quota_refused event (group "quota":
 // upstream, resends, window_ms, fleet and the quota's safe text), the
 // fallback step of a target_started or fallback event (group "fallback"),
-// the HTTP status, and the failure's safe fields (group "failure":
-// category, reason, eligibility, acceptance, and when set the HTTP status,
-// phase, stall limit, honoured provider hint, known provider code, valid
-// provider request ID, Retry-After form, the name of the header it was
-// read from when that is not Retry-After, and its delay). It never returns
-// a header value, a body, a prompt or a tool argument: an event holds none.
+// the HTTP status, the cursor of a background stream's resume (group
+// "resume": cursor, R19.10; never the response ID), and the failure's safe
+// fields (group "failure": category, reason, eligibility, acceptance, and
+// when set the HTTP status, phase, stall limit, honoured provider hint,
+// known provider code, valid provider request ID, Retry-After form, the
+// name of the header it was read from when that is not Retry-After, and
+// its delay). It never returns a header value, a body, a prompt or a tool
+// argument: an event holds none.
 func Attrs(ev layer.Event) []slog.Attr {
 	a := []slog.Attr{
 		slog.String("type", string(ev.Type)),
@@ -113,6 +115,9 @@ func Attrs(ev layer.Event) []slog.Attr {
 	}
 	if ev.HTTPStatus != 0 {
 		a = append(a, slog.Int("http_status", ev.HTTPStatus))
+	}
+	if r := ev.Resume; r != nil {
+		a = append(a, slog.Group("resume", slog.Int64("cursor", r.Cursor)))
 	}
 	if ev.Type == layer.EventProgress {
 		a = append(a, slog.Int("frame", ev.Frame))

@@ -383,6 +383,26 @@ func (a *Attempt) NextFrame() (f Frame, ok bool) {
 	return d.Next()
 }
 
+// Observer returns the attempt's observer: the one its codec returned, or
+// the one UseObserver set; nil without a codec.
+func (a *Attempt) Observer() Observer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.observer
+}
+
+// UseObserver replaces the attempt's observer with o (a resume read's
+// decoder, R19.9). It must be called before the attempt's request is sent;
+// a nil o is ignored.
+func (a *Attempt) UseObserver(o Observer) {
+	if o == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.observer = o
+}
+
 // Decodes reports whether the attempt's codec decodes stream frames.
 func (a *Attempt) Decodes() bool {
 	a.mu.Lock()

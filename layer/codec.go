@@ -32,6 +32,11 @@ type RequestInfo struct {
 	// evidence, and so copy no bytes for the others. The engine sets it for
 	// every call whose *Call asks for TypedErrors; it is false otherwise.
 	TypedFrames bool
+	// Background reports that the request creates a background response
+	// the provider keeps and can stream again (the Responses API's
+	// "background":true, R19.9). Codecs without background mode leave it
+	// false.
+	Background bool
 }
 
 // Checker is implemented by a Codec that can judge a complete 2xx response

@@ -73,6 +73,10 @@ type Event struct {
 	Metrics *Metrics `json:"metrics,omitempty"`
 	// Fallback is set on target_started and fallback events (R20).
 	Fallback *Fallback `json:"fallback,omitempty"`
+	// Resume is set on the events of a background stream's resume read
+	// (R19.10): the delay_scheduled and retry_started before it, and its
+	// attempt_started, attempt_failed or attempt_succeeded.
+	Resume *Resume `json:"resume,omitempty"`
 }
 
 // MarshalJSON encodes durations as integer milliseconds (delay_ms, elapsed_ms).

@@ -51,6 +51,7 @@ const (
 	keyDelayMS         = attribute.Key("recourse.delay_ms")
 	keyQuotaUpstream   = attribute.Key("recourse.quota.upstream")
 	keyQuotaResends    = attribute.Key("recourse.quota.resends")
+	keyResumeCursor    = attribute.Key("recourse.resume.cursor")
 )
 
 // target is what the spans say about the request's destination: never the
@@ -160,6 +161,9 @@ func eventAttributes(ev *layer.Event) []attribute.KeyValue {
 	}
 	if q := ev.Quota; q != nil {
 		a = append(a, keyQuotaUpstream.String(q.Upstream), keyQuotaResends.Int(q.Resends))
+	}
+	if r := ev.Resume; r != nil {
+		a = append(a, keyResumeCursor.Int64(r.Cursor))
 	}
 	return a
 }

@@ -133,7 +133,16 @@ func (c *call) observe(ev layer.Event) {
 		if ev.AttemptID != "" {
 			attrs = append(attrs, keyAttemptID.String(ev.AttemptID))
 		}
-		_, c.attempt = c.l.tracer.Start(c.attemptParent(), c.target.spanName(),
+		name := c.target.spanName()
+		if r := ev.Resume; r != nil {
+			// A resume read of a background stream (R19.10): a GET of the
+			// same response after the cursor. url.full stays the call's,
+			// which names no response.
+			name = http.MethodGet
+			attrs[0] = semconv.HTTPRequestMethodKey.String(http.MethodGet)
+			attrs = append(attrs, keyResumeCursor.Int64(r.Cursor))
+		}
+		_, c.attempt = c.l.tracer.Start(c.attemptParent(), name,
 			trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithTimestamp(now),
 			trace.WithAttributes(attrs...))

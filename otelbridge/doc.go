@@ -77,7 +77,10 @@
 // idle_timeout), which is then its status description; a failure whose
 // classification honoured a provider hint (retry.Policy.ProviderHints)
 // carries recourse.failure.hint (x_should_retry_false or
-// insufficient_quota).
+// insufficient_quota). The resume read of a background stream (R19.10) is
+// an attempt span of its own with http.request.method GET and
+// recourse.resume.cursor, the sequence number it reads after; its url.full
+// stays the call's, which names no response.
 //
 // url.full is scheme://host/path only: user information is stripped and
 // the query and fragment are dropped entirely rather than redacted,
@@ -99,6 +102,7 @@
 // only: recourse.event, recourse.attempt, recourse.next_attempt,
 // recourse.failure.category, recourse.failure.reason,
 // recourse.failure.stall and recourse.failure.hint when set,
+// recourse.resume.cursor on the events of a background stream's resume,
 // http.response.status_code and, on terminal events, recourse.outcome.
 //
 // Nothing the layer records contains a prompt, completion text, tool

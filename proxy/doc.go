@@ -13,6 +13,14 @@
 //     Config's policy. Its body is read once, up to Config.MaxBodyBytes
 //     (DefaultMaxBodyBytes); a larger body is answered 413 and nothing is
 //     sent upstream.
+//   - For openai, the Responses API too, with a chain of its own (the
+//     Responses codec, the same Config): POST /v1/responses, foreground or
+//     background, and GET /v1/responses/{id} (a retrieve, or a stream read
+//     with stream=true), which are reads retried without admission. A
+//     background stream is resumed inside the proxy from its cursor, so an
+//     SSE client reads one stream, and a client that goes away from a
+//     background stream the proxy started has it cancelled upstream
+//     (R19.9–R19.13).
 //   - Every other path and method is forwarded once, untouched, without
 //     recovery; its body streams through unbuffered.
 //   - GET /healthz answers 200 "ok" without contacting the upstream.

@@ -59,6 +59,7 @@ type Handler struct {
 	quota       *quota.Layer  // nil: none
 	log         *slog.Logger
 	now         func() time.Time
+	responses   *Handler // the Responses API of an openai proxy, or nil
 }
 
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
@@ -142,6 +143,11 @@ func New(cfg Config) (*Handler, error) {
 		ErrorHandler:   h.forwardFailed,
 		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
 	}
+	if cfg.Provider == "openai" {
+		if h.responses, err = h.withResponses(base, perCall, cfg.PerAttempt); err != nil {
+			return nil, err
+		}
+	}
 	return h, nil
 }
 
@@ -166,6 +172,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok\n")
 	case r.URL.Path == h.codec.Path() && r.Method == http.MethodPost:
 		h.complete(w, r)
+	case h.responses != nil && h.responses.routes(r):
+		h.responses.complete(w, r)
 	default:
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
@@ -334,7 +342,8 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 	if ex.clientRetry {
 		ctx = context.WithValue(ctx, clientRetryKey{}, true)
 	}
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, h.target(r.URL).String(), bytes.NewReader(body))
+	// A completion is a POST; a read of a stored response (R19.13) a GET.
+	out, err := http.NewRequestWithContext(ctx, r.Method, h.target(r.URL).String(), bytes.NewReader(body))
 	if err != nil {
 		h.writeError(ex.w, http.StatusBadRequest, "bad_request", "recourse-proxy: the request URL cannot be forwarded", "")
 		return http.StatusBadRequest, ""
@@ -636,7 +645,9 @@ func (ex *exchange) charge(out *http.Request, body []byte) (int, bool) {
 }
 
 // notice returns the SSE comment line announcing a scheduled retry, for
-// example ": retrying after HTTP 503 (attempt 2/4 in 1.2s)\n", or a first
+// example ": retrying after HTTP 503 (attempt 2/4 in 1.2s)\n", a resume
+// of a background stream, ": resuming after a transport failure from
+// event 5 (attempt 2/4 in 100ms)\n", or a first
 // attempt held by the shared cooldown, ": waiting for the upstream's shared
 // cooldown (attempt 1/4 in 2s)\n".
 func notice(ev layer.Event) string {
@@ -655,7 +666,13 @@ func notice(ev layer.Event) string {
 			what = "a " + strings.ReplaceAll(string(f.Category), "_", " ") + " failure"
 		}
 	}
-	return ": retrying after " + what + " (attempt " + strconv.Itoa(ev.NextAttempt) + "/" + strconv.Itoa(ev.MaxAttempts) +
+	verb := ": retrying after "
+	if ev.Resume != nil {
+		// A background stream read again from its cursor (R19.10).
+		verb = ": resuming after " + what + " from event " + strconv.FormatInt(ev.Resume.Cursor, 10)
+		what = ""
+	}
+	return verb + what + " (attempt " + strconv.Itoa(ev.NextAttempt) + "/" + strconv.Itoa(ev.MaxAttempts) +
 		" in " + roundDelay(ev.Delay).String() + ")\n"
 }
 

@@ -223,7 +223,8 @@ func TestUpstreamPrefixIsKept(t *testing.T) {
 	assert.Equal(t, "/gateway/v1/chat/completions", up.Requests()[0].Path)
 }
 
-// TestForwardedStreamsKeepTheirUpstream forwards POSTs with streamed
+// TestForwardedStreamsKeepTheirUpstream forwards POSTs (to the legacy
+// /v1/completions, which the proxy does not recover) with streamed
 // answers, frame by frame, over reused connections. net/http's Transport
 // reads a request body once more after closing it; without forwardBody
 // that read failed and tore the upstream connection down mid-stream (in
@@ -242,7 +243,7 @@ func TestForwardedStreamsKeepTheirUpstream(t *testing.T) {
 	for i := range 300 {
 		id := "forward-" + strconv.Itoa(i)
 		ack := u.ack(id)
-		req, err := http.NewRequest(http.MethodPost, px.URL+"/v1/responses", strings.NewReader(streamBody))
+		req, err := http.NewRequest(http.MethodPost, px.URL+"/v1/completions", strings.NewReader(streamBody))
 		require.NoError(t, err)
 		req.Header.Set("X-Bench-Stream", id)
 		resp, err := c.Do(req)

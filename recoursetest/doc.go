@@ -23,10 +23,16 @@
 //   - a body cut off after exactly n bytes, see Step.Cut;
 //   - a connection reset before any response byte, see Reset;
 //   - a redirect, which a recourse chain never follows, see Redirect and
-//     Target.
+//     Target;
+//   - OpenAI's Responses API in background mode: a server-side event log
+//     per response id that later requests read again from a cursor, poll
+//     or cancel, see ResponsesBackground, ResponsesResume,
+//     ResponsesRetrieve, ResponsesCancel and Server.Cancelled, and a stream
+//     cut after a number of events, see Step.CutEvents.
 //
-// OpenAIChat, OpenAIError, OpenAIStream, OllamaChat, OllamaError and
-// OllamaStream return realistic provider bodies to play in those steps.
+// OpenAIChat, OpenAIError, OpenAIStream, OllamaChat, OllamaError,
+// OllamaStream, ResponsesEvents and ResponsesJSON return realistic provider
+// bodies to play in those steps.
 //
 // The package is meant for tests: servers listen on 127.0.0.1 only and keep
 // every request they receive in memory.

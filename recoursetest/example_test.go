@@ -13,6 +13,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -313,4 +314,163 @@ func ExampleNDJSON_ollama() {
 	// content "Hel"
 	// content "lo"
 	// done stop llama3.2
+}
+
+// A background Responses stream cut after two deltas is read again from the
+// last event the client had, and the client sees the whole answer once.
+func ExampleResponsesBackground() {
+	const id = "resp_1"
+	srv := recoursetest.NewServer(
+		recoursetest.ResponsesBackground(id, recoursetest.ResponsesEvents(id, "Hel", "lo", "!")...).CutEvents(6),
+		recoursetest.ResponsesResume(id),
+	)
+	defer srv.Close()
+
+	ch, err := chain.Default(responses.New(responses.Background()), chain.WithPolicy(retry.Policy{
+		MaxAttempts: 3,
+		BaseDelay:   new(time.Duration(0)), // no backoff wait in a test
+	}))
+	if err != nil {
+		panic(err)
+	}
+	client, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey("sk-test"))
+	if err != nil {
+		panic(err)
+	}
+	var text strings.Builder
+	for chunk, err := range client.Stream(context.Background(), &chat.Request{
+		Model: "gpt-4.1-mini", Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}}, Stream: true,
+	}) {
+		if err != nil {
+			panic(err)
+		}
+		text.WriteString(chunk.Content)
+	}
+	fmt.Println(text.String())
+	for _, r := range srv.Requests() {
+		if r.RawQuery != "" {
+			r.Path += "?" + r.RawQuery
+		}
+		fmt.Println(r.Method, r.Path)
+	}
+	// Output:
+	// Hello!
+	// POST /v1/responses
+	// GET /v1/responses/resp_1?starting_after=5&stream=true
+}
+
+// ResponsesEvents numbers its events from 0; the deltas start at 4.
+func ExampleResponsesEvents() {
+	evs := recoursetest.ResponsesEvents("resp_1", "Hi")
+	fmt.Println(len(evs))
+	fmt.Print(evs[4])
+	// Output:
+	// 9
+	// event: response.output_text.delta
+	// data: {"content_index":0,"delta":"Hi","item_id":"msg_1","output_index":0,"sequence_number":4,"type":"response.output_text.delta"}
+}
+
+// ResponsesJSON is a completed response object.
+func ExampleResponsesJSON() {
+	srv := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.ResponsesJSON("resp_1", "Hello.")))
+	defer srv.Close()
+	ch, _ := chain.Default(responses.New())
+	client, _ := chain.NewClient(srv.URL, ch)
+	comp, err := client.Complete(context.Background(), &chat.Request{
+		Model: "gpt-4.1-mini", Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(comp.ID, comp.Message.Content)
+	// Output:
+	// resp_1 Hello.
+}
+
+// Polling and cancelling a background response, with a plain http.Client.
+func ExampleResponsesRetrieve() {
+	const id = "resp_1"
+	srv := recoursetest.NewServer(
+		recoursetest.ResponsesBackground(id, recoursetest.ResponsesEvents(id, "Hi")[:5]...),
+		recoursetest.ResponsesRetrieve(id),
+		recoursetest.ResponsesCancel(id),
+		recoursetest.ResponsesResume(id),
+	)
+	defer srv.Close()
+	send := func(method, path string) string {
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	send(http.MethodPost, recoursetest.ResponsesPath)
+	fmt.Println(strings.Contains(send(http.MethodGet, recoursetest.ResponsesPath+"/"+id), `"status":"in_progress"`))
+	send(http.MethodPost, recoursetest.ResponsesPath+"/"+id+"/cancel")
+	fmt.Println(srv.Cancelled(id))
+	fmt.Println(strings.Count(send(http.MethodGet, recoursetest.ResponsesPath+"/"+id+"?stream=true&starting_after=3"), "event: "))
+	http.DefaultClient.CloseIdleConnections()
+	// Output:
+	// true
+	// true
+	// 1
+}
+
+// ResponsesCancel marks the response cancelled.
+func ExampleResponsesCancel() {
+	const id = "resp_1"
+	srv := recoursetest.NewServer(recoursetest.ResponsesBackground(id, recoursetest.ResponsesEvents(id, "Hi")...), recoursetest.ResponsesCancel(id))
+	defer srv.Close()
+	for _, path := range []string{recoursetest.ResponsesPath, recoursetest.ResponsesPath + "/" + id + "/cancel"} {
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			panic(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	http.DefaultClient.CloseIdleConnections()
+	fmt.Println(srv.Cancelled(id))
+	// Output:
+	// true
+}
+
+// ResponsesResume plays the logged events after the cursor of the read.
+func ExampleResponsesResume() {
+	const id = "resp_1"
+	srv := recoursetest.NewServer(recoursetest.ResponsesBackground(id, recoursetest.ResponsesEvents(id, "Hi")...), recoursetest.ResponsesResume(id))
+	defer srv.Close()
+	for _, path := range []string{recoursetest.ResponsesPath, recoursetest.ResponsesPath + "/" + id + "?stream=true&starting_after=6"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			panic(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(path, "starting_after") {
+			fmt.Println(strings.Count(string(b), "event: "))
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+	// Output:
+	// 2
+}
+
+// CutEvents breaks a stream after a number of events.
+func ExampleStep_CutEvents() {
+	srv := recoursetest.NewServer(recoursetest.SSE(recoursetest.ResponsesEvents("resp_1", "Hi")...).CutEvents(2))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + recoursetest.ResponsesPath)
+	if err != nil {
+		panic(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	fmt.Println(strings.Count(string(b), "event: "), errors.Is(err, io.ErrUnexpectedEOF))
+	// Output:
+	// 2 true
 }

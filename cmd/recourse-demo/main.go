@@ -26,6 +26,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -187,6 +188,7 @@ func (d *demo) run() {
 
 	d.toolLoop()
 	d.continuation()
+	d.backgroundResume(retry.Policy{MaxAttempts: 3, BaseDelay: quick})
 
 	d.scenario("Ollama 503 without a hook", "A local server may have run the request: without an admission hook nothing is resent.",
 		ollama.New(), "llama3.2", retry.Policy{MaxAttempts: 3, BaseDelay: quick}, nil,
@@ -293,6 +295,63 @@ func (d *demo) continuation() {
 		fmt.Fprintf(d.out, "  history: %s %q (tool calls: %d)\n", m.Role, m.Content, len(m.ToolCalls))
 	}
 	r.posts, r.attempts = srv.Count(), srv.Count()
+	d.rows = append(d.rows, r)
+}
+
+// backgroundAnswer is the answer of the background scene: ten deltas.
+var backgroundAnswer = []string{"A background ", "response ", "keeps ", "running ", "at the provider, ", "so a cut ", "stream ", "is read again ", "from its cursor, ", "never resent."}
+
+// backgroundResume: a background Responses stream is cut at 40 % of its
+// answer; recourse reads it again after the last event it delivered, and
+// the user sees the whole answer once, with the broker's notice.
+func (d *demo) backgroundResume(p retry.Policy) {
+	name := "background stream resumed"
+	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, "A background Responses stream is cut at 40 % of its answer; recourse reads the same response again from its cursor instead of resending it.")
+	const id = "resp_demo"
+	evs := scripted.ResponsesEvents(id, backgroundAnswer...)
+	// Events 0–3 are lifecycle, 4–13 the deltas: cut after the fourth delta.
+	srv := scripted.New(scripted.ResponsesBackground(id, evs...).CutEvents(8), scripted.ResponsesResume(id))
+	defer srv.Close()
+	ch, err := chain.Default(responses.New(responses.Background()))
+	if err != nil {
+		fmt.Fprintln(d.out, "  chain:", err)
+		return
+	}
+	client, _ := chain.NewClient(srv.URL, ch)
+	b := broker.New(client, broker.WithModel("gpt-4.1-mini"), broker.WithPolicy(p),
+		broker.WithNotices(func(n broker.Notice) {
+			if n.Event == broker.EventRetry {
+				fmt.Fprintf(d.out, "\n  status: %s\n  ", broker.FormatRetry(*n.Retry))
+			}
+		}))
+	history := []chat.Message{{Role: chat.User, Content: "Why resume?"}}
+	fmt.Fprint(d.out, "  ")
+	r := row{name: name, target: "-", outcome: "success"}
+	var text strings.Builder
+	for chunk, err := range b.GenerateStream(context.Background(), &history) {
+		if err != nil {
+			r.outcome = "error"
+			fmt.Fprintf(d.out, "\n  ✗ %v\n", err)
+			break
+		}
+		fmt.Fprint(d.out, chunk)
+		text.WriteString(chunk)
+	}
+	fmt.Fprintln(d.out)
+	if r.outcome == "success" {
+		fmt.Fprintf(d.out, "  ✓ the whole answer, each byte exactly once: %q\n", text.String())
+	}
+	for _, req := range srv.Requests() {
+		if req.Method == "POST" {
+			r.posts++
+		}
+		fmt.Fprintf(d.out, "  provider saw: %s %s", req.Method, req.Path)
+		if req.RawQuery != "" {
+			fmt.Fprintf(d.out, "?%s", req.RawQuery)
+		}
+		fmt.Fprintln(d.out)
+	}
+	r.attempts = srv.Count()
 	d.rows = append(d.rows, r)
 }
 

@@ -16,10 +16,16 @@
 //   - a response held open until the client goes away, see Step.Held and
 //     Server.Left;
 //   - a chunk delayed until the test releases it, see Step.Gated;
-//   - redirects that a safe client must not follow, see Redirect and Target.
+//   - redirects that a safe client must not follow, see Redirect and Target;
+//   - OpenAI's Responses API, foreground and background: a background
+//     create keeps a server-side event log per response id
+//     (ResponsesBackground) that later requests read again from a cursor
+//     (ResponsesResume, GET /v1/responses/{id}?stream=true&starting_after=N),
+//     poll (ResponsesRetrieve) or cancel (ResponsesCancel), and any of these
+//     streams can be cut after a number of events (Step.CutEvents).
 //
 // The canned bodies (OpenAIChat, OpenAIStream, OpenAIError, OllamaChat,
-// OllamaStream, OllamaError) are realistic provider payloads built with
+// OllamaStream, OllamaError, ResponsesEvents, ResponsesJSON) are realistic provider payloads built with
 // encoding/json.
 //
 // Servers listen on 127.0.0.1 only. The package is internal and intended for

@@ -60,6 +60,7 @@ type Server struct {
 	steps []Step
 	next  int
 	reqs  []Request
+	logs  map[string]*responseLog // background responses by id
 }
 
 // New starts a Server on 127.0.0.1 that answers the i-th request (0-based)
@@ -156,7 +157,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		st = JSON(http.StatusInternalServerError, exhaustedBody)
 	}
-	s.play(w, r, idx, st)
+	s.play(w, r, idx, s.resolve(st, rec))
 }
 
 // waitResult says why wait returned.
@@ -241,6 +242,9 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, idx int, st Step) 
 	}
 	w.WriteHeader(status)
 	headersSent = true
+	if st.cutBeforeBody {
+		abort(rc)
+	}
 
 	written := 0
 	for i, c := range st.Chunks {

@@ -73,6 +73,15 @@ type Step struct {
 	// stream without its protocol terminator (no "data: [DONE]" or no
 	// "done":true line). It changes nothing: the chunks simply end.
 	EndWithoutTerminator bool
+
+	// dynamic, when set, builds the step to play from the request and the
+	// server's state (the Responses API steps).
+	dynamic func(s *Server, r Request) Step
+	// cutEvents is 1 + the number of chunks after which CutEvents aborts,
+	// or 0.
+	cutEvents int
+	// cutBeforeBody aborts the connection right after the headers.
+	cutBeforeBody bool
 }
 
 // JSON returns a step answering status with body as application/json.

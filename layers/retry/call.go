@@ -27,6 +27,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// that detached it (layer.ErrDetachedRequest).
 		return t.next.RoundTrip(req.WithContext(layer.WithPassThrough(req.Context())))
 	}
+	var read *readOf
+	if r, ok := t.l.codec.(layer.Resumer); ok && !r.Creates(req) {
+		var isRead bool
+		if read, isRead = readOfRequest(r, req); !isRead {
+			// A cancel or a delete: once, unjudged (R19.13), marked as a
+			// request the engine passed through (layer.ErrDetachedRequest).
+			return t.next.RoundTrip(req.WithContext(layer.WithPassThrough(req.Context())))
+		}
+	}
 	c := &call{t: t}
 	c.d.facts = t.l.facts
 	if err := c.d.r.resolve(pol, max(pol.MaxAttempts, 1)-1); err != nil {
@@ -38,7 +47,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.lc == nil {
 		c.lc = &c.ownCall // nobody reads the result: keep it with the call
 	}
-	if err := c.in.read(req, t.l.codec, c.lc.Facts); err != nil {
+	facts := c.lc.Facts
+	if read != nil {
+		facts = read.info()
+	}
+	if err := c.in.read(req, t.l.codec, facts); err != nil {
 		return nil, err
 	}
 	// Only a typed caller (the native client) reads a stream's accumulated
@@ -48,6 +61,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.in.info.DropText, c.in.info.TypedFrames = !c.lc.TypedErrors, c.lc.TypedErrors
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
+		switch r, ok := t.l.codec.(layer.Resumer); {
+		case read != nil:
+			read.start(c)
+		case ok && r.Background(c.in.body):
+			c.resumer, c.d.background = r, true
+			c.in.info.Background = true
+		}
 	}
 	// One allocation holds the logical ID and the first attempt's ID, apart
 	// from the call: an ID an application keeps (in an event, an error, a
@@ -114,6 +134,13 @@ type call struct {
 	spareID string // an attempt ID not yet used, or ""
 	onBegin func() error
 
+	// A background stream (R19.9): the codec that resumes it, and once a
+	// failure left it resumable, where the next read starts.
+	resumer    layer.Resumer
+	resume     *resumeState
+	cancelSent bool // the cancel request of R19.12 went out (or must not)
+	read       bool // the call reads a stored response (R19.13)
+
 	stream            bool // a stream body is open: failures end as errors
 	started           bool // the attempt in flight passed Begin
 	reqUsed, respUsed bool // reqBody, respBody were handed out
@@ -156,6 +183,10 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 			c.onBegin = c.begin
 		}
 		c.cur = layer.NewAttempt(c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c.onBegin)
+		if c.resume != nil {
+			// A resume read continues the stream's decoder (R19.9).
+			c.cur.UseObserver(c.resumer.ResumeObserver(c.resume.prev, c.resume.point))
+		}
 		res := c.attempt()
 		started := c.started
 		if res.err != nil {
@@ -351,6 +382,7 @@ func (c *call) report(err *layer.RecoveryError) {
 // cancelled ends the call with outcome cancelled (R9). f is the failure of
 // the last actual attempt, or nil when nothing was sent in this call.
 func (c *call) cancelled(f *layer.Failure) (*http.Response, error) {
+	c.cancelRemote()
 	if c.id.AttemptID == "" {
 		c.id.AttemptID = c.attemptID()
 	}

@@ -22,6 +22,11 @@ type Decider struct {
 	failed bool          // a failure completed: the budget runs
 	first  time.Duration // the monotonic time of the first completed failure
 
+	// background: the call creates a background response (R19.11);
+	// reading: its next attempt is a resume read, which needs no
+	// admission (R19.13).
+	background, reading bool
+
 	gate    layer.UpstreamGate // the call's bound resend gate, or nil
 	held    layer.Reservation  // the reservation of the resend in flight
 	refusal *layer.QuotaRefusal
@@ -279,9 +284,13 @@ func (d *Decider) delay(ctx context.Context, f *layer.Failure, n, next int, hori
 // admit runs admission for attempt next (R8). It returns the empty outcome
 // when the resend is allowed (or needs no hook).
 func (d *Decider) admit(ctx context.Context, f *layer.Failure, next int, emit Emit) (layer.Outcome, error) {
+	if d.reading {
+		// A resume read sends nothing to infer (R19.13).
+		return "", nil
+	}
 	hook := d.r.admit
 	if hook == nil {
-		if d.facts.AdmissionRequired(*f) {
+		if d.facts.AdmissionRequired(*f) || d.ambiguous(f) {
 			return layer.OutcomeAdmissionRequired, nil
 		}
 		return "", nil
@@ -325,6 +334,14 @@ func (d *Decider) admit(ctx context.Context, f *layer.Failure, next int, emit Em
 		f.SetAdmissionCause(cause)
 		return layer.OutcomeAdmissionNoDecision, nil
 	}
+}
+
+// ambiguous reports whether f, a failure of a background create before
+// its response ID was known, may have left the response queued at the
+// provider (R19.11): only a status answer (an HTTP failure) or a request
+// that provably never left shows that nothing was accepted.
+func (d *Decider) ambiguous(f *layer.Failure) bool {
+	return d.background && f.Acceptance != layer.AcceptanceNo && f.Category != layer.CategoryHTTP
 }
 
 // sleep runs the policy's Sleep; a panic in it becomes a *PanicError (kept

@@ -34,6 +34,9 @@ func (c *call) event(t layer.EventType) layer.Event {
 	if c.cur != nil {
 		ev.Progress = c.cur.Progress()
 	}
+	if c.resume != nil {
+		ev.Resume = &layer.Resume{Cursor: c.resume.point.Cursor}
+	}
 	return ev
 }
 

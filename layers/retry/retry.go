@@ -37,6 +37,19 @@
 // provider's own, or the codec's (layer.ErrorFramer) carrying only the
 // error's safe text — so a client that reads only frames still fails.
 //
+// A codec that is a layer.Resumer (the Responses API codec) adds
+// background responses (R19.9–R19.13): once a background stream's ID is
+// known, a cut, a stall or a transport failure is answered with a resume
+// read after the last delivered event — a GET the codec builds, counted as
+// a wire attempt under the same backoff, budget and deadline, asking no
+// admission — instead of a resend; events from then on carry the cursor
+// (layer.Event.Resume). A failure before the ID that shows no status
+// answer is ambiguous and needs admission. When the caller cancels, the
+// engine sends the codec's cancel request on its own goroutine, bounded
+// by CancelTimeout. A drop-in client's own reads of a stored response are
+// recovered as reads; its other requests to the provider (a cancel, a
+// delete) pass through once.
+//
 // A caller that wants the typed error in every case (the native client)
 // sets TypedErrors in the call's *layer.Call; the engine reports the call's
 // identity, error, stream and decoded completion in its Result.

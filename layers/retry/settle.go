@@ -38,7 +38,12 @@ type attemptResult struct {
 // attempt runs one wire attempt and settles it into success or a failure.
 func (c *call) attempt() attemptResult {
 	a := c.cur
-	areq := c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)), c.requestBody())
+	var areq *http.Request
+	if c.resume != nil {
+		areq = c.resumeRequest(a)
+	} else {
+		areq = c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)), c.requestBody())
+	}
 	resp, err := c.t.next.RoundTrip(areq)
 	if err != nil {
 		return c.settleError(a, err)
@@ -51,6 +56,9 @@ func (c *call) attempt() attemptResult {
 // an io.NopCloser over a *bytes.Reader, a body net/http knows is in memory
 // (it then writes the headers and a small body in one write).
 func (c *call) requestBody() io.ReadCloser {
+	if len(c.in.body) == 0 {
+		return http.NoBody // a read (R19.13)
+	}
 	if c.reqUsed {
 		return io.NopCloser(bytes.NewReader(c.in.body))
 	}
@@ -207,7 +215,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		f.Category = layer.CategoryTransport
 		f.Acceptance = layer.AcceptanceYes
 		ev.Cause = rerr
-		partial = true
+		partial = !c.read // a read duplicates nothing (R19.13)
 	case captureFailed:
 		f.Acceptance = layer.AcceptanceYes
 		ev.Cause = captureCause(ce)
@@ -261,7 +269,9 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 // decode decodes a complete 2xx body; a structured call's content must
 // itself be JSON (R4.5, R16.3: parsing only, no schema validation).
 func (c *call) decode(b []byte) (layer.ResponseEvidence, *chat.Completion, error) {
-	if c.t.l.codec == nil {
+	if c.t.l.codec == nil || c.read {
+		// A read's body is the stored response as it is now, in any
+		// status: it is handed over, not judged (R19.13).
 		return layer.ResponseEvidence{}, nil, nil
 	}
 	if ch, ok := c.t.l.codec.(layer.Checker); ok && c.lc == &c.ownCall && c.in.info.Operation == layer.Ordinary {

@@ -266,6 +266,9 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 	noteStall(&f, cause)
 	f.Attach(ev)
 	f.Classification = c.d.Classify(&f, ce != nil, false)
+	if cat != layer.CategoryCancellation {
+		c.noteResume(b.a, &f, resumable(cat, ce, fr))
+	}
 	resp, err := c.loop(b.n+1, &f, nil)
 	if err != nil {
 		b.err = err

@@ -11,12 +11,15 @@ import (
 // value is not usable; use [New]. A Codec is immutable after New and safe
 // for concurrent use.
 type Codec struct {
-	reasoning func(model string) bool
+	reasoning   func(model string) bool
+	background  bool
+	keepRunning bool
 }
 
 var (
 	_ layer.Codec       = (*Codec)(nil)
 	_ layer.ErrorFramer = (*Codec)(nil)
+	_ layer.Resumer     = (*Codec)(nil)
 )
 
 // Option configures a [Codec] in [New]. Options are applied in order, so a
@@ -34,6 +37,26 @@ func WithReasoningModel(f func(model string) bool) Option {
 			c.reasoning = f
 		}
 	}
+}
+
+// Background makes Encode send every streamed request as a background
+// response, "background":true and "store":true (R19.9): the provider keeps
+// the response and its event log, so a stream cut after response.created
+// is read again from the last event delivered instead of being sent again,
+// and a caller that cancels it has it cancelled at the provider (R19.12).
+// Decision: a request that does not stream stays foreground, because a
+// background answer to it is a queued response that would have to be
+// polled, which the codec does not do. The default is foreground.
+func Background() Option {
+	return func(c *Codec) { c.background = true }
+}
+
+// KeepRunning leaves a background response running at the provider when
+// its caller cancels the call or stops reading the stream: CancelRequest
+// then returns nil, so the engine sends no cancel request (R19.12). The
+// response can still be retrieved by its ID. The default cancels it.
+func KeepRunning() Option {
+	return func(c *Codec) { c.keepRunning = true }
 }
 
 // New returns a Responses API codec configured by opts; nil options are
@@ -104,8 +127,8 @@ const (
 // responses and GET /v1/responses/{id} for stored ones); idempotency
 // unsupported; exact-attempt termination unknown. Each value carries its
 // evidence. The values describe OpenAI's documentation; a custom host or
-// proxy may differ, and this codec does not yet use retrieval or
-// cancellation (it sends foreground requests only). Every call returns new
+// proxy may differ. The codec uses retrieval and cancellation for
+// background responses only (R19.9, R19.12). Every call returns new
 // maps, so a caller may modify the result.
 func (c *Codec) Capabilities() layer.Capabilities {
 	type entry struct {

@@ -81,6 +81,7 @@ func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
 	var (
 		info   layer.RequestInfo
 		stream bool
+		bg     bool
 		text   object
 		format object
 		typ    string
@@ -91,6 +92,10 @@ func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
 	if err := o.get("stream", &stream); err != nil {
 		return layer.RequestInfo{}, protocolError("request stream is not a boolean", err)
 	}
+	if err := o.get("background", &bg); err != nil {
+		return layer.RequestInfo{}, protocolError("request background is not a boolean", err)
+	}
+	info.Background = bg
 	if err := o.get("text", &text); err != nil {
 		return layer.RequestInfo{}, protocolError("request text is not an object", err)
 	}
@@ -119,7 +124,10 @@ var anyJSON = jsonscan.Compile(nil)
 // error object (a top-level "error" other than null), a status of "failed"
 // or "cancelled" is a *[layer.ProviderError]. A body that is not valid
 // UTF-8, not a JSON object, nested deeper than the observer scans (512
-// levels), whose status is not terminal (queued, in_progress) or unknown,
+// levels), whose status is not terminal (queued, in_progress — except in
+// the answer to a background create, "background":true, which is its
+// acceptance: a Completion with the ID, the model, no message and the
+// status as its finish reason, R19.14) or unknown,
 // or whose fields have the wrong types is a *[layer.ProtocolError].
 // Otherwise Decode returns the assistant message of the output items with
 // its finish reason, the model, the response ID and the usage (nil when the
@@ -141,7 +149,34 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	if err := anyJSON.NewScanner().Write(body); err != nil {
 		return nil, protocolError("response is nested too deeply", err)
 	}
+	if comp, ok := accepted(top); ok {
+		return comp, nil
+	}
 	return decodeResponse(top)
+}
+
+// accepted returns the completion of a background response's answer to
+// its create, a response object with "background":true whose status is
+// queued or in_progress (R19.14): the acceptance, with the response's ID
+// and model, no message, and the status as its finish reason. ok is false
+// for any other body.
+func accepted(top object) (*chat.Completion, bool) {
+	var bg bool
+	if top.get("background", &bg) != nil || !bg {
+		return nil, false
+	}
+	status := top.str("status")
+	if status != "queued" && status != "in_progress" {
+		return nil, false
+	}
+	if providerError(top) != nil {
+		return nil, false
+	}
+	comp := &chat.Completion{Message: chat.Message{Role: chat.Assistant}, FinishReason: status}
+	if top.get("id", &comp.ID) != nil || top.get("model", &comp.Model) != nil {
+		return nil, false
+	}
+	return comp, true
 }
 
 // decodeResponse decodes a response object: a unary body, or the response

@@ -7,11 +7,12 @@
 // the recovery layers what a body means: the operation of a request, the
 // provider error code and request ID of a failed response, and the semantic
 // evidence in a body or stream that may have been cut off in transfer. A
-// Codec is immutable after [New] and safe for concurrent use. It sends
-// foreground requests only (no "background", no "store", no
+// Codec is immutable after [New] and safe for concurrent use. By default it
+// sends foreground requests only (no "background", no "store", no
 // "previous_response_id"): the whole conversation travels in every request,
 // as with chat completions, so a resend needs nothing stored at the
-// provider.
+// provider. With [Background] streamed requests are background responses
+// (see Background responses below).
 //
 // # Requests
 //
@@ -80,8 +81,10 @@
 // code and message of its error, as is "cancelled" (code "cancelled") and
 // any body whose "error" is not null. "queued", "in_progress" and an
 // unknown status are a [*layer.ProtocolError]: a foreground request is
-// answered when it is finished. A body with no status but with output (some
-// compatible servers) reads as completed.
+// answered when it is finished; the exception is the answer to a
+// background create ("background":true in the response), whose queued or
+// in_progress object is its acceptance (R19.14). A body with no status but
+// with output (some compatible servers) reads as completed.
 //
 // # Streams
 //
@@ -113,11 +116,23 @@
 // without one of these fails closed with [ErrIncomplete], and a
 // "data: [DONE]" before them is a [*layer.ProtocolError].
 //
-// The decoder keeps what a background resume will need, without building
-// it: [StreamDecoder.ResponseID], the ID of the response from
+// The decoder keeps what a background resume needs:
+// [StreamDecoder.ResponseID], the ID of the response from
 // response.created, [StreamDecoder.DeliveredSequence], the
 // sequence_number of the last frame handed over, and
 // [StreamDecoder.FrameSequence], that of the frame Next returned last.
-// The engine reads them through an interface of its own with these
-// methods; this codec does not resume yet.
+//
+// # Background responses
+//
+// With [Background], a streamed request is sent with "background":true and
+// "store":true (R19.9); a drop-in body that says "background":true is
+// treated the same. The Codec is a [layer.Resumer]: once the stream gave
+// the response's ID, the engine answers a cut, a stall or a transport
+// failure with a resume read, GET /v1/responses/{id}?stream=true&
+// starting_after={cursor}, whose decoder drops the events the consumer
+// already had and continues the text and tool calls, instead of sending
+// the request again (R19.9, R19.10, R19.13). A failure before the ID is
+// known is ambiguous unless it is a status answer (R19.11). When the caller
+// cancels, the engine sends POST /v1/responses/{id}/cancel, best effort,
+// unless the codec was built with [KeepRunning] (R19.12).
 package responses

@@ -23,6 +23,8 @@ type wireRequest struct {
 	Temperature     *float64    `json:"temperature,omitempty"`
 	TopP            *float64    `json:"top_p,omitempty"`
 	Stream          bool        `json:"stream,omitempty"`
+	Background      bool        `json:"background,omitempty"`
+	Store           *bool       `json:"store,omitempty"`
 }
 
 // inputMessage is a message input item. Content is a *string (the text,
@@ -103,6 +105,11 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 		return nil, errors.New("recourse: openai responses: empty model")
 	}
 	w := wireRequest{Model: req.Model, Stream: req.Stream}
+	if c.background && req.Stream {
+		// A background response must be stored to be read again (R19.9).
+		store := true
+		w.Background, w.Store = true, &store
+	}
 	if err := c.encodeOptions(&w, req); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package responses_test
 
 import (
 	"fmt"
+	"net/http"
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
@@ -49,4 +50,39 @@ func ExampleNewStreamDecoder() {
 	// frame 2 content "Hi" evidence true
 	// resp_1 1
 	// recourse: responses stream ended before its terminal event
+}
+
+func ExampleBackground() {
+	codec := responses.New(responses.Background())
+	body, err := codec.Encode(&chat.Request{
+		Model:    "gpt-4.1-mini",
+		Messages: []chat.Message{{Role: chat.User, Content: "Write a long story."}},
+		Stream:   true,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(body))
+	fmt.Println(codec.Background(body))
+	// Output:
+	// {"model":"gpt-4.1-mini","input":[{"type":"message","role":"user","content":"Write a long story."}],"stream":true,"background":true,"store":true}
+	// true
+}
+
+func ExampleKeepRunning() {
+	create, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/responses", nil)
+	fmt.Println(responses.New(responses.Background()).CancelRequest(create, "resp_1").URL)
+	fmt.Println(responses.New(responses.Background(), responses.KeepRunning()).CancelRequest(create, "resp_1") == nil)
+	// Output:
+	// https://api.openai.com/v1/responses/resp_1/cancel
+	// true
+}
+
+func ExampleCodec_ResumeRequest() {
+	create, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/responses", nil)
+	read := responses.New().ResumeRequest(create, layer.ResumePoint{ResponseID: "resp_1", Cursor: 57})
+	fmt.Println(read.Method, read.URL)
+	// Output:
+	// GET https://api.openai.com/v1/responses/resp_1?starting_after=57&stream=true
 }

@@ -75,6 +75,11 @@ type StreamDecoder struct {
 	last            int64 // of the frame Next returned last, or -1
 	sniffed, plain  bool
 	doc             []byte
+	background      bool
+	// skip is the cursor of a resume read: events whose sequence number
+	// is at or below it were handed over before, and are dropped (-1:
+	// none).
+	skip int64
 }
 
 var _ layer.StreamDecoder = (*StreamDecoder)(nil)
@@ -86,7 +91,7 @@ var _ layer.StreamDecoder = (*StreamDecoder)(nil)
 // frames carry Raw. [Codec.NewObserver] returns one for a streaming
 // request.
 func NewStreamDecoder(info layer.RequestInfo) *StreamDecoder {
-	d := &StreamDecoder{framer: sse.NewFramer(0), discardText: info.DropText, delivered: -1, last: -1}
+	d := &StreamDecoder{framer: sse.NewFramer(0), discardText: info.DropText, delivered: -1, last: -1, skip: -1, background: info.Background}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
@@ -231,6 +236,10 @@ func (d *StreamDecoder) event(ev sse.Event) {
 			d.malformed(raw, "stream event sequence_number is not a non-negative integer", err)
 			return
 		}
+	}
+	if d.skip >= 0 && seq >= 0 && seq <= d.skip {
+		// A resume read repeats nothing the consumer had (R19.9).
+		return
 	}
 	var typ string
 	if err := top.get("type", &typ); err != nil {

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// R19.9, R19.10: the demo's background scene shows the whole answer once,
+// the resume notice, and one POST followed by one resume read.
+func TestR19_9_DemoBackgroundScene(t *testing.T) {
+	var out bytes.Buffer
+	d := &demo{out: &out}
+	d.backgroundResume(retry.Policy{MaxAttempts: 3, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	s := out.String()
+	whole := strings.Join(backgroundAnswer, "")
+	assert.Contains(t, s, "✓ the whole answer, each byte exactly once: \""+whole+"\"")
+	assert.Contains(t, s, "status: resuming LLM stream after transport error (from event 7)")
+	assert.Contains(t, s, "provider saw: GET /v1/responses/resp_demo?starting_after=7&stream=true")
+	require.Len(t, d.rows, 1)
+	assert.Equal(t, row{name: "background stream resumed", outcome: "success", attempts: 2, posts: 1, target: "-"}, d.rows[0])
+	// The streamed text, with the status line taken out, is the answer once.
+	var shown strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(line, "  ") && !strings.Contains(line, "status:") && !strings.Contains(line, "✓") &&
+			!strings.Contains(line, "provider saw") && !strings.Contains(line, "A background Responses stream") {
+			shown.WriteString(strings.TrimPrefix(line, "  "))
+		}
+	}
+	assert.Equal(t, whole, shown.String())
+}

@@ -1,0 +1,240 @@
+//go:build proxye2e
+
+package responsesnode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/proxy"
+)
+
+// nodeDir is the temporary directory holding the clients, installed once.
+var nodeDir string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		dir, err := os.MkdirTemp("", "recourse-proxy-responses-node")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
+			b, err := os.ReadFile(f)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "npm ci: %v\n%s", err, out)
+			return 1
+		}
+		nodeDir = dir
+		code := m.Run()
+		if code == 0 {
+			if err := goleak.Find(); err != nil {
+				fmt.Fprintln(os.Stderr, "goleak:", err)
+				return 1
+			}
+		}
+		return code
+	}()
+	os.Exit(code)
+}
+
+// rig is the proxy, with the injected sleep, in front of a scripted
+// upstream.
+type rig struct {
+	up     *scripted.Server
+	url    string
+	calls  atomic.Int32 // requests the client sent to the proxy
+	mu     sync.Mutex
+	delays []time.Duration
+}
+
+func newRig(t *testing.T, steps ...scripted.Step) *rig {
+	t.Helper()
+	r := &rig{up: scripted.New(steps...)}
+	t.Cleanup(r.up.Close)
+	p := retry.Recommended()
+	p.Jitter = func() float64 { return 1 }
+	p.Sleep = func(ctx context.Context, d time.Duration) error {
+		r.mu.Lock()
+		r.delays = append(r.delays, d)
+		r.mu.Unlock()
+		return ctx.Err()
+	}
+	h, err := proxy.New(proxy.Config{Provider: "openai", Upstream: r.up.URL, Policy: p})
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.calls.Add(1)
+		h.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL
+	return r
+}
+
+func (r *rig) sleeps() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.delays...)
+}
+
+// result is what client.mjs printed.
+type result struct {
+	Text   string  `json:"text"`
+	Events int     `json:"events"`
+	ID     *string `json:"id"`
+	Status *string `json:"status"`
+	Error  *struct {
+		Name    string `json:"name"`
+		Status  *int   `json:"status"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// node runs one call of client.mjs against the proxy.
+func (r *rig) node(t *testing.T, mode string, env ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "client.mjs", mode)
+	cmd.Dir = nodeDir
+	cmd.Env = append(append(os.Environ(), "PROXY_URL="+r.url), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+	var res result
+	require.NoError(t, json.Unmarshal(out, &res), string(out))
+	return res
+}
+
+const id = "resp_node1"
+
+func textEvents() []string { return scripted.ResponsesEvents(id, "Hello", ", world", "!") }
+
+var overloaded = scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
+
+// R19.1: the SDK's streamed responses.create, with a 503 first and a cut
+// before output: both recovered by the proxy, the text once.
+func TestR19_1_NodeResponsesStream(t *testing.T) {
+	evs := textEvents()
+	r := newRig(t, overloaded, scripted.SSE(evs...).CutEvents(3), scripted.SSE(evs...))
+	res := r.node(t, "openai-stream")
+	require.Nil(t, res.Error)
+	assert.Equal(t, "Hello, world!", res.Text)
+	// The lifecycle events of the cut attempt reached the SDK before the
+	// resend (R19.3: they carry no output), then the whole resent stream.
+	assert.Equal(t, 3+len(evs), res.Events)
+	require.NotNil(t, res.Status)
+	assert.Equal(t, "completed", *res.Status)
+	assert.Equal(t, 3, r.up.Count())
+	assert.Equal(t, int32(1), r.calls.Load(), "the SDK sent one request")
+	assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, r.sleeps())
+}
+
+// R19.9: the SDK's background stream, cut after output, is resumed inside
+// the proxy: the SDK reads one stream, every event once, and sent one
+// request.
+func TestR19_9_NodeBackgroundStreamResumedInsideTheProxy(t *testing.T) {
+	evs := textEvents()
+	r := newRig(t, scripted.ResponsesBackground(id, evs...).CutEvents(6), scripted.ResponsesResume(id))
+	res := r.node(t, "openai-background")
+	require.Nil(t, res.Error)
+	assert.Equal(t, "Hello, world!", res.Text)
+	assert.Equal(t, len(evs), res.Events, "every event once: the proxy's comment lines are no events")
+	require.NotNil(t, res.ID)
+	assert.Equal(t, id, *res.ID)
+	reqs := r.up.Requests()
+	require.Len(t, reqs, 2)
+	assert.Contains(t, string(reqs[0].Body), `"background":true`)
+	assert.Equal(t, http.MethodGet, reqs[1].Method)
+	assert.Equal(t, "starting_after=5&stream=true", reqs[1].RawQuery)
+}
+
+// R19.13: the SDK's responses.retrieve is retried on 503 by the proxy and
+// gets the stored response as it is.
+func TestR19_13_NodeRetrieveRetried(t *testing.T) {
+	r := newRig(t, scripted.ResponsesBackground(id, textEvents()...), overloaded, scripted.ResponsesRetrieve(id))
+	resp, err := http.Post(r.up.URL+"/v1/responses", "application/json", strings.NewReader(`{"background":true}`))
+	require.NoError(t, err) // the create, straight to the upstream: its log
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	res := r.node(t, "openai-retrieve", "RESPONSE_ID="+id)
+	require.Nil(t, res.Error)
+	require.NotNil(t, res.Status)
+	assert.Equal(t, "completed", *res.Status)
+	assert.Equal(t, 3, r.up.Count())
+	assert.Equal(t, int32(1), r.calls.Load(), "the SDK sent one request")
+	assert.Equal(t, []time.Duration{100 * time.Millisecond}, r.sleeps())
+}
+
+// R19.3: the Vercel AI SDK's default openai(model) path streams from
+// /v1/responses; a cut before output is resent by the proxy and the text
+// arrives once.
+func TestR19_3_VercelAISDKStream(t *testing.T) {
+	evs := textEvents()
+	r := newRig(t, scripted.SSE(evs...).CutEvents(2), scripted.SSE(evs...))
+	res := r.node(t, "ai-stream")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello, world!", res.Text)
+	reqs := r.up.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, "/v1/responses", reqs[0].Path, "the default path is the Responses API")
+	assert.Equal(t, reqs[0].Body, reqs[1].Body, "R2.3: byte-identical resend")
+}
+
+// R19.1: the Vercel AI SDK's generateText on the default path, a 503 first.
+func TestR19_1_VercelAISDKGenerate(t *testing.T) {
+	r := newRig(t, overloaded, scripted.JSON(200, scripted.ResponsesJSON(id, "Hello, world!")))
+	res := r.node(t, "ai-generate")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello, world!", res.Text)
+	assert.Equal(t, 2, r.up.Count())
+	assert.Equal(t, int32(1), r.calls.Load(), "the proxy recovered: the SDK sent one request")
+	assert.Equal(t, "/v1/responses", r.up.Requests()[1].Path)
+}
+
+// R19.14, R19.13: the SDK's unary background create is answered queued (a
+// 503 before it resent), and its polls, one answered 503, are retried by
+// the proxy until the response completed.
+func TestR19_14_NodeBackgroundCreateThenPoll(t *testing.T) {
+	queued := `{"id":"` + id + `","object":"response","created_at":1,"status":"queued","background":true,"model":"gpt-4.1-mini","output":[]}`
+	r := newRig(t, overloaded, scripted.JSON(200, queued), overloaded, scripted.JSON(200, scripted.ResponsesJSON(id, "Done.")))
+	res := r.node(t, "openai-poll")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	require.NotNil(t, res.Status)
+	assert.Equal(t, "completed", *res.Status)
+	assert.Equal(t, "Done.", res.Text)
+	assert.Equal(t, 1, res.Events, "one poll")
+	assert.Equal(t, int32(2), r.calls.Load(), "the SDK sent the create and one poll")
+	assert.Equal(t, 4, r.up.Count())
+}
