@@ -75,6 +75,10 @@ type StreamDecoder struct {
 	last            int64 // of the frame Next returned last, or -1
 	sniffed, plain  bool
 	doc             []byte
+	// scratch unescapes the delta of the fast path (fast.go); reference,
+	// set by tests only, turns that path off.
+	scratch   []byte
+	reference bool
 }
 
 var _ layer.StreamDecoder = (*StreamDecoder)(nil)
@@ -199,6 +203,14 @@ func (d *StreamDecoder) malformed(raw []byte, what string, err error) {
 
 // event decodes one SSE event into one frame.
 func (d *StreamDecoder) event(ev sse.Event) {
+	if !d.reference {
+		if f, seq, kind, ok := fastDelta(ev, &d.scratch); ok {
+			d.refused = d.refused || kind == refusalDelta
+			d.keep(f)
+			d.push(f, seq)
+			return
+		}
+	}
 	raw := ev.Raw // Push copies what it keeps
 	data := bytes.TrimSpace(ev.Data)
 	switch {
@@ -288,11 +300,17 @@ func (d *StreamDecoder) event(ev sse.Event) {
 		d.malformed(raw, what, nil)
 		return
 	}
+	d.keep(f)
+	d.push(f, seq)
+}
+
+// keep accumulates f's text for the terminal Completion, unless the request
+// drops it.
+func (d *StreamDecoder) keep(f layer.Frame) {
 	if !d.discardText {
 		d.content.WriteString(f.Content)
 		d.reason.WriteString(f.Reasoning)
 	}
-	d.push(f, seq)
 }
 
 // remember keeps the ID and model of the response an event carries.
