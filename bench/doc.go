@@ -97,6 +97,9 @@
 //     cooldown horizon's local read) versus the same round trip without the
 //     layer.
 //
+// The fallback layer (layers/fallback) brings its own success-path
+// benchmark with it.
+//
 // The proxy's figures are in package proxy: BenchmarkProxyVsReverseProxy
 // (recourse-proxy versus httputil.ReverseProxy in front of the same
 // provider, the load generator in a separate OS process; per frame, per
