@@ -107,7 +107,8 @@ func (realClock) AfterFunc(d time.Duration, f func()) Timer {
 }
 
 // Layer is the stall-limit layer. It is safe for concurrent use; each
-// attempt gets its own timers.
+// attempt gets its own timers (with the real clock, one timer that each
+// wait for the provider re-arms, so a read allocates nothing).
 type Layer struct {
 	lim   Limits
 	clock Clock
