@@ -57,7 +57,9 @@
 //   - BenchmarkDropInStream1000: the 1000-chunk stream of
 //     BenchmarkStream1000 read line by line through the default chain as an
 //     http.Client's Transport versus through a plain http.Client reading the
-//     same SSE (raw).
+//     same SSE (ratio: raw, which parses nothing, the floor; json/ratio: both
+//     clients also decode every chunk with encoding/json and keep its text,
+//     raw-json, as an SDK over the transport does anyway).
 //   - BenchmarkDropInStreamHeld: the memory a long drop-in stream holds: the
 //     live heap after a GC at the [DONE] line of a 10,000- and a
 //     100,000-chunk stream, minus the live heap before the call, through the
@@ -81,10 +83,22 @@
 //     default chain plus the retry quota (layers/quota, in-process store)
 //     versus the same chain without it; diff-ns/op is the median per-call
 //     difference, quota minus none.
+//   - BenchmarkResponsesStream1000: the text of BenchmarkStream1000
+//     streamed through the native Client.Stream over the default chain with
+//     the Responses API codec (codecs/openai/responses) versus with the
+//     chat-completions codec (chat), each from its own endpoint's SSE.
+//   - BenchmarkStall: a native completion (unary) and a 1000-chunk native
+//     stream (stream1000) through the default chain plus a stall layer with
+//     all three limits on (none fires) versus the default chain alone;
+//     diff-ns/op is the median per-call difference and, for the stream,
+//     extra-allocs/frame the extra allocations per chunk.
 //   - BenchmarkQuotaStage: the quota's own work on the success path without
 //     the network (placing its gate in the call, Bind, Deposit and the
 //     cooldown horizon's local read) versus the same round trip without the
 //     layer.
+//
+// The fallback layer (layers/fallback) brings its own success-path
+// benchmark with it.
 //
 // The proxy's figures are in package proxy: BenchmarkProxyVsReverseProxy
 // (recourse-proxy versus httputil.ReverseProxy in front of the same

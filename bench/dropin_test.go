@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +65,9 @@ func BenchmarkDropIn(b *testing.B) {
 type dropInStream struct {
 	n             int
 	raw, recourse side
+	// rawJSON and recJSON also decode every chunk with encoding/json and
+	// keep its text, as an SDK reading the stream does.
+	rawJSON, recJSON side
 	// held reads one stream and returns the live heap, after a GC, at its
 	// [DONE] line, before the body is read to its end and closed.
 	held       func(c *http.Client) (int64, error)
@@ -81,6 +85,35 @@ func newDropInStream(tb testing.TB, chunks int) *dropInStream {
 	url := srv.URL + "/v1/chat/completions"
 	body := encoded(tb, true)
 	br := bufio.NewReader(nil)
+	var text strings.Builder
+	decode := func(c *http.Client) error {
+		resp, err := post(c, url, body)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		text.Reset()
+		n, done := 0, false
+		err = readLines(resp.Body, br, func(p []byte) bool {
+			if string(p) == "[DONE]" {
+				done = true
+				return true
+			}
+			var c rawChunk
+			if json.Unmarshal(p, &c) != nil {
+				return false
+			}
+			if len(c.Choices) > 0 && c.Choices[0].Delta.Content != nil && *c.Choices[0].Delta.Content != "" {
+				text.WriteString(*c.Choices[0].Delta.Content)
+				n++
+			}
+			return true
+		})
+		if err == nil && (n != chunks || !done) {
+			err = fmt.Errorf("%d content chunks, done %v", n, done)
+		}
+		return err
+	}
 	read := func(c *http.Client, atDone func()) error {
 		resp, err := post(c, url, body)
 		if err != nil {
@@ -103,6 +136,8 @@ func newDropInStream(tb testing.TB, chunks int) *dropInStream {
 	d := &dropInStream{n: chunks, rawc: rawClient(tb), recc: &http.Client{Transport: recourseChain(tb)}}
 	d.raw = timed("raw", func() error { return read(d.rawc, nil) })
 	d.recourse = timed("recourse", func() error { return read(d.recc, nil) })
+	d.rawJSON = timed("raw-json", func() error { return decode(d.rawc) })
+	d.recJSON = timed("recourse", func() error { return decode(d.recc) })
 	d.held = func(c *http.Client) (int64, error) {
 		var ms runtime.MemStats
 		runtime.GC()
@@ -122,10 +157,13 @@ func newDropInStream(tb testing.TB, chunks int) *dropInStream {
 // BenchmarkDropInStream1000 reads a 1000-chunk OpenAI SSE stream line by
 // line through a plain http.Client and through the default chain as its
 // Transport (the drop-in path, where recourse frames and decodes every
-// event and the client parses nothing).
+// event). ratio: the client parses nothing (raw, the floor). json/ratio:
+// the client also decodes every chunk with encoding/json and keeps its text
+// on both sides (raw-json), as an SDK over the transport does anyway.
 func BenchmarkDropInStream1000(b *testing.B) {
 	d := newDropInStream(b, streamChunks)
 	b.Run("ratio", func(b *testing.B) { compare(b, 1, d.recourse, d.raw) })
+	b.Run("json/ratio", func(b *testing.B) { compare(b, 1, d.recJSON, d.rawJSON) })
 }
 
 // BenchmarkDropInStreamHeld reports the memory a long drop-in stream holds:

@@ -419,11 +419,13 @@ func TestHarness(t *testing.T) {
 	c := newStreamConns(t)
 	u := newBigUnary(t, 1<<20)
 	ds := newDropInStream(t, 1000)
-	sides = append(sides, c.recourse, c.raw, u.native, u.rawJSON, u.dropIn, u.raw, ds.recourse, ds.raw)
+	sides = append(sides, c.recourse, c.raw, u.native, u.rawJSON, u.dropIn, u.raw, ds.recourse, ds.raw, ds.recJSON, ds.rawJSON)
 	for _, n := range []int{10, 100} {
 		h := newHistory(t, n)
 		sides = append(sides, h.recourse, h.raw)
 	}
+	st, rs := newStallBench(t), newResponsesCodec(t)
+	sides = append(sides, st.unaryWith, st.unaryNone, st.streamWith, st.streamNone, rs.responses, rs.chat)
 	for _, p := range []int{1, 8} {
 		cc := newConcurrent(t, p)
 		sides = append(sides, cc.recourse, cc.raw)

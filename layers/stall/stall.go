@@ -107,7 +107,8 @@ func (realClock) AfterFunc(d time.Duration, f func()) Timer {
 }
 
 // Layer is the stall-limit layer. It is safe for concurrent use; each
-// attempt gets its own timers.
+// attempt gets its own timers (with the real clock, one timer that each
+// wait for the provider re-arms, so a read allocates nothing).
 type Layer struct {
 	lim   Limits
 	clock Clock
@@ -171,10 +172,11 @@ type transport struct {
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
 	w := &watch{lim: t.l.lim, clock: t.l.clock, cancel: cancel, a: layer.AttemptFrom(req.Context())}
+	_, w.real = t.l.clock.(realClock)
 	var timer Timer
 	g := w.begin()
 	if d := w.lim.Header; d > 0 {
-		timer = w.clock.AfterFunc(d, func() { w.fire(layer.StallHeader, g) })
+		timer = w.arm(d, layer.StallHeader, g)
 	}
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if timer != nil {
@@ -228,6 +230,12 @@ type watch struct {
 	headersAt time.Time
 	output    bool // semantic output was counted: FirstOutput is satisfied
 
+	// real is set for the real clock, whose one timer (a *time.Timer
+	// calling fireArmed) is re-armed for every wait instead of a timer
+	// and a callback per wait; timer is nil until the first wait.
+	real  bool
+	timer *time.Timer
+
 	mu     sync.Mutex
 	fired  layer.StallLimit
 	closed bool
@@ -238,6 +246,48 @@ type watch struct {
 	// ended, finds it over, and does nothing.
 	gen     uint64
 	waiting bool
+	// armedGen, armedLimit and deadline describe the wait the real
+	// clock's timer was last armed for (see arm).
+	armedGen   uint64
+	armedLimit layer.StallLimit
+	deadline   time.Time
+}
+
+// arm starts the timer of wait g: limit fires once d has elapsed, unless
+// the timer is stopped first. With the real clock the watch's one timer is
+// re-armed (time.Timer.Reset) and reports to fireArmed, so a wait costs no
+// allocation; another Clock gets a timer and a callback for each wait.
+func (w *watch) arm(d time.Duration, limit layer.StallLimit, g uint64) Timer {
+	if !w.real {
+		return w.clock.AfterFunc(d, func() { w.fire(limit, g) })
+	}
+	w.mu.Lock()
+	// The deadline is taken before the timer is armed, so it is never
+	// later than the moment the timer goes off.
+	w.armedGen, w.armedLimit, w.deadline = g, limit, time.Now().Add(d)
+	w.mu.Unlock()
+	if w.timer == nil {
+		w.timer = time.AfterFunc(d, w.fireArmed)
+	} else {
+		w.timer.Reset(d)
+	}
+	return w.timer
+}
+
+// fireArmed is the real clock's timer callback: it fires the limit of the
+// wait the timer was last armed for once that wait's deadline has passed.
+// A callback that started for an earlier wait just before its Stop, and
+// runs only after the timer was re-armed for a later one, finds the later
+// deadline still ahead and does nothing (the re-armed timer calls again);
+// fire itself ignores a wait that is already over.
+func (w *watch) fireArmed() {
+	w.mu.Lock()
+	g, limit, deadline := w.armedGen, w.armedLimit, w.deadline
+	w.mu.Unlock()
+	if time.Now().Before(deadline) {
+		return
+	}
+	w.fire(limit, g)
 }
 
 // begin starts a wait for the provider and returns its number.
@@ -320,7 +370,7 @@ func (w *watch) Read(p []byte) (int, error) {
 	var timer Timer
 	g := w.begin()
 	if limit != "" {
-		timer = w.clock.AfterFunc(d, func() { w.fire(limit, g) })
+		timer = w.arm(d, limit, g)
 	}
 	n, err := w.rc.Read(p)
 	if timer != nil {

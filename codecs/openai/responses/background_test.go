@@ -526,3 +526,20 @@ func TestR19_12_CancelNeverHoldsUpTheCaller(t *testing.T) {
 	require.Eventually(t, func() bool { return r.Server.Count() == 2 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, "/v1/responses/"+bgID+"/cancel", r.Server.Requests()[1].Path, "sent, and never answered")
 }
+
+// TestR19_9_ResumeReadThatRepeatsEventsDeliversEachOnce: a resume read
+// whose provider ignores starting_after and sends the response from its
+// first event again still hands over every byte once: events at or below
+// the cursor are dropped, text deltas (the decoder's fast path) included.
+func TestR19_9_ResumeReadThatRepeatsEventsDeliversEachOnce(t *testing.T) {
+	evs := bgEvents()
+	r := rigtest.New(t, responses.New(responses.Background()), policy(),
+		scripted.ResponsesBackground(bgID, evs...).CutEvents(6), scripted.SSE(evs...))
+	text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, world!", text, "every byte once")
+	require.NotNil(t, comp)
+	assert.Equal(t, "Hello, world!", comp.Message.Content)
+	require.Equal(t, 2, r.Server.Count(), "one create, one resume read")
+	assert.Equal(t, http.MethodGet, r.Server.Requests()[1].Method)
+}

@@ -80,6 +80,10 @@ type StreamDecoder struct {
 	// is at or below it were handed over before, and are dropped (-1:
 	// none).
 	skip int64
+	// scratch unescapes the delta of the fast path (fast.go); reference,
+	// set by tests only, turns that path off.
+	scratch   []byte
+	reference bool
 }
 
 var _ layer.StreamDecoder = (*StreamDecoder)(nil)
@@ -204,6 +208,18 @@ func (d *StreamDecoder) malformed(raw []byte, what string, err error) {
 
 // event decodes one SSE event into one frame.
 func (d *StreamDecoder) event(ev sse.Event) {
+	if !d.reference {
+		if f, seq, kind, ok := fastDelta(ev, &d.scratch); ok {
+			if d.skip >= 0 && seq >= 0 && seq <= d.skip {
+				// A resume read repeats nothing the consumer had (R19.9).
+				return
+			}
+			d.refused = d.refused || kind == refusalDelta
+			d.keep(f)
+			d.push(f, seq)
+			return
+		}
+	}
 	raw := ev.Raw // Push copies what it keeps
 	data := bytes.TrimSpace(ev.Data)
 	switch {
@@ -297,11 +313,17 @@ func (d *StreamDecoder) event(ev sse.Event) {
 		d.malformed(raw, what, nil)
 		return
 	}
+	d.keep(f)
+	d.push(f, seq)
+}
+
+// keep accumulates f's text for the terminal Completion, unless the request
+// drops it.
+func (d *StreamDecoder) keep(f layer.Frame) {
 	if !d.discardText {
 		d.content.WriteString(f.Content)
 		d.reason.WriteString(f.Reasoning)
 	}
-	d.push(f, seq)
 }
 
 // remember keeps the ID and model of the response an event carries.
