@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -85,9 +87,24 @@ type Config struct {
 	// Logger receives one line per request and per lifecycle event; nil
 	// logs nothing.
 	Logger *slog.Logger
-	// Now returns the time a request arrived, for Deadline; nil means
-	// time.Now.
+	// Now returns the time a request arrived, for Deadline and
+	// RepeatWindow; nil means the policy's WallClock, or time.Now.
 	Now func() time.Time
+	// RepeatWindow is how long the proxy answers a repeat of a completion
+	// that ended with a final failure (same request URI, credential headers
+	// and body) with that same answer — status, body and the recourse
+	// headers, plus X-Recourse-Replayed: true — without contacting the
+	// upstream, unless the upstream has answered a completion of that
+	// credential with a success since (R19.1). Clients that ignore
+	// X-Should-Retry then cannot multiply the proxy's attempts. Zero means
+	// DefaultRepeatWindow; a negative value turns the memory off. The
+	// memory keeps at most 1024 answers of up to 16 KiB of body, and the
+	// requests only as hashes.
+	RepeatWindow time.Duration
+	// MeterProvider receives the proxy's own metrics (MetricClientRetries);
+	// nil records none. The chain's metrics come from a per-call layer
+	// (otelbridge) in PerCall.
+	MeterProvider metric.MeterProvider
 }
 
 // ConfigError reports an invalid Config field; its message names the field

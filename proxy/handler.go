@@ -56,6 +56,8 @@ type Handler struct {
 	quota       *quota.Layer  // nil: none
 	log         *slog.Logger
 	now         func() time.Time
+	finals      *finals // nil: every request goes through (Config.RepeatWindow < 0)
+	metrics     metrics
 }
 
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
@@ -111,6 +113,13 @@ func New(cfg Config) (*Handler, error) {
 	if h.now == nil {
 		h.now = time.Now
 	}
+	switch {
+	case cfg.RepeatWindow == 0:
+		h.finals = newFinals(DefaultRepeatWindow, h.now)
+	case cfg.RepeatWindow > 0:
+		h.finals = newFinals(cfg.RepeatWindow, h.now)
+	}
+	h.metrics = newMetrics(cfg.MeterProvider)
 	perCall := cfg.PerCall[:len(cfg.PerCall):len(cfg.PerCall)]
 	if cfg.Quota != nil {
 		perCall = append(perCall, cfg.Quota, layer.NewPerCall("client-retries", keepClientRetriesFromDepositing))
@@ -157,7 +166,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, "ok\n")
 	case r.URL.Path == h.codec.Path() && r.Method == http.MethodPost:
-		h.complete(w, r)
+		h.owned(w, r)
 	default:
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
@@ -610,6 +619,7 @@ func (ex *exchange) charge(out *http.Request, body []byte) (int, bool) {
 	_ = json.Unmarshal(body, &m) // a body without a model keys the quota by upstream alone, as the engine does
 	res, v := h.quota.Bind(out.URL, m.Model, out.Header).Reserve(out.Context())
 	if v.Refusal != nil {
+		h.metrics.clientRetry(out.Context(), clientRetryRefused)
 		ex.setQuotaRemaining(out, m.Model)
 		h.writeError(ex.w, http.StatusServiceUnavailable, string(layer.OutcomeQuotaExhausted),
 			"recourse-proxy: not sent: the request is a client retry ("+HeaderClientRetryCount+" above 0), charged as a resend, and the "+
@@ -620,6 +630,7 @@ func (ex *exchange) charge(out *http.Request, body []byte) (int, bool) {
 		h.log.LogAttrs(out.Context(), slog.LevelWarn, "event", slog.String("event", string(layer.EventQuotaUnavailable)),
 			slog.Bool("client_retry", true))
 	}
+	h.metrics.clientRetry(out.Context(), clientRetryCharged)
 	ex.charged = res
 	return 0, false
 }

@@ -307,7 +307,8 @@ func TestBinaryStallHintsAndQuota(t *testing.T) {
 	defer up.Close()
 	p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-base-delay", "0s", "-max-attempts", "3",
 		"-header-timeout", "1m", "-first-output-timeout", "10m", "-idle-timeout", "1s", "-provider-hints",
-		"-quota-ratio", "0", "-quota-floor", "1", "-quota-window", "10m"})
+		"-quota-ratio", "0", "-quota-floor", "1", "-quota-window", "10m",
+		"-repeat-window", "0"}) // the same body is sent again on purpose: without the memory of final answers (R19.1)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}

@@ -60,12 +60,13 @@ type settings struct {
 
 	set map[string]bool // the flags given, on the command line or in the environment
 
-	maxBody     int64
-	commitAfter time.Duration
-	grace       time.Duration
-	logFormat   string
-	logLevel    string
-	otlp        string
+	maxBody      int64
+	commitAfter  time.Duration
+	repeatWindow time.Duration
+	grace        time.Duration
+	logFormat    string
+	logLevel     string
+	otlp         string
 }
 
 // define registers every flag on fs. Adding a setting is one line here and
@@ -100,6 +101,7 @@ func define(fs *flag.FlagSet, s *settings) {
 
 	fs.Int64Var(&s.maxBody, "max-body", proxy.DefaultMaxBodyBytes, "the largest completion request body in bytes; a larger one is answered 413")
 	fs.DurationVar(&s.commitAfter, "stream-commit-after", proxy.DefaultStreamCommitAfter, "how long a streaming client may wait without a byte before the proxy commits its 200 and writes retry notices; a later failure is then an in-band error (0: at the first backoff; negative: never; no effect on ollama)")
+	fs.DurationVar(&s.repeatWindow, "repeat-window", proxy.DefaultRepeatWindow, "how long a repeat of a completion that ended with a final failure (same credential, same body) is answered that same answer without contacting the upstream, unless the credential has had a success since; it keeps clients that ignore X-Should-Retry from multiplying attempts, and a person retrying within it gets the same answer (0: off)")
 	fs.DurationVar(&s.grace, "grace", proxy.DefaultGrace, "on SIGTERM or SIGINT, how long in-flight requests may finish before they are cut")
 	fs.StringVar(&s.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug (adds Ollama progress events), info, warn or error")
@@ -209,6 +211,14 @@ func (s *settings) config() (proxy.Config, error) {
 		return cfg, err
 	}
 	cfg.StreamCommitAfter = s.commitAfter
+	switch {
+	case s.repeatWindow < 0:
+		return cfg, fmt.Errorf("-repeat-window is %v; want a positive duration, or 0 to send every repeat upstream", s.repeatWindow)
+	case s.repeatWindow == 0:
+		cfg.RepeatWindow = -1
+	default:
+		cfg.RepeatWindow = s.repeatWindow
+	}
 	if s.commitAfter == 0 {
 		cfg.StreamCommitAfter = time.Nanosecond // commit at the first backoff
 	}
