@@ -52,12 +52,15 @@ e2e:
 	cd examples && JAEGER_BIN="$$JAEGER_BIN" $(GO) test -race -count=1 -v -run '^TestJaegerE2E$$' ./jaeger/
 
 ## proxy-e2e: recourse-proxy driven by real clients: the official OpenAI Node
-## SDK (the openai version pinned in proxy/e2e/node/package-lock.json, put in
-## a temporary directory by npm ci) and curl on the Ollama endpoint. Needs
+## SDK, the Vercel AI SDK and LangChain.js at their default retry settings
+## (the versions pinned in proxy/e2e/node/package-lock.json, put in a
+## temporary directory by npm ci) and curl on the Ollama endpoint. Needs
 ## node, npm and curl; .ci/run installs them from Debian's packages if absent.
+## The JavaScript clients wait their own real backoff (LangChain.js about
+## 1.5 min), in parallel: about 2 minutes in all.
 .PHONY: proxy-e2e
 proxy-e2e:
-	$(GO) test -tags proxye2e -race -count=1 -v ./proxy/e2e/
+	$(GO) test -tags proxye2e -race -count=1 -parallel 8 -timeout 15m -v ./proxy/e2e/
 
 ## faults: the Toxiproxy fault suite (module faults/, its own dependencies):
 ## the chain with stall limits through latency, bandwidth, slicer,
