@@ -1,6 +1,6 @@
 # recourse — the commands the README gives.
 GO      ?= go
-MODULES := . examples redisstore
+MODULES := . examples redisstore cmd/recourse-proxy
 FUZZTIME ?= 10s
 
 .PHONY: demo test vet fmt-check race fuzz bench lint e2e

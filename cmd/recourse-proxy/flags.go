@@ -57,6 +57,12 @@ type settings struct {
 	quotaFloor  int
 	cooldown    bool
 	quotaKey    string
+	fleetCap    int
+	redis       string
+
+	getenv func(string) string // the environment, for the Redis credentials
+	log    *slog.Logger        // where the Redis store reports outages; nil: nowhere
+	fleet  *fleet              // the Redis store config made, closed at exit; nil without -redis
 
 	set map[string]bool // the flags given, on the command line or in the environment
 
@@ -99,6 +105,8 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.BoolVar(&s.cooldown, "quota-cooldown", true, "with -quota, share a Retry-After (and, with -provider-hints, retry-after-ms) as a cooldown: every client's attempts to the upstream wait for it, within -delay-ceiling (-quota-cooldown=false: only the call that saw it waits)")
 	fs.StringVar(&s.quotaKey, "quota-key", "upstream", "what one quota counts: upstream (scheme, host and port), or narrowed by model, credential (the Authorization or API key header, kept only as a hash) or model,credential")
 
+	fs.StringVar(&s.redis, "redis", "", "share the quota's cooldown horizon and -quota-fleet-cap between every proxy of a fleet through this Redis: host:port, or a redis:// or rediss:// (TLS) URL without a password; the password is read from "+envRedisPassword+" (and a username from "+envRedisUsername+", TLS for a host:port from "+envRedisTLS+"=true), never from the command line. When Redis fails or is slow the quota fails open: each proxy decides alone (empty: each proxy keeps its own)")
+	fs.IntVar(&s.fleetCap, "quota-fleet-cap", 0, "with -redis, the most resends per -quota-window that every proxy of the fleet together may send to one upstream, whatever the ratio and floor allow each (0: none)")
 	fs.Int64Var(&s.maxBody, "max-body", proxy.DefaultMaxBodyBytes, "the largest completion request body in bytes; a larger one is answered 413")
 	fs.DurationVar(&s.commitAfter, "stream-commit-after", proxy.DefaultStreamCommitAfter, "how long a streaming client may wait without a byte before the proxy commits its 200 and writes retry notices; a later failure is then an in-band error (0: at the first backoff; negative: never; no effect on ollama)")
 	fs.DurationVar(&s.repeatWindow, "repeat-window", proxy.DefaultRepeatWindow, "how long a repeat of a completion that ended with a final failure (same credential, same body) is answered that same answer without contacting the upstream, unless the credential has had a success since; it keeps clients that ignore X-Should-Retry from multiplying attempts, and a person retrying within it gets the same answer (0: off)")
@@ -129,7 +137,7 @@ Flags:
 // parse reads the settings from args and the environment getenv; help
 // output goes to out. It returns flag.ErrHelp for -h.
 func parse(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
-	s := &settings{}
+	s := &settings{getenv: getenv}
 	fs := flag.NewFlagSet("recourse-proxy", flag.ContinueOnError)
 	fs.SetOutput(out)
 	define(fs, s)
@@ -204,13 +212,6 @@ func (s *settings) config() (proxy.Config, error) {
 		return cfg, err
 	}
 	cfg.Policy = p
-	if cfg.PerAttempt, err = s.stallLayers(); err != nil {
-		return cfg, err
-	}
-	if cfg.Quota, err = s.quotaLayer(); err != nil {
-		return cfg, err
-	}
-	cfg.StreamCommitAfter = s.commitAfter
 	switch {
 	case s.repeatWindow < 0:
 		return cfg, fmt.Errorf("-repeat-window is %v; want a positive duration, or 0 to send every repeat upstream", s.repeatWindow)
@@ -219,6 +220,15 @@ func (s *settings) config() (proxy.Config, error) {
 	default:
 		cfg.RepeatWindow = s.repeatWindow
 	}
+	if cfg.PerAttempt, err = s.stallLayers(); err != nil {
+		return cfg, err
+	}
+	// The quota comes last: with -redis it opens a client, which no later
+	// error may leak.
+	if cfg.Quota, err = s.quotaLayer(); err != nil {
+		return cfg, err
+	}
+	cfg.StreamCommitAfter = s.commitAfter
 	if s.commitAfter == 0 {
 		cfg.StreamCommitAfter = time.Nanosecond // commit at the first backoff
 	}
@@ -251,7 +261,7 @@ func (s *settings) stallLayers() ([]layer.Layer, error) {
 }
 
 // quotaFlags are the settings that only mean something with -quota.
-var quotaFlags = []string{"quota-ratio", "quota-window", "quota-floor", "quota-key", "quota-cooldown"}
+var quotaFlags = []string{"quota-ratio", "quota-window", "quota-floor", "quota-key", "quota-cooldown", "redis", "quota-fleet-cap"}
 
 // quotaLayer returns the retry quota of s, or nil with -quota=false.
 func (s *settings) quotaLayer() (*quota.Layer, error) {
@@ -287,7 +297,19 @@ func (s *settings) quotaLayer() (*quota.Layer, error) {
 			return nil, fmt.Errorf("-quota-key: %q is not a key; want upstream, model, credential or model,credential", k)
 		}
 	}
-	return quota.New(opts...)
+	fo, f, err := s.fleetOptions(s.getenv, s.log)
+	if err != nil {
+		return nil, err
+	}
+	q, err := quota.New(append(opts, fo...)...)
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, err
+	}
+	s.fleet = f
+	return q, nil
 }
 
 // logger returns the stderr logger for s.

@@ -60,7 +60,11 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	var cfg proxy.Config
 	if err == nil {
+		s.log = log
 		cfg, err = s.config()
+	}
+	if s.fleet != nil {
+		defer s.fleet.Close()
 	}
 	var tracing *otlpjson.Tracing
 	if err == nil && s.otlp != "" {
@@ -89,7 +93,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		slog.Int("max_attempts", s.maxAttempts), slog.String("admit", s.admit),
 		slog.Bool("quota", s.quota), slog.Bool("provider_hints", s.providerHints),
 		slog.String("header_timeout", s.headerTimeout.String()), slog.String("first_output_timeout", s.firstOutputTimeout.String()),
-		slog.String("idle_timeout", s.idleTimeout.String()))
+		slog.String("idle_timeout", s.idleTimeout.String()),
+		slog.String("redis", redisAddr(s.redis)), slog.Int("quota_fleet_cap", s.fleetCap))
 	code := 0
 	if err := proxy.Serve(ctx, ln, h, s.grace, log); err != nil {
 		fmt.Fprintln(stderr, "recourse-proxy:", err)
