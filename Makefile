@@ -62,6 +62,14 @@ e2e:
 proxy-e2e:
 	$(GO) test -tags proxye2e -race -count=1 -parallel 8 -timeout 15m -v ./proxy/e2e/
 
+## proxy-fleet: two recourse-proxy processes sharing their quota through one
+## real redis-server (started on a free loopback port, append-only file on):
+## the fleet cap held across both, Redis killed (the proxies fail open) and
+## restarted (nothing counted lost). Needs redis-server; a few seconds.
+.PHONY: proxy-fleet
+proxy-fleet:
+	cd cmd/recourse-proxy && $(GO) test -tags proxyfleet -race -count=1 -v -run '^TestR19_2_FleetOnOneRedis$$' .
+
 ## faults: the Toxiproxy fault suite (module faults/, its own dependencies):
 ## the chain with stall limits through latency, bandwidth, slicer,
 ## reset_peer and timeout toxics; real time, a few seconds
