@@ -70,6 +70,15 @@ proxy-e2e:
 proxy-fleet:
 	cd cmd/recourse-proxy && $(GO) test -tags proxyfleet -race -count=1 -v -run '^TestR19_2_FleetOnOneRedis$$' .
 
+## proxy-install: proves go install …/cmd/recourse-proxy@version works: the
+## root module, redisstore and cmd/recourse-proxy of the work tree are laid
+## out at v0.1.0 in a module proxy on the file system and installed with no
+## workspace and no replace (other modules from the local module cache or
+## the module proxy); about a minute.
+.PHONY: proxy-install
+proxy-install:
+	cd cmd/recourse-proxy && $(GO) test -tags goinstall -count=1 -v -run '^TestGoInstallAtVersion$$' .
+
 ## faults: the Toxiproxy fault suite (module faults/, its own dependencies):
 ## the chain with stall limits through latency, bandwidth, slicer,
 ## reset_peer and timeout toxics; real time, a few seconds
