@@ -63,7 +63,7 @@ type Config struct {
 	StreamCommitAfter time.Duration
 	// PerCall are layers placed outside the engine of the completion
 	// endpoint's chain, in order (chain.WithPerCall): tracing
-	// (otelbridge, or otlpjson's). Nil means none. A retry quota goes in
+	// (otelbridge). Nil means none. A retry quota goes in
 	// Quota instead, so that the proxy can charge client retries to it.
 	PerCall []layer.Layer
 	// PerAttempt are layers placed at layer.PerAttempt of the completion

@@ -15,7 +15,10 @@
 // structured line per request and per lifecycle event on stderr, and on
 // SIGTERM or SIGINT stops accepting, lets in-flight calls finish within
 // -grace, cuts the rest with an in-band error and exits 0. With
-// -otlp-endpoint it sends traces as OTLP JSON. The stall limits
+// -otlp-endpoint, or the standard OTEL_EXPORTER_OTLP_* variables, it sends
+// traces and metrics with the OpenTelemetry OTLP/HTTP exporters, and it
+// serves its metrics on GET /metrics through the OpenTelemetry Prometheus
+// exporter (-metrics=false: not). The stall limits
 // (-header-timeout, -first-output-timeout, -idle-timeout) and the provider
 // hints (-provider-hints) are off unless set; the retry quota (-quota,
 // -quota-ratio, -quota-window, -quota-floor, -quota-key, -quota-cooldown) is on, because one
@@ -35,7 +38,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/recourse-dev/recourse/otelbridge/otlpjson"
+	"go.opentelemetry.io/otel"
+
 	"github.com/recourse-dev/recourse/proxy"
 )
 
@@ -66,10 +70,14 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if s.fleet != nil {
 		defer s.fleet.Close()
 	}
-	var tracing *otlpjson.Tracing
-	if err == nil && s.otlp != "" {
-		if tracing, err = otlpjson.NewTracing(s.otlp, "recourse-proxy", log); err == nil {
-			cfg.PerCall = append(cfg.PerCall, tracing.Layer())
+	var tel *telemetry
+	if err == nil {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(e error) {
+			log.LogAttrs(context.Background(), slog.LevelWarn, "telemetry export failed", slog.String("error", e.Error()))
+		}))
+		if tel, err = newTelemetry(context.Background(), s, getenv); err == nil {
+			cfg.PerCall = append(cfg.PerCall, tel.layer())
+			cfg.MeterProvider = tel.meterProvider()
 		}
 	}
 	var h *proxy.Handler
@@ -96,16 +104,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		slog.String("idle_timeout", s.idleTimeout.String()),
 		slog.String("redis", redisAddr(s.redis)), slog.Int("quota_fleet_cap", s.fleetCap))
 	code := 0
-	if err := proxy.Serve(ctx, ln, h, s.grace, log); err != nil {
+	if err := proxy.Serve(ctx, ln, tel.handler(h), s.grace, log); err != nil {
 		fmt.Fprintln(stderr, "recourse-proxy:", err)
 		code = 1
 	}
-	if tracing != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), otlpjson.DefaultTimeout)
-		if err := tracing.Shutdown(sctx); err != nil {
-			log.LogAttrs(sctx, slog.LevelWarn, "trace export at exit failed", slog.String("error", err.Error()))
-		}
-		cancel()
-	}
+	tel.shutdown(log)
 	return code
 }
