@@ -14,7 +14,14 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layers/quota"
 )
+
+// quotaOneResendPerCall is a quota allowing one resend per call in the
+// window, with no floor.
+func quotaOneResendPerCall() []quota.Option {
+	return []quota.Option{quota.WithRatio(1), quota.WithFloor(0)}
+}
 
 var overloaded503 = scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "The server is overloaded."))
 
@@ -189,4 +196,27 @@ func TestR19_1_MemoryIsBounded(t *testing.T) {
 		n += len(set)
 	}
 	assert.Equal(t, maxFinals, n, "the credential index follows")
+}
+
+// TestR19_3_ClientRetryMetricCountsEveryAnswer: a client retry marked by
+// its SDK (X-Stainless-Retry-Count above 0) is counted "charged" when the
+// quota lets it through and "refused" when it does not; a repeat of a
+// final failure is counted "replayed".
+func TestR19_3_ClientRetryMetricCountsEveryAnswer(t *testing.T) {
+	rd := sdkmetric.NewManualReader()
+	q := privateQuota(t, quotaOneResendPerCall()...)
+	ok := scripted.JSON(200, scripted.OpenAIChat("ok"))
+	other := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"other"}]}`
+	r := newRig(t, "openai", func(c *Config) {
+		c.Quota = q
+		c.Policy.MaxAttempts = 1
+		c.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
+	}, ok, overloaded503)
+	assert.Equal(t, 200, r.post(t, "/v1/chat/completions", chatBody).status, "a call: one resend allowed")
+	assert.Equal(t, 503, r.post(t, "/v1/chat/completions", other, "X-Stainless-Retry-Count", "1").status, "charged, sent, failed")
+	assert.Equal(t, 503, r.post(t, "/v1/chat/completions", other, "X-Stainless-Retry-Count", "2").status, "a repeat of that final failure")
+	refused := r.post(t, "/v1/chat/completions", chatBody, "X-Stainless-Retry-Count", "1")
+	assert.Equal(t, "quota_exhausted", refused.header.Get("X-Recourse-Outcome"), "charged and refused: no resend left")
+	assert.Equal(t, 2, r.up.Count())
+	assert.Equal(t, map[string]int64{"charged": 1, "replayed": 1, "refused": 1}, clientRetries(t, rd))
 }
