@@ -1,14 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
-
-	"go.opentelemetry.io/otel/metric"
 
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
@@ -101,10 +100,14 @@ type Config struct {
 	// memory keeps at most 1024 answers of up to 16 KiB of body, and the
 	// requests only as hashes.
 	RepeatWindow time.Duration
-	// MeterProvider receives the proxy's own metrics (MetricClientRetries);
-	// nil records none. The chain's metrics come from a per-call layer
-	// (otelbridge) in PerCall.
-	MeterProvider metric.MeterProvider
+	// OnClientRetry, when set, is told of every client retry and how the
+	// proxy answered it (ClientRetryReplayed, ClientRetryCharged,
+	// ClientRetryRefused), for a metric: the command counts them as
+	// recourse.proxy.client_retries. It is called synchronously on the
+	// request's goroutine, concurrently for concurrent requests, and must
+	// not block. Nil reports nothing. The chain's own metrics come from a
+	// per-call layer (otelbridge) in PerCall.
+	OnClientRetry func(ctx context.Context, answer ClientRetry)
 }
 
 // ConfigError reports an invalid Config field; its message names the field

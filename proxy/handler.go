@@ -56,8 +56,8 @@ type Handler struct {
 	quota       *quota.Layer  // nil: none
 	log         *slog.Logger
 	now         func() time.Time
-	finals      *finals // nil: every request goes through (Config.RepeatWindow < 0)
-	metrics     metrics
+	finals      *finals                            // nil: every request goes through (Config.RepeatWindow < 0)
+	onRetry     func(context.Context, ClientRetry) // Config.OnClientRetry
 }
 
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
@@ -119,7 +119,7 @@ func New(cfg Config) (*Handler, error) {
 	case cfg.RepeatWindow > 0:
 		h.finals = newFinals(cfg.RepeatWindow, h.now)
 	}
-	h.metrics = newMetrics(cfg.MeterProvider)
+	h.onRetry = cfg.OnClientRetry
 	perCall := cfg.PerCall[:len(cfg.PerCall):len(cfg.PerCall)]
 	if cfg.Quota != nil {
 		perCall = append(perCall, cfg.Quota, layer.NewPerCall("client-retries", keepClientRetriesFromDepositing))
@@ -619,7 +619,7 @@ func (ex *exchange) charge(out *http.Request, body []byte) (int, bool) {
 	_ = json.Unmarshal(body, &m) // a body without a model keys the quota by upstream alone, as the engine does
 	res, v := h.quota.Bind(out.URL, m.Model, out.Header).Reserve(out.Context())
 	if v.Refusal != nil {
-		h.metrics.clientRetry(out.Context(), clientRetryRefused)
+		h.clientRetry(out.Context(), ClientRetryRefused)
 		ex.setQuotaRemaining(out, m.Model)
 		h.writeError(ex.w, http.StatusServiceUnavailable, string(layer.OutcomeQuotaExhausted),
 			"recourse-proxy: not sent: the request is a client retry ("+HeaderClientRetryCount+" above 0), charged as a resend, and the "+
@@ -630,7 +630,7 @@ func (ex *exchange) charge(out *http.Request, body []byte) (int, bool) {
 		h.log.LogAttrs(out.Context(), slog.LevelWarn, "event", slog.String("event", string(layer.EventQuotaUnavailable)),
 			slog.Bool("client_retry", true))
 	}
-	h.metrics.clientRetry(out.Context(), clientRetryCharged)
+	h.clientRetry(out.Context(), ClientRetryCharged)
 	ex.charged = res
 	return 0, false
 }

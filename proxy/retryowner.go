@@ -237,7 +237,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, e *final) {
 	w.WriteHeader(e.status)
 	w.Write(e.body)
 	outcome := e.header.Get(retry.HeaderOutcome)
-	h.metrics.clientRetry(r.Context(), clientRetryReplayed)
+	h.clientRetry(r.Context(), ClientRetryReplayed)
 	attrs := []slog.Attr{slog.String("kind", "completion"), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.Int("status", e.status), slog.String("outcome", outcome), slog.Bool("client_retry", true), slog.Bool("replayed", true)}
 	if id := e.header.Get(HeaderCallID); id != "" {

@@ -77,7 +77,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		}))
 		if tel, err = newTelemetry(context.Background(), s, getenv); err == nil {
 			cfg.PerCall = append(cfg.PerCall, tel.layer())
-			cfg.MeterProvider = tel.meterProvider()
+			cfg.OnClientRetry = tel.onClientRetry()
 		}
 	}
 	var h *proxy.Handler

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
@@ -23,6 +24,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/recourse-dev/recourse/otelbridge"
+	"github.com/recourse-dev/recourse/proxy"
 )
 
 // exportTimeout bounds the last export at exit.
@@ -106,8 +108,32 @@ func (t *telemetry) layer() *otelbridge.Layer {
 	return otelbridge.New(opts...)
 }
 
-// meterProvider is the proxy's own metrics' provider.
-func (t *telemetry) meterProvider() metric.MeterProvider { return t.mp }
+// metricClientRetries is the counter of the proxy's client retries, by
+// recourse.client_retry.answer: replayed, charged or refused (see
+// proxy.ClientRetry).
+const metricClientRetries = "recourse.proxy.client_retries"
+
+// onClientRetry returns the proxy's Config.OnClientRetry: it counts each
+// client retry in metricClientRetries, whose label set is fixed
+// (proxy.ClientRetries).
+func (t *telemetry) onClientRetry() func(context.Context, proxy.ClientRetry) {
+	c, err := t.mp.Meter("github.com/recourse-dev/recourse/cmd/recourse-proxy").Int64Counter(metricClientRetries,
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Requests a client sent again on its own after the proxy had recovered, or given up on, the same call, by how the proxy answered them."))
+	if err != nil {
+		otel.Handle(err)
+		return nil
+	}
+	sets := map[proxy.ClientRetry]metric.AddOption{}
+	for _, a := range proxy.ClientRetries {
+		sets[a] = metric.WithAttributeSet(attribute.NewSet(attribute.String("recourse.client_retry.answer", string(a))))
+	}
+	return func(ctx context.Context, a proxy.ClientRetry) {
+		if o, ok := sets[a]; ok {
+			c.Add(ctx, 1, o)
+		}
+	}
+}
 
 // handler serves GET /metrics, when on, and passes every other request to
 // next.
