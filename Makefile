@@ -68,7 +68,7 @@ proxy-e2e:
 ## restarted (nothing counted lost). Needs redis-server; a few seconds.
 .PHONY: proxy-fleet
 proxy-fleet:
-	cd cmd/recourse-proxy && $(GO) test -tags proxyfleet -race -count=1 -v -run '^TestR19_2_FleetOnOneRedis$$' .
+	cd cmd/recourse-proxy && $(GO) test -tags proxyfleet -race -count=1 -v -run '^TestR21_4_FleetOnOneRedis$$' .
 
 ## proxy-install: proves go install …/cmd/recourse-proxy@version works: the
 ## root module, redisstore and cmd/recourse-proxy of the work tree are laid

@@ -94,7 +94,7 @@ type Config struct {
 	// and body) with that same answer — status, body and the recourse
 	// headers, plus X-Recourse-Replayed: true — without contacting the
 	// upstream, unless the upstream has answered a completion of that
-	// credential with a success since (R19.1). Clients that ignore
+	// credential with a success since (R21.3). Clients that ignore
 	// X-Should-Retry then cannot multiply the proxy's attempts. Zero means
 	// DefaultRepeatWindow; a negative value turns the memory off. The
 	// memory keeps at most 1024 answers of up to 16 KiB of body, and the

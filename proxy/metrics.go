@@ -10,7 +10,7 @@ type ClientRetry string
 // The answers to a client retry.
 const (
 	// ClientRetryReplayed is a repeat of a final failure, answered from
-	// memory without contacting the upstream (Config.RepeatWindow, R19.1).
+	// memory without contacting the upstream (Config.RepeatWindow, R21.3).
 	ClientRetryReplayed ClientRetry = "replayed"
 	// ClientRetryCharged is a request its SDK marked as a retry
 	// (X-Stainless-Retry-Count above 0), charged to the retry quota as a

@@ -56,7 +56,7 @@ type final struct {
 }
 
 // finals is the proxy's memory of the final failures it answered, so that
-// the proxy stays the only retry owner whatever the client does (R19.1).
+// the proxy stays the only retry owner whatever the client does (R21.3).
 // It is safe for concurrent use.
 type finals struct {
 	window time.Duration

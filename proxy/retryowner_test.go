@@ -47,11 +47,11 @@ func (c *retryCounts) get() map[ClientRetry]int {
 	return out
 }
 
-// TestR19_1_RepeatOfAnExhaustedCallIsAnsweredFromMemory: a client that
+// TestR21_3_RepeatOfAnExhaustedCallIsAnsweredFromMemory: a client that
 // ignores X-Should-Retry sends the same request again; the proxy answers
 // the same final answer without contacting the upstream, and counts a
 // client retry in its log and its metrics.
-func TestR19_1_RepeatOfAnExhaustedCallIsAnsweredFromMemory(t *testing.T) {
+func TestR21_3_RepeatOfAnExhaustedCallIsAnsweredFromMemory(t *testing.T) {
 	var counts retryCounts
 	r := newRig(t, "openai", func(c *Config) { c.OnClientRetry = counts.report },
 		overloaded503, overloaded503, overloaded503, overloaded503)
@@ -76,10 +76,10 @@ func TestR19_1_RepeatOfAnExhaustedCallIsAnsweredFromMemory(t *testing.T) {
 	assert.NotContains(t, r.logs.String(), "sk-test-one", "no credential in the log")
 }
 
-// TestR19_1_RedirectAndErrorBodyAreAnsweredFromMemory: a refused redirect
+// TestR21_3_RedirectAndErrorBodyAreAnsweredFromMemory: a refused redirect
 // and a 200 whose body is an error object reach the upstream once, however
 // often the client repeats them.
-func TestR19_1_RedirectAndErrorBodyAreAnsweredFromMemory(t *testing.T) {
+func TestR21_3_RedirectAndErrorBodyAreAnsweredFromMemory(t *testing.T) {
 	target := scripted.NewTarget()
 	defer target.Close()
 	for name, step := range map[string]scripted.Step{
@@ -104,9 +104,9 @@ func TestR19_1_RedirectAndErrorBodyAreAnsweredFromMemory(t *testing.T) {
 	assert.Zero(t, target.Hits())
 }
 
-// TestR19_1_SuccessOfTheCredentialLetsTheRepeatThrough: once the upstream
+// TestR21_3_SuccessOfTheCredentialLetsTheRepeatThrough: once the upstream
 // has answered the credential with a success, a repeat is sent again.
-func TestR19_1_SuccessOfTheCredentialLetsTheRepeatThrough(t *testing.T) {
+func TestR21_3_SuccessOfTheCredentialLetsTheRepeatThrough(t *testing.T) {
 	ok := scripted.JSON(200, scripted.OpenAIChat("ok"))
 	r := newRig(t, "openai", func(c *Config) { c.Policy.MaxAttempts = 1 },
 		overloaded503, ok, ok)
@@ -122,9 +122,9 @@ func TestR19_1_SuccessOfTheCredentialLetsTheRepeatThrough(t *testing.T) {
 	assert.Equal(t, 3, r.up.Count())
 }
 
-// TestR19_1_AnotherCredentialOrBodyGoesThrough: only the same request of
+// TestR21_3_AnotherCredentialOrBodyGoesThrough: only the same request of
 // the same credential is a repeat.
-func TestR19_1_AnotherCredentialOrBodyGoesThrough(t *testing.T) {
+func TestR21_3_AnotherCredentialOrBodyGoesThrough(t *testing.T) {
 	r := newRig(t, "openai", func(c *Config) { c.Policy.MaxAttempts = 1 },
 		overloaded503, overloaded503, overloaded503, overloaded503)
 	require.Equal(t, 503, r.post(t, "/v1/chat/completions", chatBody, "Authorization", "Bearer sk-a").status)
@@ -134,9 +134,9 @@ func TestR19_1_AnotherCredentialOrBodyGoesThrough(t *testing.T) {
 	assert.Equal(t, 4, r.up.Count())
 }
 
-// TestR19_1_WindowEndsAndCanBeTurnedOff: after the window a repeat is sent
+// TestR21_3_WindowEndsAndCanBeTurnedOff: after the window a repeat is sent
 // again; with a negative window every repeat is.
-func TestR19_1_WindowEndsAndCanBeTurnedOff(t *testing.T) {
+func TestR21_3_WindowEndsAndCanBeTurnedOff(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -163,10 +163,10 @@ func TestR19_1_WindowEndsAndCanBeTurnedOff(t *testing.T) {
 	assert.Equal(t, 2, off.up.Count())
 }
 
-// TestR19_1_ProxyRefusalsWithoutOutcomeAreNotRemembered: the proxy's own
+// TestR21_3_ProxyRefusalsWithoutOutcomeAreNotRemembered: the proxy's own
 // 413 carries no outcome and decided nothing about the upstream, so it is
 // not remembered (the client may shorten the body).
-func TestR19_1_ProxyRefusalsWithoutOutcomeAreNotRemembered(t *testing.T) {
+func TestR21_3_ProxyRefusalsWithoutOutcomeAreNotRemembered(t *testing.T) {
 	r := newRig(t, "openai", func(c *Config) { c.MaxBodyBytes = 16 },
 		scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "invalid_value", "bad")))
 	for range 2 {
@@ -177,9 +177,9 @@ func TestR19_1_ProxyRefusalsWithoutOutcomeAreNotRemembered(t *testing.T) {
 	assert.Zero(t, r.up.Count())
 }
 
-// TestR19_1_MemoryIsBounded: the memory keeps at most maxFinals answers,
+// TestR21_3_MemoryIsBounded: the memory keeps at most maxFinals answers,
 // dropping the oldest.
-func TestR19_1_MemoryIsBounded(t *testing.T) {
+func TestR21_3_MemoryIsBounded(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	f := newFinals(time.Hour, func() time.Time { return now })
 	var first finalKey
@@ -200,11 +200,11 @@ func TestR19_1_MemoryIsBounded(t *testing.T) {
 	assert.Equal(t, maxFinals, n, "the credential index follows")
 }
 
-// TestR19_3_EveryClientRetryAnswerIsReported: a client retry marked by
+// TestR21_5_EveryClientRetryAnswerIsReported: a client retry marked by
 // its SDK (X-Stainless-Retry-Count above 0) is reported charged when the
 // quota lets it through and refused when it does not; a repeat of a final
 // failure is reported replayed (the command counts them in a metric).
-func TestR19_3_EveryClientRetryAnswerIsReported(t *testing.T) {
+func TestR21_5_EveryClientRetryAnswerIsReported(t *testing.T) {
 	var counts retryCounts
 	q := privateQuota(t, quotaOneResendPerCall()...)
 	ok := scripted.JSON(200, scripted.OpenAIChat("ok"))

@@ -336,12 +336,12 @@ func (o *otlpReceiver) metricNames() []string {
 	return names
 }
 
-// TestR19_3_BinaryExportsTracesAndMetricsOverOTLP runs the binary with
+// TestR21_5_BinaryExportsTracesAndMetricsOverOTLP runs the binary with
 // -otlp-endpoint, and then with the standard OTEL_EXPORTER_OTLP_ENDPOINT
 // alone: after a recovered call and SIGTERM, the loopback receiver holds
 // the call's spans and the metrics, sent by the OpenTelemetry OTLP/HTTP
 // exporters as protobuf, with no credential in them.
-func TestR19_3_BinaryExportsTracesAndMetricsOverOTLP(t *testing.T) {
+func TestR21_5_BinaryExportsTracesAndMetricsOverOTLP(t *testing.T) {
 	const canary = "sk-otlp-canary-9b1e"
 	for _, how := range []string{"flag", "environment"} {
 		t.Run(how, func(t *testing.T) {
@@ -408,7 +408,7 @@ func TestBinaryStallHintsAndQuota(t *testing.T) {
 	p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-base-delay", "0s", "-max-attempts", "3",
 		"-header-timeout", "1m", "-first-output-timeout", "10m", "-idle-timeout", "1s", "-provider-hints",
 		"-quota-ratio", "0", "-quota-floor", "1", "-quota-window", "10m",
-		"-repeat-window", "0"}) // the same body is sent again on purpose: without the memory of final answers (R19.1)
+		"-repeat-window", "0"}) // the same body is sent again on purpose: without the memory of final answers (R21.3)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}

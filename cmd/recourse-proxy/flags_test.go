@@ -304,9 +304,9 @@ func TestBadStallAndQuotaSettings(t *testing.T) {
 	}
 }
 
-// TestR19_1_RepeatWindowFlag: -repeat-window sets the proxy's memory of
+// TestR21_3_RepeatWindowFlag: -repeat-window sets the proxy's memory of
 // final answers, 0 turns it off, and its variable works.
-func TestR19_1_RepeatWindowFlag(t *testing.T) {
+func TestR21_3_RepeatWindowFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		env  map[string]string

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestR19_2_FleetOnOneRedis runs two recourse-proxy processes on one real
+// TestR21_4_FleetOnOneRedis runs two recourse-proxy processes on one real
 // redis-server (append-only file on, fsync always) in front of an upstream
 // in an outage (every answer 503). Each proxy alone would allow every call
 // its resends (-quota-floor 100); the fleet cap (-quota-fleet-cap 4)
@@ -29,7 +29,7 @@ import (
 // Redis is restarted: it reloads the resends it had counted, so the cap
 // holds exactly across the restart, and sharing resumes by itself. Run
 // with make proxy-fleet.
-func TestR19_2_FleetOnOneRedis(t *testing.T) {
+func TestR21_4_FleetOnOneRedis(t *testing.T) {
 	rd := newRedis(t, "--appendonly", "yes", "--appendfsync", "always", "--dir", t.TempDir())
 	var hits atomic.Int64
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

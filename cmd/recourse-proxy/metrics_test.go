@@ -55,13 +55,13 @@ func sum(text, name string, want ...string) float64 {
 	return total
 }
 
-// TestR19_3_MetricsAreScrapedAfterScriptedFailures drives the binary
+// TestR21_5_MetricsAreScrapedAfterScriptedFailures drives the binary
 // through an exhausted call and its client repeat, a provider hint, a
 // stall and a quota refusal, then scrapes GET /metrics (the OpenTelemetry
 // Prometheus exporter) and checks every count, and that no label holds an
 // identifier of a call or a credential. The header limit is real time
 // (300 ms), far above a loopback answer.
-func TestR19_3_MetricsAreScrapedAfterScriptedFailures(t *testing.T) {
+func TestR21_5_MetricsAreScrapedAfterScriptedFailures(t *testing.T) {
 	const canary = "sk-metrics-canary-41d2"
 	fail := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
 	gate := make(chan struct{}) // never opened: the answer's headers never come
@@ -118,9 +118,9 @@ func TestR19_3_MetricsAreScrapedAfterScriptedFailures(t *testing.T) {
 	assert.Equal(t, 0, p.wait(t))
 }
 
-// TestR19_3_MetricsCanBeTurnedOff: with -metrics=false, /metrics is
+// TestR21_5_MetricsCanBeTurnedOff: with -metrics=false, /metrics is
 // forwarded upstream like every other path.
-func TestR19_3_MetricsCanBeTurnedOff(t *testing.T) {
+func TestR21_5_MetricsCanBeTurnedOff(t *testing.T) {
 	up := scripted.New(scripted.JSON(404, `{"error":"not here"}`))
 	defer up.Close()
 	p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-metrics=false"})

@@ -86,10 +86,10 @@ func (r *redisProc) kill() {
 	r.cmd = nil
 }
 
-// TestR19_2_RedisSetting: -redis takes an address or a redis:// or
+// TestR21_4_RedisSetting: -redis takes an address or a redis:// or
 // rediss:// URL; the credentials come from the environment only, and no
 // error quotes the setting.
-func TestR19_2_RedisSetting(t *testing.T) {
+func TestR21_4_RedisSetting(t *testing.T) {
 	o, err := redisOptions("127.0.0.1:6380", env(map[string]string{envRedisPassword: "pw-1", envRedisUsername: "fleet"}))
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:6380", o.Addr)
@@ -137,12 +137,12 @@ func TestR19_2_RedisSetting(t *testing.T) {
 	}
 }
 
-// TestR19_2_RedisCredentialsNeverInSafeOutputs is the privacy canary of
+// TestR21_4_RedisCredentialsNeverInSafeOutputs is the privacy canary of
 // the fleet: a password given in the URL is refused without being echoed;
 // a wrong password from the environment makes the store fail open, and its
 // failures are logged without it; with the right one the resend is
 // counted in Redis, and the password is logged nowhere either.
-func TestR19_2_RedisCredentialsNeverInSafeOutputs(t *testing.T) {
+func TestR21_4_RedisCredentialsNeverInSafeOutputs(t *testing.T) {
 	const canary = "pw-canary-7f3a9c"
 	rd := newRedis(t, "--requirepass", canary)
 

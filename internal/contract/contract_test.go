@@ -43,7 +43,7 @@ var contractRules = []string{
 	"R16.1", "R16.2", "R16.3",
 	"R17.1", "R17.2", "R17.3",
 	"R18.1", "R18.2", "R18.3", "R18.4", "R18.5",
-	"R19.1", "R19.2", "R19.3",
+	"R21.3", "R21.4", "R21.5",
 }
 
 // rule is a rule number: a section (R4, Item 0) or a rule (R4.6).

@@ -79,14 +79,14 @@ type clientCase struct {
 	errName  func(status int) string
 }
 
-// TestR19_1_JavaScriptClientsAtTheirDefaults: the Vercel AI SDK (3
+// TestR21_3_JavaScriptClientsAtTheirDefaults: the Vercel AI SDK (3
 // requests: maxRetries 2, after 2 s and 4 s) and LangChain.js (7 requests:
 // 6 retries of p-retry, about one to two minutes) resend every final
 // failure on their own; the proxy answers the repeats from memory, so the
 // upstream sees exactly what the proxy itself decided, and each client
 // still ends with its own error carrying the final status. The clients'
 // waits are real time; the six cases run in parallel.
-func TestR19_1_JavaScriptClientsAtTheirDefaults(t *testing.T) {
+func TestR21_3_JavaScriptClientsAtTheirDefaults(t *testing.T) {
 	clients := map[string]clientCase{
 		"ai-sdk": {"ai-sdk.mjs", 3, func(int) string { return "RetryError" }},
 		"langchain": {"langchain.mjs", 7, func(status int) string {
