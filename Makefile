@@ -1,6 +1,6 @@
 # recourse — the commands the README gives.
 GO      ?= go
-MODULES := . examples redisstore
+MODULES := . examples redisstore cmd/recourse-proxy
 FUZZTIME ?= 10s
 
 .PHONY: demo test vet fmt-check race fuzz bench lint e2e
@@ -54,14 +54,34 @@ e2e:
 	cd examples && JAEGER_BIN="$$JAEGER_BIN" $(GO) test -race -count=1 -v -run '^TestJaegerE2E$$' ./jaeger/
 
 ## proxy-e2e: recourse-proxy driven by real clients: the official OpenAI Node
-## SDK (the openai version pinned in proxy/e2e/node/package-lock.json, put in
-## a temporary directory by npm ci) and curl on the Ollama endpoint; and on
-## /v1/responses the same SDK's Responses API and the Vercel AI SDK
-## (proxy/e2e/responses-node, its own package-lock.json). Needs
+## SDK, the Vercel AI SDK and LangChain.js at their default retry settings
+## (the versions pinned in proxy/e2e/node/package-lock.json, put in a
+## temporary directory by npm ci) and curl on the Ollama endpoint; and on
+## /v1/responses the same SDK's Responses API and the Vercel AI SDK's
+## default path (proxy/e2e/responses-node, its own package-lock.json). Needs
 ## node, npm and curl; .ci/run installs them from Debian's packages if absent.
+## The JavaScript clients wait their own real backoff (LangChain.js about
+## 1.5 min), in parallel: about 2 minutes in all.
 .PHONY: proxy-e2e
 proxy-e2e:
-	$(GO) test -tags proxye2e -race -count=1 -v ./proxy/e2e/...
+	$(GO) test -tags proxye2e -race -count=1 -parallel 8 -timeout 15m -v ./proxy/e2e/...
+
+## proxy-fleet: two recourse-proxy processes sharing their quota through one
+## real redis-server (started on a free loopback port, append-only file on):
+## the fleet cap held across both, Redis killed (the proxies fail open) and
+## restarted (nothing counted lost). Needs redis-server; a few seconds.
+.PHONY: proxy-fleet
+proxy-fleet:
+	cd cmd/recourse-proxy && $(GO) test -tags proxyfleet -race -count=1 -v -run '^TestR21_4_FleetOnOneRedis$$' .
+
+## proxy-install: proves go install …/cmd/recourse-proxy@version works: the
+## root module, redisstore and cmd/recourse-proxy of the work tree are laid
+## out at v0.1.0 in a module proxy on the file system and installed with no
+## workspace and no replace (other modules from the local module cache or
+## the module proxy); about a minute.
+.PHONY: proxy-install
+proxy-install:
+	cd cmd/recourse-proxy && $(GO) test -tags goinstall -count=1 -v -run '^TestGoInstallAtVersion$$' .
 
 ## faults: the Toxiproxy fault suite (module faults/, its own dependencies):
 ## the chain with stall limits through latency, bandwidth, slicer,

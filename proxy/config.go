@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -66,7 +67,7 @@ type Config struct {
 	StreamCommitAfter time.Duration
 	// PerCall are layers placed outside the engine of the completion
 	// endpoint's chain, in order (chain.WithPerCall): tracing
-	// (otelbridge, or otlpjson's). Nil means none. A retry quota goes in
+	// (otelbridge). Nil means none. A retry quota goes in
 	// Quota instead, so that the proxy can charge client retries to it.
 	PerCall []layer.Layer
 	// PerAttempt are layers placed at layer.PerAttempt of the completion
@@ -103,9 +104,28 @@ type Config struct {
 	// Logger receives one line per request and per lifecycle event; nil
 	// logs nothing.
 	Logger *slog.Logger
-	// Now returns the time a request arrived, for Deadline; nil means
-	// time.Now.
+	// Now returns the time a request arrived, for Deadline and
+	// RepeatWindow; nil means the policy's WallClock, or time.Now.
 	Now func() time.Time
+	// RepeatWindow is how long the proxy answers a repeat of a completion
+	// that ended with a final failure (same request URI, credential headers
+	// and body) with that same answer — status, body and the recourse
+	// headers, plus X-Recourse-Replayed: true — without contacting the
+	// upstream, unless the upstream has answered a completion of that
+	// credential with a success since (R21.3). Clients that ignore
+	// X-Should-Retry then cannot multiply the proxy's attempts. Zero means
+	// DefaultRepeatWindow; a negative value turns the memory off. The
+	// memory keeps at most 1024 answers of up to 16 KiB of body, and the
+	// requests only as hashes.
+	RepeatWindow time.Duration
+	// OnClientRetry, when set, is told of every client retry and how the
+	// proxy answered it (ClientRetryReplayed, ClientRetryCharged,
+	// ClientRetryRefused), for a metric: the command counts them as
+	// recourse.proxy.client_retries. It is called synchronously on the
+	// request's goroutine, concurrently for concurrent requests, and must
+	// not block. Nil reports nothing. The chain's own metrics come from a
+	// per-call layer (otelbridge) in PerCall.
+	OnClientRetry func(ctx context.Context, answer ClientRetry)
 }
 
 // ConfigError reports an invalid Config field; its message names the field

@@ -83,9 +83,12 @@
 // Each lifecycle event of a recovered call is one structured slog line on
 // the Config's Logger, written as package eventlog writes it (message
 // eventlog.Message, attributes eventlog.Attrs), as is each request (message
-// "request"); see Handler for the attributes. Tracing is a per-call layer
-// in Config.PerCall (the command puts otelbridge/otlpjson's there); stall
-// limits are per-attempt layers in Config.PerAttempt, and provider hints
-// are a field of Config.Policy. A Handler is safe for concurrent use; Serve
-// runs it with a graceful shutdown.
+// "request"); see Handler for the attributes. Tracing and metrics are a
+// per-call layer in Config.PerCall (the command puts otelbridge's there, on
+// the OpenTelemetry OTLP and Prometheus exporters); stall limits are
+// per-attempt layers in Config.PerAttempt, and provider hints are a field
+// of Config.Policy. A repeat of a request that ended with a final failure
+// is answered from memory (Config.RepeatWindow), so that the proxy stays
+// the only retry owner whatever the client does. A Handler is safe for
+// concurrent use; Serve runs it with a graceful shutdown.
 package proxy

@@ -334,6 +334,7 @@ func TestClientRetriesAreChargedAsResends(t *testing.T) {
 	r := newRig(t, "openai", func(c *Config) {
 		c.Quota = q
 		c.Policy.MaxAttempts = 1 // the proxy itself resends nothing: only the clients' retries count
+		c.RepeatWindow = -1      // the quota's charge alone: the memory of final answers (R21.3) would answer these repeats
 	}, ok, scripted.JSON(503, overloaded), ok, ok, scripted.JSON(503, overloaded))
 	retry := func(n string) result {
 		return r.post(t, "/v1/chat/completions", chatBody, "X-Stainless-Retry-Count", n)

@@ -59,7 +59,9 @@ type Handler struct {
 	quota       *quota.Layer  // nil: none
 	log         *slog.Logger
 	now         func() time.Time
-	responses   *Handler // the Responses API of an openai proxy, or nil
+	responses   *Handler                           // the Responses API of an openai proxy, or nil
+	finals      *finals                            // nil: every request goes through (Config.RepeatWindow < 0)
+	onRetry     func(context.Context, ClientRetry) // Config.OnClientRetry
 }
 
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
@@ -115,6 +117,13 @@ func New(cfg Config) (*Handler, error) {
 	if h.now == nil {
 		h.now = time.Now
 	}
+	switch {
+	case cfg.RepeatWindow == 0:
+		h.finals = newFinals(DefaultRepeatWindow, h.now)
+	case cfg.RepeatWindow > 0:
+		h.finals = newFinals(cfg.RepeatWindow, h.now)
+	}
+	h.onRetry = cfg.OnClientRetry
 	perCall := cfg.PerCall[:len(cfg.PerCall):len(cfg.PerCall)]
 	if fl, err := fallbackLayer(&cfg, codec); err != nil {
 		return nil, err
@@ -171,9 +180,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, "ok\n")
 	case r.URL.Path == h.codec.Path() && r.Method == http.MethodPost:
-		h.complete(w, r)
+		h.owned(w, r)
 	case h.responses != nil && h.responses.routes(r):
-		h.responses.complete(w, r)
+		h.responses.owned(w, r)
 	default:
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
@@ -630,6 +639,7 @@ func (ex *exchange) charge(out *http.Request, body []byte) (int, bool) {
 	_ = json.Unmarshal(body, &m) // a body without a model keys the quota by upstream alone, as the engine does
 	res, v := h.quota.Bind(out.URL, m.Model, out.Header).Reserve(out.Context())
 	if v.Refusal != nil {
+		h.clientRetry(out.Context(), ClientRetryRefused)
 		ex.setQuotaRemaining(out, m.Model)
 		h.writeError(ex.w, http.StatusServiceUnavailable, string(layer.OutcomeQuotaExhausted),
 			"recourse-proxy: not sent: the request is a client retry ("+HeaderClientRetryCount+" above 0), charged as a resend, and the "+
@@ -640,6 +650,7 @@ func (ex *exchange) charge(out *http.Request, body []byte) (int, bool) {
 		h.log.LogAttrs(out.Context(), eventlog.Level(layer.EventQuotaUnavailable), eventlog.Message,
 			slog.String("type", string(layer.EventQuotaUnavailable)), slog.Bool("client_retry", true))
 	}
+	h.clientRetry(out.Context(), ClientRetryCharged)
 	ex.charged = res
 	return 0, false
 }

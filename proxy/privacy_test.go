@@ -2,22 +2,24 @@ package proxy
 
 import (
 	"context"
-	"io"
+	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/stall"
-	"github.com/recourse-dev/recourse/otelbridge/otlpjson"
+	"github.com/recourse-dev/recourse/otelbridge"
 )
 
 // The canaries: a fake credential, a prompt, a tool argument, a header
@@ -179,35 +181,37 @@ func withCooldown(c *Config) {
 	c.StreamCommitAfter = time.Nanosecond
 }
 
-// TestTracesCarryNoCanary exports the spans of canary calls as OTLP JSON
-// to a loopback receiver and scans every byte it got.
+// TestTracesCarryNoCanary records the spans and metrics of canary calls
+// (the OpenTelemetry SDK, as the command's exporters get them) and scans
+// every byte of them.
 func TestTracesCarryNoCanary(t *testing.T) {
-	var mu sync.Mutex
-	var got strings.Builder
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got.Write(b)
-		mu.Unlock()
-	}))
-	defer rcv.Close()
-	tr, err := otlpjson.NewTracing(rcv.URL, "recourse-proxy", nil)
-	require.NoError(t, err)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	rd := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
+	bridge := otelbridge.New(otelbridge.WithTracerProvider(tp), otelbridge.WithMeterProvider(mp))
 	echo := scripted.OpenAIError("server_error", "", "echo "+canaryText+" "+canaryPrompt)
 	events := scripted.OpenAIStream("Hel", "lo")
-	r := newRig(t, "openai", func(c *Config) { c.PerCall = []layer.Layer{tr.Layer()} },
+	r := newRig(t, "openai", func(c *Config) { c.PerCall = []layer.Layer{bridge} },
 		scripted.JSON(503, echo), scripted.JSON(200, scripted.OpenAIChat("ok")),
 		scripted.JSON(400, echo),
 		scripted.SSE(events...).Cut(len(events[0])+len(events[1])+4))
-	for _, body := range []string{canaryBody, canaryBody, canaryStreamBody} {
+	for _, body := range []string{canaryBody, canaryBody, canaryBody, canaryStreamBody} {
 		r.do(t, http.MethodPost, "/v1/chat/completions?key="+canaryQuery, body, "Authorization", "Bearer "+canaryKey, "X-Custom", canaryHeader)
 	}
 	r.logged(t, `"status":200,"outcome":"interrupted"`)
-	require.NoError(t, tr.Shutdown(context.Background()))
-	mu.Lock()
-	defer mu.Unlock()
-	require.Contains(t, got.String(), `"name":"chat gpt-4o-mini"`, "the spans arrived")
+	require.NoError(t, tp.ForceFlush(context.Background()))
+	spans, err := json.Marshal(exp.GetSpans()) // before Shutdown, which empties the exporter
+	require.NoError(t, err)
+	require.NoError(t, tp.Shutdown(context.Background()))
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, rd.Collect(context.Background(), &rm))
+	metrics, err := json.Marshal(rm)
+	require.NoError(t, err)
+	require.Contains(t, string(spans), `"Name":"chat gpt-4o-mini"`, "the spans were recorded")
+	require.Contains(t, string(metrics), "recourse.client.attempts", "the metrics were recorded")
 	for _, c := range canaries {
-		assert.NotContains(t, got.String(), c)
+		assert.NotContains(t, string(spans), c)
+		assert.NotContains(t, string(metrics), c)
 	}
 }

@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/recourse-dev/recourse => ../
 
 require (
-	github.com/recourse-dev/recourse v0.0.0-00010101000000-000000000000
+	github.com/recourse-dev/recourse v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

@@ -20,7 +20,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/recourse-dev/recourse/internal/scripted"
 )
@@ -256,38 +259,135 @@ func TestBinarySIGTERM(t *testing.T) {
 	}
 }
 
-// TestBinaryExportsTraces runs the binary with -otlp-endpoint: after a
-// recovered call and SIGTERM, the loopback receiver holds the call's spans
-// as OTLP JSON.
-func TestBinaryExportsTraces(t *testing.T) {
-	var mu sync.Mutex
-	var bodies []string
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// otlpReceiver is a loopback OTLP/HTTP receiver keeping the trace and
+// metric export requests it got, decoded from protobuf.
+type otlpReceiver struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	traces  []*coltrace.ExportTraceServiceRequest
+	metrics []*colmetric.ExportMetricsServiceRequest
+	raw     []string // path, content type and body of every request
+}
+
+func newOTLPReceiver(t *testing.T) *otlpReceiver {
+	o := &otlpReceiver{}
+	o.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, r.URL.Path+" "+r.Header.Get("Content-Type")+" "+string(b))
-		mu.Unlock()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.raw = append(o.raw, r.URL.Path+" "+r.Header.Get("Content-Type")+" "+string(b))
+		switch r.URL.Path {
+		case "/v1/traces":
+			m := &coltrace.ExportTraceServiceRequest{}
+			if proto.Unmarshal(b, m) == nil {
+				o.traces = append(o.traces, m)
+			}
+		case "/v1/metrics":
+			m := &colmetric.ExportMetricsServiceRequest{}
+			if proto.Unmarshal(b, m) == nil {
+				o.metrics = append(o.metrics, m)
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
-	defer rcv.Close()
-	up := scripted.New(scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded")), scripted.JSON(200, scripted.OpenAIChat("ok")))
-	defer up.Close()
-	p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-base-delay", "0s", "-otlp-endpoint", rcv.URL})
-	resp, err := http.Post(p.url+"/v1/chat/completions", "application/json",
-		strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
-	require.NoError(t, err)
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	http.DefaultClient.CloseIdleConnections()
-	require.Equal(t, 200, resp.StatusCode)
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, p.wait(t), p.log())
-	mu.Lock()
-	defer mu.Unlock()
-	require.Len(t, bodies, 1, "the batch is sent at exit")
-	assert.True(t, strings.HasPrefix(bodies[0], "/v1/traces application/json {"), bodies[0])
-	assert.Contains(t, bodies[0], `{"key":"service.name","value":{"stringValue":"recourse-proxy"}}`)
-	assert.Contains(t, bodies[0], `"name":"chat gpt-4o-mini"`)
-	assert.Contains(t, bodies[0], `{"key":"http.request.resend_count","value":{"intValue":"1"}}`)
+	t.Cleanup(o.srv.Close)
+	return o
+}
+
+// spans returns the names and attributes (key=value) of every span
+// received, and the service names of their resources.
+func (o *otlpReceiver) spans() (names []string, attrs []string, services []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, req := range o.traces {
+		for _, rs := range req.ResourceSpans {
+			for _, a := range rs.Resource.Attributes {
+				if a.Key == "service.name" {
+					services = append(services, a.Value.GetStringValue())
+				}
+			}
+			for _, ss := range rs.ScopeSpans {
+				for _, sp := range ss.Spans {
+					names = append(names, sp.Name)
+					for _, a := range sp.Attributes {
+						attrs = append(attrs, a.Key+"="+fmt.Sprint(a.Value.GetIntValue())+a.Value.GetStringValue())
+					}
+				}
+			}
+		}
+	}
+	return names, attrs, services
+}
+
+// metricNames returns the names of every metric received.
+func (o *otlpReceiver) metricNames() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var names []string
+	for _, req := range o.metrics {
+		for _, rm := range req.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					names = append(names, m.Name)
+				}
+			}
+		}
+	}
+	return names
+}
+
+// TestR21_5_BinaryExportsTracesAndMetricsOverOTLP runs the binary with
+// -otlp-endpoint, and then with the standard OTEL_EXPORTER_OTLP_ENDPOINT
+// alone: after a recovered call and SIGTERM, the loopback receiver holds
+// the call's spans and the metrics, sent by the OpenTelemetry OTLP/HTTP
+// exporters as protobuf, with no credential in them.
+func TestR21_5_BinaryExportsTracesAndMetricsOverOTLP(t *testing.T) {
+	const canary = "sk-otlp-canary-9b1e"
+	for _, how := range []string{"flag", "environment"} {
+		t.Run(how, func(t *testing.T) {
+			rcv := newOTLPReceiver(t)
+			up := scripted.New(scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded")), scripted.JSON(200, scripted.OpenAIChat("ok")))
+			defer up.Close()
+			args := []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-base-delay", "0s"}
+			var env []string
+			if how == "flag" {
+				args = append(args, "-otlp-endpoint", rcv.srv.URL)
+			} else {
+				env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.srv.URL, "OTEL_SERVICE_NAME=proxy-from-env")
+			}
+			p := start(t, args, env...)
+			req, err := http.NewRequest(http.MethodPost, p.url+"/v1/chat/completions",
+				strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+canary)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			http.DefaultClient.CloseIdleConnections()
+			require.Equal(t, 200, resp.StatusCode)
+			require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+			require.Equal(t, 0, p.wait(t), p.log())
+
+			names, attrs, services := rcv.spans()
+			assert.Contains(t, names, "chat gpt-4o-mini")
+			assert.Contains(t, attrs, "http.request.resend_count=1")
+			want := "recourse-proxy"
+			if how == "environment" {
+				want = "proxy-from-env"
+			}
+			require.NotEmpty(t, services)
+			assert.Equal(t, want, services[0], "service.name, OTEL_SERVICE_NAME winning")
+			assert.Contains(t, rcv.metricNames(), "recourse.client.attempts")
+			assert.Contains(t, rcv.metricNames(), "recourse.client.resends")
+			rcv.mu.Lock()
+			defer rcv.mu.Unlock()
+			for _, r := range rcv.raw {
+				assert.True(t, strings.HasPrefix(r, "/v1/traces application/x-protobuf ") || strings.HasPrefix(r, "/v1/metrics application/x-protobuf "), r[:min(len(r), 60)])
+				assert.NotContains(t, r, canary)
+			}
+		})
+	}
 }
 
 // TestBinaryStallHintsAndQuota runs the binary with the stall, hint and
@@ -307,7 +407,8 @@ func TestBinaryStallHintsAndQuota(t *testing.T) {
 	defer up.Close()
 	p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-base-delay", "0s", "-max-attempts", "3",
 		"-header-timeout", "1m", "-first-output-timeout", "10m", "-idle-timeout", "1s", "-provider-hints",
-		"-quota-ratio", "0", "-quota-floor", "1", "-quota-window", "10m"})
+		"-quota-ratio", "0", "-quota-floor", "1", "-quota-window", "10m",
+		"-repeat-window", "0"}) // the same body is sent again on purpose: without the memory of final answers (R21.3)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}

@@ -57,19 +57,26 @@ type settings struct {
 	quotaFloor  int
 	cooldown    bool
 	quotaKey    string
+	fleetCap    int
+	redis       string
+
+	getenv func(string) string // the environment parse read: the Redis credentials and the fallback keys
+	log    *slog.Logger        // where the Redis store reports outages; nil: nowhere
+	fleet  *fleet              // the Redis store config made, closed at exit; nil without -redis
 
 	fallback         string
 	fallbackStatuses string
-	getenv           func(string) string // the environment parse read, for the fallback keys
 
 	set map[string]bool // the flags given, on the command line or in the environment
 
-	maxBody     int64
-	commitAfter time.Duration
-	grace       time.Duration
-	logFormat   string
-	logLevel    string
-	otlp        string
+	maxBody      int64
+	commitAfter  time.Duration
+	repeatWindow time.Duration
+	grace        time.Duration
+	logFormat    string
+	logLevel     string
+	otlp         string
+	metrics      bool
 }
 
 // define registers every flag on fs. Adding a setting is one line here and
@@ -103,12 +110,16 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.StringVar(&s.quotaKey, "quota-key", "upstream", "what one quota counts: upstream (scheme, host and port), or narrowed by model, credential (the Authorization or API key header, kept only as a hash) or model,credential")
 
 	defineFallback(fs, s)
+	fs.StringVar(&s.redis, "redis", "", "share the quota's cooldown horizon and -quota-fleet-cap between every proxy of a fleet through this Redis: host:port, or a redis:// or rediss:// (TLS) URL without a password; the password is read from "+envRedisPassword+" (and a username from "+envRedisUsername+", TLS for a host:port from "+envRedisTLS+"=true), never from the command line. When Redis fails or is slow the quota fails open: each proxy decides alone (empty: each proxy keeps its own)")
+	fs.IntVar(&s.fleetCap, "quota-fleet-cap", 0, "with -redis, the most resends per -quota-window that every proxy of the fleet together may send to one upstream, whatever the ratio and floor allow each (0: none)")
 	fs.Int64Var(&s.maxBody, "max-body", proxy.DefaultMaxBodyBytes, "the largest completion request body in bytes; a larger one is answered 413")
 	fs.DurationVar(&s.commitAfter, "stream-commit-after", proxy.DefaultStreamCommitAfter, "how long a streaming client may wait without a byte before the proxy commits its 200 and writes retry notices; a later failure is then an in-band error (0: at the first backoff; negative: never; no effect on ollama)")
+	fs.DurationVar(&s.repeatWindow, "repeat-window", proxy.DefaultRepeatWindow, "how long a repeat of a completion that ended with a final failure (same credential, same body) is answered that same answer without contacting the upstream, unless the credential has had a success since; it keeps clients that ignore X-Should-Retry from multiplying attempts, and a person retrying within it gets the same answer (0: off)")
 	fs.DurationVar(&s.grace, "grace", proxy.DefaultGrace, "on SIGTERM or SIGINT, how long in-flight requests may finish before they are cut")
 	fs.StringVar(&s.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug (adds Ollama progress events), info, warn or error")
-	fs.StringVar(&s.otlp, "otlp-endpoint", "", "send traces (one span per call, one per wire attempt) to this OTLP/HTTP receiver, for example http://127.0.0.1:4318, as OTLP JSON (empty: no traces)")
+	fs.StringVar(&s.otlp, "otlp-endpoint", "", "send traces (one span per call, one per wire attempt) and metrics to this OTLP/HTTP receiver, for example http://127.0.0.1:4318 (to /v1/traces and /v1/metrics), with the OpenTelemetry exporters; empty: only if the standard OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT, _METRICS_ENDPOINT) is set, whose other OTEL_EXPORTER_OTLP_* variables apply too")
+	fs.BoolVar(&s.metrics, "metrics", true, "serve the metrics (attempts, resends, outcomes, stalls, hints, quota, client retries) in the Prometheus text format on GET /metrics at the listen address (-metrics=false: not)")
 }
 
 // usageHead is printed by -h before the flags.
@@ -207,9 +218,19 @@ func (s *settings) config() (proxy.Config, error) {
 		return cfg, err
 	}
 	cfg.Policy = p
+	switch {
+	case s.repeatWindow < 0:
+		return cfg, fmt.Errorf("-repeat-window is %v; want a positive duration, or 0 to send every repeat upstream", s.repeatWindow)
+	case s.repeatWindow == 0:
+		cfg.RepeatWindow = -1
+	default:
+		cfg.RepeatWindow = s.repeatWindow
+	}
 	if cfg.PerAttempt, err = s.stallLayers(); err != nil {
 		return cfg, err
 	}
+	// The quota comes last: with -redis it opens a client, which no later
+	// error may leak.
 	if cfg.Quota, err = s.quotaLayer(); err != nil {
 		return cfg, err
 	}
@@ -249,7 +270,7 @@ func (s *settings) stallLayers() ([]layer.Layer, error) {
 }
 
 // quotaFlags are the settings that only mean something with -quota.
-var quotaFlags = []string{"quota-ratio", "quota-window", "quota-floor", "quota-key", "quota-cooldown"}
+var quotaFlags = []string{"quota-ratio", "quota-window", "quota-floor", "quota-key", "quota-cooldown", "redis", "quota-fleet-cap"}
 
 // quotaLayer returns the retry quota of s, or nil with -quota=false.
 func (s *settings) quotaLayer() (*quota.Layer, error) {
@@ -285,7 +306,19 @@ func (s *settings) quotaLayer() (*quota.Layer, error) {
 			return nil, fmt.Errorf("-quota-key: %q is not a key; want upstream, model, credential or model,credential", k)
 		}
 	}
-	return quota.New(opts...)
+	fo, f, err := s.fleetOptions(s.getenv, s.log)
+	if err != nil {
+		return nil, err
+	}
+	q, err := quota.New(append(opts, fo...)...)
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, err
+	}
+	s.fleet = f
+	return q, nil
 }
 
 // logger returns the stderr logger for s.

@@ -17,6 +17,7 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/stall"
+	"github.com/recourse-dev/recourse/proxy"
 )
 
 func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
@@ -301,4 +302,31 @@ func TestBadStallAndQuotaSettings(t *testing.T) {
 		require.Error(t, err, tc.want)
 		assert.Contains(t, err.Error(), tc.want)
 	}
+}
+
+// TestR21_3_RepeatWindowFlag: -repeat-window sets the proxy's memory of
+// final answers, 0 turns it off, and its variable works.
+func TestR21_3_RepeatWindowFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want time.Duration
+	}{
+		{nil, nil, proxy.DefaultRepeatWindow},
+		{[]string{"-repeat-window", "90s"}, nil, 90 * time.Second},
+		{[]string{"-repeat-window", "0"}, nil, -1},
+		{nil, map[string]string{"RECOURSE_PROXY_REPEAT_WINDOW": "0"}, -1},
+		{nil, map[string]string{"RECOURSE_PROXY_REPEAT_WINDOW": "5m"}, 5 * time.Minute},
+	} {
+		s, err := parse(append([]string{"-upstream", "https://api.openai.com"}, tc.args...), env(tc.env), &bytes.Buffer{})
+		require.NoError(t, err)
+		cfg, err := s.config()
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, cfg.RepeatWindow, "%v %v", tc.args, tc.env)
+	}
+	s, err := parse([]string{"-upstream", "https://api.openai.com", "-repeat-window", "-1s"}, env(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	_, err = s.config()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-repeat-window is -1s")
 }

@@ -16,7 +16,10 @@
 // SIGTERM or SIGINT stops accepting, closes the connections with no
 // request in flight at once, lets in-flight calls finish within -grace,
 // cuts the rest with an in-band error and exits 0. With
-// -otlp-endpoint it sends traces as OTLP JSON. The stall limits
+// -otlp-endpoint, or the standard OTEL_EXPORTER_OTLP_* variables, it sends
+// traces and metrics with the OpenTelemetry OTLP/HTTP exporters, and it
+// serves its metrics on GET /metrics through the OpenTelemetry Prometheus
+// exporter (-metrics=false: not). The stall limits
 // (-header-timeout, -first-output-timeout, -idle-timeout) and the provider
 // hints (-provider-hints) are off unless set; the retry quota (-quota,
 // -quota-ratio, -quota-window, -quota-floor, -quota-key, -quota-cooldown) is on, because one
@@ -36,7 +39,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/recourse-dev/recourse/otelbridge/otlpjson"
+	"go.opentelemetry.io/otel"
+
 	"github.com/recourse-dev/recourse/proxy"
 )
 
@@ -61,12 +65,20 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	var cfg proxy.Config
 	if err == nil {
+		s.log = log
 		cfg, err = s.config()
 	}
-	var tracing *otlpjson.Tracing
-	if err == nil && s.otlp != "" {
-		if tracing, err = otlpjson.NewTracing(s.otlp, "recourse-proxy", log); err == nil {
-			cfg.PerCall = append(cfg.PerCall, tracing.Layer())
+	if s.fleet != nil {
+		defer s.fleet.Close()
+	}
+	var tel *telemetry
+	if err == nil {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(e error) {
+			log.LogAttrs(context.Background(), slog.LevelWarn, "telemetry export failed", slog.String("error", e.Error()))
+		}))
+		if tel, err = newTelemetry(context.Background(), s, getenv); err == nil {
+			cfg.PerCall = append(cfg.PerCall, tel.layer())
+			cfg.OnClientRetry = tel.onClientRetry()
 		}
 	}
 	var h *proxy.Handler
@@ -90,18 +102,13 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		slog.Int("max_attempts", s.maxAttempts), slog.String("admit", s.admit),
 		slog.Bool("quota", s.quota), slog.Bool("provider_hints", s.providerHints),
 		slog.String("header_timeout", s.headerTimeout.String()), slog.String("first_output_timeout", s.firstOutputTimeout.String()),
-		slog.String("idle_timeout", s.idleTimeout.String()))
+		slog.String("idle_timeout", s.idleTimeout.String()),
+		slog.String("redis", redisAddr(s.redis)), slog.Int("quota_fleet_cap", s.fleetCap))
 	code := 0
-	if err := proxy.Serve(ctx, ln, h, s.grace, log); err != nil {
+	if err := proxy.Serve(ctx, ln, tel.handler(h), s.grace, log); err != nil {
 		fmt.Fprintln(stderr, "recourse-proxy:", err)
 		code = 1
 	}
-	if tracing != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), otlpjson.DefaultTimeout)
-		if err := tracing.Shutdown(sctx); err != nil {
-			log.LogAttrs(sctx, slog.LevelWarn, "trace export at exit failed", slog.String("error", err.Error()))
-		}
-		cancel()
-	}
+	tel.shutdown(log)
 	return code
 }

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
+		for _, f := range []string{"package.json", "package-lock.json", "client.mjs", "ai-sdk.mjs", "langchain.mjs"} {
 			b, err := os.ReadFile(filepath.Join("node", f))
 			if err == nil {
 				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
