@@ -392,7 +392,9 @@ func (a *Attempt) Decodes() bool {
 }
 
 // EndStream tells the stream decoder that HTTP EOF arrived and returns its
-// verdict: nil, or the error of an incomplete stream.
+// verdict: nil, or the error of an incomplete stream. The decoder may queue
+// frames as it ends (StreamDecoder.End): the caller takes them with
+// NextFrame before acting on the verdict.
 func (a *Attempt) EndStream() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()

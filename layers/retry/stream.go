@@ -37,6 +37,10 @@ type streamBody struct {
 	// framed says that an in-band error frame (the provider's or the
 	// codec's) was handed over: the read error follows.
 	framed bool
+	// atEOF says that the current attempt's body reached HTTP EOF and its
+	// decoder was ended; endErr is the decoder's verdict.
+	atEOF  bool
+	endErr error
 }
 
 func (c *call) openStream(n int, resp *http.Response) *http.Response {
@@ -68,6 +72,13 @@ func (b *streamBody) NextFrame() (layer.Frame, error) {
 		}
 		if b.readErr != nil {
 			err := b.readErr
+			if err == io.EOF && !b.atEOF {
+				// The decoder may queue the frames of a final line left
+				// without its terminator as it ends (R13.3): they are
+				// handled before its verdict.
+				b.atEOF, b.endErr = true, b.a.EndStream()
+				continue
+			}
 			b.readErr = nil
 			b.ended(err)
 			continue
@@ -197,7 +208,7 @@ func (b *streamBody) ended(err error) {
 	case ce != nil:
 		b.fail(layer.CategoryTransport, captureCause(ce), ce, nil)
 	case err == io.EOF:
-		cause := b.a.EndStream()
+		cause := b.endErr
 		if cause == nil {
 			cause = io.ErrUnexpectedEOF
 		}
@@ -272,6 +283,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		return
 	}
 	b.n, b.a, b.resp, b.readErr = c.wire, c.cur, resp, nil
+	b.atEOF, b.endErr = false, nil
 }
 
 // Deliver records evidence handed to the consumer.
