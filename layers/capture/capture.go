@@ -202,7 +202,10 @@ func (b *body) Read(p []byte) (int, error) {
 }
 
 // Close ends the body. A body closed before its end still gets its final
-// (incomplete) snapshot, so that every attempt's capture ends.
+// (incomplete) snapshot, so that every attempt's capture ends; when that
+// snapshot's hook fails, Close returns the *layer.CaptureError (the
+// closer decides what it means, R12.3), and otherwise the body's own
+// Close error.
 func (b *body) Close() error {
 	err := b.rc.Close()
 	if !b.done && b.fail == nil {
@@ -211,6 +214,9 @@ func (b *body) Close() error {
 			b.fail = b.snapshot(nil, false)
 		} else {
 			b.fail = b.snapshot(b.buf, false)
+		}
+		if b.fail != nil {
+			return b.fail
 		}
 	}
 	return err

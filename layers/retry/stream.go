@@ -173,7 +173,28 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 	before := b.a.Progress().Delivered
 	b.a.Deliver(layer.Counts{CompletedToolCalls: f.Semantic().CompletedToolCalls})
 	b.a.Finish() // the sender keeps the connection for reuse
-	closeResp(b.resp)
+	// Closing the body takes the capture's end marker when HTTP EOF did not
+	// come first. Its hook decides here, before the success is reported —
+	// one decision, whichever read the end marker came with: a hook that
+	// cancelled the call ends it cancelled, one that failed ends it
+	// capture_failed, and attempt_succeeded is never followed by a failure
+	// of the capture (R11, R12.3).
+	var closeErr error
+	if b.resp != nil && b.resp.Body != nil {
+		closeErr = b.resp.Body.Close()
+	}
+	if ce := captureError(closeErr); ce != nil || c.ctx.Err() != nil {
+		b.a.SetDelivered(before)
+		switch {
+		case c.ctx.Err() != nil && ce != nil:
+			b.fail(layer.CategoryCancellation, captureCause(ce), ce, nil)
+		case c.ctx.Err() != nil:
+			b.fail(layer.CategoryCancellation, c.ctx.Err(), nil, nil)
+		default:
+			b.fail(layer.CategoryTransport, captureCause(ce), ce, nil)
+		}
+		return false
+	}
 	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
 		b.err = err
 		return false
