@@ -285,8 +285,10 @@ func (c *Chain) Order() string {
 	return strings.Join(names, " > ")
 }
 
-// Policy returns a copy of the recovery policy of the chain's engine, or nil
-// when the chain does not recover.
+// Policy returns a deep copy of the recovery policy of the chain's engine
+// (retry.Policy.Clone), or nil when the chain does not recover: changing
+// the copy — its slices or durations included — never changes the chain
+// (R3.4).
 func (c *Chain) Policy() *retry.Policy {
 	if c.engine == nil {
 		return nil
@@ -331,6 +333,8 @@ type config struct {
 
 // WithPolicy sets the recovery policy of the default chain; without it the
 // chain recovers with the zero Policy (every default, one wire attempt).
+// The chain keeps a deep copy of p: changing p's slices or durations after
+// the chain is built changes nothing (R3.4).
 func WithPolicy(p retry.Policy) Option { return func(c *config) { c.policy = &p } }
 
 // WithoutRecovery makes the default chain a plain POST (R1.1): no retries,

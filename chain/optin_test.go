@@ -9,8 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -79,4 +82,30 @@ func TestR1_1_SuccessIsIdenticalWithAndWithoutRecovery(t *testing.T) {
 	assert.Equal(t, pr[0].Body, rr[0].Body, "R1.1: same request body")
 	assert.Equal(t, pr[0].Header, rr[0].Header, "R1.1: same request headers")
 	assert.Equal(t, pr[0].Path, rr[0].Path)
+}
+
+// TestR13_3_PlainOllamaStreamAcceptsAnUnterminatedDoneLine: without
+// recovery (R1.1) too, an Ollama stream whose final done:true line reaches
+// HTTP EOF without its "\n" ends at that line, accepted.
+func TestR13_3_PlainOllamaStreamAcceptsAnUnterminatedDoneLine(t *testing.T) {
+	const done = `{"model":"llama3.2","message":{"role":"assistant","content":"!"},"done":true,"done_reason":"stop"}`
+	st := scripted.NDJSON(`{"model":"llama3.2","message":{"role":"assistant","content":"hi"},"done":false}`, done)
+	st.Chunks[len(st.Chunks)-1] = []byte(done)
+	srv := startServer(t, st)
+	ch, err := chain.Default(ollama.New(), chain.WithoutRecovery(), chain.WithTransport(newTransport(t)))
+	require.NoError(t, err)
+	cl, err := chain.NewClient(srv.URL, ch)
+	require.NoError(t, err)
+	req := canaryRequest()
+	req.Model = "llama3.2"
+	var text string
+	var last chat.Chunk
+	for c, err := range cl.Stream(context.Background(), req) {
+		require.NoError(t, err)
+		text += c.Content
+		last = c
+	}
+	assert.Equal(t, "hi!", text)
+	assert.True(t, last.Done, "the unterminated done line is the terminal chunk")
+	assert.Equal(t, 1, srv.Count())
 }

@@ -234,6 +234,8 @@ type plainFrames struct {
 	dec     layer.StreamDecoder
 	buf     []byte
 	readErr error // the body's error, taken once the frames read with it are handed over
+	ended   bool  // End was called (at HTTP EOF)
+	endErr  error // End's verdict
 	err     error
 }
 
@@ -257,7 +259,13 @@ func (p *plainFrames) NextFrame() (layer.Frame, error) {
 			// first: a Read may return its last bytes together with io.EOF
 			// (R1.1: as a plain client reads them).
 			if err == io.EOF {
-				if err = p.dec.End(); err == nil {
+				if !p.ended {
+					// End may queue the frames of a final line left
+					// without its terminator (R13.3): they come first.
+					p.ended, p.endErr = true, p.dec.End()
+					continue
+				}
+				if err = p.endErr; err == nil {
 					err = io.ErrUnexpectedEOF
 				}
 			}

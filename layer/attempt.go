@@ -69,6 +69,30 @@ func (e *CaptureError) Error() string {
 	return "recourse: " + string(e.Direction) + " capture failed"
 }
 
+// BodyCapture is implemented by a response body while capture is on
+// (package layers/capture). By default the body of an ordinary or
+// structured response keeps its own copy of the bytes read, for its one
+// response snapshot (R12.2). A reader that keeps the bytes itself — the
+// retry engine, which holds the whole body, or only the first bytes of a
+// body over its limit — calls KeepBytes before reading and CaptureBody once
+// it has read, so that no body is held twice and a refused oversize body
+// costs its limit once (R4.9). For a stream's body both are no-ops: its
+// snapshots are taken chunk by chunk as it is read.
+type BodyCapture interface {
+	// KeepBytes tells the body that its reader keeps the bytes and hands
+	// them over with CaptureBody: from then on the body copies nothing as
+	// it is read.
+	KeepBytes()
+	// CaptureBody takes the response snapshot from b, the bytes the reader
+	// kept: the body as read, or, when over is true, the first bytes of a
+	// body refused for its size (that snapshot is not Complete). The
+	// snapshot holds its own copy of b. CaptureBody returns the
+	// *CaptureError of a failed hook (with the body's read error as its
+	// Transport, if there was one), or nil. Only its first call, before
+	// Close, takes the snapshot; a later call returns the same result.
+	CaptureBody(b []byte, over bool) error
+}
+
 // Attempt is the typed per-attempt state that the retry layer places in the
 // request context for the wire-plane layers (capture, progress, redirect
 // guard, sender), reached with AttemptFrom. Its methods are safe for
@@ -412,7 +436,9 @@ func (a *Attempt) Decodes() bool {
 }
 
 // EndStream tells the stream decoder that HTTP EOF arrived and returns its
-// verdict: nil, or the error of an incomplete stream.
+// verdict: nil, or the error of an incomplete stream. The decoder may queue
+// frames as it ends (StreamDecoder.End): the caller takes them with
+// NextFrame before acting on the verdict.
 func (a *Attempt) EndStream() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -60,7 +60,10 @@ type StreamDecoder interface {
 	Observer
 	// Next returns the next queued frame, or ok=false when none is queued.
 	Next() (f Frame, ok bool)
-	// End is called at HTTP EOF. It returns the error for a stream that
-	// ended before its terminal frame (an incomplete stream), or nil.
+	// End is called once, at HTTP EOF. It may queue the frames of a final
+	// line left without its terminator (a codec decision, R13.3), which
+	// the caller takes with Next before acting on the verdict; it returns
+	// the error for a stream that ended before its terminal frame (an
+	// incomplete stream), or nil when the terminal frame has been queued.
 	End() error
 }

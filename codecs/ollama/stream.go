@@ -33,16 +33,14 @@ var ErrIncompleteStream = errors.New("recourse: ollama stream ended before done"
 //
 // Frames other than keepalives and malformed-line errors are numbered from 1
 // (Frame.Index, the progress index of R13.6). Every frame's Raw is its exact
-// line, "\n" included.
+// line, "\n" included (none for a final line framed at End).
 //
-// A line is a frame only once its "\n" arrived: Ollama terminates every line,
-// the final done line included, so a stream whose last line has no "\n" at
-// HTTP EOF was cut. End then reports ErrIncompleteStream (an incomplete
-// stream, R13.3), even when the unterminated bytes hold a whole done:true
-// object: the framing never completed, the line is not delivered as a frame
-// (its bytes were never passed through), and accepting it would make the
-// verdict depend on where a cut happened to fall. The SSE decoder treats an
-// event without its closing blank line the same way.
+// A line is a frame once its "\n" arrived. At HTTP EOF (End) a final line
+// left without its "\n" is a frame too when it holds one whole JSON value —
+// a done:true line so sent is the accepted end, as the official Ollama
+// clients parse what remains buffered at the end (R13.3); a final line that
+// is not a whole JSON value was cut, and the stream is incomplete
+// (ErrIncompleteStream), as before.
 type streamDecoder struct {
 	framer  *ndjson.Framer
 	q       frames.Queue
@@ -68,7 +66,15 @@ func (d *streamDecoder) Observed() layer.Counts { return d.counts }
 
 func (d *streamDecoder) Next() (layer.Frame, bool) { return d.q.Next() }
 
+// End frames a final unterminated line that holds one whole JSON value (its
+// frames are queued for Next), then reports ErrIncompleteStream unless the
+// terminal frame has been queued.
 func (d *streamDecoder) End() error {
+	if !d.q.Ended() {
+		if l, ok := d.framer.Final(); ok && json.Valid(l.Value) {
+			d.line(l)
+		}
+	}
 	if d.q.Ended() {
 		return nil
 	}

@@ -129,7 +129,16 @@ func feedStream(t testing.TB, writes [][]byte) nresult {
 		}
 		r.observed = append(r.observed, d.Observed())
 	}
-	r.final, r.end = d.Observed(), d.End()
+	r.end = d.End()
+	for {
+		// End may queue the frames of a final unterminated line.
+		f, ok := d.Next()
+		if !ok {
+			break
+		}
+		r.frames = append(r.frames, f)
+	}
+	r.final = d.Observed()
 	return r
 }
 
@@ -408,16 +417,62 @@ func TestR13_3_OllamaEOFBeforeDoneIsIncomplete(t *testing.T) {
 		{name: "done:false last", in: contentOf("a") + `{"model":"m","message":{"content":""},"done":false}` + "\n", incomplete: true,
 			want: []nview{ncontent(1, "a"), ncontent(2, "")}},
 		{
-			name:       "a whole done line without its newline at EOF",
-			in:         contentOf("a"),
-			tail:       strings.TrimSuffix(doneLine("stop"), "\n"),
-			incomplete: true,
-			want:       []nview{ncontent(1, "a")},
-		},
-		{
 			name:       "cut mid-line",
 			in:         contentOf("a"),
 			tail:       `{"model":"llama3.2","message":{"role":"assistant","content":"b`,
+			incomplete: true,
+			want:       []nview{ncontent(1, "a")},
+		},
+	})
+}
+
+// TestR13_3_OllamaFinalLineWithoutNewlineIsAFrame: at HTTP EOF a final line
+// left without its "\n" that holds one whole JSON value is a frame, as the
+// official Ollama clients parse what remains buffered at the end — so a
+// done:true line sent without "\n" (or with whitespace after it) is the
+// accepted end; a content line so sent is delivered and the stream is
+// still incomplete; a done_reason length line so sent ends it as
+// incomplete_completion; a line cut inside its JSON stays a cut.
+func TestR13_3_OllamaFinalLineWithoutNewlineIsAFrame(t *testing.T) {
+	t.Parallel()
+	done := strings.TrimSuffix(doneLine("stop"), "\n")
+	runStreamCases(t, []ndjsonCase{
+		{
+			name: "done stop without newline",
+			in:   contentOf("a") + done,
+			want: []nview{ncontent(1, "a"), ndone(2, ncompletion("a", "", fullUsage), fullMetrics)},
+		},
+		{
+			name: "done stop, then a space, without newline",
+			in:   contentOf("a") + done + " ",
+			want: []nview{ncontent(1, "a"), ndone(2, ncompletion("a", "", fullUsage), fullMetrics)},
+		},
+		{
+			name: "done stop, then CR, without newline",
+			in:   contentOf("a") + done + "\r",
+			want: []nview{ncontent(1, "a"), ndone(2, ncompletion("a", "", fullUsage), fullMetrics)},
+		},
+		{
+			name: "done stop alone without newline",
+			in:   done,
+			want: []nview{ndone(1, ncompletion("", "", fullUsage), fullMetrics)},
+		},
+		{
+			name:       "a content line without newline is delivered, the stream is incomplete",
+			in:         contentOf("a") + strings.TrimSuffix(contentOf("b"), "\n"),
+			incomplete: true,
+			want:       []nview{ncontent(1, "a"), ncontent(2, "b")},
+		},
+		{
+			name: "done length without newline",
+			in:   strings.TrimSuffix(doneLine("length"), "\n"),
+			want: []nview{{Index: 1, FinishReason: "length", Completion: &chat.Completion{FinishReason: "length", Model: "llama3.2", Usage: fullUsage},
+				Metrics: fullMetrics, Err: "stream incomplete_completion finish=length"}},
+		},
+		{
+			name:       "cut inside the done line",
+			in:         contentOf("a"),
+			tail:       done[:len(done)-1],
 			incomplete: true,
 			want:       []nview{ncontent(1, "a")},
 		},
@@ -431,10 +486,14 @@ func TestR13_3_OllamaEndVerdict(t *testing.T) {
 		t.Fatalf("End before any byte = %v", d.End())
 	}
 	d.Write([]byte(contentOf("a") + strings.TrimSuffix(doneLine("stop"), "\n")))
-	if !errors.Is(d.End(), ollama.ErrIncompleteStream) {
-		t.Fatalf("End with an unterminated done line = %v", d.End())
+	if err := d.End(); err != nil {
+		t.Fatalf("End with an unterminated whole done line = %v, want nil (R13.3)", err)
 	}
-	d.Write([]byte("\n"))
+	if err := d.End(); err != nil {
+		t.Fatalf("End called again = %v", err)
+	}
+	d = newStream(t)
+	d.Write([]byte(contentOf("a") + doneLine("stop")))
 	if err := d.End(); err != nil {
 		t.Fatalf("End after the done line = %v", err)
 	}

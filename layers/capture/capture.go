@@ -5,7 +5,11 @@
 // refused redirects, partial bodies and a transport failure before headers
 // (an empty, incomplete snapshot with no status).
 //
-// Ordinary calls get one response snapshot, taken when the body ends.
+// Ordinary calls get one response snapshot, taken when the body ends — or,
+// when the reader keeps the bytes itself (layer.BodyCapture, as the retry
+// engine does), from the bytes it hands over, so that the body is never
+// held twice: a body refused for its size is snapshotted with the first
+// bytes the engine kept of it, not complete (R4.9, R12.2).
 // Streaming calls get one snapshot per received byte chunk with the exact
 // bytes, then an empty end marker whose Complete reports HTTP EOF; the
 // sequence index restarts with every attempt (R12.2).
@@ -138,10 +142,52 @@ type body struct {
 	header  http.Header
 	chunked bool
 
-	buf  []byte // ordinary: everything read so far
+	buf  []byte // ordinary, unless the reader keeps the bytes: everything read so far
 	seq  int
 	done bool
 	fail *layer.CaptureError
+
+	// keep says that the reader keeps the bytes and hands them over
+	// (layer.BodyCapture); eof and rerr remember how the body ended until
+	// it does.
+	keep bool
+	eof  bool
+	rerr error
+}
+
+var _ layer.BodyCapture = (*body)(nil)
+
+// KeepBytes implements layer.BodyCapture: an ordinary body stops copying
+// what is read. It is a no-op for a stream's body.
+func (b *body) KeepBytes() {
+	if !b.chunked {
+		b.keep = true
+	}
+}
+
+// CaptureBody implements layer.BodyCapture: the one response snapshot of
+// an ordinary body, from the bytes its reader kept — complete when the
+// body reached HTTP EOF and was not refused for its size (over). It is a
+// no-op returning nil for a stream's body, and for a body that keeps its
+// own copy (KeepBytes was not called).
+func (b *body) CaptureBody(p []byte, over bool) error {
+	if b.chunked || !b.keep {
+		return nil
+	}
+	if b.done {
+		if b.fail != nil {
+			return b.fail
+		}
+		return nil
+	}
+	b.done = true
+	complete := b.eof && !over
+	if f := b.snapshot(p, complete); f != nil {
+		f.Transport = b.rerr
+		b.fail = f
+		return f
+	}
+	return nil
 }
 
 func (b *body) snapshot(p []byte, complete bool) *layer.CaptureError {
@@ -163,10 +209,23 @@ func (b *body) Read(p []byte) (int, error) {
 	if b.fail != nil {
 		return 0, b.fail
 	}
-	if b.done {
+	if b.done || b.eof {
 		return 0, io.EOF
 	}
+	if b.rerr != nil {
+		return 0, b.rerr
+	}
 	n, err := b.rc.Read(p)
+	if b.keep {
+		// The reader keeps the bytes and hands them over (CaptureBody).
+		if err != nil {
+			b.eof = err == io.EOF
+			if !b.eof {
+				b.rerr = err
+			}
+		}
+		return n, err
+	}
 	if n > 0 {
 		if b.chunked {
 			if f := b.snapshot(p[:n], false); f != nil {
@@ -202,15 +261,23 @@ func (b *body) Read(p []byte) (int, error) {
 }
 
 // Close ends the body. A body closed before its end still gets its final
-// (incomplete) snapshot, so that every attempt's capture ends.
+// (incomplete) snapshot, so that every attempt's capture ends; when that
+// snapshot's hook fails, Close returns the *layer.CaptureError (the
+// closer decides what it means, R12.3), and otherwise the body's own
+// Close error.
 func (b *body) Close() error {
 	err := b.rc.Close()
 	if !b.done && b.fail == nil {
 		b.done = true
-		if b.chunked {
+		// A reader that kept the bytes and closes without handing them
+		// over leaves a snapshot without bytes.
+		if b.chunked || b.keep {
 			b.fail = b.snapshot(nil, false)
 		} else {
 			b.fail = b.snapshot(b.buf, false)
+		}
+		if b.fail != nil {
+			return b.fail
 		}
 	}
 	return err

@@ -68,3 +68,14 @@ func ExamplePolicy_NewDecider() {
 	// retry_started 0s 2
 	// eligible=true outcome="" err=<nil>
 }
+
+// Policy.Clone is a deep copy: changing the clone's statuses or delays
+// leaves the original as it was (R3.4).
+func ExamplePolicy_Clone() {
+	p := retry.Policy{RetryableStatuses: []int{503}, BaseDelay: new(time.Second)}
+	c := p.Clone()
+	c.RetryableStatuses[0] = 429
+	*c.BaseDelay = time.Minute
+	fmt.Println(p.RetryableStatuses, *p.BaseDelay, c.RetryableStatuses, *c.BaseDelay)
+	// Output: [503] 1s [429] 1m0s
+}

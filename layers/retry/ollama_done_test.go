@@ -41,3 +41,29 @@ func TestR13_3_OllamaDoneWithoutReasonIsTheTerminalFrame(t *testing.T) {
 		assert.Equal(t, "", comp.FinishReason)
 	})
 }
+
+// TestR13_3_OllamaDoneLineWithoutNewlineIsTheTerminalFrame: an Ollama stream
+// whose final done:true line reaches HTTP EOF without its "\n" — or with a
+// space after the JSON and no "\n" — is accepted at that line, as the
+// official Ollama clients parse what remains buffered at the end: the call
+// succeeds after one POST with everything delivered, and the attempt
+// succeeded and never failed.
+func TestR13_3_OllamaDoneLineWithoutNewlineIsTheTerminalFrame(t *testing.T) {
+	const last = `{"model":"llama3.2","created_at":"2024-01-01T00:00:00.000000Z","message":{"role":"assistant","content":"!"},"done":true,"done_reason":"stop","eval_count":3}`
+	p := exOllamaProv()
+	for name, end := range map[string]string{"no newline": "", "space, no newline": " "} {
+		t.Run(name, func(t *testing.T) {
+			st := scripted.NDJSON(p.content("Hel"), p.content("lo"), last)
+			st.Chunks[len(st.Chunks)-1] = []byte(last + end)
+			r, rec := exRig(t, p.codec(), exPolicy(), st, p.step(p.full("never")...))
+			run := exCollect(r.Client.Stream(context.Background(), p.request()))
+			require.NoError(t, run.err)
+			require.True(t, run.done(), "the unterminated done:true line is the terminal frame")
+			assert.Equal(t, "Hello!", run.text())
+			assert.Equal(t, "stop", run.chunks[len(run.chunks)-1].Completion.FinishReason)
+			assert.Equal(t, 1, r.Server.Count(), "one POST: nothing to recover")
+			assert.Contains(t, rec.Types(), "attempt_succeeded")
+			assert.NotContains(t, rec.Types(), "attempt_failed")
+		})
+	}
+}

@@ -24,6 +24,19 @@ import (
 // length is announced or not, and the failure names an oversize body
 // (reason body_too_large), not semantic_output; one POST, never resent.
 func TestR4_9_OversizeBodyCostsAtMostOneAndAHalfLimitsAndNamesItsSize(t *testing.T) {
+	testOversize(t, false)
+}
+
+// TestR4_9_OversizeBodyWithACaptureHookCostsAtMostOneAndAHalfLimits: the
+// same refusal with a capture hook (R12) stays within 1.5× the limit: the
+// capture keeps no second copy of the body, and the attempt's one response
+// snapshot holds the first MaxEvidenceBytes the engine kept — the body's
+// exact first bytes — and is not complete (R4.9, R12.2).
+func TestR4_9_OversizeBodyWithACaptureHookCostsAtMostOneAndAHalfLimits(t *testing.T) {
+	testOversize(t, true)
+}
+
+func testOversize(t *testing.T, hook bool) {
 	const size = 256 << 20
 	head := `{"id":"chatcmpl-big","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"`
 	chunk := []byte(strings.Repeat("a", 1<<20))
@@ -47,13 +60,23 @@ func TestR4_9_OversizeBodyCostsAtMostOneAndAHalfLimitsAndNamesItsSize(t *testing
 				}
 			}))
 			defer srv.Close()
-			ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)),
-				chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}))
+			pol := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
+			var responses []layer.WireSnapshot
+			if hook {
+				pol.OnWire = func(_ context.Context, s layer.WireSnapshot) error {
+					if s.Direction == layer.DirectionResponse {
+						responses = append(responses, s)
+					}
+					return nil
+				}
+			}
+			ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPolicy(pol))
 			require.NoError(t, err)
 			cl, err := chain.NewClient(srv.URL, ch)
 			require.NoError(t, err)
 			var cerr error
 			got := allocated(func() { _, cerr = cl.Complete(context.Background(), canaryRequest()) })
+			t.Logf("refusing the body allocated %d MiB", got>>20)
 			re := asRecoveryError(t, cerr)
 			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
 			assert.Equal(t, layer.CategoryProtocol, re.Failure.Category)
@@ -66,6 +89,14 @@ func TestR4_9_OversizeBodyCostsAtMostOneAndAHalfLimitsAndNamesItsSize(t *testing
 			assert.Len(t, ev.Bytes, retry.MaxEvidenceBytes, "the evidence keeps the first MaxEvidenceBytes")
 			assert.True(t, strings.HasPrefix(string(ev.Bytes), head))
 			assert.Equal(t, 1, hits, "never resent")
+			if hook {
+				require.Len(t, responses, 1, "one response snapshot")
+				snap := responses[0]
+				assert.Equal(t, 200, snap.Status)
+				assert.False(t, snap.Complete, "the body was refused before its end")
+				assert.Equal(t, retry.MaxEvidenceBytes, len(snap.Bytes), "the snapshot holds the first MaxEvidenceBytes")
+				assert.True(t, strings.HasPrefix(string(snap.Bytes), head))
+			}
 		})
 	}
 }

@@ -47,7 +47,8 @@ const MaxAttemptsLimit = 1000
 // every default: one wire attempt (R1.2), base delay 100 ms, delay ceiling
 // 30 s, no budget, no deadline, transport and HTTP 429/500/502/503/504
 // eligible, no hooks, uniform random jitter and the real clocks. A Policy is
-// a value: the engine copies it (and its slices) when a call starts. The
+// a value: the engine, WithPolicy and chain.WithPolicy keep a deep copy of
+// the one they are given, and Layer.Policy returns one (Clone, R3.4). The
 // optional durations are pointers so that 0 can be said: write
 // BaseDelay: new(200 * time.Millisecond).
 type Policy struct {
@@ -116,6 +117,33 @@ type Policy struct {
 	//     error frame — is not eligible with or without hints (R4.7); with
 	//     them its reason is insufficient_quota instead of permanent.
 	ProviderHints bool
+}
+
+// Clone returns a deep copy of p: its slices (RetryableCategories,
+// RetryableStatuses) and optional durations (BaseDelay, DelayCeiling,
+// Budget) are copied, so that changing either policy never changes the
+// other; a nil slice stays nil (the default). The hooks, clocks and Jitter
+// are functions and are shared. The Clone of a nil policy is nil. Clone
+// only reads p, so it may run concurrently with other readers of p.
+func (p *Policy) Clone() *Policy {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.BaseDelay = cloneDuration(p.BaseDelay)
+	c.DelayCeiling = cloneDuration(p.DelayCeiling)
+	c.Budget = cloneDuration(p.Budget)
+	c.RetryableCategories = slices.Clone(p.RetryableCategories)
+	c.RetryableStatuses = slices.Clone(p.RetryableStatuses)
+	return &c
+}
+
+// cloneDuration returns a pointer to a copy of *d, or nil.
+func cloneDuration(d *time.Duration) *time.Duration {
+	if d == nil {
+		return nil
+	}
+	return new(*d)
 }
 
 // Validate checks every field (R3.1) and returns a *layer.PolicyError naming

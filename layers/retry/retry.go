@@ -82,11 +82,13 @@ func New(codec layer.Codec, policy *Policy) (*Layer, error) {
 		l.facts = codec.Facts()
 	}
 	if policy != nil {
-		if err := policy.Validate(); err != nil {
+		// A deep copy, validated: the caller's slices and durations stay
+		// the caller's, and the engine's policy never changes (R3.4).
+		p := policy.Clone()
+		if err := p.Validate(); err != nil {
 			return nil, err
 		}
-		p := *policy
-		l.policy = &p
+		l.policy = p
 	}
 	return l, nil
 }
@@ -111,29 +113,25 @@ type policyKey struct{}
 // WithPolicy returns a context whose calls use p instead of the engine's
 // policy; a nil p disables recovery for those calls. It is the engine's own
 // per-call override (the Policy type lives here, so the value does too);
-// the broker and session use it to apply one policy per call.
+// the broker and session use it to apply one policy per call. The context
+// keeps a deep copy of p (Clone), made once here: changing p afterwards
+// changes none of its calls (R3.4).
 func WithPolicy(ctx context.Context, p *Policy) context.Context {
-	if p != nil {
-		c := *p
-		p = &c
-	}
+	p = p.Clone()
 	return context.WithValue(ctx, policyKey{}, &p)
 }
 
 // PolicyFrom returns the per-call policy placed in ctx by WithPolicy, and
 // whether there was one (a nil policy with ok=true means recovery is off).
+// The policy is the context's own copy, shared by every call made with ctx:
+// it must not be modified (Clone it to derive another).
 func PolicyFrom(ctx context.Context) (*Policy, bool) { return policyFrom(ctx) }
 
-// Policy returns a copy of the engine's policy, or nil when recovery is
-// disabled. The broker uses it to give a continuation the same admission
-// and backoff as a retry.
-func (l *Layer) Policy() *Policy {
-	if l.policy == nil {
-		return nil
-	}
-	p := *l.policy
-	return &p
-}
+// Policy returns a deep copy of the engine's policy (Clone), or nil when
+// recovery is disabled: changing the copy never changes the engine
+// (R3.4). The broker uses it to give a continuation the same admission and
+// backoff as a retry.
+func (l *Layer) Policy() *Policy { return l.policy.Clone() }
 
 // Enabled reports whether the engine recovers by default (it has a policy).
 func (l *Layer) Enabled() bool { return l.policy != nil }

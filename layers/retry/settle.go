@@ -173,7 +173,25 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		// codec that decodes no frames, handed over as it is).
 		return attemptResult{resp: resp}
 	}
+	// With capture on, the engine's copy of the body is the one the
+	// snapshot is taken from, so that a refused oversize body is held once
+	// (R4.9, R12.2).
+	bc, _ := resp.Body.(layer.BodyCapture)
+	if bc != nil {
+		bc.KeepBytes()
+	}
 	b, over, rerr := readUpTo(resp.Body, MaxResponseBody, min(resp.ContentLength, MaxResponseBody))
+	if bc != nil {
+		kept := b
+		if over {
+			// The snapshot of a body refused for its size holds what its
+			// evidence holds: its first MaxEvidenceBytes.
+			kept = b[:min(len(b), MaxEvidenceBytes)]
+		}
+		if err := bc.CaptureBody(kept, over); err != nil {
+			rerr = err
+		}
+	}
 	resp.Body.Close()
 	cancelled := c.ctx.Err() != nil
 	ok2xx := resp.StatusCode/100 == 2

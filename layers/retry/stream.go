@@ -37,6 +37,10 @@ type streamBody struct {
 	// framed says that an in-band error frame (the provider's or the
 	// codec's) was handed over: the read error follows.
 	framed bool
+	// atEOF says that the current attempt's body reached HTTP EOF and its
+	// decoder was ended; endErr is the decoder's verdict.
+	atEOF  bool
+	endErr error
 }
 
 func (c *call) openStream(n int, resp *http.Response) *http.Response {
@@ -68,6 +72,13 @@ func (b *streamBody) NextFrame() (layer.Frame, error) {
 		}
 		if b.readErr != nil {
 			err := b.readErr
+			if err == io.EOF && !b.atEOF {
+				// The decoder may queue the frames of a final line left
+				// without its terminator as it ends (R13.3): they are
+				// handled before its verdict.
+				b.atEOF, b.endErr = true, b.a.EndStream()
+				continue
+			}
 			b.readErr = nil
 			b.ended(err)
 			continue
@@ -162,7 +173,28 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 	before := b.a.Progress().Delivered
 	b.a.Deliver(layer.Counts{CompletedToolCalls: f.Semantic().CompletedToolCalls})
 	b.a.Finish() // the sender keeps the connection for reuse
-	closeResp(b.resp)
+	// Closing the body takes the capture's end marker when HTTP EOF did not
+	// come first. Its hook decides here, before the success is reported —
+	// one decision, whichever read the end marker came with: a hook that
+	// cancelled the call ends it cancelled, one that failed ends it
+	// capture_failed, and attempt_succeeded is never followed by a failure
+	// of the capture (R11, R12.3).
+	var closeErr error
+	if b.resp != nil && b.resp.Body != nil {
+		closeErr = b.resp.Body.Close()
+	}
+	if ce := captureError(closeErr); ce != nil || c.ctx.Err() != nil {
+		b.a.SetDelivered(before)
+		switch {
+		case c.ctx.Err() != nil && ce != nil:
+			b.fail(layer.CategoryCancellation, captureCause(ce), ce, nil)
+		case c.ctx.Err() != nil:
+			b.fail(layer.CategoryCancellation, c.ctx.Err(), nil, nil)
+		default:
+			b.fail(layer.CategoryTransport, captureCause(ce), ce, nil)
+		}
+		return false
+	}
 	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
 		b.err = err
 		return false
@@ -197,7 +229,7 @@ func (b *streamBody) ended(err error) {
 	case ce != nil:
 		b.fail(layer.CategoryTransport, captureCause(ce), ce, nil)
 	case err == io.EOF:
-		cause := b.a.EndStream()
+		cause := b.endErr
 		if cause == nil {
 			cause = io.ErrUnexpectedEOF
 		}
@@ -275,6 +307,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		return
 	}
 	b.n, b.a, b.resp, b.readErr = c.wire, c.cur, resp, nil
+	b.atEOF, b.endErr = false, nil
 }
 
 // Deliver records evidence handed to the consumer.

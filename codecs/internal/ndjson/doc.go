@@ -53,8 +53,10 @@
 // byte written, byte for byte, however the input was split into Writes, and
 // the lines returned do not depend on that split.
 //
-// A final line without a terminating "\n" is never returned; the caller sees
-// it through Pending.
+// A final line without a terminating "\n" is never returned by Next; the
+// caller sees it through Pending and, at the end of the stream, takes it
+// with Final (as the official Ollama clients parse what remains buffered at
+// the end).
 //
 // # Limits
 //

@@ -54,5 +54,19 @@ func FuzzFramer(f *testing.F) {
 		pending := len(bytes.Trim(refTail, " \t\r\n")) > 0
 		equal(t, pending, whole.Pending(), "Pending")
 		equal(t, pending, halves.Pending(), "Pending after split at %d", at)
+
+		// At the end of the stream Final takes the pending line, once.
+		for _, fr := range []*Framer{whole, halves} {
+			last, ok := fr.Final()
+			equal(t, pending, ok, "Final")
+			if ok {
+				equal(t, string(refTail), string(last.Raw), "Final Raw")
+				equal(t, string(bytes.Trim(refTail, " \t\r\n")), string(last.Value), "Final Value")
+				check(t, !last.Blank, "a pending line is not blank")
+			}
+			_, again := fr.Final()
+			check(t, !again, "Final reports the pending line once")
+			check(t, !fr.Pending(), "nothing is pending after Final")
+		}
 	})
 }

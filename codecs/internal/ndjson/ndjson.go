@@ -101,6 +101,26 @@ func (f *Framer) Pending() bool {
 	return len(jsonscan.TrimSpace(f.lines.Held())) > 0
 }
 
+// Final returns the final line of a stream that ended without its "\n":
+// the bytes still buffered, when they hold anything other than JSON
+// whitespace (Pending). It is called once at the end of the stream, after
+// Next has reported ok=false; it reports ok=false when nothing is pending
+// or after Next has returned an error. Its Raw holds the line's exact bytes
+// (no terminator) and its Value the line with surrounding whitespace
+// trimmed; the slices are valid until the next Write or Reset. The line is
+// consumed: a second call reports ok=false. Whether an unterminated line is
+// a frame or a cut is the caller's decision.
+func (f *Framer) Final() (line Line, ok bool) {
+	if f.err != nil || !f.Pending() {
+		return Line{}, false
+	}
+	rest := f.lines.Rest()
+	raw := rest[:len(rest):len(rest)]
+	f.lines.Skip(len(rest))
+	f.lines.Release(len(f.lines.Held()))
+	return Line{Raw: raw, Value: jsonscan.TrimSpace(raw)}, true
+}
+
 // Reset clears all state, including a sticky error, so that the Framer can
 // frame a fresh stream. It invalidates the slices of the last Line returned
 // by Next.

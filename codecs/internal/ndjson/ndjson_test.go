@@ -292,3 +292,40 @@ func TestRawIsCapped(t *testing.T) {
 	need(t, ok)
 	equal(t, "[]\n", string(l.Raw))
 }
+
+// TestR13_3_FinalReturnsTheUnterminatedLastLine: at the end of a stream
+// Final returns the buffered line left without its "\n" — its exact bytes,
+// its trimmed value — once, so that a decoder can frame a final line the
+// provider did not terminate; whitespace alone is nothing, and after a
+// sticky error there is no final line.
+func TestR13_3_FinalReturnsTheUnterminatedLastLine(t *testing.T) {
+	f := NewFramer(0)
+	f.Write([]byte(ollamaChunk + "\n" + ollamaDone + " \r"))
+	line, ok, err := f.Next()
+	noErr(t, err)
+	need(t, ok, "the terminated line")
+	equal(t, ollamaChunk+"\n", string(line.Raw))
+	_, ok, err = f.Next()
+	noErr(t, err)
+	check(t, !ok, "no second terminated line")
+	last, ok := f.Final()
+	need(t, ok, "the unterminated line")
+	equal(t, ollamaDone+" \r", string(last.Raw))
+	equal(t, ollamaDone, string(last.Value))
+	check(t, !last.Blank)
+	_, ok = f.Final()
+	check(t, !ok, "Final returns the line once")
+
+	f = NewFramer(0)
+	f.Write([]byte(ollamaChunk + "\n \t\r"))
+	_, _, _ = f.Next()
+	_, ok = f.Final()
+	check(t, !ok, "trailing whitespace is no line")
+
+	f = NewFramer(4)
+	f.Write([]byte("0123456789"))
+	_, _, err = f.Next()
+	frameErr(t, err)
+	_, ok = f.Final()
+	check(t, !ok, "no final line after a sticky error")
+}
