@@ -110,6 +110,13 @@ type Facts struct {
 	// drop-in client reads: they mean nothing, and the provider's own
 	// client fails on them (Ollama's blank NDJSON lines).
 	HideKeepalives bool
+	// NoStreamComments says that the stream format has no comment lines
+	// (Ollama's NDJSON), so nothing can be written into a stream that the
+	// provider's clients would ignore: the proxy writes no in-band retry
+	// notice into such a stream and never commits it before the chain
+	// answers (R21.6). False, the zero value, is SSE, whose ": …" lines
+	// every client skips.
+	NoStreamComments bool
 }
 
 // ErrorFramer is implemented by a codec whose stream format has an in-band
@@ -123,6 +130,18 @@ type Facts struct {
 type ErrorFramer interface {
 	// ErrorFrame returns one whole frame carrying message safe.
 	ErrorFrame(safe string) []byte
+}
+
+// ErrorDocumenter is implemented by a codec that can write an error
+// response body in its provider's dialect, the body the provider's own
+// clients parse into an error: the recovery proxy answers its own failures
+// with it (R21.6) instead of knowing each provider's error shape.
+type ErrorDocumenter interface {
+	// ErrorDocument returns one whole error body, ending in a newline,
+	// carrying the machine-readable code and the message safe; both are
+	// written as JSON strings, escaped, whatever they hold. A dialect
+	// without a code field leaves code out.
+	ErrorDocument(code, safe string) []byte
 }
 
 // ProviderError is an error object a provider returned inside a response
