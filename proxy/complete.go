@@ -297,7 +297,9 @@ func (ex *exchange) onEvent(ev layer.Event) {
 	ex.send([]byte(notice(ev)))
 }
 
-// commit writes a streaming 200 before the chain has returned.
+// commit writes a streaming 200 before the chain has returned. Only a
+// stream whose dialect has comment lines is committed early (onEvent), so
+// the content type is SSE's.
 func (ex *exchange) commit(callID string) {
 	ex.write(func() {
 		hd := ex.w.Header()

@@ -16,14 +16,18 @@ type requestLine struct {
 	kind        string // "completion" or "forward"
 	status      int
 	outcome     string // set when recovery ended without success
-	clientRetry bool   // a client retry was charged to the quota
+	clientRetry bool   // a client retry: charged to the quota, or replayed
+	replayed    bool   // answered from the memory of final failures (R21.3)
 	callID      string
 	start       time.Time
 }
 
-// logRequest writes the line of request r, "request", at level Info.
+// logRequest writes the line of request r, "request", at level Info: kind,
+// method, path (never the query), status, then outcome, client_retry,
+// replayed and call_id when set, and duration_ms. Every request line of
+// the proxy is written here.
 func (h *Handler) logRequest(r *http.Request, l requestLine) {
-	attrs := make([]slog.Attr, 0, 8) // room for every attribute, so that the line needs one allocation
+	attrs := make([]slog.Attr, 0, 9) // room for every attribute, so that the line needs one allocation
 	attrs = append(attrs, slog.String("kind", l.kind), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.Int("status", l.status))
 	if l.outcome != "" {
@@ -31,6 +35,9 @@ func (h *Handler) logRequest(r *http.Request, l requestLine) {
 	}
 	if l.clientRetry {
 		attrs = append(attrs, slog.Bool("client_retry", true))
+	}
+	if l.replayed {
+		attrs = append(attrs, slog.Bool("replayed", true))
 	}
 	if l.callID != "" {
 		attrs = append(attrs, slog.String("call_id", l.callID))
