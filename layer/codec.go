@@ -94,8 +94,9 @@ type Codec interface {
 // Facts are what a codec declares about its provider that recovery
 // depends on. Recovery code reads these facts, never a provider's name, so a
 // new codec needs no change in the layers. The zero value describes a hosted
-// provider (OpenAI): resends need no admission, streams carry no telemetry
-// and every frame is handed to a drop-in client.
+// provider (OpenAI): resends need no admission, streams carry no telemetry,
+// every frame is handed to a drop-in client and the stream (SSE) has comment
+// lines.
 type Facts struct {
 	// LocalInference says that an ambiguous failure may leave inference
 	// running on a server the caller operates (Ollama, oMLX), so a resend
