@@ -386,39 +386,13 @@ func (n *Notice) UnmarshalJSON(b []byte) error {
 // timeout", "first-output timeout", "idle timeout"; see package
 // layers/stall), otherwise "HTTP 504", "transport error", "client timeout",
 // "provider error", "protocol error", "cancelled", or "error" (also for
-// nil). It never holds a body, header, key or tool output.
+// nil); it is layer.Failure.Text, the wording the proxy's in-band notices
+// use too. It never holds a body, header, key or tool output.
 func FailureText(f *layer.Failure) string { return failureText(f) }
 
-// failureText is the safe description of a failure: the stall limit that
-// ended it, "HTTP 504" for an HTTP failure with a status, otherwise the
-// failure kind. It reads only the stall limit, the category and the status,
-// so it can hold nothing sensitive.
-func failureText(f *layer.Failure) string {
-	if f == nil {
-		return "error"
-	}
-	if f.Stall != "" && f.Category != layer.CategoryCancellation {
-		return f.Stall.Text()
-	}
-	switch f.Category {
-	case layer.CategoryHTTP:
-		if f.HTTPStatus != 0 {
-			return "HTTP " + strconv.Itoa(f.HTTPStatus)
-		}
-		return "HTTP error"
-	case layer.CategoryTransport:
-		return "transport error"
-	case layer.CategoryClientTimeout:
-		return "client timeout"
-	case layer.CategoryProviderResponse:
-		return "provider error"
-	case layer.CategoryProtocol:
-		return "protocol error"
-	case layer.CategoryCancellation:
-		return "cancelled"
-	}
-	return "error"
-}
+// failureText is the safe description of a failure, layer.Failure.Text:
+// the one wording the broker and the proxy share (R21.6).
+func failureText(f *layer.Failure) string { return f.Text() }
 
 // retryNotice builds the notice of a delay_scheduled event of completion idx.
 func retryNotice(idx int, ev layer.Event) RetryNotice {

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/recourse-dev/recourse/layer"
 )
 
 // FormatRetry renders a retry notice as one status line (R17.2), for
@@ -49,16 +51,9 @@ func formatRetry(n RetryNotice, wait time.Duration) string {
 		strconv.Itoa(n.MaxAttempts) + " in " + formatWait(wait) + ")"
 }
 
-// formatWait renders d as "1.2s" (one decimal, rounded) from one second up
-// and as "800ms" below.
-func formatWait(d time.Duration) string {
-	ms := max(d.Milliseconds(), 0)
-	if ms < 1000 {
-		return strconv.FormatInt(ms, 10) + "ms"
-	}
-	tenths := (ms + 50) / 100
-	return strconv.FormatInt(tenths/10, 10) + "." + strconv.FormatInt(tenths%10, 10) + "s"
-}
+// formatWait renders d as layer.FormatDelay does: "1.2s" (one decimal,
+// rounded) from one second up and "800ms" below.
+func formatWait(d time.Duration) string { return layer.FormatDelay(d) }
 
 // FormatContinuation renders a continuation notice as one status line:
 // "LLM stream interrupted; continuing generation (1/3): transport error".

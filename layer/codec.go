@@ -94,8 +94,9 @@ type Codec interface {
 // Facts are what a codec declares about its provider that recovery
 // depends on. Recovery code reads these facts, never a provider's name, so a
 // new codec needs no change in the layers. The zero value describes a hosted
-// provider (OpenAI): resends need no admission, streams carry no telemetry
-// and every frame is handed to a drop-in client.
+// provider (OpenAI): resends need no admission, streams carry no telemetry,
+// every frame is handed to a drop-in client and the stream (SSE) has comment
+// lines.
 type Facts struct {
 	// LocalInference says that an ambiguous failure may leave inference
 	// running on a server the caller operates (Ollama, oMLX), so a resend
@@ -110,6 +111,13 @@ type Facts struct {
 	// drop-in client reads: they mean nothing, and the provider's own
 	// client fails on them (Ollama's blank NDJSON lines).
 	HideKeepalives bool
+	// NoStreamComments says that the stream format has no comment lines
+	// (Ollama's NDJSON), so nothing can be written into a stream that the
+	// provider's clients would ignore: the proxy writes no in-band retry
+	// notice into such a stream and never commits it before the chain
+	// answers (R21.6). False, the zero value, is SSE, whose ": …" lines
+	// every client skips.
+	NoStreamComments bool
 }
 
 // ErrorFramer is implemented by a codec whose stream format has an in-band
@@ -123,6 +131,18 @@ type Facts struct {
 type ErrorFramer interface {
 	// ErrorFrame returns one whole frame carrying message safe.
 	ErrorFrame(safe string) []byte
+}
+
+// ErrorDocumenter is implemented by a codec that can write an error
+// response body in its provider's dialect, the body the provider's own
+// clients parse into an error: the recovery proxy answers its own failures
+// with it (R21.6) instead of knowing each provider's error shape.
+type ErrorDocumenter interface {
+	// ErrorDocument returns one whole error body, ending in a newline,
+	// carrying the machine-readable code and the message safe; both are
+	// written as JSON strings, escaped, whatever they hold. A dialect
+	// without a code field leaves code out.
+	ErrorDocument(code, safe string) []byte
 }
 
 // ProviderError is an error object a provider returned inside a response

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -64,4 +65,28 @@ func ExampleNewRequestBody() {
 	fmt.Println(len(rb.Unread()), string(rb.Unread()[:9]))
 	// Output:
 	// 37 {"model":
+}
+
+// Failure.Text is the safe short text of a failure that notices show.
+func ExampleFailure_Text() {
+	f := &layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503}
+	fmt.Println(f.Text())
+	fmt.Println((&layer.Failure{Category: layer.CategoryTransport, Stall: layer.StallIdle}).Text())
+	var none *layer.Failure
+	fmt.Println(none.Text())
+	// Output:
+	// HTTP 503
+	// idle timeout
+	// error
+}
+
+// FormatDelay shows a wait the way notices do.
+func ExampleFormatDelay() {
+	fmt.Println(layer.FormatDelay(800 * time.Millisecond))
+	fmt.Println(layer.FormatDelay(1249 * time.Millisecond))
+	fmt.Println(layer.FormatDelay(2 * time.Second))
+	// Output:
+	// 800ms
+	// 1.2s
+	// 2.0s
 }

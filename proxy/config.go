@@ -13,6 +13,7 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -140,17 +141,24 @@ type ConfigError struct {
 // Error returns "proxy: <Field> <Problem>".
 func (e *ConfigError) Error() string { return "proxy: " + e.Field + " " + e.Problem }
 
-// codecFor returns the codec of a provider name.
-func codecFor(provider string) (layer.Codec, error) {
+// dialect is what a provider name chooses: the codec of the completion
+// endpoint, and the codec of a Responses API served beside it, or nil.
+// This is the one place the proxy reads a provider's name; everything
+// else it asks the codec (its Facts, layer.ErrorFramer,
+// layer.ErrorDocumenter).
+type dialect struct{ codec, responses layer.Codec }
+
+// dialectFor returns the dialect of a provider name, or a *ConfigError.
+func dialectFor(provider string) (dialect, error) {
 	switch provider {
 	case "openai":
-		return openai.New(), nil
+		return dialect{codec: openai.New(), responses: responses.New()}, nil
 	case "ollama":
-		return ollama.New(), nil
+		return dialect{codec: ollama.New()}, nil
 	case "omlx":
-		return omlx.New(), nil
+		return dialect{codec: omlx.New()}, nil
 	}
-	return nil, &ConfigError{Field: "Provider", Problem: fmt.Sprintf("is %q; want one of %s", provider, strings.Join(providers, ", "))}
+	return dialect{}, &ConfigError{Field: "Provider", Problem: fmt.Sprintf("is %q; want one of %s", provider, strings.Join(providers, ", "))}
 }
 
 // parseUpstream checks and parses the upstream root URL for codec.

@@ -57,7 +57,10 @@
 //     committed: SSE comment lines, for example
 //     ": retrying after HTTP 503 (attempt 2/4 in 1.2s)", which SSE clients
 //     ignore and a UI may show. A resend after a stall limit names it:
-//     ": retrying after idle timeout (attempt 2/4 in 1.2s)".
+//     ": retrying after idle timeout (attempt 2/4 in 1.2s)". The failure
+//     and the wait read as in the broker's status line (layer.Failure.Text,
+//     layer.FormatDelay: "transport error", "2.0s", "800ms"; R21.6); an
+//     Ollama stream, NDJSON without comment lines, gets no notice.
 //   - With Config.Quota, a resend the retry quota refuses ends with outcome
 //     quota_exhausted like the other outcomes (the final upstream answer,
 //     or 503 and code quota_exhausted when there is none). A request its

@@ -320,7 +320,7 @@ func TestSharedCooldownNoticeOnAStream(t *testing.T) {
 	got := r.post(t, "/v1/chat/completions", streamBody)
 	require.NoError(t, got.err)
 	assert.Equal(t, 200, got.status)
-	assert.Equal(t, ": waiting for the upstream's shared cooldown (attempt 1/4 in 2s)\n"+strings.Join(events, ""), got.body)
+	assert.Equal(t, ": waiting for the upstream's shared cooldown (attempt 1/4 in 2.0s)\n"+strings.Join(events, ""), got.body)
 }
 
 // TestClientRetriesAreChargedAsResends: a request marked by its SDK as a

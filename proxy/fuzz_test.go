@@ -103,7 +103,7 @@ func requestLineSafe(q string) string {
 }
 
 // assertErrorDocument fails t unless b is one error document of provider's
-// dialect, as errorBody writes it.
+// dialect, as the codec's ErrorDocument writes it.
 func assertErrorDocument(t *testing.T, provider string, b []byte) {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(b))

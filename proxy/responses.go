@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/recourse-dev/recourse/chain"
-	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -15,12 +14,12 @@ import (
 const responsesPath = "/v1/responses"
 
 // withResponses returns the Handler of the Responses API for h, an openai
-// proxy: h's configuration with the Responses codec and a chain of its own
+// proxy: h's configuration with codec, the Responses codec, and a chain of its own
 // built from the same policy, transport and layers. A drop-in body
 // decides foreground or background itself ("background":true).
-func (h *Handler) withResponses(base http.RoundTripper, perCall, perAttempt []layer.Layer) (*Handler, error) {
+func (h *Handler) withResponses(codec layer.Codec, base http.RoundTripper, perCall, perAttempt []layer.Layer) (*Handler, error) {
 	rh := *h
-	rh.codec = responses.New()
+	rh.codec = codec
 	rh.responses = nil
 	var err error
 	rh.chain, err = chain.Default(rh.codec, chain.WithPolicy(h.policy), chain.WithTransport(base),

@@ -53,7 +53,7 @@ func TestR19_9_ProxyResumesABackgroundStreamInside(t *testing.T) {
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusOK, got.status)
 	assert.Equal(t, strings.Join(evs, ""), events(got.body), "one continuous stream")
-	assert.Contains(t, got.body, ": resuming after a transport failure from event 5 (attempt 2/4 in 100ms)\n")
+	assert.Contains(t, got.body, ": resuming after transport error from event 5 (attempt 2/4 in 100ms)\n")
 	reqs := r.up.Requests()
 	require.Len(t, reqs, 2)
 	assert.Equal(t, "/v1/responses", reqs[0].Path)

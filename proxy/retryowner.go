@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
@@ -236,15 +235,10 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, e *final) {
 	hd.Set("Content-Length", strconv.Itoa(len(e.body)))
 	w.WriteHeader(e.status)
 	w.Write(e.body)
-	outcome := e.header.Get(retry.HeaderOutcome)
 	h.clientRetry(r.Context(), ClientRetryReplayed)
-	attrs := []slog.Attr{slog.String("kind", "completion"), slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.Int("status", e.status), slog.String("outcome", outcome), slog.Bool("client_retry", true), slog.Bool("replayed", true)}
-	if id := e.header.Get(HeaderCallID); id != "" {
-		attrs = append(attrs, slog.String("call_id", id))
-	}
-	attrs = append(attrs, slog.Int64("duration_ms", time.Since(start).Milliseconds()))
-	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	// A remembered answer always has an outcome (isFinal).
+	h.logRequest(r, requestLine{kind: "completion", status: e.status, outcome: e.header.Get(retry.HeaderOutcome),
+		clientRetry: true, replayed: true, callID: e.header.Get(HeaderCallID), start: start})
 }
 
 // errReader returns err, or io.EOF when err is nil.

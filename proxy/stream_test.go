@@ -62,7 +62,7 @@ func TestStreamCutBeforeContentIsResumed(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(got.body, `"content":"Hel"`), "no duplicated text")
 	assert.True(t, strings.HasSuffix(got.body, "data: [DONE]\n\n"))
 	assert.True(t, strings.HasPrefix(got.body, keepalive), "the keepalive of the failed attempt was forwarded")
-	assert.Contains(t, got.body, ": retrying after a transport failure (attempt 2/4 in 100ms)\n",
+	assert.Contains(t, got.body, ": retrying after transport error (attempt 2/4 in 100ms)\n",
 		"a committed stream announces its backoff")
 }
 
@@ -109,7 +109,7 @@ func TestStreamCommittedEarlyShowsNotices(t *testing.T) {
 	assert.Equal(t, "text/event-stream", got.header.Get("Content-Type"))
 	assert.Len(t, got.header.Get(HeaderCallID), 36)
 	want := ": retrying after HTTP 503 (attempt 2/4 in 100ms)\n" +
-		": retrying after HTTP 429 (attempt 3/4 in 2s)\n" + strings.Join(events, "")
+		": retrying after HTTP 429 (attempt 3/4 in 2.0s)\n" + strings.Join(events, "")
 	assert.Equal(t, want, got.body)
 }
 
@@ -139,7 +139,7 @@ func TestStreamHeldByDefault(t *testing.T) {
 	r = newRig(t, "openai", nil, long, scripted.SSE(scripted.OpenAIStream("Hi")...))
 	got = r.post(t, "/v1/chat/completions", streamBody)
 	assert.Equal(t, 200, got.status)
-	assert.True(t, strings.HasPrefix(got.body, ": retrying after HTTP 503 (attempt 2/4 in 12s)\n"), got.body)
+	assert.True(t, strings.HasPrefix(got.body, ": retrying after HTTP 503 (attempt 2/4 in 12.0s)\n"), got.body)
 
 	// A negative StreamCommitAfter never commits.
 	r = newRig(t, "openai", func(c *Config) { c.StreamCommitAfter = -1 }, long, long, long, long)

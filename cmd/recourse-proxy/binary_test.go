@@ -430,7 +430,7 @@ func TestBinaryStallHintsAndQuota(t *testing.T) {
 
 	resp, body := post(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	assert.Equal(t, 200, resp.StatusCode)
-	assert.Contains(t, body, ": retrying after idle timeout (attempt 2/3 in 0s)\n")
+	assert.Contains(t, body, ": retrying after idle timeout (attempt 2/3 in 0ms)\n")
 	assert.Equal(t, 1, strings.Count(body, `"content":"Hel"`))
 	assert.True(t, strings.HasSuffix(body, "data: [DONE]\n\n"), body)
 	assert.Equal(t, 2, up.Count())

@@ -42,10 +42,16 @@ func (c *Codec) Provider() layer.Provider { return layer.Ollama }
 // Facts declares that Ollama runs inference on a server the caller operates
 // (a resend needs admission, R8.3), that its stream frames carry progress and
 // metrics (R13.6), and that its blank keepalive lines are left out of the
-// body a drop-in client reads (the official client fails on them).
+// body a drop-in client reads (the official client fails on them), and that
+// its NDJSON stream has no comment lines.
 func (c *Codec) Facts() layer.Facts {
-	return layer.Facts{LocalInference: true, FrameTelemetry: true, HideKeepalives: true}
+	return layer.Facts{LocalInference: true, FrameTelemetry: true, HideKeepalives: true, NoStreamComments: true}
 }
+
+// ErrorDocument returns Ollama's error response body {"error":safe} and a
+// newline (layer.ErrorDocumenter), the body the official client returns
+// as an error. Ollama's errors have no code field, so code is left out.
+func (c *Codec) ErrorDocument(code, safe string) []byte { return c.ErrorFrame(safe) }
 
 // ErrorFrame returns Ollama's in-band stream error line {"error":safe}
 // (layer.ErrorFramer): the official client returns its text as an error.

@@ -49,3 +49,10 @@ func ExampleCodec_Encode_unsupported() {
 	// ReasoningEffort
 	// recourse: ollama does not support ReasoningEffort
 }
+
+// ErrorDocument writes Ollama's error body; Ollama's errors have no code.
+func ExampleCodec_ErrorDocument() {
+	fmt.Print(string(ollama.New().ErrorDocument("request_too_large", "the body is too large")))
+	// Output:
+	// {"error":"the body is too large"}
+}

@@ -69,6 +69,11 @@ func (c *Codec) Facts() layer.Facts { return layer.Facts{LocalInference: true} }
 // carrying safe (layer.ErrorFramer).
 func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
 
+// ErrorDocument returns the OpenAI-compatible error response body
+// {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
+// and a newline (layer.ErrorDocumenter).
+func (c *Codec) ErrorDocument(code, safe string) []byte { return openaiwire.ErrorDocument(code, safe) }
+
 // Path returns "/v1/chat/completions".
 func (c *Codec) Path() string { return endpointPath }
 

@@ -71,6 +71,12 @@ func (c *Codec) Facts() layer.Facts { return layer.Facts{} }
 // (layer.ErrorFramer): the form openai-go and go-openai turn into an error.
 func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
 
+// ErrorDocument returns OpenAI's error response body
+// {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
+// and a newline (layer.ErrorDocumenter): openai-go and go-openai read it as
+// an API error with that code.
+func (c *Codec) ErrorDocument(code, safe string) []byte { return openaiwire.ErrorDocument(code, safe) }
+
 // Path returns "/v1/chat/completions", the endpoint path relative to a base
 // URL given without /v1.
 func (c *Codec) Path() string { return "/v1/chat/completions" }

@@ -29,3 +29,10 @@ func ExampleNew() {
 	// /v1/chat/completions
 	// {"model":"o4-mini","messages":[{"role":"system","content":"Answer in one word."},{"role":"user","content":"Capital of Japan?"}],"reasoning_effort":"low","max_completion_tokens":256}
 }
+
+// ErrorDocument writes the error body OpenAI's SDKs parse into an API error.
+func ExampleCodec_ErrorDocument() {
+	fmt.Print(string(openai.New().ErrorDocument("request_too_large", `the body is "too" large`)))
+	// Output:
+	// {"error":{"message":"the body is \"too\" large","type":"recourse_error","param":null,"code":"request_too_large"}}
+}

@@ -407,6 +407,17 @@ func ErrorFrame(safe string) []byte {
 	return append(b, `,"type":"recourse_error"}}`+"\n\n"...)
 }
 
+// ErrorDocument returns OpenAI's error response body carrying the code and
+// message safe, {"error":{"message":…,"type":"recourse_error","param":null,"code":…}}
+// and a newline: the shape openai-go and go-openai parse into an API error.
+func ErrorDocument(code, safe string) []byte {
+	b := []byte(`{"error":{"message":`)
+	b = appendJSONString(b, safe)
+	b = append(b, `,"type":"recourse_error","param":null,"code":`...)
+	b = appendJSONString(b, code)
+	return append(b, "}}\n"...)
+}
+
 // appendJSONString appends s as a JSON string, HTML characters unescaped.
 func appendJSONString(b []byte, s string) []byte {
 	var buf bytes.Buffer

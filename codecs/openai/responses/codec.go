@@ -3,6 +3,7 @@ package responses
 import (
 	"net/http"
 
+	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -106,6 +107,12 @@ func (c *Codec) ErrorFrame(safe string) []byte {
 	b = append(b, msg...)
 	return append(b, "}}\n\n"...)
 }
+
+// ErrorDocument returns OpenAI's error response body
+// {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
+// and a newline (layer.ErrorDocumenter), the same for the Responses API as
+// for chat completions.
+func (c *Codec) ErrorDocument(code, safe string) []byte { return openaiwire.ErrorDocument(code, safe) }
 
 // Capability evidence (R15.1, R19.8), as inspected on 2026-12-01.
 const (

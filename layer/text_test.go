@@ -1,0 +1,55 @@
+package layer_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// R21.6: one safe failure text for every surface, the broker's wording.
+func TestR21_6_FailureText(t *testing.T) {
+	cases := []struct {
+		f    *layer.Failure
+		want string
+	}{
+		{nil, "error"},
+		{&layer.Failure{}, "error"},
+		{&layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503}, "HTTP 503"},
+		{&layer.Failure{Category: layer.CategoryHTTP}, "HTTP error"},
+		{&layer.Failure{Category: layer.CategoryTransport}, "transport error"},
+		{&layer.Failure{Category: layer.CategoryClientTimeout}, "client timeout"},
+		{&layer.Failure{Category: layer.CategoryProviderResponse}, "provider error"},
+		{&layer.Failure{Category: layer.CategoryProtocol}, "protocol error"},
+		{&layer.Failure{Category: layer.CategoryCancellation}, "cancelled"},
+		{&layer.Failure{Category: layer.CategoryCancellation, Stall: layer.StallIdle}, "cancelled"},
+		{&layer.Failure{Category: layer.CategoryTransport, Stall: layer.StallHeader}, "header timeout"},
+		{&layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503, Stall: layer.StallIdle}, "idle timeout"},
+		{&layer.Failure{Category: layer.CategoryTransport, Stall: "custom"}, "stall"},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, c.f.Text(), "%+v", c.f)
+	}
+}
+
+// R21.6: one delay wording for every surface.
+func TestR21_6_FormatDelay(t *testing.T) {
+	cases := map[time.Duration]string{
+		-time.Second:             "0ms",
+		0:                        "0ms",
+		999 * time.Microsecond:   "0ms",
+		100 * time.Millisecond:   "100ms",
+		999 * time.Millisecond:   "999ms",
+		time.Second:              "1.0s",
+		1249 * time.Millisecond:  "1.2s",
+		1250 * time.Millisecond:  "1.3s",
+		2 * time.Second:          "2.0s",
+		12 * time.Second:         "12.0s",
+		59950 * time.Millisecond: "60.0s",
+	}
+	for d, want := range cases {
+		assert.Equal(t, want, layer.FormatDelay(d), "%v", d)
+	}
+}
