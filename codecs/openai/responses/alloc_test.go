@@ -3,6 +3,7 @@
 package responses
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,10 +16,18 @@ import (
 // text (the race detector adds allocations of its own, so this file is
 // built without it).
 func TestR19_3_DeltaEventAllocations(t *testing.T) {
-	ev := []byte("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":5,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\" w1\"}\n\n")
+	// Each event has its own sequence number: a repeated one is dropped
+	// (R19.9).
+	evs := make([][]byte, 202)
+	for i := range evs {
+		evs[i] = []byte("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":" +
+			strconv.Itoa(i+5) + ",\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\" w1\"}\n\n")
+	}
 	d := NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming, DropText: true, TypedFrames: true})
+	n := 0
 	drain := func() {
-		d.Write(ev)
+		d.Write(evs[n])
+		n++
 		for _, ok := d.Next(); ok; _, ok = d.Next() {
 		}
 	}

@@ -543,3 +543,31 @@ func TestR19_9_ResumeReadThatRepeatsEventsDeliversEachOnce(t *testing.T) {
 	require.Equal(t, 2, r.Server.Count(), "one create, one resume read")
 	assert.Equal(t, http.MethodGet, r.Server.Requests()[1].Method)
 }
+
+// TestR19_9_RepeatedSequenceNumbersAreHandedOverOnce: a provider that sends
+// an event twice — in the first stream, or in a resume read above the
+// cursor — still hands each event's text over once: an event whose
+// sequence number is at or below the highest one read is dropped.
+func TestR19_9_RepeatedSequenceNumbersAreHandedOverOnce(t *testing.T) {
+	evs := bgEvents()
+	// evs[6] is the second text delta (", world"): send it twice.
+	twice := append(append(append([]string{}, evs[:7]...), evs[6]), evs[7:]...)
+	t.Run("first stream", func(t *testing.T) {
+		r := rigtest.New(t, responses.New(), policy(), scripted.SSE(twice...))
+		text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+		require.NoError(t, err)
+		assert.Equal(t, "Hello, world!", text)
+		require.NotNil(t, comp)
+		assert.Equal(t, "Hello, world!", comp.Message.Content)
+	})
+	t.Run("resume read", func(t *testing.T) {
+		r := rigtest.New(t, responses.New(responses.Background()), policy(),
+			scripted.ResponsesBackground(bgID, evs...).CutEvents(6), scripted.SSE(twice...))
+		text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+		require.NoError(t, err)
+		assert.Equal(t, "Hello, world!", text, "every byte once")
+		require.NotNil(t, comp)
+		assert.Equal(t, "Hello, world!", comp.Message.Content)
+		assert.Equal(t, 2, r.Server.Count())
+	})
+}

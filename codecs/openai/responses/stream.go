@@ -76,9 +76,9 @@ type StreamDecoder struct {
 	sniffed, plain  bool
 	doc             []byte
 	background      bool
-	// skip is the cursor of a resume read: events whose sequence number
-	// is at or below it were handed over before, and are dropped (-1:
-	// none).
+	// skip is the highest sequence number read so far, or the cursor of a
+	// resume read (-1: none): an event at or below it was handed over
+	// before, or repeats one that was, and is dropped (R19.9).
 	skip int64
 	// scratch unescapes the delta of the fast path (fast.go); reference,
 	// set by tests only, turns that path off.
@@ -197,6 +197,7 @@ func (d *StreamDecoder) Write(p []byte) {
 // push queues f with the sequence number of its event (-1: none) and adds
 // its evidence to the counts.
 func (d *StreamDecoder) push(f layer.Frame, seq int64) {
+	d.skip = max(d.skip, seq)
 	d.counts = d.counts.Add(f.Semantic())
 	d.q.Push(f)
 	d.seqs = append(d.seqs, seq)
@@ -210,8 +211,8 @@ func (d *StreamDecoder) malformed(raw []byte, what string, err error) {
 func (d *StreamDecoder) event(ev sse.Event) {
 	if !d.reference {
 		if f, seq, kind, ok := fastDelta(ev, &d.scratch); ok {
-			if d.skip >= 0 && seq >= 0 && seq <= d.skip {
-				// A resume read repeats nothing the consumer had (R19.9).
+			if seq >= 0 && seq <= d.skip {
+				// Nothing the consumer had is handed over again (R19.9).
 				return
 			}
 			d.refused = d.refused || kind == refusalDelta
@@ -253,8 +254,9 @@ func (d *StreamDecoder) event(ev sse.Event) {
 			return
 		}
 	}
-	if d.skip >= 0 && seq >= 0 && seq <= d.skip {
-		// A resume read repeats nothing the consumer had (R19.9).
+	if seq >= 0 && seq <= d.skip {
+		// Nothing the consumer had is handed over again (R19.9): not on
+		// a resume read, nor an event a provider sent twice.
 		return
 	}
 	var typ string
