@@ -189,6 +189,13 @@ func New(layers ...layer.Layer) (*Chain, error) {
 			// counted all the same, for the layer that reads it (R7.4).
 			rt = &passiveAttempt{next: rt, codec: engine.Codec()}
 		}
+		if out[i] == layer.Layer(engine) && len(attempts) == 0 {
+			// Only the engine's own stages below it: nothing but capture
+			// replays an attempt's body, so the engine sends it without a
+			// replay function unless a hook needs one (R2.8).
+			rt = engine.WrapDirect(rt)
+			continue
+		}
 		rt = out[i].Wrap(rt)
 		if engine != nil && len(attempts) > 0 && i == firstAttempt {
 			rt = ownCopy{rt}

@@ -27,7 +27,7 @@ const modulePath = "github.com/recourse-dev/recourse"
 // R4.9, added later, says where among them it is checked.
 var contractRules = []string{
 	"R1.1", "R1.2", "R1.3",
-	"R2.1", "R2.2", "R2.3", "R2.4", "R2.5", "R2.6", "R2.7",
+	"R2.1", "R2.2", "R2.3", "R2.4", "R2.5", "R2.6", "R2.7", "R2.8",
 	"R3.1", "R3.2", "R3.3", "R3.4",
 	"R4.1", "R4.2", "R4.3", "R4.4", "R4.5", "R4.6", "R4.7", "R4.8", "R4.9",
 	"R5.1", "R5.2", "R5.3", "R5.4", "R5.5",

@@ -14,6 +14,9 @@ import (
 type transport struct {
 	l    *Layer
 	next http.RoundTripper
+	// direct: next is the engine's own stages alone (WrapDirect), so only
+	// capture replays an attempt's body, and only for an OnWire hook.
+	direct bool
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {

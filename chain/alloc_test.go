@@ -1,0 +1,117 @@
+//go:build !race
+
+package chain_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+)
+
+// answering is a base transport that answers every request in memory with
+// a fresh 200 carrying answer, after reading the request's body, and
+// records whether the request it got could be replayed (GetBody).
+type answering struct {
+	answer     []byte
+	header     http.Header
+	replayable bool
+}
+
+func (a *answering) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.replayable = req.GetBody != nil
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: a.header, Body: io.NopCloser(bytes.NewReader(a.answer)),
+		ContentLength: int64(len(a.answer)), Request: req}, nil
+}
+
+// dropInAllocs returns the allocations of one drop-in call through ch over
+// base, minus those of the same call made directly on base (the request
+// and the in-memory answer): what the chain itself allocates.
+func dropInAllocs(t *testing.T, ch http.RoundTripper, base *answering, body []byte) float64 {
+	t.Helper()
+	call := func(rt http.RoundTripper) func() {
+		return func() {
+			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = http.Header{"Content-Type": {"application/json"}}
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	direct := testing.AllocsPerRun(200, call(base))
+	return testing.AllocsPerRun(200, call(ch)) - direct // base records the chain's request last
+}
+
+// TestR2_8_DirectChainSendsTheAttemptWithoutReplay pins what R2.8 saves: in
+// a chain whose only stages below the engine are its own, with no OnWire
+// hook, the attempt reaches the base transport without a replay function
+// (GetBody), and the engine builds none and the sender makes no copy to
+// drop it. The chain's own allocations per drop-in call are then at most
+// 14: the header copy (3) and the body copy (1) of R2.3, the first body's
+// reader (1), the attempt's request and context (2, R2.1), its trace (1,
+// R9.2), the attempt, its observer and its begin callback (3), the
+// response buffer (1, R4.6), the call (1) and its IDs (1, R10.1); with the
+// replay function and the sender's copy it was 16. With a hook, or with a
+// per-attempt layer, the attempt is still replayable (the race detector
+// adds allocations of its own, so this file is built without it).
+func TestR2_8_DirectChainSendsTheAttemptWithoutReplay(t *testing.T) {
+	body := encoded(t, canaryRequest())
+	newBase := func() *answering {
+		return &answering{answer: []byte(scripted.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
+	}
+
+	base := newBase()
+	direct, err := chain.Default(openai.New(), chain.WithTransport(base))
+	require.NoError(t, err)
+	allocs := dropInAllocs(t, direct, base, body)
+	assert.False(t, base.replayable, "a direct chain's attempt carries no GetBody")
+	assert.LessOrEqual(t, allocs, 14.0, "the chain's own allocations per drop-in call")
+
+	hooked := newBase()
+	pol := retry.Policy{OnWire: func(context.Context, layer.WireSnapshot) error { return nil }}
+	withHook, err := chain.Default(openai.New(), chain.WithPolicy(pol), chain.WithTransport(hooked))
+	require.NoError(t, err)
+	_ = dropInAllocs(t, withHook, hooked, body)
+	assert.False(t, hooked.replayable, "the sender still sends a non-replayable request (R2.1)")
+
+	var seen bool
+	layered := newBase()
+	probe := layerFunc(func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		seen = req.GetBody != nil
+		return next.RoundTrip(req)
+	})
+	withLayer, err := chain.Default(openai.New(), chain.WithPerAttempt(probe), chain.WithTransport(layered))
+	require.NoError(t, err)
+	_ = dropInAllocs(t, withLayer, layered, body)
+	assert.True(t, seen, "a per-attempt layer gets a replayable attempt")
+	assert.False(t, layered.replayable, "the sender still sends a non-replayable request (R2.1)")
+}
+
+// layerFunc is a per-attempt layer that runs f around its next.
+type layerFunc func(req *http.Request, next http.RoundTripper) (*http.Response, error)
+
+func (layerFunc) Name() string             { return "probe" }
+func (layerFunc) Position() layer.Position { return layer.PerAttempt }
+func (f layerFunc) Wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) { return f(req, next) })
+}
