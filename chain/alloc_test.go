@@ -115,3 +115,29 @@ func (layerFunc) Position() layer.Position { return layer.PerAttempt }
 func (f layerFunc) Wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) { return f(req, next) })
 }
+
+// TestR11_1_AttemptStartedCostsNoAllocationOfItsOwn pins the cost of the
+// attempt_started notification: the engine's call is its attempts'
+// notification target (layer.NewAttemptFor), not a method value made for
+// each call, so a drop-in call through a direct chain allocates at most
+// 13 times in the chain (see TestR2_8_DirectChainSendsTheAttemptWithoutReplay
+// for the others), and the event is still emitted once per attempt.
+func TestR11_1_AttemptStartedCostsNoAllocationOfItsOwn(t *testing.T) {
+	base := &answering{answer: []byte(scripted.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
+	ch, err := chain.Default(openai.New(), chain.WithTransport(base))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, dropInAllocs(t, ch, base, encoded(t, canaryRequest())), 13.0, "the chain's own allocations per drop-in call")
+
+	var started int
+	ctx := withObserver(context.Background(), func(e layer.Event) {
+		if e.Type == layer.EventAttemptStarted {
+			started++
+		}
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(encoded(t, canaryRequest())))
+	require.NoError(t, err)
+	resp, err := ch.RoundTrip(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, 1, started, "attempt_started once")
+}
