@@ -7,12 +7,15 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
@@ -140,4 +143,69 @@ func TestR11_1_AttemptStartedCostsNoAllocationOfItsOwn(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	assert.Equal(t, 1, started, "attempt_started once")
+}
+
+// TestR13_8_ClosedStreamGivesItsLineBufferBack streams a drop-in SSE
+// answer, in memory, through a direct chain again and again, reading each
+// to its end and closing it: the line buffer of a closed stream's decoder
+// serves the next stream, as its read buffer does, so a stream in steady
+// state allocates neither: a stream left open costs both (8 KiB) more. The
+// bytes read are the stream's exact frames every time.
+func TestR13_8_ClosedStreamGivesItsLineBufferBack(t *testing.T) {
+	payload := strings.Join(scripted.OpenAIStream("Hello", " world"), "")
+	base := &answering{answer: []byte(payload), header: http.Header{"Content-Type": {"text/event-stream"}}}
+	ch, err := chain.Default(openai.New(), chain.WithTransport(base))
+	require.NoError(t, err)
+	body := encoded(t, &chat.Request{Model: "gpt-4o-mini", Stream: true, Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+	var got []byte
+	stream := func() {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := ch.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	stream() // the first stream's buffer is new
+	before := bufferBytes(t, stream)
+	assert.Equal(t, payload, string(got), "the frames, exactly")
+
+	// The same streams, without closing the body: each holds its buffer.
+	open := func() {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := ch.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := bufferBytes(t, open)
+	assert.Equal(t, payload, string(got))
+	assert.GreaterOrEqual(t, held-before, 7168.0,
+		"a stream left open keeps its read buffer and its line buffer (4 KiB each); a closed one gave both back")
+}
+
+// bufferBytes returns the bytes f allocates, averaged over 50 runs.
+func bufferBytes(t *testing.T, f func()) float64 {
+	t.Helper()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for range 50 {
+		f()
+	}
+	runtime.ReadMemStats(&m1)
+	return float64(m1.TotalAlloc-m0.TotalAlloc) / 50
 }

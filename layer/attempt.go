@@ -266,6 +266,17 @@ func (a *Attempt) ClientTrace() *httptrace.ClientTrace {
 	return &a.trace
 }
 
+// FreeBuffers hands the buffers of the attempt's observer back for other
+// streams, when it is a BufferFreer (see there); otherwise it does nothing.
+// The engine calls it once the stream's body is closed.
+func (a *Attempt) FreeBuffers() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if f, ok := a.observer.(BufferFreer); ok {
+		f.FreeBuffers()
+	}
+}
+
 // HeadersReceived records that response headers arrived.
 func (a *Attempt) HeadersReceived() {
 	a.mu.Lock()
