@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,9 +18,11 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/layers/stall"
 )
 
 // answering is a base transport that answers every request in memory with
@@ -208,4 +211,51 @@ func bufferBytes(t *testing.T, f func()) float64 {
 	}
 	runtime.ReadMemStats(&m1)
 	return float64(m1.TotalAlloc-m0.TotalAlloc) / 50
+}
+
+// TestR2_3_KeepingLayerGetsTheAttemptUncopied puts the stall layer, which
+// keeps the request it is given (layer.RequestKeeper), below the engine,
+// with all three limits on and none firing: the chain then neither copies
+// the header and URL for it (R2.3) nor gives the attempt a replay function
+// (R2.8), so the layer costs a call only its own allocations, at most 6
+// (its cancellable context and the Done channel net/http asks it for, the
+// request carrying it, the watch, its timer); with the copies it was 13.
+// The provider still gets the call's header and body.
+func TestR2_3_KeepingLayerGetsTheAttemptUncopied(t *testing.T) {
+	body := encoded(t, canaryRequest())
+	newBase := func() *answering {
+		return &answering{answer: []byte(scripted.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
+	}
+	plainBase := newBase()
+	plain, err := chain.Default(openai.New(), chain.WithTransport(plainBase))
+	require.NoError(t, err)
+	stallBase := newBase()
+	limits, err := stall.New(stall.Limits{Header: time.Minute, FirstOutput: time.Minute, Idle: time.Minute})
+	require.NoError(t, err)
+	withStall, err := chain.Default(openai.New(), chain.WithPerAttempt(limits), chain.WithTransport(stallBase))
+	require.NoError(t, err)
+
+	extra := dropInAllocs(t, withStall, stallBase, body) - dropInAllocs(t, plain, plainBase, body)
+	assert.LessOrEqual(t, extra, 6.0, "the stall layer's allocations per call beyond the plain chain's")
+	assert.False(t, stallBase.replayable, "no replay function reaches the base transport")
+
+	var sent *http.Request
+	probeBase := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		sent = req
+		b, err := io.ReadAll(req.Body)
+		require.NoError(t, err)
+		assert.Equal(t, body, b, "the call's body")
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(scripted.OpenAIChat("ok"))), Request: req}, nil
+	})
+	ch, err := chain.Default(openai.New(), chain.WithPerAttempt(limits), chain.WithTransport(probeBase))
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+rigtest.Key)
+	resp, err := ch.RoundTrip(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.NotNil(t, sent)
+	assert.Equal(t, "Bearer "+rigtest.Key, sent.Header.Get("Authorization"), "the call's header")
 }

@@ -109,10 +109,11 @@ func (l *Layer) Wrap(next http.RoundTripper) http.RoundTripper {
 }
 
 // WrapDirect is Wrap for a stack below the engine made of this module's
-// own stages alone (capture, progress, the redirect guard and the sender,
-// with no per-attempt layer): package chain uses it for such a chain,
-// which only it can see. Nothing in that stack reads an attempt's body a
-// second time but capture for an OnWire hook, so an attempt's request
+// own stages (capture, progress, the redirect guard and the sender) and
+// per-attempt layers that keep the request (layer.RequestKeeper) or none:
+// package chain uses it for such a chain, which only it can see. Nothing
+// in that stack reads an attempt's body a second time but capture for an
+// OnWire hook, so an attempt's request
 // carries a replay function (GetBody) only for a call whose policy has
 // one, and the sender, with nothing to drop, sends the request itself
 // (R2.8). Under any other next, use Wrap: a per-attempt layer may read
