@@ -174,6 +174,7 @@ func New(layers ...layer.Layer) (*Chain, error) {
 		}
 	}
 	firstAttempt := len(out) // the index of the first per-attempt layer, if any
+	keep := keepRequest(attempts)
 	out = append(out, attempts...)
 	out = append(out, stages[layer.StageRedirectGuard], stages[layer.StageSender])
 	var rt http.RoundTripper
@@ -189,8 +190,16 @@ func New(layers ...layer.Layer) (*Chain, error) {
 			// counted all the same, for the layer that reads it (R7.4).
 			rt = &passiveAttempt{next: rt, codec: engine.Codec()}
 		}
+		if out[i] == layer.Layer(engine) && keep {
+			// Only the engine's own stages below it, and per-attempt layers
+			// that keep the request: nothing but capture replays an
+			// attempt's body, so the engine sends it without a replay
+			// function unless a hook needs one (R2.8).
+			rt = engine.WrapDirect(rt)
+			continue
+		}
 		rt = out[i].Wrap(rt)
-		if engine != nil && len(attempts) > 0 && i == firstAttempt {
+		if engine != nil && !keep && i == firstAttempt {
 			rt = ownCopy{rt}
 		}
 	}
@@ -203,7 +212,8 @@ func New(layers ...layer.Layer) (*Chain, error) {
 // user's layer that changes them in place (req.Header.Add), against the
 // layer.Layer contract, then changes only its own attempt's request, never
 // a later attempt's or what capture snapshots. The engine's own stages
-// never change a request, so a chain without per-attempt layers skips the
+// never change a request, so a chain without per-attempt layers, or whose
+// per-attempt layers all keep the request (layer.RequestKeeper), skips the
 // copy.
 type ownCopy struct{ next http.RoundTripper }
 
@@ -215,6 +225,17 @@ func (o ownCopy) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.URL = &u
 	}
 	return o.next.RoundTrip(r)
+}
+
+// keepRequest reports whether every layer of ls (none included) keeps the
+// request it is given (layer.RequestKeeper).
+func keepRequest(ls []layer.Layer) bool {
+	for _, l := range ls {
+		if k, ok := l.(layer.RequestKeeper); !ok || !k.KeepsRequest() {
+			return false
+		}
+	}
+	return true
 }
 
 // ownStage reports whether l is this module's layer for the chain-owned

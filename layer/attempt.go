@@ -108,7 +108,7 @@ type Attempt struct {
 	OnWire WireHook
 
 	mu       sync.Mutex
-	onBegin  func() error
+	onBegin  Beginner
 	began    bool
 	beginErr error
 	progress Progress
@@ -124,12 +124,37 @@ type Attempt struct {
 // NewAttempt returns attempt state. onBegin, if not nil, runs once when the
 // request is about to leave (see Begin).
 func NewAttempt(id Identity, info RequestInfo, codec Codec, onWire WireHook, onBegin func() error) *Attempt {
-	a := &Attempt{Identity: id, Info: info, Codec: codec, OnWire: onWire, onBegin: onBegin, phase: PhaseConnecting}
+	var b Beginner
+	if onBegin != nil {
+		b = beginFunc(onBegin)
+	}
+	return NewAttemptFor(id, info, codec, onWire, b)
+}
+
+// NewAttemptFor is NewAttempt with the notification as a Beginner, whose
+// BeginAttempt, when b is not nil, runs once when the request is about to
+// leave (see Begin). A caller that already holds a value with such a
+// method (the retry engine's call) passes it instead of a method value,
+// which would cost an allocation per call.
+func NewAttemptFor(id Identity, info RequestInfo, codec Codec, onWire WireHook, b Beginner) *Attempt {
+	a := &Attempt{Identity: id, Info: info, Codec: codec, OnWire: onWire, onBegin: b, phase: PhaseConnecting}
 	if codec != nil {
 		a.observer = codec.NewObserver(info)
 	}
 	return a
 }
+
+// Beginner is notified when an attempt's request is about to leave: its
+// BeginAttempt runs once per attempt, from Begin, and a non-nil error
+// keeps the request from being sent (see Begin).
+type Beginner interface {
+	BeginAttempt() error
+}
+
+// beginFunc is a func as a Beginner.
+type beginFunc func() error
+
+func (f beginFunc) BeginAttempt() error { return f() }
 
 // Begin marks that the request passed request capture and is about to be
 // sent; the first call runs the attempt_started notification. It is called
@@ -149,7 +174,7 @@ func (a *Attempt) Begin() error {
 	if f == nil {
 		return nil
 	}
-	err := f()
+	err := f.BeginAttempt()
 	a.mu.Lock()
 	a.beginErr = err
 	a.mu.Unlock()
@@ -239,6 +264,17 @@ func (a *Attempt) ClientTrace() *httptrace.ClientTrace {
 		a.trace.GotConn = func(httptrace.GotConnInfo) { a.MarkConnected() }
 	}
 	return &a.trace
+}
+
+// FreeBuffers hands the buffers of the attempt's observer back for other
+// streams, when it is a BufferFreer (see there); otherwise it does nothing.
+// The engine calls it once the stream's body is closed.
+func (a *Attempt) FreeBuffers() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if f, ok := a.observer.(BufferFreer); ok {
+		f.FreeBuffers()
+	}
 }
 
 // HeadersReceived records that response headers arrived.

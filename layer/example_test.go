@@ -51,6 +51,28 @@ func ExampleNewAttempt() {
 	// 5
 }
 
+// starts counts the attempts that began; it is the attempts' Beginner.
+type starts struct{ n int }
+
+func (s *starts) BeginAttempt() error {
+	s.n++
+	return nil
+}
+
+// A caller that keeps per-call state notifies it directly: the state is
+// every attempt's Beginner, so no method value is made per attempt.
+func ExampleNewAttemptFor() {
+	s := &starts{}
+	for n := 1; n <= 2; n++ {
+		a := layer.NewAttemptFor(layer.Identity{WireAttempt: n}, layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, s)
+		_ = a.Begin()
+		_ = a.Begin() // idempotent: BeginAttempt ran once for this attempt
+	}
+	fmt.Println(s.n)
+	// Output:
+	// 2
+}
+
 // A caller that has just encoded a request body hands it to the chain as a
 // RequestBody, so that the engine keeps those bytes instead of copying them.
 func ExampleNewRequestBody() {

@@ -103,6 +103,20 @@ type ProgressReader interface {
 	ReadsProgress() string
 }
 
+// RequestKeeper is implemented by a PerAttempt layer that never changes the
+// request it is given (its header, URL, body or GetBody) and never reads
+// its body: it passes on that request, or a shallow copy of it with another
+// context (Request.WithContext), or answers itself. KeepsRequest reports
+// whether the layer, as configured, does so; the stall layer's does. In a
+// chain whose per-attempt layers all keep the request, they get the
+// engine's attempt request with the call's one header and URL, uncopied
+// (R2.3), and the attempt carries no replay function (R2.8). A layer that
+// claims it and changes the request anyway changes the call's later
+// attempts too.
+type RequestKeeper interface {
+	KeepsRequest() bool
+}
+
 // Func wraps a RoundTripper: the shape of a layer written as a function.
 type Func func(next http.RoundTripper) http.RoundTripper
 

@@ -50,6 +50,17 @@ func (f *Frame) Semantic() Counts {
 	return c
 }
 
+// BufferFreer is implemented by a StreamDecoder whose buffers can serve
+// another stream's decoder once its own stream is over. The engine calls
+// FreeBuffers (through Attempt.FreeBuffers) when the caller closes the
+// stream's body, after which it neither writes to the decoder nor reads a
+// frame from it. The decoder must keep no slice of what it gave back; the
+// frames it queued stay valid, and a Write after FreeBuffers works, into
+// new buffers.
+type BufferFreer interface {
+	FreeBuffers()
+}
+
 // StreamDecoder is the Observer a codec returns for a streaming request: as
 // bytes arrive (Write) it frames and decodes them, counts their semantic
 // evidence, and queues the frames for Next. Frames are queued in wire order;

@@ -60,7 +60,15 @@ func newStreamDecoder(info layer.RequestInfo) *streamDecoder {
 	return d
 }
 
-var _ layer.StreamDecoder = (*streamDecoder)(nil)
+var (
+	_ layer.StreamDecoder = (*streamDecoder)(nil)
+	_ layer.BufferFreer   = (*streamDecoder)(nil)
+)
+
+// FreeBuffers gives the decoder's line buffer back for the next stream's
+// decoder (layer.BufferFreer); its queued frames own their bytes and stay
+// valid.
+func (d *streamDecoder) FreeBuffers() { d.framer.Free() }
 
 func (d *streamDecoder) Observed() layer.Counts { return d.counts }
 

@@ -14,6 +14,9 @@ import (
 type transport struct {
 	l    *Layer
 	next http.RoundTripper
+	// direct: next is the engine's own stages alone (WrapDirect), so only
+	// capture replays an attempt's body, and only for an OnWire hook.
+	direct bool
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -132,7 +135,6 @@ type call struct {
 	pending int    // its wire attempt number
 	status  int    // its response status
 	spareID string // an attempt ID not yet used, or ""
-	onBegin func() error
 
 	// A background stream (R19.9): the codec that resumes it, and once a
 	// failure left it resumable, where the next read starts.
@@ -155,9 +157,9 @@ func (c *call) attemptID() string {
 	return newUUIDs(1)
 }
 
-// begin runs when the current attempt's request is about to leave (see
-// layer.Attempt.Begin).
-func (c *call) begin() error {
+// BeginAttempt runs when the current attempt's request is about to leave
+// (see layer.Attempt.Begin): the call is its attempts' layer.Beginner.
+func (c *call) BeginAttempt() error {
 	c.started = true
 	c.wire = c.pending
 	return c.emit(layer.EventAttemptStarted, nil, 0, 0)
@@ -179,10 +181,7 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 		}
 		c.id = layer.Identity{LogicalID: c.logical, AttemptID: c.attemptID(), WireAttempt: n}
 		c.started, c.pending = false, n
-		if c.onBegin == nil {
-			c.onBegin = c.begin
-		}
-		c.cur = layer.NewAttempt(c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c.onBegin)
+		c.cur = layer.NewAttemptFor(c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c)
 		if c.resume != nil {
 			// A resume read continues the stream's decoder (R19.9).
 			c.cur.UseObserver(c.resumer.ResumeObserver(c.resume.prev, c.resume.point))

@@ -52,22 +52,36 @@ func (in *request) read(req *http.Request, codec layer.Codec, facts *layer.Reque
 	default:
 		in.info = layer.RequestInfo{Operation: layer.Ordinary}
 	}
-	body := in.body
-	in.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return nil
+}
+
+// replay returns the replay function (GetBody) of the call's body, made on
+// first use: a chain whose attempts nobody replays never builds it.
+func (in *request) replay() func() (io.ReadCloser, error) {
+	if in.getBody == nil {
+		body := in.body
+		in.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	return in.getBody
 }
 
 // forAttempt returns the request of attempt a: a shallow copy with the
 // call's own header and body, a fresh reader over the call's body bytes
-// that no earlier attempt read. The layers
+// that no earlier attempt read, and, when replayable, the call's replay
+// function (GetBody) for a stage below that reads the body again (capture
+// for an OnWire hook, a per-attempt layer); otherwise GetBody is nil, and
+// the sender sends the request as it is (R2.8). The layers
 // below never change a request they are given (layer.Layer): capture
 // snapshots copies and the sender only reads it, so the call's header
 // stays byte-identical for every attempt (R2.3).
-func (in *request) forAttempt(ctxWithAttempt *http.Request, body io.ReadCloser) *http.Request {
+func (in *request) forAttempt(ctxWithAttempt *http.Request, body io.ReadCloser, replayable bool) *http.Request {
 	areq := ctxWithAttempt
 	areq.Header = in.header
 	areq.Body = body
-	areq.GetBody = in.getBody
+	areq.GetBody = nil
+	if replayable {
+		areq.GetBody = in.replay()
+	}
 	areq.ContentLength = int64(len(in.body))
 	return areq
 }

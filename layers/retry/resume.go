@@ -118,7 +118,7 @@ func (c *call) noteResume(a *layer.Attempt, f *layer.Failure, resumableCause boo
 
 // resumeRequest returns the resume read of attempt a.
 func (c *call) resumeRequest(a *layer.Attempt) *http.Request {
-	base := c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)), http.NoBody)
+	base := c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)), http.NoBody, true)
 	return c.resumer.ResumeRequest(base, c.resume.point)
 }
 
@@ -146,7 +146,7 @@ func (c *call) cancelRemote() {
 		return
 	}
 	c.cancelSent = true
-	base := c.in.forAttempt(c.in.req.WithContext(context.Background()), http.NoBody)
+	base := c.in.forAttempt(c.in.req.WithContext(context.Background()), http.NoBody, true)
 	req := c.resumer.CancelRequest(base, id)
 	if req == nil {
 		return

@@ -108,6 +108,20 @@ func (l *Layer) Wrap(next http.RoundTripper) http.RoundTripper {
 	return &transport{l: l, next: next}
 }
 
+// WrapDirect is Wrap for a stack below the engine made of this module's
+// own stages (capture, progress, the redirect guard and the sender) and
+// per-attempt layers that keep the request (layer.RequestKeeper) or none:
+// package chain uses it for such a chain, which only it can see. Nothing
+// in that stack reads an attempt's body a second time but capture for an
+// OnWire hook, so an attempt's request
+// carries a replay function (GetBody) only for a call whose policy has
+// one, and the sender, with nothing to drop, sends the request itself
+// (R2.8). Under any other next, use Wrap: a per-attempt layer may read
+// GetBody. The RoundTripper is safe for concurrent use.
+func (l *Layer) WrapDirect(next http.RoundTripper) http.RoundTripper {
+	return &transport{l: l, next: next, direct: true}
+}
+
 type policyKey struct{}
 
 // WithPolicy returns a context whose calls use p instead of the engine's

@@ -42,7 +42,7 @@ func (c *call) attempt() attemptResult {
 	if c.resume != nil {
 		areq = c.resumeRequest(a)
 	} else {
-		areq = c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)), c.requestBody())
+		areq = c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)), c.requestBody(), !c.t.direct || c.d.r.onWire != nil)
 	}
 	resp, err := c.t.next.RoundTrip(areq)
 	if err != nil {

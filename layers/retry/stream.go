@@ -383,7 +383,10 @@ func (b *streamBody) Close() error {
 	if b.err == nil {
 		b.abandoned()
 	}
-	// b.err is set now, so nothing reads into the buffer again.
+	// b.err is set now, so nothing reads into the buffer again, nor
+	// writes to the attempt's decoder: its line buffer can serve the next
+	// stream.
+	b.a.FreeBuffers()
 	if b.buf != nil {
 		readBuffers.Put(b.buf)
 		b.buf = nil

@@ -112,7 +112,9 @@ func (s inEngine) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // RoundTrip sends req once. It sends a shallow copy of req whose body is
 // non-replayable (req itself is never changed, and its header is shared,
-// only read), records the connection phase for the engine and marks the
+// only read), or req itself when it already is one and its context
+// carries the attempt's trace (an engine's attempt that nothing replays,
+// R2.8), records the connection phase for the engine and marks the
 // attempt as begun just before the request leaves. A second send of one
 // attempt's request (a per-attempt layer that called its next twice) is
 // refused with layer.ErrSecondSend: an attempt is at most one POST (R2.1).
@@ -132,13 +134,20 @@ func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// A shallow copy: the sender changes only the copy's body fields, and
 	// http.Transport never writes to a request's header, URL or trailer,
-	// so a deep clone (Request.Clone) would copy them for nothing.
-	out := req.WithContext(ctx)
-	if req.Body != nil && req.Body != http.NoBody {
+	// so a deep clone (Request.Clone) would copy them for nothing. A
+	// request with nothing to change (its context carries the trace, and
+	// it has no GetBody, as the engine sends an attempt nothing replays,
+	// R2.8) is sent as it is.
+	replayable := req.GetBody != nil && req.Body != nil && req.Body != http.NoBody
+	out := req
+	if ctx != req.Context() || replayable {
+		out = req.WithContext(ctx)
+	}
+	if replayable {
 		// Inside a recovery attempt the body is the attempt's own fresh
 		// copy, which nothing above has read (the capture layer reads
 		// GetBody's copies); it is sent as it is.
-		if req.GetBody != nil && a == nil {
+		if a == nil {
 			// Take a fresh copy so that the caller's body stays unread.
 			b, err := req.GetBody()
 			if err != nil {

@@ -153,6 +153,12 @@ func (l *Layer) ReadsProgress() string {
 // Limits returns the layer's limits (Clock as given, possibly nil).
 func (l *Layer) Limits() Limits { return l.lim }
 
+// KeepsRequest returns true: the layer sends a shallow copy of the request
+// it is given with a context of its own, and never reads or changes its
+// header, URL or body (layer.RequestKeeper), so a chain hands it the
+// attempt's request uncopied (R2.3, R2.8).
+func (*Layer) KeepsRequest() bool { return true }
+
 // Wrap returns a RoundTripper that applies the limits to every request it
 // sends through next.
 func (l *Layer) Wrap(next http.RoundTripper) http.RoundTripper {

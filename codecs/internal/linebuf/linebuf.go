@@ -14,6 +14,7 @@ package linebuf
 import (
 	"bytes"
 	"errors"
+	"sync"
 )
 
 // ErrTooLong is the error of Next once a line, complete or not, is longer
@@ -65,9 +66,26 @@ type Buffer struct {
 }
 
 // New returns an empty Buffer whose lines end as ends says and that
-// reports ErrTooLong for a line longer than max bytes.
+// reports ErrTooLong for a line longer than max bytes. Its slice is one a
+// freed Buffer gave back (Free), when there is one, so that a stream whose
+// Buffer is freed at its end costs the next stream no allocation.
 func New(max int, ends Ends) Buffer {
-	return Buffer{buf: make([]byte, 0, initialSize), max: max, ends: ends}
+	return Buffer{buf: freed.Get().(*[initialSize]byte)[:0:initialSize], max: max, ends: ends}
+}
+
+// freed holds the initialSize slices of freed Buffers for New.
+var freed = sync.Pool{New: func() any { return new([initialSize]byte) }}
+
+// Free empties the Buffer, as Reset does, and gives its slice back for a
+// later New, when it has not grown beyond initialSize. The owner calls it
+// once it keeps no slice of Held or Rest and writes nothing more; a Write
+// after Free still works, into a new slice. It invalidates slices of Held
+// and Rest.
+func (b *Buffer) Free() {
+	if cap(b.buf) == initialSize {
+		freed.Put((*[initialSize]byte)(b.buf[:initialSize]))
+	}
+	*b = Buffer{max: b.max, ends: b.ends}
 }
 
 // Limit returns the length of the longest line the Buffer takes.

@@ -56,6 +56,11 @@ func NewFramer(maxLineBytes int) *Framer {
 	return &Framer{lines: linebuf.New(maxLineBytes, linebuf.LF)}
 }
 
+// Free gives the Framer's line buffer back for another Framer (see
+// linebuf.Buffer.Free): its owner calls it once the stream is over and it
+// keeps no slice of a Line. A Framer written after Free starts over.
+func (f *Framer) Free() { f.lines.Free() }
+
 // Write appends p to the stream. It does not retain p after returning. After
 // Next has returned an error, Write discards p. Write invalidates the slices
 // of the last Line returned by Next.

@@ -107,6 +107,11 @@ func NewFramer(maxEventBytes int) *Framer {
 	return &Framer{max: maxEventBytes, lines: linebuf.New(maxEventBytes, linebuf.CROrLF)}
 }
 
+// Free gives the Framer's line buffer back for another Framer (see
+// linebuf.Buffer.Free): its owner calls it once the stream is over and it
+// keeps no slice of an Event. A Framer written after Free starts over.
+func (f *Framer) Free() { f.lines.Free() }
+
 // Write appends p to the stream. It does not retain p after returning. After
 // Next has returned an error, Write discards p. Write invalidates the slices
 // of the last Event returned by Next.

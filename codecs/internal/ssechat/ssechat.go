@@ -102,7 +102,15 @@ func NewFor(info layer.RequestInfo) *Decoder {
 	return d
 }
 
-var _ layer.StreamDecoder = (*Decoder)(nil)
+var (
+	_ layer.StreamDecoder = (*Decoder)(nil)
+	_ layer.BufferFreer   = (*Decoder)(nil)
+)
+
+// FreeBuffers gives the decoder's line buffer back for the next stream's
+// decoder (layer.BufferFreer); its queued frames own their bytes and stay
+// valid.
+func (d *Decoder) FreeBuffers() { d.framer.Free() }
 
 // Observed returns the semantic evidence decoded so far.
 func (d *Decoder) Observed() layer.Counts { return d.counts }

@@ -86,7 +86,16 @@ type StreamDecoder struct {
 	reference bool
 }
 
-var _ layer.StreamDecoder = (*StreamDecoder)(nil)
+var (
+	_ layer.StreamDecoder = (*StreamDecoder)(nil)
+	_ layer.BufferFreer   = (*StreamDecoder)(nil)
+)
+
+// FreeBuffers gives the decoder's line buffer back for the next stream's
+// decoder (layer.BufferFreer); its queued frames own their bytes and stay
+// valid, and a Write afterwards starts a new buffer. The engine calls it
+// when the stream's body is closed.
+func (d *StreamDecoder) FreeBuffers() { d.framer.Free() }
 
 // NewStreamDecoder returns the stream decoder for a request described by
 // info: with info.DropText its terminal Completion has empty Content and

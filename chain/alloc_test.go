@@ -1,0 +1,261 @@
+//go:build !race
+
+package chain_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/layers/stall"
+)
+
+// answering is a base transport that answers every request in memory with
+// a fresh 200 carrying answer, after reading the request's body, and
+// records whether the request it got could be replayed (GetBody).
+type answering struct {
+	answer     []byte
+	header     http.Header
+	replayable bool
+}
+
+func (a *answering) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.replayable = req.GetBody != nil
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: a.header, Body: io.NopCloser(bytes.NewReader(a.answer)),
+		ContentLength: int64(len(a.answer)), Request: req}, nil
+}
+
+// dropInAllocs returns the allocations of one drop-in call through ch over
+// base, minus those of the same call made directly on base (the request
+// and the in-memory answer): what the chain itself allocates.
+func dropInAllocs(t *testing.T, ch http.RoundTripper, base *answering, body []byte) float64 {
+	t.Helper()
+	call := func(rt http.RoundTripper) func() {
+		return func() {
+			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = http.Header{"Content-Type": {"application/json"}}
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	direct := testing.AllocsPerRun(200, call(base))
+	return testing.AllocsPerRun(200, call(ch)) - direct // base records the chain's request last
+}
+
+// TestR2_8_DirectChainSendsTheAttemptWithoutReplay pins what R2.8 saves: in
+// a chain whose only stages below the engine are its own, with no OnWire
+// hook, the attempt reaches the base transport without a replay function
+// (GetBody), and the engine builds none and the sender makes no copy to
+// drop it. The chain's own allocations per drop-in call are then at most
+// 14: the header copy (3) and the body copy (1) of R2.3, the first body's
+// reader (1), the attempt's request and context (2, R2.1), its trace (1,
+// R9.2), the attempt, its observer and its begin callback (3), the
+// response buffer (1, R4.6), the call (1) and its IDs (1, R10.1); with the
+// replay function and the sender's copy it was 16. With a hook, or with a
+// per-attempt layer, the attempt is still replayable (the race detector
+// adds allocations of its own, so this file is built without it).
+func TestR2_8_DirectChainSendsTheAttemptWithoutReplay(t *testing.T) {
+	body := encoded(t, canaryRequest())
+	newBase := func() *answering {
+		return &answering{answer: []byte(scripted.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
+	}
+
+	base := newBase()
+	direct, err := chain.Default(openai.New(), chain.WithTransport(base))
+	require.NoError(t, err)
+	allocs := dropInAllocs(t, direct, base, body)
+	assert.False(t, base.replayable, "a direct chain's attempt carries no GetBody")
+	assert.LessOrEqual(t, allocs, 14.0, "the chain's own allocations per drop-in call")
+
+	hooked := newBase()
+	pol := retry.Policy{OnWire: func(context.Context, layer.WireSnapshot) error { return nil }}
+	withHook, err := chain.Default(openai.New(), chain.WithPolicy(pol), chain.WithTransport(hooked))
+	require.NoError(t, err)
+	_ = dropInAllocs(t, withHook, hooked, body)
+	assert.False(t, hooked.replayable, "the sender still sends a non-replayable request (R2.1)")
+
+	var seen bool
+	layered := newBase()
+	probe := layerFunc(func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		seen = req.GetBody != nil
+		return next.RoundTrip(req)
+	})
+	withLayer, err := chain.Default(openai.New(), chain.WithPerAttempt(probe), chain.WithTransport(layered))
+	require.NoError(t, err)
+	_ = dropInAllocs(t, withLayer, layered, body)
+	assert.True(t, seen, "a per-attempt layer gets a replayable attempt")
+	assert.False(t, layered.replayable, "the sender still sends a non-replayable request (R2.1)")
+}
+
+// layerFunc is a per-attempt layer that runs f around its next.
+type layerFunc func(req *http.Request, next http.RoundTripper) (*http.Response, error)
+
+func (layerFunc) Name() string             { return "probe" }
+func (layerFunc) Position() layer.Position { return layer.PerAttempt }
+func (f layerFunc) Wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) { return f(req, next) })
+}
+
+// TestR11_1_AttemptStartedCostsNoAllocationOfItsOwn pins the cost of the
+// attempt_started notification: the engine's call is its attempts'
+// notification target (layer.NewAttemptFor), not a method value made for
+// each call, so a drop-in call through a direct chain allocates at most
+// 13 times in the chain (see TestR2_8_DirectChainSendsTheAttemptWithoutReplay
+// for the others), and the event is still emitted once per attempt.
+func TestR11_1_AttemptStartedCostsNoAllocationOfItsOwn(t *testing.T) {
+	base := &answering{answer: []byte(scripted.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
+	ch, err := chain.Default(openai.New(), chain.WithTransport(base))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, dropInAllocs(t, ch, base, encoded(t, canaryRequest())), 13.0, "the chain's own allocations per drop-in call")
+
+	var started int
+	ctx := withObserver(context.Background(), func(e layer.Event) {
+		if e.Type == layer.EventAttemptStarted {
+			started++
+		}
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(encoded(t, canaryRequest())))
+	require.NoError(t, err)
+	resp, err := ch.RoundTrip(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, 1, started, "attempt_started once")
+}
+
+// TestR13_8_ClosedStreamGivesItsLineBufferBack streams a drop-in SSE
+// answer, in memory, through a direct chain again and again, reading each
+// to its end and closing it: the line buffer of a closed stream's decoder
+// serves the next stream, as its read buffer does, so a stream in steady
+// state allocates neither: a stream left open costs both (8 KiB) more. The
+// bytes read are the stream's exact frames every time.
+func TestR13_8_ClosedStreamGivesItsLineBufferBack(t *testing.T) {
+	payload := strings.Join(scripted.OpenAIStream("Hello", " world"), "")
+	base := &answering{answer: []byte(payload), header: http.Header{"Content-Type": {"text/event-stream"}}}
+	ch, err := chain.Default(openai.New(), chain.WithTransport(base))
+	require.NoError(t, err)
+	body := encoded(t, &chat.Request{Model: "gpt-4o-mini", Stream: true, Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+	var got []byte
+	stream := func() {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := ch.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	stream() // the first stream's buffer is new
+	before := bufferBytes(t, stream)
+	assert.Equal(t, payload, string(got), "the frames, exactly")
+
+	// The same streams, without closing the body: each holds its buffer.
+	open := func() {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := ch.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := bufferBytes(t, open)
+	assert.Equal(t, payload, string(got))
+	assert.GreaterOrEqual(t, held-before, 7168.0,
+		"a stream left open keeps its read buffer and its line buffer (4 KiB each); a closed one gave both back")
+}
+
+// bufferBytes returns the bytes f allocates, averaged over 50 runs.
+func bufferBytes(t *testing.T, f func()) float64 {
+	t.Helper()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for range 50 {
+		f()
+	}
+	runtime.ReadMemStats(&m1)
+	return float64(m1.TotalAlloc-m0.TotalAlloc) / 50
+}
+
+// TestR2_3_KeepingLayerGetsTheAttemptUncopied puts the stall layer, which
+// keeps the request it is given (layer.RequestKeeper), below the engine,
+// with all three limits on and none firing: the chain then neither copies
+// the header and URL for it (R2.3) nor gives the attempt a replay function
+// (R2.8), so the layer costs a call only its own allocations, at most 6
+// (its cancellable context and the Done channel net/http asks it for, the
+// request carrying it, the watch, its timer); with the copies it was 13.
+// The provider still gets the call's header and body.
+func TestR2_3_KeepingLayerGetsTheAttemptUncopied(t *testing.T) {
+	body := encoded(t, canaryRequest())
+	newBase := func() *answering {
+		return &answering{answer: []byte(scripted.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
+	}
+	plainBase := newBase()
+	plain, err := chain.Default(openai.New(), chain.WithTransport(plainBase))
+	require.NoError(t, err)
+	stallBase := newBase()
+	limits, err := stall.New(stall.Limits{Header: time.Minute, FirstOutput: time.Minute, Idle: time.Minute})
+	require.NoError(t, err)
+	withStall, err := chain.Default(openai.New(), chain.WithPerAttempt(limits), chain.WithTransport(stallBase))
+	require.NoError(t, err)
+
+	extra := dropInAllocs(t, withStall, stallBase, body) - dropInAllocs(t, plain, plainBase, body)
+	assert.LessOrEqual(t, extra, 6.0, "the stall layer's allocations per call beyond the plain chain's")
+	assert.False(t, stallBase.replayable, "no replay function reaches the base transport")
+
+	var sent *http.Request
+	probeBase := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		sent = req
+		b, err := io.ReadAll(req.Body)
+		require.NoError(t, err)
+		assert.Equal(t, body, b, "the call's body")
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(scripted.OpenAIChat("ok"))), Request: req}, nil
+	})
+	ch, err := chain.Default(openai.New(), chain.WithPerAttempt(limits), chain.WithTransport(probeBase))
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+rigtest.Key)
+	resp, err := ch.RoundTrip(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.NotNil(t, sent)
+	assert.Equal(t, "Bearer "+rigtest.Key, sent.Header.Get("Authorization"), "the call's header")
+}
