@@ -1,19 +1,19 @@
 package recoursetest
 
 import (
+	"errors"
 	"go/ast"
 	"go/doc"
 	"go/parser"
 	"go/token"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/recourse-dev/recourse/internal/scripted"
 )
 
 // TestMain fails the package if a test or an example leaves a goroutine
@@ -44,16 +44,6 @@ func post(t *testing.T, url, body string) (int, http.Header, string) {
 }
 
 func TestConstantsMatchTheBodies(t *testing.T) {
-	for what, pair := range map[string][2]string{
-		"OpenAIModel": {OpenAIModel, scripted.OpenAIModel},
-		"OpenAIID":    {OpenAIID, scripted.OpenAIID},
-		"OllamaModel": {OllamaModel, scripted.OllamaModel},
-		"StreamDone":  {StreamDone, scripted.StreamDone},
-	} {
-		if pair[0] != pair[1] {
-			t.Errorf("%s is %q, the bodies use %q", what, pair[0], pair[1])
-		}
-	}
 	events := OpenAIStream("x")
 	if events[len(events)-1] != StreamDone || !strings.Contains(OpenAIChat("x"), `"model":"`+OpenAIModel+`"`) ||
 		!strings.Contains(OpenAIChat("x"), `"id":"`+OpenAIID+`"`) || !strings.Contains(OllamaChat("x"), `"model":"`+OllamaModel+`"`) {
@@ -146,16 +136,15 @@ func TestPanicsNameThisPackage(t *testing.T) {
 	}
 }
 
+// TestRelabel proves that a server that cannot listen panics with this
+// package's name and the cause.
 func TestRelabel(t *testing.T) {
 	defer func() {
 		if msg := recover(); msg != "recoursetest: cannot listen on 127.0.0.1: boom" {
-			t.Fatalf("relabelled panic %q", msg)
+			t.Fatalf("listen failure panic %q", msg)
 		}
 	}()
-	func() {
-		defer relabel()
-		panic("scripted: cannot listen on 127.0.0.1: boom")
-	}()
+	startOn(func(string, string) (net.Listener, error) { return nil, errors.New("boom") }, http.NotFoundHandler())
 }
 
 // TestEveryExportedIdentifierIsDocumented keeps the package's godoc complete

@@ -1,4 +1,4 @@
-package scripted
+package recoursetest
 
 import (
 	"bytes"
@@ -11,11 +11,6 @@ import (
 
 	"go.uber.org/goleak"
 )
-
-// TestMain fails the package if any test leaves a goroutine behind.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 // deadline bounds every wait for something that must happen.
 const deadline = 5 * time.Second
@@ -34,7 +29,7 @@ type fixture struct {
 // redirects. Cleanup closes both and verifies that no goroutine leaked.
 func start(t *testing.T, steps ...Step) *fixture {
 	t.Helper()
-	f := &fixture{srv: New(steps...), tr: &http.Transport{}}
+	f := &fixture{srv: NewServer(steps...), tr: &http.Transport{}}
 	f.client = &http.Client{
 		Transport: f.tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
