@@ -50,49 +50,6 @@ func TestR12_2_OneRequestAndOneResponseSnapshotPerAttempt(t *testing.T) {
 	assert.Equal(t, []byte(recoursetest.OpenAIChat("hello")), snaps[5].Bytes)
 }
 
-func TestR12_1_ResponseSnapshots(t *testing.T) {
-	errBody := recoursetest.OpenAIError("server_error", "server_error", "busy")
-	okBody := recoursetest.OpenAIChat("Hello, world")
-	rows := []struct {
-		name     string
-		step     recoursetest.Step
-		status   int
-		bytes    string
-		complete bool
-		header   string // a response header that must be in the snapshot
-	}{
-		{"HTTP failure", recoursetest.JSON(503, errBody, "Retry-After", "1"), 503, errBody, true, "Retry-After"},
-		{"permanent HTTP failure", recoursetest.JSON(400, errBody), 400, errBody, true, "Content-Type"},
-		{"cut 2xx body", recoursetest.JSON(200, okBody).Cut(25), 200, okBody[:25], false, "Content-Type"},
-		{"reset before headers", recoursetest.Reset(), 0, "", false, ""},
-		{"refused redirect", recoursetest.Redirect(302, "http://127.0.0.1:1/elsewhere"), 302, "", true, "Location"},
-		{"provider error in a 200", recoursetest.JSON(200, errBody), 200, errBody, true, "Content-Type"},
-	}
-	for _, tc := range rows {
-		t.Run(tc.name, func(t *testing.T) {
-			p := retry.Policy{MaxAttempts: 1}
-			rec := wired(&p)
-			r := rigtest.New(t, openai.New(), p, tc.step)
-
-			_, err := r.Client.Complete(context.Background(), canaryRequest())
-			asRecoveryError(t, err)
-
-			snaps := rec.Wire()
-			require.Len(t, snaps, 2, "R12.2: one request and one response snapshot")
-			s := snaps[1]
-			assert.Equal(t, layer.DirectionResponse, s.Direction)
-			assert.Equal(t, tc.status, s.Status)
-			assert.Equal(t, tc.bytes, string(s.Bytes))
-			assert.Equal(t, tc.complete, s.Complete)
-			if tc.header != "" {
-				assert.NotEmpty(t, s.Header.Get(tc.header))
-			} else {
-				assert.Empty(t, s.Header, "no headers arrived")
-			}
-		})
-	}
-}
-
 // R12.3: the semantic evidence of the bytes a response snapshot holds is
 // accounted before the capture callback runs, and a failing callback is
 // terminal.
