@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // tricky is content that breaks naive string concatenation into JSON.
@@ -29,37 +31,31 @@ func TestOpenAIChatIsValidJSON(t *testing.T) {
 		} `json:"usage"`
 	}
 	body := OpenAIChat(tricky)
-	if err := json.Unmarshal([]byte(body), &got); err != nil {
-		t.Fatalf("unmarshal %q: %v", body, err)
-	}
-	eq(t, got.ID, "chatcmpl-1", "id")
-	eq(t, got.Object, "chat.completion", "object")
-	eq(t, got.Model, "gpt-4o-mini-2024-07-18", "model")
-	eq(t, len(got.Choices), 1, "choices")
-	eq(t, got.Choices[0].Message.Role, "assistant", "role")
-	eq(t, got.Choices[0].Message.Content, tricky, "content")
-	eq(t, got.Choices[0].FinishReason, "stop", "finish reason")
-	eq(t, [3]int{got.Usage.PromptTokens, got.Usage.CompletionTokens, got.Usage.TotalTokens}, [3]int{12, 7, 19}, "usage")
+	require.NoError(t, json.Unmarshal([]byte(body), &got), "unmarshal %q", body)
+	require.Equal(t, "chatcmpl-1", got.ID, "id")
+	require.Equal(t, "chat.completion", got.Object, "object")
+	require.Equal(t, "gpt-4o-mini-2024-07-18", got.Model, "model")
+	require.Equal(t, 1, len(got.Choices), "choices")
+	require.Equal(t, "assistant", got.Choices[0].Message.Role, "role")
+	require.Equal(t, tricky, got.Choices[0].Message.Content, "content")
+	require.Equal(t, "stop", got.Choices[0].FinishReason, "finish reason")
+	require.Equal(t, [3]int{12, 7, 19}, [3]int{got.Usage.PromptTokens, got.Usage.CompletionTokens, got.Usage.TotalTokens}, "usage")
 }
 
 func TestOpenAIErrorIsValidJSON(t *testing.T) {
 	var got map[string]map[string]any
-	if err := json.Unmarshal([]byte(OpenAIError("invalid_request_error", "", tricky)), &got); err != nil {
-		t.Fatal(err)
-	}
-	eq(t, got["error"], map[string]any{"message": tricky, "type": "invalid_request_error", "param": nil, "code": nil}, "error with null code")
+	require.NoError(t, json.Unmarshal([]byte(OpenAIError("invalid_request_error", "", tricky)), &got))
+	require.Equal(t, map[string]any{"message": tricky, "type": "invalid_request_error", "param": nil, "code": nil}, got["error"], "error with null code")
 
-	if err := json.Unmarshal([]byte(OpenAIError("rate_limit_exceeded", "rate_limit_exceeded", "slow down")), &got); err != nil {
-		t.Fatal(err)
-	}
-	eq(t, got["error"], map[string]any{"message": "slow down", "type": "rate_limit_exceeded", "param": nil, "code": "rate_limit_exceeded"}, "error with code")
+	require.NoError(t, json.Unmarshal([]byte(OpenAIError("rate_limit_exceeded", "rate_limit_exceeded", "slow down")), &got))
+	require.Equal(t, map[string]any{"message": "slow down", "type": "rate_limit_exceeded", "param": nil, "code": "rate_limit_exceeded"}, got["error"], "error with code")
 }
 
 func TestOpenAIStreamEvents(t *testing.T) {
 	pieces := []string{"Hel", tricky, ""}
 	events := OpenAIStream(pieces...)
-	eq(t, len(events), len(pieces)+4, "event count")
-	eq(t, events[len(events)-1], "data: [DONE]\n\n", "last event")
+	require.Equal(t, len(pieces)+4, len(events), "event count")
+	require.Equal(t, "data: [DONE]\n\n", events[len(events)-1], "last event")
 
 	type chunk struct {
 		ID      string `json:"id"`
@@ -79,34 +75,30 @@ func TestOpenAIStreamEvents(t *testing.T) {
 	var chunks []chunk
 	for _, e := range events[:len(events)-1] {
 		data, ok := strings.CutPrefix(e, "data: ")
-		if !ok || !strings.HasSuffix(data, "\n\n") || strings.Contains(strings.TrimSuffix(data, "\n\n"), "\n") {
-			t.Fatalf("malformed event %q", e)
-		}
+		require.False(t, !ok || !strings.HasSuffix(data, "\n\n") || strings.Contains(strings.TrimSuffix(data, "\n\n"), "\n"), "malformed event %q", e)
 		var c chunk
-		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			t.Fatalf("unmarshal %q: %v", data, err)
-		}
-		eq(t, c.ID, "chatcmpl-1", "id")
-		eq(t, c.Object, "chat.completion.chunk", "object")
-		eq(t, c.Model, "gpt-4o-mini-2024-07-18", "model")
+		require.NoError(t, json.Unmarshal([]byte(data), &c), "unmarshal %q", data)
+		require.Equal(t, "chatcmpl-1", c.ID, "id")
+		require.Equal(t, "chat.completion.chunk", c.Object, "object")
+		require.Equal(t, "gpt-4o-mini-2024-07-18", c.Model, "model")
 		chunks = append(chunks, c)
 	}
 
 	role := chunks[0]
-	eq(t, role.Choices[0].Delta.Role, "assistant", "role chunk")
-	eq(t, role.Usage == nil, true, "role chunk usage")
+	require.Equal(t, "assistant", role.Choices[0].Delta.Role, "role chunk")
+	require.Equal(t, true, role.Usage == nil, "role chunk usage")
 	var content []string
 	for _, c := range chunks[1 : 1+len(pieces)] {
-		eq(t, len(c.Choices), 1, "content chunk choices")
-		eq(t, c.Choices[0].FinishReason == nil, true, "content chunk finish reason")
+		require.Equal(t, 1, len(c.Choices), "content chunk choices")
+		require.Equal(t, true, c.Choices[0].FinishReason == nil, "content chunk finish reason")
 		content = append(content, *c.Choices[0].Delta.Content)
 	}
-	eq(t, content, pieces, "content deltas")
+	require.Equal(t, pieces, content, "content deltas")
 	finish := chunks[1+len(pieces)]
-	eq(t, *finish.Choices[0].FinishReason, "stop", "finish chunk")
+	require.Equal(t, "stop", *finish.Choices[0].FinishReason, "finish chunk")
 	usage := chunks[2+len(pieces)]
-	eq(t, len(usage.Choices), 0, "usage chunk choices")
-	eq(t, usage.Usage.TotalTokens, 19, "usage chunk total")
+	require.Equal(t, 0, len(usage.Choices), "usage chunk choices")
+	require.Equal(t, 19, usage.Usage.TotalTokens, "usage chunk total")
 }
 
 type ollamaLine struct {
@@ -125,49 +117,41 @@ type ollamaLine struct {
 
 func TestOllamaChatIsValidJSON(t *testing.T) {
 	var got ollamaLine
-	if err := json.Unmarshal([]byte(OllamaChat(tricky)), &got); err != nil {
-		t.Fatal(err)
-	}
-	eq(t, got.Model, OllamaModel, "model")
-	eq(t, got.Message.Role, "assistant", "role")
-	eq(t, got.Message.Content, tricky, "content")
-	eq(t, got.Done, true, "done")
-	eq(t, got.DoneReason, "stop", "done reason")
-	eq(t, got.TotalDuration > 0 && got.EvalDuration > 0, true, "durations")
-	eq(t, [2]int{got.PromptEvalCount, got.EvalCount}, [2]int{12, 7}, "counts")
+	require.NoError(t, json.Unmarshal([]byte(OllamaChat(tricky)), &got))
+	require.Equal(t, OllamaModel, got.Model, "model")
+	require.Equal(t, "assistant", got.Message.Role, "role")
+	require.Equal(t, tricky, got.Message.Content, "content")
+	require.Equal(t, true, got.Done, "done")
+	require.Equal(t, "stop", got.DoneReason, "done reason")
+	require.Equal(t, true, got.TotalDuration > 0 && got.EvalDuration > 0, "durations")
+	require.Equal(t, [2]int{12, 7}, [2]int{got.PromptEvalCount, got.EvalCount}, "counts")
 }
 
 func TestOllamaErrorIsValidJSON(t *testing.T) {
 	var got map[string]any
-	if err := json.Unmarshal([]byte(OllamaError(tricky)), &got); err != nil {
-		t.Fatal(err)
-	}
-	eq(t, got, map[string]any{"error": tricky}, "error")
-	eq(t, OllamaError("server busy"), `{"error":"server busy"}`, "exact body")
+	require.NoError(t, json.Unmarshal([]byte(OllamaError(tricky)), &got))
+	require.Equal(t, map[string]any{"error": tricky}, got, "error")
+	require.Equal(t, `{"error":"server busy"}`, OllamaError("server busy"), "exact body")
 }
 
 func TestOllamaStreamLines(t *testing.T) {
 	pieces := []string{"Hi", tricky}
 	lines := OllamaStream(pieces...)
-	eq(t, len(lines), len(pieces)+1, "line count")
+	require.Equal(t, len(pieces)+1, len(lines), "line count")
 	var content []string
 	for i, l := range lines {
-		if !strings.HasSuffix(l, "\n") || strings.Count(l, "\n") != 1 {
-			t.Fatalf("line %d is not one NDJSON line: %q", i, l)
-		}
+		require.False(t, !strings.HasSuffix(l, "\n") || strings.Count(l, "\n") != 1, "line %d is not one NDJSON line: %q", i, l)
 		var got ollamaLine
-		if err := json.Unmarshal([]byte(l), &got); err != nil {
-			t.Fatalf("unmarshal %q: %v", l, err)
-		}
+		require.NoError(t, json.Unmarshal([]byte(l), &got), "unmarshal %q", l)
 		last := i == len(lines)-1
-		eq(t, got.Done, last, "done")
+		require.Equal(t, last, got.Done, "done")
 		if last {
-			eq(t, got.DoneReason, "stop", "done reason")
-			eq(t, got.EvalCount, 7, "eval count")
-			eq(t, got.Message.Content, "", "final content")
+			require.Equal(t, "stop", got.DoneReason, "done reason")
+			require.Equal(t, 7, got.EvalCount, "eval count")
+			require.Equal(t, "", got.Message.Content, "final content")
 		} else {
 			content = append(content, got.Message.Content)
 		}
 	}
-	eq(t, content, pieces, "content")
+	require.Equal(t, pieces, content, "content")
 }
