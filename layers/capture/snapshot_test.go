@@ -141,3 +141,99 @@ func TestR12_1_ResponseSnapshots(t *testing.T) {
 		})
 	}
 }
+
+// readLog is a RoundTripper that logs the bytes of every Read of the
+// response body below the capture stage, the pieces the wire plane
+// received.
+type readLog struct {
+	next  http.RoundTripper
+	mu    sync.Mutex
+	reads [][]byte
+}
+
+func (l *readLog) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &loggedBody{ReadCloser: resp.Body, l: l}
+	return resp, nil
+}
+
+func (l *readLog) all() [][]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([][]byte(nil), l.reads...)
+}
+
+type loggedBody struct {
+	io.ReadCloser
+	l *readLog
+}
+
+func (b *loggedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.l.mu.Lock()
+		b.l.reads = append(b.l.reads, append([]byte(nil), p[:n]...))
+		b.l.mu.Unlock()
+	}
+	return n, err
+}
+
+// TestR12_2_StreamCaptureOneSnapshotPerReceivedChunk: for a streaming
+// attempt the capture stage gives one response snapshot per received byte
+// chunk, exactly the bytes of that read with Seq counting from 0, then an
+// empty end marker whose Complete says whether the body reached HTTP EOF:
+// true for a stream the server ended, false for one it cut (R12.2).
+func TestR12_2_StreamCaptureOneSnapshotPerReceivedChunk(t *testing.T) {
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	for _, tc := range []struct {
+		name     string
+		step     recoursetest.Step
+		sent     string
+		complete bool
+	}{
+		{"ended", recoursetest.SSE(events...), strings.Join(events, ""), true},
+		{"cut", recoursetest.SSE(events...).CutEvents(2), events[0] + events[1], false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := recoursetest.NewServer(tc.step)
+			t.Cleanup(srv.Close)
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			log := &readLog{next: tr}
+			rec := &snapshots{}
+			a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, layer.RequestInfo{Operation: layer.Streaming}, nil, rec.hook, nil)
+			req, err := http.NewRequestWithContext(layer.WithAttempt(context.Background(), a), http.MethodPost, srv.URL, strings.NewReader(`{}`))
+			require.NoError(t, err)
+
+			resp, err := capture.New().Wrap(log).RoundTrip(req)
+			require.NoError(t, err)
+			_, _ = io.ReadAll(resp.Body)
+			require.NoError(t, resp.Body.Close())
+
+			snaps := rec.all()
+			require.GreaterOrEqual(t, len(snaps), 3, "a request snapshot, at least one chunk and the end marker")
+			assert.Equal(t, layer.DirectionRequest, snaps[0].Direction)
+			chunks, end := snaps[1:len(snaps)-1], snaps[len(snaps)-1]
+			var got [][]byte
+			var body strings.Builder
+			for i, s := range chunks {
+				assert.Equal(t, layer.DirectionResponse, s.Direction)
+				assert.Equal(t, i, s.Seq, "Seq counts the attempt's snapshots from 0")
+				assert.Equal(t, 200, s.Status)
+				assert.Equal(t, "text/event-stream", s.Header.Get("Content-Type"))
+				assert.False(t, s.Complete, "only the end marker reports completeness")
+				got = append(got, s.Bytes)
+				body.Write(s.Bytes)
+			}
+			assert.Equal(t, log.all(), got, "one snapshot per received byte chunk, exact bytes")
+			assert.Equal(t, tc.sent, body.String(), "the chunks rebuild what the server sent")
+			assert.Equal(t, len(chunks), end.Seq)
+			assert.NotNil(t, end.Bytes)
+			assert.Empty(t, end.Bytes, "the end marker is empty")
+			assert.Equal(t, tc.complete, end.Complete)
+		})
+	}
+}
