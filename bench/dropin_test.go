@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // dropIn is the drop-in comparison: the same POST through a plain
@@ -21,7 +21,7 @@ type dropIn struct {
 }
 
 func newDropIn(tb testing.TB) *dropIn {
-	answer := []byte(scripted.OpenAIChat("Hello! How can I help you today?"))
+	answer := []byte(recoursetest.OpenAIChat("Hello! How can I help you today?"))
 	srv := server(tb, func(w http.ResponseWriter, r *http.Request) {
 		drainRequest(r)
 		w.Header().Set("Content-Type", "application/json")
@@ -75,7 +75,7 @@ type dropInStream struct {
 }
 
 func newDropInStream(tb testing.TB, chunks int) *dropInStream {
-	events := scripted.OpenAIStream(contents(chunks)...)
+	events := recoursetest.OpenAIStream(contents(chunks)...)
 	payload := []byte(strings.Join(events, ""))
 	srv := server(tb, func(w http.ResponseWriter, r *http.Request) {
 		drainRequest(r)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/stall"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // stallLimits are the limits of BenchmarkStall: all three on, each far
@@ -27,8 +27,8 @@ type optIn struct {
 }
 
 func newStallBench(tb testing.TB) *optIn {
-	answer := []byte(scripted.OpenAIChat("Hello!"))
-	payload := []byte(strings.Join(scripted.OpenAIStream(contents(streamChunks)...), ""))
+	answer := []byte(recoursetest.OpenAIChat("Hello!"))
+	payload := []byte(strings.Join(recoursetest.OpenAIStream(contents(streamChunks)...), ""))
 	srv := server(tb, func(w http.ResponseWriter, r *http.Request) {
 		req, _ := io.ReadAll(r.Body)
 		if bytes.Contains(req, []byte(`"stream":true`)) {

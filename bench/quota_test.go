@@ -10,9 +10,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // BenchmarkQuotaCall compares a successful native completion through the
@@ -21,7 +21,7 @@ import (
 // success path of a whole call. diff-ns/op is the median per-call time
 // difference (quota minus none).
 func BenchmarkQuotaCall(b *testing.B) {
-	answer := []byte(scripted.OpenAIChat("Hello!"))
+	answer := []byte(recoursetest.OpenAIChat("Hello!"))
 	srv := server(b, func(w http.ResponseWriter, r *http.Request) {
 		drainRequest(r)
 		w.Header().Set("Content-Type", "application/json")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // responsesStream returns the Server-Sent Events of a streamed Responses API
@@ -66,7 +66,7 @@ type responsesCodec struct {
 func newResponsesCodec(tb testing.TB) *responsesCodec {
 	text := contents(streamChunks)
 	respPayload := []byte(strings.Join(responsesStream(tb, text), ""))
-	chatPayload := []byte(strings.Join(scripted.OpenAIStream(text...), ""))
+	chatPayload := []byte(strings.Join(recoursetest.OpenAIStream(text...), ""))
 	srv := server(tb, func(w http.ResponseWriter, r *http.Request) {
 		drainRequest(r)
 		sseHeaders(w)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // streamChunks is the number of content chunks of BenchmarkStream1000.
@@ -26,7 +26,7 @@ type stream1000 struct {
 }
 
 func newStream1000(tb testing.TB) *stream1000 {
-	events := scripted.OpenAIStream(contents(streamChunks)...)
+	events := recoursetest.OpenAIStream(contents(streamChunks)...)
 	payload := []byte(strings.Join(events, ""))
 	srv := server(tb, func(w http.ResponseWriter, r *http.Request) {
 		drainRequest(r)
@@ -96,7 +96,7 @@ type firstChunk struct {
 }
 
 func newFirstChunk(tb testing.TB) *firstChunk {
-	events := scripted.OpenAIStream("Hello")
+	events := recoursetest.OpenAIStream("Hello")
 	head := []byte(events[0] + events[1]) // the role chunk and the first content chunk
 	tail := []byte(strings.Join(events[2:], ""))
 	release := make(chan struct{})
@@ -214,13 +214,13 @@ type frames struct {
 
 var (
 	keepaliveFrame = []byte(": keep-alive\n\n")
-	contentFrame   = []byte(scripted.OpenAIStream("tok")[1])
+	contentFrame   = []byte(recoursetest.OpenAIStream("tok")[1])
 )
 
 // newFrames returns a stream of a role chunk, n copies of frame, one
 // content chunk, the finish and usage chunks and [DONE].
 func newFrames(tb testing.TB, frame []byte) *frames {
-	events := scripted.OpenAIStream("end")
+	events := recoursetest.OpenAIStream("end")
 	head := []byte(events[0])
 	tail := []byte(strings.Join(events[1:], ""))
 	const perWrite = 256

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // streamConns is the connection-reuse comparison: a short native stream
@@ -25,7 +25,7 @@ type streamConns struct {
 }
 
 func newStreamConns(tb testing.TB) *streamConns {
-	events := scripted.OpenAIStream(contents(8)...)
+	events := recoursetest.OpenAIStream(contents(8)...)
 	srv := server(tb, func(w http.ResponseWriter, r *http.Request) {
 		drainRequest(r)
 		sseHeaders(w)
@@ -82,7 +82,7 @@ type rawCompletion struct {
 
 func newBigUnary(tb testing.TB, contentBytes int) *bigUnary {
 	content := strings.Repeat("a", contentBytes)
-	answer := []byte(scripted.OpenAIChat(content))
+	answer := []byte(recoursetest.OpenAIChat(content))
 	srv := server(tb, func(w http.ResponseWriter, r *http.Request) {
 		drainRequest(r)
 		w.Header().Set("Content-Type", "application/json")
@@ -191,7 +191,7 @@ func historyRequest(n int) *chat.Request {
 }
 
 func newHistory(tb testing.TB, n int) *history {
-	answer := []byte(scripted.OpenAIChat("Hello! How can I help you today?"))
+	answer := []byte(recoursetest.OpenAIChat("Hello! How can I help you today?"))
 	srv := server(tb, func(w http.ResponseWriter, r *http.Request) {
 		drainRequest(r)
 		w.Header().Set("Content-Type", "application/json")
@@ -251,7 +251,7 @@ type concurrent struct {
 }
 
 func newConcurrent(tb testing.TB, p int) *concurrent {
-	answer := []byte(scripted.OpenAIChat("Hello! How can I help you today?"))
+	answer := []byte(recoursetest.OpenAIChat("Hello! How can I help you today?"))
 	srv := server(tb, func(w http.ResponseWriter, r *http.Request) {
 		drainRequest(r)
 		w.Header().Set("Content-Type", "application/json")

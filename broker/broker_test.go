@@ -13,9 +13,9 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // R17.1: the notice of a 504 arrives before the backoff sleep, with the
@@ -26,7 +26,7 @@ func TestR17_1_RetryNoticeFiresBeforeTheSleep(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			final := okStep("hi")
 			if streaming {
-				final = scripted.SSE(scripted.OpenAIStream("hi")...)
+				final = recoursetest.SSE(recoursetest.OpenAIStream("hi")...)
 			}
 			r := newRig(t, retry.Policy{}, gateway504(), final)
 			pol := wire(r, retry.Policy{
@@ -68,7 +68,7 @@ func TestR17_1_RetryNoticeFiresBeforeTheSleep(t *testing.T) {
 // WithPolicy the chain's own policy recovers and notices still fire.
 func TestR17_1_TransportErrorNoticeWithTheChainsOwnPolicy(t *testing.T) {
 	r := newRig(t, retry.Policy{MaxAttempts: 3, BaseDelay: new(1600 * time.Millisecond), Jitter: jitter(0.5)},
-		scripted.Reset(), okStep("fine"))
+		recoursetest.Reset(), okStep("fine"))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithNotices(ns.add))
 	h := user("hello")
@@ -177,7 +177,7 @@ func TestR16_1_ToolDepthLimit(t *testing.T) {
 // continuation does not apply to a length finish.
 func TestR13_3_LengthTerminatedToolCallsNeverRun(t *testing.T) {
 	t.Run("Generate", func(t *testing.T) {
-		r := newRig(t, retry.Policy{}, scripted.JSON(200, toolCallBody("call_1", `{"city":"Par`, "length")))
+		r := newRig(t, retry.Policy{}, recoursetest.JSON(200, toolCallBody("call_1", `{"city":"Par`, "length")))
 		tl := &toolLog{}
 		b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)))
 		h := user("q")
@@ -189,7 +189,7 @@ func TestR13_3_LengthTerminatedToolCallsNeverRun(t *testing.T) {
 		assert.Equal(t, []string{"user"}, roles(h))
 	})
 	t.Run("GenerateStream", func(t *testing.T) {
-		r := newRig(t, retry.Policy{}, scripted.SSE(textDelta("Let me "), toolStart("call_1", "lookup"), toolArgs(`{"city":"Par`), finish("length")).Held())
+		r := newRig(t, retry.Policy{}, recoursetest.SSE(textDelta("Let me "), toolStart("call_1", "lookup"), toolArgs(`{"city":"Par`), finish("length")).Held())
 		tl := &toolLog{}
 		ns := &notices{}
 		b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)), broker.WithNotices(ns.add),
@@ -255,7 +255,7 @@ func TestR17_2_ProgressSignalsOfAToolLoop(t *testing.T) {
 
 func TestR16_1_UnknownToolAndToolErrorsBecomeToolMessages(t *testing.T) {
 	r := newRig(t, retry.Policy{},
-		scripted.JSON(200, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+
+		recoursetest.JSON(200, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+
 			`{"id":"a","type":"function","function":{"name":"nope","arguments":"{}"}},`+
 			`{"id":"b","type":"function","function":{"name":"lookup","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`),
 		okStep("ok"))
@@ -290,7 +290,7 @@ func (e errString) Error() string { return string(e) }
 // nothing more: the next completion ends with the typed cancellation.
 func TestR16_1_CancelledDuringAToolRound(t *testing.T) {
 	r := newRig(t, retry.Policy{},
-		scripted.JSON(200, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+
+		recoursetest.JSON(200, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+
 			`{"id":"a","type":"function","function":{"name":"stop","arguments":"{}"}},`+
 			`{"id":"b","type":"function","function":{"name":"lookup","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`),
 		okStep("never"))
@@ -362,7 +362,7 @@ func TestErrorTexts(t *testing.T) {
 // the loop goes on.
 func TestR16_1_ToolPanicBecomesAToolMessage(t *testing.T) {
 	r := newRig(t, retry.Policy{},
-		scripted.JSON(200, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+
+		recoursetest.JSON(200, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+
 			`{"id":"a","type":"function","function":{"name":"boom","arguments":"{}"}},`+
 			`{"id":"b","type":"function","function":{"name":"lookup","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`),
 		okStep("ok"))

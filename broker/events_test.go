@@ -11,9 +11,9 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func collect(seq func(func(chain.StreamEvent) bool)) []chain.StreamEvent {
@@ -29,8 +29,8 @@ func collect(seq func(func(chain.StreamEvent) bool)) []chain.StreamEvent {
 // content event once, ends with done and appends the answer.
 func TestR13_7_BrokerEventStreamRecoversAndAppends(t *testing.T) {
 	r := newRig(t, retry.Policy{},
-		scripted.Step{Status: 200, Chunks: [][]byte{[]byte(": keep-alive\n\n")}}.Cut(len(": keep-alive\n\n")),
-		scripted.SSE(scripted.OpenAIStream("Hel", "lo.")...))
+		recoursetest.Step{Status: 200, Chunks: [][]byte{[]byte(": keep-alive\n\n")}}.Cut(len(": keep-alive\n\n")),
+		recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo.")...))
 	ns := &notices{rec: r.Rec}
 	b := broker.New(r.Client, broker.WithModel("gpt-4o-mini"), broker.WithNotices(ns.add),
 		broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 2, Jitter: jitter(0)})))
@@ -70,7 +70,7 @@ func TestR13_1_BrokerEventStreamInterruptedCarriesTheRecoveryError(t *testing.T)
 // per-call policy is the first and only item (R3.3); cancellation ends
 // with reason cancelled.
 func TestR13_7_BrokerEventStreamRefusesToolsPolicyErrorsAndCancels(t *testing.T) {
-	r := newRig(t, retry.Policy{}, scripted.SSE(scripted.OpenAIStream("never")...))
+	r := newRig(t, retry.Policy{}, recoursetest.SSE(recoursetest.OpenAIStream("never")...))
 	tools := broker.New(r.Client, broker.WithTools(broker.Tool{Spec: chat.ToolSpec{Name: "lookup"}}))
 	h := user("hi")
 	evs := collect(tools.GenerateStreamEvents(context.Background(), &h))

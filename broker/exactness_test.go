@@ -18,9 +18,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // exDelta is one OpenAI chunk carrying content s.
@@ -38,7 +38,7 @@ func TestR13_5_BrokerConsumerStopEndsLifecycleCancelled(t *testing.T) {
 	for _, how := range []string{"generate_stream", "session_send_stream"} {
 		t.Run(how, func(t *testing.T) {
 			ignore := goleak.IgnoreCurrent()
-			r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, scripted.SSE(exDelta("Hi"), exDelta("there")).Held())
+			r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, recoursetest.SSE(exDelta("Hi"), exDelta("there")).Held())
 			b := broker.New(r.Client, broker.WithModel("gpt-4o-mini"), broker.WithContinuation(broker.Continuation{Max: 3}))
 			var got []string
 			var history []chat.Message

@@ -14,19 +14,19 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // A broker over a client with fallback targets announces the fallback with
 // one safe notice and status line, "falling back to llama3 after HTTP 503
 // (4 attempts)", before the next target answers.
 func TestR20_6_BrokerAnnouncesTheFallback(t *testing.T) {
-	overloaded := scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded"))
+	overloaded := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
 	ra := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 4}, overloaded, overloaded, overloaded, overloaded)
-	rb := rigtest.New(t, ollama.New(), retry.Policy{}, scripted.JSON(200, scripted.OllamaChat("from llama")))
+	rb := rigtest.New(t, ollama.New(), retry.Policy{}, recoursetest.JSON(200, recoursetest.OllamaChat("from llama")))
 	c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithAPIKey(rigtest.Key),
 		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: rb.Client, Model: "llama3"}))
 	require.NoError(t, err)

@@ -15,9 +15,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // TestMain fails the package if any goroutine outlives the tests.
@@ -57,18 +57,18 @@ func toolArgs(args string) string {
 func finish(reason string) string { return chunk(`{}`, reason) }
 
 // stream is a complete SSE answer made of events, a finish and [DONE].
-func stream(finishReason string, events ...string) scripted.Step {
-	return scripted.SSE(append(events, finish(finishReason), scripted.StreamDone)...)
+func stream(finishReason string, events ...string) recoursetest.Step {
+	return recoursetest.SSE(append(events, finish(finishReason), recoursetest.StreamDone)...)
 }
 
 // broken delivers events and then aborts the connection: the stream
 // breaks after exactly these events.
-func broken(events ...string) scripted.Step {
-	return scripted.SSE(events...).Cut(len(strings.Join(events, "")))
+func broken(events ...string) recoursetest.Step {
+	return recoursetest.SSE(events...).Cut(len(strings.Join(events, "")))
 }
 
 // toolCallStream streams a complete response that calls lookup once.
-func toolCallStream(id, args string) scripted.Step {
+func toolCallStream(id, args string) recoursetest.Step {
 	return stream("tool_calls", toolStart(id, "lookup"), toolArgs(args))
 }
 
@@ -79,20 +79,22 @@ func toolCallBody(id, args, finishReason string) string {
 		`"finish_reason":` + quote(finishReason) + `}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}`
 }
 
-func toolCallStep(id, args string) scripted.Step {
-	return scripted.JSON(200, toolCallBody(id, args, "tool_calls"))
+func toolCallStep(id, args string) recoursetest.Step {
+	return recoursetest.JSON(200, toolCallBody(id, args, "tool_calls"))
 }
 
-func okStep(content string) scripted.Step { return scripted.JSON(200, scripted.OpenAIChat(content)) }
+func okStep(content string) recoursetest.Step {
+	return recoursetest.JSON(200, recoursetest.OpenAIChat(content))
+}
 
 // gateway504 is a 504 whose body echoes the key and the prompt, as a
 // careless gateway might.
-func gateway504() scripted.Step {
-	return scripted.JSON(504, scripted.OpenAIError("server_error", "server_error", "timeout for "+rigtest.Key+" "+rigtest.Prompt))
+func gateway504() recoursetest.Step {
+	return recoursetest.JSON(504, recoursetest.OpenAIError("server_error", "server_error", "timeout for "+rigtest.Key+" "+rigtest.Prompt))
 }
 
-func repeat(s scripted.Step, n int) []scripted.Step {
-	out := make([]scripted.Step, n)
+func repeat(s recoursetest.Step, n int) []recoursetest.Step {
+	out := make([]recoursetest.Step, n)
 	for i := range out {
 		out[i] = s
 	}
@@ -101,13 +103,13 @@ func repeat(s scripted.Step, n int) []scripted.Step {
 
 // --- rig, policy, tools, notices -----------------------------------------
 
-func steps(s ...any) []scripted.Step {
-	var out []scripted.Step
+func steps(s ...any) []recoursetest.Step {
+	var out []recoursetest.Step
 	for _, v := range s {
 		switch v := v.(type) {
-		case scripted.Step:
+		case recoursetest.Step:
 			out = append(out, v)
-		case []scripted.Step:
+		case []recoursetest.Step:
 			out = append(out, v...)
 		}
 	}
@@ -116,7 +118,7 @@ func steps(s ...any) []scripted.Step {
 
 // newRig starts a scripted OpenAI provider behind a chain whose own policy
 // is chainPolicy (the broker's WithPolicy overrides it per call).
-func newRig(t *testing.T, chainPolicy retry.Policy, s ...scripted.Step) *rigtest.Rig {
+func newRig(t *testing.T, chainPolicy retry.Policy, s ...recoursetest.Step) *rigtest.Rig {
 	t.Helper()
 	return rigtest.New(t, openai.New(), chainPolicy, s...)
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // R17.1 (seed 002 completion list): the notice events round-trip through
@@ -131,7 +131,7 @@ func TestR17_2_StatusSetsAndClearsOnEveryProgressSignal(t *testing.T) {
 func TestR17_2_StatusFedByTheBroker(t *testing.T) {
 	r := newRig(t, retry.Policy{}, gateway504(),
 		broken(textDelta("Checking. "), toolStart("call_1", "lookup")),
-		scripted.SSE(scripted.OpenAIStream("Done.")...))
+		recoursetest.SSE(recoursetest.OpenAIStream("Done.")...))
 	var status broker.Status
 	var during []string
 	pol := wire(r, retry.Policy{MaxAttempts: 2, Admit: allow, BaseDelay: new(time.Second), Jitter: jitter(1),
@@ -159,7 +159,7 @@ func TestR17_1_NoticesAndErrorsAreSafe(t *testing.T) {
 		toolCallStream("call_1", `{"city":"`+argsCanary+`"}`),
 		gateway504(),
 		broken(textDelta("About "+argsCanary+": "), toolStart("call_2", "lookup"), toolArgs(`{"city":"`+argsCanary)),
-		scripted.Reset(),
+		recoursetest.Reset(),
 		broken(textDelta(rigtest.Prompt), toolStart("call_3", "lookup")))
 	ns := &notices{}
 	tl := &toolLog{}
@@ -203,7 +203,7 @@ func TestR17_1_NoticesNeverEnterHistoryOrContext(t *testing.T) {
 	r := newRig(t, retry.Policy{},
 		gateway504(),
 		broken(textDelta("Part one. "), toolStart("call_1", "lookup")),
-		scripted.SSE(scripted.OpenAIStream("Part two.")...))
+		recoursetest.SSE(recoursetest.OpenAIStream("Part two.")...))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(&toolLog{})), broker.WithNotices(ns.add),
 		broker.WithContinuation(broker.Continuation{Max: 2}),

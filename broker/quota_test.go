@@ -15,15 +15,15 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // quotaRig is a rig whose chain has a retry quota allowing floor resends
 // per window and nothing by ratio.
-func quotaRig(t *testing.T, floor int, s ...scripted.Step) *rigtest.Rig {
+func quotaRig(t *testing.T, floor int, s ...recoursetest.Step) *rigtest.Rig {
 	t.Helper()
 	q, err := quota.New(quota.WithFloor(floor), quota.WithRatio(0), quota.WithStore(quota.NewMemoryStore()))
 	require.NoError(t, err)
@@ -88,8 +88,8 @@ func TestCooldownStatusLine(t *testing.T) {
 // one the quota refuses ends the run with a ContinuationError of outcome
 // quota_exhausted, the broken stream's error kept.
 func TestR18_1_ContinuationWithdraws(t *testing.T) {
-	part := func(s string) scripted.Step { return broken(textDelta(s), toolStart("call_1", "lookup")) }
-	r := quotaRig(t, 1, part("one "), part("two "), scripted.SSE(scripted.OpenAIStream("never")...))
+	part := func(s string) recoursetest.Step { return broken(textDelta(s), toolStart("call_1", "lookup")) }
+	r := quotaRig(t, 1, part("one "), part("two "), recoursetest.SSE(recoursetest.OpenAIStream("never")...))
 	tl, ns := &toolLog{}, &notices{}
 	b := continuing(r, tl, ns, 3, retry.Policy{})
 	h := user("q")

@@ -14,9 +14,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // R19.10: a background stream that stalls after output is resumed from its
@@ -24,9 +24,9 @@ import (
 // continuation.
 func TestR19_10_BrokerNoticeSaysResumingFromTheCursor(t *testing.T) {
 	const id = "resp_broker"
-	evs := scripted.ResponsesEvents(id, "The answer ", "is ", "42.")
+	evs := recoursetest.ResponsesEvents(id, "The answer ", "is ", "42.")
 	r := rigtest.NewWith(t, responses.New(responses.Background()), retry.Policy{}, []chain.Option{stallAtCut(layer.StallIdle)},
-		scripted.ResponsesBackground(id, evs...).CutEvents(6), scripted.ResponsesResume(id))
+		recoursetest.ResponsesBackground(id, evs...).CutEvents(6), recoursetest.ResponsesResume(id))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithNotices(ns.add),
 		broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 3, BaseDelay: new(time.Second), Jitter: jitter(1)})))
@@ -126,7 +126,7 @@ func TestR19_7_BrokerToolLoopOverFunctionCalls(t *testing.T) {
 		`{"type":"function_call","id":"fc_1","call_id":"call_1","name":"lookup","arguments":"{\"city\":\"Paris\"}","status":"completed"}],` +
 		`"usage":{"input_tokens":5,"output_tokens":3}}`
 	r := rigtest.New(t, responses.New(), retry.Policy{},
-		scripted.JSON(200, call), gateway504(), scripted.JSON(200, scripted.ResponsesJSON("resp_2", "It is sunny in Paris.")))
+		recoursetest.JSON(200, call), gateway504(), recoursetest.JSON(200, recoursetest.ResponsesJSON("resp_2", "It is sunny in Paris.")))
 	tl := &toolLog{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)),
 		broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 3, Jitter: jitter(0)})))
@@ -152,10 +152,10 @@ func TestR19_7_BrokerToolLoopOverFunctionCalls(t *testing.T) {
 func TestR19_9_BrokerBackgroundToolCallResumedRunsTheToolOnce(t *testing.T) {
 	const id = "resp_bgtool"
 	evs := toolCallEvents(id, "call_7", `{"city":"Paris"}`)
-	answer := scripted.ResponsesEvents("resp_bg2", "It is ", "sunny.")
+	answer := recoursetest.ResponsesEvents("resp_bg2", "It is ", "sunny.")
 	r := rigtest.New(t, responses.New(responses.Background()), retry.Policy{},
-		scripted.ResponsesBackground(id, evs...).CutEvents(4), scripted.ResponsesResume(id),
-		scripted.ResponsesBackground("resp_bg2", answer...))
+		recoursetest.ResponsesBackground(id, evs...).CutEvents(4), recoursetest.ResponsesResume(id),
+		recoursetest.ResponsesBackground("resp_bg2", answer...))
 	tl := &toolLog{}
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)), broker.WithNotices(ns.add),
@@ -181,9 +181,9 @@ func TestR19_9_BrokerBackgroundToolCallResumedRunsTheToolOnce(t *testing.T) {
 // text block is not committed (R17.3), so the continuation request is the
 // history alone, and the history ends with the new answer.
 func TestR19_1_BrokerContinuationOverTheResponsesAPI(t *testing.T) {
-	first := scripted.ResponsesEvents("resp_c1", "Let me think. ", "More")
+	first := recoursetest.ResponsesEvents("resp_c1", "Let me think. ", "More")
 	r := rigtest.New(t, responses.New(), retry.Policy{},
-		scripted.SSE(first...).CutEvents(5), scripted.SSE(scripted.ResponsesEvents("resp_c2", "It is sunny.")...))
+		recoursetest.SSE(first...).CutEvents(5), recoursetest.SSE(recoursetest.ResponsesEvents("resp_c2", "It is sunny.")...))
 	tl, ns := &toolLog{}, &notices{}
 	b := continuing(r, tl, ns, 3, retry.Policy{})
 	h := user("Weather?")
@@ -205,9 +205,9 @@ func TestR19_1_BrokerContinuationOverTheResponsesAPI(t *testing.T) {
 func TestR19_9_SessionOverTheResponsesAPI(t *testing.T) {
 	const id = "resp_s1"
 	r := rigtest.New(t, responses.New(responses.Background()), retry.Policy{},
-		scripted.ResponsesBackground(id, toolCallEvents(id, "call_s", `{"city":"Oslo"}`)...).CutEvents(5), scripted.ResponsesResume(id),
-		scripted.ResponsesBackground("resp_s2", scripted.ResponsesEvents("resp_s2", "Snow.")...),
-		scripted.ResponsesBackground("resp_s3", scripted.ResponsesEvents("resp_s3", "Bye.")...))
+		recoursetest.ResponsesBackground(id, toolCallEvents(id, "call_s", `{"city":"Oslo"}`)...).CutEvents(5), recoursetest.ResponsesResume(id),
+		recoursetest.ResponsesBackground("resp_s2", recoursetest.ResponsesEvents("resp_s2", "Snow.")...),
+		recoursetest.ResponsesBackground("resp_s3", recoursetest.ResponsesEvents("resp_s3", "Bye.")...))
 	tl := &toolLog{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)),
 		broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 3, Jitter: jitter(0)})))

@@ -9,9 +9,9 @@ import (
 
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 const system = "You are terse."
@@ -44,8 +44,8 @@ func TestR16_2_SendFailureKeepsUserAndToolHistory(t *testing.T) {
 func TestR16_2_SendStreamCancelledOrLeftKeepsNoPartialText(t *testing.T) {
 	for _, how := range []string{"cancelled", "consumer stops"} {
 		t.Run(how, func(t *testing.T) {
-			events := scripted.OpenAIStream("Partial ", "answer")
-			r := newRig(t, retry.Policy{}, scripted.SSE(events[:2]...).Held())
+			events := recoursetest.OpenAIStream("Partial ", "answer")
+			r := newRig(t, retry.Policy{}, recoursetest.SSE(events[:2]...).Held())
 			b := broker.New(r.Client, broker.WithModel(model), broker.WithContinuation(broker.Continuation{Max: 3}),
 				broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 3})))
 			s := broker.NewSession(b, system)
@@ -103,7 +103,7 @@ func TestR3_3_PolicyErrorAddsNoAssistantMessage(t *testing.T) {
 
 // R16.2: a successful SendStream keeps the whole turn, tools included.
 func TestR16_2_SendStreamKeepsTheTurn(t *testing.T) {
-	r := newRig(t, retry.Policy{}, toolCallStream("call_1", `{"city":"Oslo"}`), scripted.SSE(scripted.OpenAIStream("Cold", ".")...))
+	r := newRig(t, retry.Policy{}, toolCallStream("call_1", `{"city":"Oslo"}`), recoursetest.SSE(recoursetest.OpenAIStream("Cold", ".")...))
 	tl := &toolLog{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)))
 	s := broker.NewSession(b, "")
@@ -116,7 +116,7 @@ func TestR16_2_SendStreamKeepsTheTurn(t *testing.T) {
 
 // A session runs one turn at a time.
 func TestSessionRefusesAConcurrentTurn(t *testing.T) {
-	r := newRig(t, retry.Policy{}, scripted.SSE(scripted.OpenAIStream("a", "b")...))
+	r := newRig(t, retry.Policy{}, recoursetest.SSE(recoursetest.OpenAIStream("a", "b")...))
 	b := broker.New(r.Client, broker.WithModel(model))
 	s := broker.NewSession(b, system)
 	for range s.SendStream(context.Background(), "first") {

@@ -15,10 +15,10 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // stallWait bounds every wait of these tests for something the code under
@@ -94,7 +94,7 @@ func (c *idleClock) firedAfter() time.Duration {
 
 // stallRig is a chain with the real stall layer on clock, in front of a
 // scripted loopback provider.
-func stallRig(t *testing.T, lim stall.Limits, clock *idleClock, s ...scripted.Step) *rigtest.Rig {
+func stallRig(t *testing.T, lim stall.Limits, clock *idleClock, s ...recoursetest.Step) *rigtest.Rig {
 	t.Helper()
 	lim.Clock = clock
 	st, err := stall.New(lim)
@@ -133,8 +133,8 @@ func TestR17_3_IdleStallWithTheStallLayerContinuesFromTheClosedBlocks(t *testing
 	held := []string{textDelta("Let me look "), textDelta("that up. "), toolStart("call_1", "lookup"), toolArgs(`{"city":"Par`)}
 	clock := newIdleClock(len(strings.Join(held, "")))
 	r := stallRig(t, stall.Limits{FirstOutput: 2 * time.Minute, Idle: 30 * time.Second}, clock,
-		scripted.SSE(held...).Held(),
-		scripted.SSE(scripted.OpenAIStream("It is ", "sunny.")...))
+		recoursetest.SSE(held...).Held(),
+		recoursetest.SSE(recoursetest.OpenAIStream("It is ", "sunny.")...))
 	tl, ns := &toolLog{}, &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)), broker.WithNotices(ns.add),
 		broker.WithContinuation(broker.Continuation{Max: 3}),
@@ -179,8 +179,8 @@ func TestR17_2_FirstOutputStallWithTheStallLayerIsRetried(t *testing.T) {
 	keepalive := ": keep-alive\n\n"
 	clock := newIdleClock(len(keepalive))
 	r := stallRig(t, stall.Limits{Header: time.Minute, FirstOutput: 20 * time.Second, Idle: time.Minute}, clock,
-		scripted.SSE(keepalive).Held(),
-		scripted.SSE(scripted.OpenAIStream("Hi.")...))
+		recoursetest.SSE(keepalive).Held(),
+		recoursetest.SSE(recoursetest.OpenAIStream("Hi.")...))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithNotices(ns.add), broker.WithContinuation(broker.Continuation{Max: 3}),
 		broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 2, BaseDelay: new(time.Second), Jitter: jitter(1), OnWire: clock.onWire})))
@@ -215,9 +215,9 @@ func TestR17_3_SessionTurnContinuedAfterAnIdleStall(t *testing.T) {
 	held := []string{textDelta("Let me look "), textDelta("that up. "), toolStart("call_1", "lookup")}
 	clock := newIdleClock(len(strings.Join(held, "")))
 	r := stallRig(t, stall.Limits{Idle: 30 * time.Second}, clock,
-		scripted.SSE(held...).Held(),
-		scripted.SSE(scripted.OpenAIStream("It is ", "sunny.")...),
-		scripted.SSE(scripted.OpenAIStream("You are welcome.")...))
+		recoursetest.SSE(held...).Held(),
+		recoursetest.SSE(recoursetest.OpenAIStream("It is ", "sunny.")...),
+		recoursetest.SSE(recoursetest.OpenAIStream("You are welcome.")...))
 	tl := &toolLog{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)),
 		broker.WithContinuation(broker.Continuation{Max: 3}),

@@ -16,9 +16,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // stallAtCut is a per-attempt layer that stands in for a stall limit
@@ -55,7 +55,7 @@ func (b *stallBody) Read(p []byte) (int, error) {
 // names the limit.
 func TestR17_2_RetryNoticeNamesTheStallLimit(t *testing.T) {
 	r := rigtest.NewWith(t, openai.New(), retry.Policy{}, []chain.Option{stallAtCut(layer.StallIdle)},
-		broken(": keep-alive\n\n"), scripted.SSE(scripted.OpenAIStream("Hi.")...))
+		broken(": keep-alive\n\n"), recoursetest.SSE(recoursetest.OpenAIStream("Hi.")...))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithNotices(ns.add),
 		broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 2, BaseDelay: new(time.Second), Jitter: jitter(1)})))
@@ -78,7 +78,7 @@ func TestR17_2_RetryNoticeNamesTheStallLimit(t *testing.T) {
 func TestR17_3_ContinuationAfterAStallCommitsTheClosedBlocks(t *testing.T) {
 	r := rigtest.NewWith(t, openai.New(), retry.Policy{}, []chain.Option{stallAtCut(layer.StallIdle)},
 		broken(textDelta("Let me look "), textDelta("that up. "), toolStart("call_1", "lookup"), toolArgs(`{"city":"Par`)),
-		scripted.SSE(scripted.OpenAIStream("It is ", "sunny.")...))
+		recoursetest.SSE(recoursetest.OpenAIStream("It is ", "sunny.")...))
 	tl, ns := &toolLog{}, &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)), broker.WithNotices(ns.add),
 		broker.WithContinuation(broker.Continuation{Max: 3}),

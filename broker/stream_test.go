@@ -16,9 +16,9 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // continuing returns a broker with the lookup tool, continuation budget max
@@ -59,7 +59,7 @@ func TestR17_3_PreStreamErrorAddsNoHistory(t *testing.T) {
 func TestR17_3_InterruptionCommitsOnlyCompletedTextAndNeverTheToolCall(t *testing.T) {
 	r := newRig(t, retry.Policy{},
 		broken(textDelta("Let me look "), textDelta("that up. "), toolStart("call_1", "lookup"), toolArgs(`{"city":"Par`)),
-		scripted.SSE(scripted.OpenAIStream("It is ", "sunny.")...))
+		recoursetest.SSE(recoursetest.OpenAIStream("It is ", "sunny.")...))
 	tl, ns := &toolLog{}, &notices{rec: r.Rec}
 	b := continuing(r, tl, ns, 3, retry.Policy{})
 	h := user("Weather in Paris?")
@@ -95,7 +95,7 @@ func TestR17_3_InterruptionCommitsOnlyCompletedTextAndNeverTheToolCall(t *testin
 func TestR17_3_ToolCallWithoutTerminalFrameNeverRuns(t *testing.T) {
 	r := newRig(t, retry.Policy{},
 		broken(textDelta("Checking. "), toolStart("call_1", "lookup"), toolArgs(`{"city":"Paris"}`), finish("tool_calls")),
-		scripted.SSE(scripted.OpenAIStream("Done.")...))
+		recoursetest.SSE(recoursetest.OpenAIStream("Done.")...))
 	tl, ns := &toolLog{}, &notices{}
 	b := continuing(r, tl, ns, 1, retry.Policy{})
 	h := user("q")
@@ -126,7 +126,7 @@ func TestR17_3_ClosedReasoningAloneIsCommittedWithoutAnEmptyTurn(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := rigtest.NewWith(t, openai.New(), retry.Policy{}, c.opts,
 				broken(reasoningDelta("The user "), reasoningDelta("wants a greeting."), textDelta("Hel")),
-				scripted.SSE(scripted.OpenAIStream("Hello!")...))
+				recoursetest.SSE(recoursetest.OpenAIStream("Hello!")...))
 			tl, ns := &toolLog{}, &notices{}
 			b := continuing(r, tl, ns, 2, retry.Policy{})
 			h := user("greet me")
@@ -162,10 +162,10 @@ func TestR17_3_ClosedReasoningReachesOllamaAsThinking(t *testing.T) {
 	line := func(msg string) string {
 		return `{"model":"llama3.2","created_at":"2024-01-01T00:00:00Z","message":` + msg + `,"done":false}`
 	}
-	cut := scripted.NDJSON(line(`{"role":"assistant","content":"","thinking":"The user wants a greeting."}`),
+	cut := recoursetest.NDJSON(line(`{"role":"assistant","content":"","thinking":"The user wants a greeting."}`),
 		line(`{"role":"assistant","content":"Hel"}`))
 	cut = cut.Cut(len(cut.Chunks[0]) + len(cut.Chunks[1]))
-	r := rigtest.New(t, ollama.New(), retry.Policy{}, cut, scripted.NDJSON(scripted.OllamaStream("Hello!")...))
+	r := rigtest.New(t, ollama.New(), retry.Policy{}, cut, recoursetest.NDJSON(recoursetest.OllamaStream("Hello!")...))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel("llama3.2"), broker.WithNotices(ns.add),
 		broker.WithContinuation(broker.Continuation{Max: 2}),
@@ -199,7 +199,7 @@ func TestR17_3_ClosedReasoningReachesOllamaAsThinking(t *testing.T) {
 func TestR17_3_ClosedReasoningAndTextAreCommitted(t *testing.T) {
 	r := newRig(t, retry.Policy{},
 		broken(reasoningDelta("Plan."), textDelta("Checking. "), toolStart("call_1", "lookup")),
-		scripted.SSE(scripted.OpenAIStream("Done.")...))
+		recoursetest.SSE(recoursetest.OpenAIStream("Done.")...))
 	tl, ns := &toolLog{}, &notices{}
 	b := continuing(r, tl, ns, 1, retry.Policy{})
 	h := user("q")
@@ -228,7 +228,7 @@ func TestR17_3_BreakBeforeAnyClosedBlockIsARestart(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := newRig(t, retry.Policy{}, broken(c.events...), scripted.SSE(scripted.OpenAIStream("Hello")...))
+			r := newRig(t, retry.Policy{}, broken(c.events...), recoursetest.SSE(recoursetest.OpenAIStream("Hello")...))
 			tl, ns := &toolLog{}, &notices{}
 			b := continuing(r, tl, ns, 3, retry.Policy{})
 			h := user("hi")
@@ -250,8 +250,8 @@ func TestR17_3_BreakBeforeAnyClosedBlockIsARestart(t *testing.T) {
 // R17.3: the budget holds and ends with a typed error wrapping the last
 // RecoveryError; each continuation backs off like a retry (100, 200 ms).
 func TestR17_3_ContinuationCapEndsWithATypedError(t *testing.T) {
-	part := func(s string) scripted.Step { return broken(textDelta(s), toolStart("call_1", "lookup")) }
-	r := newRig(t, retry.Policy{}, part("one "), part("two "), part("three "), scripted.SSE(scripted.OpenAIStream("never")...))
+	part := func(s string) recoursetest.Step { return broken(textDelta(s), toolStart("call_1", "lookup")) }
+	r := newRig(t, retry.Policy{}, part("one "), part("two "), part("three "), recoursetest.SSE(recoursetest.OpenAIStream("never")...))
 	tl, ns := &toolLog{}, &notices{}
 	b := continuing(r, tl, ns, 2, retry.Policy{})
 	h := user("q")
@@ -284,7 +284,7 @@ func TestR17_3_ANormalCompletionResetsTheBudget(t *testing.T) {
 		broken(textDelta("A "), toolStart("call_1", "lookup")),
 		toolCallStream("call_2", `{"city":"Oslo"}`),
 		broken(textDelta("B "), toolStart("call_3", "lookup")),
-		scripted.SSE(scripted.OpenAIStream("cold")...))
+		recoursetest.SSE(recoursetest.OpenAIStream("cold")...))
 	tl, ns := &toolLog{}, &notices{}
 	b := continuing(r, tl, ns, 1, retry.Policy{})
 	h := user("q")
@@ -301,9 +301,9 @@ func TestR17_3_ANormalCompletionResetsTheBudget(t *testing.T) {
 // R17.3, R9: cancellation wins over continuation — during the backoff and
 // during admission — and then nothing is committed or sent.
 func TestR17_3_CancellationBeatsContinuation(t *testing.T) {
-	brk := func() scripted.Step { return broken(textDelta("Done: "), toolStart("call_1", "lookup")) }
+	brk := func() recoursetest.Step { return broken(textDelta("Done: "), toolStart("call_1", "lookup")) }
 	t.Run("backoff", func(t *testing.T) {
-		r := newRig(t, retry.Policy{}, brk(), scripted.SSE(scripted.OpenAIStream("never")...))
+		r := newRig(t, retry.Policy{}, brk(), recoursetest.SSE(recoursetest.OpenAIStream("never")...))
 		r.Clock.Block = true // the backoff sleeps until its context is done
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -324,7 +324,7 @@ func TestR17_3_CancellationBeatsContinuation(t *testing.T) {
 		assert.Equal(t, []string{"user"}, roles(h), "nothing committed")
 	})
 	t.Run("admission", func(t *testing.T) {
-		r := newRig(t, retry.Policy{}, brk(), scripted.SSE(scripted.OpenAIStream("never")...))
+		r := newRig(t, retry.Policy{}, brk(), recoursetest.SSE(recoursetest.OpenAIStream("never")...))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		ns := &notices{}
@@ -345,8 +345,8 @@ func TestR17_3_CancellationBeatsContinuation(t *testing.T) {
 		assert.Equal(t, []string{"user"}, roles(h))
 	})
 	t.Run("mid-stream", func(t *testing.T) {
-		events := scripted.OpenAIStream("Hi", "there")
-		r := newRig(t, retry.Policy{}, scripted.SSE(events[:2]...).Held())
+		events := recoursetest.OpenAIStream("Hi", "there")
+		r := newRig(t, retry.Policy{}, recoursetest.SSE(events[:2]...).Held())
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		ns := &notices{}
@@ -373,9 +373,9 @@ func TestR17_3_CancellationBeatsContinuation(t *testing.T) {
 // sees the safe failure; a rejection stops it; without a hook an Ollama
 // break needs admission.
 func TestR17_3_ContinuationAdmission(t *testing.T) {
-	brk := func() scripted.Step { return broken(textDelta("Part. "), toolStart("call_1", "lookup")) }
+	brk := func() recoursetest.Step { return broken(textDelta("Part. "), toolStart("call_1", "lookup")) }
 	t.Run("allowed", func(t *testing.T) {
-		r := newRig(t, retry.Policy{}, brk(), scripted.SSE(scripted.OpenAIStream("Rest.")...))
+		r := newRig(t, retry.Policy{}, brk(), recoursetest.SSE(recoursetest.OpenAIStream("Rest.")...))
 		var asked []layer.AdmissionRequest
 		hook := func(_ context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
 			asked = append(asked, req)
@@ -390,7 +390,7 @@ func TestR17_3_ContinuationAdmission(t *testing.T) {
 		assert.Equal(t, 1, asked[0].NextAttempt)
 	})
 	t.Run("rejected", func(t *testing.T) {
-		r := newRig(t, retry.Policy{}, brk(), scripted.SSE(scripted.OpenAIStream("Rest.")...))
+		r := newRig(t, retry.Policy{}, brk(), recoursetest.SSE(recoursetest.OpenAIStream("Rest.")...))
 		hook := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil }
 		ns := &notices{}
 		b := continuing(r, &toolLog{}, ns, 3, retry.Policy{Admit: hook})
@@ -407,7 +407,7 @@ func TestR17_3_ContinuationAdmission(t *testing.T) {
 		line := func(msg string) string {
 			return `{"model":"llama3.2","created_at":"2024-01-01T00:00:00Z","message":` + msg + `,"done":false}`
 		}
-		cut := scripted.NDJSON(line(`{"role":"assistant","content":"","thinking":"hmm"}`), line(`{"role":"assistant","content":"Hel"}`))
+		cut := recoursetest.NDJSON(line(`{"role":"assistant","content":"","thinking":"hmm"}`), line(`{"role":"assistant","content":"Hel"}`))
 		cut = cut.Cut(len(cut.Chunks[0]) + len(cut.Chunks[1]))
 		r := rigtest.New(t, ollama.New(), retry.Policy{}, cut)
 		b := broker.New(r.Client, broker.WithModel("llama3.2"), broker.WithContinuation(broker.Continuation{Max: 3}),
@@ -446,19 +446,19 @@ func TestR17_3_NormalResponsesBehaveExactlyAsWithoutTheFeatures(t *testing.T) {
 	type scenario struct {
 		name      string
 		streaming bool
-		steps     func() []scripted.Step
+		steps     func() []recoursetest.Step
 	}
 	scenarios := []scenario{
-		{"text/Generate", false, func() []scripted.Step { return []scripted.Step{okStep("Hello there.")} }},
-		{"tools/Generate", false, func() []scripted.Step {
-			return []scripted.Step{toolCallStep("call_1", `{"city":"Oslo"}`), okStep("Cold.")}
+		{"text/Generate", false, func() []recoursetest.Step { return []recoursetest.Step{okStep("Hello there.")} }},
+		{"tools/Generate", false, func() []recoursetest.Step {
+			return []recoursetest.Step{toolCallStep("call_1", `{"city":"Oslo"}`), okStep("Cold.")}
 		}},
-		{"text/GenerateStream", true, func() []scripted.Step {
-			return []scripted.Step{stream("stop", reasoningDelta("think"), textDelta("Hello "), textDelta("there."))}
+		{"text/GenerateStream", true, func() []recoursetest.Step {
+			return []recoursetest.Step{stream("stop", reasoningDelta("think"), textDelta("Hello "), textDelta("there."))}
 		}},
-		{"tools/GenerateStream", true, func() []scripted.Step {
-			return []scripted.Step{stream("tool_calls", textDelta("Checking. "), toolStart("call_1", "lookup"), toolArgs(`{"city":`), toolArgs(`"Oslo"}`)),
-				scripted.SSE(scripted.OpenAIStream("Cold.")...)}
+		{"tools/GenerateStream", true, func() []recoursetest.Step {
+			return []recoursetest.Step{stream("tool_calls", textDelta("Checking. "), toolStart("call_1", "lookup"), toolArgs(`{"city":`), toolArgs(`"Oslo"}`)),
+				recoursetest.SSE(recoursetest.OpenAIStream("Cold.")...)}
 		}},
 	}
 	type result struct {
@@ -509,7 +509,7 @@ func TestR17_3_NormalResponsesBehaveExactlyAsWithoutTheFeatures(t *testing.T) {
 // Sleep hook and an invalid jitter sample — each ends the run without
 // committing or sending anything.
 func TestR17_3_ContinuationStops(t *testing.T) {
-	brk := func() scripted.Step { return broken(textDelta("Part. "), toolStart("call_1", "lookup")) }
+	brk := func() recoursetest.Step { return broken(textDelta("Part. "), toolStart("call_1", "lookup")) }
 	sleepFailed := errString("sleep hook failed")
 	cases := []struct {
 		name    string
@@ -537,7 +537,7 @@ func TestR17_3_ContinuationStops(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := newRig(t, retry.Policy{}, brk(), scripted.SSE(scripted.OpenAIStream("never")...))
+			r := newRig(t, retry.Policy{}, brk(), recoursetest.SSE(recoursetest.OpenAIStream("never")...))
 			b := continuing(r, &toolLog{}, &notices{}, 3, c.policy(r))
 			h := user("q")
 			_, err := drain(b.GenerateStream(context.Background(), &h))
@@ -563,7 +563,7 @@ func TestR17_3_ContinuationStops(t *testing.T) {
 // R17.3: without WithPolicy a continuation uses the policy defaults (no
 // hook: OpenAI may continue; base 100 ms, real timer).
 func TestR17_3_ContinuationWithThePolicyDefaults(t *testing.T) {
-	r := newRig(t, retry.Policy{}, broken(textDelta("Part. "), toolStart("call_1", "lookup")), scripted.SSE(scripted.OpenAIStream("Rest.")...))
+	r := newRig(t, retry.Policy{}, broken(textDelta("Part. "), toolStart("call_1", "lookup")), recoursetest.SSE(recoursetest.OpenAIStream("Rest.")...))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithNotices(ns.add), broker.WithContinuation(broker.Continuation{Max: 1}))
 	h := user("q")

@@ -10,8 +10,8 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // NewClient takes the provider's root or, as SDKs take it, the root with
@@ -24,16 +24,16 @@ func TestNewClientBaseWithOrWithoutTheAPIPrefix(t *testing.T) {
 		body   string
 		path   string
 	}{
-		{openai.New(), "", scripted.OpenAIChat("hi"), "/v1/chat/completions"},
-		{openai.New(), "/", scripted.OpenAIChat("hi"), "/v1/chat/completions"},
-		{openai.New(), "/v1", scripted.OpenAIChat("hi"), "/v1/chat/completions"},
-		{openai.New(), "/v1/", scripted.OpenAIChat("hi"), "/v1/chat/completions"},
-		{openai.New(), "/proxy/v1", scripted.OpenAIChat("hi"), "/proxy/v1/chat/completions"},
-		{ollama.New(), "", scripted.OllamaChat("hi"), "/api/chat"},
-		{ollama.New(), "/api", scripted.OllamaChat("hi"), "/api/chat"},
+		{openai.New(), "", recoursetest.OpenAIChat("hi"), "/v1/chat/completions"},
+		{openai.New(), "/", recoursetest.OpenAIChat("hi"), "/v1/chat/completions"},
+		{openai.New(), "/v1", recoursetest.OpenAIChat("hi"), "/v1/chat/completions"},
+		{openai.New(), "/v1/", recoursetest.OpenAIChat("hi"), "/v1/chat/completions"},
+		{openai.New(), "/proxy/v1", recoursetest.OpenAIChat("hi"), "/proxy/v1/chat/completions"},
+		{ollama.New(), "", recoursetest.OllamaChat("hi"), "/api/chat"},
+		{ollama.New(), "/api", recoursetest.OllamaChat("hi"), "/api/chat"},
 	} {
 		t.Run(string(tc.codec.Provider())+tc.suffix, func(t *testing.T) {
-			srv := scripted.New(scripted.JSON(200, tc.body))
+			srv := recoursetest.NewServer(recoursetest.JSON(200, tc.body))
 			defer srv.Close()
 			ch, err := chain.Default(tc.codec)
 			require.NoError(t, err)

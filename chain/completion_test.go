@@ -13,9 +13,9 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // reportCall posts the canary request through ch with a *layer.Call in the
@@ -43,7 +43,7 @@ func reportCall(t *testing.T, ch *chain.Chain, url string, req *chat.Request) (*
 func TestCallResult_CompletionIsTheDecodedBody(t *testing.T) {
 	srv := startServer(t,
 		statusStep(503), okStep("recovered"), // a retried success
-		scripted.JSON(200, scripted.OpenAIChat("not json")), // a structured answer that is not JSON
+		recoursetest.JSON(200, recoursetest.OpenAIChat("not json")), // a structured answer that is not JSON
 		okStep("plain"), // recovery off
 	)
 	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPolicy(retry.Policy{
@@ -82,11 +82,11 @@ func TestCallResult_CompletionIsTheDecodedBody(t *testing.T) {
 // TestClient_CompleteReturnsTheDecodedCompletion: the native client returns
 // what the codec decodes from the answer, with and without recovery.
 func TestClient_CompleteReturnsTheDecodedCompletion(t *testing.T) {
-	answer := scripted.OpenAIChat("Hello")
+	answer := recoursetest.OpenAIChat("Hello")
 	want, err := openai.New().Decode([]byte(answer))
 	require.NoError(t, err)
 	for _, opts := range [][]chain.Option{nil, {chain.WithoutRecovery()}} {
-		srv := startServer(t, scripted.JSON(200, answer))
+		srv := startServer(t, recoursetest.JSON(200, answer))
 		ch, err := chain.Default(openai.New(), append(opts, chain.WithTransport(newTransport(t)))...)
 		require.NoError(t, err)
 		c, err := chain.NewClient(srv.URL, ch)

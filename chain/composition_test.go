@@ -17,13 +17,13 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/capture"
 	"github.com/recourse-dev/recourse/layers/progress"
 	"github.com/recourse-dev/recourse/layers/redirectguard"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/sender"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The composition property: no chain that chain.New accepts can break the
@@ -393,7 +393,7 @@ func newCompRig(t *testing.T, seq []compKind) *compRig {
 	return &compRig{seq: seq, probe: p, ch: ch}
 }
 
-func (r *compRig) client(t *testing.T, s *scripted.Server) *chain.Client {
+func (r *compRig) client(t *testing.T, s *recoursetest.Server) *chain.Client {
 	t.Helper()
 	c, err := chain.NewClient(s.URL, r.ch)
 	require.NoError(t, err)
@@ -467,7 +467,7 @@ func TestComposition_AcceptedChainsKeepTheWireInvariants(t *testing.T) {
 }
 
 func compEngineScenarios(t *testing.T, seq []compKind) {
-	events := scripted.OpenAIStream("Hel", "lo")
+	events := recoursetest.OpenAIStream("Hel", "lo")
 
 	t.Run("unary 200", func(t *testing.T) {
 		r := newCompRig(t, seq)
@@ -482,9 +482,9 @@ func compEngineScenarios(t *testing.T, seq []compKind) {
 	})
 
 	t.Run("unary 307", func(t *testing.T) {
-		target := scripted.NewTarget()
+		target := recoursetest.NewTarget()
 		t.Cleanup(target.Close)
-		redirect := scripted.Redirect(http.StatusTemporaryRedirect, target.URL+completionsPath)
+		redirect := recoursetest.Redirect(http.StatusTemporaryRedirect, target.URL+completionsPath)
 
 		r := newCompRig(t, seq)
 		s := startServer(t, redirect, okStep("never"))
@@ -523,7 +523,7 @@ func compEngineScenarios(t *testing.T, seq []compKind) {
 
 	t.Run("perfect stream", func(t *testing.T) {
 		r := newCompRig(t, seq)
-		s := startServer(t, scripted.SSE(events...), scripted.SSE(events...), scripted.SSE(events...))
+		s := startServer(t, recoursetest.SSE(events...), recoursetest.SSE(events...), recoursetest.SSE(events...))
 		text, comp, err := collect(t, r.client(t, s).Stream(context.Background(), canaryRequest()))
 		require.NoError(t, err)
 		assert.Equal(t, "Hello", text, "content delivered exactly once")
@@ -536,7 +536,7 @@ func compEngineScenarios(t *testing.T, seq []compKind) {
 
 	t.Run("perfect drop-in stream", func(t *testing.T) {
 		r := newCompRig(t, seq)
-		s := startServer(t, scripted.SSE(events...), scripted.SSE(events...), scripted.SSE(events...))
+		s := startServer(t, recoursetest.SSE(events...), recoursetest.SSE(events...), recoursetest.SSE(events...))
 		resp, err := r.post(t, s.URL, compStreamRequest(t))
 		require.NoError(t, err)
 		b, err := io.ReadAll(resp.Body)
@@ -550,8 +550,8 @@ func compEngineScenarios(t *testing.T, seq []compKind) {
 
 	t.Run("stream cut after content", func(t *testing.T) {
 		r := newCompRig(t, seq)
-		cut := scripted.SSE(events...).Cut(len(events[0] + events[1]))
-		s := startServer(t, cut, scripted.SSE(events...), scripted.SSE(events...))
+		cut := recoursetest.SSE(events...).Cut(len(events[0] + events[1]))
+		s := startServer(t, cut, recoursetest.SSE(events...), recoursetest.SSE(events...))
 		text, _, err := collect(t, r.client(t, s).Stream(context.Background(), canaryRequest()))
 		re := asRecoveryError(t, err)
 		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -566,8 +566,8 @@ func compEngineScenarios(t *testing.T, seq []compKind) {
 func compPlainScenarios(t *testing.T, seq []compKind) {
 	t.Run("unary 200", func(t *testing.T) {
 		r := newCompRig(t, seq)
-		body := scripted.OpenAIChat("ok")
-		s := startServer(t, scripted.JSON(200, body), okStep("never"))
+		body := recoursetest.OpenAIChat("ok")
+		s := startServer(t, recoursetest.JSON(200, body), okStep("never"))
 		resp, err := r.post(t, s.URL, encoded(t, canaryRequest()))
 		require.NoError(t, err)
 		b, err := io.ReadAll(resp.Body)
@@ -591,10 +591,10 @@ func compPlainScenarios(t *testing.T, seq []compKind) {
 	})
 
 	t.Run("unary 307", func(t *testing.T) {
-		target := scripted.NewTarget()
+		target := recoursetest.NewTarget()
 		t.Cleanup(target.Close)
 		r := newCompRig(t, seq)
-		s := startServer(t, scripted.Redirect(http.StatusTemporaryRedirect, target.URL+completionsPath), okStep("never"))
+		s := startServer(t, recoursetest.Redirect(http.StatusTemporaryRedirect, target.URL+completionsPath), okStep("never"))
 		resp, err := r.post(t, s.URL, encoded(t, canaryRequest()))
 		if resp != nil {
 			resp.Body.Close()
@@ -609,9 +609,9 @@ func compPlainScenarios(t *testing.T, seq []compKind) {
 	})
 
 	t.Run("drop-in stream", func(t *testing.T) {
-		events := scripted.OpenAIStream("Hel", "lo")
+		events := recoursetest.OpenAIStream("Hel", "lo")
 		r := newCompRig(t, seq)
-		s := startServer(t, scripted.SSE(events...), scripted.SSE(events...))
+		s := startServer(t, recoursetest.SSE(events...), recoursetest.SSE(events...))
 		resp, err := r.post(t, s.URL, compStreamRequest(t))
 		require.NoError(t, err)
 		b, err := io.ReadAll(resp.Body)
@@ -691,10 +691,10 @@ func TestComposition_PerAttemptLayerSendingTwiceIsRefused(t *testing.T) {
 					})
 				})
 				ch := compChain(t, pol, twice)
-				events := scripted.OpenAIStream("Hel", "lo")
+				events := recoursetest.OpenAIStream("Hel", "lo")
 				ok := okStep("ok")
 				if streaming {
-					ok = scripted.SSE(events...)
+					ok = recoursetest.SSE(events...)
 				}
 				s := startServer(t, repeat(ok, 10)...)
 				c, err := chain.NewClient(s.URL, ch)
@@ -723,7 +723,7 @@ func TestComposition_PerAttemptLayerSendingTwiceIsRefused(t *testing.T) {
 // without an engine, by the chain's edge; a per-call layer's by the edge.
 // Nothing is sent to the provider or the Location.
 func TestComposition_SyntheticRedirectIsNeverFollowed(t *testing.T) {
-	target := scripted.NewTarget()
+	target := recoursetest.NewTarget()
 	t.Cleanup(target.Close)
 	synthetic := func(r *http.Request) (*http.Response, error) {
 		if r.Body != nil {
@@ -798,7 +798,7 @@ func TestComposition_SyntheticRedirectIsNeverFollowed(t *testing.T) {
 // frame, sits below progress: its content is semantic output, so the call
 // ends interrupted with the content delivered once and nothing replayed.
 func TestComposition_SyntheticStreamIsSemanticOutput(t *testing.T) {
-	events := scripted.OpenAIStream("Hel", "lo")
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	for _, mode := range compWireModes {
 		t.Run(mode.name, func(t *testing.T) {
 			p := &compProbe{}
@@ -814,7 +814,7 @@ func TestComposition_SyntheticStreamIsSemanticOutput(t *testing.T) {
 						StatusCode: http.StatusOK,
 						Status:     "200 OK",
 						Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-						Header:        http.Header{"Content-Type": {scripted.ContentTypeSSE}},
+						Header:        http.Header{"Content-Type": {recoursetest.ContentTypeSSE}},
 						Body:          io.NopCloser(strings.NewReader(events[0] + events[1])),
 						ContentLength: -1,
 						Request:       r,
@@ -822,7 +822,7 @@ func TestComposition_SyntheticStreamIsSemanticOutput(t *testing.T) {
 				})
 			})
 			ch := compChain(t, pol, faulty)
-			s := startServer(t, scripted.SSE(events...))
+			s := startServer(t, recoursetest.SSE(events...))
 			c, err := chain.NewClient(s.URL, ch)
 			require.NoError(t, err)
 
@@ -863,12 +863,12 @@ func TestComposition_PerAttemptFaultIsAnAttempt(t *testing.T) {
 					if r.Body != nil {
 						r.Body.Close()
 					}
-					body := scripted.OpenAIError("server_error", "server_error", "injected")
+					body := recoursetest.OpenAIError("server_error", "server_error", "injected")
 					return &http.Response{
 						StatusCode: http.StatusServiceUnavailable,
 						Status:     "503 Service Unavailable",
 						Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-						Header:        http.Header{"Content-Type": {scripted.ContentTypeJSON}},
+						Header:        http.Header{"Content-Type": {recoursetest.ContentTypeJSON}},
 						Body:          io.NopCloser(strings.NewReader(body)),
 						ContentLength: int64(len(body)),
 						Request:       r,

@@ -16,9 +16,9 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The http.RoundTripper contract of a recovering chain: the caller's request
@@ -39,7 +39,7 @@ func TestRoundTripper_CallerRequestIsUnchanged(t *testing.T) {
 	rows := []struct {
 		name  string
 		opts  func(t *testing.T, tr http.RoundTripper) []chain.Option
-		steps []scripted.Step
+		steps []recoursetest.Step
 	}{
 		{"recovering, 503 then 200", func(t *testing.T, tr http.RoundTripper) []chain.Option {
 			p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, OnWire: func(_ context.Context, s layer.WireSnapshot) error {
@@ -47,10 +47,10 @@ func TestRoundTripper_CallerRequestIsUnchanged(t *testing.T) {
 				return nil
 			}}
 			return []chain.Option{chain.WithPolicy(p), chain.WithTransport(tr)}
-		}, []scripted.Step{statusStep(503), okStep("ok")}},
+		}, []recoursetest.Step{statusStep(503), okStep("ok")}},
 		{"recovery off", func(t *testing.T, tr http.RoundTripper) []chain.Option {
 			return []chain.Option{chain.WithoutRecovery(), chain.WithTransport(tr)}
-		}, []scripted.Step{okStep("ok")}},
+		}, []recoursetest.Step{okStep("ok")}},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestRoundTripper_CallerRequestIsUnchanged(t *testing.T) {
 			b, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
 			require.NoError(t, resp.Body.Close())
-			assert.Equal(t, scripted.OpenAIChat("ok"), string(b))
+			assert.Equal(t, recoursetest.OpenAIChat("ok"), string(b))
 
 			assert.Equal(t, header, req.Header, "the caller's headers are unchanged")
 			assert.Equal(t, url, req.URL.String())
@@ -92,17 +92,17 @@ func TestRoundTripper_CallerRequestIsUnchanged(t *testing.T) {
 // then closes the idle connections while the server still runs: a response
 // body the chain left open would keep its connection's goroutines alive.
 func TestRoundTripper_ClosesBodies(t *testing.T) {
-	steps := []scripted.Step{
+	steps := []recoursetest.Step{
 		statusStep(503), statusStep(503), okStep("ok"), // recovered
 		statusStep(404),                                   // passed through to the http.Client
 		statusStep(503), statusStep(503), statusStep(503), // exhausted
-		scripted.JSON(200, scripted.OpenAIChat("Hello")).Cut(30), // partial
-		scripted.Reset(), okStep("ok"), // transport, recovered
-		scripted.Redirect(302, "http://127.0.0.1:1/x"),                    // refused
-		scripted.JSON(200, scripted.OpenAIError("server_error", "", "x")), // provider error in a 200
-		scripted.JSON(200, "not json"),                                    // malformed
+		recoursetest.JSON(200, recoursetest.OpenAIChat("Hello")).Cut(30), // partial
+		recoursetest.Reset(), okStep("ok"), // transport, recovered
+		recoursetest.Redirect(302, "http://127.0.0.1:1/x"),                        // refused
+		recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "", "x")), // provider error in a 200
+		recoursetest.JSON(200, "not json"),                                        // malformed
 	}
-	srv := scripted.New(steps...)
+	srv := recoursetest.NewServer(steps...)
 	defer srv.Close()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	defer tr.CloseIdleConnections()
@@ -123,7 +123,7 @@ func TestRoundTripper_ClosesBodies(t *testing.T) {
 		_ = err
 	}
 	// A cancelled, held attempt.
-	srv.Push(scripted.Step{Status: 200}.Held())
+	srv.Push(recoursetest.Step{Status: 200}.Held())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -144,7 +144,7 @@ func TestRoundTripper_ClosesBodies(t *testing.T) {
 
 func TestRoundTripper_ConcurrentCalls(t *testing.T) {
 	const calls = 50
-	var steps []scripted.Step
+	var steps []recoursetest.Step
 	for range calls {
 		steps = append(steps, statusStep(503), okStep("ok"))
 	}
@@ -197,30 +197,30 @@ func TestRoundTripper_ConcurrentCalls(t *testing.T) {
 func TestRoundTripper_ResponseXorError(t *testing.T) {
 	rows := []struct {
 		name  string
-		steps []scripted.Step
+		steps []recoursetest.Step
 		pol   *retry.Policy // nil: recovery off for the call
 		ctx   func() context.Context
 	}{
-		{"success", []scripted.Step{okStep("ok")}, &retry.Policy{}, nil},
-		{"recovered", []scripted.Step{statusStep(503), okStep("ok")}, &retry.Policy{MaxAttempts: 2}, nil},
+		{"success", []recoursetest.Step{okStep("ok")}, &retry.Policy{}, nil},
+		{"recovered", []recoursetest.Step{statusStep(503), okStep("ok")}, &retry.Policy{MaxAttempts: 2}, nil},
 		{"exhausted", repeat(statusStep(503), 2), &retry.Policy{MaxAttempts: 2}, nil},
-		{"404 pass-through", []scripted.Step{statusStep(404)}, &retry.Policy{MaxAttempts: 2}, nil},
-		{"provider error pass-through", []scripted.Step{scripted.JSON(200, scripted.OpenAIError("x", "", "y"))}, &retry.Policy{MaxAttempts: 2}, nil},
-		{"cut", []scripted.Step{scripted.JSON(200, scripted.OpenAIChat("Hello")).Cut(30)}, &retry.Policy{MaxAttempts: 2}, nil},
-		{"reset", repeat(scripted.Reset(), 2), &retry.Policy{MaxAttempts: 2}, nil},
-		{"redirect", []scripted.Step{scripted.Redirect(301, "/x")}, &retry.Policy{MaxAttempts: 2}, nil},
-		{"delay ceiling", []scripted.Step{rateLimited("3600")}, &retry.Policy{MaxAttempts: 2}, nil},
-		{"admission rejected", []scripted.Step{statusStep(503)}, &retry.Policy{MaxAttempts: 2, Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+		{"404 pass-through", []recoursetest.Step{statusStep(404)}, &retry.Policy{MaxAttempts: 2}, nil},
+		{"provider error pass-through", []recoursetest.Step{recoursetest.JSON(200, recoursetest.OpenAIError("x", "", "y"))}, &retry.Policy{MaxAttempts: 2}, nil},
+		{"cut", []recoursetest.Step{recoursetest.JSON(200, recoursetest.OpenAIChat("Hello")).Cut(30)}, &retry.Policy{MaxAttempts: 2}, nil},
+		{"reset", repeat(recoursetest.Reset(), 2), &retry.Policy{MaxAttempts: 2}, nil},
+		{"redirect", []recoursetest.Step{recoursetest.Redirect(301, "/x")}, &retry.Policy{MaxAttempts: 2}, nil},
+		{"delay ceiling", []recoursetest.Step{rateLimited("3600")}, &retry.Policy{MaxAttempts: 2}, nil},
+		{"admission rejected", []recoursetest.Step{statusStep(503)}, &retry.Policy{MaxAttempts: 2, Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 			return layer.Reject, nil
 		}}, nil},
-		{"capture failed", []scripted.Step{okStep("ok")}, &retry.Policy{MaxAttempts: 2, OnWire: failResponseCapture}, nil},
-		{"policy error", []scripted.Step{okStep("ok")}, &retry.Policy{MaxAttempts: -1}, nil},
-		{"cancelled", []scripted.Step{okStep("ok")}, &retry.Policy{MaxAttempts: 2}, func() context.Context {
+		{"capture failed", []recoursetest.Step{okStep("ok")}, &retry.Policy{MaxAttempts: 2, OnWire: failResponseCapture}, nil},
+		{"policy error", []recoursetest.Step{okStep("ok")}, &retry.Policy{MaxAttempts: -1}, nil},
+		{"cancelled", []recoursetest.Step{okStep("ok")}, &retry.Policy{MaxAttempts: 2}, func() context.Context {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			return ctx
 		}},
-		{"recovery off, 503", []scripted.Step{statusStep(503)}, nil, nil},
+		{"recovery off, 503", []recoursetest.Step{statusStep(503)}, nil, nil},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {

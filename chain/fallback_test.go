@@ -14,15 +14,15 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // nativeFallback is a native OpenAI client that falls back to an Ollama
 // client (another codec, its own upstream, policy and credential).
-func nativeFallback(t *testing.T, rules fallback.Rules, a, b []scripted.Step) (*chain.Client, *rigtest.Rig, *rigtest.Rig) {
+func nativeFallback(t *testing.T, rules fallback.Rules, a, b []recoursetest.Step) (*chain.Client, *rigtest.Rig, *rigtest.Rig) {
 	t.Helper()
 	ra := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2}, a...)
 	rb := rigtest.New(t, ollama.New(), retry.Policy{MaxAttempts: 1}, b...)
@@ -32,14 +32,14 @@ func nativeFallback(t *testing.T, rules fallback.Rules, a, b []scripted.Step) (*
 	return c, ra, rb
 }
 
-var overloaded = scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded"))
+var overloaded = recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
 
 // The native client falls back across codecs: the neutral request is
 // encoded anew for the Ollama target, which answers.
 func TestR20_9_NativeClientFallsBackAcrossCodecs(t *testing.T) {
 	c, ra, rb := nativeFallback(t, fallback.Rules{},
-		[]scripted.Step{overloaded, overloaded},
-		[]scripted.Step{scripted.JSON(200, scripted.OllamaChat("from llama"))})
+		[]recoursetest.Step{overloaded, overloaded},
+		[]recoursetest.Step{recoursetest.JSON(200, recoursetest.OllamaChat("from llama"))})
 	comp, err := c.Complete(t.Context(), canaryRequest())
 	require.NoError(t, err)
 	assert.Equal(t, "from llama", comp.Message.Content)
@@ -63,8 +63,8 @@ func TestR20_9_NativeClientFallsBackAcrossCodecs(t *testing.T) {
 // target that answered is the caller's.
 func TestR20_9_NativeStreamFallsBackBeforeItOpens(t *testing.T) {
 	c, _, rb := nativeFallback(t, fallback.Rules{},
-		[]scripted.Step{overloaded, overloaded},
-		[]scripted.Step{scripted.NDJSON(scripted.OllamaStream("str", "eamed")...)})
+		[]recoursetest.Step{overloaded, overloaded},
+		[]recoursetest.Step{recoursetest.NDJSON(recoursetest.OllamaStream("str", "eamed")...)})
 	req := canaryRequest()
 	req.Stream = true
 	text, comp, err := rigtest.Collect(t, c.Stream(t.Context(), req))
@@ -78,8 +78,8 @@ func TestR20_9_NativeStreamFallsBackBeforeItOpens(t *testing.T) {
 // and is returned as the one typed error.
 func TestR20_9_NativeErrorKeepsEveryTarget(t *testing.T) {
 	c, _, _ := nativeFallback(t, fallback.Rules{},
-		[]scripted.Step{overloaded, overloaded},
-		[]scripted.Step{scripted.JSON(503, scripted.OllamaError("busy"))})
+		[]recoursetest.Step{overloaded, overloaded},
+		[]recoursetest.Step{recoursetest.JSON(503, recoursetest.OllamaError("busy"))})
 	_, err := c.Complete(t.Context(), canaryRequest())
 	e := rigtest.AsRecoveryError(t, err)
 	require.Len(t, e.Targets, 2)
@@ -93,8 +93,8 @@ func TestR20_9_NativeErrorKeepsEveryTarget(t *testing.T) {
 // A cancelled native call never reaches the next target.
 func TestR20_9_NativeCancelledNeverFallsBack(t *testing.T) {
 	c, _, rb := nativeFallback(t, fallback.Rules{},
-		[]scripted.Step{overloaded, overloaded},
-		[]scripted.Step{scripted.JSON(200, scripted.OllamaChat("never"))})
+		[]recoursetest.Step{overloaded, overloaded},
+		[]recoursetest.Step{recoursetest.JSON(200, recoursetest.OllamaChat("never"))})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err := c.Complete(ctx, canaryRequest())
@@ -109,7 +109,7 @@ func TestR20_9_NativeCancelledNeverFallsBack(t *testing.T) {
 func TestR20_1_NativeTargetCredentialFromAFunction(t *testing.T) {
 	const localKey = "sk-LOCALTARGETCANARY-3e"
 	ra := rigtest.New(t, openai.New(), retry.Policy{}, overloaded)
-	rb := rigtest.New(t, ollama.New(), retry.Policy{}, scripted.JSON(200, scripted.OllamaChat("ok")))
+	rb := rigtest.New(t, ollama.New(), retry.Policy{}, recoursetest.JSON(200, recoursetest.OllamaChat("ok")))
 	target, err := chain.NewClient(rb.Server.URL, rb.Chain, chain.WithCredential(func(_ context.Context, h http.Header) error {
 		h.Set("Authorization", "Bearer "+localKey)
 		return nil

@@ -10,11 +10,11 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func TestChainCloseIdleConnectionsReachesTheSender(t *testing.T) {
-	srv := scripted.New(scripted.JSON(200, scripted.OpenAIChat("hi")))
+	srv := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.OpenAIChat("hi")))
 	defer srv.Close()
 	before := goleak.IgnoreCurrent()
 	ch, err := chain.Default(openai.New())

@@ -13,9 +13,9 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // R1.1 at the chain's edge: a chain built WithoutRecovery, or a call whose
@@ -89,7 +89,7 @@ func TestR1_1_SuccessIsIdenticalWithAndWithoutRecovery(t *testing.T) {
 // HTTP EOF without its "\n" ends at that line, accepted.
 func TestR13_3_PlainOllamaStreamAcceptsAnUnterminatedDoneLine(t *testing.T) {
 	const done = `{"model":"llama3.2","message":{"role":"assistant","content":"!"},"done":true,"done_reason":"stop"}`
-	st := scripted.NDJSON(`{"model":"llama3.2","message":{"role":"assistant","content":"hi"},"done":false}`, done)
+	st := recoursetest.NDJSON(`{"model":"llama3.2","message":{"role":"assistant","content":"hi"},"done":false}`, done)
 	st.Chunks[len(st.Chunks)-1] = []byte(done)
 	srv := startServer(t, st)
 	ch, err := chain.Default(ollama.New(), chain.WithoutRecovery(), chain.WithTransport(newTransport(t)))

@@ -15,9 +15,9 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // errRefused is the error of a per-attempt layer that refuses to pass an
@@ -85,10 +85,10 @@ func TestR10_8_APerAttemptLayersErrorIsATransportFailureThatSentNothing(t *testi
 	for _, tc := range []struct {
 		name  string
 		codec layer.Codec
-		ok    scripted.Step
+		ok    recoursetest.Step
 	}{
 		{"openai", openai.New(), okStep("ok")},
-		{"ollama", ollama.New(), scripted.JSON(200, scripted.OllamaChat("ok"))},
+		{"ollama", ollama.New(), recoursetest.JSON(200, recoursetest.OllamaChat("ok"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int64

@@ -19,11 +19,11 @@ import (
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -31,8 +31,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // echo repeats the canary key and prompt back, as a hostile provider would.
 var echo = "Invalid key " + rigtest.Key + " for " + rigtest.Prompt
 
-func echoStep(status int, kv ...string) scripted.Step {
-	return scripted.JSON(status, scripted.OpenAIError("invalid_request_error", "invalid_api_key", echo), kv...)
+func echoStep(status int, kv ...string) recoursetest.Step {
+	return recoursetest.JSON(status, recoursetest.OpenAIError("invalid_request_error", "invalid_api_key", echo), kv...)
 }
 
 func canaryRequest() *chat.Request {
@@ -41,13 +41,13 @@ func canaryRequest() *chat.Request {
 
 // run makes one call through a rig whose policy logs to a JSON handler at
 // Debug, and returns the log.
-func run(t *testing.T, codec layer.Codec, p retry.Policy, stream bool, steps ...scripted.Step) string {
+func run(t *testing.T, codec layer.Codec, p retry.Policy, stream bool, steps ...recoursetest.Step) string {
 	t.Helper()
 	return runWith(t, codec, p, nil, stream, steps...)
 }
 
 // runWith is run with more options for the chain (per-call layers).
-func runWith(t *testing.T, codec layer.Codec, p retry.Policy, opts []chain.Option, stream bool, steps ...scripted.Step) string {
+func runWith(t *testing.T, codec layer.Codec, p retry.Policy, opts []chain.Option, stream bool, steps ...recoursetest.Step) string {
 	t.Helper()
 	var buf bytes.Buffer
 	p.OnEvent = eventlog.New(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
@@ -79,7 +79,7 @@ func TestR10_5_LogsHoldNoSecret(t *testing.T) {
 		"429 with Retry-After, then success echoing the prompt": func(t *testing.T) string {
 			return run(t, openai.New(), retry.Policy{MaxAttempts: 2}, false,
 				echoStep(429, "Retry-After", "1", "X-Request-Id", "req_"+rigtest.Prompt),
-				scripted.JSON(200, scripted.OpenAIChat("You said "+rigtest.Prompt)))
+				recoursetest.JSON(200, recoursetest.OpenAIChat("You said "+rigtest.Prompt)))
 		},
 		"503s exhausted": func(t *testing.T) string {
 			return run(t, openai.New(), retry.Policy{MaxAttempts: 3}, false, echoStep(503), echoStep(503, "Retry-After", rigtest.Key), echoStep(503))
@@ -89,7 +89,7 @@ func TestR10_5_LogsHoldNoSecret(t *testing.T) {
 		},
 		"stream cut after echoed content": func(t *testing.T) string {
 			return run(t, openai.New(), retry.Policy{MaxAttempts: 2}, true,
-				scripted.SSE(scripted.OpenAIStream("You said "+rigtest.Prompt)...).Cut(90))
+				recoursetest.SSE(recoursetest.OpenAIStream("You said "+rigtest.Prompt)...).Cut(90))
 		},
 		"retry quota keyed by credential refuses after an echoing 429": func(t *testing.T) string {
 			q, err := quota.New(quota.WithFloor(1), quota.WithRatio(0), quota.ByCredential(), quota.ByModel(), quota.WithStore(quota.NewMemoryStore()))
@@ -102,7 +102,7 @@ func TestR10_5_LogsHoldNoSecret(t *testing.T) {
 		},
 		"ollama stream with telemetry": func(t *testing.T) string {
 			return run(t, ollama.New(), retry.Policy{MaxAttempts: 2, Admit: allow}, true,
-				scripted.NDJSON(scripted.OllamaStream("You said "+rigtest.Prompt)...))
+				recoursetest.NDJSON(recoursetest.OllamaStream("You said "+rigtest.Prompt)...))
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -128,7 +128,7 @@ func TestR11_OneRecordPerEventAtItsLevel(t *testing.T) {
 			}
 			return a
 		}})))
-	r := rigtest.New(t, openai.New(), p, echoStep(503, "Retry-After", "2"), scripted.JSON(200, scripted.OpenAIChat("hi")))
+	r := rigtest.New(t, openai.New(), p, echoStep(503, "Retry-After", "2"), recoursetest.JSON(200, recoursetest.OpenAIChat("hi")))
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
@@ -178,14 +178,14 @@ func TestR11_2_RecordsCarryStallHintAndRetryAfterHeader(t *testing.T) {
 	assert.Contains(t, hinted, `"hint":"x_should_retry_false"`)
 	assert.Contains(t, hinted, `"retry_after":"milliseconds","retry_after_header":"retry-after-ms","retry_after_ms":5`)
 
-	plain := run(t, openai.New(), retry.Policy{MaxAttempts: 2}, false, echoStep(503, "Retry-After", "1"), scripted.JSON(200, scripted.OpenAIChat("hi")))
+	plain := run(t, openai.New(), retry.Policy{MaxAttempts: 2}, false, echoStep(503, "Retry-After", "1"), recoursetest.JSON(200, recoursetest.OpenAIChat("hi")))
 	assert.Contains(t, plain, `"retry_after":"seconds","retry_after_ms":1000`)
 	assert.NotContains(t, plain, "retry_after_header", "Retry-After itself is the default header and is not named")
 
 	lim, err := stall.New(stall.Limits{Idle: time.Millisecond})
 	require.NoError(t, err)
 	stalled := runWith(t, openai.New(), retry.Policy{MaxAttempts: 1}, []chain.Option{chain.WithPerAttempt(lim)}, true,
-		scripted.SSE(": keepalive\n\n").Held())
+		recoursetest.SSE(": keepalive\n\n").Held())
 	assert.Contains(t, stalled, `"stall":"idle_timeout"`)
 
 	for _, log := range []string{hinted, plain, stalled} {

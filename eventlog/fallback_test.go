@@ -14,10 +14,10 @@ import (
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // A native call that falls back writes a fallback line at Warn with the
@@ -27,7 +27,7 @@ func TestR20_6_EventlogWritesTheFallbackStep(t *testing.T) {
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	overloaded := echoStep(503)
 	ra := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2, OnEvent: eventlog.New(logger)}, overloaded, overloaded)
-	rb := rigtest.New(t, openai.New(), retry.Policy{}, scripted.JSON(200, scripted.OpenAIChat("ok")))
+	rb := rigtest.New(t, openai.New(), retry.Policy{}, recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithAPIKey(rigtest.Key),
 		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: rb.Client, Model: "gpt-4o"}))
 	require.NoError(t, err)

@@ -12,8 +12,8 @@ import (
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // R19.10: the records of a background stream's resume carry its cursor
@@ -23,7 +23,7 @@ func TestR19_10_RecordsCarryTheResumeCursor(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r := rigtest.New(t, responses.New(responses.Background()), retry.Policy{MaxAttempts: 3, OnEvent: eventlog.New(logger)},
-		scripted.ResponsesBackground(id, scripted.ResponsesEvents(id, "Hel", "lo")...).CutEvents(5), scripted.ResponsesResume(id))
+		recoursetest.ResponsesBackground(id, recoursetest.ResponsesEvents(id, "Hel", "lo")...).CutEvents(5), recoursetest.ResponsesResume(id))
 	req := canaryRequest()
 	req.Stream = true
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), req))

@@ -40,6 +40,22 @@ var rules = []rule{
 	{from: "proxy/...", to: "...", why: "the proxy, in the root module, imports only the standard library and this module",
 		except: func(_, to string) bool { first, _, _ := strings.Cut(to, "/"); return !strings.Contains(first, ".") }},
 	{from: "layers/...", to: "proxy/...", why: "layers know nothing of the proxy built on them"},
+	// Test support: recoursetest, the public scripted provider, is its
+	// bottom and imports no package of the module; internal/rigtest is the
+	// one rig, on top of recoursetest and the chain, and nothing else under
+	// internal/ imports a package above it.
+	{from: "recoursetest", to: "internal/...", why: "the public test server holds its own implementation"},
+	{from: "recoursetest", to: "chain", why: "the public test server depends on no recourse package"},
+	{from: "recoursetest", to: "layer/...", why: "the public test server depends on no recourse package"},
+	{from: "recoursetest", to: "layers/...", why: "the public test server depends on no recourse package"},
+	{from: "recoursetest", to: "codecs/...", why: "the public test server depends on no recourse package"},
+	{from: "internal/...", to: "chain", why: "only the rig, internal/rigtest, assembles a chain under internal/",
+		except: func(from, _ string) bool { return from == "internal/rigtest" }},
+	{from: "internal/...", to: "layers/...", why: "only the rig, internal/rigtest, imports a layer under internal/",
+		except: func(from, _ string) bool { return from == "internal/rigtest" }},
+	{from: "internal/...", to: "broker/...", why: "nothing under internal/ imports the broker above it"},
+	{from: "internal/...", to: "proxy/...", why: "nothing under internal/ imports the proxy above it"},
+	{from: "...", to: "internal/rigtest", why: "the rig is for tests; no non-test code builds on it"},
 }
 
 func match(pattern, pkg string) bool {
@@ -127,7 +143,7 @@ func moduleGraph(t *testing.T) map[string][]string {
 // non-test code.
 func TestImportGraph(t *testing.T) {
 	graph := moduleGraph(t)
-	for _, must := range []string{"layers/retry", "layers/capture", "layers/stall", "otelbridge", "layer", "chain", "proxy"} {
+	for _, must := range []string{"layers/retry", "layers/capture", "layers/stall", "otelbridge", "layer", "chain", "proxy", "recoursetest", "internal/rigtest"} {
 		if _, ok := graph[must]; !ok {
 			t.Fatalf("the graph has no package %s: the walk is broken", must)
 		}
@@ -151,15 +167,19 @@ func TestImportRulesCatchForbiddenEdges(t *testing.T) {
 		{"layers/retry", "go.opentelemetry.io/otel/trace"},
 		{"proxy", "github.com/openai/openai-go/v3"},
 		{"layers/retry", "proxy"},
+		{"recoursetest", "internal/scripted"},
+		{"internal/scripted", "chain"},
+		{"cmd/recourse-demo", "internal/rigtest"},
 	} {
 		if v := violations(map[string][]string{edge[0]: {edge[1]}}); len(v) == 0 {
 			t.Errorf("%s → %s is not refused", edge[0], edge[1])
 		}
 	}
 	allowed := map[string][]string{
-		"layers/retry": {"layer", "chat", "internal/httpdate"},
-		"otelbridge":   {"layer", "go.opentelemetry.io/otel/trace"},
-		"chain":        {"layers/retry", "layers/capture"},
+		"layers/retry":     {"layer", "chat", "internal/httpdate"},
+		"otelbridge":       {"layer", "go.opentelemetry.io/otel/trace"},
+		"chain":            {"layers/retry", "layers/capture"},
+		"internal/rigtest": {"chain", "layers/retry", "recoursetest"},
 	}
 	if v := violations(allowed); len(v) != 0 {
 		t.Errorf("allowed edges refused: %v", v)

@@ -11,10 +11,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 const fallbackKey = "sk-FALLBACKTRACECANARY-0c4d"
@@ -29,9 +29,9 @@ func TestR20_6_SpanPerTargetUnderTheCallsSpan(t *testing.T) {
 			return nil
 		}}}})
 	require.NoError(t, err)
-	overloaded := scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded"))
+	overloaded := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
 	f := newFixtureWith(t, openai.New(), retry.Policy{MaxAttempts: 2}, nil, []layer.Layer{fl},
-		overloaded, overloaded, scripted.JSON(200, scripted.OpenAIChat("ok")))
+		overloaded, overloaded, recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	resp, err := f.http.Do(f.post(t.Context(), f.endpoint(), request("gpt-4o")))
 	require.NoError(t, err)
 	_, err = io.Copy(io.Discard, resp.Body)

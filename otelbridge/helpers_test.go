@@ -19,10 +19,10 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/otelbridge"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // TestMain fails the package if any goroutine outlives the tests: a call
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type fixture struct {
 	t      *testing.T
 	codec  layer.Codec
-	srv    *scripted.Server
+	srv    *recoursetest.Server
 	sr     *tracetest.SpanRecorder
 	reader *sdkmetric.ManualReader
 	clock  *rigtest.Clock
@@ -46,21 +46,21 @@ type fixture struct {
 	http   *http.Client
 }
 
-func newFixture(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, steps ...scripted.Step) *fixture {
+func newFixture(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, steps ...recoursetest.Step) *fixture {
 	t.Helper()
 	return newFixtureWith(t, codec, p, opts, nil, steps...)
 }
 
 // newFixtureWith is newFixture with more per-call layers inside tracing.
-func newFixtureWith(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, perCall []layer.Layer, steps ...scripted.Step) *fixture {
+func newFixtureWith(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, perCall []layer.Layer, steps ...recoursetest.Step) *fixture {
 	t.Helper()
 	return newFixtureLayers(t, codec, p, opts, perCall, nil, steps...)
 }
 
 // newFixtureLayers is newFixtureWith with per-attempt layers too.
-func newFixtureLayers(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, perCall, perAttempt []layer.Layer, steps ...scripted.Step) *fixture {
+func newFixtureLayers(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, perCall, perAttempt []layer.Layer, steps ...recoursetest.Step) *fixture {
 	t.Helper()
-	f := &fixture{t: t, codec: codec, srv: scripted.New(steps...), sr: tracetest.NewSpanRecorder(),
+	f := &fixture{t: t, codec: codec, srv: recoursetest.NewServer(steps...), sr: tracetest.NewSpanRecorder(),
 		reader: sdkmetric.NewManualReader(), clock: rigtest.NewClock(), rec: &rigtest.Recorder{}}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.sr))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(f.reader))

@@ -18,11 +18,11 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layer/layertest"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/otelbridge"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // metric returns the metric named name, or fails.
@@ -113,7 +113,7 @@ func assertCommon(t *testing.T, f *fixture, s attribute.Set) {
 func TestMetricsRetries(t *testing.T) {
 	p := retry.Policy{MaxAttempts: 3, Admit: allow, Jitter: func() float64 { return 0.5 }}
 	f := newFixture(t, openai.New(), p, nil,
-		busy(), busy(), scripted.JSON(200, scripted.OpenAIChat("hello")))
+		busy(), busy(), recoursetest.JSON(200, recoursetest.OpenAIChat("hello")))
 	_, err := f.client.Complete(context.Background(), request(model))
 	require.NoError(t, err)
 	rm := f.metrics()
@@ -237,7 +237,7 @@ func TestMetricsCancelled(t *testing.T) {
 		cancel()
 		return layer.Allow, nil
 	}
-	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: hook}, nil, busy(), scripted.JSON(200, scripted.OpenAIChat("x")))
+	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: hook}, nil, busy(), recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 	_, err := f.client.Complete(ctx, request(model))
 	require.ErrorIs(t, err, context.Canceled)
 	rm := f.metrics()
@@ -254,7 +254,7 @@ func TestMetricsCancelled(t *testing.T) {
 func TestMetricsTimeToFirstOutput(t *testing.T) {
 	t.Run("native stream", func(t *testing.T) {
 		f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2, Admit: allow}, nil,
-			busy(), scripted.SSE(scripted.OpenAIStream("Hel", "lo")...))
+			busy(), recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...))
 		for _, err := range f.client.Stream(context.Background(), request(model)) {
 			require.NoError(t, err)
 		}
@@ -272,7 +272,7 @@ func TestMetricsTimeToFirstOutput(t *testing.T) {
 		assert.Equal(t, map[string]int64{"failed": 1, "succeeded": 1}, counts(t, rm, "recourse.client.attempts", "recourse.attempt.outcome"))
 	})
 	t.Run("drop-in ollama stream", func(t *testing.T) {
-		f := newFixture(t, ollama.New(), retry.Policy{}, nil, scripted.NDJSON(scripted.OllamaStream("Hel", "lo")...))
+		f := newFixture(t, ollama.New(), retry.Policy{}, nil, recoursetest.NDJSON(recoursetest.OllamaStream("Hel", "lo")...))
 		req := request("llama3.2")
 		req.Stream = true
 		resp, err := f.http.Do(f.post(context.Background(), f.endpoint(), req))
@@ -294,7 +294,7 @@ func TestMetricsTimeToFirstOutput(t *testing.T) {
 	t.Run("drop-in openai stream", func(t *testing.T) {
 		// Without frame telemetry the layer sees only the body's bytes,
 		// which it does not decode: no sample (documented).
-		f := newFixture(t, openai.New(), retry.Policy{}, nil, scripted.SSE(scripted.OpenAIStream("Hi")...))
+		f := newFixture(t, openai.New(), retry.Policy{}, nil, recoursetest.SSE(recoursetest.OpenAIStream("Hi")...))
 		req := request(model)
 		req.Stream = true
 		resp, err := f.http.Do(f.post(context.Background(), f.endpoint(), req))
@@ -312,8 +312,8 @@ func TestMetricsTimeToFirstOutput(t *testing.T) {
 // attempt as failed (R13.5), and the completion counts as closed.
 func TestMetricsStreamClosedEarly(t *testing.T) {
 	gate := make(chan struct{})
-	events := scripted.OpenAIStream("Hel", "lo")
-	f := newFixture(t, openai.New(), retry.Policy{}, nil, scripted.SSE(events...).Gated(2, gate))
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	f := newFixture(t, openai.New(), retry.Policy{}, nil, recoursetest.SSE(events...).Gated(2, gate))
 	req := request(model)
 	req.Stream = true
 	resp, err := f.http.Do(f.post(context.Background(), f.endpoint(), req))
@@ -331,9 +331,9 @@ func TestMetricsStreamClosedEarly(t *testing.T) {
 // point is per call (bounded cardinality).
 func TestMetricsConcurrentCalls(t *testing.T) {
 	const n = 8
-	var steps []scripted.Step
+	var steps []recoursetest.Step
 	for range n {
-		steps = append(steps, scripted.JSON(200, scripted.OpenAIChat("x")))
+		steps = append(steps, recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 	}
 	f := newFixture(t, openai.New(), retry.Policy{}, nil, steps...)
 	errs := make(chan error, n)
@@ -361,7 +361,7 @@ func TestMetricsConcurrentCalls(t *testing.T) {
 // Every instrument is described with its unit.
 func TestMetricsUnits(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2, Admit: allow}, nil,
-		busy(), scripted.SSE(scripted.OpenAIStream("Hi")...))
+		busy(), recoursetest.SSE(recoursetest.OpenAIStream("Hi")...))
 	for _, err := range f.client.Stream(context.Background(), request(model)) {
 		require.NoError(t, err)
 	}
@@ -396,7 +396,7 @@ func TestMetricsUnits(t *testing.T) {
 // Local inference without an admission hook: the codec's rule requires
 // one, so the resend is not sent (decision required).
 func TestMetricsAdmissionRequired(t *testing.T) {
-	f := newFixture(t, ollama.New(), retry.Policy{MaxAttempts: 3}, nil, scripted.JSON(503, `{"error":"busy"}`))
+	f := newFixture(t, ollama.New(), retry.Policy{MaxAttempts: 3}, nil, recoursetest.JSON(503, `{"error":"busy"}`))
 	_, err := f.client.Complete(context.Background(), request("llama3.2"))
 	require.Error(t, err)
 	rm := f.metrics()
@@ -408,7 +408,7 @@ func TestMetricsAdmissionRequired(t *testing.T) {
 // Without recovery there are no events: only the duration, without
 // provider and model, with the response's status as error.type.
 func TestMetricsWithoutRecovery(t *testing.T) {
-	srv := scripted.New(busy())
+	srv := recoursetest.NewServer(busy())
 	defer srv.Close()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))

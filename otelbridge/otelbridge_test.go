@@ -22,17 +22,17 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layer/layertest"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/otelbridge"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 const model = "gpt-4o-mini"
 
-func busy() scripted.Step {
-	return scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded"))
+func busy() recoursetest.Step {
+	return recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
 }
 
 func TestPosition(t *testing.T) {
@@ -47,7 +47,7 @@ func TestPosition(t *testing.T) {
 // decision plane as events on the logical span.
 func TestRetriesAreChildSpans(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: allow}, nil,
-		busy(), busy(), scripted.JSON(200, scripted.OpenAIChat("hello")))
+		busy(), busy(), recoursetest.JSON(200, recoursetest.OpenAIChat("hello")))
 	start := time.Now()
 	comp, err := f.client.Complete(context.Background(), request(model))
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func TestRetriesAreChildSpans(t *testing.T) {
 	assert.Equal(t, "chat", la["gen_ai.operation.name"].AsString())
 	assert.Equal(t, "openai", la["gen_ai.provider.name"].AsString())
 	assert.Equal(t, model, la["gen_ai.request.model"].AsString())
-	assert.Equal(t, scripted.OpenAIModel, la["gen_ai.response.model"].AsString())
+	assert.Equal(t, recoursetest.OpenAIModel, la["gen_ai.response.model"].AsString())
 	assert.Equal(t, []string{"stop"}, la["gen_ai.response.finish_reasons"].AsStringSlice())
 	assert.Equal(t, int64(12), la["gen_ai.usage.input_tokens"].AsInt64())
 	assert.Equal(t, int64(7), la["gen_ai.usage.output_tokens"].AsInt64())
@@ -169,9 +169,9 @@ func TestStreamSpanEndsWithTheBody(t *testing.T) {
 	for _, how := range []string{"drain", "close-after-done"} {
 		t.Run(how, func(t *testing.T) {
 			gate := make(chan struct{})
-			events := scripted.OpenAIStream("Hel", "lo")
+			events := recoursetest.OpenAIStream("Hel", "lo")
 			f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2, Admit: allow}, nil,
-				busy(), scripted.SSE(events...).Gated(len(events)-1, gate))
+				busy(), recoursetest.SSE(events...).Gated(len(events)-1, gate))
 			req := request(model)
 			req.Stream = true
 			resp, err := f.http.Do(f.post(context.Background(), f.endpoint(), req))
@@ -215,8 +215,8 @@ func TestStreamSpanEndsWithTheBody(t *testing.T) {
 // A stream the caller closes before its end is recorded as closed.
 func TestStreamClosedEarly(t *testing.T) {
 	gate := make(chan struct{})
-	events := scripted.OpenAIStream("Hel", "lo")
-	f := newFixture(t, openai.New(), retry.Policy{}, nil, scripted.SSE(events...).Gated(2, gate))
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	f := newFixture(t, openai.New(), retry.Policy{}, nil, recoursetest.SSE(events...).Gated(2, gate))
 	req := request(model)
 	req.Stream = true
 	resp, err := f.http.Do(f.post(context.Background(), f.endpoint(), req))
@@ -236,7 +236,7 @@ func TestStreamClosedEarly(t *testing.T) {
 // The native stream reads frames from layer.CallResult.Stream: the span ends with
 // the frame reader and carries the response evidence.
 func TestNativeStream(t *testing.T) {
-	f := newFixture(t, openai.New(), retry.Policy{}, nil, scripted.SSE(scripted.OpenAIStream("Hel", "lo")...))
+	f := newFixture(t, openai.New(), retry.Policy{}, nil, recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...))
 	req := request(model)
 	var text strings.Builder
 	for ch, err := range f.client.Stream(context.Background(), req) {
@@ -250,7 +250,7 @@ func TestNativeStream(t *testing.T) {
 	la := attrs(logical.Attributes())
 	assert.Equal(t, "success", la["recourse.outcome"].AsString())
 	assert.True(t, la["gen_ai.request.stream"].AsBool())
-	assert.Equal(t, scripted.OpenAIModel, la["gen_ai.response.model"].AsString())
+	assert.Equal(t, recoursetest.OpenAIModel, la["gen_ai.response.model"].AsString())
 	assert.Equal(t, []string{"stop"}, la["gen_ai.response.finish_reasons"].AsStringSlice())
 	assert.Equal(t, int64(12), la["gen_ai.usage.input_tokens"].AsInt64())
 }
@@ -258,7 +258,7 @@ func TestNativeStream(t *testing.T) {
 // The RoundTrip-level view of the native stream: the call result's frame
 // reader is wrapped, and the span is open until it ends.
 func TestCallStreamEndsTheSpan(t *testing.T) {
-	f := newFixture(t, openai.New(), retry.Policy{}, nil, scripted.SSE(scripted.OpenAIStream("Hi")...))
+	f := newFixture(t, openai.New(), retry.Policy{}, nil, recoursetest.SSE(recoursetest.OpenAIStream("Hi")...))
 	req := request(model)
 	req.Stream = true
 	lc := &layer.Call{}
@@ -282,7 +282,7 @@ func TestCallStreamEndsTheSpan(t *testing.T) {
 // An Ollama stream through a drop-in client gets its response evidence
 // from the call's result and its usage from the metrics event.
 func TestOllamaStreamUsage(t *testing.T) {
-	f := newFixture(t, ollama.New(), retry.Policy{}, nil, scripted.NDJSON(scripted.OllamaStream("Hi")...))
+	f := newFixture(t, ollama.New(), retry.Policy{}, nil, recoursetest.NDJSON(recoursetest.OllamaStream("Hi")...))
 	req := request("llama3.2")
 	req.Stream = true
 	resp, err := f.http.Do(f.post(context.Background(), f.endpoint(), req))
@@ -309,7 +309,7 @@ func TestCancelled(t *testing.T) {
 			cancel()
 			return layer.Allow, nil
 		}
-		f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: hook}, nil, busy(), scripted.JSON(200, scripted.OpenAIChat("x")))
+		f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: hook}, nil, busy(), recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 		_, err := f.client.Complete(ctx, request(model))
 		require.ErrorIs(t, err, context.Canceled)
 		logical, attempts := f.tree()
@@ -325,7 +325,7 @@ func TestCancelled(t *testing.T) {
 	t.Run("deadline before the first attempt", func(t *testing.T) {
 		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 		defer cancel()
-		f := newFixture(t, openai.New(), retry.Policy{}, nil, scripted.JSON(200, scripted.OpenAIChat("x")))
+		f := newFixture(t, openai.New(), retry.Policy{}, nil, recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 		_, err := f.client.Complete(ctx, request(model))
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		logical, attempts := f.tree()
@@ -344,7 +344,7 @@ func TestCancelled(t *testing.T) {
 // Report) still makes the logical span an error.
 func TestPassThroughFailure(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3}, nil,
-		scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "", "bad")))
+		recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "", "bad")))
 	resp, err := f.http.Do(f.post(context.Background(), f.endpoint(), request(model)))
 	require.NoError(t, err)
 	assert.Equal(t, 400, resp.StatusCode, "the tracing layer does not change what a drop-in client sees")
@@ -362,7 +362,7 @@ func TestPassThroughFailure(t *testing.T) {
 
 // Without recovery the retry layer emits no events: only the logical span.
 func TestWithoutRecovery(t *testing.T) {
-	srv := scripted.New(busy())
+	srv := recoursetest.NewServer(busy())
 	defer srv.Close()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
@@ -399,7 +399,7 @@ func TestPolicyError(t *testing.T) {
 // Propagation is off by default: the provider sees no trace header and
 // every attempt is byte-identical.
 func TestNoPropagationByDefault(t *testing.T) {
-	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2}, nil, busy(), scripted.JSON(200, scripted.OpenAIChat("x")))
+	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2}, nil, busy(), recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 	_, err := f.client.Complete(context.Background(), request(model))
 	require.NoError(t, err)
 	reqs := f.srv.Requests()
@@ -418,7 +418,7 @@ func TestNoPropagationByDefault(t *testing.T) {
 func TestPropagation(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: allow},
 		[]otelbridge.Option{otelbridge.WithPropagation(propagation.TraceContext{})},
-		busy(), busy(), scripted.JSON(200, scripted.OpenAIChat("x")))
+		busy(), busy(), recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 	hreq := f.post(context.Background(), f.endpoint(), request(model))
 	before := hreq.Header.Clone()
 	resp, err := f.http.Do(hreq)
@@ -442,7 +442,7 @@ func TestPropagation(t *testing.T) {
 
 // The caller's span is the logical span's parent.
 func TestCallerSpanIsParent(t *testing.T) {
-	f := newFixture(t, openai.New(), retry.Policy{}, nil, scripted.JSON(200, scripted.OpenAIChat("x")))
+	f := newFixture(t, openai.New(), retry.Policy{}, nil, recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.sr))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "caller")
@@ -461,7 +461,7 @@ func TestCallerSpanIsParent(t *testing.T) {
 // The original request is never modified, and a nil error result never
 // carries a response.
 func TestRequestUnchanged(t *testing.T) {
-	f := newFixture(t, openai.New(), retry.Policy{}, nil, scripted.JSON(200, scripted.OpenAIChat("x")))
+	f := newFixture(t, openai.New(), retry.Policy{}, nil, recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 	hreq := f.post(context.Background(), f.endpoint(), request(model))
 	ctx, u, h := hreq.Context(), *hreq.URL, hreq.Header.Clone()
 	resp, err := f.chain.RoundTrip(hreq)
@@ -476,9 +476,9 @@ func TestRequestUnchanged(t *testing.T) {
 // Concurrent calls through one layer get separate trees.
 func TestConcurrentCalls(t *testing.T) {
 	const n = 8
-	var steps []scripted.Step
+	var steps []recoursetest.Step
 	for range n {
-		steps = append(steps, scripted.JSON(200, scripted.OpenAIChat("x")))
+		steps = append(steps, recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 	}
 	f := newFixture(t, openai.New(), retry.Policy{}, nil, steps...)
 	errs := make(chan error, n)
@@ -510,7 +510,7 @@ var errObserver = errors.New("observer says no")
 // An OnEvent error ends the call with error.type observer_error and never
 // records the observer's message.
 func TestObserverError(t *testing.T) {
-	f := newFixture(t, openai.New(), retry.Policy{}, nil, scripted.JSON(200, scripted.OpenAIChat("x")))
+	f := newFixture(t, openai.New(), retry.Policy{}, nil, recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 	ctx := chain.WithCallPolicy(context.Background(), &retry.Policy{OnEvent: func(ev layer.Event) error {
 		if ev.Type == layer.EventAttemptSucceeded {
 			return errObserver
@@ -529,9 +529,9 @@ func TestObserverError(t *testing.T) {
 // A stream cut before any content is resent: the cut lands on the attempt
 // that broke (status 200, error.type transport), the resend is a sibling.
 func TestStreamCutIsAFailedAttempt(t *testing.T) {
-	events := scripted.OpenAIStream("Hel", "lo")
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2, Admit: allow}, nil,
-		scripted.SSE(events...).Cut(10), scripted.SSE(events...))
+		recoursetest.SSE(events...).Cut(10), recoursetest.SSE(events...))
 	req := request(model)
 	req.Stream = true
 	resp, err := f.http.Do(f.post(context.Background(), f.endpoint(), req))
@@ -585,8 +585,8 @@ func TestLayerContract(t *testing.T) {
 // response evidence, and a successful drop-in call gets response attributes.
 func TestDropInGetsResponseEvidenceAndKeepsPassThrough(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2}, nil,
-		scripted.JSON(200, scripted.OpenAIChat("hi")),
-		scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "invalid_request_error", "bad")))
+		recoursetest.JSON(200, recoursetest.OpenAIChat("hi")),
+		recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "invalid_request_error", "bad")))
 	resp, err := f.http.Do(f.post(context.Background(), f.endpoint(), request("gpt-4o-mini")))
 	require.NoError(t, err)
 	_, _ = io.Copy(io.Discard, resp.Body)

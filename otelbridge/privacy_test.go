@@ -16,10 +16,10 @@ import (
 
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/otelbridge"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // canaries must appear in no span name, status, attribute or event, and in
@@ -32,24 +32,24 @@ var canaries = []string{rigtest.Key, rigtest.Prompt, "Bearer"}
 // metric. (Every other fixture's metrics are scanned when its test ends.)
 func TestPrivacyCanary(t *testing.T) {
 	secret := func(s string) string {
-		return strings.NewReplacer(scripted.OpenAIModel, rigtest.Key, `"stop"`, `"`+rigtest.Key+`"`).Replace(s)
+		return strings.NewReplacer(recoursetest.OpenAIModel, rigtest.Key, `"stop"`, `"`+rigtest.Key+`"`).Replace(s)
 	}
-	echo := scripted.OpenAIError("server_error", rigtest.Key, "echo "+rigtest.Prompt+" Bearer "+rigtest.Key)
+	echo := recoursetest.OpenAIError("server_error", rigtest.Key, "echo "+rigtest.Prompt+" Bearer "+rigtest.Key)
 	var stream []string
-	for _, e := range scripted.OpenAIStream("a", rigtest.Prompt) {
-		stream = append(stream, strings.ReplaceAll(e, scripted.OpenAIModel, rigtest.Prompt))
+	for _, e := range recoursetest.OpenAIStream("a", rigtest.Prompt) {
+		stream = append(stream, strings.ReplaceAll(e, recoursetest.OpenAIModel, rigtest.Prompt))
 	}
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2, Admit: allow},
 		[]otelbridge.Option{otelbridge.WithPropagation(propagation.TraceContext{})},
 		// 1: drop-in with a Report, 503 echoing the secrets, then a 200 whose model and finish reason are the key.
-		scripted.JSON(503, echo, "X-Echo", rigtest.Key),
-		scripted.JSON(200, secret(scripted.OpenAIChat(rigtest.Prompt))),
+		recoursetest.JSON(503, echo, "X-Echo", rigtest.Key),
+		recoursetest.JSON(200, secret(recoursetest.OpenAIChat(rigtest.Prompt))),
 		// 2: native stream whose response model is the prompt.
-		scripted.SSE(stream...),
+		recoursetest.SSE(stream...),
 		// 3: exhausted, both bodies echoing.
-		scripted.JSON(500, echo), scripted.JSON(502, echo),
+		recoursetest.JSON(500, echo), recoursetest.JSON(502, echo),
 		// 4: a 200 with an error object echoing the key (interrupted, failing closed).
-		scripted.JSON(200, echo),
+		recoursetest.JSON(200, echo),
 	)
 
 	u, err := url.Parse(f.endpoint())

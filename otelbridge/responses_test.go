@@ -10,8 +10,8 @@ import (
 
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // R19.10: a background stream's resume read is an attempt span of its own,
@@ -20,7 +20,7 @@ import (
 func TestR19_10_ResumeReadIsASpanOfItsOwn(t *testing.T) {
 	const id = "resp_span1"
 	f := newFixture(t, responses.New(responses.Background()), retry.Policy{MaxAttempts: 3}, nil,
-		scripted.ResponsesBackground(id, scripted.ResponsesEvents(id, "Hel", "lo")...).CutEvents(5), scripted.ResponsesResume(id))
+		recoursetest.ResponsesBackground(id, recoursetest.ResponsesEvents(id, "Hel", "lo")...).CutEvents(5), recoursetest.ResponsesResume(id))
 	req := request(model)
 	req.Stream = true
 	text, _, err := rigtest.Collect(t, f.client.Stream(context.Background(), req))

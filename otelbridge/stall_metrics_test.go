@@ -13,10 +13,10 @@ import (
 
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // firstTimerClock is a stall.Clock whose first timer fires once the
@@ -94,9 +94,9 @@ func TestMetricsStallAndHintLabels(t *testing.T) {
 	st, err := stall.New(stall.Limits{Header: 90 * time.Second, Clock: clock})
 	require.NoError(t, err)
 	f := newFixtureLayers(t, openai.New(), retry.Policy{MaxAttempts: 3, ProviderHints: true}, nil, nil, []layer.Layer{st},
-		scripted.JSON(200, scripted.OpenAIChat("never sent")).Gated(-1, never),
-		scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "busy"), "x-should-retry", "false"),
-		scripted.JSON(200, scripted.OpenAIChat("fine")))
+		recoursetest.JSON(200, recoursetest.OpenAIChat("never sent")).Gated(-1, never),
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "busy"), "x-should-retry", "false"),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("fine")))
 	clock.reached = func() bool { return f.srv.Count() > 0 }
 
 	_, err = f.client.Complete(context.Background(), request(model))
@@ -187,7 +187,7 @@ func TestMetricsStallLabelIsBounded(t *testing.T) {
 		})
 	})
 	f := newFixtureLayers(t, openai.New(), retry.Policy{MaxAttempts: 2}, nil, nil, []layer.Layer{own},
-		scripted.JSON(200, scripted.OpenAIChat("fine")))
+		recoursetest.JSON(200, recoursetest.OpenAIChat("fine")))
 	_, err := f.client.Complete(context.Background(), request(model))
 	require.NoError(t, err)
 

@@ -16,10 +16,10 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/otelbridge"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func attrOf(kvs []attribute.KeyValue, key string) (string, bool) {
@@ -36,8 +36,8 @@ func attrOf(kvs []attribute.KeyValue, key string) (string, bool) {
 // plane's span events carry it; a failure whose classification honoured a
 // provider hint carries recourse.failure.hint.
 func TestStallAndHintAttributes(t *testing.T) {
-	srv := scripted.New(
-		scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "busy"), "x-should-retry", "false"))
+	srv := recoursetest.NewServer(
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "busy"), "x-should-retry", "false"))
 	defer srv.Close()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))

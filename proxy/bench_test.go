@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // BenchmarkProxyStreams measures N concurrent streaming clients through
@@ -60,7 +60,7 @@ func newPacedUpstream(tb testing.TB) *pacedUpstream {
 	for i := range contents {
 		contents[i] = "tok" + strconv.Itoa(i)
 	}
-	u := &pacedUpstream{events: scripted.OpenAIStream(contents...), acks: map[string]chan struct{}{}}
+	u := &pacedUpstream{events: recoursetest.OpenAIStream(contents...), acks: map[string]chan struct{}{}}
 	u.srv = httptest.NewServer(http.HandlerFunc(u.serve))
 	tb.Cleanup(u.srv.Close)
 	return u

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/fallback"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 const proxyTargetKey = "sk-PROXYTARGETCANARY-55e1"
@@ -19,9 +19,9 @@ const proxyTargetKey = "sk-PROXYTARGETCANARY-55e1"
 // the same wire; the client gets the answer of the target that answered,
 // and the other upstream gets its own key, never the client's.
 func TestR20_10_ProxyFallsBackThroughItsTargets(t *testing.T) {
-	other := scripted.New(scripted.JSON(200, scripted.OpenAIChat("from the other upstream")))
+	other := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.OpenAIChat("from the other upstream")))
 	t.Cleanup(other.Close)
-	unavailable := scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded"))
+	unavailable := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
 	r := newRig(t, "openai", func(c *Config) {
 		c.Policy.MaxAttempts = 2
 		c.Fallback = []fallback.Target{{Model: "gpt-4o"}, {Upstream: other.URL, Credential: func(_ context.Context, h http.Header) error {

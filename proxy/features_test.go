@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/eventlog"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/stall"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // stallClock is a stall.Clock whose timers fire only when the test fires
@@ -105,10 +105,10 @@ func privateQuota(t *testing.T, opts ...quota.Option) *quota.Layer {
 // resend naming the limit, and the second attempt's stream follows.
 func TestIdleTimeoutBeforeOutputIsRetriedWithANotice(t *testing.T) {
 	clk := &stallClock{}
-	events := scripted.OpenAIStream("Hel", "lo")
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	r := newRig(t, "openai", func(c *Config) {
 		c.PerAttempt = stallLayer(t, stall.Limits{Idle: 30 * time.Second, Clock: clk})
-	}, scripted.SSE(keepalive).Held(), scripted.SSE(events...))
+	}, recoursetest.SSE(keepalive).Held(), recoursetest.SSE(events...))
 	done := make(chan struct{})
 	go func() { defer close(done); clk.fire(t, 30*time.Second) }()
 	got := r.post(t, "/v1/chat/completions", streamBody)
@@ -129,10 +129,10 @@ func TestIdleTimeoutBeforeOutputIsRetriedWithANotice(t *testing.T) {
 // be resent; the client gets the in-band error naming the limit.
 func TestIdleTimeoutAfterOutputIsAnInBandError(t *testing.T) {
 	clk := &stallClock{}
-	events := scripted.OpenAIStream("Hel", "lo")
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	r := newRig(t, "openai", func(c *Config) {
 		c.PerAttempt = stallLayer(t, stall.Limits{Idle: 30 * time.Second, Clock: clk})
-	}, scripted.SSE(events[0], events[1]).Held())
+	}, recoursetest.SSE(events[0], events[1]).Held())
 	req, err := http.NewRequest(http.MethodPost, r.proxy.URL+"/v1/chat/completions", strings.NewReader(streamBody))
 	require.NoError(t, err)
 	resp, err := r.client.Do(req)
@@ -172,7 +172,7 @@ func TestHeaderTimeoutIsRetried(t *testing.T) {
 	gate := make(chan struct{})
 	r := newRig(t, "openai", func(c *Config) {
 		c.PerAttempt = stallLayer(t, stall.Limits{Header: 20 * time.Second, Clock: clk})
-	}, scripted.JSON(200, scripted.OpenAIChat("late")).Gated(-1, gate), scripted.JSON(200, scripted.OpenAIChat("ok")))
+	}, recoursetest.JSON(200, recoursetest.OpenAIChat("late")).Gated(-1, gate), recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	defer close(gate)
 	done := make(chan struct{})
 	go func() {
@@ -184,7 +184,7 @@ func TestHeaderTimeoutIsRetried(t *testing.T) {
 	<-done
 	require.NoError(t, got.err)
 	assert.Equal(t, 200, got.status)
-	assert.Equal(t, scripted.OpenAIChat("ok"), got.body)
+	assert.Equal(t, recoursetest.OpenAIChat("ok"), got.body)
 	assert.Equal(t, 2, r.up.Count())
 	assert.Equal(t, []time.Duration{100 * time.Millisecond}, r.sleeps.all())
 	r.logged(t, `"msg":"request"`)
@@ -192,10 +192,10 @@ func TestHeaderTimeoutIsRetried(t *testing.T) {
 }
 
 func TestProviderHints(t *testing.T) {
-	overloaded := scripted.OpenAIError("server_error", "server_error", "The server is overloaded.")
+	overloaded := recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded.")
 	hints := func(c *Config) { c.Policy.ProviderHints = true }
 	t.Run("x-should-retry false", func(t *testing.T) {
-		r := newRig(t, "openai", hints, scripted.JSON(503, overloaded, "x-should-retry", "false"), scripted.JSON(200, scripted.OpenAIChat("never")))
+		r := newRig(t, "openai", hints, recoursetest.JSON(503, overloaded, "x-should-retry", "false"), recoursetest.JSON(200, recoursetest.OpenAIChat("never")))
 		got := r.post(t, "/v1/chat/completions", chatBody)
 		assert.Equal(t, 503, got.status)
 		assert.Equal(t, overloaded, got.body)
@@ -207,13 +207,13 @@ func TestProviderHints(t *testing.T) {
 		assert.Contains(t, r.logs.String(), `"hint":"x_should_retry_false"`)
 	})
 	t.Run("x-should-retry false without hints", func(t *testing.T) {
-		r := newRig(t, "openai", nil, scripted.JSON(503, overloaded, "x-should-retry", "false"), scripted.JSON(200, scripted.OpenAIChat("ok")))
+		r := newRig(t, "openai", nil, recoursetest.JSON(503, overloaded, "x-should-retry", "false"), recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 		got := r.post(t, "/v1/chat/completions", chatBody)
 		assert.Equal(t, 200, got.status)
 		assert.Equal(t, 2, r.up.Count(), "off by default: the status decides")
 	})
 	t.Run("retry-after-ms", func(t *testing.T) {
-		r := newRig(t, "openai", hints, scripted.JSON(503, overloaded, "retry-after-ms", "1500"), scripted.JSON(200, scripted.OpenAIChat("ok")))
+		r := newRig(t, "openai", hints, recoursetest.JSON(503, overloaded, "retry-after-ms", "1500"), recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 		got := r.post(t, "/v1/chat/completions", chatBody)
 		assert.Equal(t, 200, got.status)
 		assert.Equal(t, []time.Duration{1500 * time.Millisecond}, r.sleeps.all(), "the hint is the delay's minimum")
@@ -221,8 +221,8 @@ func TestProviderHints(t *testing.T) {
 		assert.Contains(t, r.logs.String(), `"retry_after":"milliseconds","retry_after_header":"retry-after-ms","retry_after_ms":1500`)
 	})
 	t.Run("insufficient_quota", func(t *testing.T) {
-		body := scripted.OpenAIError("insufficient_quota", "insufficient_quota", "You exceeded your current quota.")
-		r := newRig(t, "openai", hints, scripted.JSON(429, body), scripted.JSON(200, scripted.OpenAIChat("never")))
+		body := recoursetest.OpenAIError("insufficient_quota", "insufficient_quota", "You exceeded your current quota.")
+		r := newRig(t, "openai", hints, recoursetest.JSON(429, body), recoursetest.JSON(200, recoursetest.OpenAIChat("never")))
 		got := r.post(t, "/v1/chat/completions", chatBody)
 		assert.Equal(t, 429, got.status)
 		assert.Equal(t, body, got.body, "the SDK gets the provider's own error")
@@ -237,11 +237,11 @@ func TestProviderHints(t *testing.T) {
 // resend is refused; the client gets the final upstream answer marked
 // quota_exhausted, or the proxy's 503 when there was none.
 func TestQuotaExhausted(t *testing.T) {
-	overloaded := scripted.OpenAIError("server_error", "server_error", "The server is overloaded.")
+	overloaded := recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded.")
 	t.Run("after an HTTP failure", func(t *testing.T) {
 		q := privateQuota(t, quota.WithRatio(0), quota.WithFloor(1))
 		r := newRig(t, "openai", func(c *Config) { c.Quota = q },
-			scripted.JSON(503, overloaded), scripted.JSON(503, overloaded), scripted.JSON(200, scripted.OpenAIChat("never")))
+			recoursetest.JSON(503, overloaded), recoursetest.JSON(503, overloaded), recoursetest.JSON(200, recoursetest.OpenAIChat("never")))
 		got := r.post(t, "/v1/chat/completions", chatBody)
 		assert.Equal(t, 503, got.status)
 		assert.Equal(t, overloaded, got.body)
@@ -257,7 +257,7 @@ func TestQuotaExhausted(t *testing.T) {
 	})
 	t.Run("after transport failures", func(t *testing.T) {
 		q := privateQuota(t, quota.WithRatio(0), quota.WithFloor(1))
-		r := newRig(t, "openai", func(c *Config) { c.Quota = q }, scripted.Reset(), scripted.Reset(), scripted.Reset())
+		r := newRig(t, "openai", func(c *Config) { c.Quota = q }, recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset())
 		got := r.post(t, "/v1/chat/completions", chatBody)
 		assert.Equal(t, 503, got.status)
 		assert.Equal(t, "quota_exhausted", got.header.Get("X-Recourse-Outcome"))
@@ -270,7 +270,7 @@ func TestQuotaExhausted(t *testing.T) {
 	t.Run("remaining, by model", func(t *testing.T) {
 		q := privateQuota(t, quota.WithRatio(0), quota.WithFloor(2), quota.ByModel())
 		r := newRig(t, "openai", func(c *Config) { c.Quota = q; c.Policy.MaxAttempts = 2 },
-			scripted.JSON(503, overloaded), scripted.JSON(503, overloaded))
+			recoursetest.JSON(503, overloaded), recoursetest.JSON(503, overloaded))
 		got := r.post(t, "/v1/chat/completions", chatBody)
 		assert.Equal(t, "exhausted", got.header.Get("X-Recourse-Outcome"))
 		assert.Equal(t, "1", got.header.Get("X-Recourse-Quota-Remaining"), "the failed resend stays counted against gpt-4o-mini's quota")
@@ -291,12 +291,12 @@ func TestSharedCooldown(t *testing.T) {
 	r := newRig(t, "openai", func(c *Config) {
 		c.Quota = q
 		c.Policy.WallClock = func() time.Time { return t0 }
-	}, scripted.JSON(429, scripted.OpenAIError("rate_limit_exceeded", "rate_limit_exceeded", "slow down"), "Retry-After", "2"),
-		scripted.JSON(200, scripted.OpenAIChat("one")), scripted.JSON(200, scripted.OpenAIChat("two")))
+	}, recoursetest.JSON(429, recoursetest.OpenAIError("rate_limit_exceeded", "rate_limit_exceeded", "slow down"), "Retry-After", "2"),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("one")), recoursetest.JSON(200, recoursetest.OpenAIChat("two")))
 	assert.Equal(t, 200, r.post(t, "/v1/chat/completions", chatBody).status)
 	got := r.post(t, "/v1/chat/completions", chatBody)
 	assert.Equal(t, 200, got.status)
-	assert.Equal(t, scripted.OpenAIChat("two"), got.body)
+	assert.Equal(t, recoursetest.OpenAIChat("two"), got.body)
 	assert.Equal(t, []time.Duration{2 * time.Second, 2 * time.Second}, r.sleeps.all(), "the resend and the next call's first attempt wait for the horizon")
 	assert.Equal(t, 3, r.up.Count())
 	r.logged(t, `"type":"cooldown_wait"`)
@@ -309,13 +309,13 @@ func TestSharedCooldown(t *testing.T) {
 func TestSharedCooldownNoticeOnAStream(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	q := privateQuota(t)
-	events := scripted.OpenAIStream("Hel", "lo")
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	r := newRig(t, "openai", func(c *Config) {
 		c.Quota = q
 		c.Policy.WallClock = func() time.Time { return t0 }
 		c.StreamCommitAfter = time.Nanosecond
-	}, scripted.JSON(429, scripted.OpenAIError("rate_limit_exceeded", "rate_limit_exceeded", "slow down"), "Retry-After", "2"),
-		scripted.JSON(200, scripted.OpenAIChat("one")), scripted.SSE(events...))
+	}, recoursetest.JSON(429, recoursetest.OpenAIError("rate_limit_exceeded", "rate_limit_exceeded", "slow down"), "Retry-After", "2"),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("one")), recoursetest.SSE(events...))
 	assert.Equal(t, 200, r.post(t, "/v1/chat/completions", chatBody).status)
 	got := r.post(t, "/v1/chat/completions", streamBody)
 	require.NoError(t, got.err)
@@ -329,13 +329,13 @@ func TestSharedCooldownNoticeOnAStream(t *testing.T) {
 // refunded.
 func TestClientRetriesAreChargedAsResends(t *testing.T) {
 	q := privateQuota(t, quota.WithRatio(1), quota.WithFloor(0)) // one resend per call in the window
-	overloaded := scripted.OpenAIError("server_error", "server_error", "The server is overloaded.")
-	ok := scripted.JSON(200, scripted.OpenAIChat("ok"))
+	overloaded := recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded.")
+	ok := recoursetest.JSON(200, recoursetest.OpenAIChat("ok"))
 	r := newRig(t, "openai", func(c *Config) {
 		c.Quota = q
 		c.Policy.MaxAttempts = 1 // the proxy itself resends nothing: only the clients' retries count
 		c.RepeatWindow = -1      // the quota's charge alone: the memory of final answers (R21.3) would answer these repeats
-	}, ok, scripted.JSON(503, overloaded), ok, ok, scripted.JSON(503, overloaded))
+	}, ok, recoursetest.JSON(503, overloaded), ok, ok, recoursetest.JSON(503, overloaded))
 	retry := func(n string) result {
 		return r.post(t, "/v1/chat/completions", chatBody, "X-Stainless-Retry-Count", n)
 	}
@@ -367,7 +367,7 @@ func TestClientRetriesAreChargedAsResends(t *testing.T) {
 // TestClientRetryWithoutQuotaIsACall: without a quota the marker changes
 // nothing.
 func TestClientRetryWithoutQuotaIsACall(t *testing.T) {
-	r := newRig(t, "openai", nil, scripted.JSON(200, scripted.OpenAIChat("ok")))
+	r := newRig(t, "openai", nil, recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	got := r.post(t, "/v1/chat/completions", chatBody, "X-Stainless-Retry-Count", "5")
 	assert.Equal(t, 200, got.status)
 	assert.Empty(t, got.header.Values("X-Recourse-Quota-Remaining"), "no quota, no header")
@@ -391,8 +391,8 @@ func TestR21_1_EventLinesAreEventlogLines(t *testing.T) {
 		c.Logger = slog.New(slog.NewJSONHandler(&proxyLog, noTime))
 		c.Policy.ProviderHints = true
 		c.Policy.OnEvent = eventlog.New(slog.New(slog.NewJSONHandler(&libraryLog, noTime)))
-	}, scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"), "retry-after-ms", "150"),
-		scripted.JSON(200, scripted.OpenAIChat("ok")))
+	}, recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"), "retry-after-ms", "150"),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	got := r.post(t, "/v1/chat/completions", chatBody)
 	require.Equal(t, 200, got.status)
 

@@ -14,12 +14,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func TestUnarySuccessIsByteForByte(t *testing.T) {
-	body := scripted.OpenAIChat("hi there")
-	r := newRig(t, "openai", nil, scripted.JSON(200, body, "X-Request-Id", "req-1"))
+	body := recoursetest.OpenAIChat("hi there")
+	r := newRig(t, "openai", nil, recoursetest.JSON(200, body, "X-Request-Id", "req-1"))
 	got := r.post(t, "/v1/chat/completions?api-version=1", chatBody,
 		"Authorization", "Bearer sk-test", "Connection", "X-Drop-Me", "X-Drop-Me", "1", "OpenAI-Organization", "org-1")
 	require.NoError(t, got.err)
@@ -41,11 +41,11 @@ func TestUnarySuccessIsByteForByte(t *testing.T) {
 
 func TestUnaryRecoversFrom503(t *testing.T) {
 	r := newRig(t, "openai", nil,
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded")),
-		scripted.JSON(200, scripted.OpenAIChat("ok")))
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	got := r.post(t, "/v1/chat/completions", chatBody)
 	assert.Equal(t, 200, got.status)
-	assert.Equal(t, scripted.OpenAIChat("ok"), got.body)
+	assert.Equal(t, recoursetest.OpenAIChat("ok"), got.body)
 	assert.Equal(t, 2, r.up.Count())
 	assert.Equal(t, []time.Duration{100 * time.Millisecond}, r.sleeps.all())
 	logs := r.logs.String()
@@ -56,11 +56,11 @@ func TestUnaryRecoversFrom503(t *testing.T) {
 }
 
 func TestExhaustedPassesTheFinalFailureThrough(t *testing.T) {
-	fail := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
+	fail := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"))
 	r := newRig(t, "openai", nil, fail, fail, fail, fail)
 	got := r.post(t, "/v1/chat/completions", chatBody)
 	assert.Equal(t, 503, got.status)
-	assert.Equal(t, scripted.OpenAIError("server_error", "", "overloaded"), got.body)
+	assert.Equal(t, recoursetest.OpenAIError("server_error", "", "overloaded"), got.body)
 	assert.Equal(t, "false", got.header.Get("X-Should-Retry"))
 	assert.Equal(t, "exhausted", got.header.Get("X-Recourse-Outcome"))
 	assert.Equal(t, 4, r.up.Count(), "exactly MaxAttempts POSTs")
@@ -69,16 +69,16 @@ func TestExhaustedPassesTheFinalFailureThrough(t *testing.T) {
 
 func TestRetryAfterIsHonoured(t *testing.T) {
 	r := newRig(t, "openai", nil,
-		scripted.JSON(429, scripted.OpenAIError("rate_limit_error", "rate_limit_exceeded", "slow down"), "Retry-After", "2"),
-		scripted.JSON(200, scripted.OpenAIChat("ok")))
+		recoursetest.JSON(429, recoursetest.OpenAIError("rate_limit_error", "rate_limit_exceeded", "slow down"), "Retry-After", "2"),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	got := r.post(t, "/v1/chat/completions", chatBody)
 	assert.Equal(t, 200, got.status)
 	assert.Equal(t, []time.Duration{2 * time.Second}, r.sleeps.all())
 }
 
 func TestBadRequestPassesThroughUnretried(t *testing.T) {
-	body := scripted.OpenAIError("invalid_request_error", "invalid_value", "bad model")
-	r := newRig(t, "openai", nil, scripted.JSON(400, body))
+	body := recoursetest.OpenAIError("invalid_request_error", "invalid_value", "bad model")
+	r := newRig(t, "openai", nil, recoursetest.JSON(400, body))
 	got := r.post(t, "/v1/chat/completions", chatBody)
 	assert.Equal(t, 400, got.status)
 	assert.Equal(t, body, got.body)
@@ -87,11 +87,11 @@ func TestBadRequestPassesThroughUnretried(t *testing.T) {
 }
 
 func TestRedirectIsRefusedOnEveryPath(t *testing.T) {
-	target := scripted.NewTarget()
+	target := recoursetest.NewTarget()
 	defer target.Close()
 	r := newRig(t, "openai", nil,
-		scripted.Redirect(307, target.URL+"/v1/chat/completions"),
-		scripted.Redirect(302, target.URL+"/v1/models"))
+		recoursetest.Redirect(307, target.URL+"/v1/chat/completions"),
+		recoursetest.Redirect(302, target.URL+"/v1/models"))
 	got := r.post(t, "/v1/chat/completions", chatBody)
 	assert.Equal(t, http.StatusBadGateway, got.status)
 	assert.Empty(t, got.header.Get("Location"))
@@ -110,8 +110,8 @@ func TestRedirectIsRefusedOnEveryPath(t *testing.T) {
 func TestForwardedRequestsGoOnceUntouched(t *testing.T) {
 	models := `{"object":"list","data":[]}`
 	r := newRig(t, "openai", nil,
-		scripted.JSON(200, models, "Content-Encoding", "identity"),
-		scripted.JSON(503, `{"error":"busy"}`))
+		recoursetest.JSON(200, models, "Content-Encoding", "identity"),
+		recoursetest.JSON(503, `{"error":"busy"}`))
 	got := r.do(t, http.MethodGet, "/v1/models?limit=2", "", "Authorization", "Bearer sk-x", "Accept-Encoding", "gzip")
 	assert.Equal(t, 200, got.status)
 	assert.Equal(t, models, got.body)
@@ -130,7 +130,7 @@ func TestForwardedRequestsGoOnceUntouched(t *testing.T) {
 }
 
 func TestBodyLimit(t *testing.T) {
-	r := newRig(t, "openai", func(c *Config) { c.MaxBodyBytes = 64 }, scripted.JSON(200, scripted.OpenAIChat("ok")))
+	r := newRig(t, "openai", func(c *Config) { c.MaxBodyBytes = 64 }, recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	got := r.post(t, "/v1/chat/completions", chatBody+strings.Repeat(" ", 64))
 	assert.Equal(t, http.StatusRequestEntityTooLarge, got.status)
 	assert.Contains(t, got.body, `"code":"request_too_large"`)
@@ -149,17 +149,17 @@ func TestHealthz(t *testing.T) {
 }
 
 func TestOllamaAdmissionDefaultIsRequired(t *testing.T) {
-	fail := scripted.JSON(503, scripted.OllamaError("server busy"))
+	fail := recoursetest.JSON(503, recoursetest.OllamaError("server busy"))
 	r := newRig(t, "ollama", nil, fail)
 	got := r.post(t, "/api/chat", ollamaBody)
 	assert.Equal(t, 503, got.status)
-	assert.Equal(t, scripted.OllamaError("server busy"), got.body)
+	assert.Equal(t, recoursetest.OllamaError("server busy"), got.body)
 	assert.Equal(t, "admission_required", got.header.Get("X-Recourse-Outcome"))
 	assert.Equal(t, 1, r.up.Count())
 }
 
 func TestTransportFailureWithoutAnAnswer(t *testing.T) {
-	r := newRig(t, "openai", nil, scripted.Reset(), scripted.Reset(), scripted.Reset(), scripted.Reset())
+	r := newRig(t, "openai", nil, recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset())
 	got := r.post(t, "/v1/chat/completions", chatBody)
 	assert.Equal(t, http.StatusBadGateway, got.status)
 	assert.Equal(t, "false", got.header.Get("X-Should-Retry"))
@@ -167,7 +167,7 @@ func TestTransportFailureWithoutAnAnswer(t *testing.T) {
 	assert.Contains(t, got.body, `"type":"recourse_error","param":null,"code":"exhausted"`)
 	assert.Equal(t, 4, r.up.Count())
 
-	o := newRig(t, "ollama", nil, scripted.Reset())
+	o := newRig(t, "ollama", nil, recoursetest.Reset())
 	got = o.post(t, "/api/chat", ollamaBody)
 	assert.Equal(t, http.StatusServiceUnavailable, got.status)
 	assert.Equal(t, "admission_required", got.header.Get("X-Recourse-Outcome"))
@@ -177,7 +177,7 @@ func TestTransportFailureWithoutAnAnswer(t *testing.T) {
 
 func TestDeadlineEndsRecovery(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	fail := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"), "Retry-After", "5")
+	fail := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"), "Retry-After", "5")
 	r := newRig(t, "openai", func(c *Config) {
 		c.Deadline = 3 * time.Second
 		c.Policy.WallClock = func() time.Time { return now }
@@ -210,7 +210,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestUpstreamPrefixIsKept(t *testing.T) {
-	up := scripted.New(scripted.JSON(200, scripted.OpenAIChat("ok")))
+	up := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	defer up.Close()
 	h, err := New(Config{Provider: "omlx", Upstream: up.URL + "/gateway/"})
 	require.NoError(t, err)

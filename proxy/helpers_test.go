@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func TestMain(m *testing.M) {
@@ -68,7 +68,7 @@ func (s *syncBuffer) String() string {
 
 // rig is a proxy in front of a scripted upstream, both on loopback.
 type rig struct {
-	up     *scripted.Server
+	up     *recoursetest.Server
 	proxy  *httptest.Server
 	sleeps *sleeps
 	logs   *syncBuffer
@@ -86,9 +86,9 @@ func testPolicy(s *sleeps) retry.Policy {
 
 // newRig starts the upstream with steps and a proxy for provider; edit
 // changes the Config before the Handler is built.
-func newRig(t *testing.T, provider string, edit func(*Config), steps ...scripted.Step) *rig {
+func newRig(t *testing.T, provider string, edit func(*Config), steps ...recoursetest.Step) *rig {
 	t.Helper()
-	r := &rig{up: scripted.New(steps...), sleeps: &sleeps{}, logs: &syncBuffer{}}
+	r := &rig{up: recoursetest.NewServer(steps...), sleeps: &sleeps{}, logs: &syncBuffer{}}
 	t.Cleanup(r.up.Close)
 	cfg := Config{
 		Provider: provider,

@@ -15,11 +15,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/otelbridge"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The canaries: a fake credential, a prompt, a tool argument, a header
@@ -44,14 +44,14 @@ const canaryBody = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":
 const canaryStreamBody = `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"` + canaryPrompt + `"}]}`
 
 func TestCanaryNeverInSafeOutputs(t *testing.T) {
-	echo := scripted.OpenAIError("server_error", "", "echo "+canaryText+" "+canaryPrompt)
-	events := scripted.OpenAIStream("Hel", "lo")
+	echo := recoursetest.OpenAIError("server_error", "", "echo "+canaryText+" "+canaryPrompt)
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	for _, sc := range []struct {
 		name  string
 		edit  func(*Config)
 		body  string
 		path  string
-		steps []scripted.Step
+		steps []recoursetest.Step
 		// passed is true when the client gets the upstream's own body, which
 		// is the client's data, not a safe output.
 		passed bool
@@ -61,30 +61,30 @@ func TestCanaryNeverInSafeOutputs(t *testing.T) {
 		// on idleClock while the request runs.
 		fire time.Duration
 	}{
-		{"success", nil, canaryBody, "", []scripted.Step{scripted.JSON(200, scripted.OpenAIChat("ok"))}, false, nil, 0},
-		{"recovered", nil, canaryBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(200, scripted.OpenAIChat("ok"))}, false, nil, 0},
-		{"exhausted", nil, canaryBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo)}, true, nil, 0},
-		{"bad request", nil, canaryBody, "", []scripted.Step{scripted.JSON(400, echo)}, true, nil, 0},
-		{"error object in a 200", nil, canaryBody, "", []scripted.Step{scripted.JSON(200, echo)}, false, nil, 0},
-		{"redirect", nil, canaryBody, "", []scripted.Step{scripted.Redirect(307, "http://"+canaryHost+"/?k="+canaryKey)}, false, nil, 0},
-		{"forwarded redirect", nil, "", "/v1/models?key=" + canaryQuery, []scripted.Step{scripted.Redirect(302, "http://"+canaryHost+"/")}, false, nil, 0},
-		{"reset", nil, canaryBody, "", []scripted.Step{scripted.Reset(), scripted.Reset(), scripted.Reset(), scripted.Reset()}, false, nil, 0},
-		{"stream cut after content", nil, canaryStreamBody, "", []scripted.Step{scripted.SSE(events...).Cut(len(events[0]) + len(events[1]) + 4)}, false, nil, 0},
-		{"stream committed then exhausted", commitNow, canaryStreamBody, "", []scripted.Step{scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo), scripted.JSON(503, echo)}, false, nil, 0},
+		{"success", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(200, recoursetest.OpenAIChat("ok"))}, false, nil, 0},
+		{"recovered", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(200, recoursetest.OpenAIChat("ok"))}, false, nil, 0},
+		{"exhausted", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo)}, true, nil, 0},
+		{"bad request", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(400, echo)}, true, nil, 0},
+		{"error object in a 200", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(200, echo)}, false, nil, 0},
+		{"redirect", nil, canaryBody, "", []recoursetest.Step{recoursetest.Redirect(307, "http://"+canaryHost+"/?k="+canaryKey)}, false, nil, 0},
+		{"forwarded redirect", nil, "", "/v1/models?key=" + canaryQuery, []recoursetest.Step{recoursetest.Redirect(302, "http://"+canaryHost+"/")}, false, nil, 0},
+		{"reset", nil, canaryBody, "", []recoursetest.Step{recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset()}, false, nil, 0},
+		{"stream cut after content", nil, canaryStreamBody, "", []recoursetest.Step{recoursetest.SSE(events...).Cut(len(events[0]) + len(events[1]) + 4)}, false, nil, 0},
+		{"stream committed then exhausted", commitNow, canaryStreamBody, "", []recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo)}, false, nil, 0},
 		{"too large", func(c *Config) { c.MaxBodyBytes = 16 }, canaryBody, "", nil, false, nil, 0},
 		{"header timeout on every attempt", withStall(stall.Limits{Header: time.Minute, Clock: firesAtOnce{}}), canaryBody, "", nil, false, nil, 0},
 		{"idle timeout before output, resumed with a notice", withStall(stall.Limits{Idle: time.Minute, Clock: idleClock}), canaryStreamBody, "",
-			[]scripted.Step{scripted.SSE(keepalive).Held(), scripted.SSE(events...)}, false, nil, time.Minute},
+			[]recoursetest.Step{recoursetest.SSE(keepalive).Held(), recoursetest.SSE(events...)}, false, nil, time.Minute},
 		{"idle timeout after output", withStall(stall.Limits{Idle: 2 * time.Minute, Clock: idleClock}), canaryStreamBody, "",
-			[]scripted.Step{scripted.SSE(events[0], events[1]).Held()}, false, nil, 2 * time.Minute},
+			[]recoursetest.Step{recoursetest.SSE(events[0], events[1]).Held()}, false, nil, 2 * time.Minute},
 		{"provider hints", func(c *Config) { c.Policy.ProviderHints = true }, canaryBody, "",
-			[]scripted.Step{scripted.JSON(503, echo, "retry-after-ms", "10"), scripted.JSON(503, echo, "x-should-retry", "false")}, true, nil, 0},
+			[]recoursetest.Step{recoursetest.JSON(503, echo, "retry-after-ms", "10"), recoursetest.JSON(503, echo, "x-should-retry", "false")}, true, nil, 0},
 		{"quota exhausted after resets", withQuota(quota.WithRatio(0), quota.WithFloor(1)), canaryBody, "",
-			[]scripted.Step{scripted.Reset(), scripted.Reset(), scripted.Reset()}, false, nil, 0},
+			[]recoursetest.Step{recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset()}, false, nil, 0},
 		{"quota exhausted after 503s", withQuota(quota.WithRatio(0), quota.WithFloor(1)), canaryBody, "",
-			[]scripted.Step{scripted.JSON(503, echo), scripted.JSON(503, echo)}, true, nil, 0},
+			[]recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(503, echo)}, true, nil, 0},
 		{"stream held by the shared cooldown, with a notice", withCooldown, canaryStreamBody, "",
-			[]scripted.Step{scripted.SSE(events...)}, false, nil, 0},
+			[]recoursetest.Step{recoursetest.SSE(events...)}, false, nil, 0},
 		{"client retry refused", withQuota(quota.WithRatio(0), quota.WithFloor(0)), canaryBody, "", nil, false,
 			[]string{"X-Stainless-Retry-Count", "1"}, 0},
 	} {
@@ -190,12 +190,12 @@ func TestTracesCarryNoCanary(t *testing.T) {
 	rd := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
 	bridge := otelbridge.New(otelbridge.WithTracerProvider(tp), otelbridge.WithMeterProvider(mp))
-	echo := scripted.OpenAIError("server_error", "", "echo "+canaryText+" "+canaryPrompt)
-	events := scripted.OpenAIStream("Hel", "lo")
+	echo := recoursetest.OpenAIError("server_error", "", "echo "+canaryText+" "+canaryPrompt)
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	r := newRig(t, "openai", func(c *Config) { c.PerCall = []layer.Layer{bridge} },
-		scripted.JSON(503, echo), scripted.JSON(200, scripted.OpenAIChat("ok")),
-		scripted.JSON(400, echo),
-		scripted.SSE(events...).Cut(len(events[0])+len(events[1])+4))
+		recoursetest.JSON(503, echo), recoursetest.JSON(200, recoursetest.OpenAIChat("ok")),
+		recoursetest.JSON(400, echo),
+		recoursetest.SSE(events...).Cut(len(events[0])+len(events[1])+4))
 	for _, body := range []string{canaryBody, canaryBody, canaryBody, canaryStreamBody} {
 		r.do(t, http.MethodPost, "/v1/chat/completions?key="+canaryQuery, body, "Authorization", "Bearer "+canaryKey, "X-Custom", canaryHeader)
 	}

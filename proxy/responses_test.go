@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 const (
@@ -20,7 +20,7 @@ const (
 	backgroundBody = `{"model":"gpt-4.1-mini","input":"hello","stream":true,"background":true,"store":true}`
 )
 
-func respEvents() []string { return scripted.ResponsesEvents(respID, "Hello", ", world", "!") }
+func respEvents() []string { return recoursetest.ResponsesEvents(respID, "Hello", ", world", "!") }
 
 // events returns the SSE events of body without the proxy's comment lines.
 func events(body string) string {
@@ -48,7 +48,7 @@ func createUpstream(t *testing.T, r *rig) {
 func TestR19_9_ProxyResumesABackgroundStreamInside(t *testing.T) {
 	evs := respEvents()
 	r := newRig(t, "openai", nil,
-		scripted.ResponsesBackground(respID, evs...).CutEvents(6), scripted.ResponsesResume(respID))
+		recoursetest.ResponsesBackground(respID, evs...).CutEvents(6), recoursetest.ResponsesResume(respID))
 	got := r.post(t, "/v1/responses", backgroundBody, "Authorization", "Bearer sk-test")
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusOK, got.status)
@@ -70,14 +70,14 @@ func TestR19_9_ProxyResumesABackgroundStreamInside(t *testing.T) {
 func TestR19_1_ProxyForegroundResponsesStream(t *testing.T) {
 	evs := respEvents()
 	fg := `{"model":"gpt-4.1-mini","input":"hello","stream":true}`
-	r := newRig(t, "openai", nil, scripted.SSE(evs...).CutEvents(3), scripted.SSE(evs...))
+	r := newRig(t, "openai", nil, recoursetest.SSE(evs...).CutEvents(3), recoursetest.SSE(evs...))
 	got := r.post(t, "/v1/responses", fg)
 	require.NoError(t, got.err)
 	assert.Equal(t, 1, strings.Count(events(got.body), `"delta":"Hello"`))
 	assert.Equal(t, 2, r.up.Count())
 	assert.Equal(t, http.MethodPost, r.up.Requests()[1].Method, "resent")
 
-	r = newRig(t, "openai", nil, scripted.SSE(evs...).CutEvents(6))
+	r = newRig(t, "openai", nil, recoursetest.SSE(evs...).CutEvents(6))
 	got = r.post(t, "/v1/responses", fg)
 	require.Error(t, got.err, "the client's read fails too")
 	assert.Contains(t, got.body, "event: error\n")
@@ -88,9 +88,9 @@ func TestR19_1_ProxyForegroundResponsesStream(t *testing.T) {
 // response in progress, reaches the client as the provider sent it.
 func TestR19_13_ProxyRetriesRetrieve(t *testing.T) {
 	r := newRig(t, "openai", nil,
-		scripted.ResponsesBackground(respID, respEvents()[:5]...),
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")),
-		scripted.ResponsesRetrieve(respID))
+		recoursetest.ResponsesBackground(respID, respEvents()[:5]...),
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy")),
+		recoursetest.ResponsesRetrieve(respID))
 	createUpstream(t, r)
 	got := r.do(t, http.MethodGet, "/v1/responses/"+respID, "")
 	require.NoError(t, got.err)
@@ -103,7 +103,7 @@ func TestR19_13_ProxyRetriesRetrieve(t *testing.T) {
 // R19.13: a cancel is forwarded once, as it is.
 func TestR19_13_ProxyForwardsCancel(t *testing.T) {
 	r := newRig(t, "openai", nil,
-		scripted.ResponsesBackground(respID, respEvents()[:5]...), scripted.ResponsesCancel(respID))
+		recoursetest.ResponsesBackground(respID, respEvents()[:5]...), recoursetest.ResponsesCancel(respID))
 	createUpstream(t, r)
 	got := r.post(t, "/v1/responses/"+respID+"/cancel", "")
 	require.NoError(t, got.err)
@@ -117,14 +117,14 @@ func TestR19_13_ProxyForwardsCancel(t *testing.T) {
 // queued: with the default (no admission, -admit deny) it is not resent.
 func TestR19_11_ProxyAmbiguousBeforeIDIsNotResent(t *testing.T) {
 	r := newRig(t, "openai", nil,
-		scripted.ResponsesBackground(respID, respEvents()...).CutEvents(0), scripted.ResponsesBackground(respID, respEvents()...))
+		recoursetest.ResponsesBackground(respID, respEvents()...).CutEvents(0), recoursetest.ResponsesBackground(respID, respEvents()...))
 	got := r.post(t, "/v1/responses", backgroundBody)
 	require.Error(t, got.err)
 	assert.Equal(t, 1, r.up.Count())
 	r.logged(t, `"outcome":"admission_required"`)
 
 	r = newRig(t, "openai", func(c *Config) { c.Policy.Admit = allowAll },
-		scripted.ResponsesBackground(respID, respEvents()...).CutEvents(0), scripted.ResponsesBackground(respID, respEvents()...))
+		recoursetest.ResponsesBackground(respID, respEvents()...).CutEvents(0), recoursetest.ResponsesBackground(respID, respEvents()...))
 	got = r.post(t, "/v1/responses", backgroundBody)
 	require.NoError(t, got.err)
 	assert.Equal(t, strings.Join(respEvents(), ""), events(got.body))
@@ -135,7 +135,7 @@ func TestR19_11_ProxyAmbiguousBeforeIDIsNotResent(t *testing.T) {
 // started has the response cancelled upstream.
 func TestR19_12_ProxyClientGoneCancelsTheBackgroundResponse(t *testing.T) {
 	r := newRig(t, "openai", nil,
-		scripted.ResponsesBackground(respID, respEvents()[:5]...).Held(), scripted.ResponsesCancel(respID))
+		recoursetest.ResponsesBackground(respID, respEvents()[:5]...).Held(), recoursetest.ResponsesCancel(respID))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.proxy.URL+"/v1/responses", strings.NewReader(backgroundBody))

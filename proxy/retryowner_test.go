@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/quota"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // quotaOneResendPerCall is a quota allowing one resend per call in the
@@ -20,7 +20,7 @@ func quotaOneResendPerCall() []quota.Option {
 	return []quota.Option{quota.WithRatio(1), quota.WithFloor(0)}
 }
 
-var overloaded503 = scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "The server is overloaded."))
+var overloaded503 = recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded."))
 
 // retryCounts records the client retries a Handler reports.
 type retryCounts struct {
@@ -80,11 +80,11 @@ func TestR21_3_RepeatOfAnExhaustedCallIsAnsweredFromMemory(t *testing.T) {
 // and a 200 whose body is an error object reach the upstream once, however
 // often the client repeats them.
 func TestR21_3_RedirectAndErrorBodyAreAnsweredFromMemory(t *testing.T) {
-	target := scripted.NewTarget()
+	target := recoursetest.NewTarget()
 	defer target.Close()
-	for name, step := range map[string]scripted.Step{
-		"redirect":   scripted.Redirect(307, target.URL+"/v1/chat/completions"),
-		"error body": scripted.JSON(200, scripted.OpenAIError("invalid_request_error", "context_length_exceeded", "too long")),
+	for name, step := range map[string]recoursetest.Step{
+		"redirect":   recoursetest.Redirect(307, target.URL+"/v1/chat/completions"),
+		"error body": recoursetest.JSON(200, recoursetest.OpenAIError("invalid_request_error", "context_length_exceeded", "too long")),
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := newRig(t, "openai", nil, step)
@@ -107,7 +107,7 @@ func TestR21_3_RedirectAndErrorBodyAreAnsweredFromMemory(t *testing.T) {
 // TestR21_3_SuccessOfTheCredentialLetsTheRepeatThrough: once the upstream
 // has answered the credential with a success, a repeat is sent again.
 func TestR21_3_SuccessOfTheCredentialLetsTheRepeatThrough(t *testing.T) {
-	ok := scripted.JSON(200, scripted.OpenAIChat("ok"))
+	ok := recoursetest.JSON(200, recoursetest.OpenAIChat("ok"))
 	r := newRig(t, "openai", func(c *Config) { c.Policy.MaxAttempts = 1 },
 		overloaded503, ok, ok)
 	auth := []string{"Authorization", "Bearer sk-a"}
@@ -168,7 +168,7 @@ func TestR21_3_WindowEndsAndCanBeTurnedOff(t *testing.T) {
 // not remembered (the client may shorten the body).
 func TestR21_3_ProxyRefusalsWithoutOutcomeAreNotRemembered(t *testing.T) {
 	r := newRig(t, "openai", func(c *Config) { c.MaxBodyBytes = 16 },
-		scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "invalid_value", "bad")))
+		recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "invalid_value", "bad")))
 	for range 2 {
 		got := r.post(t, "/v1/chat/completions", chatBody)
 		assert.Equal(t, 413, got.status)
@@ -207,7 +207,7 @@ func TestR21_3_MemoryIsBounded(t *testing.T) {
 func TestR21_5_EveryClientRetryAnswerIsReported(t *testing.T) {
 	var counts retryCounts
 	q := privateQuota(t, quotaOneResendPerCall()...)
-	ok := scripted.JSON(200, scripted.OpenAIChat("ok"))
+	ok := recoursetest.JSON(200, recoursetest.OpenAIChat("ok"))
 	other := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"other"}]}`
 	r := newRig(t, "openai", func(c *Config) {
 		c.Quota = q

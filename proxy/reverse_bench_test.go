@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // BenchmarkProxyVsReverseProxy measures what recourse-proxy costs against
@@ -94,7 +94,7 @@ const (
 )
 
 // benchUnaryAnswer is the provider's unary answer.
-var benchUnaryAnswer = scripted.OpenAIChat("Hello! How can I help you today?")
+var benchUnaryAnswer = recoursetest.OpenAIChat("Hello! How can I help you today?")
 
 // ackedProvider is the benchmark's OpenAI-shaped provider: a unary answer,
 // or a stream of the requested number of frames, each after the client's
@@ -125,7 +125,7 @@ func newAckedProvider(tb testing.TB) *ackedProvider {
 		for i := range contents {
 			contents[i] = "tok" + strconv.Itoa(i)
 		}
-		for _, ev := range scripted.OpenAIStream(contents...) {
+		for _, ev := range recoursetest.OpenAIStream(contents...) {
 			p.events[n] = append(p.events[n], []byte(ev))
 		}
 	}

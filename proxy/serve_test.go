@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // served is a Handler run by Serve on a loopback listener.
@@ -27,7 +27,7 @@ type served struct {
 	logs   *syncBuffer
 }
 
-func serve(t *testing.T, up *scripted.Server, grace time.Duration) *served {
+func serve(t *testing.T, up *recoursetest.Server, grace time.Duration) *served {
 	t.Helper()
 	s := &served{logs: &syncBuffer{}, done: make(chan error, 1)}
 	log := slog.New(slog.NewJSONHandler(s.logs, nil))
@@ -90,8 +90,8 @@ func (s *served) exit(t *testing.T) {
 
 func TestShutdownLetsInFlightStreamsFinish(t *testing.T) {
 	gate := make(chan struct{})
-	events := scripted.OpenAIStream("Hel", "lo")
-	up := scripted.New(scripted.SSE(events...).Gated(1, gate))
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	up := recoursetest.NewServer(recoursetest.SSE(events...).Gated(1, gate))
 	defer up.Close()
 	s := serve(t, up, time.Minute)
 	br, body, first := s.open(t)
@@ -109,10 +109,10 @@ func TestShutdownLetsInFlightStreamsFinish(t *testing.T) {
 func TestShutdownCutsAfterTheGracePeriod(t *testing.T) {
 	gate := make(chan struct{})
 	defer close(gate)
-	events := scripted.OpenAIStream("Hel", "lo")
-	up := scripted.New(
-		scripted.SSE(events...).Gated(2, gate),
-		scripted.JSON(200, scripted.OpenAIChat("late")).Gated(-1, gate))
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	up := recoursetest.NewServer(
+		recoursetest.SSE(events...).Gated(2, gate),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("late")).Gated(-1, gate))
 	defer up.Close()
 	s := serve(t, up, 50*time.Millisecond)
 	br, body, _ := s.open(t)
@@ -159,7 +159,7 @@ func TestShutdownCutsAfterTheGracePeriod(t *testing.T) {
 func TestR21_2_ShutdownDoesNotWaitForAnIdleConnection(t *testing.T) {
 	for _, grace := range []time.Duration{time.Hour, 2 * time.Second} {
 		t.Run(grace.String(), func(t *testing.T) {
-			up := scripted.New()
+			up := recoursetest.NewServer()
 			defer up.Close()
 			s := serve(t, up, grace)
 			idle, err := net.Dial("tcp", s.addr)

@@ -12,15 +12,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 const keepalive = ": keepalive\n\n"
 
 func TestStreamIsByteForByteWithKeepalives(t *testing.T) {
-	events := scripted.OpenAIStream("Hel", "lo")
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	events = append([]string{keepalive}, events...)
-	r := newRig(t, "openai", nil, scripted.SSE(events...).WithHeader("X-Request-Id", "req-9"))
+	r := newRig(t, "openai", nil, recoursetest.SSE(events...).WithHeader("X-Request-Id", "req-9"))
 	got := r.post(t, "/v1/chat/completions", streamBody)
 	require.NoError(t, got.err)
 	assert.Equal(t, 200, got.status)
@@ -33,8 +33,8 @@ func TestStreamIsByteForByteWithKeepalives(t *testing.T) {
 // upstream holds the rest: the proxy adds no buffering.
 func TestStreamFramesAreFlushedOneByOne(t *testing.T) {
 	gate := make(chan struct{})
-	events := scripted.OpenAIStream("Hel", "lo")
-	r := newRig(t, "openai", nil, scripted.SSE(events...).Gated(1, gate))
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	r := newRig(t, "openai", nil, recoursetest.SSE(events...).Gated(1, gate))
 	req, err := http.NewRequest(http.MethodPost, r.proxy.URL+"/v1/chat/completions", strings.NewReader(streamBody))
 	require.NoError(t, err)
 	resp, err := r.client.Do(req)
@@ -51,10 +51,10 @@ func TestStreamFramesAreFlushedOneByOne(t *testing.T) {
 }
 
 func TestStreamCutBeforeContentIsResumed(t *testing.T) {
-	events := scripted.OpenAIStream("Hel", "lo")
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	r := newRig(t, "openai", nil,
-		scripted.SSE(keepalive, events[0], events[1]).Cut(len(keepalive)+3),
-		scripted.SSE(events...))
+		recoursetest.SSE(keepalive, events[0], events[1]).Cut(len(keepalive)+3),
+		recoursetest.SSE(events...))
 	got := r.post(t, "/v1/chat/completions", streamBody)
 	require.NoError(t, got.err)
 	assert.Equal(t, 200, got.status)
@@ -67,9 +67,9 @@ func TestStreamCutBeforeContentIsResumed(t *testing.T) {
 }
 
 func TestStreamCutAfterContentEndsWithAnInBandError(t *testing.T) {
-	events := scripted.OpenAIStream("Hel", "lo")
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	cut := len(events[0]) + len(events[1]) + 5
-	r := newRig(t, "openai", nil, scripted.SSE(events...).Cut(cut))
+	r := newRig(t, "openai", nil, recoursetest.SSE(events...).Cut(cut))
 	got := r.post(t, "/v1/chat/completions", streamBody)
 	assert.Equal(t, 200, got.status)
 	require.Error(t, got.err, "the connection is closed without the chunked terminator")
@@ -83,8 +83,8 @@ func TestStreamCutAfterContentEndsWithAnInBandError(t *testing.T) {
 }
 
 func TestOllamaStreamCutAfterContent(t *testing.T) {
-	lines := scripted.OllamaStream("Hel", "lo")
-	r := newRig(t, "ollama", nil, scripted.NDJSON(lines...).Cut(len(lines[0])+3))
+	lines := recoursetest.OllamaStream("Hel", "lo")
+	r := newRig(t, "ollama", nil, recoursetest.NDJSON(lines...).Cut(len(lines[0])+3))
 	got := r.post(t, "/api/chat", `{"model":"llama3.2","messages":[{"role":"user","content":"hi"}]}`)
 	assert.Equal(t, 200, got.status)
 	require.Error(t, got.err)
@@ -98,11 +98,11 @@ func TestOllamaStreamCutAfterContent(t *testing.T) {
 func commitNow(c *Config) { c.StreamCommitAfter = time.Nanosecond }
 
 func TestStreamCommittedEarlyShowsNotices(t *testing.T) {
-	events := scripted.OpenAIStream("Hi")
+	events := recoursetest.OpenAIStream("Hi")
 	r := newRig(t, "openai", commitNow,
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded")),
-		scripted.JSON(429, scripted.OpenAIError("rate_limit_error", "", "slow"), "Retry-After", "2"),
-		scripted.SSE(events...))
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded")),
+		recoursetest.JSON(429, recoursetest.OpenAIError("rate_limit_error", "", "slow"), "Retry-After", "2"),
+		recoursetest.SSE(events...))
 	got := r.post(t, "/v1/chat/completions", streamBody)
 	require.NoError(t, got.err)
 	assert.Equal(t, 200, got.status)
@@ -114,7 +114,7 @@ func TestStreamCommittedEarlyShowsNotices(t *testing.T) {
 }
 
 func TestStreamCommittedEarlyFailsInBand(t *testing.T) {
-	fail := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
+	fail := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"))
 	r := newRig(t, "openai", commitNow, fail, fail, fail, fail)
 	got := r.post(t, "/v1/chat/completions", streamBody)
 	assert.Equal(t, 200, got.status, "the status was committed before the outcome was known")
@@ -127,16 +127,16 @@ func TestStreamCommittedEarlyFailsInBand(t *testing.T) {
 }
 
 func TestStreamHeldByDefault(t *testing.T) {
-	fail := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
+	fail := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"))
 	r := newRig(t, "openai", nil, fail, fail, fail, fail)
 	got := r.post(t, "/v1/chat/completions", streamBody)
 	assert.Equal(t, 503, got.status, "a short backoff keeps the real status")
 	assert.Equal(t, "exhausted", got.header.Get("X-Recourse-Outcome"))
-	assert.Equal(t, scripted.OpenAIError("server_error", "", "overloaded"), got.body)
+	assert.Equal(t, recoursetest.OpenAIError("server_error", "", "overloaded"), got.body)
 
 	// A long Retry-After commits the stream once the wait reaches the limit.
-	long := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"), "Retry-After", "12")
-	r = newRig(t, "openai", nil, long, scripted.SSE(scripted.OpenAIStream("Hi")...))
+	long := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"), "Retry-After", "12")
+	r = newRig(t, "openai", nil, long, recoursetest.SSE(recoursetest.OpenAIStream("Hi")...))
 	got = r.post(t, "/v1/chat/completions", streamBody)
 	assert.Equal(t, 200, got.status)
 	assert.True(t, strings.HasPrefix(got.body, ": retrying after HTTP 503 (attempt 2/4 in 12.0s)\n"), got.body)
@@ -148,22 +148,22 @@ func TestStreamHeldByDefault(t *testing.T) {
 }
 
 func TestOllamaStreamIsNeverCommittedEarly(t *testing.T) {
-	fail := scripted.JSON(503, scripted.OllamaError("busy"))
+	fail := recoursetest.JSON(503, recoursetest.OllamaError("busy"))
 	r := newRig(t, "ollama", func(c *Config) {
 		commitNow(c)
 		c.Policy.Admit = allowAll
-	}, fail, scripted.NDJSON(scripted.OllamaStream("Hi")...))
+	}, fail, recoursetest.NDJSON(recoursetest.OllamaStream("Hi")...))
 	got := r.post(t, "/api/chat", `{"model":"llama3.2","messages":[{"role":"user","content":"hi"}]}`)
 	require.NoError(t, got.err)
 	assert.Equal(t, 200, got.status)
-	assert.Equal(t, strings.Join(scripted.OllamaStream("Hi"), ""), got.body, "no comment lines in NDJSON")
+	assert.Equal(t, strings.Join(recoursetest.OllamaStream("Hi"), ""), got.body, "no comment lines in NDJSON")
 }
 
 // TestClientGoneStopsTheStream checks that a client that leaves mid-stream
 // releases the upstream.
 func TestClientGoneStopsTheStream(t *testing.T) {
-	events := scripted.OpenAIStream("Hel", "lo")
-	r := newRig(t, "openai", nil, scripted.SSE(events[0]).Held())
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	r := newRig(t, "openai", nil, recoursetest.SSE(events[0]).Held())
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.proxy.URL+"/v1/chat/completions", strings.NewReader(streamBody))
 	require.NoError(t, err)

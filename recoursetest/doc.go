@@ -24,6 +24,12 @@
 //   - a connection reset before any response byte, see Reset;
 //   - a redirect, which a recourse chain never follows, see Redirect and
 //     Target;
+//   - a response held open until the client goes away, see Step.Held and
+//     Server.Left, and a chunk delayed until the test releases it, see
+//     Step.Gated;
+//   - a script that grows while it plays (Server.Push), for example to
+//     drive an interactive demo, and connections closed after every
+//     response (Server.CloseIdleAfterEach);
 //   - OpenAI's Responses API in background mode: a server-side event log
 //     per response id that later requests read again from a cursor, poll
 //     or cancel, see ResponsesBackground, ResponsesResume,
@@ -35,5 +41,7 @@
 // bodies to play in those steps.
 //
 // The package is meant for tests: servers listen on 127.0.0.1 only and keep
-// every request they receive in memory.
+// every request they receive in memory. It is recourse's own scripted
+// provider too: recourse's tests, benchmarks and demo use it, and
+// internal/rigtest assembles a chain on top of it.
 package recoursetest

@@ -1,11 +1,13 @@
 package recoursetest
 
 import (
+	"errors"
 	"go/ast"
 	"go/doc"
 	"go/parser"
 	"go/token"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestMain fails the package if a test or an example leaves a goroutine
@@ -32,42 +35,28 @@ func post(t *testing.T, url, body string) (int, http.Header, string) {
 		return http.ErrUseLastResponse
 	}}
 	resp, err := client.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return resp.StatusCode, resp.Header, string(b)
 }
 
 func TestConstantsMatchTheBodies(t *testing.T) {
-	for what, pair := range map[string][2]string{
-		"OpenAIModel": {OpenAIModel, scripted.OpenAIModel},
-		"OpenAIID":    {OpenAIID, scripted.OpenAIID},
-		"OllamaModel": {OllamaModel, scripted.OllamaModel},
-		"StreamDone":  {StreamDone, scripted.StreamDone},
-	} {
-		if pair[0] != pair[1] {
-			t.Errorf("%s is %q, the bodies use %q", what, pair[0], pair[1])
-		}
-	}
 	events := OpenAIStream("x")
-	if events[len(events)-1] != StreamDone || !strings.Contains(OpenAIChat("x"), `"model":"`+OpenAIModel+`"`) ||
-		!strings.Contains(OpenAIChat("x"), `"id":"`+OpenAIID+`"`) || !strings.Contains(OllamaChat("x"), `"model":"`+OllamaModel+`"`) {
-		t.Error("the canned bodies do not use the constants")
-	}
+	assert.Equal(t, StreamDone, events[len(events)-1], "StreamDone ends OpenAIStream")
+	assert.Contains(t, OpenAIChat("x"), `"model":"`+OpenAIModel+`"`)
+	assert.Contains(t, OpenAIChat("x"), `"id":"`+OpenAIID+`"`)
+	assert.Contains(t, OllamaChat("x"), `"model":"`+OllamaModel+`"`)
 }
 
 func TestZeroStepAnswers200WithEmptyBody(t *testing.T) {
 	srv := NewServer(Step{})
 	defer srv.Close()
 	status, h, body := post(t, srv.URL, "x")
-	if status != 200 || body != "" || h.Get("Content-Type") != "" {
-		t.Fatalf("zero step: %d %q %q", status, h.Get("Content-Type"), body)
-	}
+	assert.Equal(t, 200, status, "zero step status")
+	assert.Empty(t, body, "zero step body")
+	assert.Empty(t, h.Get("Content-Type"), "zero step Content-Type")
 }
 
 func TestStepMethodsReturnCopies(t *testing.T) {
@@ -75,21 +64,19 @@ func TestStepMethodsReturnCopies(t *testing.T) {
 	derived := base.WithHeader("X-A", "2").Cut(1)
 	srv := NewServer(base, derived)
 	defer srv.Close()
-	if _, h, body := post(t, srv.URL, ""); h.Get("X-A") != "1" || body != "{}" {
-		t.Fatalf("base step changed: X-A %q body %q", h.Get("X-A"), body)
-	}
+	_, h, body := post(t, srv.URL, "")
+	assert.Equal(t, "1", h.Get("X-A"), "base step header unchanged")
+	assert.Equal(t, "{}", body, "base step body unchanged")
 	// The derived step is cut after one byte of a two-byte fixed-length body.
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Post(srv.URL, "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if resp.Header.Get("X-A") != "2" || string(b) != "{" || err != io.ErrUnexpectedEOF {
-		t.Fatalf("derived step: X-A %q body %q err %v", resp.Header.Get("X-A"), b, err)
-	}
+	assert.Equal(t, "2", resp.Header.Get("X-A"), "derived step header")
+	assert.Equal(t, "{", string(b), "derived step body")
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "derived step cut")
 }
 
 func TestRequestsAreCopies(t *testing.T) {
@@ -100,21 +87,20 @@ func TestRequestsAreCopies(t *testing.T) {
 	first[0].Body[0] = 'X'
 	first[0].Header.Set("Content-Type", "changed")
 	again := srv.Requests()
-	if len(again) != 1 || string(again[0].Body) != "body" || again[0].Header.Get("Content-Type") != "application/json" {
-		t.Fatalf("Requests shares memory with the server: %+v", again)
-	}
-	if r := again[0]; r.Method != "POST" || r.Path != "/p" || r.RawQuery != "q=1" || r.Proto != "HTTP/1.1" {
-		t.Fatalf("request: %+v", r)
-	}
+	require.Len(t, again, 1)
+	assert.Equal(t, "body", string(again[0].Body), "Requests shares memory with the server")
+	assert.Equal(t, "application/json", again[0].Header.Get("Content-Type"), "Requests shares memory with the server")
+	r := again[0]
+	assert.Equal(t, []string{"POST", "/p", "q=1", "HTTP/1.1"}, []string{r.Method, r.Path, r.RawQuery, r.Proto}, "request line")
 }
 
 func TestExhaustedScriptAnswers500(t *testing.T) {
 	srv := NewServer()
 	defer srv.Close()
 	status, _, body := post(t, srv.URL, "")
-	if status != 500 || body != `{"error":{"message":"script exhausted","type":"server_error"}}` || srv.Count() != 1 {
-		t.Fatalf("exhausted: %d %q count %d", status, body, srv.Count())
-	}
+	assert.Equal(t, 500, status, "exhausted status")
+	assert.JSONEq(t, `{"error":{"message":"script exhausted","type":"server_error"}}`, body, "exhausted body")
+	assert.Equal(t, 1, srv.Count(), "exhausted count")
 }
 
 func TestCloseIsIdempotent(t *testing.T) {
@@ -135,27 +121,22 @@ func TestPanicsNameThisPackage(t *testing.T) {
 		"non-3xx redirect": func() { Redirect(200, "http://127.0.0.1:1/") },
 	} {
 		t.Run(name, func(t *testing.T) {
-			defer func() {
-				msg, _ := recover().(string)
-				if !strings.HasPrefix(msg, "recoursetest: ") {
-					t.Fatalf("panic %q does not start with recoursetest:", msg)
-				}
+			msg := func() (msg string) {
+				defer func() { msg, _ = recover().(string) }()
+				f()
+				return ""
 			}()
-			f()
+			assert.True(t, strings.HasPrefix(msg, "recoursetest: "), "panic %q does not start with recoursetest:", msg)
 		})
 	}
 }
 
+// TestRelabel proves that a server that cannot listen panics with this
+// package's name and the cause.
 func TestRelabel(t *testing.T) {
-	defer func() {
-		if msg := recover(); msg != "recoursetest: cannot listen on 127.0.0.1: boom" {
-			t.Fatalf("relabelled panic %q", msg)
-		}
-	}()
-	func() {
-		defer relabel()
-		panic("scripted: cannot listen on 127.0.0.1: boom")
-	}()
+	require.PanicsWithValue(t, "recoursetest: cannot listen on 127.0.0.1: boom", func() {
+		startOn(func(string, string) (net.Listener, error) { return nil, errors.New("boom") }, http.NotFoundHandler())
+	})
 }
 
 // TestEveryExportedIdentifierIsDocumented keeps the package's godoc complete
@@ -171,9 +152,7 @@ func TestEveryExportedIdentifierIsDocumented(t *testing.T) {
 			continue
 		}
 		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		files[p] = f
 	}
 	var list []*ast.File
@@ -181,21 +160,13 @@ func TestEveryExportedIdentifierIsDocumented(t *testing.T) {
 		list = append(list, f)
 	}
 	pkg, err := doc.NewFromFiles(fset, list, "github.com/recourse-dev/recourse/recoursetest")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	check := func(name, text string) {
 		t.Helper()
-		if !strings.HasPrefix(text, name+" ") {
-			t.Errorf("%s: doc %q does not start with its name", name, text)
-		}
-		if strings.Contains(text, "scripted.") || strings.Contains(text, "internal/") {
-			t.Errorf("%s: doc mentions the internal package: %q", name, text)
-		}
+		assert.True(t, strings.HasPrefix(text, name+" "), "%s: doc %q does not start with its name", name, text)
+		assert.False(t, strings.Contains(text, "scripted.") || strings.Contains(text, "internal/"), "%s: doc mentions the internal package: %q", name, text)
 	}
-	if !strings.HasPrefix(pkg.Doc, "Package recoursetest ") {
-		t.Errorf("package doc %q", pkg.Doc)
-	}
+	assert.True(t, strings.HasPrefix(pkg.Doc, "Package recoursetest "), "package doc %q", pkg.Doc)
 	for _, c := range pkg.Consts {
 		for _, s := range c.Decl.Specs {
 			vs := s.(*ast.ValueSpec)
@@ -222,7 +193,5 @@ func TestEveryExportedIdentifierIsDocumented(t *testing.T) {
 			}
 		}
 	}
-	if len(pkg.Funcs)+len(pkg.Types) < 10 {
-		t.Fatalf("only %d functions and %d types found: the walk is broken", len(pkg.Funcs), len(pkg.Types))
-	}
+	require.GreaterOrEqual(t, len(pkg.Funcs)+len(pkg.Types), 10, "only %d functions and %d types found: the walk is broken", len(pkg.Funcs), len(pkg.Types))
 }

@@ -27,9 +27,9 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 type row struct {
@@ -97,9 +97,9 @@ func allow(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 }
 
 // scenario runs one native completion against a fresh scripted provider.
-func (d *demo) scenario(name, narration string, codec layer.Codec, model string, p retry.Policy, target *scripted.Target, steps ...scripted.Step) {
+func (d *demo) scenario(name, narration string, codec layer.Codec, model string, p retry.Policy, target *recoursetest.Target, steps ...recoursetest.Step) {
 	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, narration)
-	srv := scripted.New(steps...)
+	srv := recoursetest.NewServer(steps...)
 	defer srv.Close()
 	p.OnEvent = d.events("")
 	ch, err := chain.Default(codec, chain.WithPolicy(p))
@@ -135,14 +135,14 @@ func (d *demo) run() {
 	quick := new(50 * time.Millisecond)
 	d.scenario("503 then success", "The provider is busy once; the admission hook allows a resend of the exact same bytes.",
 		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
-		scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded")),
-		scripted.JSON(200, scripted.OpenAIChat("Hello after one retry.")))
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("Hello after one retry.")))
 
 	when := time.Now().Add(1500 * time.Millisecond).UTC().Format(http1123)
 	d.scenario("429 with Retry-After date", "The provider names a time to come back; the delay is at least that long, never shorter.",
 		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 2, BaseDelay: quick}, nil,
-		scripted.JSON(429, scripted.OpenAIError("requests", "rate_limit_exceeded", "slow down"), "Retry-After", when),
-		scripted.JSON(200, scripted.OpenAIChat("Hello after waiting for the provider.")))
+		recoursetest.JSON(429, recoursetest.OpenAIError("requests", "rate_limit_exceeded", "slow down"), "Retry-After", when),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("Hello after waiting for the provider.")))
 
 	release := make(chan struct{})
 	pending := func(ctx context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
@@ -157,34 +157,34 @@ func (d *demo) run() {
 	go func() { time.Sleep(400 * time.Millisecond); close(release) }()
 	d.scenario("admission pending, then allowed", "The hook waits for an outside decision; nothing is resent while it is pending.",
 		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 2, BaseDelay: quick, Admit: pending}, nil,
-		scripted.JSON(502, scripted.OpenAIError("server_error", "", "bad gateway")),
-		scripted.JSON(200, scripted.OpenAIChat("Hello once the application allowed it.")))
+		recoursetest.JSON(502, recoursetest.OpenAIError("server_error", "", "bad gateway")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("Hello once the application allowed it.")))
 
-	target := scripted.NewTarget()
+	target := recoursetest.NewTarget()
 	defer target.Close()
 	d.scenario("307 refused", "A redirect is a failure: its Location is never contacted, with or without credentials.",
 		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, target,
-		scripted.Redirect(307, target.URL+"/v1/chat/completions"))
+		recoursetest.Redirect(307, target.URL+"/v1/chat/completions"))
 
 	d.scenario("400 never retried", "A bad request is permanent, even with attempts to spare.",
 		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
-		scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "invalid_request_error", "bad")))
+		recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "invalid_request_error", "bad")))
 
 	d.scenario("Retry-After: 3600 refused", "Admission is asked first (it always precedes the delay); then the provider's minimum of 1 h is above the 30 s delay ceiling, so the retry is refused at once: a provider's minimum is never shortened.",
 		openai.New(), "gpt-4o-mini", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "maintenance"), "Retry-After", "3600"))
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "maintenance"), "Retry-After", "3600"))
 
 	keepalive := ": keep-alive\n\n"
 	d.streamScenario("stream cut after keepalives", "The first attempt sends only keepalives and is cut: nothing was generated, so a new attempt continues the one stream.",
 		retry.Policy{MaxAttempts: 3, BaseDelay: quick},
-		scripted.Step{Status: 200, Chunks: [][]byte{[]byte(keepalive), []byte(keepalive)}}.Cut(2*len(keepalive)),
-		scripted.SSE(scripted.OpenAIStream("Hello, ", "streamed ", "world.")...))
+		recoursetest.Step{Status: 200, Chunks: [][]byte{[]byte(keepalive), []byte(keepalive)}}.Cut(2*len(keepalive)),
+		recoursetest.SSE(recoursetest.OpenAIStream("Hello, ", "streamed ", "world.")...))
 
-	events := scripted.OpenAIStream("Half an ", "answer ", "never repeated.")
+	events := recoursetest.OpenAIStream("Half an ", "answer ", "never repeated.")
 	d.streamScenario("stream cut after content", "Content already arrived: a resend would duplicate inference, so the stream ends with the typed interrupted error.",
 		retry.Policy{MaxAttempts: 3, BaseDelay: quick},
-		scripted.SSE(events...).Cut(len(events[0])+len(events[1])+len(events[2])),
-		scripted.SSE(events...))
+		recoursetest.SSE(events...).Cut(len(events[0])+len(events[1])+len(events[2])),
+		recoursetest.SSE(events...))
 
 	d.toolLoop()
 	d.continuation()
@@ -192,13 +192,13 @@ func (d *demo) run() {
 
 	d.scenario("Ollama 503 without a hook", "A local server may have run the request: without an admission hook nothing is resent.",
 		ollama.New(), "llama3.2", retry.Policy{MaxAttempts: 3, BaseDelay: quick}, nil,
-		scripted.JSON(503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`),
-		scripted.JSON(200, scripted.OllamaChat("unused")))
+		recoursetest.JSON(503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`),
+		recoursetest.JSON(200, recoursetest.OllamaChat("unused")))
 
 	d.scenario("Ollama 503 with an allowing hook", "The same failure, and the application allows the resend.",
 		ollama.New(), "llama3.2", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
-		scripted.JSON(503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`),
-		scripted.JSON(200, scripted.OllamaChat("Hello from a local model.")))
+		recoursetest.JSON(503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`),
+		recoursetest.JSON(200, recoursetest.OllamaChat("Hello from a local model.")))
 }
 
 const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
@@ -219,8 +219,8 @@ func (d *demo) toolLoop() {
 	name := "tool loop: tool once, then 503s"
 	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, "The model asks for a tool; the next completion meets two 503s. The tool's work is kept and never run again.")
 	call := `{"id":"chatcmpl-t","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"clock","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`
-	busy := scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy"))
-	srv := scripted.New(scripted.JSON(200, call), busy, busy, scripted.JSON(200, scripted.OpenAIChat("It is 12:00.")))
+	busy := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy"))
+	srv := recoursetest.NewServer(recoursetest.JSON(200, call), busy, busy, recoursetest.JSON(200, recoursetest.OpenAIChat("It is 12:00.")))
 	defer srv.Close()
 	ch, _ := chain.Default(openai.New())
 	client, _ := chain.NewClient(srv.URL, ch)
@@ -270,9 +270,9 @@ func (d *demo) continuation() {
 		chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"clock","arguments":""}}]}`, ""),
 		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"tz\":"}}]}`, ""),
 	}
-	cut := scripted.SSE(first...).Cut(len(first[0]) + len(first[1]) + 10)
-	rest := scripted.SSE(chunk(`{"content":"It is noon."}`, ""), chunk(`{}`, "stop"), "data: [DONE]\n\n")
-	srv := scripted.New(cut, rest)
+	cut := recoursetest.SSE(first...).Cut(len(first[0]) + len(first[1]) + 10)
+	rest := recoursetest.SSE(chunk(`{"content":"It is noon."}`, ""), chunk(`{}`, "stop"), "data: [DONE]\n\n")
+	srv := recoursetest.NewServer(cut, rest)
 	defer srv.Close()
 	ch, _ := chain.Default(openai.New())
 	client, _ := chain.NewClient(srv.URL, ch)
@@ -308,9 +308,9 @@ func (d *demo) backgroundResume(p retry.Policy) {
 	name := "background stream resumed"
 	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, "A background Responses stream is cut at 40 % of its answer; recourse reads the same response again from its cursor instead of resending it.")
 	const id = "resp_demo"
-	evs := scripted.ResponsesEvents(id, backgroundAnswer...)
+	evs := recoursetest.ResponsesEvents(id, backgroundAnswer...)
 	// Events 0–3 are lifecycle, 4–13 the deltas: cut after the fourth delta.
-	srv := scripted.New(scripted.ResponsesBackground(id, evs...).CutEvents(8), scripted.ResponsesResume(id))
+	srv := recoursetest.NewServer(recoursetest.ResponsesBackground(id, evs...).CutEvents(8), recoursetest.ResponsesResume(id))
 	defer srv.Close()
 	ch, err := chain.Default(responses.New(responses.Background()))
 	if err != nil {
@@ -357,9 +357,9 @@ func (d *demo) backgroundResume(p retry.Policy) {
 
 // streamScenario runs one native chunk stream and prints content as it
 // arrives, with a transient status line while recovery waits.
-func (d *demo) streamScenario(name, narration string, p retry.Policy, steps ...scripted.Step) {
+func (d *demo) streamScenario(name, narration string, p retry.Policy, steps ...recoursetest.Step) {
 	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, narration)
-	srv := scripted.New(steps...)
+	srv := recoursetest.NewServer(steps...)
 	defer srv.Close()
 	p.OnEvent = func(e layer.Event) error {
 		switch e.Type {

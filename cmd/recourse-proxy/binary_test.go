@@ -25,7 +25,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // These tests build the real binary and run it as a user would.
@@ -179,8 +179,8 @@ func TestBinaryRefusesBadSettings(t *testing.T) {
 // variables only: two attempts, no delay (so nothing sleeps), and checks
 // the outcome a client sees and the log lines on stderr.
 func TestBinaryFromEnvironment(t *testing.T) {
-	fail := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
-	up := scripted.New(fail, fail)
+	fail := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"))
+	up := recoursetest.NewServer(fail, fail)
 	defer up.Close()
 	p := start(t, nil, "RECOURSE_PROXY_UPSTREAM="+up.URL, "RECOURSE_PROXY_LISTEN=127.0.0.1:0",
 		"RECOURSE_PROXY_MAX_ATTEMPTS=2", "RECOURSE_PROXY_BASE_DELAY=0s")
@@ -192,7 +192,7 @@ func TestBinaryFromEnvironment(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 	assert.Equal(t, 503, resp.StatusCode)
 	assert.Equal(t, "exhausted", resp.Header.Get("X-Recourse-Outcome"))
-	assert.Equal(t, scripted.OpenAIError("server_error", "", "overloaded"), string(body))
+	assert.Equal(t, recoursetest.OpenAIError("server_error", "", "overloaded"), string(body))
 	assert.Equal(t, 2, up.Count())
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
@@ -215,8 +215,8 @@ func TestBinarySIGTERM(t *testing.T) {
 	}{{"finishes", "1m", false}, {"cut", "100ms", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			gate := make(chan struct{})
-			events := scripted.OpenAIStream("Hel", "lo")
-			up := scripted.New(scripted.SSE(events...).Gated(1, gate))
+			events := recoursetest.OpenAIStream("Hel", "lo")
+			up := recoursetest.NewServer(recoursetest.SSE(events...).Gated(1, gate))
 			defer up.Close()
 			p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-grace", tc.grace})
 			tr := &http.Transport{}
@@ -346,7 +346,7 @@ func TestR21_5_BinaryExportsTracesAndMetricsOverOTLP(t *testing.T) {
 	for _, how := range []string{"flag", "environment"} {
 		t.Run(how, func(t *testing.T) {
 			rcv := newOTLPReceiver(t)
-			up := scripted.New(scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded")), scripted.JSON(200, scripted.OpenAIChat("ok")))
+			up := recoursetest.NewServer(recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded")), recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 			defer up.Close()
 			args := []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-base-delay", "0s"}
 			var env []string
@@ -397,12 +397,12 @@ func TestR21_5_BinaryExportsTracesAndMetricsOverOTLP(t *testing.T) {
 // client's own retry is refused without reaching the upstream. The idle
 // limit is real time (1 s), far above any gap of the scripted stream.
 func TestBinaryStallHintsAndQuota(t *testing.T) {
-	events := scripted.OpenAIStream("Hel", "lo")
-	overloaded := scripted.OpenAIError("server_error", "server_error", "overloaded")
-	up := scripted.New(
-		scripted.SSE(": keepalive\n\n").Held(), scripted.SSE(events...), // the idle limit, then a resumed stream
-		scripted.JSON(503, overloaded, "x-should-retry", "false"),      // the hint: not resent
-		scripted.JSON(503, overloaded), scripted.JSON(503, overloaded), // one resend, then the quota refuses
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	overloaded := recoursetest.OpenAIError("server_error", "server_error", "overloaded")
+	up := recoursetest.NewServer(
+		recoursetest.SSE(": keepalive\n\n").Held(), recoursetest.SSE(events...), // the idle limit, then a resumed stream
+		recoursetest.JSON(503, overloaded, "x-should-retry", "false"),          // the hint: not resent
+		recoursetest.JSON(503, overloaded), recoursetest.JSON(503, overloaded), // one resend, then the quota refuses
 	)
 	defer up.Close()
 	p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-base-delay", "0s", "-max-attempts", "3",

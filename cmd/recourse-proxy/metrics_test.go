@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // scrape reads the proxy's /metrics.
@@ -63,13 +63,13 @@ func sum(text, name string, want ...string) float64 {
 // (300 ms), far above a loopback answer.
 func TestR21_5_MetricsAreScrapedAfterScriptedFailures(t *testing.T) {
 	const canary = "sk-metrics-canary-41d2"
-	fail := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
+	fail := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"))
 	gate := make(chan struct{}) // never opened: the answer's headers never come
 	defer close(gate)
-	up := scripted.New(
-		scripted.JSON(200, scripted.OpenAIChat("late")).Gated(-1, gate), scripted.JSON(200, scripted.OpenAIChat("ok")), // call 1: a stall, resumed (its resend refunded)
+	up := recoursetest.NewServer(
+		recoursetest.JSON(200, recoursetest.OpenAIChat("late")).Gated(-1, gate), recoursetest.JSON(200, recoursetest.OpenAIChat("ok")), // call 1: a stall, resumed (its resend refunded)
 		fail, fail, fail, // call 2: exhausted after 3 attempts, 2 resends
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"), "x-should-retry", "false"), // call 3: the hint, not resent
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"), "x-should-retry", "false"), // call 3: the hint, not resent
 		fail, // call 4: its resend refused by the quota (floor 2, both spent)
 	)
 	defer up.Close()
@@ -121,7 +121,7 @@ func TestR21_5_MetricsAreScrapedAfterScriptedFailures(t *testing.T) {
 // TestR21_5_MetricsCanBeTurnedOff: with -metrics=false, /metrics is
 // forwarded upstream like every other path.
 func TestR21_5_MetricsCanBeTurnedOff(t *testing.T) {
-	up := scripted.New(scripted.JSON(404, `{"error":"not here"}`))
+	up := recoursetest.NewServer(recoursetest.JSON(404, `{"error":"not here"}`))
 	defer up.Close()
 	p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-metrics=false"})
 	resp, err := http.Get(p.url + "/metrics")

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // redisProc is a redis-server started by a test on a loopback port, with
@@ -155,8 +155,8 @@ func TestR21_4_RedisCredentialsNeverInSafeOutputs(t *testing.T) {
 	assert.Contains(t, string(out), "RECOURSE_PROXY_REDIS_PASSWORD")
 	assert.NotContains(t, string(out), canary)
 
-	fail := scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
-	up := scripted.New(fail, fail, fail, fail)
+	fail := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"))
+	up := recoursetest.NewServer(fail, fail, fail, fail)
 	defer up.Close()
 	post := func(p *proc, body string) int {
 		t.Helper()

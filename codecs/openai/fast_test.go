@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // describeSeeds are request bodies for the Describe fast-path tests.
@@ -57,7 +57,7 @@ func TestDecodeAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector adds allocations")
 	}
-	body := []byte(scripted.OpenAIChat("Hello! How can I help you today?"))
+	body := []byte(recoursetest.OpenAIChat("Hello! How can I help you today?"))
 	c := New()
 	if n := testing.AllocsPerRun(100, func() { _, _ = c.Decode(body) }); n > 2 {
 		t.Errorf("Decode allocates %v times, want at most 2", n)

@@ -13,9 +13,9 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layer/layertest"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The gateway codec keeps the codec contract: complete capabilities with
@@ -77,10 +77,10 @@ func TestGatewayCodecDelegates(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 
-	comp, err := c.Decode([]byte(loopback.OpenAIChat("hello")))
+	comp, err := c.Decode([]byte(recoursetest.OpenAIChat("hello")))
 	require.NoError(t, err)
 	assert.Equal(t, "hello", comp.Message.Content)
-	assert.Equal(t, "rate_limit_exceeded", c.ErrorCode([]byte(loopback.OpenAIError("requests", "rate_limit_exceeded", "slow down"))))
+	assert.Equal(t, "rate_limit_exceeded", c.ErrorCode([]byte(recoursetest.OpenAIError("requests", "rate_limit_exceeded", "slow down"))))
 
 	topK := 40
 	_, err = c.Encode(&chat.Request{Model: "gpt-4o-mini", Messages: req.Messages, Options: chat.Options{TopK: &topK}})

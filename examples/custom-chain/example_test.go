@@ -10,9 +10,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The request log writes one record for a completion that took two wire
@@ -21,8 +21,8 @@ import (
 func ExampleNewRequestLog() {
 	key := []byte("example key")
 	gw := newGateway(key,
-		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "", "upstream overloaded")),
-		loopback.JSON(http.StatusOK, loopback.OpenAIChat("hello")),
+		recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "", "upstream overloaded")),
+		recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("hello")),
 	)
 	defer gw.Close()
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
@@ -57,8 +57,8 @@ func ExampleNewRequestLog() {
 func ExampleNewSigner() {
 	key := []byte("example key")
 	gw := newGateway(key,
-		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "", "upstream overloaded")),
-		loopback.JSON(http.StatusOK, loopback.OpenAIChat("hello")),
+		recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "", "upstream overloaded")),
+		recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("hello")),
 	)
 	defer gw.Close()
 	ch, err := chain.Default(NewGatewayCodec(),

@@ -35,9 +35,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The demo's secrets. A real program reads them from its configuration; the
@@ -123,8 +123,8 @@ func run(w io.Writer) error {
 
 	// One completion through the hand-built chain.
 	gw := newGateway(key,
-		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "", "upstream overloaded")),
-		loopback.JSON(http.StatusOK, loopback.OpenAIChat("Hello through a custom chain."), "X-Gateway-Request-Id", "gw-demo-1"),
+		recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "", "upstream overloaded")),
+		recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("Hello through a custom chain."), "X-Gateway-Request-Id", "gw-demo-1"),
 	)
 	defer gw.Close()
 	client, err := chain.NewClient(gw.URL, ch, chain.WithAPIKey(demoAPIKey))

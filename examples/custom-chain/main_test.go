@@ -12,10 +12,10 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/capture"
 	"github.com/recourse-dev/recourse/layers/sender"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind. No
@@ -33,10 +33,10 @@ func helloRequest() *chat.Request {
 }
 
 // busyThenHello is the script of most tests: a 503, then an answer.
-func busyThenHello() []loopback.Reply {
-	return []loopback.Reply{
-		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "", "upstream overloaded")),
-		loopback.JSON(http.StatusOK, loopback.OpenAIChat("hello")),
+func busyThenHello() []recoursetest.Step {
+	return []recoursetest.Step{
+		recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "", "upstream overloaded")),
+		recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("hello")),
 	}
 }
 

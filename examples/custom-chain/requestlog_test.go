@@ -18,9 +18,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layer/layertest"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The request log keeps the layer contract: pass-through, errors passed up,
@@ -86,9 +86,9 @@ func assertNoSecret(t *testing.T, log string, key []byte, gw *gateway, extra ...
 func TestRequestLogOneRecordPerCall(t *testing.T) {
 	key := []byte(demoSigningKey)
 	gw := newGateway(key,
-		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "", "upstream overloaded")),
-		loopback.JSON(http.StatusOK, loopback.OpenAIChat("canary-answer one")),
-		loopback.JSON(http.StatusOK, loopback.OpenAIChat("canary-answer two")),
+		recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "", "upstream overloaded")),
+		recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("canary-answer one")),
+		recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("canary-answer two")),
 	)
 	t.Cleanup(gw.Close)
 	buf, logger := newJSONLog()
@@ -139,21 +139,21 @@ func TestRequestLogOneRecordPerCall(t *testing.T) {
 // layer, its type and the recovery outcome.
 func TestRequestLogFailures(t *testing.T) {
 	key := []byte(demoSigningKey)
-	busy := loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "", "upstream overloaded"))
-	bad := loopback.JSON(http.StatusBadRequest, loopback.OpenAIError("invalid_request_error", "", "canary-answer: bad request"))
+	busy := recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "", "upstream overloaded"))
+	bad := recoursetest.JSON(http.StatusBadRequest, recoursetest.OpenAIError("invalid_request_error", "", "canary-answer: bad request"))
 	for _, tc := range []struct {
 		name   string
-		script []loopback.Reply
+		script []recoursetest.Step
 		dropIn bool
 		want   map[string]any
 	}{
-		{"permanent 400, native client", []loopback.Reply{bad}, false, map[string]any{
+		{"permanent 400, native client", []recoursetest.Step{bad}, false, map[string]any{
 			"status": 400.0, "reason": "permanent", "error": "*layer.RecoveryError", "outcome": "interrupted", "wire_attempts": 1.0}},
-		{"three 503s, native client", []loopback.Reply{busy, busy, busy}, false, map[string]any{
+		{"three 503s, native client", []recoursetest.Step{busy, busy, busy}, false, map[string]any{
 			"status": 503.0, "reason": "transient", "error": "*layer.RecoveryError", "outcome": "exhausted", "wire_attempts": 3.0}},
 		// A drop-in client gets the 400 itself: no error reaches the layer,
 		// the call's Result still names the outcome.
-		{"permanent 400, drop-in", []loopback.Reply{bad}, true, map[string]any{
+		{"permanent 400, drop-in", []recoursetest.Step{bad}, true, map[string]any{
 			"status": 400.0, "reason": "permanent", "outcome": "interrupted", "wire_attempts": 1.0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,10 +204,10 @@ func dropInPost(t *testing.T, ch *chain.Chain, gw *gateway, req *chat.Request) (
 	return (&http.Client{Transport: ch}).Do(hreq)
 }
 
-func streamScript() []loopback.Reply {
-	return []loopback.Reply{
-		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "", "upstream overloaded")),
-		loopback.SSE(loopback.OpenAIStream("canary-answer ", "streamed")...),
+func streamScript() []recoursetest.Step {
+	return []recoursetest.Step{
+		recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "", "upstream overloaded")),
+		recoursetest.SSE(recoursetest.OpenAIStream("canary-answer ", "streamed")...),
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"sync"
 
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // gateway is a scripted stand-in for the gateway on 127.0.0.1. Before it
@@ -25,7 +25,7 @@ type gateway struct {
 	key []byte
 
 	mu       sync.Mutex
-	script   []loopback.Reply
+	script   []recoursetest.Step
 	received []received
 	attempts map[string]bool
 }
@@ -46,7 +46,7 @@ type received struct {
 
 // newGateway starts a gateway that verifies signatures under key and
 // answers accepted requests with script, then 500.
-func newGateway(key []byte, script ...loopback.Reply) *gateway {
+func newGateway(key []byte, script ...recoursetest.Step) *gateway {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic("custom-chain: listen on 127.0.0.1: " + err.Error())
@@ -74,10 +74,10 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request) {
 	case g.attempts[rec.AttemptID]:
 		rec.Problem = "replayed attempt"
 	}
-	reply := loopback.JSON(http.StatusUnauthorized, loopback.OpenAIError("invalid_request_error", "", "request refused: "+rec.Problem))
+	reply := recoursetest.JSON(http.StatusUnauthorized, recoursetest.OpenAIError("invalid_request_error", "", "request refused: "+rec.Problem))
 	if rec.Problem == "" {
 		g.attempts[rec.AttemptID] = true
-		reply = loopback.JSON(http.StatusInternalServerError, loopback.OpenAIError("server_error", "", "script exhausted"))
+		reply = recoursetest.JSON(http.StatusInternalServerError, recoursetest.OpenAIError("server_error", "", "script exhausted"))
 		if len(g.script) > 0 {
 			reply, g.script = g.script[0], g.script[1:]
 		}
@@ -92,13 +92,12 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = append([]string(nil), v...)
 	}
 	w.WriteHeader(rec.Status)
-	_, _ = io.WriteString(w, reply.Body)
-	if len(reply.Chunks) > 0 {
-		rc := http.NewResponseController(w)
-		for _, c := range reply.Chunks {
-			_, _ = io.WriteString(w, c)
-			_ = rc.Flush()
-		}
+	// The script's steps are played simply: every chunk written and
+	// flushed (a JSON step is one chunk with its Content-Length).
+	rc := http.NewResponseController(w)
+	for _, c := range reply.Chunks {
+		_, _ = w.Write(c)
+		_ = rc.Flush()
 	}
 }
 

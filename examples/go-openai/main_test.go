@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,16 +24,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // harness is one test's server, client, events and recorded sleeps (the
 // policy's Sleep returns at once: no test waits for a backoff).
 type harness struct {
-	srv    *loopback.Server
+	srv    *recoursetest.Server
 	client *openai.Client
 	events []layer.EventType
 	sleeps []time.Duration
 	call   *layer.Call
 }
 
-func newHarness(t *testing.T, script ...loopback.Reply) *harness {
+func newHarness(t *testing.T, script ...recoursetest.Step) *harness {
 	t.Helper()
-	h := &harness{srv: loopback.New(script...), call: &layer.Call{}}
+	h := &harness{srv: recoursetest.NewServer(script...), call: &layer.Call{}}
 	t.Cleanup(h.srv.Close)
 	var err error
 	h.client, err = newClient(h.srv.URL+"/v1", "sk-test-key", retry.Policy{
@@ -79,16 +79,16 @@ func (h *harness) assertPOSTs(t *testing.T, n int) {
 	}
 }
 
-func overloaded(kv ...string) loopback.Reply {
-	return loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), kv...)
+func overloaded(kv ...string) recoursetest.Step {
+	return recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "overloaded"), kv...)
 }
 
-func rateLimited() loopback.Reply {
-	return loopback.JSON(http.StatusTooManyRequests, loopback.OpenAIError("requests", "rate_limit_exceeded", "Rate limit reached"), "Retry-After", "2")
+func rateLimited() recoursetest.Step {
+	return recoursetest.JSON(http.StatusTooManyRequests, recoursetest.OpenAIError("requests", "rate_limit_exceeded", "Rate limit reached"), "Retry-After", "2")
 }
 
 func TestUnary503Then200(t *testing.T) {
-	h := newHarness(t, overloaded(), loopback.JSON(200, loopback.OpenAIChat("scripted hello")))
+	h := newHarness(t, overloaded(), recoursetest.JSON(200, recoursetest.OpenAIChat("scripted hello")))
 	resp, err := h.complete(t)
 	require.NoError(t, err)
 	require.Len(t, resp.Choices, 1)
@@ -97,7 +97,7 @@ func TestUnary503Then200(t *testing.T) {
 }
 
 func TestUnary429RetryAfter(t *testing.T) {
-	h := newHarness(t, rateLimited(), loopback.JSON(200, loopback.OpenAIChat("scripted hello")))
+	h := newHarness(t, rateLimited(), recoursetest.JSON(200, recoursetest.OpenAIChat("scripted hello")))
 	resp, err := h.complete(t)
 	require.NoError(t, err)
 	assert.Equal(t, "scripted hello", resp.Choices[0].Message.Content)
@@ -108,7 +108,7 @@ func TestUnary429RetryAfter(t *testing.T) {
 // Cut before any response byte (the connection drops): nothing reached
 // the caller, so the call is resent; one answer, 2 POSTs.
 func TestUnaryCutBeforeContentIsRecovered(t *testing.T) {
-	h := newHarness(t, loopback.Hangup(), loopback.JSON(200, loopback.OpenAIChat("scripted hello")))
+	h := newHarness(t, recoursetest.Reset(), recoursetest.JSON(200, recoursetest.OpenAIChat("scripted hello")))
 	resp, err := h.complete(t)
 	require.NoError(t, err)
 	assert.Equal(t, "scripted hello", resp.Choices[0].Message.Content)
@@ -119,9 +119,9 @@ func TestUnaryCutBeforeContentIsRecovered(t *testing.T) {
 // is not resent (partial_response); an error that unwraps to the typed
 // error, never a success.
 func TestUnaryCutAfterContentIsAnError(t *testing.T) {
-	body := loopback.OpenAIChat("scripted hello")
-	cut := loopback.Reply{Header: http.Header{"Content-Type": {"application/json"}}, Chunks: []string{body[:len(body)/2]}, Abort: true}
-	h := newHarness(t, cut, loopback.JSON(200, body))
+	body := recoursetest.OpenAIChat("scripted hello")
+	cut := recoursetest.JSON(200, body).Cut(len(body) / 2)
+	h := newHarness(t, cut, recoursetest.JSON(200, body))
 	_, err := h.complete(t)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
@@ -133,7 +133,7 @@ func TestUnaryCutAfterContentIsAnError(t *testing.T) {
 // success with no choices; through recourse it is an error that unwraps to
 // the typed error, after one POST.
 func TestUnary200WithErrorBodyFailsClosed(t *testing.T) {
-	h := newHarness(t, loopback.JSON(200, loopback.OpenAIError("server_error", "server_error", "The model crashed.")))
+	h := newHarness(t, recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "The model crashed.")))
 	_, err := h.complete(t)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
@@ -145,7 +145,7 @@ func TestUnary200WithErrorBodyFailsClosed(t *testing.T) {
 // Exhausted: go-openai's own *openai.APIError for the final 503 (status,
 // code, message) and the typed outcome and history in the call's Result.
 func TestUnaryExhausted(t *testing.T) {
-	h := newHarness(t, overloaded(), overloaded(), overloaded(), loopback.JSON(200, loopback.OpenAIChat("never")))
+	h := newHarness(t, overloaded(), overloaded(), overloaded(), recoursetest.JSON(200, recoursetest.OpenAIChat("never")))
 	_, err := h.complete(t)
 	var aerr *openai.APIError
 	require.True(t, errors.As(err, &aerr), "errors.As(*openai.APIError) on %T: %v", err, err)
@@ -161,21 +161,21 @@ func TestUnaryExhausted(t *testing.T) {
 // A redirect is never followed (R2.2): an error that unwraps to the typed
 // error, the target never contacted.
 func TestUnaryRedirectIsRefused(t *testing.T) {
-	target := loopback.New(loopback.JSON(200, loopback.OpenAIChat("must not be reached")))
+	target := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.OpenAIChat("must not be reached")))
 	t.Cleanup(target.Close)
-	h := newHarness(t, loopback.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
+	h := newHarness(t, recoursetest.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
 	_, err := h.complete(t)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
 	assert.Equal(t, http.StatusTemporaryRedirect, rerr.Failure.HTTPStatus)
 	var uerr *url.Error
 	assert.True(t, errors.As(err, &uerr))
-	assert.Zero(t, target.Hits(), "the redirect target was contacted")
+	assert.Zero(t, target.Count(), "the redirect target was contacted")
 	h.assertPOSTs(t, 1)
 }
 
 func TestStream503Then200(t *testing.T) {
-	h := newHarness(t, overloaded(), loopback.SSE(loopback.OpenAIStream("Hel", "lo")...))
+	h := newHarness(t, overloaded(), recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...))
 	text, err := h.stream(t)
 	require.NoError(t, err)
 	assert.Equal(t, "Hello", text)
@@ -183,7 +183,7 @@ func TestStream503Then200(t *testing.T) {
 }
 
 func TestStream429RetryAfter(t *testing.T) {
-	h := newHarness(t, rateLimited(), loopback.SSE(loopback.OpenAIStream("Hel", "lo")...))
+	h := newHarness(t, rateLimited(), recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...))
 	text, err := h.stream(t)
 	require.NoError(t, err)
 	assert.Equal(t, "Hello", text)
@@ -194,8 +194,8 @@ func TestStream429RetryAfter(t *testing.T) {
 // Cut after the role chunk, before any content: resumed from a new attempt,
 // the text exactly once.
 func TestStreamCutBeforeContentIsRecovered(t *testing.T) {
-	events := loopback.OpenAIStream("Hel", "lo")
-	h := newHarness(t, loopback.SSE(events[0]).Aborted(), loopback.SSE(events...))
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	h := newHarness(t, recoursetest.SSE(events[0]).CutEvents(1), recoursetest.SSE(events...))
 	text, err := h.stream(t)
 	require.NoError(t, err)
 	assert.Equal(t, "Hello", text, "no duplicated text")
@@ -206,8 +206,8 @@ func TestStreamCutBeforeContentIsRecovered(t *testing.T) {
 // error event and returns it as its own *openai.APIError carrying the
 // typed error's safe text; the typed error is in the call's Result.
 func TestStreamCutAfterContentIsAnError(t *testing.T) {
-	events := loopback.OpenAIStream("Hel", "lo")
-	h := newHarness(t, loopback.SSE(events[:2]...).Aborted(), loopback.SSE(events...))
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	h := newHarness(t, recoursetest.SSE(events[:2]...).CutEvents(2), recoursetest.SSE(events...))
 	text, err := h.stream(t)
 	require.Error(t, err)
 	assert.Equal(t, "Hel", text)
@@ -224,7 +224,7 @@ func TestStreamCutAfterContentIsAnError(t *testing.T) {
 // A 200 stream whose only event is an error object: go-openai reports the
 // provider's own error (the event is handed over), never a success.
 func TestStream200WithErrorEventIsAnError(t *testing.T) {
-	h := newHarness(t, loopback.SSE(loopback.SSEEvent(loopback.OpenAIError("server_error", "server_error", "The model crashed."))))
+	h := newHarness(t, recoursetest.SSE("data: "+recoursetest.OpenAIError("server_error", "server_error", "The model crashed.")+"\n\n"))
 	_, err := h.stream(t)
 	var aerr *openai.APIError
 	require.True(t, errors.As(err, &aerr), "errors.As(*openai.APIError) on %T: %v", err, err)
@@ -235,7 +235,7 @@ func TestStream200WithErrorEventIsAnError(t *testing.T) {
 
 // A 200 stream answered with a JSON error body (not SSE): an error.
 func TestStream200WithErrorBodyIsAnError(t *testing.T) {
-	h := newHarness(t, loopback.JSON(200, loopback.OpenAIError("server_error", "server_error", "The model crashed.")))
+	h := newHarness(t, recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "The model crashed.")))
 	_, err := h.stream(t)
 	require.Error(t, err)
 	require.NotNil(t, h.call.Result.Err)
@@ -254,13 +254,13 @@ func TestStreamExhausted(t *testing.T) {
 }
 
 func TestStreamRedirectIsRefused(t *testing.T) {
-	target := loopback.New(loopback.SSE(loopback.OpenAIStream("never")...))
+	target := recoursetest.NewServer(recoursetest.SSE(recoursetest.OpenAIStream("never")...))
 	t.Cleanup(target.Close)
-	h := newHarness(t, loopback.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
+	h := newHarness(t, recoursetest.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
 	_, err := h.stream(t)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Zero(t, target.Hits())
+	assert.Zero(t, target.Count())
 	h.assertPOSTs(t, 1)
 }
 

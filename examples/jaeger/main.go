@@ -37,10 +37,10 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/otelbridge"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The canaries: the API key and the prompt are sent to the scripted
@@ -100,10 +100,10 @@ func run(ctx context.Context, w io.Writer, cfg config) (traces, error) {
 	}()
 
 	// The scripted provider stands in for api.openai.com.
-	busy := scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "The server is overloaded."))
-	srv := scripted.New(
-		busy, scripted.JSON(200, scripted.OpenAIChat("Hello from the second attempt.")),
-		busy, scripted.SSE(scripted.OpenAIStream("Hello ", "from ", "a ", "stream.")...),
+	busy := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded."))
+	srv := recoursetest.NewServer(
+		busy, recoursetest.JSON(200, recoursetest.OpenAIChat("Hello from the second attempt.")),
+		busy, recoursetest.SSE(recoursetest.OpenAIStream("Hello ", "from ", "a ", "stream.")...),
 	)
 	defer srv.Close()
 

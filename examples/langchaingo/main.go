@@ -41,9 +41,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func main() {
@@ -52,6 +52,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// sseKeepalive is an SSE comment event, the keep-alive some servers send
+// before the first chunk; the offline script cuts a stream right after it.
+const sseKeepalive = ": keep-alive\n\n"
 
 // run picks the endpoint (the local scripted server unless OPENAI_BASE_URL
 // is set), runs one ordinary and one streamed completion and prints what
@@ -62,11 +66,11 @@ func run(w io.Writer) error {
 		model = "gpt-4o-mini"
 	}
 	if apiBase == "" {
-		srv := loopback.New(
-			loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "The server is overloaded.")),
-			loopback.JSON(http.StatusOK, loopback.OpenAIChat("Hello from the scripted server.")),
-			loopback.SSE(loopback.SSEKeepalive).Aborted(),
-			loopback.SSE(loopback.OpenAIStream("Hello", " from", " a", " resumed", " stream.")...),
+		srv := recoursetest.NewServer(
+			recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded.")),
+			recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("Hello from the scripted server.")),
+			recoursetest.SSE(sseKeepalive).CutEvents(1),
+			recoursetest.SSE(recoursetest.OpenAIStream("Hello", " from", " a", " resumed", " stream.")...),
 		)
 		defer srv.Close()
 		apiBase, key = srv.URL+"/v1", "sk-offline-demo"

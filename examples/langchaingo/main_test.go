@@ -15,8 +15,8 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind. No
@@ -42,9 +42,9 @@ func (r *recorder) types() []layer.EventType {
 	return out
 }
 
-func start(t *testing.T, script ...loopback.Reply) *loopback.Server {
+func start(t *testing.T, script ...recoursetest.Step) *recoursetest.Server {
 	t.Helper()
-	srv := loopback.New(script...)
+	srv := recoursetest.NewServer(script...)
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -78,7 +78,7 @@ func generate(ctx context.Context, t *testing.T, llm *openai.LLM, streaming bool
 
 // throughChain runs one call through the program's LLM (newLLM: the
 // default chain, MaxAttempts 3).
-func throughChain(t *testing.T, srv *loopback.Server, streaming bool) (result, *recorder) {
+func throughChain(t *testing.T, srv *recoursetest.Server, streaming bool) (result, *recorder) {
 	t.Helper()
 	rec := &recorder{}
 	llm, err := newLLM(srv.URL+"/v1", "sk-test-key", "gpt-4o-mini", rec.onEvent)
@@ -88,7 +88,7 @@ func throughChain(t *testing.T, srv *loopback.Server, streaming bool) (result, *
 
 // plain runs the same call through langchaingo with a plain http.Client,
 // for comparison.
-func plain(t *testing.T, srv *loopback.Server, streaming bool) result {
+func plain(t *testing.T, srv *recoursetest.Server, streaming bool) result {
 	t.Helper()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
@@ -104,7 +104,7 @@ func plain(t *testing.T, srv *loopback.Server, streaming bool) result {
 
 // assertPOSTs checks that srv received exactly n POSTs to the chat
 // endpoint, all with the byte-identical body and credential (R2.3).
-func assertPOSTs(t *testing.T, srv *loopback.Server, n int, streaming bool) {
+func assertPOSTs(t *testing.T, srv *recoursetest.Server, n int, streaming bool) {
 	t.Helper()
 	reqs := srv.Requests()
 	require.Len(t, reqs, n, "POSTs that reached the server")
@@ -135,8 +135,8 @@ func requireInterrupted(t *testing.T, err error) *layer.RecoveryError {
 // successful call, the server two POSTs.
 func TestGenerate503Then200(t *testing.T) {
 	srv := start(t,
-		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded")),
-		loopback.JSON(http.StatusOK, loopback.OpenAIChat("scripted hello")),
+		recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "overloaded")),
+		recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("scripted hello")),
 	)
 
 	got, rec := throughChain(t, srv, false)
@@ -157,8 +157,8 @@ func TestGenerate503Then200(t *testing.T) {
 // sees the content once, GenerateContent succeeds, 2 POSTs.
 func TestStreamKeepaliveThenAbortIsResumed(t *testing.T) {
 	srv := start(t,
-		loopback.SSE(loopback.SSEKeepalive).Aborted(),
-		loopback.SSE(loopback.OpenAIStream("Hel", "lo")...),
+		recoursetest.SSE(sseKeepalive).CutEvents(1),
+		recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...),
 	)
 
 	got, rec := throughChain(t, srv, true)
@@ -177,8 +177,8 @@ func TestStreamKeepaliveThenAbortIsResumed(t *testing.T) {
 // incomplete stream (R13.3) and GenerateContent fails with an error that
 // wraps the typed interrupted error. 1 POST.
 func TestStreamWithoutDoneIsAnError(t *testing.T) {
-	events := loopback.OpenAIStream("Hel", "lo")
-	noDone := loopback.SSE(events[:len(events)-1]...)
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	noDone := recoursetest.SSE(events[:len(events)-1]...)
 
 	t.Run("plain langchaingo", func(t *testing.T) {
 		srv := start(t, noDone)
@@ -187,7 +187,7 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 		assert.Equal(t, "Hello", got.resp.Choices[0].Content)
 	})
 	t.Run("through recourse", func(t *testing.T) {
-		srv := start(t, noDone, loopback.SSE(events...))
+		srv := start(t, noDone, recoursetest.SSE(events...))
 		got, rec := throughChain(t, srv, true)
 		rerr := requireInterrupted(t, got.err)
 		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category)
@@ -203,9 +203,9 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 // as a success; through recourse GenerateContent fails with the typed
 // interrupted error (category provider_response). 1 POST.
 func TestStreamMidStreamErrorIsAnError(t *testing.T) {
-	events := loopback.OpenAIStream("Hel", "lo")
-	midError := loopback.SSE(events[0], events[1],
-		loopback.SSEEvent(loopback.OpenAIError("server_error", "server_error", "The model crashed.")), loopback.SSEDone)
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	midError := recoursetest.SSE(events[0], events[1],
+		sseEvent(recoursetest.OpenAIError("server_error", "server_error", "The model crashed.")), recoursetest.StreamDone)
 
 	t.Run("plain langchaingo", func(t *testing.T) {
 		srv := start(t, midError)
@@ -214,7 +214,7 @@ func TestStreamMidStreamErrorIsAnError(t *testing.T) {
 		assert.Equal(t, "Hel", got.resp.Choices[0].Content)
 	})
 	t.Run("through recourse", func(t *testing.T) {
-		srv := start(t, midError, loopback.SSE(events...))
+		srv := start(t, midError, recoursetest.SSE(events...))
 		got, rec := throughChain(t, srv, true)
 		rerr := requireInterrupted(t, got.err)
 		assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category)
@@ -235,7 +235,7 @@ func TestStreamMidStreamErrorIsAnError(t *testing.T) {
 // inspect; the typed error (outcome and history) is in a *layer.Call placed
 // in the call's context.
 func TestExhaustedKeepsTheProviderMessage(t *testing.T) {
-	overloaded := loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
+	overloaded := recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
 	srv := start(t, overloaded, overloaded, overloaded)
 	llm, err := newLLM(srv.URL+"/v1", "sk-test-key", "gpt-4o-mini", nil)
 	require.NoError(t, err)
@@ -256,8 +256,8 @@ func TestExhaustedKeepsTheProviderMessage(t *testing.T) {
 // own plain error from the body ("API returned unexpected status code:
 // 400: <message>"), with no type to inspect. 1 POST.
 func TestBadRequestPassesThrough(t *testing.T) {
-	srv := start(t, loopback.JSON(http.StatusBadRequest,
-		loopback.OpenAIError("invalid_request_error", "invalid_value", "bad 'messages'")))
+	srv := start(t, recoursetest.JSON(http.StatusBadRequest,
+		recoursetest.OpenAIError("invalid_request_error", "invalid_value", "bad 'messages'")))
 
 	got, rec := throughChain(t, srv, false)
 
@@ -275,8 +275,8 @@ func TestBadRequestPassesThrough(t *testing.T) {
 // context.Canceled nor the typed error is reachable from it.
 func TestCancelDuringBackoff(t *testing.T) {
 	srv := start(t,
-		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "10"),
-		loopback.JSON(http.StatusOK, loopback.OpenAIChat("must not be fetched")),
+		recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "10"),
+		recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("must not be fetched")),
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -315,3 +315,6 @@ func TestRunOffline(t *testing.T) {
 	assert.Contains(t, s, "streamed (finish stop): Hello from a resumed stream.")
 	assert.NotContains(t, s, "sk-offline-demo", "the key never appears in the output")
 }
+
+// sseEvent returns one SSE event carrying data.
+func sseEvent(data string) string { return "data: " + data + "\n\n" }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The drop-in matrix for langchaingo: every scenario in both modes, and the
@@ -64,13 +64,13 @@ func requireHidden(t *testing.T, m *matrix, got result) *layer.RecoveryError {
 // matrix is one test's server, LLM, layer.Call and recorded sleeps: the
 // policy's Sleep returns at once, so no test waits for a backoff.
 type matrix struct {
-	srv    *loopback.Server
+	srv    *recoursetest.Server
 	llm    *openai.LLM
 	sleeps []time.Duration
 	call   *layer.Call
 }
 
-func newMatrix(t *testing.T, script ...loopback.Reply) *matrix {
+func newMatrix(t *testing.T, script ...recoursetest.Step) *matrix {
 	t.Helper()
 	m := &matrix{srv: start(t, script...), call: &layer.Call{}}
 	ch, err := chain.Default(openaicodec.New(), chain.WithPolicy(retry.Policy{
@@ -97,16 +97,16 @@ func (m *matrix) generate(t *testing.T, streaming bool) result {
 	return generate(layer.WithCall(context.Background(), m.call), t, m.llm, streaming)
 }
 
-func overloaded() loopback.Reply {
-	return loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"))
+func overloaded() recoursetest.Step {
+	return recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
 }
 
-func rateLimited() loopback.Reply {
-	return loopback.JSON(http.StatusTooManyRequests, loopback.OpenAIError("requests", "rate_limit_exceeded", "Rate limit reached"), "Retry-After", "2")
+func rateLimited() recoursetest.Step {
+	return recoursetest.JSON(http.StatusTooManyRequests, recoursetest.OpenAIError("requests", "rate_limit_exceeded", "Rate limit reached"), "Retry-After", "2")
 }
 
 func TestMatrixUnary429RetryAfter(t *testing.T) {
-	m := newMatrix(t, rateLimited(), loopback.JSON(http.StatusOK, loopback.OpenAIChat("scripted hello")))
+	m := newMatrix(t, rateLimited(), recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("scripted hello")))
 	got := m.generate(t, false)
 	require.NoError(t, got.err)
 	assert.Equal(t, "scripted hello", got.resp.Choices[0].Content)
@@ -116,7 +116,7 @@ func TestMatrixUnary429RetryAfter(t *testing.T) {
 
 // The connection drops before any response byte: resent; one answer, 2 POSTs.
 func TestMatrixUnaryCutBeforeContent(t *testing.T) {
-	m := newMatrix(t, loopback.Hangup(), loopback.JSON(http.StatusOK, loopback.OpenAIChat("scripted hello")))
+	m := newMatrix(t, recoursetest.Reset(), recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("scripted hello")))
 	got := m.generate(t, false)
 	require.NoError(t, got.err)
 	assert.Equal(t, "scripted hello", got.resp.Choices[0].Content)
@@ -127,9 +127,9 @@ func TestMatrixUnaryCutBeforeContent(t *testing.T) {
 // never a success. langchaingo hides the type (the fixed network error);
 // the Call holds the typed error, outcome interrupted.
 func TestMatrixUnaryCutAfterContent(t *testing.T) {
-	body := loopback.OpenAIChat("scripted hello")
-	cut := loopback.Reply{Header: http.Header{"Content-Type": {"application/json"}}, Chunks: []string{body[:len(body)/2]}, Abort: true}
-	m := newMatrix(t, cut, loopback.JSON(http.StatusOK, body))
+	body := recoursetest.OpenAIChat("scripted hello")
+	cut := recoursetest.JSON(200, body).Cut(len(body) / 2)
+	m := newMatrix(t, cut, recoursetest.JSON(http.StatusOK, body))
 	got := m.generate(t, false)
 	rerr := requireHidden(t, m, got)
 	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
@@ -141,7 +141,7 @@ func TestMatrixUnaryCutAfterContent(t *testing.T) {
 // empty success plain langchaingo would make of it. langchaingo hides the
 // type (the fixed network error); the Call holds the typed error.
 func TestMatrixUnary200WithErrorBody(t *testing.T) {
-	m := newMatrix(t, loopback.JSON(http.StatusOK, loopback.OpenAIError("server_error", "server_error", "The model crashed.")))
+	m := newMatrix(t, recoursetest.JSON(http.StatusOK, recoursetest.OpenAIError("server_error", "server_error", "The model crashed.")))
 	got := m.generate(t, false)
 	rerr := requireHidden(t, m, got)
 	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
@@ -152,17 +152,17 @@ func TestMatrixUnary200WithErrorBody(t *testing.T) {
 // A redirect is never followed (R2.2): langchaingo's fixed network error,
 // the typed error in the Call, the target never contacted.
 func TestMatrixUnaryRedirectIsRefused(t *testing.T) {
-	target := start(t, loopback.JSON(http.StatusOK, loopback.OpenAIChat("must not be reached")))
-	m := newMatrix(t, loopback.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
+	target := start(t, recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("must not be reached")))
+	m := newMatrix(t, recoursetest.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
 	got := m.generate(t, false)
 	rerr := requireHidden(t, m, got)
 	assert.Equal(t, http.StatusTemporaryRedirect, rerr.Failure.HTTPStatus)
-	assert.Zero(t, target.Hits(), "the redirect target was contacted")
+	assert.Zero(t, target.Count(), "the redirect target was contacted")
 	assertPOSTs(t, m.srv, 1, false)
 }
 
 func TestMatrixStream503Then200(t *testing.T) {
-	m := newMatrix(t, overloaded(), loopback.SSE(loopback.OpenAIStream("Hel", "lo")...))
+	m := newMatrix(t, overloaded(), recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...))
 	got := m.generate(t, true)
 	require.NoError(t, got.err)
 	assert.Equal(t, "Hello", got.streamed)
@@ -171,7 +171,7 @@ func TestMatrixStream503Then200(t *testing.T) {
 }
 
 func TestMatrixStream429RetryAfter(t *testing.T) {
-	m := newMatrix(t, rateLimited(), loopback.SSE(loopback.OpenAIStream("Hel", "lo")...))
+	m := newMatrix(t, rateLimited(), recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...))
 	got := m.generate(t, true)
 	require.NoError(t, got.err)
 	assert.Equal(t, "Hello", got.streamed)
@@ -182,8 +182,8 @@ func TestMatrixStream429RetryAfter(t *testing.T) {
 // Content, then the connection drops: never resent, never a success; the
 // read error wraps the typed error (outcome interrupted); content once.
 func TestMatrixStreamCutAfterContent(t *testing.T) {
-	events := loopback.OpenAIStream("Hel", "lo")
-	m := newMatrix(t, loopback.SSE(events[:2]...).Aborted(), loopback.SSE(events...))
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	m := newMatrix(t, recoursetest.SSE(events[:2]...).CutEvents(2), recoursetest.SSE(events...))
 	got := m.generate(t, true)
 	rerr := requireInterrupted(t, got.err)
 	assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category)
@@ -198,7 +198,7 @@ func TestMatrixStreamCutAfterContent(t *testing.T) {
 // resends it; the stream read error wraps the typed error (interrupted,
 // provider_response) and names the known provider code.
 func TestMatrixStream200WithErrorBody(t *testing.T) {
-	crashed := loopback.JSON(http.StatusOK, loopback.OpenAIError("server_error", "server_error", "The model crashed."))
+	crashed := recoursetest.JSON(http.StatusOK, recoursetest.OpenAIError("server_error", "server_error", "The model crashed."))
 	m := newMatrix(t, crashed, crashed, crashed)
 	got := m.generate(t, true)
 	var rerr *layer.RecoveryError
@@ -215,7 +215,7 @@ func TestMatrixStream200WithErrorBody(t *testing.T) {
 // langchaingo builds its own plain error with the provider's message (it
 // has no error type for it); the typed outcome is in the Call.
 func TestMatrixStreamExhausted(t *testing.T) {
-	m := newMatrix(t, overloaded(), overloaded(), overloaded(), loopback.SSE(loopback.OpenAIStream("never")...))
+	m := newMatrix(t, overloaded(), overloaded(), overloaded(), recoursetest.SSE(recoursetest.OpenAIStream("never")...))
 	got := m.generate(t, true)
 	require.Error(t, got.err)
 	assert.Equal(t, "API returned unexpected status code: 503: overloaded", got.err.Error())
@@ -230,12 +230,12 @@ func TestMatrixStreamExhausted(t *testing.T) {
 // A redirect on a streamed request is never followed: as for unary, the
 // fixed network error and the typed error in the Call.
 func TestMatrixStreamRedirectIsRefused(t *testing.T) {
-	target := start(t, loopback.SSE(loopback.OpenAIStream("must not be reached")...))
-	m := newMatrix(t, loopback.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
+	target := start(t, recoursetest.SSE(recoursetest.OpenAIStream("must not be reached")...))
+	m := newMatrix(t, recoursetest.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
 	got := m.generate(t, true)
 	rerr := requireHidden(t, m, got)
 	assert.Equal(t, http.StatusTemporaryRedirect, rerr.Failure.HTTPStatus)
 	assert.Empty(t, got.streamed)
-	assert.Zero(t, target.Hits(), "the redirect target was contacted")
+	assert.Zero(t, target.Count(), "the redirect target was contacted")
 	assertPOSTs(t, m.srv, 1, true)
 }

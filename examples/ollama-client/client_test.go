@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind. No
@@ -61,16 +61,16 @@ func (h *hookSpy) requests() []layer.AdmissionRequest {
 	return append([]layer.AdmissionRequest(nil), h.asked...)
 }
 
-func start(t *testing.T, script ...loopback.Reply) *loopback.Server {
+func start(t *testing.T, script ...recoursetest.Step) *recoursetest.Server {
 	t.Helper()
-	srv := loopback.New(script...)
+	srv := recoursetest.NewServer(script...)
 	t.Cleanup(srv.Close)
 	return srv
 }
 
 // chat builds the program's client (newClient) with admit and runs exactly
 // one non-streaming Chat call.
-func chat(t *testing.T, srv *loopback.Server, admit layer.AdmissionHook) ([]api.ChatResponse, *recorder, error) {
+func chat(t *testing.T, srv *recoursetest.Server, admit layer.AdmissionHook) ([]api.ChatResponse, *recorder, error) {
 	t.Helper()
 	got, rec, _, err := chatCall(t, srv, admit)
 	return got, rec, err
@@ -78,7 +78,7 @@ func chat(t *testing.T, srv *loopback.Server, admit layer.AdmissionHook) ([]api.
 
 // chatCall is chat with a *layer.Call in the request context; it returns
 // the Call, whose Result holds the typed error.
-func chatCall(t *testing.T, srv *loopback.Server, admit layer.AdmissionHook) ([]api.ChatResponse, *recorder, *layer.Call, error) {
+func chatCall(t *testing.T, srv *recoursetest.Server, admit layer.AdmissionHook) ([]api.ChatResponse, *recorder, *layer.Call, error) {
 	t.Helper()
 	base, err := url.Parse(srv.URL)
 	require.NoError(t, err)
@@ -104,7 +104,7 @@ func requireBusy(t *testing.T, err error, lc *layer.Call, o layer.Outcome) *laye
 	var serr api.StatusError
 	require.True(t, errors.As(err, &serr), "errors.As(api.StatusError) on %T: %v", err, err)
 	assert.Equal(t, http.StatusServiceUnavailable, serr.StatusCode)
-	assert.Equal(t, loopback.OllamaBusy, serr.ErrorMessage, "the provider's message is kept")
+	assert.Equal(t, ollamaBusy, serr.ErrorMessage, "the provider's message is kept")
 	rerr := lc.Result.Err
 	require.NotNil(t, rerr, "the typed error is in the call's Result")
 	assert.Equal(t, o, rerr.Outcome)
@@ -115,7 +115,7 @@ func requireBusy(t *testing.T, err error, lc *layer.Call, o layer.Outcome) *laye
 
 // assertPOSTs checks that srv received exactly n non-streaming POSTs to
 // /api/chat with byte-identical bodies (R2.3).
-func assertPOSTs(t *testing.T, srv *loopback.Server, n int) {
+func assertPOSTs(t *testing.T, srv *recoursetest.Server, n int) {
 	t.Helper()
 	reqs := srv.Requests()
 	require.Len(t, reqs, n, "POSTs that reached the server")
@@ -127,14 +127,14 @@ func assertPOSTs(t *testing.T, srv *loopback.Server, n int) {
 	}
 }
 
-func busy() loopback.Reply {
-	return loopback.JSON(http.StatusServiceUnavailable, loopback.OllamaError(loopback.OllamaBusy))
+func busy() recoursetest.Step {
+	return recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OllamaError(ollamaBusy))
 }
 
 // With an allowing hook, a 503 then a 200 is one successful Chat call and
 // two POSTs; the hook is asked once, about attempt 2 (R8.1, R8.4).
 func TestOllama503Then200WithAllowingHook(t *testing.T) {
-	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("scripted hello")))
+	srv := start(t, busy(), recoursetest.JSON(http.StatusOK, recoursetest.OllamaChat("scripted hello")))
 	spy := &hookSpy{decision: layer.Allow}
 
 	got, rec, err := chat(t, srv, spy.hook)
@@ -162,7 +162,7 @@ func TestOllama503Then200WithAllowingHook(t *testing.T) {
 
 // The program's own hook (allowBusy) allows exactly this case.
 func TestOllama503Then200WithProgramHook(t *testing.T) {
-	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("scripted hello")))
+	srv := start(t, busy(), recoursetest.JSON(http.StatusOK, recoursetest.OllamaChat("scripted hello")))
 
 	got, _, err := chat(t, srv, allowBusy)
 
@@ -177,7 +177,7 @@ func TestOllama503Then200WithProgramHook(t *testing.T) {
 // api.StatusError (status and message), and the call's Result holds our
 // *layer.RecoveryError (outcome admission_required). One POST.
 func TestOllama503WithoutHookNeedsAdmission(t *testing.T) {
-	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
+	srv := start(t, busy(), recoursetest.JSON(http.StatusOK, recoursetest.OllamaChat("must not be fetched")))
 
 	got, rec, lc, err := chatCall(t, srv, nil)
 
@@ -195,7 +195,7 @@ func TestOllama503WithoutHookNeedsAdmission(t *testing.T) {
 
 // An explicit Reject stops with admission_rejected, one POST (R8.1).
 func TestOllama503HookRejects(t *testing.T) {
-	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
+	srv := start(t, busy(), recoursetest.JSON(http.StatusOK, recoursetest.OllamaChat("must not be fetched")))
 	spy := &hookSpy{decision: layer.Reject}
 
 	_, rec, lc, err := chatCall(t, srv, spy.hook)
@@ -212,7 +212,7 @@ func TestOllama503HookRejects(t *testing.T) {
 // A 400 is permanent (R4.2): the response passes through and the Ollama
 // client returns its own api.StatusError; the hook is never asked.
 func TestOllamaBadRequestPassesThrough(t *testing.T) {
-	srv := start(t, loopback.JSON(http.StatusBadRequest, loopback.OllamaError("model is required")))
+	srv := start(t, recoursetest.JSON(http.StatusBadRequest, recoursetest.OllamaError("model is required")))
 	spy := &hookSpy{decision: layer.Allow}
 
 	_, rec, err := chat(t, srv, spy.hook)
@@ -232,7 +232,7 @@ func TestOllamaBadRequestPassesThrough(t *testing.T) {
 // the client's api.StatusError for the final 503 and the typed outcome and
 // history (in the call's Result) are both reachable.
 func TestOllamaExhausted(t *testing.T) {
-	srv := start(t, busy(), busy(), busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
+	srv := start(t, busy(), busy(), busy(), recoursetest.JSON(http.StatusOK, recoursetest.OllamaChat("must not be fetched")))
 	spy := &hookSpy{decision: layer.Allow}
 
 	_, _, lc, err := chatCall(t, srv, spy.hook)
@@ -259,7 +259,7 @@ func TestRunOffline(t *testing.T) {
 // returns http.Client's *url.Error unchanged, so both errors.As (the
 // *layer.RecoveryError) and errors.Is (context.Canceled) work.
 func TestOllamaCancelDuringAdmission(t *testing.T) {
-	srv := start(t, busy(), loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be fetched")))
+	srv := start(t, busy(), recoursetest.JSON(http.StatusOK, recoursetest.OllamaChat("must not be fetched")))
 	base, err := url.Parse(srv.URL)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

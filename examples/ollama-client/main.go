@@ -31,9 +31,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/ollama"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func main() {
@@ -43,6 +43,9 @@ func main() {
 	}
 }
 
+// ollamaBusy is the message of Ollama's 503 when its queue is full.
+const ollamaBusy = "server busy, please try again.  maximum pending requests exceeded"
+
 // run picks the endpoint (the local scripted server unless OLLAMA_HOST is
 // set), runs one chat and prints what happened to w.
 func run(w io.Writer) error {
@@ -51,9 +54,9 @@ func run(w io.Writer) error {
 		model = "llama3.2"
 	}
 	if host == "" {
-		srv := loopback.New(
-			loopback.JSON(http.StatusServiceUnavailable, loopback.OllamaError(loopback.OllamaBusy)),
-			loopback.JSON(http.StatusOK, loopback.OllamaChat("Hello from the scripted server.")),
+		srv := recoursetest.NewServer(
+			recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OllamaError(ollamaBusy)),
+			recoursetest.JSON(http.StatusOK, recoursetest.OllamaChat("Hello from the scripted server.")),
 		)
 		defer srv.Close()
 		host = srv.URL

@@ -14,9 +14,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/ollama"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The drop-in matrix for the Ollama client: every scenario in both modes,
@@ -40,13 +40,13 @@ import (
 // matrix is one test's server, client, layer.Call and recorded sleeps: the
 // policy's Sleep returns at once, so no test waits for a backoff.
 type matrix struct {
-	srv    *loopback.Server
+	srv    *recoursetest.Server
 	client *api.Client
 	sleeps []time.Duration
 	call   *layer.Call
 }
 
-func newMatrix(t *testing.T, script ...loopback.Reply) *matrix {
+func newMatrix(t *testing.T, script ...recoursetest.Step) *matrix {
 	t.Helper()
 	m := &matrix{srv: start(t, script...), call: &layer.Call{}}
 	ch, err := chain.Default(ollama.New(), chain.WithPolicy(retry.Policy{
@@ -79,12 +79,12 @@ func (m *matrix) chat(t *testing.T, streaming bool) (streamed, error) {
 	return s, err
 }
 
-func rateLimited() loopback.Reply {
-	return loopback.JSON(http.StatusTooManyRequests, loopback.OllamaError("too many requests"), "Retry-After", "2")
+func rateLimited() recoursetest.Step {
+	return recoursetest.JSON(http.StatusTooManyRequests, recoursetest.OllamaError("too many requests"), "Retry-After", "2")
 }
 
 func TestMatrixUnary429RetryAfter(t *testing.T) {
-	m := newMatrix(t, rateLimited(), loopback.JSON(http.StatusOK, loopback.OllamaChat("scripted hello")))
+	m := newMatrix(t, rateLimited(), recoursetest.JSON(http.StatusOK, recoursetest.OllamaChat("scripted hello")))
 	got, err := m.chat(t, false)
 	require.NoError(t, err)
 	assert.Equal(t, "scripted hello", got.content)
@@ -96,7 +96,7 @@ func TestMatrixUnary429RetryAfter(t *testing.T) {
 // The connection drops before any response byte: resent (the hook allows
 // it); one answer, 2 POSTs.
 func TestMatrixUnaryCutBeforeContent(t *testing.T) {
-	m := newMatrix(t, loopback.Hangup(), loopback.JSON(http.StatusOK, loopback.OllamaChat("scripted hello")))
+	m := newMatrix(t, recoursetest.Reset(), recoursetest.JSON(http.StatusOK, recoursetest.OllamaChat("scripted hello")))
 	got, err := m.chat(t, false)
 	require.NoError(t, err)
 	assert.Equal(t, "scripted hello", got.content)
@@ -107,9 +107,9 @@ func TestMatrixUnaryCutBeforeContent(t *testing.T) {
 // A 200 body cut part-way: never resent, an error (never a success) that
 // unwraps to the typed error (outcome interrupted), the Call's too.
 func TestMatrixUnaryCutAfterContent(t *testing.T) {
-	body := loopback.OllamaChat("scripted hello")
-	cut := loopback.Reply{Header: http.Header{"Content-Type": {"application/json"}}, Chunks: []string{body[:len(body)/2]}, Abort: true}
-	m := newMatrix(t, cut, loopback.JSON(http.StatusOK, body))
+	body := recoursetest.OllamaChat("scripted hello")
+	cut := recoursetest.JSON(200, body).Cut(len(body) / 2)
+	m := newMatrix(t, cut, recoursetest.JSON(http.StatusOK, body))
 	got, err := m.chat(t, false)
 	require.Error(t, err)
 	assert.Zero(t, got.calls)
@@ -123,7 +123,7 @@ func TestMatrixUnaryCutAfterContent(t *testing.T) {
 // A 200 whose body is {"error":…} fails closed: an error, never a success,
 // that unwraps to the typed error (provider_response).
 func TestMatrixUnary200WithErrorBody(t *testing.T) {
-	m := newMatrix(t, loopback.JSON(http.StatusOK, loopback.OllamaError("an error was encountered while running the model")))
+	m := newMatrix(t, recoursetest.JSON(http.StatusOK, recoursetest.OllamaError("an error was encountered while running the model")))
 	got, err := m.chat(t, false)
 	require.Error(t, err)
 	assert.Zero(t, got.calls)
@@ -138,20 +138,20 @@ func TestMatrixUnary200WithErrorBody(t *testing.T) {
 // http.Client's *url.Error around the typed error; the target is never
 // contacted.
 func TestMatrixUnaryRedirectIsRefused(t *testing.T) {
-	target := start(t, loopback.JSON(http.StatusOK, loopback.OllamaChat("must not be reached")))
-	m := newMatrix(t, loopback.Redirect(http.StatusTemporaryRedirect, target.URL+"/api/chat"))
+	target := start(t, recoursetest.JSON(http.StatusOK, recoursetest.OllamaChat("must not be reached")))
+	m := newMatrix(t, recoursetest.Redirect(http.StatusTemporaryRedirect, target.URL+"/api/chat"))
 	_, err := m.chat(t, false)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
 	assert.Equal(t, http.StatusTemporaryRedirect, rerr.Failure.HTTPStatus)
 	var uerr *url.Error
 	assert.True(t, errors.As(err, &uerr))
-	assert.Zero(t, target.Hits(), "the redirect target was contacted")
+	assert.Zero(t, target.Count(), "the redirect target was contacted")
 	assertPOSTs(t, m.srv, 1)
 }
 
 func TestMatrixStream503Then200(t *testing.T) {
-	m := newMatrix(t, busy(), loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...))
+	m := newMatrix(t, busy(), recoursetest.NDJSON(recoursetest.OllamaStream("Hel", "lo")...))
 	got, err := m.chat(t, true)
 	require.NoError(t, err)
 	assert.Equal(t, "Hello", got.content)
@@ -161,7 +161,7 @@ func TestMatrixStream503Then200(t *testing.T) {
 }
 
 func TestMatrixStream429RetryAfter(t *testing.T) {
-	m := newMatrix(t, rateLimited(), loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...))
+	m := newMatrix(t, rateLimited(), recoursetest.NDJSON(recoursetest.OllamaStream("Hel", "lo")...))
 	got, err := m.chat(t, true)
 	require.NoError(t, err)
 	assert.Equal(t, "Hello", got.content)
@@ -172,7 +172,7 @@ func TestMatrixStream429RetryAfter(t *testing.T) {
 // A 200 stream whose only line is {"error":…}: the client reports the
 // provider's own message, never a success; the typed error is in the Call.
 func TestMatrixStream200WithErrorLine(t *testing.T) {
-	m := newMatrix(t, loopback.NDJSON(loopback.OllamaError("an error was encountered while running the model")+"\n"))
+	m := newMatrix(t, recoursetest.NDJSON(recoursetest.OllamaError("an error was encountered while running the model")+"\n"))
 	got, err := m.chat(t, true)
 	require.Error(t, err)
 	assert.Equal(t, "an error was encountered while running the model", err.Error())
@@ -185,7 +185,7 @@ func TestMatrixStream200WithErrorLine(t *testing.T) {
 // Exhausted before the stream starts: the client's own api.StatusError for
 // the final, passed-through 503 and the typed outcome in the Call.
 func TestMatrixStreamExhausted(t *testing.T) {
-	m := newMatrix(t, busy(), busy(), busy(), loopback.NDJSON(loopback.OllamaStream("never")...))
+	m := newMatrix(t, busy(), busy(), busy(), recoursetest.NDJSON(recoursetest.OllamaStream("never")...))
 	_, err := m.chat(t, true)
 	rerr := requireBusy(t, err, m.call, layer.OutcomeExhausted)
 	assert.Len(t, rerr.History, 3)
@@ -193,13 +193,13 @@ func TestMatrixStreamExhausted(t *testing.T) {
 }
 
 func TestMatrixStreamRedirectIsRefused(t *testing.T) {
-	target := start(t, loopback.NDJSON(loopback.OllamaStream("must not be reached")...))
-	m := newMatrix(t, loopback.Redirect(http.StatusTemporaryRedirect, target.URL+"/api/chat"))
+	target := start(t, recoursetest.NDJSON(recoursetest.OllamaStream("must not be reached")...))
+	m := newMatrix(t, recoursetest.Redirect(http.StatusTemporaryRedirect, target.URL+"/api/chat"))
 	got, err := m.chat(t, true)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
 	assert.Equal(t, http.StatusTemporaryRedirect, rerr.Failure.HTTPStatus)
 	assert.Zero(t, got.calls)
-	assert.Zero(t, target.Hits(), "the redirect target was contacted")
+	assert.Zero(t, target.Count(), "the redirect target was contacted")
 	assertStreamPOSTs(t, m.srv, 1)
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // Streaming through the official Ollama client with the chain as its
@@ -66,7 +66,7 @@ func (s *streamed) collect(r api.ChatResponse) error {
 
 // streamChat runs one streaming chat through the program's client
 // (newClient with admit) and the program's chatStream.
-func streamChat(t *testing.T, srv *loopback.Server, admit layer.AdmissionHook, stream *bool) (streamed, *recorder) {
+func streamChat(t *testing.T, srv *recoursetest.Server, admit layer.AdmissionHook, stream *bool) (streamed, *recorder) {
 	t.Helper()
 	base, err := url.Parse(srv.URL)
 	require.NoError(t, err)
@@ -82,7 +82,7 @@ func streamChat(t *testing.T, srv *loopback.Server, admit layer.AdmissionHook, s
 
 // chatDirect runs the same chat with Chat itself: through the program's
 // client when viaChain, else through a plain http.Client.
-func chatDirect(t *testing.T, srv *loopback.Server, viaChain bool) streamed {
+func chatDirect(t *testing.T, srv *recoursetest.Server, viaChain bool) streamed {
 	t.Helper()
 	base, err := url.Parse(srv.URL)
 	require.NoError(t, err)
@@ -104,7 +104,7 @@ func chatDirect(t *testing.T, srv *loopback.Server, viaChain bool) streamed {
 
 // assertStreamPOSTs checks n POSTs to /api/chat with byte-identical
 // streaming bodies (no "stream":false).
-func assertStreamPOSTs(t *testing.T, srv *loopback.Server, n int) {
+func assertStreamPOSTs(t *testing.T, srv *recoursetest.Server, n int) {
 	t.Helper()
 	reqs := srv.Requests()
 	require.Len(t, reqs, n, "POSTs that reached the server")
@@ -120,7 +120,7 @@ func allow() *hookSpy { return &hookSpy{decision: layer.Allow} }
 
 // emptyChunk is a streamed line with empty content: a frame, but no
 // semantic evidence (R13.1), the way a model's first token can be empty.
-var emptyChunk = loopback.OllamaChunk("")
+var emptyChunk = recoursetest.OllamaStream("")[0]
 
 // requireTyped checks that err is our typed error (returned as is, not
 // wrapped) with outcome o, and returns it.
@@ -142,8 +142,8 @@ func TestStreamEmptyChunkThenAbortIsResumed(t *testing.T) {
 	for name, stream := range map[string]*bool{"stream nil": nil, "stream true": &yes} {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t,
-				loopback.NDJSON(emptyChunk).Aborted(),
-				loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...),
+				recoursetest.NDJSON(emptyChunk).CutEvents(1),
+				recoursetest.NDJSON(recoursetest.OllamaStream("Hel", "lo")...),
 			)
 			spy := allow()
 
@@ -173,8 +173,8 @@ func TestStreamEmptyChunkThenAbortIsResumed(t *testing.T) {
 // The same with the cut right after the response headers: no line at all.
 func TestStreamHeadersThenAbortIsResumed(t *testing.T) {
 	srv := start(t,
-		loopback.NDJSON().Aborted(),
-		loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...),
+		recoursetest.NDJSON().CutEvents(0),
+		recoursetest.NDJSON(recoursetest.OllamaStream("Hel", "lo")...),
 	)
 
 	got, _ := streamChat(t, srv, allow().hook, nil)
@@ -190,9 +190,9 @@ func TestStreamHeadersThenAbortIsResumed(t *testing.T) {
 // leaves NDJSON blank keepalives out of the body a drop-in client reads, so
 // through the chain the cut is resumed and the client sees one answer.
 func TestStreamBlankKeepaliveIsLeftOutOfTheBody(t *testing.T) {
-	script := []loopback.Reply{
-		loopback.NDJSON(loopback.OllamaKeepalive).Aborted(),
-		loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...),
+	script := []recoursetest.Step{
+		recoursetest.NDJSON(ollamaKeepalive).CutEvents(1),
+		recoursetest.NDJSON(recoursetest.OllamaStream("Hel", "lo")...),
 	}
 	t.Run("plain Ollama client", func(t *testing.T) {
 		srv := start(t, script...)
@@ -200,7 +200,7 @@ func TestStreamBlankKeepaliveIsLeftOutOfTheBody(t *testing.T) {
 		require.Error(t, got.err)
 		assert.Empty(t, got.err.Error())
 		assert.Zero(t, got.calls)
-		assert.Equal(t, 1, srv.Hits())
+		assert.Equal(t, 1, srv.Count())
 	})
 	t.Run("through recourse", func(t *testing.T) {
 		srv := start(t, script...)
@@ -223,9 +223,9 @@ func TestStreamBlankKeepaliveIsLeftOutOfTheBody(t *testing.T) {
 //
 // One POST either way.
 func TestStreamWithoutHookNeedsAdmission(t *testing.T) {
-	full := loopback.NDJSON(loopback.OllamaStream("must not be fetched")...)
+	full := recoursetest.NDJSON(recoursetest.OllamaStream("must not be fetched")...)
 	t.Run("after headers, Chat", func(t *testing.T) {
-		srv := start(t, loopback.NDJSON(emptyChunk).Aborted(), full)
+		srv := start(t, recoursetest.NDJSON(emptyChunk).CutEvents(1), full)
 		got := chatDirect(t, srv, true)
 		require.Error(t, got.err, "the in-band error line fails the Ollama client")
 		assert.Equal(t, "recourse: recovery admission_required (transport/transient, HTTP 200, wire attempt 1)", got.err.Error())
@@ -234,7 +234,7 @@ func TestStreamWithoutHookNeedsAdmission(t *testing.T) {
 		assertStreamPOSTs(t, srv, 1)
 	})
 	t.Run("after headers, chatStream", func(t *testing.T) {
-		srv := start(t, loopback.NDJSON(emptyChunk).Aborted(), full)
+		srv := start(t, recoursetest.NDJSON(emptyChunk).CutEvents(1), full)
 		got, rec := streamChat(t, srv, nil, nil)
 		rerr := requireTyped(t, got.err, layer.OutcomeAdmissionRequired)
 		assert.True(t, rerr.Failure.Classification.Eligible, "eligible, but not admitted")
@@ -248,7 +248,7 @@ func TestStreamWithoutHookNeedsAdmission(t *testing.T) {
 		}, rec.types())
 	})
 	t.Run("before headers, Chat", func(t *testing.T) {
-		srv := start(t, loopback.Hangup(), full)
+		srv := start(t, recoursetest.Reset(), full)
 		got := chatDirect(t, srv, true)
 		var rerr *layer.RecoveryError
 		require.True(t, errors.As(got.err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", got.err, got.err)
@@ -266,9 +266,9 @@ func TestStreamWithoutHookNeedsAdmission(t *testing.T) {
 // with the in-band error line's safe text; chatStream returns the typed
 // error, outcome interrupted. Content once, 1 POST.
 func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
-	script := []loopback.Reply{
-		loopback.NDJSON(loopback.OllamaChunk("Hel")).Aborted(),
-		loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...),
+	script := []recoursetest.Step{
+		recoursetest.NDJSON(recoursetest.OllamaStream("Hel")[0]).CutEvents(1),
+		recoursetest.NDJSON(recoursetest.OllamaStream("Hel", "lo")...),
 	}
 	t.Run("plain Ollama client", func(t *testing.T) {
 		srv := start(t, script...)
@@ -282,7 +282,7 @@ func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
 		require.Error(t, got.err, "the in-band error line fails the client: never a success")
 		assert.Equal(t, "recourse: recovery interrupted (transport/semantic_output, HTTP 200, wire attempt 1)", got.err.Error())
 		assert.Equal(t, "Hel", got.content)
-		assert.Equal(t, 1, srv.Hits())
+		assert.Equal(t, 1, srv.Count())
 	})
 	t.Run("chatStream", func(t *testing.T) {
 		srv := start(t, script...)
@@ -306,8 +306,8 @@ func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
 // it success; through recourse it is an incomplete stream (R13.3): Chat
 // fails with the in-band line's text, chatStream the typed interrupted error.
 func TestStreamWithoutDoneIsAnError(t *testing.T) {
-	lines := loopback.OllamaStream("Hel", "lo")
-	noDone := loopback.NDJSON(lines[:len(lines)-1]...)
+	lines := recoursetest.OllamaStream("Hel", "lo")
+	noDone := recoursetest.NDJSON(lines[:len(lines)-1]...)
 	t.Run("plain Ollama client", func(t *testing.T) {
 		srv := start(t, noDone)
 		got := chatDirect(t, srv, false)
@@ -316,14 +316,14 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 		assert.False(t, got.done)
 	})
 	t.Run("Chat through recourse", func(t *testing.T) {
-		srv := start(t, noDone, loopback.NDJSON(lines...))
+		srv := start(t, noDone, recoursetest.NDJSON(lines...))
 		got := chatDirect(t, srv, true)
 		require.Error(t, got.err, "an incomplete stream is never a success")
 		assert.Contains(t, got.err.Error(), "recourse: recovery interrupted")
 		assert.Equal(t, "Hello", got.content)
 	})
 	t.Run("chatStream", func(t *testing.T) {
-		srv := start(t, noDone, loopback.NDJSON(lines...))
+		srv := start(t, noDone, recoursetest.NDJSON(lines...))
 		got, rec := streamChat(t, srv, allow().hook, nil)
 		rerr := requireTyped(t, got.err, layer.OutcomeInterrupted)
 		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category, "an incomplete stream is a transport failure (R13.3)")
@@ -339,9 +339,9 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 // client before the typed error, so Chat reports the provider's error just
 // the same.
 func TestStreamMidStreamErrorLine(t *testing.T) {
-	script := []loopback.Reply{
-		loopback.NDJSON(loopback.OllamaChunk("Hel"), loopback.OllamaError("an error was encountered while running the model")+"\n"),
-		loopback.NDJSON(loopback.OllamaStream("Hel", "lo")...),
+	script := []recoursetest.Step{
+		recoursetest.NDJSON(recoursetest.OllamaStream("Hel")[0], recoursetest.OllamaError("an error was encountered while running the model")+"\n"),
+		recoursetest.NDJSON(recoursetest.OllamaStream("Hel", "lo")...),
 	}
 	t.Run("plain Ollama client", func(t *testing.T) {
 		srv := start(t, script...)
@@ -363,7 +363,7 @@ func TestStreamMidStreamErrorLine(t *testing.T) {
 // TypedErrors false, so a permanent 400 still passes through and Chat's
 // api.StatusError is returned; the Report holds the typed error too.
 func TestStreamBadRequestThroughChatStream(t *testing.T) {
-	srv := start(t, loopback.JSON(http.StatusBadRequest, loopback.OllamaError("model is required")))
+	srv := start(t, recoursetest.JSON(http.StatusBadRequest, recoursetest.OllamaError("model is required")))
 
 	got, rec := streamChat(t, srv, allow().hook, nil)
 
@@ -376,3 +376,7 @@ func TestStreamBadRequestThroughChatStream(t *testing.T) {
 	assertStreamPOSTs(t, srv, 1)
 	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted}, rec.types())
 }
+
+// ollamaKeepalive is a blank NDJSON line, the keepalive recourse's Ollama
+// codec recognizes (R14.2).
+const ollamaKeepalive = "\n"

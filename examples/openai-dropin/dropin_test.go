@@ -17,9 +17,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind. No
@@ -47,16 +47,16 @@ func (r *recorder) types() []layer.EventType {
 }
 
 // start starts a scripted loopback server that is closed when the test ends.
-func start(t *testing.T, script ...loopback.Reply) *loopback.Server {
+func start(t *testing.T, script ...recoursetest.Step) *recoursetest.Server {
 	t.Helper()
-	srv := loopback.New(script...)
+	srv := recoursetest.NewServer(script...)
 	t.Cleanup(srv.Close)
 	return srv
 }
 
 // callOnce builds the program's client (newClient) for srv and runs exactly
 // one Chat.Completions.New call.
-func callOnce(t *testing.T, srv *loopback.Server) (*openai.ChatCompletion, *recorder, error) {
+func callOnce(t *testing.T, srv *recoursetest.Server) (*openai.ChatCompletion, *recorder, error) {
 	t.Helper()
 	rec := &recorder{}
 	client, err := newClient(srv.URL+"/v1/", "sk-test-key", rec.onEvent)
@@ -72,7 +72,7 @@ func callOnce(t *testing.T, srv *loopback.Server) (*openai.ChatCompletion, *reco
 
 // assertPOSTs checks that srv received exactly n POSTs to the chat endpoint,
 // all with the byte-identical body and credential (R2.3).
-func assertPOSTs(t *testing.T, srv *loopback.Server, n int) {
+func assertPOSTs(t *testing.T, srv *recoursetest.Server, n int) {
 	t.Helper()
 	reqs := srv.Requests()
 	require.Len(t, reqs, n, "POSTs that reached the server")
@@ -88,8 +88,8 @@ func assertPOSTs(t *testing.T, srv *loopback.Server, n int) {
 // (R2.1, R2.5), and the events tell the story in order (R6.2, R11).
 func TestDropIn503Then200(t *testing.T) {
 	srv := start(t,
-		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded")),
-		loopback.JSON(http.StatusOK, loopback.OpenAIChat("scripted hello")),
+		recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "overloaded")),
+		recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("scripted hello")),
 	)
 
 	comp, rec, err := callOnce(t, srv)
@@ -124,8 +124,8 @@ func TestDropIn503Then200(t *testing.T) {
 // wraps our *layer.RecoveryError (outcome interrupted, status 307) and the
 // Location is never contacted.
 func TestDropInRedirectIsRefused(t *testing.T) {
-	target := start(t, loopback.JSON(http.StatusOK, loopback.OpenAIChat("must not be reached")))
-	srv := start(t, loopback.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
+	target := start(t, recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("must not be reached")))
+	srv := start(t, recoursetest.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
 
 	comp, rec, err := callOnce(t, srv)
 
@@ -145,7 +145,7 @@ func TestDropInRedirectIsRefused(t *testing.T) {
 	assert.NotContains(t, err.Error(), target.URL, "the safe error text names no Location")
 
 	assertPOSTs(t, srv, 1)
-	assert.Equal(t, 0, target.Hits(), "the redirect target was contacted")
+	assert.Equal(t, 0, target.Count(), "the redirect target was contacted")
 	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted}, rec.types())
 }
 
@@ -153,8 +153,8 @@ func TestDropInRedirectIsRefused(t *testing.T) {
 // unchanged, so the SDK builds its own *openai.Error from it, after exactly
 // one POST.
 func TestDropInBadRequestPassesThrough(t *testing.T) {
-	srv := start(t, loopback.JSON(http.StatusBadRequest,
-		loopback.OpenAIError("invalid_request_error", "invalid_value", "bad 'messages'")))
+	srv := start(t, recoursetest.JSON(http.StatusBadRequest,
+		recoursetest.OpenAIError("invalid_request_error", "invalid_value", "bad 'messages'")))
 
 	comp, rec, err := callOnce(t, srv)
 
@@ -194,8 +194,8 @@ func TestRunOffline(t *testing.T) {
 // cannot reach the *layer.RecoveryError (the events still tell the story).
 func TestDropInCancelDuringBackoff(t *testing.T) {
 	srv := start(t,
-		loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "10"),
-		loopback.JSON(http.StatusOK, loopback.OpenAIChat("must not be fetched")),
+		recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "10"),
+		recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("must not be fetched")),
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -231,8 +231,8 @@ func TestDropInCancelDuringBackoff(t *testing.T) {
 // retry on top; the typed error (outcome exhausted, the last failure and
 // the full history) is in the layer.Call placed in the request context.
 func TestDropInExhausted(t *testing.T) {
-	overloaded := loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
-	srv := start(t, overloaded, overloaded, overloaded, loopback.JSON(http.StatusOK, loopback.OpenAIChat("must not be fetched")))
+	overloaded := recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
+	srv := start(t, overloaded, overloaded, overloaded, recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("must not be fetched")))
 	rec := &recorder{}
 	client, err := newClient(srv.URL+"/v1/", "sk-test-key", rec.onEvent)
 	require.NoError(t, err)
@@ -267,7 +267,7 @@ func TestDropInExhausted(t *testing.T) {
 // passed-through final 503 carries X-Should-Retry: false, so openai-go does
 // not retry on top of recourse. Three POSTs, not nine.
 func TestDropInExhaustedSDKDoesNotRetryOnTop(t *testing.T) {
-	overloaded := loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
+	overloaded := recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "overloaded"), "Retry-After", "0")
 	srv := start(t, overloaded, overloaded, overloaded, overloaded, overloaded, overloaded)
 	ch, err := chain.Default(openaicodec.New(), chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: func() float64 { return 0 }}))
 	require.NoError(t, err)
@@ -283,5 +283,5 @@ func TestDropInExhaustedSDKDoesNotRetryOnTop(t *testing.T) {
 
 	var aerr *openai.Error
 	require.True(t, errors.As(err, &aerr), "errors.As(*openai.Error) on %T: %v", err, err)
-	assert.Equal(t, 3, srv.Hits(), "the SDK honoured X-Should-Retry: false")
+	assert.Equal(t, 3, srv.Count(), "the SDK honoured X-Should-Retry: false")
 }

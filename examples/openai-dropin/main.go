@@ -31,9 +31,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func main() {
@@ -51,9 +51,9 @@ func run(w io.Writer) error {
 		model = "gpt-4o-mini"
 	}
 	if apiBase == "" {
-		srv := loopback.New(
-			loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "The server is overloaded.")),
-			loopback.JSON(http.StatusOK, loopback.OpenAIChat("Hello from the scripted server.")),
+		srv := recoursetest.NewServer(
+			recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded.")),
+			recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("Hello from the scripted server.")),
 		)
 		defer srv.Close()
 		apiBase, key = srv.URL+"/v1/", "sk-offline-demo"

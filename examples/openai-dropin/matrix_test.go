@@ -15,9 +15,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The drop-in matrix for openai-go: every scenario in both modes, and the
@@ -38,14 +38,14 @@ import (
 // matrix is one test's server, client, layer.Call and recorded sleeps: the
 // policy's Sleep returns at once, so no test waits for a backoff.
 type matrix struct {
-	srv    *loopback.Server
+	srv    *recoursetest.Server
 	client openai.Client
 	rec    *recorder
 	sleeps []time.Duration
 	call   *layer.Call
 }
 
-func newMatrix(t *testing.T, script ...loopback.Reply) *matrix {
+func newMatrix(t *testing.T, script ...recoursetest.Step) *matrix {
 	t.Helper()
 	m := &matrix{srv: start(t, script...), rec: &recorder{}, call: &layer.Call{}}
 	ch, err := chain.Default(openaicodec.New(), chain.WithPolicy(retry.Policy{
@@ -88,16 +88,16 @@ func (m *matrix) stream(t *testing.T) streamResult {
 	return got
 }
 
-func overloaded() loopback.Reply {
-	return loopback.JSON(http.StatusServiceUnavailable, loopback.OpenAIError("server_error", "server_error", "overloaded"))
+func overloaded() recoursetest.Step {
+	return recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
 }
 
-func rateLimited() loopback.Reply {
-	return loopback.JSON(http.StatusTooManyRequests, loopback.OpenAIError("requests", "rate_limit_exceeded", "Rate limit reached"), "Retry-After", "2")
+func rateLimited() recoursetest.Step {
+	return recoursetest.JSON(http.StatusTooManyRequests, recoursetest.OpenAIError("requests", "rate_limit_exceeded", "Rate limit reached"), "Retry-After", "2")
 }
 
 func TestMatrixUnary429RetryAfter(t *testing.T) {
-	m := newMatrix(t, rateLimited(), loopback.JSON(http.StatusOK, loopback.OpenAIChat("scripted hello")))
+	m := newMatrix(t, rateLimited(), recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("scripted hello")))
 	comp, err := m.complete(t)
 	require.NoError(t, err)
 	assert.Equal(t, "scripted hello", comp.Choices[0].Message.Content)
@@ -108,7 +108,7 @@ func TestMatrixUnary429RetryAfter(t *testing.T) {
 // The connection drops before any response byte: nothing reached the SDK,
 // so the call is resent; one answer, 2 POSTs.
 func TestMatrixUnaryCutBeforeContent(t *testing.T) {
-	m := newMatrix(t, loopback.Hangup(), loopback.JSON(http.StatusOK, loopback.OpenAIChat("scripted hello")))
+	m := newMatrix(t, recoursetest.Reset(), recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("scripted hello")))
 	comp, err := m.complete(t)
 	require.NoError(t, err)
 	assert.Equal(t, "scripted hello", comp.Choices[0].Message.Content)
@@ -118,9 +118,9 @@ func TestMatrixUnaryCutBeforeContent(t *testing.T) {
 // A 200 body cut part-way: never resent (the inference ran), an error that
 // unwraps to the typed error (outcome interrupted), never a success.
 func TestMatrixUnaryCutAfterContent(t *testing.T) {
-	body := loopback.OpenAIChat("scripted hello")
-	cut := loopback.Reply{Header: http.Header{"Content-Type": {"application/json"}}, Chunks: []string{body[:len(body)/2]}, Abort: true}
-	m := newMatrix(t, cut, loopback.JSON(http.StatusOK, body))
+	body := recoursetest.OpenAIChat("scripted hello")
+	cut := recoursetest.JSON(200, body).Cut(len(body) / 2)
+	m := newMatrix(t, cut, recoursetest.JSON(http.StatusOK, body))
 	comp, err := m.complete(t)
 	require.Error(t, err)
 	assert.Nil(t, comp)
@@ -133,7 +133,7 @@ func TestMatrixUnaryCutAfterContent(t *testing.T) {
 // A 200 whose body is an error object fails closed: an error that unwraps
 // to the typed error (provider_response), after one POST.
 func TestMatrixUnary200WithErrorBody(t *testing.T) {
-	m := newMatrix(t, loopback.JSON(http.StatusOK, loopback.OpenAIError("server_error", "server_error", "The model crashed.")))
+	m := newMatrix(t, recoursetest.JSON(http.StatusOK, recoursetest.OpenAIError("server_error", "server_error", "The model crashed.")))
 	comp, err := m.complete(t)
 	require.Error(t, err)
 	assert.Nil(t, comp)
@@ -145,16 +145,16 @@ func TestMatrixUnary200WithErrorBody(t *testing.T) {
 }
 
 func TestMatrixStream503Then200(t *testing.T) {
-	m := newMatrix(t, overloaded(), loopback.SSE(loopback.OpenAIStream("Hel", "lo")...))
+	m := newMatrix(t, overloaded(), recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...))
 	got := m.stream(t)
 	require.NoError(t, got.err)
 	assert.Equal(t, "Hello", got.content)
-	assert.Equal(t, 4, got.chunks)
+	assert.Equal(t, 5, got.chunks, "role, two content chunks, finish, usage")
 	assertStreamPOSTs(t, m.srv, 2)
 }
 
 func TestMatrixStream429RetryAfter(t *testing.T) {
-	m := newMatrix(t, rateLimited(), loopback.SSE(loopback.OpenAIStream("Hel", "lo")...))
+	m := newMatrix(t, rateLimited(), recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...))
 	got := m.stream(t)
 	require.NoError(t, got.err)
 	assert.Equal(t, "Hello", got.content)
@@ -167,7 +167,7 @@ func TestMatrixStream429RetryAfter(t *testing.T) {
 // resends it; the SDK gets an error, never a success, and the typed error
 // (outcome interrupted, provider_response) is in the call's Result.
 func TestMatrixStream200WithErrorBody(t *testing.T) {
-	crashed := loopback.JSON(http.StatusOK, loopback.OpenAIError("server_error", "server_error", "The model crashed."))
+	crashed := recoursetest.JSON(http.StatusOK, recoursetest.OpenAIError("server_error", "server_error", "The model crashed."))
 	m := newMatrix(t, crashed, crashed, crashed)
 	got := m.stream(t)
 	require.Error(t, got.err)
@@ -183,7 +183,7 @@ func TestMatrixStream200WithErrorBody(t *testing.T) {
 // Exhausted before the stream starts: openai-go's own *openai.Error for the
 // final, passed-through 503 and the typed outcome in the call's Result.
 func TestMatrixStreamExhausted(t *testing.T) {
-	m := newMatrix(t, overloaded(), overloaded(), overloaded(), loopback.SSE(loopback.OpenAIStream("never")...))
+	m := newMatrix(t, overloaded(), overloaded(), overloaded(), recoursetest.SSE(recoursetest.OpenAIStream("never")...))
 	got := m.stream(t)
 	var aerr *openai.Error
 	require.True(t, errors.As(got.err, &aerr), "errors.As(*openai.Error) on %T: %v", got.err, got.err)
@@ -201,14 +201,14 @@ func TestMatrixStreamExhausted(t *testing.T) {
 // A redirect on a streamed request is never followed (R2.2): an error that
 // unwraps to the typed error, the target never contacted.
 func TestMatrixStreamRedirectIsRefused(t *testing.T) {
-	target := start(t, loopback.SSE(loopback.OpenAIStream("must not be reached")...))
-	m := newMatrix(t, loopback.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
+	target := start(t, recoursetest.SSE(recoursetest.OpenAIStream("must not be reached")...))
+	m := newMatrix(t, recoursetest.Redirect(http.StatusTemporaryRedirect, target.URL+"/v1/chat/completions"))
 	got := m.stream(t)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(got.err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", got.err, got.err)
 	assert.Equal(t, http.StatusTemporaryRedirect, rerr.Failure.HTTPStatus)
 	var uerr *url.Error
 	assert.True(t, errors.As(got.err, &uerr))
-	assert.Zero(t, target.Hits(), "the redirect target was contacted")
+	assert.Zero(t, target.Count(), "the redirect target was contacted")
 	assertStreamPOSTs(t, m.srv, 1)
 }

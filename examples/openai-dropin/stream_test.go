@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/examples/internal/loopback"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // Streaming through openai-go v3 with the chain as its transport (SPEC R13).
@@ -66,7 +66,7 @@ func streamOnce(t *testing.T, client openai.Client) streamResult {
 
 // streamThroughChain runs one streamed completion through the program's
 // client (newClient: the default chain, MaxAttempts 3, SDK retries off).
-func streamThroughChain(t *testing.T, srv *loopback.Server) (streamResult, *recorder) {
+func streamThroughChain(t *testing.T, srv *recoursetest.Server) (streamResult, *recorder) {
 	t.Helper()
 	rec := &recorder{}
 	client, err := newClient(srv.URL+"/v1/", "sk-test-key", rec.onEvent)
@@ -76,7 +76,7 @@ func streamThroughChain(t *testing.T, srv *loopback.Server) (streamResult, *reco
 
 // streamPlain runs the same call through openai-go with a plain
 // http.Client, for comparison.
-func streamPlain(t *testing.T, srv *loopback.Server) streamResult {
+func streamPlain(t *testing.T, srv *recoursetest.Server) streamResult {
 	t.Helper()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
@@ -90,7 +90,7 @@ func streamPlain(t *testing.T, srv *loopback.Server) streamResult {
 
 // assertStreamPOSTs is assertPOSTs for streamed requests: every body asks
 // for a stream.
-func assertStreamPOSTs(t *testing.T, srv *loopback.Server, n int) {
+func assertStreamPOSTs(t *testing.T, srv *recoursetest.Server, n int) {
 	t.Helper()
 	assertPOSTs(t, srv, n)
 	for i, r := range srv.Requests() {
@@ -127,15 +127,15 @@ func requireInterrupted(t *testing.T, got streamResult) *layer.RecoveryError {
 // Err() nil, 2 POSTs.
 func TestStreamKeepaliveThenAbortIsResumed(t *testing.T) {
 	srv := start(t,
-		loopback.SSE(loopback.SSEKeepalive).Aborted(),
-		loopback.SSE(loopback.OpenAIStream("Hel", "lo")...),
+		recoursetest.SSE(sseKeepalive).CutEvents(1),
+		recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...),
 	)
 
 	got, rec := streamThroughChain(t, srv)
 
 	require.NoError(t, got.err)
 	assert.Equal(t, "Hello", got.content)
-	assert.Equal(t, 4, got.chunks, "role, two content chunks, finish: each once")
+	assert.Equal(t, 5, got.chunks, "role, two content chunks, finish, usage: each once")
 	assertStreamPOSTs(t, srv, 2)
 	assert.Equal(t, []layer.EventType{
 		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled,
@@ -153,17 +153,17 @@ func TestStreamKeepaliveThenAbortIsResumed(t *testing.T) {
 // over whole events only, so none of the cut event's bytes reach the SDK:
 // the content is seen exactly once, from the second attempt.
 func TestStreamCutInsideFirstEventIsResumed(t *testing.T) {
-	first := loopback.OpenAIChunk("Hel", "")
+	first := recoursetest.OpenAIStream("Hel")[1]
 	srv := start(t,
-		loopback.SSE(first[:len(first)/2]).Aborted(),
-		loopback.SSE(loopback.OpenAIStream("Hel", "lo")...),
+		recoursetest.SSE(first[:len(first)/2]).CutEvents(1),
+		recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...),
 	)
 
 	got, rec := streamThroughChain(t, srv)
 
 	require.NoError(t, got.err)
 	assert.Equal(t, "Hello", got.content)
-	assert.Equal(t, 4, got.chunks)
+	assert.Equal(t, 5, got.chunks, "role, two content chunks, finish, usage")
 	assertStreamPOSTs(t, srv, 2)
 	assert.Equal(t, layer.EventAttemptSucceeded, rec.types()[len(rec.events)-1])
 }
@@ -172,10 +172,10 @@ func TestStreamCutInsideFirstEventIsResumed(t *testing.T) {
 // attempt cannot be replaced (R13.1): the stream ends with our typed error,
 // outcome interrupted, after 1 POST; the content was seen once.
 func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
-	events := loopback.OpenAIStream("Hel", "lo")
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	srv := start(t,
-		loopback.SSE(events[:2]...).Aborted(), // role chunk, "Hel"
-		loopback.SSE(events...),               // must not be fetched
+		recoursetest.SSE(events[:2]...).CutEvents(2), // role chunk, "Hel"
+		recoursetest.SSE(events...),                  // must not be fetched
 	)
 
 	got, rec := streamThroughChain(t, srv)
@@ -195,18 +195,18 @@ func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
 // truncation is silent); through recourse an EOF before the terminal frame
 // is an incomplete stream (R13.3), so Err() is the typed interrupted error.
 func TestStreamWithoutDoneIsAnError(t *testing.T) {
-	events := loopback.OpenAIStream("Hel", "lo")
-	noDone := loopback.SSE(events[:len(events)-1]...) // finish chunk, no [DONE]
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	noDone := recoursetest.SSE(events[:len(events)-1]...) // finish chunk, no [DONE]
 
 	t.Run("plain openai-go", func(t *testing.T) {
 		srv := start(t, noDone)
 		got := streamPlain(t, srv)
 		assert.NoError(t, got.err, "openai-go accepts a stream without [DONE]")
 		assert.Equal(t, "Hello", got.content)
-		assert.Equal(t, 1, srv.Hits())
+		assert.Equal(t, 1, srv.Count())
 	})
 	t.Run("through recourse", func(t *testing.T) {
-		srv := start(t, noDone, loopback.SSE(events...))
+		srv := start(t, noDone, recoursetest.SSE(events...))
 		got, rec := streamThroughChain(t, srv)
 		rerr := requireInterrupted(t, got)
 		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category, "an incomplete stream is a transport failure (R13.3)")
@@ -222,9 +222,9 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 // before its typed error, so the SDK reports its own StreamError just as
 // it would without recourse; the events end with interrupted.
 func TestStreamMidStreamErrorEvent(t *testing.T) {
-	events := loopback.OpenAIStream("Hel", "lo")
-	midError := loopback.SSE(events[0], events[1],
-		loopback.SSEEvent(loopback.OpenAIError("server_error", "server_error", "The model crashed.")))
+	events := recoursetest.OpenAIStream("Hel", "lo")
+	midError := recoursetest.SSE(events[0], events[1],
+		sseEvent(recoursetest.OpenAIError("server_error", "server_error", "The model crashed.")))
 
 	t.Run("plain openai-go", func(t *testing.T) {
 		srv := start(t, midError)
@@ -234,7 +234,7 @@ func TestStreamMidStreamErrorEvent(t *testing.T) {
 		assert.Equal(t, "Hel", got.content)
 	})
 	t.Run("through recourse", func(t *testing.T) {
-		srv := start(t, midError, loopback.SSE(events...))
+		srv := start(t, midError, recoursetest.SSE(events...))
 		got, rec := streamThroughChain(t, srv)
 		var serr *ssestream.StreamError
 		require.True(t, errors.As(got.err, &serr), "the SDK reports the provider's error event itself; got %T: %v", got.err, got.err)
@@ -252,15 +252,15 @@ func TestStreamMidStreamErrorEvent(t *testing.T) {
 // retry (R5.5): the SDK sees one successful stream, the server 2 POSTs.
 func TestStream429ThenStream(t *testing.T) {
 	srv := start(t,
-		loopback.JSON(http.StatusTooManyRequests, loopback.OpenAIError("requests", "rate_limit_exceeded", "Rate limit reached"), "Retry-After", "0"),
-		loopback.SSE(loopback.OpenAIStream("Hel", "lo")...),
+		recoursetest.JSON(http.StatusTooManyRequests, recoursetest.OpenAIError("requests", "rate_limit_exceeded", "Rate limit reached"), "Retry-After", "0"),
+		recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...),
 	)
 
 	got, rec := streamThroughChain(t, srv)
 
 	require.NoError(t, got.err)
 	assert.Equal(t, "Hello", got.content)
-	assert.Equal(t, 4, got.chunks)
+	assert.Equal(t, 5, got.chunks, "role, two content chunks, finish, usage")
 	assertStreamPOSTs(t, srv, 2)
 	assert.Equal(t, []layer.EventType{
 		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled,
@@ -271,3 +271,10 @@ func TestStream429ThenStream(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, failed.HTTPStatus)
 	assert.Equal(t, layer.RetryAfterSeconds, failed.RetryAfter.Kind)
 }
+
+// sseKeepalive is an SSE comment event, the keep-alive some servers send
+// before the first chunk.
+const sseKeepalive = ": keep-alive\n\n"
+
+// sseEvent returns one SSE event carrying data.
+func sseEvent(data string) string { return "data: " + data + "\n\n" }

@@ -28,9 +28,9 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	respcodec "github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func main() {
@@ -47,9 +47,9 @@ var answer = []string{"Recourse ", "resumes ", "a ", "background ", "stream ", "
 // prints what happened to w.
 func run(w io.Writer) error {
 	const id = "resp_demo"
-	evs := scripted.ResponsesEvents(id, answer...)
+	evs := recoursetest.ResponsesEvents(id, answer...)
 	// Events 0–3 are lifecycle, 4–13 the deltas: cut after the fourth delta.
-	srv := scripted.New(scripted.ResponsesBackground(id, evs...).CutEvents(8), scripted.ResponsesResume(id))
+	srv := recoursetest.NewServer(recoursetest.ResponsesBackground(id, evs...).CutEvents(8), recoursetest.ResponsesResume(id))
 	defer srv.Close()
 	fmt.Fprintf(w, "offline: scripted server at %s (a background stream cut at 40 %%)\n", srv.URL)
 	client, err := newClient(srv.URL+"/v1/", "sk-offline-demo", func(ev layer.Event) error {

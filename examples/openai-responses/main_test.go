@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind.
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const id = "resp_t1"
 
-func textEvents() []string { return scripted.ResponsesEvents(id, "Hello", ", world", "!") }
+func textEvents() []string { return recoursetest.ResponsesEvents(id, "Hello", ", world", "!") }
 
 // recorder collects the lifecycle events of one test.
 type recorder struct{ events []layer.Event }
@@ -33,9 +33,9 @@ type recorder struct{ events []layer.Event }
 func (r *recorder) onEvent(ev layer.Event) error { r.events = append(r.events, ev); return nil }
 
 // rig is a scripted server and the program's client for it.
-func rig(t *testing.T, steps ...scripted.Step) (*scripted.Server, openai.Client, *recorder) {
+func rig(t *testing.T, steps ...recoursetest.Step) (*recoursetest.Server, openai.Client, *recorder) {
 	t.Helper()
-	srv := scripted.New(steps...)
+	srv := recoursetest.NewServer(steps...)
 	t.Cleanup(srv.Close)
 	rec := &recorder{}
 	client, err := newClient(srv.URL+"/v1/", "sk-test", rec.onEvent)
@@ -45,7 +45,7 @@ func rig(t *testing.T, steps ...scripted.Step) (*scripted.Server, openai.Client,
 
 // logOnly sends a background create straight to srv, not through recourse,
 // so that the scripted provider holds its event log.
-func logOnly(t *testing.T, srv *scripted.Server) {
+func logOnly(t *testing.T, srv *recoursetest.Server) {
 	t.Helper()
 	resp, err := http.Post(srv.URL+"/v1/responses", "application/json", strings.NewReader(`{"background":true}`))
 	require.NoError(t, err)
@@ -64,8 +64,8 @@ func TestRunResumesTheCutStreamOnce(t *testing.T) {
 // R19.1: client.Responses.New, a 503 first: resent once, the answer decoded
 // by the SDK.
 func TestR19_1_OpenAIGoResponsesNew(t *testing.T) {
-	srv, client, _ := rig(t, scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")),
-		scripted.JSON(200, scripted.ResponsesJSON(id, "Hello.")))
+	srv, client, _ := rig(t, recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy")),
+		recoursetest.JSON(200, recoursetest.ResponsesJSON(id, "Hello.")))
 	res, err := client.Responses.New(context.Background(), responses.ResponseNewParams{
 		Model: "gpt-4.1-mini", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")},
 	})
@@ -77,7 +77,7 @@ func TestR19_1_OpenAIGoResponsesNew(t *testing.T) {
 
 // R19.6: a 400 reaches openai-go as its own *openai.Error, never resent.
 func TestR19_6_OpenAIGoKeepsItsErrorType(t *testing.T) {
-	srv, client, _ := rig(t, scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "invalid_request_error", "bad input")))
+	srv, client, _ := rig(t, recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "invalid_request_error", "bad input")))
 	_, err := client.Responses.New(context.Background(), responses.ResponseNewParams{
 		Model: "gpt-4.1-mini", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")},
 	})
@@ -92,7 +92,7 @@ func TestR19_6_OpenAIGoKeepsItsErrorType(t *testing.T) {
 // stream yields every event once and the whole text.
 func TestR19_9_OpenAIGoBackgroundStreamIsResumed(t *testing.T) {
 	evs := textEvents()
-	srv, client, rec := rig(t, scripted.ResponsesBackground(id, evs...).CutEvents(6), scripted.ResponsesResume(id))
+	srv, client, rec := rig(t, recoursetest.ResponsesBackground(id, evs...).CutEvents(6), recoursetest.ResponsesResume(id))
 	stream := client.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
 		Model: "gpt-4.1-mini", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")},
 		Background: openai.Bool(true), Store: openai.Bool(true),
@@ -129,8 +129,8 @@ func TestR19_9_OpenAIGoBackgroundStreamIsResumed(t *testing.T) {
 // again is resumed after the last event it was handed.
 func TestR19_13_OpenAIGoGetStreamingIsResumed(t *testing.T) {
 	evs := textEvents()
-	srv, client, _ := rig(t, scripted.ResponsesBackground(id, evs...),
-		scripted.ResponsesResume(id).CutEvents(2), scripted.ResponsesResume(id))
+	srv, client, _ := rig(t, recoursetest.ResponsesBackground(id, evs...),
+		recoursetest.ResponsesResume(id).CutEvents(2), recoursetest.ResponsesResume(id))
 	logOnly(t, srv)
 	stream := client.Responses.GetStreaming(context.Background(), id, responses.ResponseGetParams{StartingAfter: openai.Int(2)})
 	var seqs []int64
@@ -148,8 +148,8 @@ func TestR19_13_OpenAIGoGetStreamingIsResumed(t *testing.T) {
 // R19.13: Get (a poll) is retried on 503 without admission, and the SDK
 // decodes the stored response in any status.
 func TestR19_13_OpenAIGoGetIsRetried(t *testing.T) {
-	srv, client, rec := rig(t, scripted.ResponsesBackground(id, textEvents()[:6]...),
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")), scripted.ResponsesRetrieve(id))
+	srv, client, rec := rig(t, recoursetest.ResponsesBackground(id, textEvents()[:6]...),
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy")), recoursetest.ResponsesRetrieve(id))
 	logOnly(t, srv)
 	res, err := client.Responses.Get(context.Background(), id, responses.ResponseGetParams{})
 	require.NoError(t, err)
@@ -163,7 +163,7 @@ func TestR19_13_OpenAIGoGetIsRetried(t *testing.T) {
 // R19.12: cancelling the context of a background NewStreaming has the
 // response cancelled at the provider.
 func TestR19_12_OpenAIGoCancelledBackgroundStream(t *testing.T) {
-	srv, client, _ := rig(t, scripted.ResponsesBackground(id, textEvents()[:5]...).Held(), scripted.ResponsesCancel(id))
+	srv, client, _ := rig(t, recoursetest.ResponsesBackground(id, textEvents()[:5]...).Held(), recoursetest.ResponsesCancel(id))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{
@@ -186,10 +186,10 @@ func TestR19_12_OpenAIGoCancelledBackgroundStream(t *testing.T) {
 func TestR19_14_OpenAIGoBackgroundNewThenPoll(t *testing.T) {
 	queued := `{"id":"` + id + `","object":"response","created_at":1,"status":"queued","background":true,"model":"gpt-4.1-mini","output":[]}`
 	srv, client, _ := rig(t,
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")),
-		scripted.JSON(200, queued),
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")),
-		scripted.JSON(200, scripted.ResponsesJSON(id, "Done.")))
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy")),
+		recoursetest.JSON(200, queued),
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy")),
+		recoursetest.JSON(200, recoursetest.ResponsesJSON(id, "Done.")))
 	res, err := client.Responses.New(context.Background(), responses.ResponseNewParams{
 		Model: "gpt-4.1-mini", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")},
 		Background: openai.Bool(true),

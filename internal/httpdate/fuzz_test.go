@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/internal/httpdate"
+
+	"github.com/stretchr/testify/require"
 )
 
 // fuzzSeeds covers every valid form and every class of invalid input that
@@ -80,54 +82,32 @@ func FuzzParse(f *testing.F) {
 func checkInvariants(t *testing.T, values []string, n time.Time) {
 	t.Helper()
 	v := httpdate.Parse(values, n)
-	if v.Kind < httpdate.Absent || v.Kind > httpdate.Date {
-		t.Fatalf("Parse(%q): Kind %d out of range", values, int(v.Kind))
-	}
-	if v.Delay < 0 {
-		t.Fatalf("Parse(%q): negative Delay %v", values, v.Delay)
-	}
-	if (v.Kind == httpdate.Absent) != (len(values) == 0) {
-		t.Fatalf("Parse(%q): Kind %v with %d values", values, v.Kind, len(values))
-	}
-	if v.Kind != httpdate.Absent && len(values) != 1 && v.Kind != httpdate.Invalid {
-		t.Fatalf("Parse(%q): Kind %v for %d values, want invalid", values, v.Kind, len(values))
-	}
-	if v.Kind != httpdate.Date && !v.Time.IsZero() {
-		t.Fatalf("Parse(%q): Kind %v with non-zero Time %v", values, v.Kind, v.Time)
-	}
-	if (v.Kind == httpdate.Absent || v.Kind == httpdate.Invalid) && v.Delay != 0 {
-		t.Fatalf("Parse(%q): Kind %v with Delay %v", values, v.Kind, v.Delay)
-	}
+	require.False(t, v.Kind < httpdate.Absent || v.Kind > httpdate.Date, "Parse(%q): Kind %d out of range", values, int(v.Kind))
+	require.False(t, v.Delay < 0, "Parse(%q): negative Delay %v", values, v.Delay)
+	require.False(t, (v.Kind == httpdate.Absent) != (len(values) == 0), "Parse(%q): Kind %v with %d values", values, v.Kind, len(values))
+	require.False(t, v.Kind != httpdate.Absent && len(values) != 1 && v.Kind != httpdate.Invalid, "Parse(%q): Kind %v for %d values, want invalid", values, v.Kind, len(values))
+	require.False(t, v.Kind != httpdate.Date && !v.Time.IsZero(), "Parse(%q): Kind %v with non-zero Time %v", values, v.Kind, v.Time)
+	require.False(t, (v.Kind == httpdate.Absent || v.Kind == httpdate.Invalid) && v.Delay != 0, "Parse(%q): Kind %v with Delay %v", values, v.Kind, v.Delay)
 	if len(values) == 1 {
 		// Extra surrounding whitespace never changes the result.
 		padded := httpdate.Parse([]string{" \t" + values[0] + "\t "}, n)
-		if !sameValue(v, padded) {
-			t.Fatalf("Parse(%q) = %+v but padded value gives %+v", values, v, padded)
-		}
+		require.True(t, sameValue(v, padded), "Parse(%q) = %+v but padded value gives %+v", values, v, padded)
 	}
 
 	switch v.Kind {
 	case httpdate.Seconds:
 		s := strings.Trim(values[0], " \t")
 		secs, err := strconv.ParseUint(s, 10, 64)
-		if err != nil || s[0] == '+' || time.Duration(secs)*time.Second != v.Delay || v.Delay/time.Second != time.Duration(secs) {
-			t.Fatalf("Parse(%q): Seconds with Delay %v, strconv says %d, %v", values, v.Delay, secs, err)
-		}
+		require.False(t, err != nil || s[0] == '+' || time.Duration(secs)*time.Second != v.Delay || v.Delay/time.Second != time.Duration(secs), "Parse(%q): Seconds with Delay %v, strconv says %d, %v", values, v.Delay, secs, err)
 		// The canonical decimal form re-parses to the same value.
 		again := httpdate.Parse([]string{strconv.FormatUint(secs, 10)}, n)
-		if !sameValue(v, again) {
-			t.Fatalf("Parse(%q) = %+v; canonical form gives %+v", values, v, again)
-		}
+		require.True(t, sameValue(v, again), "Parse(%q) = %+v; canonical form gives %+v", values, v, again)
 	case httpdate.Date:
-		if v.Time.Location() != time.UTC {
-			t.Fatalf("Parse(%q): Time %v not in UTC", values, v.Time)
-		}
+		require.False(t, v.Time.Location() != time.UTC, "Parse(%q): Time %v not in UTC", values, v.Time)
 		if want := max(0, v.Time.Sub(n)); v.Delay != want {
 			t.Fatalf("Parse(%q): Delay %v, want max(0, Time-now) = %v", values, v.Delay, want)
 		}
-		if v.Time.Nanosecond() != 0 {
-			t.Fatalf("Parse(%q): Time %v has sub-second part", values, v.Time)
-		}
+		require.False(t, v.Time.Nanosecond() != 0, "Parse(%q): Time %v has sub-second part", values, v.Time)
 		s := strings.Trim(values[0], " \t")
 		if got, ok := httpdate.ParseHTTPDate(s, n); !ok || !got.Equal(v.Time) {
 			t.Fatalf("ParseHTTPDate(%q) = %v, %v; Parse gave %v", s, got, ok, v.Time)
@@ -137,18 +117,14 @@ func checkInvariants(t *testing.T, values []string, n time.Time) {
 			for _, layout := range []string{layoutIMF, layoutAsctime} {
 				f := v.Time.Format(layout)
 				again := httpdate.Parse([]string{f}, n)
-				if !sameValue(v, again) {
-					t.Fatalf("Parse(%q) = %+v; re-formatted %q gives %+v", values, v, f, again)
-				}
+				require.True(t, sameValue(v, again), "Parse(%q) = %+v; re-formatted %q gives %+v", values, v, f, again)
 			}
 		}
 		// Every IMF-fixdate or asctime date accepted here is also accepted,
 		// with the same meaning, by the more lenient net/http parser.
 		if !strings.Contains(s, "-") {
 			theirs, err := http.ParseTime(s)
-			if err != nil || !theirs.Equal(v.Time) {
-				t.Fatalf("Parse(%q) = %v; net/http.ParseTime gives %v, %v", values, v.Time, theirs, err)
-			}
+			require.False(t, err != nil || !theirs.Equal(v.Time), "Parse(%q) = %v; net/http.ParseTime gives %v, %v", values, v.Time, theirs, err)
 		}
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/internal/httpdate"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // now is the fixed wall-clock time used by most tests: Saturday 10 Oct 2026.
@@ -31,15 +34,14 @@ func secondsValue(n int64) httpdate.Value {
 var invalid = httpdate.Value{Kind: httpdate.Invalid}
 
 // checkValue compares got with want field by field, comparing Time with
-// Equal and additionally requiring Time to be in UTC.
+// Equal (the same instant) and additionally requiring Time to be in UTC.
 func checkValue(t *testing.T, values []string, n time.Time, got, want httpdate.Value) {
 	t.Helper()
-	if got.Kind != want.Kind || got.Delay != want.Delay || !got.Time.Equal(want.Time) {
-		t.Fatalf("Parse(%q, %v)\n got  {Kind:%v Delay:%v Time:%v}\n want {Kind:%v Delay:%v Time:%v}",
-			values, n, got.Kind, got.Delay, got.Time, want.Kind, want.Delay, want.Time)
-	}
-	if !got.Time.IsZero() && got.Time.Location() != time.UTC {
-		t.Fatalf("Parse(%q): Time %v is not in UTC", values, got.Time)
+	require.Equal(t, want.Kind, got.Kind, "Parse(%q, %v) Kind", values, n)
+	require.Equal(t, want.Delay, got.Delay, "Parse(%q, %v) Delay", values, n)
+	require.True(t, got.Time.Equal(want.Time), "Parse(%q, %v) Time %v, want %v", values, n, got.Time, want.Time)
+	if !got.Time.IsZero() {
+		require.Equal(t, time.UTC, got.Time.Location(), "Parse(%q): Time %v is not in UTC", values, got.Time)
 	}
 }
 
@@ -154,9 +156,7 @@ func TestR5_2_AllWeekdaysAndMonths(t *testing.T) {
 		for _, layout := range []string{layoutIMF, layoutRFC850, layoutAsctime} {
 			s := d.Format(layout)
 			got, ok := httpdate.ParseHTTPDate(s, now)
-			if !ok || !got.Equal(d) || got.Location() != time.UTC {
-				t.Fatalf("ParseHTTPDate(%q) = %v, %v; want %v, true", s, got, ok, d)
-			}
+			require.False(t, !ok || !got.Equal(d) || got.Location() != time.UTC, "ParseHTTPDate(%q) = %v, %v; want %v, true", s, got, ok, d)
 			checkValue(t, one(s), now, httpdate.Parse(one(s), now), dateValue(d, now))
 		}
 	}
@@ -465,9 +465,7 @@ func TestR5_5_ExplicitResult(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := httpdate.Parse(tc.values, now)
 			checkValue(t, tc.values, now, got, tc.want)
-			if tc.want.Kind != httpdate.Date && !got.Time.IsZero() {
-				t.Fatalf("Time = %v, want zero for %v", got.Time, got.Kind)
-			}
+			require.False(t, tc.want.Kind != httpdate.Date && !got.Time.IsZero(), "Time = %v, want zero for %v", got.Time, got.Kind)
 		})
 	}
 }
@@ -511,9 +509,7 @@ func TestParseHTTPDateStrict(t *testing.T) {
 		"Sat Oct 10 00:00:02 2026",
 	} {
 		got, ok := httpdate.ParseHTTPDate(s, now)
-		if !ok || !got.Equal(want) || got.Location() != time.UTC {
-			t.Errorf("ParseHTTPDate(%q) = %v, %v; want %v, true", s, got, ok, want)
-		}
+		assert.False(t, !ok || !got.Equal(want) || got.Location() != time.UTC, "ParseHTTPDate(%q) = %v, %v; want %v, true", s, got, ok, want)
 		for _, bad := range []string{" " + s, s + " ", "\t" + s, s + "\r\n"} {
 			if got, ok := httpdate.ParseHTTPDate(bad, now); ok || !got.IsZero() {
 				t.Errorf("ParseHTTPDate(%q) = %v, %v; want zero, false", bad, got, ok)
@@ -538,9 +534,7 @@ func TestAgreesWithNetHTTP(t *testing.T) {
 			s := d.Format(layout)
 			ours, ok := httpdate.ParseHTTPDate(s, now)
 			theirs, err := http.ParseTime(s)
-			if !ok || err != nil || !ours.Equal(theirs) {
-				t.Fatalf("%q: ours %v, %v; net/http %v, %v", s, ours, ok, theirs, err)
-			}
+			require.False(t, !ok || err != nil || !ours.Equal(theirs), "%q: ours %v, %v; net/http %v, %v", s, ours, ok, theirs, err)
 		}
 	}
 }

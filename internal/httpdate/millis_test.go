@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/internal/httpdate"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestParseMillis covers the forms OpenAI (retry-after-ms) and Azure OpenAI
@@ -43,9 +46,7 @@ func TestParseMillis(t *testing.T) {
 		{[]string{"Sat, 10 Oct 2026 00:00:02 GMT"}, httpdate.Invalid, 0},
 	} {
 		got := httpdate.ParseMillis(tc.in)
-		if got.Kind != tc.kind || got.Delay != tc.d || !got.Time.IsZero() {
-			t.Errorf("ParseMillis(%q) = %v %v %v; want %v %v", tc.in, got.Kind, got.Delay, got.Time, tc.kind, tc.d)
-		}
+		assert.False(t, got.Kind != tc.kind || got.Delay != tc.d || !got.Time.IsZero(), "ParseMillis(%q) = %v %v %v; want %v %v", tc.in, got.Kind, got.Delay, got.Time, tc.kind, tc.d)
 	}
 }
 
@@ -58,20 +59,12 @@ func FuzzParseMillis(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		v := httpdate.ParseMillis([]string{s})
-		if v.Delay < 0 || !v.Time.IsZero() {
-			t.Fatalf("ParseMillis(%q) = %+v", s, v)
-		}
-		if v.Kind != httpdate.Milliseconds && v.Kind != httpdate.Invalid {
-			t.Fatalf("ParseMillis(%q): kind %v", s, v.Kind)
-		}
-		if v.Kind == httpdate.Invalid && v.Delay != 0 {
-			t.Fatalf("ParseMillis(%q): invalid with delay %v", s, v.Delay)
-		}
+		require.False(t, v.Delay < 0 || !v.Time.IsZero(), "ParseMillis(%q) = %+v", s, v)
+		require.False(t, v.Kind != httpdate.Milliseconds && v.Kind != httpdate.Invalid, "ParseMillis(%q): kind %v", s, v.Kind)
+		require.False(t, v.Kind == httpdate.Invalid && v.Delay != 0, "ParseMillis(%q): invalid with delay %v", s, v.Delay)
 		trimmed := strings.Trim(s, " \t")
 		if n, err := strconv.ParseUint(trimmed, 10, 63); err == nil && trimmed[0] != '+' && n <= uint64(1<<63-1)/uint64(time.Millisecond) {
-			if v.Kind != httpdate.Milliseconds || v.Delay != time.Duration(n)*time.Millisecond {
-				t.Fatalf("ParseMillis(%q) = %+v; want %d ms", s, v, n)
-			}
+			require.False(t, v.Kind != httpdate.Milliseconds || v.Delay != time.Duration(n)*time.Millisecond, "ParseMillis(%q) = %+v; want %d ms", s, v, n)
 		}
 		if v.Kind == httpdate.Milliseconds {
 			if fl, err := strconv.ParseFloat(trimmed, 64); err != nil || float64(v.Delay) < fl*float64(time.Millisecond)*(1-1e-12) {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The fixtures below are shared by the engine's behaviour tests
@@ -46,8 +46,8 @@ func EventsOf(evs []layer.Event, typ layer.EventType) []layer.Event {
 }
 
 // Repeat returns n copies of s.
-func Repeat(s scripted.Step, n int) []scripted.Step {
-	out := make([]scripted.Step, n)
+func Repeat(s recoursetest.Step, n int) []recoursetest.Step {
+	out := make([]recoursetest.Step, n)
 	for i := range out {
 		out[i] = s
 	}
@@ -56,12 +56,12 @@ func Repeat(s scripted.Step, n int) []scripted.Step {
 
 // RateLimited is a 429 carrying the given Retry-After values (each its own
 // header field).
-func RateLimited(retryAfter ...string) scripted.Step {
+func RateLimited(retryAfter ...string) recoursetest.Step {
 	var kv []string
 	for _, v := range retryAfter {
 		kv = append(kv, "Retry-After", v)
 	}
-	return scripted.JSON(429, scripted.OpenAIError("requests", "rate_limit_exceeded", "slow down"), kv...)
+	return recoursetest.JSON(429, recoursetest.OpenAIError("requests", "rate_limit_exceeded", "slow down"), kv...)
 }
 
 // ErrCaptureHook is the error FailResponseCapture returns.

@@ -1,7 +1,11 @@
-// Package rigtest is the shared test rig of recourse's conformance tests: a
-// scripted loopback provider, a default chain around a codec, a fake wall
-// and monotonic clock whose Sleep advances time instead of waiting, and a
-// recorder of every lifecycle event and capture. It is used by tests only.
+// Package rigtest is the shared test rig of recourse's conformance tests,
+// built on package recoursetest: a recoursetest.Server, a default chain
+// around a codec, a fake wall and monotonic clock whose Sleep advances time
+// instead of waiting, and a recorder of every lifecycle event and capture.
+// It is used by tests only, and it is the one rig: a test that needs only a
+// scripted provider uses recoursetest directly. It imports chain and
+// layers/retry because assembling them is what it is for; no package below
+// them (a layer, a codec, recoursetest) may import it.
 package rigtest
 
 import (
@@ -12,9 +16,9 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // Epoch is the fake wall clock's start: Sat, 10 Oct 2026 00:00:00 GMT.
@@ -140,7 +144,7 @@ func (r *Recorder) Log() []string {
 // Rig is a scripted provider plus a default chain and client around a codec.
 type Rig struct {
 	T      testing.TB
-	Server *scripted.Server
+	Server *recoursetest.Server
 	Clock  *Clock
 	Rec    *Recorder
 	Chain  *chain.Chain
@@ -157,16 +161,16 @@ const (
 
 // New starts a rig. The policy gets the rig's clock, sleep and recorder
 // unless it sets its own; MaxAttempts etc. come from p.
-func New(t testing.TB, codec layer.Codec, p retry.Policy, steps ...scripted.Step) *Rig {
+func New(t testing.TB, codec layer.Codec, p retry.Policy, steps ...recoursetest.Step) *Rig {
 	t.Helper()
 	return NewWith(t, codec, p, nil, steps...)
 }
 
 // NewWith is New with more options for the default chain, for example
 // chain.WithPerAttempt.
-func NewWith(t testing.TB, codec layer.Codec, p retry.Policy, opts []chain.Option, steps ...scripted.Step) *Rig {
+func NewWith(t testing.TB, codec layer.Codec, p retry.Policy, opts []chain.Option, steps ...recoursetest.Step) *Rig {
 	t.Helper()
-	r := &Rig{T: t, Server: scripted.New(steps...), Clock: NewClock(), Rec: &Recorder{}}
+	r := &Rig{T: t, Server: recoursetest.NewServer(steps...), Clock: NewClock(), Rec: &Recorder{}}
 	if p.WallClock == nil {
 		p.WallClock = r.Clock.Now
 	}

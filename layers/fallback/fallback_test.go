@@ -16,11 +16,11 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // A drop-in call whose model is overloaded falls back to the next model
@@ -30,7 +30,7 @@ func TestR20_1_DropInFallsBackToAnotherModel(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3},
 		fallback.Config{Targets: []fallback.Target{{Model: "gpt-4o-mini"}}},
 		unavailable(), unavailable(), unavailable(),
-		scripted.JSON(200, scripted.OpenAIChat("from mini")))
+		recoursetest.JSON(200, recoursetest.OpenAIChat("from mini")))
 	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("gpt-4o", false))
 	require.NoError(t, err)
 	assert.Equal(t, 200, resp.StatusCode)
@@ -46,7 +46,7 @@ func TestR20_1_DropInFallsBackToAnotherModel(t *testing.T) {
 // Another upstream of the same wire gets the credential of its target's
 // function, never the caller's; the credential is in no event or error.
 func TestR20_1_AnotherUpstreamGetsOnlyItsOwnCredential(t *testing.T) {
-	other := scripted.New(scripted.JSON(200, scripted.OpenAIChat("from the other upstream")))
+	other := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.OpenAIChat("from the other upstream")))
 	t.Cleanup(other.Close)
 	var calls atomic.Int32
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2},
@@ -114,7 +114,7 @@ func TestR20_1_PerTargetPolicy(t *testing.T) {
 		fallback.Config{Targets: []fallback.Target{{Model: "small", Context: func(ctx context.Context) context.Context {
 			return chain.WithCallPolicy(ctx, &one)
 		}}}},
-		unavailable(), unavailable(), unavailable(), unavailable(), scripted.JSON(200, scripted.OpenAIChat("never")))
+		unavailable(), unavailable(), unavailable(), unavailable(), recoursetest.JSON(200, recoursetest.OpenAIChat("never")))
 	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("big", false))
 	require.NoError(t, err)
 	assert.Equal(t, 503, resp.StatusCode, "the last target's final response is passed through")
@@ -158,24 +158,24 @@ func TestR20_2_EveryOutcomeFallsBackOrNot(t *testing.T) {
 // End to end, through a real loopback provider: which failures move the
 // call to the next target and which end it where it is.
 func TestR20_2_OutcomesEndToEnd(t *testing.T) {
-	answer := scripted.JSON(200, scripted.OpenAIChat("from b"))
-	notFound := scripted.JSON(404, scripted.OpenAIError("invalid_request_error", "model_not_found", "no such model"))
+	answer := recoursetest.JSON(200, recoursetest.OpenAIChat("from b"))
+	notFound := recoursetest.JSON(404, recoursetest.OpenAIError("invalid_request_error", "model_not_found", "no such model"))
 	for _, tc := range []struct {
 		name    string
 		p       retry.Policy
 		rules   fallback.Rules
-		steps   []scripted.Step
+		steps   []recoursetest.Step
 		falls   bool
 		outcome layer.Outcome
 	}{
-		{"exhausted", retry.Policy{MaxAttempts: 2}, fallback.Rules{}, []scripted.Step{unavailable(), unavailable(), answer}, true, layer.OutcomeExhausted},
+		{"exhausted", retry.Policy{MaxAttempts: 2}, fallback.Rules{}, []recoursetest.Step{unavailable(), unavailable(), answer}, true, layer.OutcomeExhausted},
 		{"delay_ceiling", retry.Policy{MaxAttempts: 3, DelayCeiling: new(time.Second)}, fallback.Rules{},
-			[]scripted.Step{unavailable().WithHeader("Retry-After", "60"), answer}, true, layer.OutcomeDelayCeiling},
-		{"named 404", retry.Policy{MaxAttempts: 3}, fallback.Rules{Statuses: []int{404}}, []scripted.Step{notFound, answer}, true, layer.OutcomeInterrupted},
-		{"unnamed 404", retry.Policy{MaxAttempts: 3}, fallback.Rules{}, []scripted.Step{notFound, answer}, false, layer.OutcomeInterrupted},
+			[]recoursetest.Step{unavailable().WithHeader("Retry-After", "60"), answer}, true, layer.OutcomeDelayCeiling},
+		{"named 404", retry.Policy{MaxAttempts: 3}, fallback.Rules{Statuses: []int{404}}, []recoursetest.Step{notFound, answer}, true, layer.OutcomeInterrupted},
+		{"unnamed 404", retry.Policy{MaxAttempts: 3}, fallback.Rules{}, []recoursetest.Step{notFound, answer}, false, layer.OutcomeInterrupted},
 		{"permanent 400", retry.Policy{MaxAttempts: 3}, fallback.Rules{Statuses: []int{404}},
-			[]scripted.Step{scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "", "bad")), answer}, false, layer.OutcomeInterrupted},
-		{"deadline", retry.Policy{MaxAttempts: 3, Budget: new(time.Duration(0))}, fallback.Rules{}, []scripted.Step{unavailable(), answer}, false, layer.OutcomeDeadline},
+			[]recoursetest.Step{recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "", "bad")), answer}, false, layer.OutcomeInterrupted},
+		{"deadline", retry.Policy{MaxAttempts: 3, Budget: new(time.Duration(0))}, fallback.Rules{}, []recoursetest.Step{unavailable(), answer}, false, layer.OutcomeDeadline},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, openai.New(), tc.p, fallback.Config{Rules: tc.rules, Targets: []fallback.Target{{Model: "b"}}}, tc.steps...)
@@ -207,7 +207,7 @@ func TestR20_2_CancelledNeverFallsBack(t *testing.T) {
 	p := retry.Policy{MaxAttempts: 3, WallClock: clock.Now, MonotonicClock: clock.Mono,
 		Sleep: func(c context.Context, d time.Duration) error { cancel(); return clock.Sleep(c, d) }}
 	f := newFixture(t, openai.New(), p, fallback.Config{Targets: []fallback.Target{{Model: "b"}}},
-		unavailable(), scripted.JSON(200, scripted.OpenAIChat("from b")))
+		unavailable(), recoursetest.JSON(200, recoursetest.OpenAIChat("from b")))
 	lc := &layer.Call{}
 	req, err := http.NewRequestWithContext(layer.WithCall(ctx, lc), http.MethodPost, f.Server.URL+"/v1/chat/completions",
 		stringsReader(chatBody("a", false)))
@@ -224,12 +224,12 @@ func TestR20_2_CancelledNeverFallsBack(t *testing.T) {
 // A stream that delivered content and then broke is never answered again
 // by another target: the caller would read two answers.
 func TestR20_3_NoSecondAnswerAfterOutput(t *testing.T) {
-	events := scripted.OpenAIStream("first ", "half")
-	cut := scripted.SSE(events...)
+	events := recoursetest.OpenAIStream("first ", "half")
+	cut := recoursetest.SSE(events...)
 	cut.CutAfter = len(events[0]) + len(events[1]) + 4
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3},
 		fallback.Config{Rules: fallback.Rules{Statuses: []int{502}}, Targets: []fallback.Target{{Model: "b"}}},
-		cut, scripted.SSE(scripted.OpenAIStream("second answer")...))
+		cut, recoursetest.SSE(recoursetest.OpenAIStream("second answer")...))
 	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", true))
 	require.NoError(t, err)
 	b, rerr := readAll(resp)
@@ -250,12 +250,12 @@ func TestR20_3_NoSecondAnswerAfterOutput(t *testing.T) {
 // first, told that this is a fallback; without a hook the call stops with
 // admission_required and the next target is never contacted.
 func TestR20_4_AdmissionBeforeFallbackFromLocalTarget(t *testing.T) {
-	answer := scripted.NDJSON(scripted.OllamaStream("from b")...)
+	answer := recoursetest.NDJSON(recoursetest.OllamaStream("from b")...)
 	body := `{"model":"llama3","messages":[{"role":"user","content":"` + rigtest.Prompt + `"}],"stream":false}`
 	run := func(t *testing.T, admit layer.AdmissionHook) (*fixture, *layer.Call) {
 		f := newFixture(t, ollama.New(), retry.Policy{MaxAttempts: 1},
 			fallback.Config{Rules: fallback.Rules{Admit: admit}, Targets: []fallback.Target{{Model: "qwen3"}}},
-			scripted.Reset(), scripted.JSON(200, scripted.OllamaChat("from b")), answer)
+			recoursetest.Reset(), recoursetest.JSON(200, recoursetest.OllamaChat("from b")), answer)
 		resp, lc, err := f.post(t, "/api/chat", body)
 		if err == nil {
 			readBody(t, resp)
@@ -305,7 +305,7 @@ func TestR20_5_OpenCircuitSkippedWithoutRequest(t *testing.T) {
 	clock := rigtest.NewClock()
 	q, err := quota.New(quota.ByModel(), quota.WithClock(clock.Now))
 	require.NoError(t, err)
-	answer := func(s string) scripted.Step { return scripted.JSON(200, scripted.OpenAIChat(s)) }
+	answer := func(s string) recoursetest.Step { return recoursetest.JSON(200, recoursetest.OpenAIChat(s)) }
 	p := retry.Policy{MaxAttempts: 3, DelayCeiling: new(10 * time.Second), WallClock: clock.Now, MonotonicClock: clock.Mono, Sleep: clock.Sleep}
 	f := newFixtureWith(t, openai.New(), p, fallback.Config{Targets: []fallback.Target{{Model: "b"}}}, []layer.Layer{q},
 		unavailable().WithHeader("Retry-After", "60"), answer("b 1"), answer("b 2"), answer("a again"))
@@ -338,7 +338,7 @@ func TestR20_5_OpenCircuitSkippedWithoutRequest(t *testing.T) {
 func TestR20_6_EventsNameBothTargets(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2},
 		fallback.Config{Targets: []fallback.Target{{Model: "gpt-4o-mini"}}},
-		unavailable(), unavailable(), scripted.JSON(200, scripted.OpenAIChat("ok")))
+		unavailable(), unavailable(), recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	resp, _, err := f.post(t, "/v1/chat/completions", chatBody("gpt-4o", false))
 	require.NoError(t, err)
 	readBody(t, resp)
@@ -379,7 +379,7 @@ func TestR20_6_ObserverErrorEndsTheCall(t *testing.T) {
 		}})
 	require.NoError(t, err)
 	r := rigtest.NewWith(t, openai.New(), retry.Policy{OnEvent: rec.OnEvent}, []chain.Option{chain.WithPerCall(l)},
-		unavailable(), scripted.JSON(200, scripted.OpenAIChat("never")))
+		unavailable(), recoursetest.JSON(200, recoursetest.OpenAIChat("never")))
 	f := &fixture{Rig: r, rec: rec}
 	_, _, err = f.post(t, "/v1/chat/completions", chatBody("a", false))
 	var oe *layer.ObserverError
@@ -457,7 +457,7 @@ type noRewrite struct{ layer.Codec }
 // The caller's credential headers never follow the request to another
 // upstream: a target without a credential function sends none.
 func TestR20_1_CallersCredentialNeverFollowsToAnotherUpstream(t *testing.T) {
-	other := scripted.New(scripted.JSON(200, scripted.OpenAIChat("ok")))
+	other := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	t.Cleanup(other.Close)
 	f := newFixture(t, openai.New(), retry.Policy{}, fallback.Config{Targets: []fallback.Target{{Upstream: other.URL}}}, unavailable())
 	lc := &layer.Call{}
@@ -486,7 +486,7 @@ func TestR20_1_CallersCredentialNeverFollowsToAnotherUpstream(t *testing.T) {
 // with a typed error when it would fall back; nothing is sent there.
 func TestR20_1_BodyThatIsNotAnObjectIsATypedError(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{}, fallback.Config{Targets: []fallback.Target{{Model: "b"}}},
-		unavailable(), scripted.JSON(200, scripted.OpenAIChat("never")))
+		unavailable(), recoursetest.JSON(200, recoursetest.OpenAIChat("never")))
 	_, _, err := f.post(t, "/v1/chat/completions", `["`+rigtest.Prompt+`"]`)
 	var be *fallback.BodyError
 	require.ErrorAs(t, err, &be)
@@ -502,7 +502,7 @@ func TestR20_2_QuotaExhaustedFallsBack(t *testing.T) {
 	q, err := quota.New(quota.WithFloor(0), quota.WithRatio(0))
 	require.NoError(t, err)
 	f := newFixtureWith(t, openai.New(), retry.Policy{MaxAttempts: 3}, fallback.Config{Targets: []fallback.Target{{Model: "b"}}},
-		[]layer.Layer{q}, unavailable(), scripted.JSON(200, scripted.OpenAIChat("from b")))
+		[]layer.Layer{q}, unavailable(), recoursetest.JSON(200, recoursetest.OpenAIChat("from b")))
 	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
 	require.NoError(t, err)
 	assert.Contains(t, readBody(t, resp), "from b")

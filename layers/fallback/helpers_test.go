@@ -12,10 +12,10 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,12 +30,12 @@ type fixture struct {
 	rec *rigtest.Recorder
 }
 
-func newFixture(t *testing.T, codec layer.Codec, p retry.Policy, cfg fallback.Config, steps ...scripted.Step) *fixture {
+func newFixture(t *testing.T, codec layer.Codec, p retry.Policy, cfg fallback.Config, steps ...recoursetest.Step) *fixture {
 	t.Helper()
 	return newFixtureWith(t, codec, p, cfg, nil, steps...)
 }
 
-func newFixtureWith(t *testing.T, codec layer.Codec, p retry.Policy, cfg fallback.Config, before []layer.Layer, steps ...scripted.Step) *fixture {
+func newFixtureWith(t *testing.T, codec layer.Codec, p retry.Policy, cfg fallback.Config, before []layer.Layer, steps ...recoursetest.Step) *fixture {
 	t.Helper()
 	rec := &rigtest.Recorder{}
 	p.OnEvent = rec.OnEvent
@@ -79,7 +79,7 @@ func readBody(t *testing.T, resp *http.Response) string {
 }
 
 // models returns the model of every request the server saw.
-func models(t *testing.T, s *scripted.Server) []string {
+func models(t *testing.T, s *recoursetest.Server) []string {
 	t.Helper()
 	var out []string
 	for _, r := range s.Requests() {
@@ -103,8 +103,8 @@ func fallbacks(rec *rigtest.Recorder, typ layer.EventType) []layer.Fallback {
 	return out
 }
 
-func unavailable() scripted.Step {
-	return scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "overloaded"))
+func unavailable() recoursetest.Step {
+	return recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
 }
 
 func stringsReader(s string) io.Reader { return strings.NewReader(s) }

@@ -11,10 +11,10 @@ import (
 
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The privacy canary through a fallback: a hostile provider echoes the
@@ -22,7 +22,7 @@ import (
 // no event, admission request or error text of the walk holds any of them.
 func TestR20_7_PrivacyCanaryThroughTheFallback(t *testing.T) {
 	echo := "bad key " + rigtest.Key + " and " + targetKey + " for " + rigtest.Prompt
-	hostile := scripted.JSON(503, scripted.OpenAIError("server_error", "x-"+targetKey, echo),
+	hostile := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "x-"+targetKey, echo),
 		"X-Request-Id", targetKey, "Retry-After", rigtest.Key)
 	var asked []layer.AdmissionRequest
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2},

@@ -12,9 +12,9 @@ import (
 
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // checkCancelled asserts the R9 shape: outcome cancelled, exactly one
@@ -185,7 +185,7 @@ func TestR9_2_CancelledBeforeStartThroughHTTPClient(t *testing.T) {
 }
 
 func TestR9_3_CancelDuringAttemptKeepsRemoteTerminationUnconfirmed(t *testing.T) {
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, scripted.Step{Status: 200}.Held())
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, recoursetest.Step{Status: 200}.Held())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // exCancellingCapture returns a response-capture hook that, on the first
@@ -62,9 +62,9 @@ func exCheckCancelledInCapture(t *testing.T, err error, rec *exRecorder, count i
 // progress observed in the chunk (R12.3) and delivers nothing of it.
 func TestR9_1_CancelInResponseCaptureWinsOverCaptureFailure(t *testing.T) {
 	unary := map[string]string{
-		"openai": scripted.OpenAIChat("Hello"),
-		"omlx":   scripted.OpenAIChat("Hello"),
-		"ollama": scripted.OllamaChat("Hello"),
+		"openai": recoursetest.OpenAIChat("Hello"),
+		"omlx":   recoursetest.OpenAIChat("Hello"),
+		"ollama": recoursetest.OllamaChat("Hello"),
 	}
 	for _, p := range exProviders() {
 		t.Run(p.name+"/ordinary", func(t *testing.T) {
@@ -72,7 +72,7 @@ func TestR9_1_CancelInResponseCaptureWinsOverCaptureFailure(t *testing.T) {
 			defer cancel()
 			pol := exPolicy()
 			pol.OnWire = exCancellingCapture([]byte("Hello"), cancel)
-			r, rec := exRig(t, p.codec(), pol, scripted.JSON(200, unary[p.name]), scripted.JSON(200, unary[p.name]))
+			r, rec := exRig(t, p.codec(), pol, recoursetest.JSON(200, unary[p.name]), recoursetest.JSON(200, unary[p.name]))
 
 			comp, err := r.Client.Complete(ctx, p.request())
 

@@ -14,9 +14,9 @@ import (
 
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func TestR12_2_OneRequestAndOneResponseSnapshotPerAttempt(t *testing.T) {
@@ -47,50 +47,7 @@ func TestR12_2_OneRequestAndOneResponseSnapshotPerAttempt(t *testing.T) {
 		assert.True(t, s.Complete)
 		assert.NotEmpty(t, s.Header.Get("Content-Type"))
 	}
-	assert.Equal(t, []byte(scripted.OpenAIChat("hello")), snaps[5].Bytes)
-}
-
-func TestR12_1_ResponseSnapshots(t *testing.T) {
-	errBody := scripted.OpenAIError("server_error", "server_error", "busy")
-	okBody := scripted.OpenAIChat("Hello, world")
-	rows := []struct {
-		name     string
-		step     scripted.Step
-		status   int
-		bytes    string
-		complete bool
-		header   string // a response header that must be in the snapshot
-	}{
-		{"HTTP failure", scripted.JSON(503, errBody, "Retry-After", "1"), 503, errBody, true, "Retry-After"},
-		{"permanent HTTP failure", scripted.JSON(400, errBody), 400, errBody, true, "Content-Type"},
-		{"cut 2xx body", scripted.JSON(200, okBody).Cut(25), 200, okBody[:25], false, "Content-Type"},
-		{"reset before headers", scripted.Reset(), 0, "", false, ""},
-		{"refused redirect", scripted.Redirect(302, "http://127.0.0.1:1/elsewhere"), 302, "", true, "Location"},
-		{"provider error in a 200", scripted.JSON(200, errBody), 200, errBody, true, "Content-Type"},
-	}
-	for _, tc := range rows {
-		t.Run(tc.name, func(t *testing.T) {
-			p := retry.Policy{MaxAttempts: 1}
-			rec := wired(&p)
-			r := rigtest.New(t, openai.New(), p, tc.step)
-
-			_, err := r.Client.Complete(context.Background(), canaryRequest())
-			asRecoveryError(t, err)
-
-			snaps := rec.Wire()
-			require.Len(t, snaps, 2, "R12.2: one request and one response snapshot")
-			s := snaps[1]
-			assert.Equal(t, layer.DirectionResponse, s.Direction)
-			assert.Equal(t, tc.status, s.Status)
-			assert.Equal(t, tc.bytes, string(s.Bytes))
-			assert.Equal(t, tc.complete, s.Complete)
-			if tc.header != "" {
-				assert.NotEmpty(t, s.Header.Get(tc.header))
-			} else {
-				assert.Empty(t, s.Header, "no headers arrived")
-			}
-		})
-	}
+	assert.Equal(t, []byte(recoursetest.OpenAIChat("hello")), snaps[5].Bytes)
 }
 
 // R12.3: the semantic evidence of the bytes a response snapshot holds is
@@ -128,7 +85,7 @@ func TestR12_3_EvidenceCountedBeforeResponseCapture(t *testing.T) {
 }
 
 func TestR12_3_ResponseCaptureFailureIsTerminal(t *testing.T) {
-	for _, st := range []scripted.Step{statusStep(503), scripted.Reset(), scripted.Redirect(307, "/x"), okStep("fine")} {
+	for _, st := range []recoursetest.Step{statusStep(503), recoursetest.Reset(), recoursetest.Redirect(307, "/x"), okStep("fine")} {
 		p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: allowHook, OnWire: failResponseCapture}
 		r := rigtest.New(t, openai.New(), p, st, okStep("never"), okStep("never"))
 
@@ -209,7 +166,7 @@ func TestR12_1_CaptureIsOptIn(t *testing.T) {
 func TestR12_2_CancelledAttemptIsCaptured(t *testing.T) {
 	p := retry.Policy{MaxAttempts: 3}
 	rec := wired(&p)
-	r := rigtest.New(t, openai.New(), p, scripted.Step{Status: 200, Chunks: [][]byte{[]byte(`{"id":`)}}.Held())
+	r := rigtest.New(t, openai.New(), p, recoursetest.Step{Status: 200, Chunks: [][]byte{[]byte(`{"id":`)}}.Held())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

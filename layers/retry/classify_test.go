@@ -14,17 +14,17 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // cutAfterContent is a 200 ordinary body cut right after `"content":"Hel`:
 // the attempt observed 3 content bytes that nobody received.
-func cutAfterContent() scripted.Step {
-	body := scripted.OpenAIChat("Hello, world")
+func cutAfterContent() recoursetest.Step {
+	body := recoursetest.OpenAIChat("Hello, world")
 	i := strings.Index(body, `"content":"Hel`)
-	return scripted.JSON(200, body).Cut(i + len(`"content":"Hel`))
+	return recoursetest.JSON(200, body).Cut(i + len(`"content":"Hel`))
 }
 
 var errCaptureHook = rigtest.ErrCaptureHook
@@ -36,7 +36,7 @@ func TestR4_ClassificationTable(t *testing.T) {
 	rows := []struct {
 		name       string
 		policy     func(*retry.Policy)
-		step       scripted.Step
+		step       recoursetest.Step
 		structured bool
 		category   layer.Category
 		status     int
@@ -64,24 +64,24 @@ func TestR4_ClassificationTable(t *testing.T) {
 		{name: "503 not selected", policy: selectStatuses(409), step: statusStep(503), category: layer.CategoryHTTP, status: 503, reason: layer.ReasonPermanent},
 		{name: "503 category not selected", policy: selectCategories(layer.CategoryTransport), step: statusStep(503), category: layer.CategoryHTTP, status: 503, reason: layer.ReasonPermanent},
 		// Transport before headers: eligible, acceptance unknown.
-		{name: "reset before headers", step: scripted.Reset(), category: layer.CategoryTransport, acceptance: layer.AcceptanceUnknown, eligible: true, reason: layer.ReasonTransient},
-		{name: "reset, transport not selected", policy: selectCategories(layer.CategoryHTTP), step: scripted.Reset(), category: layer.CategoryTransport, acceptance: layer.AcceptanceUnknown, reason: layer.ReasonPermanent},
+		{name: "reset before headers", step: recoursetest.Reset(), category: layer.CategoryTransport, acceptance: layer.AcceptanceUnknown, eligible: true, reason: layer.ReasonTransient},
+		{name: "reset, transport not selected", policy: selectCategories(layer.CategoryHTTP), step: recoursetest.Reset(), category: layer.CategoryTransport, acceptance: layer.AcceptanceUnknown, reason: layer.ReasonPermanent},
 		// R4.4: observed semantic output, never delivered.
 		{name: "200 cut after content", step: cutAfterContent(), category: layer.CategoryTransport, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonSemanticOutput},
 		// R4.6: a partial 2xx body without semantic evidence (oMLX-like blank prelude).
-		{name: "200 blank body cut", step: scripted.JSON(200, strings.Repeat(" ", 64)).Cut(16), category: layer.CategoryTransport, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPartialResponse},
+		{name: "200 blank body cut", step: recoursetest.JSON(200, strings.Repeat(" ", 64)).Cut(16), category: layer.CategoryTransport, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPartialResponse},
 		// R4.6 and R10.2: a 2xx response was accepted; its body ending before
 		// the first of its Content-Length bytes is still a partial body.
-		{name: "200 headers then cut before any body byte", step: scripted.JSON(200, "", "Content-Length", "64").Cut(1), category: layer.CategoryTransport, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPartialResponse},
+		{name: "200 headers then cut before any body byte", step: recoursetest.JSON(200, "", "Content-Length", "64").Cut(1), category: layer.CategoryTransport, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPartialResponse},
 		// R4.7: a provider error object in a 2xx body is never eligible.
-		{name: "200 provider error", step: scripted.JSON(200, scripted.OpenAIError("server_error", "server_error", "overloaded")), category: layer.CategoryProviderResponse, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPermanent},
+		{name: "200 provider error", step: recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "overloaded")), category: layer.CategoryProviderResponse, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPermanent},
 		{name: "200 provider error, category selected", policy: selectCategories(layer.CategoryTransport, layer.CategoryHTTP, layer.CategoryProviderResponse),
-			step: scripted.JSON(200, scripted.OpenAIError("server_error", "server_error", "overloaded")), category: layer.CategoryProviderResponse, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPermanent},
+			step: recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "overloaded")), category: layer.CategoryProviderResponse, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPermanent},
 		// R4.5: protocol errors.
-		{name: "200 malformed JSON", step: scripted.JSON(200, `{"id":"chatcmpl-1","choices":[{"index":0,,}]}`), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonMalformed},
+		{name: "200 malformed JSON", step: recoursetest.JSON(200, `{"id":"chatcmpl-1","choices":[{"index":0,,}]}`), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonMalformed},
 		{name: "200 malformed JSON, protocol selected", policy: selectCategories(layer.CategoryTransport, layer.CategoryHTTP, layer.CategoryProtocol),
-			step: scripted.JSON(200, `not json`), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonMalformed},
-		{name: "200 no choices", step: scripted.JSON(200, `{"id":"chatcmpl-1","choices":[]}`), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonMalformed},
+			step: recoursetest.JSON(200, `not json`), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonMalformed},
+		{name: "200 no choices", step: recoursetest.JSON(200, `{"id":"chatcmpl-1","choices":[]}`), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonMalformed},
 		{name: "structured empty content", structured: true, step: okStep(""), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonMalformed},
 		// A structured answer whose content is not JSON is a protocol error,
 		// but its content bytes were observed: R4 is first-match-wins and

@@ -11,9 +11,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // Shared fixtures of the non-streaming conformance suite (R1–R12). The
@@ -41,11 +41,13 @@ func encoded(t testing.TB, req *chat.Request) []byte {
 }
 
 // okStep answers 200 with an ordinary OpenAI completion holding content.
-func okStep(content string) scripted.Step { return scripted.JSON(200, scripted.OpenAIChat(content)) }
+func okStep(content string) recoursetest.Step {
+	return recoursetest.JSON(200, recoursetest.OpenAIChat(content))
+}
 
 // statusStep answers status with an OpenAI server_error body.
-func statusStep(status int) scripted.Step {
-	return scripted.JSON(status, scripted.OpenAIError("server_error", "server_error", "busy"))
+func statusStep(status int) recoursetest.Step {
+	return recoursetest.JSON(status, recoursetest.OpenAIError("server_error", "server_error", "busy"))
 }
 
 // repeat returns n copies of s.
@@ -117,8 +119,8 @@ func newTransport(t testing.TB) *http.Transport {
 }
 
 // startServer starts a scripted provider closed when the test ends.
-func startServer(t testing.TB, steps ...scripted.Step) *scripted.Server {
-	s := scripted.New(steps...)
+func startServer(t testing.TB, steps ...recoursetest.Step) *recoursetest.Server {
+	s := recoursetest.NewServer(steps...)
 	t.Cleanup(s.Close)
 	return s
 }

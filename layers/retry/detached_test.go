@@ -14,9 +14,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // detachers are per-attempt layers that rebuild their request with a
@@ -104,7 +104,7 @@ func TestR2_1_DetachedRequestIsRefusedAndNotRetried(t *testing.T) {
 func TestR8_3_DetachedRequestIsNotResentIntoAReset(t *testing.T) {
 	for _, d := range detachers {
 		t.Run(d.name, func(t *testing.T) {
-			srv := startServer(t, scripted.Reset(), scripted.JSON(200, scripted.OllamaChat("hi")), scripted.JSON(200, scripted.OllamaChat("hi")))
+			srv := startServer(t, recoursetest.Reset(), recoursetest.JSON(200, recoursetest.OllamaChat("hi")), recoursetest.JSON(200, recoursetest.OllamaChat("hi")))
 			var errs []error
 			var events []layer.EventType
 			ch, err := chain.Default(ollama.New(), chain.WithTransport(newTransport(t)), chain.WithPerAttempt(detachTwice(t, d.detach, &errs)),
@@ -113,7 +113,7 @@ func TestR8_3_DetachedRequestIsNotResentIntoAReset(t *testing.T) {
 			require.NoError(t, err)
 			cl, err := chain.NewClient(srv.URL, ch)
 			require.NoError(t, err)
-			_, err = cl.Complete(context.Background(), &chat.Request{Model: scripted.OllamaModel, Messages: canaryRequest().Messages})
+			_, err = cl.Complete(context.Background(), &chat.Request{Model: recoursetest.OllamaModel, Messages: canaryRequest().Messages})
 			re := asRecoveryError(t, err)
 			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
 			assert.Equal(t, layer.ReasonPermanent, re.Failure.Classification.Reason)

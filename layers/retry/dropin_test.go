@@ -16,9 +16,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // dropInPost sends body through the rig's plain http.Client, as an SDK
@@ -51,11 +51,11 @@ func TestDropIn2xxFailureFailsClosed(t *testing.T) {
 	rows := []struct {
 		name string
 		req  *chat.Request
-		step scripted.Step
+		step recoursetest.Step
 		cat  layer.Category
 	}{
-		{"error object", canaryRequest(), scripted.JSON(200, scripted.OpenAIError("server_error", "server_error", "echo "+rigtest.Prompt)), layer.CategoryProviderResponse},
-		{"malformed", canaryRequest(), scripted.JSON(200, `{"choices":`), layer.CategoryProtocol},
+		{"error object", canaryRequest(), recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "echo "+rigtest.Prompt)), layer.CategoryProviderResponse},
+		{"malformed", canaryRequest(), recoursetest.JSON(200, `{"choices":`), layer.CategoryProtocol},
 		{"structured not JSON", structured, okStep("plain words " + rigtest.Prompt), layer.CategoryProtocol},
 	}
 	for _, tc := range rows {
@@ -83,8 +83,8 @@ func TestDropIn2xxFailureFailsClosed(t *testing.T) {
 // only the RecoveryError's safe text: the cut content and the provider's
 // headers echo the canaries, the frame does not.
 func TestDropInErrorFrameIsSafe(t *testing.T) {
-	content := scripted.OpenAIStream(rigtest.Prompt + " " + rigtest.Key)
-	cut := scripted.SSE(content[:2]...).WithHeader("X-Echo", rigtest.Key).Cut(len(content[0]) + len(content[1]))
+	content := recoursetest.OpenAIStream(rigtest.Prompt + " " + rigtest.Key)
+	cut := recoursetest.SSE(content[:2]...).WithHeader("X-Echo", rigtest.Key).Cut(len(content[0]) + len(content[1]))
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, cut, okStep("never"))
 	body := []byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"` + rigtest.Prompt + `"}]}`)
 
@@ -109,19 +109,19 @@ func TestDropInErrorFrameIsSafe(t *testing.T) {
 // history, is in the call's Result. A caller asking for typed errors, a
 // redirect and a cancellation still get the error.
 func TestDropInFinalHTTPFailurePassesThrough(t *testing.T) {
-	busy := scripted.OpenAIError("server_error", "server_error", "busy "+rigtest.Prompt)
-	s503 := scripted.JSON(503, busy, "X-Provider", "kept")
+	busy := recoursetest.OpenAIError("server_error", "server_error", "busy "+rigtest.Prompt)
+	s503 := recoursetest.JSON(503, busy, "X-Provider", "kept")
 	deny := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil }
 	rows := []struct {
 		name    string
 		pol     retry.Policy
-		steps   []scripted.Step
+		steps   []recoursetest.Step
 		outcome layer.Outcome
 		posts   int
 	}{
-		{"exhausted", retry.Policy{MaxAttempts: 2, Jitter: zeroJitter}, []scripted.Step{s503, s503, okStep("never")}, layer.OutcomeExhausted, 2},
-		{"admission rejected", retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: deny}, []scripted.Step{s503, okStep("never")}, layer.OutcomeAdmissionRejected, 1},
-		{"interrupted 400", retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, []scripted.Step{scripted.JSON(400, busy), okStep("never")}, layer.OutcomeInterrupted, 1},
+		{"exhausted", retry.Policy{MaxAttempts: 2, Jitter: zeroJitter}, []recoursetest.Step{s503, s503, okStep("never")}, layer.OutcomeExhausted, 2},
+		{"admission rejected", retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: deny}, []recoursetest.Step{s503, okStep("never")}, layer.OutcomeAdmissionRejected, 1},
+		{"interrupted 400", retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, []recoursetest.Step{recoursetest.JSON(400, busy), okStep("never")}, layer.OutcomeInterrupted, 1},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,10 +156,10 @@ func TestDropInFinalHTTPFailurePassesThrough(t *testing.T) {
 		assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
 	})
 	t.Run("redirect", func(t *testing.T) {
-		target := scripted.New(okStep("never"))
+		target := recoursetest.NewServer(okStep("never"))
 		t.Cleanup(target.Close)
 		r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2, Jitter: zeroJitter},
-			scripted.Redirect(307, target.URL+completionsPath))
+			recoursetest.Redirect(307, target.URL+completionsPath))
 		resp, err := dropInPost(t, r, encoded(t, canaryRequest()), nil)
 		assert.Nil(t, resp)
 		var re *layer.RecoveryError

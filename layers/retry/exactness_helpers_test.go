@@ -22,9 +22,9 @@ import (
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // exWait bounds every wait for something that must happen.
@@ -49,11 +49,11 @@ type exProv struct {
 	length func(content string) []string
 }
 
-func (p exProv) step(frames ...string) scripted.Step {
+func (p exProv) step(frames ...string) recoursetest.Step {
 	if p.ndjson {
-		return scripted.NDJSON(frames...)
+		return recoursetest.NDJSON(frames...)
 	}
-	return scripted.SSE(frames...)
+	return recoursetest.SSE(frames...)
 }
 
 func (p exProv) request() *chat.Request {
@@ -92,7 +92,7 @@ func exSSEProv(name string, codec func() layer.Codec, model string) exProv {
 				out = append(out, content(c))
 			}
 			return append(out, ch(`{}`, "stop", ""), `data: {"id":"chatcmpl-ex","object":"chat.completion.chunk","created":1760054400,"model":"`+answer+
-				`","choices":[],"usage":`+exSSEUsage+"}\n\n", scripted.StreamDone)
+				`","choices":[],"usage":`+exSSEUsage+"}\n\n", recoursetest.StreamDone)
 		},
 		length: func(c string) []string {
 			return []string{role, content(c), ch(`{}`, "length", exSSEUsage)}
@@ -171,7 +171,7 @@ func (r *exRecorder) setHook(h func(layer.Event)) {
 }
 
 // exRig returns a rig whose events go to a fresh exRecorder.
-func exRig(t *testing.T, codec layer.Codec, pol retry.Policy, steps ...scripted.Step) (*rigtest.Rig, *exRecorder) {
+func exRig(t *testing.T, codec layer.Codec, pol retry.Policy, steps ...recoursetest.Step) (*rigtest.Rig, *exRecorder) {
 	t.Helper()
 	rec := &exRecorder{}
 	pol.OnEvent = rec.OnEvent

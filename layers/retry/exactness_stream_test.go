@@ -20,8 +20,8 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // exDropIn posts p's streaming request through the rig's http.Client, as
@@ -450,12 +450,12 @@ func TestR13_5_ConsumerStopEndsLifecycleCancelled(t *testing.T) {
 				}
 				t.Run(name, func(t *testing.T) {
 					ignore := goleak.IgnoreCurrent()
-					steps := []scripted.Step{p.step(p.content("Hi"), p.content("there")).Held()}
+					steps := []recoursetest.Step{p.step(p.content("Hi"), p.content("there")).Held()}
 					want := []string{"attempt_started", "attempt_failed", "cancelled"}
 					if resumed {
 						// A first attempt that ends before any frame: a
 						// clean EOF, resent after the allowing hook.
-						steps = append([]scripted.Step{p.step()}, steps...)
+						steps = append([]recoursetest.Step{p.step()}, steps...)
 						want = append([]string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed",
 							"delay_scheduled", "retry_started"}, want...)
 					}

@@ -19,9 +19,9 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // errExHook is the error of a failing capture hook.
@@ -71,11 +71,11 @@ func TestR10_5_ResponseCaptureFailureKeepsCause(t *testing.T) {
 			t.Run("ordinary/"+name, func(t *testing.T) {
 				pol := exPolicy()
 				pol.OnWire = h.hook
-				st := scripted.JSON(200, scripted.OpenAIChat("fine"))
+				st := recoursetest.JSON(200, recoursetest.OpenAIChat("fine"))
 				if status != 200 {
-					st = scripted.JSON(status, scripted.OpenAIError("server_error", "server_error", "busy"))
+					st = recoursetest.JSON(status, recoursetest.OpenAIError("server_error", "server_error", "busy"))
 				}
-				r, _ := exRig(t, openai.New(), pol, st, scripted.JSON(200, scripted.OpenAIChat("never")))
+				r, _ := exRig(t, openai.New(), pol, st, recoursetest.JSON(200, recoursetest.OpenAIChat("never")))
 				_, err := r.Client.Complete(context.Background(), exProviders()[0].request())
 				check(t, exRE(t, err), status, h.check)
 				assert.Equal(t, 1, r.Server.Count(), "a capture failure is never retried")
@@ -88,7 +88,7 @@ func TestR10_5_ResponseCaptureFailureKeepsCause(t *testing.T) {
 					// output, held open: the capture of that chunk fails.
 					st := p.step(p.content("")).Held()
 					if status != 200 {
-						st = scripted.JSON(status, scripted.OpenAIError("server_error", "server_error", "busy"))
+						st = recoursetest.JSON(status, recoursetest.OpenAIError("server_error", "server_error", "busy"))
 					}
 					r, _ := exRig(t, p.codec(), pol, st, p.step(p.full("never")...))
 					run := exCollect(r.Client.Stream(context.Background(), p.request()))
@@ -134,7 +134,7 @@ func TestR9_2_CancelInBlockedRequestCaptureSendsNothing(t *testing.T) {
 		{"hook_returns_ctx_err", func(ctx context.Context) error { return ctx.Err() }},
 		{"hook_returns_nil", func(context.Context) error { return nil }},
 	}
-	busy := scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "busy"))
+	busy := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "busy"))
 	type call func(ctx context.Context, r *rigtest.Rig) error
 	shapes := []struct {
 		name string
@@ -282,7 +282,7 @@ func TestR9_2_CancelInAttemptSucceededObserverWins(t *testing.T) {
 		}
 	}
 	t.Run("native/policy_observer", func(t *testing.T) {
-		r, rec := exRig(t, openai.New(), exPolicy(), scripted.JSON(200, scripted.OpenAIChat("fine")))
+		r, rec := exRig(t, openai.New(), exPolicy(), recoursetest.JSON(200, recoursetest.OpenAIChat("fine")))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		rec.setHook(cancelOnSuccess(cancel))
@@ -291,7 +291,7 @@ func TestR9_2_CancelInAttemptSucceededObserverWins(t *testing.T) {
 		check(t, err, rec, r.Server.Count())
 	})
 	t.Run("native/per_call_observer", func(t *testing.T) {
-		r, rec := exRig(t, openai.New(), exPolicy(), scripted.JSON(200, scripted.OpenAIChat("fine")))
+		r, rec := exRig(t, openai.New(), exPolicy(), recoursetest.JSON(200, recoursetest.OpenAIChat("fine")))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		lc := &layer.Call{}
@@ -301,7 +301,7 @@ func TestR9_2_CancelInAttemptSucceededObserverWins(t *testing.T) {
 		check(t, err, rec, r.Server.Count())
 	})
 	t.Run("drop_in", func(t *testing.T) {
-		r, rec := exRig(t, openai.New(), exPolicy(), scripted.JSON(200, scripted.OpenAIChat("fine")))
+		r, rec := exRig(t, openai.New(), exPolicy(), recoursetest.JSON(200, recoursetest.OpenAIChat("fine")))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		rec.setHook(cancelOnSuccess(cancel))

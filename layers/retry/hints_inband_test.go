@@ -9,9 +9,9 @@ import (
 
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The exhausted-quota error object as OpenAI sends it (type and code
@@ -33,13 +33,13 @@ const (
 
 // quotaSteps are the 2xx answers to a streaming request that carry the
 // exhausted quota before any semantic output.
-func quotaSteps() map[string]scripted.Step {
-	return map[string]scripted.Step{
-		"data frame":                   scripted.SSE(quotaDataFrame, scripted.StreamDone),
-		"data frame after a keepalive": scripted.SSE(": keep-alive\n\n", roleChunk, quotaDataFrame),
-		"error event":                  scripted.SSE(quotaErrorEvent),
-		"Responses error event":        scripted.SSE(quotaResponsesEvent),
-		"JSON document":                scripted.JSON(200, `{"error":`+quotaObject+`}`),
+func quotaSteps() map[string]recoursetest.Step {
+	return map[string]recoursetest.Step{
+		"data frame":                   recoursetest.SSE(quotaDataFrame, recoursetest.StreamDone),
+		"data frame after a keepalive": recoursetest.SSE(": keep-alive\n\n", roleChunk, quotaDataFrame),
+		"error event":                  recoursetest.SSE(quotaErrorEvent),
+		"Responses error event":        recoursetest.SSE(quotaResponsesEvent),
+		"JSON document":                recoursetest.JSON(200, `{"error":`+quotaObject+`}`),
 	}
 }
 
@@ -97,7 +97,7 @@ func TestProviderHints_InsufficientQuotaInA2xxStreamWithoutHints(t *testing.T) {
 // semantic output interrupts the stream (semantic_output decides, R4.4);
 // no hint is recorded because none decided, and the code stays visible.
 func TestProviderHints_InsufficientQuotaAfterOutput(t *testing.T) {
-	r := rigtest.New(t, openai.New(), hintPolicy(3), scripted.SSE(roleChunk, textChunk, quotaDataFrame), okStep("never"))
+	r := rigtest.New(t, openai.New(), hintPolicy(3), recoursetest.SSE(roleChunk, textChunk, quotaDataFrame), okStep("never"))
 	req := canaryRequest()
 	req.Stream = true
 	text, _, err := collect(t, r.Client.Stream(context.Background(), req))
@@ -112,7 +112,7 @@ func TestProviderHints_InsufficientQuotaAfterOutput(t *testing.T) {
 // TestProviderHints_InsufficientQuotaInA2xxBody: an ordinary call answered
 // in a 2xx with the exhausted-quota error object has the same reason.
 func TestProviderHints_InsufficientQuotaInA2xxBody(t *testing.T) {
-	r := rigtest.New(t, openai.New(), hintPolicy(3), scripted.JSON(200, `{"error":`+quotaObject+`}`), okStep("never"))
+	r := rigtest.New(t, openai.New(), hintPolicy(3), recoursetest.JSON(200, `{"error":`+quotaObject+`}`), okStep("never"))
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
@@ -121,7 +121,7 @@ func TestProviderHints_InsufficientQuotaInA2xxBody(t *testing.T) {
 	require.Equal(t, 1, r.Server.Count())
 
 	// Another provider error object in a 2xx keeps its reason.
-	r = rigtest.New(t, openai.New(), hintPolicy(3), scripted.JSON(200, scripted.OpenAIError("invalid_request_error", "model_not_found", "no such model")), okStep("never"))
+	r = rigtest.New(t, openai.New(), hintPolicy(3), recoursetest.JSON(200, recoursetest.OpenAIError("invalid_request_error", "model_not_found", "no such model")), okStep("never"))
 	_, err = r.Client.Complete(context.Background(), canaryRequest())
 	re = rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.Classification{Reason: layer.ReasonPermanent}, re.Failure.Classification)

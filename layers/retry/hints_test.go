@@ -10,17 +10,17 @@ import (
 
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The bodies the providers document for these answers.
 var (
 	// OpenAI's rate limit (429, code rate_limit_exceeded).
-	openAIRateLimit = scripted.OpenAIError("requests", "rate_limit_exceeded", "Rate limit reached for gpt-4o-mini in organization org-x on requests per min (RPM): Limit 3, Used 3, Requested 1.")
+	openAIRateLimit = recoursetest.OpenAIError("requests", "rate_limit_exceeded", "Rate limit reached for gpt-4o-mini in organization org-x on requests per min (RPM): Limit 3, Used 3, Requested 1.")
 	// OpenAI's exhausted quota: also a 429, type and code insufficient_quota.
-	openAIQuota = scripted.OpenAIError("insufficient_quota", "insufficient_quota", "You exceeded your current quota, please check your plan and billing details.")
+	openAIQuota = recoursetest.OpenAIError("insufficient_quota", "insufficient_quota", "You exceeded your current quota, please check your plan and billing details.")
 	// Azure OpenAI's 429: the code is the status as a string.
 	azureRateLimit = `{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 6 seconds."}}`
 )
@@ -54,7 +54,7 @@ func TestProviderHints_MillisecondMinima(t *testing.T) {
 		{"Retry-After alone", openAIRateLimit, []string{"retry-after", "3"}, layer.RetryAfterSeconds, "", 3 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := rigtest.New(t, openai.New(), hintPolicy(2), scripted.JSON(429, tc.body, tc.kv...), okStep("ok"))
+			r := rigtest.New(t, openai.New(), hintPolicy(2), recoursetest.JSON(429, tc.body, tc.kv...), okStep("ok"))
 			_, err := r.Client.Complete(context.Background(), canaryRequest())
 			require.NoError(t, err)
 			f := firstFailed(t, r.Rec.Events())
@@ -73,7 +73,7 @@ func TestProviderHints_MillisecondMinima(t *testing.T) {
 // millisecond minimum above the ceiling refuses the retry (delay_ceiling),
 // one above the time left refuses it (deadline) — never shortened (R5.5).
 func TestProviderHints_MillisecondsAreHeldToTheCeilingAndTheBudget(t *testing.T) {
-	step := scripted.JSON(429, openAIRateLimit, "retry-after-ms", "1500")
+	step := recoursetest.JSON(429, openAIRateLimit, "retry-after-ms", "1500")
 
 	p := hintPolicy(3)
 	p.DelayCeiling = new(time.Second)
@@ -103,7 +103,7 @@ func TestProviderHints_OffByDefault(t *testing.T) {
 	p := hintPolicy(2)
 	p.ProviderHints = false
 	r := rigtest.New(t, openai.New(), p,
-		scripted.JSON(429, openAIQuota, "retry-after-ms", "1500", "x-ms-retry-after-ms", "1500", "x-should-retry", "false"), okStep("ok"))
+		recoursetest.JSON(429, openAIQuota, "retry-after-ms", "1500", "x-ms-retry-after-ms", "1500", "x-should-retry", "false"), okStep("ok"))
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	require.NoError(t, err, "without hints an insufficient_quota 429 is an ordinary 429")
 	f := firstFailed(t, r.Rec.Events())
@@ -120,7 +120,7 @@ func TestProviderHints_OffByDefault(t *testing.T) {
 func TestProviderHints_ShouldRetryFalse(t *testing.T) {
 	for _, v := range []string{"false", "False", " false "} {
 		r := rigtest.New(t, openai.New(), hintPolicy(3),
-			scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "The server is overloaded."), "x-should-retry", v), okStep("never"))
+			recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded."), "x-should-retry", v), okStep("never"))
 		_, err := r.Client.Complete(context.Background(), canaryRequest())
 		re := rigtest.AsRecoveryError(t, err)
 		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome, v)
@@ -132,7 +132,7 @@ func TestProviderHints_ShouldRetryFalse(t *testing.T) {
 	}
 	// "true" changes nothing: the policy's statuses decide.
 	r := rigtest.New(t, openai.New(), hintPolicy(2),
-		scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "busy"), "x-should-retry", "true"), okStep("ok"))
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "busy"), "x-should-retry", "true"), okStep("ok"))
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	require.NoError(t, err)
 	assert.Equal(t, layer.HintNone, firstFailed(t, r.Rec.Events()).Hint)
@@ -143,7 +143,7 @@ func TestProviderHints_ShouldRetryFalse(t *testing.T) {
 func TestProviderHints_InsufficientQuota(t *testing.T) {
 	for _, code := range []string{"insufficient_quota", "organization_spend_limit_exceeded"} {
 		r := rigtest.New(t, openai.New(), hintPolicy(3),
-			scripted.JSON(429, scripted.OpenAIError("insufficient_quota", code, "You exceeded your current quota, please check your plan and billing details."), "retry-after-ms", "20"),
+			recoursetest.JSON(429, recoursetest.OpenAIError("insufficient_quota", code, "You exceeded your current quota, please check your plan and billing details."), "retry-after-ms", "20"),
 			okStep("never"))
 		_, err := r.Client.Complete(context.Background(), canaryRequest())
 		re := rigtest.AsRecoveryError(t, err)
@@ -154,17 +154,17 @@ func TestProviderHints_InsufficientQuota(t *testing.T) {
 		assert.Equal(t, 1, r.Server.Count())
 		assert.Contains(t, re.Error(), "insufficient_quota")
 	}
-	r := rigtest.New(t, openai.New(), hintPolicy(3), scripted.JSON(429, openAIQuota), okStep("never"))
+	r := rigtest.New(t, openai.New(), hintPolicy(3), recoursetest.JSON(429, openAIQuota), okStep("never"))
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, "insufficient_quota", re.Failure.ProviderCode, "a known code (R10.3)")
 
-	r = rigtest.New(t, openai.New(), hintPolicy(2), scripted.JSON(429, openAIRateLimit), okStep("ok"))
+	r = rigtest.New(t, openai.New(), hintPolicy(2), recoursetest.JSON(429, openAIRateLimit), okStep("ok"))
 	_, err = r.Client.Complete(context.Background(), canaryRequest())
 	require.NoError(t, err, "a rate limit is still retried")
 
 	// The quota code on another status is no quota hint.
-	r = rigtest.New(t, openai.New(), hintPolicy(2), scripted.JSON(503, openAIQuota), okStep("ok"))
+	r = rigtest.New(t, openai.New(), hintPolicy(2), recoursetest.JSON(503, openAIQuota), okStep("ok"))
 	_, err = r.Client.Complete(context.Background(), canaryRequest())
 	require.NoError(t, err)
 }
@@ -172,7 +172,7 @@ func TestProviderHints_InsufficientQuota(t *testing.T) {
 // TestProviderHints_Streaming: a streaming request's refused 429 is read
 // like an ordinary one.
 func TestProviderHints_Streaming(t *testing.T) {
-	r := rigtest.New(t, openai.New(), hintPolicy(3), scripted.JSON(429, openAIQuota), okStep("never"))
+	r := rigtest.New(t, openai.New(), hintPolicy(3), recoursetest.JSON(429, openAIQuota), okStep("never"))
 	_, _, err := collect(t, r.Client.Stream(context.Background(), canaryRequest()))
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.ReasonInsufficientQuota, re.Failure.Classification.Reason)

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // TestR13_3_IncompleteFinishErrorSaysWhatWasIncomplete: a stream the
@@ -32,7 +32,7 @@ func TestR13_3_IncompleteFinishErrorSaysWhatWasIncomplete(t *testing.T) {
 	} {
 		t.Run("ollama/"+c.reason, func(t *testing.T) {
 			line := `{"model":"llama3.2","created_at":"2024-01-01T00:00:00.000000Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"` + c.reason + `"}` + "\n"
-			r, _ := exRig(t, p.codec(), exPolicy(), scripted.NDJSON(line))
+			r, _ := exRig(t, p.codec(), exPolicy(), recoursetest.NDJSON(line))
 			run := exCollect(r.Client.Stream(context.Background(), p.request()))
 			var re *layer.RecoveryError
 			require.ErrorAs(t, run.err, &re)

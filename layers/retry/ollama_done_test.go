@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // TestR13_3_OllamaDoneWithoutReasonIsTheTerminalFrame: an Ollama stream
@@ -20,7 +20,7 @@ func TestR13_3_OllamaDoneWithoutReasonIsTheTerminalFrame(t *testing.T) {
 	p := exOllamaProv()
 
 	t.Run("stream", func(t *testing.T) {
-		r, rec := exRig(t, p.codec(), exPolicy(), scripted.NDJSON(p.content("Hel"), p.content("lo"), last), p.step(p.full("never")...))
+		r, rec := exRig(t, p.codec(), exPolicy(), recoursetest.NDJSON(p.content("Hel"), p.content("lo"), last), p.step(p.full("never")...))
 		run := exCollect(r.Client.Stream(context.Background(), p.request()))
 		require.NoError(t, run.err)
 		require.True(t, run.done(), "the done:true line is the terminal frame")
@@ -34,7 +34,7 @@ func TestR13_3_OllamaDoneWithoutReasonIsTheTerminalFrame(t *testing.T) {
 	})
 
 	t.Run("unary", func(t *testing.T) {
-		r, _ := exRig(t, p.codec(), exPolicy(), scripted.JSON(200, last))
+		r, _ := exRig(t, p.codec(), exPolicy(), recoursetest.JSON(200, last))
 		comp, err := r.Client.Complete(context.Background(), p.request())
 		require.NoError(t, err)
 		assert.Equal(t, "!", comp.Message.Content)
@@ -53,7 +53,7 @@ func TestR13_3_OllamaDoneLineWithoutNewlineIsTheTerminalFrame(t *testing.T) {
 	p := exOllamaProv()
 	for name, end := range map[string]string{"no newline": "", "space, no newline": " "} {
 		t.Run(name, func(t *testing.T) {
-			st := scripted.NDJSON(p.content("Hel"), p.content("lo"), last)
+			st := recoursetest.NDJSON(p.content("Hel"), p.content("lo"), last)
 			st.Chunks[len(st.Chunks)-1] = []byte(last + end)
 			r, rec := exRig(t, p.codec(), exPolicy(), st, p.step(p.full("never")...))
 			run := exCollect(r.Client.Stream(context.Background(), p.request()))

@@ -13,9 +13,9 @@ import (
 
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // horizonGate is a resend gate whose shared cooldown horizon is fixed.
@@ -36,7 +36,7 @@ func (horizonGate) Cooldown(context.Context, time.Time) bool { return false }
 func TestR20_5_EngineSkipsAnOpenCircuit(t *testing.T) {
 	for _, skip := range []bool{true, false} {
 		r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, DelayCeiling: new(time.Second)},
-			scripted.JSON(200, scripted.OpenAIChat("ok")))
+			recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 		lc := &layer.Call{Gate: horizonGate{at: rigtest.Epoch.Add(time.Minute)}, SkipOpenCircuit: skip}
 		req, err := http.NewRequestWithContext(layer.WithCall(t.Context(), lc), http.MethodPost, r.Server.URL+"/v1/chat/completions",
 			strings.NewReader(`{"model":"a","messages":[{"role":"user","content":"hi"}]}`))

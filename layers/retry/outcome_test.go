@@ -15,9 +15,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // sameFailure asserts that two safe failures are the same record.
@@ -157,7 +157,7 @@ func TestR10_3_ProviderCodes(t *testing.T) {
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1},
-				scripted.JSON(tc.status, scripted.OpenAIError("error", tc.code, "message")))
+				recoursetest.JSON(tc.status, recoursetest.OpenAIError("error", tc.code, "message")))
 			cl, err := chain.NewClient(r.Server.URL, r.Chain, chain.WithAPIKey(tc.apiKey))
 			require.NoError(t, err)
 			req := canaryRequest()
@@ -197,7 +197,7 @@ func TestR10_3_ProviderRequestIDs(t *testing.T) {
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1},
-				scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "busy"), "X-Request-Id", tc.id))
+				recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "busy"), "X-Request-Id", tc.id))
 			opts := []chain.ClientOption{chain.WithAPIKey(rigtest.Key)}
 			if tc.header != "" {
 				opts = append(opts, chain.WithHeader("X-Correlation-Id", tc.header))
@@ -221,8 +221,8 @@ func TestR10_3_ProviderRequestIDs(t *testing.T) {
 }
 
 func TestR10_5_InspectReturnsDefensiveCopies(t *testing.T) {
-	body := scripted.OpenAIError("server_error", "server_error", "busy")
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1}, scripted.JSON(503, body, "X-Request-Id", "req_abc"))
+	body := recoursetest.OpenAIError("server_error", "server_error", "busy")
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1}, recoursetest.JSON(503, body, "X-Request-Id", "req_abc"))
 
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	re := asRecoveryError(t, err)
@@ -263,8 +263,8 @@ func TestR10_5_InspectKeepsSuccessfulEvidenceOutOfFailures(t *testing.T) {
 }
 
 func TestR10_5_RecoveryErrorJSON(t *testing.T) {
-	body := scripted.OpenAIError("server_error", "server_error", "busy busy busy")
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2, Jitter: zeroJitter}, repeat(scripted.JSON(503, body), 2)...)
+	body := recoursetest.OpenAIError("server_error", "server_error", "busy busy busy")
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2, Jitter: zeroJitter}, repeat(recoursetest.JSON(503, body), 2)...)
 
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	re := asRecoveryError(t, err)
@@ -357,7 +357,7 @@ func TestR11_4_ObserverPanicPropagates(t *testing.T) {
 		t.Run(string(tc.on), func(t *testing.T) {
 			pv := &panicValue{"observer " + string(tc.on)}
 			p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: allowHook}
-			steps := []scripted.Step{statusStep(503), okStep("ok")}
+			steps := []recoursetest.Step{statusStep(503), okStep("ok")}
 			if tc.on == layer.EventExhausted {
 				p.MaxAttempts = 1
 			}
@@ -449,6 +449,6 @@ func TestR10_5_RefusedStructuredAnswerKeepsResponseEvidence(t *testing.T) {
 	ev := layer.Inspect(&re.Failure)
 	require.NotNil(t, ev)
 	assert.Equal(t, "stop", ev.Response.FinishReason)
-	assert.Equal(t, scripted.OpenAIModel, ev.Response.Model)
+	assert.Equal(t, recoursetest.OpenAIModel, ev.Response.Model)
 	assert.Equal(t, &chat.Usage{InputTokens: 12, OutputTokens: 7}, ev.Response.Usage)
 }

@@ -20,9 +20,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // policyErrorCases are the invalid fields of R3.1 with the supplied values
@@ -381,7 +381,7 @@ func TestR3_1_DefaultsCannotBeChangedByAnImporter(t *testing.T) {
 	assert.Equal(t, []int{429, 500, 502, 503, 504}, retry.DefaultRetryableStatuses())
 	assert.Equal(t, []layer.Category{layer.CategoryTransport, layer.CategoryHTTP}, retry.DefaultRetryableCategories())
 
-	srv := startServer(t, statusStep(503), scripted.Reset(), okStep("third"))
+	srv := startServer(t, statusStep(503), recoursetest.Reset(), okStep("third"))
 	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}))
 	require.NoError(t, err)
 	cl, err := chain.NewClient(srv.URL, ch)

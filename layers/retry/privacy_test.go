@@ -20,9 +20,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // The privacy canary (R10.5): every scenario runs with
@@ -38,20 +38,20 @@ var banned = []string{rigtest.Key, rigtest.Prompt, "CANARY", "bearer", "authoriz
 type canaryScenario struct {
 	name   string
 	policy func(p *retry.Policy)
-	steps  func(target string) []scripted.Step
+	steps  func(target string) []recoursetest.Step
 	// call runs the completion; nil means Complete with the canary request.
 	call func(t *testing.T, r *rigtest.Rig, ctx context.Context) error
 	// cancel, when set, cancels the call's context once it returns true.
 	cancelWhen func(r *rigtest.Rig) bool
 }
 
-func echoStep(status int, kv ...string) scripted.Step {
-	return scripted.JSON(status, scripted.OpenAIError("invalid_request_error", "invalid_api_key", echo), kv...)
+func echoStep(status int, kv ...string) recoursetest.Step {
+	return recoursetest.JSON(status, recoursetest.OpenAIError("invalid_request_error", "invalid_api_key", echo), kv...)
 }
 
 func canaryScenarios() []canaryScenario {
-	steps := func(s ...scripted.Step) func(string) []scripted.Step {
-		return func(string) []scripted.Step { return s }
+	steps := func(s ...recoursetest.Step) func(string) []recoursetest.Step {
+		return func(string) []recoursetest.Step { return s }
 	}
 	return []canaryScenario{
 		{name: "401 echoing key and prompt", steps: steps(echoStep(401, "X-Request-Id", rigtest.Key))},
@@ -63,15 +63,15 @@ func canaryScenarios() []canaryScenario {
 			echoStep(503, "Retry-After", rigtest.Key),
 			echoStep(503))},
 		{name: "200 provider error with the prompt as code", steps: steps(
-			scripted.JSON(200, scripted.OpenAIError("invalid_request_error", rigtest.Prompt, echo)))},
+			recoursetest.JSON(200, recoursetest.OpenAIError("invalid_request_error", rigtest.Prompt, echo)))},
 		{name: "200 cut after echoed content", steps: steps(
-			scripted.JSON(200, scripted.OpenAIChat("You said "+rigtest.Prompt+" with "+rigtest.Key)).Cut(120))},
-		{name: "200 malformed echo", steps: steps(scripted.JSON(200, `{"choices":[`+rigtest.Prompt+rigtest.Key))},
-		{name: "redirect with the key in the Location", steps: func(target string) []scripted.Step {
-			return []scripted.Step{scripted.Redirect(302, target+"/v1?key="+rigtest.Key+"&q="+rigtest.Prompt)}
+			recoursetest.JSON(200, recoursetest.OpenAIChat("You said "+rigtest.Prompt+" with "+rigtest.Key)).Cut(120))},
+		{name: "200 malformed echo", steps: steps(recoursetest.JSON(200, `{"choices":[`+rigtest.Prompt+rigtest.Key))},
+		{name: "redirect with the key in the Location", steps: func(target string) []recoursetest.Step {
+			return []recoursetest.Step{recoursetest.Redirect(302, target+"/v1?key="+rigtest.Key+"&q="+rigtest.Prompt)}
 		}},
-		{name: "redirect through an http.Client", steps: func(target string) []scripted.Step {
-			return []scripted.Step{scripted.Redirect(307, target+"/v1?key="+rigtest.Key)}
+		{name: "redirect through an http.Client", steps: func(target string) []recoursetest.Step {
+			return []recoursetest.Step{recoursetest.Redirect(307, target+"/v1?key="+rigtest.Key)}
 		}, call: func(t *testing.T, r *rigtest.Rig, ctx context.Context) error {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Server.URL+completionsPath, bytes.NewReader(encoded(t, canaryRequest())))
 			require.NoError(t, err)
@@ -82,7 +82,7 @@ func canaryScenarios() []canaryScenario {
 			}
 			return err
 		}},
-		{name: "reset before headers", steps: steps(scripted.Reset(), scripted.Reset(), scripted.Reset())},
+		{name: "reset before headers", steps: steps(recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset())},
 		{name: "admission hook error", policy: func(p *retry.Policy) {
 			p.Admit = func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 				return "", errors.New("deny " + rigtest.Key + " " + rigtest.Prompt)
@@ -124,13 +124,13 @@ func canaryScenarios() []canaryScenario {
 		{name: "deadline", policy: func(p *retry.Policy) { p.Deadline = rigtest.Epoch.Add(-time.Second) }, steps: steps(echoStep(503))},
 		{name: "delay ceiling", steps: steps(echoStep(429, "Retry-After", "86400"))},
 		{name: "provider hints: quota 429 echoing key and prompt", policy: func(p *retry.Policy) { p.ProviderHints = true },
-			steps: steps(scripted.JSON(429, scripted.OpenAIError("insufficient_quota", "insufficient_quota", echo), "retry-after-ms", rigtest.Key))},
+			steps: steps(recoursetest.JSON(429, recoursetest.OpenAIError("insufficient_quota", "insufficient_quota", echo), "retry-after-ms", rigtest.Key))},
 		{name: "provider hints: x-should-retry false", policy: func(p *retry.Policy) { p.ProviderHints = true },
 			steps: steps(echoStep(503, "x-should-retry", "false", "x-ms-retry-after-ms", rigtest.Prompt))},
 		{name: "provider hints: retry-after-ms above the ceiling", policy: func(p *retry.Policy) { p.ProviderHints = true },
 			steps: steps(echoStep(429, "retry-after-ms", "86400000", "X-Request-Id", rigtest.Key))},
 		{name: "cancelled before start", steps: steps(okStep("never")), cancelWhen: func(*rigtest.Rig) bool { return true }},
-		{name: "cancelled during the attempt", steps: steps(scripted.Step{Status: 200}.Held()),
+		{name: "cancelled during the attempt", steps: steps(recoursetest.Step{Status: 200}.Held()),
 			cancelWhen: func(r *rigtest.Rig) bool { return r.Server.Count() == 1 }},
 		{name: "structured call with a schema and tool history", steps: steps(echoStep(400)),
 			call: func(t *testing.T, r *rigtest.Rig, ctx context.Context) error {
@@ -197,7 +197,7 @@ func safeOutputs(err error, events []layer.Event) []string {
 }
 
 func TestR10_5_PrivacyCanary(t *testing.T) {
-	target := scripted.NewTarget()
+	target := recoursetest.NewTarget()
 	defer target.Close()
 	var sensitive strings.Builder // what Inspect and OnWire saw, which MAY hold the canaries
 	for _, sc := range canaryScenarios() {

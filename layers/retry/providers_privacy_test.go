@@ -19,9 +19,9 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // R10.3: known codes are kept (OpenAI and oMLX; Ollama has no codes, so its
@@ -53,7 +53,7 @@ func TestProviders_R10_3_ProviderCodes(t *testing.T) {
 		}
 		for _, tc := range rows {
 			t.Run(tc.name, func(t *testing.T) {
-				r := p.rig(t, retry.Policy{MaxAttempts: 1}, scripted.JSON(tc.status, tc.body))
+				r := p.rig(t, retry.Policy{MaxAttempts: 1}, recoursetest.JSON(tc.status, tc.body))
 				cl, err := chain.NewClient(r.Server.URL, r.Chain, chain.WithAPIKey(tc.apiKey))
 				require.NoError(t, err)
 				req := p.request()
@@ -144,7 +144,7 @@ var pvEcho = "Invalid key " + rigtest.Key + " for " + rigtest.Prompt
 type pvCanary struct {
 	name   string
 	policy func(p *retry.Policy)
-	steps  func(p pvProv, target string) []scripted.Step
+	steps  func(p pvProv, target string) []recoursetest.Step
 	// call runs the completion; nil means Complete with the canary request.
 	call func(t *testing.T, p pvProv, r *rigtest.Rig, ctx context.Context) error
 	// cancelled runs the call with a context cancelled before it starts.
@@ -152,45 +152,45 @@ type pvCanary struct {
 }
 
 func pvCanaries() []pvCanary {
-	echo := func(status int, kv ...string) func(pvProv, string) []scripted.Step {
-		return func(p pvProv, _ string) []scripted.Step {
-			return []scripted.Step{scripted.JSON(status, p.codedError("invalid_api_key", pvEcho), kv...)}
+	echo := func(status int, kv ...string) func(pvProv, string) []recoursetest.Step {
+		return func(p pvProv, _ string) []recoursetest.Step {
+			return []recoursetest.Step{recoursetest.JSON(status, p.codedError("invalid_api_key", pvEcho), kv...)}
 		}
 	}
 	return []pvCanary{
 		{name: "401 echoing key and prompt", steps: echo(401, "X-Request-Id", rigtest.Key)},
-		{name: "503 echo without a hook", policy: func(p *retry.Policy) { p.Admit = nil }, steps: func(p pvProv, _ string) []scripted.Step {
-			s := scripted.JSON(503, p.codedError("server_error", pvEcho), "Retry-After", rigtest.Key)
-			return []scripted.Step{s, s, s}
+		{name: "503 echo without a hook", policy: func(p *retry.Policy) { p.Admit = nil }, steps: func(p pvProv, _ string) []recoursetest.Step {
+			s := recoursetest.JSON(503, p.codedError("server_error", pvEcho), "Retry-After", rigtest.Key)
+			return []recoursetest.Step{s, s, s}
 		}},
-		{name: "503 exhausted with date Retry-After", steps: func(p pvProv, _ string) []scripted.Step {
-			return []scripted.Step{
-				scripted.JSON(503, p.codedError("server_error", pvEcho), "Retry-After", "Sat, 10 Oct 2026 00:00:01 GMT"),
-				scripted.JSON(503, p.codedError("server_error", pvEcho), "Retry-After", rigtest.Key),
-				scripted.JSON(503, p.codedError("server_error", pvEcho), "X-Request-Id", "req_"+rigtest.Prompt),
+		{name: "503 exhausted with date Retry-After", steps: func(p pvProv, _ string) []recoursetest.Step {
+			return []recoursetest.Step{
+				recoursetest.JSON(503, p.codedError("server_error", pvEcho), "Retry-After", "Sat, 10 Oct 2026 00:00:01 GMT"),
+				recoursetest.JSON(503, p.codedError("server_error", pvEcho), "Retry-After", rigtest.Key),
+				recoursetest.JSON(503, p.codedError("server_error", pvEcho), "X-Request-Id", "req_"+rigtest.Prompt),
 			}
 		}},
-		{name: "429 then an echoing success", steps: func(p pvProv, _ string) []scripted.Step {
-			return []scripted.Step{
-				scripted.JSON(429, p.codedError("rate_limit_exceeded", pvEcho), "Retry-After", "1"),
+		{name: "429 then an echoing success", steps: func(p pvProv, _ string) []recoursetest.Step {
+			return []recoursetest.Step{
+				recoursetest.JSON(429, p.codedError("rate_limit_exceeded", pvEcho), "Retry-After", "1"),
 				p.okStep("You said " + rigtest.Prompt),
 			}
 		}},
-		{name: "200 provider error with the prompt as code", steps: func(p pvProv, _ string) []scripted.Step {
-			return []scripted.Step{scripted.JSON(200, p.codedError(rigtest.Prompt, pvEcho))}
+		{name: "200 provider error with the prompt as code", steps: func(p pvProv, _ string) []recoursetest.Step {
+			return []recoursetest.Step{recoursetest.JSON(200, p.codedError(rigtest.Prompt, pvEcho))}
 		}},
-		{name: "200 cut after echoed content", steps: func(p pvProv, _ string) []scripted.Step {
+		{name: "200 cut after echoed content", steps: func(p pvProv, _ string) []recoursetest.Step {
 			body := p.okBody("You said " + rigtest.Prompt + " with " + rigtest.Key)
-			return []scripted.Step{scripted.JSON(200, body).Cut(strings.Index(body, rigtest.Key) + 4)}
+			return []recoursetest.Step{recoursetest.JSON(200, body).Cut(strings.Index(body, rigtest.Key) + 4)}
 		}},
-		{name: "200 malformed echo", steps: func(pvProv, string) []scripted.Step {
-			return []scripted.Step{scripted.JSON(200, `{"choices":[`+rigtest.Prompt+rigtest.Key)}
+		{name: "200 malformed echo", steps: func(pvProv, string) []recoursetest.Step {
+			return []recoursetest.Step{recoursetest.JSON(200, `{"choices":[`+rigtest.Prompt+rigtest.Key)}
 		}},
-		{name: "redirect with the key in the Location", steps: func(_ pvProv, target string) []scripted.Step {
-			return []scripted.Step{scripted.Redirect(307, target+"/v1?key="+rigtest.Key+"&q="+rigtest.Prompt)}
+		{name: "redirect with the key in the Location", steps: func(_ pvProv, target string) []recoursetest.Step {
+			return []recoursetest.Step{recoursetest.Redirect(307, target+"/v1?key="+rigtest.Key+"&q="+rigtest.Prompt)}
 		}},
-		{name: "reset before headers", steps: func(pvProv, string) []scripted.Step {
-			return []scripted.Step{scripted.Reset(), scripted.Reset(), scripted.Reset()}
+		{name: "reset before headers", steps: func(pvProv, string) []recoursetest.Step {
+			return []recoursetest.Step{recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset()}
 		}},
 		{name: "admission hook error", policy: func(p *retry.Policy) {
 			p.Admit = func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
@@ -213,12 +213,12 @@ func pvCanaries() []pvCanary {
 				_ = onWire(ctx, s)
 				return errors.New("capture " + rigtest.Key + " " + rigtest.Prompt)
 			}
-		}, steps: func(p pvProv, _ string) []scripted.Step { return []scripted.Step{p.okStep("never")} }},
+		}, steps: func(p pvProv, _ string) []recoursetest.Step { return []recoursetest.Step{p.okStep("never")} }},
 		{name: "sleep failure", policy: func(p *retry.Policy) {
 			p.Sleep = func(context.Context, time.Duration) error { return errors.New("sleep " + rigtest.Key) }
 		}, steps: echo(503)},
 		{name: "cancelled before start", cancelled: true,
-			steps: func(p pvProv, _ string) []scripted.Step { return []scripted.Step{p.okStep("never")} }},
+			steps: func(p pvProv, _ string) []recoursetest.Step { return []recoursetest.Step{p.okStep("never")} }},
 		{name: "structured call with a schema and tool history", steps: echo(400),
 			call: func(t *testing.T, p pvProv, r *rigtest.Rig, ctx context.Context) error {
 				req := p.request()
@@ -239,7 +239,7 @@ func pvCanaries() []pvCanary {
 // sensitive paths (OnWire, Inspect) do hold them.
 func TestProviders_R10_5_PrivacyCanary(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
-		target := scripted.NewTarget()
+		target := recoursetest.NewTarget()
 		defer target.Close()
 		var sensitive strings.Builder
 		for _, sc := range pvCanaries() {

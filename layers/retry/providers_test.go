@@ -34,9 +34,9 @@ import (
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // pvProv is one provider row.
@@ -64,16 +64,16 @@ type pvProv struct {
 	rich func() *chat.Request
 }
 
-func (p pvProv) okStep(content string) scripted.Step {
-	return scripted.JSON(200, p.okBody(content))
+func (p pvProv) okStep(content string) recoursetest.Step {
+	return recoursetest.JSON(200, p.okBody(content))
 }
 
-func (p pvProv) statusStep(status int, headerKV ...string) scripted.Step {
-	return scripted.JSON(status, p.errorBody(status), headerKV...)
+func (p pvProv) statusStep(status int, headerKV ...string) recoursetest.Step {
+	return recoursetest.JSON(status, p.errorBody(status), headerKV...)
 }
 
 // rig starts a rig around the provider's codec.
-func (p pvProv) rig(t testing.TB, pol retry.Policy, steps ...scripted.Step) *rigtest.Rig {
+func (p pvProv) rig(t testing.TB, pol retry.Policy, steps ...recoursetest.Step) *rigtest.Rig {
 	t.Helper()
 	return rigtest.New(t, p.codec(), pol, steps...)
 }
@@ -250,12 +250,12 @@ func pvProviders() []pvProv {
 		{
 			name: "openai", provider: layer.OpenAI, model: "gpt-4o-mini", path: "/v1/chat/completions",
 			codec:  func() layer.Codec { return openai.New() },
-			okBody: scripted.OpenAIChat,
+			okBody: recoursetest.OpenAIChat,
 			errorBody: func(status int) string {
 				typ, code := pvCode(status)
-				return scripted.OpenAIError(typ, code, "busy")
+				return recoursetest.OpenAIError(typ, code, "busy")
 			},
-			codedError: func(code, message string) string { return scripted.OpenAIError("error", code, message) },
+			codedError: func(code, message string) string { return recoursetest.OpenAIError("error", code, message) },
 			request:    canary("gpt-4o-mini"),
 			rich: pvRich("gpt-4o-mini", chat.Options{Temperature: pvF(0.25), TopP: pvF(0.5), MaxTokens: pvI(64),
 				Stop: []string{"END", "STOP"}, Seed: pvI(7)}),
@@ -274,9 +274,9 @@ func pvProviders() []pvProv {
 				Stop: []string{"END", "STOP"}, ReasoningEffort: "low"}),
 		},
 		{
-			name: "ollama", provider: layer.Ollama, model: scripted.OllamaModel, path: "/api/chat", needsAdmission: true,
+			name: "ollama", provider: layer.Ollama, model: recoursetest.OllamaModel, path: "/api/chat", needsAdmission: true,
 			codec:  func() layer.Codec { return ollama.New() },
-			okBody: scripted.OllamaChat,
+			okBody: recoursetest.OllamaChat,
 			errorBody: func(status int) string {
 				switch status {
 				case 400:
@@ -291,8 +291,8 @@ func pvProviders() []pvProv {
 				return pvOllamaError("server busy, please try again")
 			},
 			codedError: func(_, message string) string { return pvOllamaError(message) },
-			request:    canary(scripted.OllamaModel),
-			rich: pvRich(scripted.OllamaModel, chat.Options{Temperature: pvF(0.25), TopP: pvF(0.5), TopK: pvI(40),
+			request:    canary(recoursetest.OllamaModel),
+			rich: pvRich(recoursetest.OllamaModel, chat.Options{Temperature: pvF(0.25), TopP: pvF(0.5), TopK: pvI(40),
 				ContextLength: pvI(8192), MaxTokens: pvI(64), Stop: []string{"END", "STOP"}, Seed: pvI(7)}),
 		},
 	}
@@ -533,9 +533,9 @@ func TestProviders_R5_429RetryAfterSeconds(t *testing.T) {
 
 func TestProviders_R2_2_Redirect307NothingFollows(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
-		target := scripted.NewTarget()
+		target := recoursetest.NewTarget()
 		defer target.Close()
-		r := p.rig(t, pvPolicy(), scripted.Redirect(307, target.URL+p.path), p.okStep("never"))
+		r := p.rig(t, pvPolicy(), recoursetest.Redirect(307, target.URL+p.path), p.okStep("never"))
 
 		_, err := r.Client.Complete(context.Background(), p.request())
 
@@ -563,7 +563,7 @@ func TestProviders_R2_2_421NotRetried(t *testing.T) {
 func TestProviders_R4_7_ResetBeforeHeadersIsEligible(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
 		t.Run("with hook", func(t *testing.T) {
-			r := p.rig(t, pvPolicy(), scripted.Reset(), p.okStep("after reset"))
+			r := p.rig(t, pvPolicy(), recoursetest.Reset(), p.okStep("after reset"))
 
 			comp, err := r.Client.Complete(context.Background(), p.request())
 
@@ -579,7 +579,7 @@ func TestProviders_R4_7_ResetBeforeHeadersIsEligible(t *testing.T) {
 			assert.False(t, f.Progress.HeadersReceived)
 		})
 		t.Run("without hook", func(t *testing.T) {
-			r := p.rig(t, retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, scripted.Reset(), p.okStep("after reset"))
+			r := p.rig(t, retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, recoursetest.Reset(), p.okStep("after reset"))
 
 			_, err := r.Client.Complete(context.Background(), p.request())
 
@@ -624,25 +624,25 @@ func TestProviders_R8_3_NothingSentNeedsNoAdmission(t *testing.T) {
 // --- R4.4, R4.6: partial 2xx bodies fail closed ---------------------------
 
 // pvCutAfterContent cuts the 200 body right after `"content":"Hel`.
-func (p pvProv) cutAfterContent() scripted.Step {
+func (p pvProv) cutAfterContent() recoursetest.Step {
 	body := p.okBody("Hello, world")
 	i := strings.Index(body, `"content":"Hel`)
 	if i < 0 {
 		panic("no content in " + p.name + " body")
 	}
-	return scripted.JSON(200, body).Cut(i + len(`"content":"Hel`))
+	return recoursetest.JSON(200, body).Cut(i + len(`"content":"Hel`))
 }
 
 func TestProviders_R4_6_Partial2xxBodyFailsClosed(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
 		rows := []struct {
 			name     string
-			step     scripted.Step
+			step     recoursetest.Step
 			reason   layer.Reason
 			observed int64
 		}{
-			{"cut before any semantic output", scripted.JSON(200, p.okBody("Hello, world")).Cut(10), layer.ReasonPartialResponse, 0},
-			{"headers then cut before the first body byte", scripted.JSON(200, "", "Content-Length", "64").Cut(1), layer.ReasonPartialResponse, 0},
+			{"cut before any semantic output", recoursetest.JSON(200, p.okBody("Hello, world")).Cut(10), layer.ReasonPartialResponse, 0},
+			{"headers then cut before the first body byte", recoursetest.JSON(200, "", "Content-Length", "64").Cut(1), layer.ReasonPartialResponse, 0},
 			{"cut after content", p.cutAfterContent(), layer.ReasonSemanticOutput, 3},
 		}
 		for _, tc := range rows {
@@ -680,7 +680,7 @@ func TestProviders_R4_7_ProviderErrorIn200NeverRetried(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
 		pol := pvPolicy()
 		pol.RetryableCategories = []layer.Category{layer.CategoryTransport, layer.CategoryHTTP, layer.CategoryProviderResponse}
-		r := p.rig(t, pol, scripted.JSON(200, p.codedError("server_error", "the model runner stopped")), p.okStep("never"))
+		r := p.rig(t, pol, recoursetest.JSON(200, p.codedError("server_error", "the model runner stopped")), p.okStep("never"))
 
 		_, err := r.Client.Complete(context.Background(), p.request())
 
@@ -704,7 +704,7 @@ func TestProviders_R4_5_Malformed200(t *testing.T) {
 			t.Run(body, func(t *testing.T) {
 				pol := pvPolicy()
 				pol.RetryableCategories = []layer.Category{layer.CategoryTransport, layer.CategoryHTTP, layer.CategoryProtocol}
-				r := p.rig(t, pol, scripted.JSON(200, body), p.okStep("never"))
+				r := p.rig(t, pol, recoursetest.JSON(200, body), p.okStep("never"))
 
 				_, err := r.Client.Complete(context.Background(), p.request())
 
@@ -753,7 +753,7 @@ func TestProviders_R12_3_ResponseCaptureFailureIsTerminal(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
 		for _, tc := range []struct {
 			name   string
-			step   scripted.Step
+			step   recoursetest.Step
 			status int
 		}{{"on a retryable 503", p.statusStep(503), 503}, {"on a 200", p.okStep("fine"), 200}} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -800,7 +800,7 @@ func TestProviders_R9_2_CancelledBeforeStart(t *testing.T) {
 
 func TestProviders_R9_2_CancelledDuringTheAttempt(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
-		r := p.rig(t, pvPolicy(), scripted.Step{Status: 200, Header: map[string][]string{"Content-Type": {"application/json"}}}.Held())
+		r := p.rig(t, pvPolicy(), recoursetest.Step{Status: 200, Header: map[string][]string{"Content-Type": {"application/json"}}}.Held())
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		done := make(chan error, 1)
@@ -866,7 +866,7 @@ func TestProviders_R12_2_OneRequestAndOneResponseSnapshotPerAttempt(t *testing.T
 	pvEach(t, func(t *testing.T, p pvProv) {
 		pol := pvPolicy()
 		rec := wired(&pol)
-		r := p.rig(t, pol, p.statusStep(503), scripted.Reset(), p.okStep("hello"))
+		r := p.rig(t, pol, p.statusStep(503), recoursetest.Reset(), p.okStep("hello"))
 
 		_, err := r.Client.Complete(context.Background(), p.request())
 		require.NoError(t, err)
@@ -900,7 +900,7 @@ func TestProviders_R2_4_NoInventedHeaders(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
 		pol := pvPolicy()
 		rec := wired(&pol)
-		r := p.rig(t, pol, p.statusStep(503), scripted.Reset(), p.okStep("ok"))
+		r := p.rig(t, pol, p.statusStep(503), recoursetest.Reset(), p.okStep("ok"))
 
 		_, err := r.Client.Complete(context.Background(), p.request())
 		require.NoError(t, err)

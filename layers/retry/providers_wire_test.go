@@ -23,9 +23,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // pvSchema is the schema of the structured rows.
@@ -272,7 +272,7 @@ func pvOMLXRow(t *testing.T) pvProv { return pvRow(t, layer.OMLX) }
 func TestProviders_OMLX_EarlyWhitespaceThenJSONSucceeds(t *testing.T) {
 	p := pvOMLXRow(t)
 	ws := " \n \n   \t "
-	step := scripted.Step{Status: 200, Header: map[string][]string{"Content-Type": {"application/json"}},
+	step := recoursetest.Step{Status: 200, Header: map[string][]string{"Content-Type": {"application/json"}},
 		Chunks: [][]byte{[]byte(" "), []byte(ws), []byte(p.okBody("hello") + "\n")}}
 	pol := pvPolicy()
 	rec := wired(&pol)
@@ -298,16 +298,16 @@ func TestProviders_OMLX_WhitespaceThenCutIsPartialResponse(t *testing.T) {
 	p := pvOMLXRow(t)
 	ws := strings.Repeat(" ", 32)
 	// chunked is how oMLX sends it: a space at a time, no Content-Length.
-	chunked := scripted.Step{Status: 200, Header: map[string][]string{"Content-Type": {"application/json"}},
+	chunked := recoursetest.Step{Status: 200, Header: map[string][]string{"Content-Type": {"application/json"}},
 		Chunks: [][]byte{[]byte(ws[:8]), []byte(ws[8:]), []byte(p.okBody("hello"))}}
 	for _, tc := range []struct {
 		name string
-		step scripted.Step
+		step recoursetest.Step
 		cut  int
 	}{
-		{"cut after the whitespace", scripted.JSON(200, ws+p.okBody("hello")), len(ws)},
-		{"cut inside the whitespace", scripted.JSON(200, ws+p.okBody("hello")), len(ws) / 2},
-		{"cut after the whitespace and the first JSON bytes", scripted.JSON(200, ws+p.okBody("hello")), len(ws) + len(`{"id":"chat`)},
+		{"cut after the whitespace", recoursetest.JSON(200, ws+p.okBody("hello")), len(ws)},
+		{"cut inside the whitespace", recoursetest.JSON(200, ws+p.okBody("hello")), len(ws) / 2},
+		{"cut after the whitespace and the first JSON bytes", recoursetest.JSON(200, ws+p.okBody("hello")), len(ws) + len(`{"id":"chat`)},
 		{"chunked, cut after the whitespace", chunked, len(ws)},
 		{"chunked, cut inside the whitespace", chunked, 4},
 	} {
@@ -334,7 +334,7 @@ func TestProviders_OMLX_WhitespaceThenErrorObjectIsProviderResponse(t *testing.T
 	body := "   \n  " + p.codedError("server_error", "generation failed") + "\n"
 	pol := pvPolicy()
 	pol.RetryableCategories = []layer.Category{layer.CategoryTransport, layer.CategoryHTTP, layer.CategoryProviderResponse}
-	r := p.rig(t, pol, scripted.JSON(200, body), p.okStep("never"))
+	r := p.rig(t, pol, recoursetest.JSON(200, body), p.okStep("never"))
 
 	_, err := r.Client.Complete(context.Background(), p.request())
 
@@ -357,14 +357,14 @@ func TestProviders_OMLX_R7_2_LegacyTimeoutOnlyWithoutRecovery(t *testing.T) {
 	p := pvOMLXRow(t)
 	codec := omlx.New(omlx.WithLegacyTimeout(legacy))
 	require.Equal(t, legacy, codec.LegacyTimeout())
-	gated := func() (scripted.Step, func()) {
+	gated := func() (recoursetest.Step, func()) {
 		gate := make(chan struct{})
 		var once sync.Once
 		release := func() { once.Do(func() { close(gate) }) }
 		return p.okStep("slow but fine").Gated(-1, gate), release
 	}
 	// client returns a client of a chain built with opts against srv.
-	client := func(t *testing.T, srv *scripted.Server, opts ...chain.Option) *chain.Client {
+	client := func(t *testing.T, srv *recoursetest.Server, opts ...chain.Option) *chain.Client {
 		ch, err := chain.Default(codec, append(opts, chain.WithTransport(newTransport(t)))...)
 		require.NoError(t, err)
 		cl, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey(rigtest.Key))
@@ -375,7 +375,7 @@ func TestProviders_OMLX_R7_2_LegacyTimeoutOnlyWithoutRecovery(t *testing.T) {
 
 	// succeeds: the server answers only after the legacy timeout, and the
 	// recovery-enabled call still succeeds.
-	succeeds := func(t *testing.T, srv *scripted.Server, release func(), call func() (*chat.Completion, error)) {
+	succeeds := func(t *testing.T, srv *recoursetest.Server, release func(), call func() (*chat.Completion, error)) {
 		timer := time.AfterFunc(answer, release)
 		defer timer.Stop()
 		start := time.Now()
@@ -391,7 +391,7 @@ func TestProviders_OMLX_R7_2_LegacyTimeoutOnlyWithoutRecovery(t *testing.T) {
 	// timesOut: the gate is released only after the call returned, so the
 	// server never answered while the call ran and only the legacy timeout
 	// can have ended it.
-	timesOut := func(t *testing.T, srv *scripted.Server, release func(), call func() (*chat.Completion, error)) {
+	timesOut := func(t *testing.T, srv *recoursetest.Server, release func(), call func() (*chat.Completion, error)) {
 		start := time.Now()
 
 		_, err := call()

@@ -14,9 +14,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func userRequest() *chat.Request {
@@ -36,8 +36,8 @@ func recoveryError(t *testing.T, err error) *layer.RecoveryError {
 
 func TestR11_3_ReferenceSequence503ThenSuccess(t *testing.T) {
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: allow},
-		scripted.JSON(503, scripted.OpenAIError("server_error", "server_error", "busy")),
-		scripted.JSON(200, scripted.OpenAIChat("hello")))
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "busy")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("hello")))
 	comp, err := r.Client.Complete(context.Background(), userRequest())
 	require.NoError(t, err)
 	assert.Equal(t, "hello", comp.Message.Content)
@@ -57,7 +57,7 @@ func TestR11_3_ReferenceSequence503ThenSuccess(t *testing.T) {
 }
 
 func TestR11_3_ThreeTimeouts504Exhausted15Events(t *testing.T) {
-	step := scripted.JSON(504, scripted.OpenAIError("server_error", "", "gateway timeout"))
+	step := recoursetest.JSON(504, recoursetest.OpenAIError("server_error", "", "gateway timeout"))
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: allow}, step, step, step)
 	_, err := r.Client.Complete(context.Background(), userRequest())
 	re := recoveryError(t, err)
@@ -72,8 +72,8 @@ func TestR11_3_ThreeTimeouts504Exhausted15Events(t *testing.T) {
 
 func TestR1_2_EnabledPolicyDefaultsToOneAttempt(t *testing.T) {
 	r := rigtest.New(t, openai.New(), retry.Policy{},
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")),
-		scripted.JSON(200, scripted.OpenAIChat("never")))
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("never")))
 	_, err := r.Client.Complete(context.Background(), userRequest())
 	re := recoveryError(t, err)
 	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
@@ -84,12 +84,12 @@ func TestR1_2_EnabledPolicyDefaultsToOneAttempt(t *testing.T) {
 func TestR2_2_RedirectsAreFailuresNothingFollows(t *testing.T) {
 	for _, status := range []int{301, 302, 303, 307, 308} {
 		for _, sameOrigin := range []bool{false, true} {
-			target := scripted.NewTarget()
+			target := recoursetest.NewTarget()
 			loc := target.URL + "/v1/chat/completions"
 			if sameOrigin {
 				loc = "/elsewhere"
 			}
-			r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: allow}, scripted.Redirect(status, loc))
+			r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: allow}, recoursetest.Redirect(status, loc))
 			_, err := r.Client.Complete(context.Background(), userRequest())
 			re := recoveryError(t, err)
 			assert.Equal(t, layer.CategoryHTTP, re.Failure.Category)
@@ -98,7 +98,7 @@ func TestR2_2_RedirectsAreFailuresNothingFollows(t *testing.T) {
 
 			// Through an http.Client with its default redirect policy.
 			req, _ := http.NewRequest("POST", r.Server.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[]}`))
-			r.Server.Push(scripted.Redirect(status, loc))
+			r.Server.Push(recoursetest.Redirect(status, loc))
 			resp, err := r.HTTP.Do(req)
 			if resp != nil {
 				resp.Body.Close()
@@ -114,7 +114,7 @@ func TestR2_2_RedirectsAreFailuresNothingFollows(t *testing.T) {
 
 func TestR9_2_CancelledBeforeStart(t *testing.T) {
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, OnWire: (&rigtest.Recorder{}).OnWire},
-		scripted.JSON(200, scripted.OpenAIChat("x")))
+		recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := r.Client.Complete(ctx, userRequest())
@@ -128,7 +128,7 @@ func TestR9_2_CancelledBeforeStart(t *testing.T) {
 }
 
 func TestR9_1_CancelDuringHeldRequestReturnsPromptly(t *testing.T) {
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, scripted.Step{Status: 200}.Held())
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, recoursetest.Step{Status: 200}.Held())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := r.Client.Complete(ctx, userRequest()); done <- err }()
@@ -147,7 +147,7 @@ func TestR9_1_CancelDuringHeldRequestReturnsPromptly(t *testing.T) {
 }
 
 func TestR11_2_CancelledBeforeStartCarriesACompleteIdentity(t *testing.T) {
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2}, scripted.JSON(200, scripted.OpenAIChat("x")))
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2}, recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := r.Client.Complete(ctx, userRequest())

@@ -10,9 +10,9 @@ import (
 
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // rateLimited is a 429 carrying the given Retry-After values (each its own
@@ -121,13 +121,13 @@ func TestR5_1_RetryAfterParsedOnEveryFailureWithHeaders(t *testing.T) {
 	// A 503 (not only 429) and an ineligible 400 both carry the parse result.
 	for _, status := range []int{503, 400} {
 		r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1},
-			scripted.JSON(status, scripted.OpenAIError("server_error", "", "x"), "Retry-After", "7"))
+			recoursetest.JSON(status, recoursetest.OpenAIError("server_error", "", "x"), "Retry-After", "7"))
 		_, err := r.Client.Complete(context.Background(), canaryRequest())
 		re := asRecoveryError(t, err)
 		assert.Equal(t, layer.RetryAfter{Kind: layer.RetryAfterSeconds, Delay: 7 * time.Second}, re.Failure.RetryAfter, "HTTP %d", status)
 	}
 	// No response headers at all: absent.
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1}, scripted.Reset())
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1}, recoursetest.Reset())
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	assert.Equal(t, layer.RetryAfterAbsent, asRecoveryError(t, err).Failure.RetryAfter.Kind)
 }

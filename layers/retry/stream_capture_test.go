@@ -32,8 +32,8 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // scReadLog is a base transport that logs the bytes of every response body
@@ -87,15 +87,15 @@ func (b *scLoggedBody) Close() error { return b.rc.Close() }
 // scCaptureRig is a scripted server and a default chain whose policy
 // records events and captures, over a logging base transport.
 type scCaptureRig struct {
-	srv    *scripted.Server
+	srv    *recoursetest.Server
 	rec    *rigtest.Recorder
 	log    *scReadLog
 	client *chain.Client
 }
 
-func scNewCaptureRig(t *testing.T, p scProv, steps ...scripted.Step) *scCaptureRig {
+func scNewCaptureRig(t *testing.T, p scProv, steps ...recoursetest.Step) *scCaptureRig {
 	t.Helper()
-	srv := scripted.New(steps...)
+	srv := recoursetest.NewServer(steps...)
 	t.Cleanup(srv.Close)
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
@@ -247,7 +247,7 @@ func TestR12_2_StreamCaptureSnapshotsAreCopies(t *testing.T) {
 	for _, p := range scProviders() {
 		t.Run(p.name, func(t *testing.T) {
 			full := p.full("Hel", "lo")
-			srv := scripted.New(p.cut(p.keepalive), p.step(full...))
+			srv := recoursetest.NewServer(p.cut(p.keepalive), p.step(full...))
 			t.Cleanup(srv.Close)
 			base := http.DefaultTransport.(*http.Transport).Clone()
 			t.Cleanup(base.CloseIdleConnections)
@@ -283,7 +283,7 @@ func TestR12_2_StreamCaptureResetBeforeHeaders(t *testing.T) {
 	for _, p := range scProviders() {
 		t.Run(p.name, func(t *testing.T) {
 			full := p.full("Hel", "lo")
-			r := scNewCaptureRig(t, p, scripted.Reset(), p.step(full...).Held())
+			r := scNewCaptureRig(t, p, recoursetest.Reset(), p.step(full...).Held())
 			run := scCollect(r.client.Stream(context.Background(), p.request()))
 			require.NoError(t, run.err)
 			assert.Equal(t, "Hello", run.text())

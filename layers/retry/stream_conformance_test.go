@@ -33,9 +33,9 @@ import (
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // scWait bounds every wait for something that must happen; "promptly" in
@@ -75,16 +75,16 @@ type scProv struct {
 	errBody string
 }
 
-func (p scProv) step(frames ...string) scripted.Step {
+func (p scProv) step(frames ...string) recoursetest.Step {
 	if p.ndjson {
-		return scripted.NDJSON(frames...)
+		return recoursetest.NDJSON(frames...)
 	}
-	return scripted.SSE(frames...)
+	return recoursetest.SSE(frames...)
 }
 
 // cut returns a step that writes frames and then aborts the connection
 // (the client reads every byte, then io.ErrUnexpectedEOF).
-func (p scProv) cut(frames ...string) scripted.Step {
+func (p scProv) cut(frames ...string) recoursetest.Step {
 	st := p.step(frames...)
 	n := 0
 	for _, c := range st.Chunks {
@@ -155,7 +155,7 @@ func sseProv(name string, codec func() layer.Codec, model string, null bool, kee
 	}
 	if null {
 		p.tool = ch(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":"}}]}`, "")
-		p.errBody = scripted.OpenAIError("rate_limit_exceeded", "rate_limit_exceeded", "slow down")
+		p.errBody = recoursetest.OpenAIError("rate_limit_exceeded", "rate_limit_exceeded", "slow down")
 	} else {
 		p.tool = ch(`{"tool_calls":[{"index":0,"id":"call_abcdef12","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Tokyo\"}"}}]}`, "")
 		p.errBody = `{"error":{"message":"busy","type":"rate_limit_error","param":null,"code":null}}`
@@ -169,7 +169,7 @@ func sseProv(name string, codec func() layer.Codec, model string, null bool, kee
 		for _, c := range content {
 			out = append(out, p.content(c))
 		}
-		return append(out, ch(`{}`, "stop"), usage, scripted.StreamDone)
+		return append(out, ch(`{}`, "stop"), usage, recoursetest.StreamDone)
 	}
 	p.stopNoEnd = func(content string) []string {
 		return []string{role, p.content(content), ch(`{}`, "stop")}
@@ -193,7 +193,7 @@ func scProviders() []scProv {
 		content:   func(s string) string { return ollamaLine(msg(`,"content":`+jsonString(s)), "") },
 		reasoning: func(s string) string { return ollamaLine(msg(`,"content":"","thinking":`+jsonString(s)), "") },
 		tool:      ollamaLine(msg(`,"content":"","tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Tokyo"}}}]`), ""),
-		full:      scripted.OllamaStream,
+		full:      recoursetest.OllamaStream,
 		length: func(content string) []string {
 			return []string{ollamaLine(msg(`,"content":`+jsonString(content)), ""), ollamaLine(msg(`,"content":""`), "length")}
 		},
@@ -268,7 +268,7 @@ func scAwaitSignal(t testing.TB, ch <-chan struct{}, what string) {
 	}
 }
 
-func scAwaitLeft(t testing.TB, s *scripted.Server, what string) {
+func scAwaitLeft(t testing.TB, s *recoursetest.Server, what string) {
 	t.Helper()
 	select {
 	case <-s.Left():
@@ -697,7 +697,7 @@ func scSignal(rec *scRecorder, typ layer.EventType) <-chan struct{} {
 	return ch
 }
 
-func scRig(t *testing.T, p scProv, pol retry.Policy, steps ...scripted.Step) (*rigtest.Rig, *scRecorder) {
+func scRig(t *testing.T, p scProv, pol retry.Policy, steps ...recoursetest.Step) (*rigtest.Rig, *scRecorder) {
 	rec := &scRecorder{Recorder: &rigtest.Recorder{}}
 	pol.OnEvent = rec.OnEvent
 	return rigtest.New(t, p.codec(), pol, steps...), rec
@@ -914,7 +914,7 @@ func TestR5_5_StreamRetryAfterIsAMinimum(t *testing.T) {
 				pol.MaxAttempts = 2
 				pol.BaseDelay = new(c.base)
 				pol.Jitter = func() float64 { return c.jitter }
-				r, rec := scRig(t, p, pol, scripted.JSON(429, p.errBody, "Retry-After", c.value), p.step(p.full("Hel", "lo")...))
+				r, rec := scRig(t, p, pol, recoursetest.JSON(429, p.errBody, "Retry-After", c.value), p.step(p.full("Hel", "lo")...))
 				run := scCollect(r.Client.Stream(context.Background(), p.request()))
 				require.NoError(t, run.err)
 				assert.Equal(t, "Hello", run.text())
@@ -939,13 +939,13 @@ func TestR2_2_StreamRedirectAnd421AreHTTPFailures(t *testing.T) {
 	for _, p := range scProviders() {
 		for _, status := range []int{307, 421} {
 			t.Run(p.name+"/"+http.StatusText(status), func(t *testing.T) {
-				target := scripted.NewTarget()
+				target := recoursetest.NewTarget()
 				t.Cleanup(target.Close)
-				var first scripted.Step
+				var first recoursetest.Step
 				if status == 307 {
-					first = scripted.Redirect(307, target.URL+p.codec().Path())
+					first = recoursetest.Redirect(307, target.URL+p.codec().Path())
 				} else {
-					first = scripted.JSON(421, p.errBody)
+					first = recoursetest.JSON(421, p.errBody)
 				}
 				r, rec := scRig(t, p, scPolicy(true), first, p.step(p.full("x")...))
 				run := scCollect(r.Client.Stream(context.Background(), p.request()))

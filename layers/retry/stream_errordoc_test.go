@@ -10,9 +10,9 @@ import (
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // R4.7, R13.3: a streaming request answered in a 2xx with a JSON error
@@ -21,7 +21,7 @@ import (
 func TestR4_7_StreamAnsweredWithAnErrorDocumentIsNotResent(t *testing.T) {
 	for name, codec := range map[string]layer.Codec{"openai": openai.New(), "omlx": omlx.New()} {
 		t.Run(name, func(t *testing.T) {
-			doc := scripted.JSON(200, scripted.OpenAIError("invalid_request_error", "model_not_found", "no such model"))
+			doc := recoursetest.JSON(200, recoursetest.OpenAIError("invalid_request_error", "model_not_found", "no such model"))
 			r := rigtest.New(t, codec, retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: allowHook}, doc, doc, doc)
 			req := canaryRequest()
 			req.Stream = true

@@ -15,9 +15,9 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 const keepalive = ": keep-alive\n\n"
@@ -25,8 +25,8 @@ const keepalive = ": keep-alive\n\n"
 var collect = rigtest.Collect
 
 func TestR13_1_KeepaliveThenResetIsResumed(t *testing.T) {
-	cut := scripted.Step{Status: 200, Chunks: [][]byte{[]byte(keepalive)}}.Cut(len(keepalive))
-	full := scripted.SSE(append([]string{keepalive}, scripted.OpenAIStream("Hel", "lo")...)...)
+	cut := recoursetest.Step{Status: 200, Chunks: [][]byte{[]byte(keepalive)}}.Cut(len(keepalive))
+	full := recoursetest.SSE(append([]string{keepalive}, recoursetest.OpenAIStream("Hel", "lo")...)...)
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, cut, full)
 	text, comp, err := collect(t, r.Client.Stream(context.Background(), userRequest()))
 	require.NoError(t, err)
@@ -42,10 +42,10 @@ func TestR13_1_KeepaliveThenResetIsResumed(t *testing.T) {
 }
 
 func TestR13_1_ContentThenResetIsInterrupted(t *testing.T) {
-	events := scripted.OpenAIStream("Hel", "lo")
+	events := recoursetest.OpenAIStream("Hel", "lo")
 	partial := events[0] + events[1]
-	cut := scripted.SSE(events...).Cut(len(partial))
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, cut, scripted.SSE(events...))
+	cut := recoursetest.SSE(events...).Cut(len(partial))
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, cut, recoursetest.SSE(events...))
 	text, _, err := collect(t, r.Client.Stream(context.Background(), userRequest()))
 	re := recoveryError(t, err)
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -58,7 +58,7 @@ func TestR13_1_ContentThenResetIsInterrupted(t *testing.T) {
 
 func TestR13_3_LengthFinishIsTerminalWithoutDone(t *testing.T) {
 	ev := `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"abc"},"finish_reason":"length"}]}` + "\n\n"
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, scripted.SSE(ev).Held())
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, recoursetest.SSE(ev).Held())
 	_, _, err := collect(t, r.Client.Stream(context.Background(), userRequest()))
 	re := recoveryError(t, err)
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -71,8 +71,8 @@ func TestR13_3_LengthFinishIsTerminalWithoutDone(t *testing.T) {
 }
 
 func TestR13_3_EOFBeforeTerminalIsIncomplete(t *testing.T) {
-	events := scripted.OpenAIStream("Hi")
-	noDone := scripted.SSE(events[:len(events)-1]...)
+	events := recoursetest.OpenAIStream("Hi")
+	noDone := recoursetest.SSE(events[:len(events)-1]...)
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, noDone)
 	_, _, err := collect(t, r.Client.Stream(context.Background(), userRequest()))
 	re := recoveryError(t, err)
@@ -81,9 +81,9 @@ func TestR13_3_EOFBeforeTerminalIsIncomplete(t *testing.T) {
 }
 
 func TestR13_1_DropInStreamResumesBeforeSemanticOutput(t *testing.T) {
-	cut := scripted.Step{Status: 200, Chunks: [][]byte{[]byte(keepalive)}}.Cut(len(keepalive))
-	events := scripted.OpenAIStream("Hi")
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, cut, scripted.SSE(events...))
+	cut := recoursetest.Step{Status: 200, Chunks: [][]byte{[]byte(keepalive)}}.Cut(len(keepalive))
+	events := recoursetest.OpenAIStream("Hi")
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, cut, recoursetest.SSE(events...))
 	req, _ := http.NewRequest("POST", r.Server.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
 	resp, err := r.HTTP.Do(req)
 	require.NoError(t, err)
@@ -95,8 +95,8 @@ func TestR13_1_DropInStreamResumesBeforeSemanticOutput(t *testing.T) {
 }
 
 func TestR13_1_DropInStreamEndsWithTypedErrorWithoutDone(t *testing.T) {
-	events := scripted.OpenAIStream("Hi")
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, scripted.SSE(events[:len(events)-1]...))
+	events := recoursetest.OpenAIStream("Hi")
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, recoursetest.SSE(events[:len(events)-1]...))
 	req, _ := http.NewRequest("POST", r.Server.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
 	resp, err := r.HTTP.Do(req)
 	require.NoError(t, err)
@@ -107,8 +107,8 @@ func TestR13_1_DropInStreamEndsWithTypedErrorWithoutDone(t *testing.T) {
 }
 
 func TestR13_5_CancelWhilePausedClosesTheRequest(t *testing.T) {
-	events := scripted.OpenAIStream("Hi", "there")
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, scripted.SSE(events[:2]...).Held())
+	events := recoursetest.OpenAIStream("Hi", "there")
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, recoursetest.SSE(events[:2]...).Held())
 	ctx, cancel := context.WithCancel(context.Background())
 	next, stop := iterPull(r.Client.Stream(ctx, userRequest()))
 	defer stop()
@@ -138,7 +138,7 @@ func TestR13_2_EventAPIDeliversNoReasoning(t *testing.T) {
 		`data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n", "data: [DONE]\n\n"}
 	// Cut right after the content so that recovery reports its progress.
 	all := strings.Join(events, "")
-	cut := scripted.SSE(events...).Cut(len(events[0]) + len(events[1]))
+	cut := recoursetest.SSE(events...).Cut(len(events[0]) + len(events[1]))
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2}, cut)
 	var got []chain.StreamEvent
 	for e := range r.Client.StreamEvents(context.Background(), userRequest()) {
@@ -161,7 +161,7 @@ func TestR13_2_EventAPIDeliversNoReasoning(t *testing.T) {
 func TestR13_1_DropInInBandErrorReachesTheClientBeforeTheTypedError(t *testing.T) {
 	line := `{"error":"an error was encountered while running the model"}` + "\n"
 	r := rigtest.New(t, ollamaCodec(), retry.Policy{MaxAttempts: 3},
-		scripted.NDJSON(`{"model":"m","created_at":"2026-10-10T00:00:00Z","message":{"role":"assistant","content":"Hi"},"done":false}`, line))
+		recoursetest.NDJSON(`{"model":"m","created_at":"2026-10-10T00:00:00Z","message":{"role":"assistant","content":"Hi"},"done":false}`, line))
 	req, _ := http.NewRequest("POST", r.Server.URL+"/api/chat", strings.NewReader(`{"model":"m","messages":[]}`))
 	resp, err := r.HTTP.Do(req)
 	require.NoError(t, err)

@@ -18,28 +18,28 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func TestR2_1_OnePostPerAttempt(t *testing.T) {
 	rows := []struct {
 		name      string
-		steps     []scripted.Step
+		steps     []recoursetest.Step
 		max       int
 		closeIdle bool
 		posts     int
 		ok        bool
 	}{
-		{"503,503,200", []scripted.Step{statusStep(503), statusStep(503), okStep("ok")}, 3, false, 3, true},
-		{"503,503,200 closing connections", []scripted.Step{statusStep(503), statusStep(503), okStep("ok")}, 3, true, 3, true},
+		{"503,503,200", []recoursetest.Step{statusStep(503), statusStep(503), okStep("ok")}, 3, false, 3, true},
+		{"503,503,200 closing connections", []recoursetest.Step{statusStep(503), statusStep(503), okStep("ok")}, 3, true, 3, true},
 		{"503 x3 exhausted", repeat(statusStep(503), 5), 3, false, 3, false},
 		{"503 x3 exhausted closing connections", repeat(statusStep(503), 5), 3, true, 3, false},
-		{"reset,reset,200", []scripted.Step{scripted.Reset(), scripted.Reset(), okStep("ok")}, 3, false, 3, true},
-		{"reset x3 exhausted", repeat(scripted.Reset(), 5), 3, false, 3, false},
-		{"421 not retried", []scripted.Step{statusStep(421), okStep("never")}, 3, false, 1, false},
-		{"421 not retried closing connections", []scripted.Step{statusStep(421), okStep("never")}, 3, true, 1, false},
+		{"reset,reset,200", []recoursetest.Step{recoursetest.Reset(), recoursetest.Reset(), okStep("ok")}, 3, false, 3, true},
+		{"reset x3 exhausted", repeat(recoursetest.Reset(), 5), 3, false, 3, false},
+		{"421 not retried", []recoursetest.Step{statusStep(421), okStep("never")}, 3, false, 1, false},
+		{"421 not retried closing connections", []recoursetest.Step{statusStep(421), okStep("never")}, 3, true, 1, false},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestR2_1_OnePostPerAttempt(t *testing.T) {
 // R2.1: a failure on a reused keep-alive connection is not resent by the
 // transport underneath the engine: with MaxAttempts 1 the reset is final.
 func TestR2_1_NoSilentResendOnAReusedConnection(t *testing.T) {
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1}, okStep("warm"), scripted.Reset(), okStep("never"))
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1}, okStep("warm"), recoursetest.Reset(), okStep("never"))
 
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	require.NoError(t, err)
@@ -78,8 +78,8 @@ func TestR2_1_NoSilentResendOnAReusedConnection(t *testing.T) {
 }
 
 func TestR2_2_421PassesThroughAnHTTPClient(t *testing.T) {
-	body := scripted.OpenAIError("invalid_request_error", "", "misdirected")
-	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, scripted.JSON(421, body), okStep("never"))
+	body := recoursetest.OpenAIError("invalid_request_error", "", "misdirected")
+	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, recoursetest.JSON(421, body), okStep("never"))
 	req, err := http.NewRequest(http.MethodPost, r.Server.URL+completionsPath, bytes.NewReader(encoded(t, canaryRequest())))
 	require.NoError(t, err)
 
@@ -192,7 +192,7 @@ func TestR2_4_NoInventedHeaders(t *testing.T) {
 
 	p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: allowHook}
 	rec := wired(&p)
-	r := rigtest.New(t, openai.New(), p, statusStep(503), scripted.Reset(), okStep("ok"))
+	r := rigtest.New(t, openai.New(), p, statusStep(503), recoursetest.Reset(), okStep("ok"))
 	_, err = r.Client.Complete(context.Background(), canaryRequest())
 	require.NoError(t, err)
 

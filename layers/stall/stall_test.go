@@ -18,10 +18,10 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 const keepalive = ": keep-alive\n\n"
@@ -32,7 +32,7 @@ const reasoning = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","cr
 
 // stream events of an answer "Hello": role chunk, "Hel", "lo", finish,
 // usage, [DONE].
-var hello = scripted.OpenAIStream("Hel", "lo")
+var hello = recoursetest.OpenAIStream("Hel", "lo")
 
 func sendAll(s *script, events ...string) {
 	for _, e := range events {
@@ -224,7 +224,7 @@ func TestStallOfALocalProviderNeedsAdmission(t *testing.T) {
 func TestOrdinaryHeaderTimeoutIsRetried(t *testing.T) {
 	r := newRig(t, openai.New(), stall.Limits{Header: 5 * time.Second, Idle: 5 * time.Second}, retry.Policy{MaxAttempts: 2})
 	r.p.answer(&script{headers: make(chan struct{})})
-	body := scripted.OpenAIChat("hi")
+	body := recoursetest.OpenAIChat("hi")
 	sendAll(r.p.answer(&script{header: http.Header{"Content-Type": {"application/json"}}}), body)
 	done := r.complete(context.Background())
 	r.armed()
@@ -377,7 +377,7 @@ func TestStallSafeOutputsHoldNoCanary(t *testing.T) {
 	}()
 	r.armed()
 	r.feed(s, ": "+key+" "+prompt+"\n\n")
-	r.feed(s, scripted.OpenAIStream("You said " + prompt + " with " + key)[1])
+	r.feed(s, recoursetest.OpenAIStream("You said " + prompt + " with " + key)[1])
 	r.clock.Advance(30 * time.Second)
 	res := await(t, done)
 	re := recoveryError(t, res.err)
@@ -434,7 +434,7 @@ func TestLimitsNeverBoundAdmissionOrBackoff(t *testing.T) {
 	}
 	r := newRig(t, ollama.New(), stall.Limits{Header: time.Minute, FirstOutput: time.Minute, Idle: 30 * time.Second}, pol)
 	r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}})
-	sendAll(r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}}), scripted.OllamaStream("Hi")...)
+	sendAll(r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}}), recoursetest.OllamaStream("Hi")...)
 	done := r.stream(context.Background())
 	r.armed() // header
 	r.armed() // the first read

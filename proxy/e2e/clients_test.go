@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/proxy"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // jsResult is what ai-sdk.mjs and langchain.mjs printed.
@@ -55,18 +55,18 @@ func (r *rig) js(t *testing.T, script string) jsResult {
 // reaches the upstream -max-attempts times (3), once, once.
 type failureCase struct {
 	name     string
-	steps    func(target string) []scripted.Step
+	steps    func(target string) []recoursetest.Step
 	upstream int
 	status   int
 }
 
 var failureCases = []failureCase{
-	{"exhausted", func(string) []scripted.Step { return []scripted.Step{overloaded, overloaded, overloaded} }, 3, 503},
-	{"error body", func(string) []scripted.Step {
-		return []scripted.Step{scripted.JSON(200, scripted.OpenAIError("invalid_request_error", "context_length_exceeded", "too long"))}
+	{"exhausted", func(string) []recoursetest.Step { return []recoursetest.Step{overloaded, overloaded, overloaded} }, 3, 503},
+	{"error body", func(string) []recoursetest.Step {
+		return []recoursetest.Step{recoursetest.JSON(200, recoursetest.OpenAIError("invalid_request_error", "context_length_exceeded", "too long"))}
 	}, 1, 502},
-	{"redirect", func(target string) []scripted.Step {
-		return []scripted.Step{scripted.Redirect(307, target+"/v1/chat/completions")}
+	{"redirect", func(target string) []recoursetest.Step {
+		return []recoursetest.Step{recoursetest.Redirect(307, target+"/v1/chat/completions")}
 	}, 1, 502},
 }
 
@@ -100,7 +100,7 @@ func TestR21_3_JavaScriptClientsAtTheirDefaults(t *testing.T) {
 		for _, fc := range failureCases {
 			t.Run(cname+"/"+fc.name, func(t *testing.T) {
 				t.Parallel()
-				target := scripted.NewTarget()
+				target := recoursetest.NewTarget()
 				defer target.Close()
 				r := newRig(t, "openai", func(cfg *proxy.Config) { cfg.Policy.MaxAttempts = 3 }, fc.steps(target.URL)...)
 				res := r.js(t, c.script)

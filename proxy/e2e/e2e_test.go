@@ -22,11 +22,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/proxy"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // nodeDir is the temporary directory holding the SDK, installed once.
@@ -72,16 +72,16 @@ func TestMain(m *testing.M) {
 // rig is the proxy, with the injected sleep, in front of a scripted
 // upstream; it counts the completion POSTs the client sent.
 type rig struct {
-	up     *scripted.Server
+	up     *recoursetest.Server
 	url    string
 	posts  atomic.Int32
 	mu     sync.Mutex
 	delays []time.Duration
 }
 
-func newRig(t *testing.T, provider string, edit func(*proxy.Config), steps ...scripted.Step) *rig {
+func newRig(t *testing.T, provider string, edit func(*proxy.Config), steps ...recoursetest.Step) *rig {
 	t.Helper()
-	r := &rig{up: scripted.New(steps...)}
+	r := &rig{up: recoursetest.NewServer(steps...)}
 	t.Cleanup(r.up.Close)
 	p := retry.Recommended()
 	p.Jitter = func() float64 { return 1 }
@@ -144,12 +144,12 @@ func (r *rig) sdk(t *testing.T, mode string) sdkResult {
 }
 
 var (
-	overloaded = scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
-	events     = scripted.OpenAIStream("Hel", "lo")
+	overloaded = recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"))
+	events     = recoursetest.OpenAIStream("Hel", "lo")
 )
 
 func TestNodeUnary(t *testing.T) {
-	r := newRig(t, "openai", nil, scripted.JSON(200, scripted.OpenAIChat("Hello")))
+	r := newRig(t, "openai", nil, recoursetest.JSON(200, recoursetest.OpenAIChat("Hello")))
 	res := r.sdk(t, "unary")
 	require.Nil(t, res.Error)
 	assert.Equal(t, "Hello", res.Content)
@@ -157,7 +157,7 @@ func TestNodeUnary(t *testing.T) {
 }
 
 func TestNodeStream(t *testing.T) {
-	r := newRig(t, "openai", nil, scripted.SSE(append([]string{": keepalive\n\n"}, events...)...))
+	r := newRig(t, "openai", nil, recoursetest.SSE(append([]string{": keepalive\n\n"}, events...)...))
 	res := r.sdk(t, "stream")
 	require.Nil(t, res.Error)
 	assert.Equal(t, "Hello", res.Content)
@@ -167,9 +167,9 @@ func TestNodeStream(t *testing.T) {
 func TestNode503Then200(t *testing.T) {
 	for _, mode := range []string{"unary", "stream"} {
 		t.Run(mode, func(t *testing.T) {
-			ok := scripted.JSON(200, scripted.OpenAIChat("Hello"))
+			ok := recoursetest.JSON(200, recoursetest.OpenAIChat("Hello"))
 			if mode == "stream" {
-				ok = scripted.SSE(events...)
+				ok = recoursetest.SSE(events...)
 			}
 			r := newRig(t, "openai", nil, overloaded, ok)
 			res := r.sdk(t, mode)
@@ -184,8 +184,8 @@ func TestNode503Then200(t *testing.T) {
 
 func TestNode429WithRetryAfter(t *testing.T) {
 	r := newRig(t, "openai", nil,
-		scripted.JSON(429, scripted.OpenAIError("rate_limit_error", "rate_limit_exceeded", "slow down"), "Retry-After", "3"),
-		scripted.JSON(200, scripted.OpenAIChat("Hello")))
+		recoursetest.JSON(429, recoursetest.OpenAIError("rate_limit_error", "rate_limit_exceeded", "slow down"), "Retry-After", "3"),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("Hello")))
 	res := r.sdk(t, "unary")
 	require.Nil(t, res.Error)
 	assert.Equal(t, "Hello", res.Content)
@@ -194,7 +194,7 @@ func TestNode429WithRetryAfter(t *testing.T) {
 }
 
 func TestNodeStreamCutBeforeContent(t *testing.T) {
-	r := newRig(t, "openai", nil, scripted.SSE(events...).Cut(len(events[0])/2), scripted.SSE(events...))
+	r := newRig(t, "openai", nil, recoursetest.SSE(events...).Cut(len(events[0])/2), recoursetest.SSE(events...))
 	res := r.sdk(t, "stream")
 	require.Nil(t, res.Error)
 	assert.Equal(t, "Hello", res.Content, "recovered, no duplicated text")
@@ -203,7 +203,7 @@ func TestNodeStreamCutBeforeContent(t *testing.T) {
 }
 
 func TestNodeStreamCutAfterContent(t *testing.T) {
-	r := newRig(t, "openai", nil, scripted.SSE(events...).Cut(len(events[0])+len(events[1])+5))
+	r := newRig(t, "openai", nil, recoursetest.SSE(events...).Cut(len(events[0])+len(events[1])+5))
 	res := r.sdk(t, "stream")
 	require.NotNil(t, res.Error, "an error in the SDK, never a silent end")
 	assert.Equal(t, "APIError", res.Error.Name)
@@ -215,7 +215,7 @@ func TestNodeStreamCutAfterContent(t *testing.T) {
 }
 
 func TestNodeBadRequest(t *testing.T) {
-	r := newRig(t, "openai", nil, scripted.JSON(400, scripted.OpenAIError("invalid_request_error", "invalid_value", "bad model")))
+	r := newRig(t, "openai", nil, recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "invalid_value", "bad model")))
 	res := r.sdk(t, "unary")
 	require.NotNil(t, res.Error)
 	assert.Equal(t, "BadRequestError", res.Error.Name)
@@ -266,7 +266,7 @@ func TestNodeClientRetryIsChargedAsAResend(t *testing.T) {
 	gate := make(chan struct{})
 	defer close(gate)
 	r := newRig(t, "openai", func(c *proxy.Config) { c.Quota = q },
-		scripted.JSON(200, scripted.OpenAIChat("too late")).Gated(-1, gate))
+		recoursetest.JSON(200, recoursetest.OpenAIChat("too late")).Gated(-1, gate))
 	res := r.sdk(t, "timeout-retry")
 	require.NotNil(t, res.Error)
 	require.NotNil(t, res.Error.Status, res.Error.Message)
@@ -277,9 +277,9 @@ func TestNodeClientRetryIsChargedAsAResend(t *testing.T) {
 }
 
 func TestNodeRedirect(t *testing.T) {
-	target := scripted.NewTarget()
+	target := recoursetest.NewTarget()
 	defer target.Close()
-	r := newRig(t, "openai", nil, scripted.Redirect(307, target.URL+"/v1/chat/completions"))
+	r := newRig(t, "openai", nil, recoursetest.Redirect(307, target.URL+"/v1/chat/completions"))
 	res := r.sdk(t, "unary")
 	require.NotNil(t, res.Error)
 	require.NotNil(t, res.Error.Status)
@@ -292,7 +292,7 @@ func TestNodeRedirect(t *testing.T) {
 
 func TestNodeIgnoresRetryNotices(t *testing.T) {
 	r := newRig(t, "openai", func(c *proxy.Config) { c.StreamCommitAfter = time.Nanosecond },
-		overloaded, overloaded, scripted.SSE(events...))
+		overloaded, overloaded, recoursetest.SSE(events...))
 	res := r.sdk(t, "stream")
 	require.Nil(t, res.Error)
 	assert.Equal(t, "Hello", res.Content)
@@ -328,22 +328,22 @@ func curl(t *testing.T, url, body string) (string, int) {
 
 func TestCurlOllama(t *testing.T) {
 	allow := func(c *proxy.Config) { c.Policy.Admit = admission.AllowAll() }
-	lines := scripted.OllamaStream("Hel", "lo")
+	lines := recoursetest.OllamaStream("Hel", "lo")
 	body := `{"model":"llama3.2","messages":[{"role":"user","content":"hello"}]}`
 
-	r := newRig(t, "ollama", allow, scripted.JSON(503, scripted.OllamaError("busy")), scripted.NDJSON(lines...))
+	r := newRig(t, "ollama", allow, recoursetest.JSON(503, recoursetest.OllamaError("busy")), recoursetest.NDJSON(lines...))
 	out, code := curl(t, r.url+"/api/chat", body)
 	assert.Zero(t, code)
 	assert.Equal(t, strings.Join(lines, ""), out, "503 then the stream, byte for byte")
 	assert.Equal(t, 2, r.up.Count())
 
-	r = newRig(t, "ollama", nil, scripted.JSON(503, scripted.OllamaError("busy")))
+	r = newRig(t, "ollama", nil, recoursetest.JSON(503, recoursetest.OllamaError("busy")))
 	out, code = curl(t, r.url+"/api/chat", body)
 	assert.Zero(t, code)
-	assert.Equal(t, scripted.OllamaError("busy"), out, "without -admit allow the failure passes through")
+	assert.Equal(t, recoursetest.OllamaError("busy"), out, "without -admit allow the failure passes through")
 	assert.Equal(t, 1, r.up.Count())
 
-	r = newRig(t, "ollama", allow, scripted.NDJSON(lines...).Cut(len(lines[0])+4))
+	r = newRig(t, "ollama", allow, recoursetest.NDJSON(lines...).Cut(len(lines[0])+4))
 	out, code = curl(t, r.url+"/api/chat", body)
 	assert.Equal(t, 18, code, "curl reports the transfer closed with data outstanding")
 	got := strings.SplitAfter(out, "\n")

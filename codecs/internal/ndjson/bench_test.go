@@ -1,6 +1,10 @@
 package ndjson
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
 
 func BenchmarkKeepalive(b *testing.B) {
 	frame := []byte("\n")
@@ -70,6 +74,6 @@ func TestSteadyStateAllocs(t *testing.T) {
 				panic("no line")
 			}
 		})
-		equal(t, 0.0, allocs, "%q", frame)
+		assert.Equal(t, 0.0, allocs, "%q", frame)
 	}
 }

@@ -3,6 +3,8 @@ package ndjson
 import (
 	"bytes"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // fuzzSeeds are real-shaped Ollama stream fragments.
@@ -32,14 +34,14 @@ func FuzzFramer(f *testing.F) {
 		if (err1 == nil) != (err2 == nil) {
 			t.Fatalf("split at %d changes the error: %v vs %v", at, err1, err2)
 		}
-		equal(t, lines1, lines2, "split at %d", at)
+		assert.Equal(t, lines1, lines2, "split at %d", at)
 		if err1 != nil {
 			frameErr(t, err1)
 			frameErr(t, err2)
 			return
 		}
-		equal(t, string(in), joinRaw(lines1)+string(whole.tail()), "one Write")
-		equal(t, string(in), joinRaw(lines2)+string(halves.tail()), "split at %d", at)
+		assert.Equal(t, string(in), joinRaw(lines1)+string(whole.tail()), "one Write")
+		assert.Equal(t, string(in), joinRaw(lines2)+string(halves.tail()), "split at %d", at)
 
 		// Reference: every "\n"-terminated piece is a line.
 		var ref []ln
@@ -48,25 +50,25 @@ func FuzzFramer(f *testing.F) {
 			v := bytes.Trim(p, " \t\r\n")
 			ref = append(ref, ln{Raw: string(p), Value: string(v), Blank: len(v) == 0})
 		}
-		equal(t, ref, lines1, "reference")
+		assert.Equal(t, ref, lines1, "reference")
 		refTail := pieces[len(pieces)-1]
-		equal(t, string(refTail), string(whole.tail()), "reference tail")
+		assert.Equal(t, string(refTail), string(whole.tail()), "reference tail")
 		pending := len(bytes.Trim(refTail, " \t\r\n")) > 0
-		equal(t, pending, whole.Pending(), "Pending")
-		equal(t, pending, halves.Pending(), "Pending after split at %d", at)
+		assert.Equal(t, pending, whole.Pending(), "Pending")
+		assert.Equal(t, pending, halves.Pending(), "Pending after split at %d", at)
 
 		// At the end of the stream Final takes the pending line, once.
 		for _, fr := range []*Framer{whole, halves} {
 			last, ok := fr.Final()
-			equal(t, pending, ok, "Final")
+			assert.Equal(t, pending, ok, "Final")
 			if ok {
-				equal(t, string(refTail), string(last.Raw), "Final Raw")
-				equal(t, string(bytes.Trim(refTail, " \t\r\n")), string(last.Value), "Final Value")
-				check(t, !last.Blank, "a pending line is not blank")
+				assert.Equal(t, string(refTail), string(last.Raw), "Final Raw")
+				assert.Equal(t, string(bytes.Trim(refTail, " \t\r\n")), string(last.Value), "Final Value")
+				assert.True(t, !last.Blank, "a pending line is not blank")
 			}
 			_, again := fr.Final()
-			check(t, !again, "Final reports the pending line once")
-			check(t, !fr.Pending(), "nothing is pending after Final")
+			assert.True(t, !again, "Final reports the pending line once")
+			assert.True(t, !fr.Pending(), "nothing is pending after Final")
 		}
 	})
 }

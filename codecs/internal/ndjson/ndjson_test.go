@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/codecs/internal/linebuf"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // ln is a comparable copy of a Line.
@@ -25,13 +28,13 @@ func drain(t testing.TB, f *Framer) ([]ln, error) {
 	for {
 		l, ok, err := f.Next()
 		if err != nil {
-			need(t, !ok)
+			require.True(t, !ok)
 			return out, err
 		}
 		if !ok {
 			return out, nil
 		}
-		need(t, len(l.Raw) > 0 && l.Raw[len(l.Raw)-1] == '\n', "Raw must end with a newline")
+		require.True(t, len(l.Raw) > 0 && l.Raw[len(l.Raw)-1] == '\n', "Raw must end with a newline")
 		out = append(out, snapshot(l))
 	}
 }
@@ -138,18 +141,18 @@ func TestFramer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := NewFramer(0)
 			got, err := feed(t, f, []byte(tt.in))
-			noErr(t, err)
-			equal(t, tt.want, got)
-			equal(t, tt.tail, string(f.tail()))
-			equal(t, tt.in, joinRaw(got)+string(f.tail()))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.tail, string(f.tail()))
+			assert.Equal(t, tt.in, joinRaw(got)+string(f.tail()))
 
 			// Every split point yields the same lines and tail.
 			for i := 0; i <= len(tt.in); i++ {
 				f.Reset()
 				split, err := feed(t, f, []byte(tt.in[:i]), []byte(tt.in[i:]))
-				noErr(t, err)
-				equal(t, tt.want, split, "split at %d", i)
-				equal(t, tt.tail, string(f.tail()), "split at %d", i)
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, split, "split at %d", i)
+				assert.Equal(t, tt.tail, string(f.tail()), "split at %d", i)
 			}
 
 			// One byte per Write.
@@ -159,9 +162,9 @@ func TestFramer(t *testing.T) {
 				chunks = append(chunks, []byte{tt.in[i]})
 			}
 			bytewise, err := feed(t, f, chunks...)
-			noErr(t, err)
-			equal(t, tt.want, bytewise)
-			equal(t, tt.tail, string(f.tail()))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, bytewise)
+			assert.Equal(t, tt.tail, string(f.tail()))
 		})
 	}
 }
@@ -181,8 +184,8 @@ func TestPending(t *testing.T) {
 	} {
 		f := NewFramer(0)
 		_, err := feed(t, f, []byte(tt.in))
-		noErr(t, err)
-		equal(t, tt.pending, f.Pending(), "%q", tt.in)
+		require.NoError(t, err)
+		assert.Equal(t, tt.pending, f.Pending(), "%q", tt.in)
 	}
 }
 
@@ -193,20 +196,20 @@ func TestLongLineAcrossWrites(t *testing.T) {
 	var got []ln
 	for i := 0; i < len(in); i += 1000 {
 		lines, err := feed(t, f, []byte(in[i:min(i+1000, len(in))]))
-		noErr(t, err)
+		require.NoError(t, err)
 		got = append(got, lines...)
 	}
-	need(t, len(got) == 3)
-	equal(t, long, got[1].Value)
-	equal(t, in, joinRaw(got))
+	require.True(t, len(got) == 3)
+	assert.Equal(t, long, got[1].Value)
+	assert.Equal(t, in, joinRaw(got))
 }
 
 func TestLimits(t *testing.T) {
 	t.Run("line at limit", func(t *testing.T) {
 		f := NewFramer(len(`{"a":1}` + "\r"))
 		got, err := feed(t, f, []byte("{\"a\":1}\r\n"))
-		noErr(t, err)
-		equal(t, 1, len(got))
+		require.NoError(t, err)
+		assert.Equal(t, 1, len(got))
 	})
 	t.Run("line over limit", func(t *testing.T) {
 		in := "{}\n{\"a\":12}\n"
@@ -214,57 +217,57 @@ func TestLimits(t *testing.T) {
 			f := NewFramer(len(`{"a":1}`))
 			got, err := feed(t, f, []byte(in[:i]), []byte(in[i:]))
 			fe := frameErr(t, err, "split at %d", i)
-			equal(t, "line exceeds limit", fe.Reason)
-			equal(t, "ndjson: line exceeds limit", err.Error())
-			equal(t, []ln{{Raw: "{}\n", Value: "{}"}}, got, "split at %d", i)
+			assert.Equal(t, "line exceeds limit", fe.Reason)
+			assert.Equal(t, "ndjson: line exceeds limit", err.Error())
+			assert.Equal(t, []ln{{Raw: "{}\n", Value: "{}"}}, got, "split at %d", i)
 		}
 	})
 	t.Run("incomplete line over limit", func(t *testing.T) {
 		f := NewFramer(4)
 		_, err := feed(t, f, []byte("{\"a\""))
-		noErr(t, err)
+		require.NoError(t, err)
 		_, err = feed(t, f, []byte(":"))
 		frameErr(t, err)
 	})
 	t.Run("sticky until reset", func(t *testing.T) {
 		f := NewFramer(4)
 		_, err := feed(t, f, []byte("{\"secret\":1}\n"))
-		need(t, err != nil)
-		check(t, !strings.Contains(err.Error(), "secret"))
+		require.True(t, err != nil)
+		assert.True(t, !strings.Contains(err.Error(), "secret"))
 		f.Write([]byte("{}\n"))
 		for range 3 {
 			_, ok, err2 := f.Next()
-			check(t, !ok)
-			check(t, err == err2)
+			assert.True(t, !ok)
+			assert.True(t, err == err2)
 		}
 		f.Reset()
 		got, err := feed(t, f, []byte("{}\n"))
-		noErr(t, err)
-		equal(t, []ln{{Raw: "{}\n", Value: "{}"}}, got)
+		require.NoError(t, err)
+		assert.Equal(t, []ln{{Raw: "{}\n", Value: "{}"}}, got)
 	})
 	t.Run("default", func(t *testing.T) {
-		equal(t, DefaultMaxLineBytes, NewFramer(0).lines.Limit())
-		equal(t, DefaultMaxLineBytes, NewFramer(-1).lines.Limit())
+		assert.Equal(t, DefaultMaxLineBytes, NewFramer(0).lines.Limit())
+		assert.Equal(t, DefaultMaxLineBytes, NewFramer(-1).lines.Limit())
 	})
 }
 
 func TestReset(t *testing.T) {
 	f := NewFramer(0)
 	_, err := feed(t, f, []byte("{}\n{\"partial\""))
-	noErr(t, err)
-	need(t, f.Pending())
+	require.NoError(t, err)
+	require.True(t, f.Pending())
 	f.Reset()
-	check(t, !f.Pending())
-	equal(t, 0, len(f.tail()))
+	assert.True(t, !f.Pending())
+	assert.Equal(t, 0, len(f.tail()))
 	got, err := feed(t, f, []byte("{}\n"))
-	noErr(t, err)
-	equal(t, []ln{{Raw: "{}\n", Value: "{}"}}, got)
+	require.NoError(t, err)
+	assert.Equal(t, []ln{{Raw: "{}\n", Value: "{}"}}, got)
 
 	// Reset releases a buffer grown for a long line.
 	_, err = feed(t, f, []byte(strings.Repeat("x", 2<<20)+"\n"))
-	noErr(t, err)
+	require.NoError(t, err)
 	f.Reset()
-	check(t, cap(f.tail()) <= linebuf.RetainSize)
+	assert.True(t, cap(f.tail()) <= linebuf.RetainSize)
 }
 
 func TestWriteDoesNotRetain(t *testing.T) {
@@ -274,23 +277,23 @@ func TestWriteDoesNotRetain(t *testing.T) {
 	copy(p, "XXXXXXX")
 	f.Write([]byte("\n"))
 	l, ok, err := f.Next()
-	noErr(t, err)
-	need(t, ok)
-	equal(t, `{"a":1}`, string(l.Value))
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, `{"a":1}`, string(l.Value))
 }
 
 func TestRawIsCapped(t *testing.T) {
 	f := NewFramer(0)
 	f.Write([]byte("{}\n[]\n"))
 	l, ok, err := f.Next()
-	noErr(t, err)
-	need(t, ok)
+	require.NoError(t, err)
+	require.True(t, ok)
 	_ = append(l.Raw, 'X')
 	_ = append(l.Value, 'X')
 	l, ok, err = f.Next()
-	noErr(t, err)
-	need(t, ok)
-	equal(t, "[]\n", string(l.Raw))
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "[]\n", string(l.Raw))
 }
 
 // TestR13_3_FinalReturnsTheUnterminatedLastLine: at the end of a stream
@@ -302,30 +305,30 @@ func TestR13_3_FinalReturnsTheUnterminatedLastLine(t *testing.T) {
 	f := NewFramer(0)
 	f.Write([]byte(ollamaChunk + "\n" + ollamaDone + " \r"))
 	line, ok, err := f.Next()
-	noErr(t, err)
-	need(t, ok, "the terminated line")
-	equal(t, ollamaChunk+"\n", string(line.Raw))
+	require.NoError(t, err)
+	require.True(t, ok, "the terminated line")
+	assert.Equal(t, ollamaChunk+"\n", string(line.Raw))
 	_, ok, err = f.Next()
-	noErr(t, err)
-	check(t, !ok, "no second terminated line")
+	require.NoError(t, err)
+	assert.True(t, !ok, "no second terminated line")
 	last, ok := f.Final()
-	need(t, ok, "the unterminated line")
-	equal(t, ollamaDone+" \r", string(last.Raw))
-	equal(t, ollamaDone, string(last.Value))
-	check(t, !last.Blank)
+	require.True(t, ok, "the unterminated line")
+	assert.Equal(t, ollamaDone+" \r", string(last.Raw))
+	assert.Equal(t, ollamaDone, string(last.Value))
+	assert.True(t, !last.Blank)
 	_, ok = f.Final()
-	check(t, !ok, "Final returns the line once")
+	assert.True(t, !ok, "Final returns the line once")
 
 	f = NewFramer(0)
 	f.Write([]byte(ollamaChunk + "\n \t\r"))
 	_, _, _ = f.Next()
 	_, ok = f.Final()
-	check(t, !ok, "trailing whitespace is no line")
+	assert.True(t, !ok, "trailing whitespace is no line")
 
 	f = NewFramer(4)
 	f.Write([]byte("0123456789"))
 	_, _, err = f.Next()
 	frameErr(t, err)
 	_, ok = f.Final()
-	check(t, !ok, "no final line after a sticky error")
+	assert.True(t, !ok, "no final line after a sticky error")
 }

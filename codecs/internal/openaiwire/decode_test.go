@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // decodeDialects are the readings of a reply the decoder is checked in:
@@ -29,7 +29,7 @@ var decodeDialects = map[string]*Dialect{
 // decodeSeeds are bodies of every shape for the decoder's tests; the
 // fuzz target also runs the codecs' FuzzDecode corpora.
 var decodeSeeds = []string{
-	scripted.OpenAIChat("Hello! How can I help you today?"),
+	recoursetest.OpenAIChat("Hello! How can I help you today?"),
 	`{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"gpt-4o-2024-08-06",
  "choices":[{"index":0,"message":{"role":"assistant","content":"Sunny, é🙂","refusal":null,
    "tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Tokyo\"}"}}]},

@@ -1,6 +1,10 @@
 package sse
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
 
 // contentFrame is a typical OpenAI-style content delta event (about 150 bytes).
 var contentFrame = []byte("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1760054400,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n")
@@ -71,6 +75,6 @@ func TestSteadyStateAllocs(t *testing.T) {
 				panic("no event")
 			}
 		})
-		equal(t, 0.0, allocs, "%q", frame)
+		assert.Equal(t, 0.0, allocs, "%q", frame)
 	}
 }

@@ -3,6 +3,8 @@ package sse
 import (
 	"bytes"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // fuzzSeeds are real-shaped OpenAI and oMLX stream fragments.
@@ -42,17 +44,17 @@ func FuzzFramer(f *testing.F) {
 			frameErr(t, err2)
 			return
 		}
-		equal(t, string(in), joinRaw(evs1)+string(whole.tail()), "one Write")
-		equal(t, string(in), joinRaw(evs2)+string(halves.tail()), "split at %d", at)
+		assert.Equal(t, string(in), joinRaw(evs1)+string(whole.tail()), "one Write")
+		assert.Equal(t, string(in), joinRaw(evs2)+string(halves.tail()), "split at %d", at)
 
 		ref, refTail := reference(in)
-		equal(t, ref, evs1, "reference")
-		equal(t, string(refTail), string(whole.tail()), "reference tail")
+		assert.Equal(t, ref, evs1, "reference")
+		assert.Equal(t, string(refTail), string(whole.tail()), "reference tail")
 		if len(refTail) == len(in) {
 			refTail = bytes.TrimPrefix(refTail, []byte(bom))
 		}
 		pending := len(bytes.Trim(refTail, " \t\r\n")) > 0
-		equal(t, pending, whole.Pending(), "Pending")
-		equal(t, pending, halves.Pending(), "Pending after split at %d", at)
+		assert.Equal(t, pending, whole.Pending(), "Pending")
+		assert.Equal(t, pending, halves.Pending(), "Pending after split at %d", at)
 	})
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // ev is a comparable copy of an Event.
@@ -36,13 +39,13 @@ func drain(t testing.TB, f *Framer) ([]ev, error) {
 	for {
 		e, ok, err := f.Next()
 		if err != nil {
-			need(t, !ok)
+			require.True(t, !ok)
 			return out, err
 		}
 		if !ok {
 			return out, nil
 		}
-		need(t, len(e.Raw) > 0, "empty Raw")
+		require.True(t, len(e.Raw) > 0, "empty Raw")
 		out = append(out, snapshot(e))
 	}
 }
@@ -266,18 +269,18 @@ func TestFramer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := NewFramer(0)
 			got, err := feed(t, f, []byte(tt.in))
-			noErr(t, err)
-			equal(t, tt.want, got)
-			equal(t, tt.tail, string(f.tail()))
-			equal(t, tt.in, joinRaw(got)+string(f.tail()))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.tail, string(f.tail()))
+			assert.Equal(t, tt.in, joinRaw(got)+string(f.tail()))
 
 			// Every split point yields the same events and tail.
 			for i := 0; i <= len(tt.in); i++ {
 				f.Reset()
 				split, err := feed(t, f, []byte(tt.in[:i]), []byte(tt.in[i:]))
-				noErr(t, err)
+				require.NoError(t, err)
 				sameEvents(t, tt.want, split, []byte(tt.in), i, "split at %d", i)
-				equal(t, tt.in, joinRaw(split)+string(f.tail()), "split at %d", i)
+				assert.Equal(t, tt.in, joinRaw(split)+string(f.tail()), "split at %d", i)
 			}
 
 			// One byte per Write.
@@ -287,9 +290,9 @@ func TestFramer(t *testing.T) {
 				chunks = append(chunks, []byte{tt.in[i]})
 			}
 			bytewise, err := feed(t, f, chunks...)
-			noErr(t, err)
+			require.NoError(t, err)
 			sameSemantics(t, tt.want, bytewise)
-			equal(t, tt.in, joinRaw(bytewise)+string(f.tail()))
+			assert.Equal(t, tt.in, joinRaw(bytewise)+string(f.tail()))
 		})
 	}
 }
@@ -315,7 +318,7 @@ func sameEvents(t testing.TB, want, got []ev, in []byte, at int, msgAndArgs ...a
 			}
 		}
 	}
-	equal(t, want, got, msgAndArgs...)
+	assert.Equal(t, want, got, msgAndArgs...)
 }
 
 // sameSemantics checks that got equals want, ignoring Raw.
@@ -329,41 +332,41 @@ func sameSemantics(t testing.TB, want, got []ev, msgAndArgs ...any) {
 		}
 		return out
 	}
-	equal(t, strip(want), strip(got), msgAndArgs...)
+	assert.Equal(t, strip(want), strip(got), msgAndArgs...)
 }
 
 func TestCRAtWriteBoundary(t *testing.T) {
 	t.Run("non-blank line", func(t *testing.T) {
 		f := NewFramer(0)
 		got, err := feed(t, f, []byte("data: a\r"), []byte("\ndata: b\r"), []byte("\n\r\n"))
-		noErr(t, err)
-		equal(t, []ev{{Raw: "data: a\r\ndata: b\r\n\r\n", Data: "a\nb", HasData: true}}, got)
-		equal(t, 0, len(f.tail()))
+		require.NoError(t, err)
+		assert.Equal(t, []ev{{Raw: "data: a\r\ndata: b\r\n\r\n", Data: "a\nb", HasData: true}}, got)
+		assert.Equal(t, 0, len(f.tail()))
 	})
 	t.Run("terminating blank line dispatches without waiting", func(t *testing.T) {
 		f := NewFramer(0)
 		f.Write([]byte("data: a\r\n\r"))
 		e, ok, err := f.Next()
-		noErr(t, err)
-		need(t, ok)
-		equal(t, ev{Raw: "data: a\r\n\r", Data: "a", HasData: true}, snapshot(e))
-		check(t, !f.Pending())
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, ev{Raw: "data: a\r\n\r", Data: "a", HasData: true}, snapshot(e))
+		assert.True(t, !f.Pending())
 
 		// The "\n" completes the terminator; it is no extra blank line and
 		// is accounted at the front of the next event.
 		got, err := feed(t, f, []byte("\n"))
-		noErr(t, err)
-		equal(t, 0, len(got))
-		check(t, !f.Pending())
+		require.NoError(t, err)
+		assert.Equal(t, 0, len(got))
+		assert.True(t, !f.Pending())
 		got, err = feed(t, f, []byte("data: b\r\n\r\n"))
-		noErr(t, err)
-		equal(t, []ev{{Raw: "\ndata: b\r\n\r\n", Data: "b", HasData: true}}, got)
+		require.NoError(t, err)
+		assert.Equal(t, []ev{{Raw: "\ndata: b\r\n\r\n", Data: "b", HasData: true}}, got)
 	})
 	t.Run("cr then non-lf", func(t *testing.T) {
 		f := NewFramer(0)
 		got, err := feed(t, f, []byte("data: a\r"), []byte("\r"), []byte("data: b\r"), []byte("\r"))
-		noErr(t, err)
-		equal(t, []ev{
+		require.NoError(t, err)
+		assert.Equal(t, []ev{
 			{Raw: "data: a\r\r", Data: "a", HasData: true},
 			{Raw: "data: b\r\r", Data: "b", HasData: true},
 		}, got)
@@ -371,8 +374,8 @@ func TestCRAtWriteBoundary(t *testing.T) {
 	t.Run("carried lf does not count against the limit", func(t *testing.T) {
 		f := NewFramer(len("data: b\r\n"))
 		got, err := feed(t, f, []byte("data: a\r\n\r"), []byte("\ndata: b\r\n\r\n"))
-		noErr(t, err)
-		equal(t, 2, len(got))
+		require.NoError(t, err)
+		assert.Equal(t, 2, len(got))
 	})
 }
 
@@ -395,8 +398,8 @@ func TestPending(t *testing.T) {
 	} {
 		f := NewFramer(0)
 		_, err := feed(t, f, []byte(tt.in))
-		noErr(t, err)
-		equal(t, tt.pending, f.Pending(), "%q", tt.in)
+		require.NoError(t, err)
+		assert.Equal(t, tt.pending, f.Pending(), "%q", tt.in)
 	}
 }
 
@@ -404,15 +407,15 @@ func TestEventStringReused(t *testing.T) {
 	f := NewFramer(0)
 	f.Write([]byte("event: delta\ndata: 1\n\nevent: delta\ndata: 2\n\n"))
 	e1, ok, err := f.Next()
-	need(t, ok)
-	noErr(t, err)
+	require.True(t, ok)
+	require.NoError(t, err)
 	e2, ok, err := f.Next()
-	need(t, ok)
-	noErr(t, err)
-	equal(t, "delta", e1.Event)
-	equal(t, "delta", e2.Event)
-	equal(t, "2", string(e2.Data))
-	equal(t, 0, int(testing.AllocsPerRun(100, func() {
+	require.True(t, ok)
+	require.NoError(t, err)
+	assert.Equal(t, "delta", e1.Event)
+	assert.Equal(t, "delta", e2.Event)
+	assert.Equal(t, "2", string(e2.Data))
+	assert.Equal(t, 0, int(testing.AllocsPerRun(100, func() {
 		f.Write([]byte("event: delta\ndata: 3\n\n"))
 		if _, ok, _ := f.Next(); !ok {
 			panic("no event")
@@ -428,13 +431,13 @@ func TestDataSurvivesCompaction(t *testing.T) {
 	var got []ev
 	for i := 0; i < len(in); i += 7 {
 		evs, err := feed(t, f, []byte(in[i:min(i+7, len(in))]))
-		noErr(t, err)
+		require.NoError(t, err)
 		got = append(got, evs...)
 	}
-	need(t, len(got) == 2)
-	equal(t, "0123456789", got[0].Data)
-	equal(t, want, got[1].Data)
-	equal(t, in, joinRaw(got))
+	require.True(t, len(got) == 2)
+	assert.Equal(t, "0123456789", got[0].Data)
+	assert.Equal(t, want, got[1].Data)
+	assert.Equal(t, in, joinRaw(got))
 }
 
 func TestLimits(t *testing.T) {
@@ -442,8 +445,8 @@ func TestLimits(t *testing.T) {
 		in := "data: 1234\ndata: 5678\n" // 22 bytes, excluding the blank line
 		f := NewFramer(len(in))
 		got, err := feed(t, f, []byte(in+"\n"))
-		noErr(t, err)
-		equal(t, 1, len(got))
+		require.NoError(t, err)
+		assert.Equal(t, 1, len(got))
 	})
 	t.Run("event over limit", func(t *testing.T) {
 		in := "data: 1234\ndata: 5678\n"
@@ -452,89 +455,89 @@ func TestLimits(t *testing.T) {
 			full := in + "\n"
 			_, err := feed(t, f, []byte(full[:i]), []byte(full[i:]))
 			fe := frameErr(t, err, "split at %d", i)
-			equal(t, "event exceeds limit", fe.Reason)
-			equal(t, "sse: event exceeds limit", err.Error())
+			assert.Equal(t, "event exceeds limit", fe.Reason)
+			assert.Equal(t, "sse: event exceeds limit", err.Error())
 		}
 	})
 	t.Run("incomplete event over limit", func(t *testing.T) {
 		f := NewFramer(10)
 		_, err := feed(t, f, []byte("data: 1\ndata: 2\n"))
 		fe := frameErr(t, err)
-		equal(t, "event exceeds limit", fe.Reason)
+		assert.Equal(t, "event exceeds limit", fe.Reason)
 	})
 	t.Run("stray blank lines count", func(t *testing.T) {
 		f := NewFramer(10)
 		_, err := feed(t, f, []byte(strings.Repeat("\n", 11)))
 		fe := frameErr(t, err)
-		equal(t, "event exceeds limit", fe.Reason)
+		assert.Equal(t, "event exceeds limit", fe.Reason)
 	})
 	t.Run("line over limit", func(t *testing.T) {
 		f := NewFramer(10)
 		_, err := feed(t, f, []byte("data: 12345"))
 		fe := frameErr(t, err)
-		equal(t, "line exceeds limit", fe.Reason)
+		assert.Equal(t, "line exceeds limit", fe.Reason)
 	})
 	t.Run("whitespace line over limit", func(t *testing.T) {
 		f := NewFramer(10)
 		_, err := feed(t, f, []byte("data: 1\n"+strings.Repeat(" ", 11)))
 		fe := frameErr(t, err)
-		equal(t, "line exceeds limit", fe.Reason)
+		assert.Equal(t, "line exceeds limit", fe.Reason)
 	})
 	t.Run("whitespace terminator is not counted", func(t *testing.T) {
 		f := NewFramer(len("data: 1\n"))
 		got, err := feed(t, f, []byte("data: 1\n    "), []byte("\n"))
-		noErr(t, err)
-		equal(t, 1, len(got))
+		require.NoError(t, err)
+		assert.Equal(t, 1, len(got))
 	})
 	t.Run("sticky until reset", func(t *testing.T) {
 		f := NewFramer(10)
 		_, err := feed(t, f, []byte("data: 0123456789\n\n"))
-		need(t, err != nil)
+		require.True(t, err != nil)
 		f.Write([]byte("data: x\n\n"))
 		for range 3 {
 			_, ok, err2 := f.Next()
-			check(t, !ok)
-			check(t, err == err2)
+			assert.True(t, !ok)
+			assert.True(t, err == err2)
 		}
 		frameErr(t, err)
-		check(t, !strings.Contains(err.Error(), "0123"))
+		assert.True(t, !strings.Contains(err.Error(), "0123"))
 
 		f.Reset()
 		got, err := feed(t, f, []byte("data: x\n\n"))
-		noErr(t, err)
-		equal(t, []ev{{Raw: "data: x\n\n", Data: "x", HasData: true}}, got)
+		require.NoError(t, err)
+		assert.Equal(t, []ev{{Raw: "data: x\n\n", Data: "x", HasData: true}}, got)
 	})
 	t.Run("default", func(t *testing.T) {
-		equal(t, DefaultMaxEventBytes, NewFramer(0).max)
-		equal(t, DefaultMaxEventBytes, NewFramer(-1).max)
+		assert.Equal(t, DefaultMaxEventBytes, NewFramer(0).max)
+		assert.Equal(t, DefaultMaxEventBytes, NewFramer(-1).max)
 	})
 }
 
 func TestReset(t *testing.T) {
 	f := NewFramer(0)
 	_, err := feed(t, f, []byte("\xEF\xBB\xBFdata: x\n\ndata: partial\r"))
-	noErr(t, err)
-	need(t, f.Pending())
+	require.NoError(t, err)
+	require.True(t, f.Pending())
 
 	f.Reset()
-	check(t, !f.Pending())
-	equal(t, 0, len(f.tail()))
+	assert.True(t, !f.Pending())
+	assert.Equal(t, 0, len(f.tail()))
 	// The pending "\r" is forgotten, and a byte order mark is skipped again.
 	got, err := feed(t, f, []byte("\n\xEF\xBB\xBFdata: y\n\n"))
-	noErr(t, err)
-	equal(t, []ev{{Raw: "\n\xEF\xBB\xBFdata: y\n\n", Keepalive: true}}, got)
+	require.NoError(t, err)
+	assert.Equal(t, []ev{{Raw: "\n\xEF\xBB\xBFdata: y\n\n", Keepalive: true}}, got)
 
 	f.Reset()
 	got, err = feed(t, f, []byte("\xEF\xBB\xBFdata: y\n\n"))
-	noErr(t, err)
-	equal(t, []ev{{Raw: "\xEF\xBB\xBFdata: y\n\n", Data: "y", HasData: true}}, got)
+	require.NoError(t, err)
+	assert.Equal(t, []ev{{Raw: "\xEF\xBB\xBFdata: y\n\n", Data: "y", HasData: true}}, got)
 
 	// Reset releases a buffer grown for a large event.
 	f.Reset()
 	_, err = feed(t, f, []byte("data: "+strings.Repeat("x", 2<<20)+"\n\n"))
-	noErr(t, err)
+	require.NoError(t, err)
 	f.Reset()
-	check(t, cap(f.tail()) <= retainBufferSize)
+	assert.True(t, cap(f.tail()) <= retainBufferSize)
 }
 
 func TestWriteDoesNotRetain(t *testing.T) {
@@ -544,23 +547,23 @@ func TestWriteDoesNotRetain(t *testing.T) {
 	copy(p, "XXXXXXXXXX")
 	f.Write([]byte("\n"))
 	e, ok, err := f.Next()
-	noErr(t, err)
-	need(t, ok)
-	equal(t, "abc", string(e.Data))
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "abc", string(e.Data))
 }
 
 func TestRawIsCapped(t *testing.T) {
 	f := NewFramer(0)
 	f.Write([]byte("data: a\n\ndata: b\n\n"))
 	e, ok, err := f.Next()
-	noErr(t, err)
-	need(t, ok)
+	require.NoError(t, err)
+	require.True(t, ok)
 	_ = append(e.Raw, 'X')
 	_ = append(e.Data, 'X')
 	e, ok, err = f.Next()
-	noErr(t, err)
-	need(t, ok)
-	equal(t, "data: b\n\n", string(e.Raw))
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "data: b\n\n", string(e.Raw))
 }
 
 // reference frames in as a whole, with a direct transcription of the rules in

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzDecoder feeds arbitrary bytes to the decoder in one Write and split
@@ -37,25 +39,19 @@ func FuzzDecoder(f *testing.F) {
 		base := feed([][]byte{data})
 		invariants(t, base)
 		baseRaw := concatRaw(base.frames)
-		if !bytes.HasPrefix(data, baseRaw) {
-			t.Fatalf("Raw bytes of all frames are not a prefix of the input:\n raw %q\ninput %q", baseRaw, data)
-		}
+		require.True(t, bytes.HasPrefix(data, baseRaw), "Raw bytes of all frames are not a prefix of the input:\n raw %q\ninput %q", baseRaw, data)
 		check := func(name string, r result) {
 			t.Helper()
 			invariants(t, r)
-			mustEqual(t, views(base.frames), views(r.frames), name)
-			if (base.end == nil) != (r.end == nil) {
-				t.Fatalf("%s: End() = %v, one write: %v", name, r.end, base.end)
-			}
+			require.Equal(t, views(base.frames), views(r.frames), name)
+			require.False(t, (base.end == nil) != (r.end == nil), "%s: End() = %v, one write: %v", name, r.end, base.end)
 			raw := concatRaw(r.frames)
 			if bytes.Equal(raw, baseRaw) {
 				return
 			}
 			// See the package doc: a "\r" completes the terminal event; the
 			// "\n" that follows it in a later Write belongs to no frame.
-			if !bytes.HasSuffix(baseRaw, []byte("\r\n")) || !bytes.Equal(raw, baseRaw[:len(baseRaw)-1]) {
-				t.Fatalf("%s: Raw bytes of all frames differ:\n got %q\nwant %q", name, raw, baseRaw)
-			}
+			require.False(t, !bytes.HasSuffix(baseRaw, []byte("\r\n")) || !bytes.Equal(raw, baseRaw[:len(baseRaw)-1]), "%s: Raw bytes of all frames differ:\n got %q\nwant %q", name, raw, baseRaw)
 		}
 		check("split", feed([][]byte{data[:a], data[a:b], data[b:]}))
 		if len(data) <= 2048 {
@@ -101,12 +97,10 @@ func FuzzChunkOracle(f *testing.F) {
 			return // one data line
 		}
 		r := feed([][]byte{[]byte("data: " + string(data) + "\n\n")})
-		if len(r.frames) != 1 {
-			t.Fatalf("frames = %d, want 1", len(r.frames))
-		}
+		require.Len(t, r.frames, 1, "frames = %d, want 1", len(r.frames))
 		got, want := viewOf(r.frames[0]), oracle(data)
 		got.Index, got.Done, got.Completion = 0, false, nil
-		mustEqual(t, want, got)
+		require.Equal(t, want, got)
 	})
 }
 
@@ -139,7 +133,7 @@ func FuzzChunkOracleRepeat(f *testing.F) {
 		}
 		got, want := viewOf(r.frames[1]), oracle(data)
 		got.Index, got.Done, got.Completion = 0, false, nil
-		mustEqual(t, want, got)
+		require.Equal(t, want, got)
 	})
 }
 

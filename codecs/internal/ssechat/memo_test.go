@@ -3,6 +3,8 @@ package ssechat
 import (
 	"fmt"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // members renders every slice m holds, for comparing two scans' results.
@@ -35,25 +37,17 @@ func TestScanMemo(t *testing.T) {
 	} {
 		var memo scanMemo
 		var m0 topMembers
-		if !m0.scan(first) {
-			t.Fatal("the first chunk does not scan")
-		}
+		require.True(t, m0.scan(first), "the first chunk does not scan")
 		memo.keep(first, &m0)
 		data := []byte(head + tc.content + tail)
 		var got topMembers
-		if reused := memo.reuse(data, &got); reused != tc.reused {
-			t.Fatalf("%s: reuse = %v, want %v", tc.content, reused, tc.reused)
-		}
+		require.Equal(t, tc.reused, memo.reuse(data, &got), "%s: reuse", tc.content)
 		if !tc.reused {
 			continue
 		}
 		var want topMembers
-		if !want.scan(data) {
-			t.Fatalf("%s: reused, but the scan refuses it", tc.content)
-		}
-		if g, w := members(&got), members(&want); g != w {
-			t.Fatalf("%s: reused members\n%s\nscanned\n%s", tc.content, g, w)
-		}
+		require.True(t, want.scan(data), "%s: reused, but the scan refuses it", tc.content)
+		require.Equal(t, members(&want), members(&got), "%s: reused members against scanned", tc.content)
 	}
 	// Different bytes before or after the string, or a content that is not
 	// a string, leave nothing to reuse.
@@ -61,13 +55,9 @@ func TestScanMemo(t *testing.T) {
 	var m topMembers
 	for _, doc := range []string{head + `null` + tail, `{"choices":[{"delta":{}}]}`} {
 		m = topMembers{}
-		if !m.scan([]byte(doc)) {
-			t.Fatalf("%s does not scan", doc)
-		}
+		require.True(t, m.scan([]byte(doc)), "%s does not scan", doc)
 		memo.keep([]byte(doc), &m)
-		if memo.ok {
-			t.Fatalf("%s: kept, without a string content", doc)
-		}
+		require.False(t, memo.ok, "%s: kept, without a string content", doc)
 	}
 	m = topMembers{}
 	_ = m.scan(first)
@@ -77,8 +67,6 @@ func TestScanMemo(t *testing.T) {
 		head + `"x"},"logprobs":null,"finish_reason":"stop"}],"usage":null} `,
 		head + `"x"` + tail[:len(tail)-1],
 	} {
-		if memo.reuse([]byte(doc), &m) {
-			t.Fatalf("%s: reused", doc)
-		}
+		require.False(t, memo.reuse([]byte(doc), &m), "%s: reused", doc)
 	}
 }

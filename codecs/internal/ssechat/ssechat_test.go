@@ -12,6 +12,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/internal/ssechat"
 	"github.com/recourse-dev/recourse/layer"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // ---------------------------------------------------------------------------
@@ -183,41 +186,26 @@ func invariants(t testing.TB, r result) {
 	t.Helper()
 	for i := 1; i < len(r.observed); i++ {
 		prev, cur := r.observed[i-1], r.observed[i]
-		if cur.ReasoningBytes < prev.ReasoningBytes || cur.ContentBytes < prev.ContentBytes ||
-			cur.ToolFragments < prev.ToolFragments || cur.CompletedToolCalls < prev.CompletedToolCalls {
-			t.Fatalf("Observed decreased after write %d: %+v -> %+v", i, prev, cur)
-		}
+		require.False(t, cur.ReasoningBytes < prev.ReasoningBytes || cur.ContentBytes < prev.ContentBytes ||
+			cur.ToolFragments < prev.ToolFragments || cur.CompletedToolCalls < prev.CompletedToolCalls,
+			"Observed decreased after write %d: %+v -> %+v", i, prev, cur)
 	}
-	if got := r.dec.Observed(); got != sum(r.frames) {
-		t.Fatalf("Observed() = %+v, sum of frame semantics = %+v", got, sum(r.frames))
-	}
+	require.Equal(t, sum(r.frames), r.dec.Observed(), "Observed() against the sum of frame semantics")
 	next := 1
 	for i, f := range r.frames {
 		terminal := f.Err != nil || f.Done
-		if terminal && i != len(r.frames)-1 {
-			t.Fatalf("frame %d is terminal (%v) but %d frames follow it", i, viewOf(f), len(r.frames)-1-i)
-		}
-		if f.Err != nil && f.Done {
-			t.Fatalf("frame %d is both Done and an error", i)
-		}
-		if f.Done && f.Completion == nil {
-			t.Fatalf("Done frame %d has no Completion", i)
-		}
+		require.False(t, terminal && i != len(r.frames)-1, "frame %d is terminal (%v) but %d frames follow it", i, viewOf(f), len(r.frames)-1-i)
+		require.False(t, f.Err != nil && f.Done, "frame %d is both Done and an error", i)
+		require.False(t, f.Done && f.Completion == nil, "Done frame %d has no Completion", i)
 		if f.Keepalive || isProtocol(f.Err) {
-			if f.Index != 0 || f.Semantic().Any() {
-				t.Fatalf("keepalive or malformed frame %d has Index %d or semantics %+v", i, f.Index, f.Semantic())
-			}
+			require.False(t, f.Index != 0 || f.Semantic().Any(), "keepalive or malformed frame %d has Index %d or semantics %+v", i, f.Index, f.Semantic())
 			continue
 		}
-		if f.Index != next {
-			t.Fatalf("frame %d has Index %d, want %d", i, f.Index, next)
-		}
+		require.False(t, f.Index != next, "frame %d has Index %d, want %d", i, f.Index, next)
 		next++
 	}
 	ended := len(r.frames) > 0 && (r.frames[len(r.frames)-1].Err != nil || r.frames[len(r.frames)-1].Done)
-	if ended != (r.end == nil) {
-		t.Fatalf("End() = %v after a stream whose terminal frame was seen: %v", r.end, ended)
-	}
+	require.False(t, ended != (r.end == nil), "End() = %v after a stream whose terminal frame was seen: %v", r.end, ended)
 }
 
 // streamCase is one table entry: in is the stream the decoder consumes;
@@ -242,23 +230,23 @@ func runCases(t *testing.T, cases []streamCase) {
 			t.Parallel()
 			input := []byte(c.in + c.tail)
 			base := feed([][]byte{input})
-			mustEqual(t, c.want, views(base.frames))
-			equal(t, c.in, string(concatRaw(base.frames)), "Raw bytes of all frames")
+			require.Equal(t, c.want, views(base.frames))
+			assert.Equal(t, c.in, string(concatRaw(base.frames)), "Raw bytes of all frames")
 			if c.incomplete {
-				check(t, errors.Is(base.end, ssechat.ErrIncomplete), "End() = %v, want ErrIncomplete", base.end)
+				assert.True(t, errors.Is(base.end, ssechat.ErrIncomplete), "End() = %v, want ErrIncomplete", base.end)
 			} else {
-				check(t, base.end == nil, "End() = %v, want nil", base.end)
+				assert.True(t, base.end == nil, "End() = %v, want nil", base.end)
 			}
 			invariants(t, base)
 			for _, p := range plans(input) {
 				r := feed(p.writes)
-				mustEqual(t, views(base.frames), views(r.frames), p.name)
+				require.Equal(t, views(base.frames), views(r.frames), p.name)
 				if got := string(concatRaw(r.frames)); got != c.in {
 					// The one split-dependent loss (see the package doc): a
 					// "\r" completes the terminal event, and the "\n" of its
 					// "\r\n", written later, belongs to no frame.
 					last := r.frames[len(r.frames)-1]
-					need(t, strings.HasSuffix(c.in, "\r\n") && got == c.in[:len(c.in)-1] && (last.Done || last.Err != nil),
+					require.True(t, strings.HasSuffix(c.in, "\r\n") && got == c.in[:len(c.in)-1] && (last.Done || last.Err != nil),
 						"%s: Raw bytes of all frames:\nwant %q\n got %q", p.name, c.in, got)
 				}
 				if !strings.Contains(c.in, "\r") {
@@ -267,10 +255,10 @@ func runCases(t *testing.T, cases []streamCase) {
 					// frame's Raw; only with LF line ends is each frame's
 					// Raw independent of the split.
 					for i := range r.frames {
-						mustEqual(t, string(base.frames[i].Raw), string(r.frames[i].Raw), "%s: frame %d Raw", p.name, i)
+						require.Equal(t, string(base.frames[i].Raw), string(r.frames[i].Raw), "%s: frame %d Raw", p.name, i)
 					}
 				}
-				mustEqual(t, base.end, r.end, p.name)
+				require.Equal(t, base.end, r.end, p.name)
 				invariants(t, r)
 			}
 		})
@@ -441,16 +429,16 @@ func TestR13_3_EOFBeforeTerminalIsIncomplete(t *testing.T) {
 func TestR13_3_EndVerdict(t *testing.T) {
 	t.Parallel()
 	d := ssechat.New()
-	need(t, errors.Is(d.End(), ssechat.ErrIncomplete), "End before any byte")
+	require.True(t, errors.Is(d.End(), ssechat.ErrIncomplete), "End before any byte")
 	d.Write([]byte(openai(`{"content":"a"}`) + finish("stop")))
-	need(t, errors.Is(d.End(), ssechat.ErrIncomplete), "End before [DONE]")
+	require.True(t, errors.Is(d.End(), ssechat.ErrIncomplete), "End before [DONE]")
 	d.Write([]byte(done))
-	need(t, d.End() == nil, "End after the Done frame")
+	require.True(t, d.End() == nil, "End after the Done frame")
 
 	d = ssechat.New()
 	d.Write([]byte(`data: {"error":{"message":"boom"}}` + "\n\n"))
-	need(t, d.End() == nil, "End after an error frame: the frame carries the error")
-	check(t, ssechat.ErrIncomplete.Error() != "", "ErrIncomplete has a message")
+	require.True(t, d.End() == nil, "End after an error frame: the frame carries the error")
+	assert.True(t, ssechat.ErrIncomplete.Error() != "", "ErrIncomplete has a message")
 }
 
 // ---------------------------------------------------------------------------
@@ -476,7 +464,7 @@ func TestR13_2_CountsAreDecodedUTF8Bytes(t *testing.T) {
 		},
 	})
 	r := feed([][]byte{[]byte(openai(`{"reasoning_content":"é🙂"}`) + openai(`{"content":"é🙂"}`))})
-	equal(t, layer.Counts{ReasoningBytes: 6, ContentBytes: 6}, r.dec.Observed())
+	assert.Equal(t, layer.Counts{ReasoningBytes: 6, ContentBytes: 6}, r.dec.Observed())
 }
 
 func TestR13_2_ObservedIsTheSumOfFrameSemantics(t *testing.T) {
@@ -488,7 +476,7 @@ func TestR13_2_ObservedIsTheSumOfFrameSemantics(t *testing.T) {
 	for _, p := range plans([]byte(in)) {
 		r := feed(p.writes)
 		invariants(t, r)
-		mustEqual(t, layer.Counts{ReasoningBytes: 2, ContentBytes: 2, ToolFragments: 2, CompletedToolCalls: 1}, r.dec.Observed(), p.name)
+		require.Equal(t, layer.Counts{ReasoningBytes: 2, ContentBytes: 2, ToolFragments: 2, CompletedToolCalls: 1}, r.dec.Observed(), p.name)
 	}
 }
 
@@ -501,17 +489,17 @@ func TestR13_6_FrameIndexCountsNonKeepaliveFramesFromOne(t *testing.T) {
 	for _, f := range r.frames {
 		if f.Keepalive {
 			kas++
-			equal(t, 0, f.Index)
+			assert.Equal(t, 0, f.Index)
 			continue
 		}
 		idx = append(idx, f.Index)
 	}
-	equal(t, []int{1, 2, 3, 4}, idx)
-	equal(t, 4, kas)
+	assert.Equal(t, []int{1, 2, 3, 4}, idx)
+	assert.Equal(t, 4, kas)
 	// A new decoder (a new attempt) restarts at 1.
 	r = feed([][]byte{[]byte(openai(`{"content":"a"}`))})
-	need(t, len(r.frames) == 1, "frames: %d", len(r.frames))
-	equal(t, 1, r.frames[0].Index)
+	require.True(t, len(r.frames) == 1, "frames: %d", len(r.frames))
+	assert.Equal(t, 1, r.frames[0].Index)
 }
 
 // ---------------------------------------------------------------------------
@@ -877,13 +865,13 @@ func TestR4_5_OversizedEventIsProtocolError(t *testing.T) {
 	for f, ok := d.Next(); ok; f, ok = d.Next() {
 		fs = append(fs, f)
 	}
-	need(t, len(fs) == 2, "frames: %d", len(fs))
-	equal(t, "a", fs[0].Content)
-	check(t, isProtocol(fs[1].Err), "want a ProtocolError, got %v", fs[1].Err)
-	check(t, d.End() == nil, "End() = %v", d.End())
+	require.True(t, len(fs) == 2, "frames: %d", len(fs))
+	assert.Equal(t, "a", fs[0].Content)
+	assert.True(t, isProtocol(fs[1].Err), "want a ProtocolError, got %v", fs[1].Err)
+	assert.True(t, d.End() == nil, "End() = %v", d.End())
 	d.Write([]byte("\n\n" + done))
 	_, ok := d.Next()
-	check(t, !ok, "nothing after the error")
+	assert.True(t, !ok, "nothing after the error")
 }
 
 // ---------------------------------------------------------------------------
@@ -900,90 +888,25 @@ func TestR12_2_RawIsExactAndOwned(t *testing.T) {
 	for f, ok := d.Next(); ok; f, ok = d.Next() {
 		fs = append(fs, f)
 	}
-	need(t, len(fs) == 4, "frames: %d", len(fs))
-	equal(t, string(in), string(concatRaw(fs)))
-	equal(t, "\n"+keepAlive, string(fs[0].Raw), "a stray blank line joins the next frame")
+	require.True(t, len(fs) == 4, "frames: %d", len(fs))
+	assert.Equal(t, string(in), string(concatRaw(fs)))
+	assert.Equal(t, "\n"+keepAlive, string(fs[0].Raw), "a stray blank line joins the next frame")
 	// Raw is owned: appending to or overwriting one frame's Raw changes no
 	// other frame, and no later frame.
 	for _, f := range fs {
-		equal(t, len(f.Raw), cap(f.Raw), "Raw has no spare capacity to append into")
+		assert.Equal(t, len(f.Raw), cap(f.Raw), "Raw has no spare capacity to append into")
 	}
 	want := string(fs[1].Raw)
 	_ = append(fs[0].Raw, "garbage"...)
 	for i := range fs[0].Raw {
 		fs[0].Raw[i] = 'X'
 	}
-	equal(t, want, string(fs[1].Raw))
+	assert.Equal(t, want, string(fs[1].Raw))
 	d2 := ssechat.New()
 	d2.Write([]byte(keepAlive))
 	f, ok := d2.Next()
-	need(t, ok, "a frame")
-	equal(t, keepAlive, string(f.Raw), "another decoder's keepalive is unaffected")
-}
-
-// ---------------------------------------------------------------------------
-// Assertion helpers. They keep the tests free of third-party dependencies.
-
-// show formats v for a failure message, one element per line for slices.
-func show(v any) string {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Slice {
-		return fmt.Sprintf("%+v", v)
-	}
-	var b strings.Builder
-	for i := range rv.Len() {
-		e := rv.Index(i).Interface()
-		if c, ok := e.(view); ok && c.Completion != nil {
-			fmt.Fprintf(&b, "\n  %d: %+v completion=%+v", i, c, *c.Completion)
-			continue
-		}
-		fmt.Fprintf(&b, "\n  %d: %+v", i, e)
-	}
-	return b.String()
-}
-
-func msg(msgAndArgs []any) string {
-	if len(msgAndArgs) == 0 {
-		return ""
-	}
-	if f, ok := msgAndArgs[0].(string); ok {
-		return " (" + fmt.Sprintf(f, msgAndArgs[1:]...) + ")"
-	}
-	return " (" + fmt.Sprint(msgAndArgs...) + ")"
-}
-
-// equal reports an error unless want and got are deeply equal.
-func equal(t testing.TB, want, got any, msgAndArgs ...any) bool {
-	t.Helper()
-	if reflect.DeepEqual(want, got) {
-		return true
-	}
-	t.Errorf("not equal%s:\nwant: %s\n got: %s", msg(msgAndArgs), show(want), show(got))
-	return false
-}
-
-// mustEqual stops the test unless want and got are deeply equal.
-func mustEqual(t testing.TB, want, got any, msgAndArgs ...any) {
-	t.Helper()
-	if !reflect.DeepEqual(want, got) {
-		t.Fatalf("not equal%s:\nwant: %s\n got: %s", msg(msgAndArgs), show(want), show(got))
-	}
-}
-
-// check reports an error unless cond holds.
-func check(t testing.TB, cond bool, msgAndArgs ...any) {
-	t.Helper()
-	if !cond {
-		t.Errorf("check failed%s", msg(msgAndArgs))
-	}
-}
-
-// need stops the test unless cond holds.
-func need(t testing.TB, cond bool, msgAndArgs ...any) {
-	t.Helper()
-	if !cond {
-		t.Fatalf("requirement failed%s", msg(msgAndArgs))
-	}
+	require.True(t, ok, "a frame")
+	assert.Equal(t, keepAlive, string(f.Raw), "another decoder's keepalive is unaffected")
 }
 
 // With DiscardText the decoder returns the same frames, counts and terminal
@@ -1002,30 +925,20 @@ func TestDiscardTextKeepsAllButTheAccumulatedText(t *testing.T) {
 		for f, ok := d.Next(); ok; f, ok = d.Next() {
 			fs = append(fs, f)
 		}
-		if err := d.End(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, d.End())
 		return fs, d.Observed()
 	}
 	kept, keptCounts := decode(false)
 	dropped, droppedCounts := decode(true)
-	if keptCounts != droppedCounts {
-		t.Fatalf("counts %+v, want %+v", droppedCounts, keptCounts)
-	}
+	require.False(t, keptCounts != droppedCounts, "counts %+v, want %+v", droppedCounts, keptCounts)
 	last := kept[len(kept)-1]
-	if !last.Done || last.Completion.Message.Content != "Hello" || last.Completion.Message.Reasoning != "think" {
-		t.Fatalf("terminal frame without DiscardText: %+v", last)
-	}
+	require.False(t, !last.Done || last.Completion.Message.Content != "Hello" || last.Completion.Message.Reasoning != "think", "terminal frame without DiscardText: %+v", last)
 	want := *last.Completion
 	want.Message.Content, want.Message.Reasoning = "", ""
 	kept[len(kept)-1].Completion = &want
-	if !reflect.DeepEqual(views(kept), views(dropped)) {
-		t.Fatalf("frames with DiscardText\n%+v\nwant\n%+v", views(dropped), views(kept))
-	}
+	require.True(t, reflect.DeepEqual(views(kept), views(dropped)), "frames with DiscardText\n%+v\nwant\n%+v", views(dropped), views(kept))
 	for i := range kept {
-		if !bytes.Equal(kept[i].Raw, dropped[i].Raw) {
-			t.Fatalf("frame %d Raw %q, want %q", i, dropped[i].Raw, kept[i].Raw)
-		}
+		require.True(t, bytes.Equal(kept[i].Raw, dropped[i].Raw), "frame %d Raw %q, want %q", i, dropped[i].Raw, kept[i].Raw)
 	}
 }
 
@@ -1048,15 +961,12 @@ func TestTypedFramesKeepRawOnErrorFramesOnly(t *testing.T) {
 			return fs
 		}
 		all, typed := decode(false), decode(true)
-		if !reflect.DeepEqual(views(all), views(typed)) {
-			t.Fatalf("frames with TypedFrames\n%+v\nwant\n%+v", views(typed), views(all))
-		}
+		require.Equal(t, views(all), views(typed), "frames with TypedFrames")
 		for i, f := range typed {
-			switch {
-			case f.Err != nil && !bytes.Equal(f.Raw, all[i].Raw):
-				t.Fatalf("error frame %d Raw %q, want %q", i, f.Raw, all[i].Raw)
-			case f.Err == nil && f.Raw != nil:
-				t.Fatalf("frame %d keeps Raw %q", i, f.Raw)
+			if f.Err != nil {
+				require.Equal(t, all[i].Raw, f.Raw, "error frame %d keeps its Raw", i)
+			} else {
+				require.Nil(t, f.Raw, "frame %d keeps no Raw", i)
 			}
 		}
 	}

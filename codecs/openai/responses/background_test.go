@@ -20,9 +20,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 const bgID = "resp_bg1"
@@ -35,7 +35,7 @@ func streamRequest() *chat.Request {
 
 // bgEvents are the events of a background response whose text is
 // "Hello, world!": deltas at sequence numbers 4, 5 and 6.
-func bgEvents() []string { return scripted.ResponsesEvents(bgID, "Hello", ", world", "!") }
+func bgEvents() []string { return recoursetest.ResponsesEvents(bgID, "Hello", ", world", "!") }
 
 // collectEvents ranges a StreamEvents sequence and returns its text and
 // its last event.
@@ -58,7 +58,7 @@ func TestR19_9_BackgroundCutAfterOutputResumesFromCursor(t *testing.T) {
 	evs := bgEvents()
 	t.Run("native", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
-			scripted.ResponsesBackground(bgID, evs...).CutEvents(6), scripted.ResponsesResume(bgID))
+			recoursetest.ResponsesBackground(bgID, evs...).CutEvents(6), recoursetest.ResponsesResume(bgID))
 		text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		require.NoError(t, err)
 		assert.Equal(t, "Hello, world!", text, "every byte once")
@@ -91,7 +91,7 @@ func TestR19_9_BackgroundCutAfterOutputResumesFromCursor(t *testing.T) {
 	})
 	t.Run("events", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
-			scripted.ResponsesBackground(bgID, evs...).CutEvents(5), scripted.ResponsesResume(bgID))
+			recoursetest.ResponsesBackground(bgID, evs...).CutEvents(5), recoursetest.ResponsesResume(bgID))
 		text, last := collectEvents(t, r.Client.StreamEvents(context.Background(), streamRequest()))
 		require.Equal(t, chain.EventDone, last.Type, "%+v", last.Err)
 		assert.Equal(t, "Hello, world!", text)
@@ -99,7 +99,7 @@ func TestR19_9_BackgroundCutAfterOutputResumesFromCursor(t *testing.T) {
 	})
 	t.Run("drop-in", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(), policy(),
-			scripted.ResponsesBackground(bgID, evs...).CutEvents(6), scripted.ResponsesResume(bgID))
+			recoursetest.ResponsesBackground(bgID, evs...).CutEvents(6), recoursetest.ResponsesResume(bgID))
 		body := `{"model":"gpt-4.1-mini","input":"hi","stream":true,"background":true,"store":true}`
 		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.Server.URL+"/v1/responses", strings.NewReader(body))
 		require.NoError(t, err)
@@ -118,7 +118,7 @@ func TestR19_9_BackgroundCutAfterOutputResumesFromCursor(t *testing.T) {
 // TestR19_9_ForegroundCutAfterOutputIsStillInterrupted: without background
 // mode nothing is resumed: a cut after output ends interrupted (R13).
 func TestR19_9_ForegroundCutAfterOutputIsStillInterrupted(t *testing.T) {
-	r := rigtest.New(t, responses.New(), policy(), scripted.SSE(bgEvents()...).CutEvents(6))
+	r := rigtest.New(t, responses.New(), policy(), recoursetest.SSE(bgEvents()...).CutEvents(6))
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -132,9 +132,9 @@ func TestR19_9_ForegroundCutAfterOutputIsStillInterrupted(t *testing.T) {
 func TestR19_10_ResumesAreBoundedByThePolicy(t *testing.T) {
 	evs := bgEvents()
 	r := rigtest.New(t, responses.New(responses.Background()), policy(),
-		scripted.ResponsesBackground(bgID, evs...).CutEvents(5),
-		scripted.ResponsesResume(bgID).CutEvents(1),
-		scripted.ResponsesResume(bgID).CutEvents(0))
+		recoursetest.ResponsesBackground(bgID, evs...).CutEvents(5),
+		recoursetest.ResponsesResume(bgID).CutEvents(1),
+		recoursetest.ResponsesResume(bgID).CutEvents(0))
 	text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
@@ -157,8 +157,8 @@ func TestR19_10_ResumesAreBoundedByThePolicy(t *testing.T) {
 func TestR19_10_ResumeReadAnswered404IsInterrupted(t *testing.T) {
 	for _, status := range []int{http.StatusNotFound, http.StatusGone} {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
-			scripted.ResponsesBackground(bgID, bgEvents()...).CutEvents(5),
-			scripted.JSON(status, scripted.OpenAIError("invalid_request_error", "", "gone")))
+			recoursetest.ResponsesBackground(bgID, bgEvents()...).CutEvents(5),
+			recoursetest.JSON(status, recoursetest.OpenAIError("invalid_request_error", "", "gone")))
 		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		re := rigtest.AsRecoveryError(t, err)
 		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -180,9 +180,9 @@ func TestR19_13_ResumeReadIsRetriedOn503WithoutAdmission(t *testing.T) {
 		return layer.Reject, nil
 	}
 	r := rigtest.New(t, responses.New(responses.Background()), p,
-		scripted.ResponsesBackground(bgID, bgEvents()...).CutEvents(6),
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy"), "Retry-After", "7"),
-		scripted.ResponsesResume(bgID))
+		recoursetest.ResponsesBackground(bgID, bgEvents()...).CutEvents(6),
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy"), "Retry-After", "7"),
+		recoursetest.ResponsesResume(bgID))
 	text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	require.NoError(t, err)
 	assert.Equal(t, "Hello, world!", text)
@@ -199,9 +199,9 @@ func TestR19_13_ResumeReadIsRetriedOn503WithoutAdmission(t *testing.T) {
 // not sent again without an admission hook, and is with one that allows
 // it. A status answer (503) shows nothing was accepted and is resent.
 func TestR19_11_BackgroundFailureBeforeIDIsAmbiguous(t *testing.T) {
-	cut := scripted.ResponsesBackground(bgID, bgEvents()...).CutEvents(0)
+	cut := recoursetest.ResponsesBackground(bgID, bgEvents()...).CutEvents(0)
 	t.Run("no hook", func(t *testing.T) {
-		r := rigtest.New(t, responses.New(responses.Background()), policy(), cut, scripted.ResponsesBackground(bgID, bgEvents()...))
+		r := rigtest.New(t, responses.New(responses.Background()), policy(), cut, recoursetest.ResponsesBackground(bgID, bgEvents()...))
 		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		re := rigtest.AsRecoveryError(t, err)
 		assert.Equal(t, layer.OutcomeAdmissionRequired, re.Outcome)
@@ -210,7 +210,7 @@ func TestR19_11_BackgroundFailureBeforeIDIsAmbiguous(t *testing.T) {
 	t.Run("hook allows", func(t *testing.T) {
 		p := policy()
 		p.Admit = rigtest.Allow
-		r := rigtest.New(t, responses.New(responses.Background()), p, cut, scripted.ResponsesBackground(bgID, bgEvents()...))
+		r := rigtest.New(t, responses.New(responses.Background()), p, cut, recoursetest.ResponsesBackground(bgID, bgEvents()...))
 		text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		require.NoError(t, err)
 		assert.Equal(t, "Hello, world!", text)
@@ -219,7 +219,7 @@ func TestR19_11_BackgroundFailureBeforeIDIsAmbiguous(t *testing.T) {
 	})
 	t.Run("503 is resent", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
-			scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")), scripted.ResponsesBackground(bgID, bgEvents()...))
+			recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy")), recoursetest.ResponsesBackground(bgID, bgEvents()...))
 		text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		require.NoError(t, err)
 		assert.Equal(t, "Hello, world!", text)
@@ -227,7 +227,7 @@ func TestR19_11_BackgroundFailureBeforeIDIsAmbiguous(t *testing.T) {
 		assert.NotContains(t, r.Rec.Types(), string(layer.EventAdmissionRequired))
 	})
 	t.Run("foreground cut is resent", func(t *testing.T) {
-		r := rigtest.New(t, responses.New(), policy(), scripted.SSE(bgEvents()...).CutEvents(0), scripted.SSE(bgEvents()...))
+		r := rigtest.New(t, responses.New(), policy(), recoursetest.SSE(bgEvents()...).CutEvents(0), recoursetest.SSE(bgEvents()...))
 		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		require.NoError(t, err)
 		assert.Equal(t, 2, r.Server.Count())
@@ -242,7 +242,7 @@ func TestR19_12_CallerCancelCancelsTheBackgroundResponse(t *testing.T) {
 	evs := bgEvents()
 	t.Run("cancelled", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
-			scripted.ResponsesBackground(bgID, evs[:5]...).Held(), scripted.ResponsesCancel(bgID))
+			recoursetest.ResponsesBackground(bgID, evs[:5]...).Held(), recoursetest.ResponsesCancel(bgID))
 		for ev := range r.Client.StreamEvents(context.Background(), streamRequest()) {
 			if ev.Text != "" {
 				break // the consumer stops
@@ -259,7 +259,7 @@ func TestR19_12_CallerCancelCancelsTheBackgroundResponse(t *testing.T) {
 	})
 	t.Run("context", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
-			scripted.ResponsesBackground(bgID, evs[:5]...).Held(), scripted.ResponsesCancel(bgID))
+			recoursetest.ResponsesBackground(bgID, evs[:5]...).Held(), recoursetest.ResponsesCancel(bgID))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var err error
@@ -277,7 +277,7 @@ func TestR19_12_CallerCancelCancelsTheBackgroundResponse(t *testing.T) {
 	})
 	t.Run("keep running", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background(), responses.KeepRunning()), policy(),
-			scripted.ResponsesBackground(bgID, evs[:5]...).Held(), scripted.ResponsesCancel(bgID))
+			recoursetest.ResponsesBackground(bgID, evs[:5]...).Held(), recoursetest.ResponsesCancel(bgID))
 		for ev := range r.Client.StreamEvents(context.Background(), streamRequest()) {
 			if ev.Text != "" {
 				break
@@ -287,7 +287,7 @@ func TestR19_12_CallerCancelCancelsTheBackgroundResponse(t *testing.T) {
 		assert.False(t, r.Server.Cancelled(bgID))
 	})
 	t.Run("foreground sends nothing", func(t *testing.T) {
-		r := rigtest.New(t, responses.New(), policy(), scripted.SSE(evs[:5]...).Held(), scripted.ResponsesCancel(bgID))
+		r := rigtest.New(t, responses.New(), policy(), recoursetest.SSE(evs[:5]...).Held(), recoursetest.ResponsesCancel(bgID))
 		for ev := range r.Client.StreamEvents(context.Background(), streamRequest()) {
 			if ev.Text != "" {
 				break
@@ -318,9 +318,9 @@ func TestR19_13_RetrieveIsARead(t *testing.T) {
 	p := policy()
 	p.Admit = func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil }
 	r := rigtest.New(t, responses.New(), p,
-		scripted.ResponsesBackground(bgID, bgEvents()[:5]...),
-		scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")),
-		scripted.ResponsesRetrieve(bgID))
+		recoursetest.ResponsesBackground(bgID, bgEvents()[:5]...),
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy")),
+		recoursetest.ResponsesRetrieve(bgID))
 	// The create, to give the scripted provider its log.
 	body := `{"model":"gpt-4.1-mini","input":"hi","stream":true,"background":true}`
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.Server.URL+"/v1/responses", strings.NewReader(body))
@@ -345,9 +345,9 @@ func TestR19_13_RetrieveIsARead(t *testing.T) {
 func TestR19_13_StreamReadIsResumedFromItsOwnCursor(t *testing.T) {
 	evs := bgEvents()
 	r := rigtest.New(t, responses.New(), policy(),
-		scripted.ResponsesBackground(bgID, evs...).CutEvents(3),
-		scripted.ResponsesResume(bgID).CutEvents(2),
-		scripted.ResponsesResume(bgID))
+		recoursetest.ResponsesBackground(bgID, evs...).CutEvents(3),
+		recoursetest.ResponsesResume(bgID).CutEvents(2),
+		recoursetest.ResponsesResume(bgID))
 	body := `{"model":"gpt-4.1-mini","input":"hi","stream":true,"background":true}`
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.Server.URL+"/v1/responses", strings.NewReader(body))
 	require.NoError(t, err)
@@ -370,7 +370,7 @@ func TestR19_13_StreamReadIsResumedFromItsOwnCursor(t *testing.T) {
 // TestR19_13_CancelAndDeletePassThroughOnce: requests that are neither a
 // create nor a read go out once, unjudged: a 503 is the client's.
 func TestR19_13_CancelAndDeletePassThroughOnce(t *testing.T) {
-	busy := scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy"))
+	busy := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy"))
 	r := rigtest.New(t, responses.New(), policy(), busy, busy)
 	resp, _, err := dropIn(t, r, http.MethodPost, "/v1/responses/"+bgID+"/cancel")
 	require.NoError(t, err)
@@ -388,8 +388,8 @@ func TestR19_13_CancelAndDeletePassThroughOnce(t *testing.T) {
 func TestR19_13_StreamFlagInTheBodyMakesAStreamRead(t *testing.T) {
 	evs := bgEvents()
 	r := rigtest.New(t, responses.New(), policy(),
-		scripted.ResponsesBackground(bgID, evs...),
-		scripted.ResponsesResume(bgID).CutEvents(2), scripted.ResponsesResume(bgID))
+		recoursetest.ResponsesBackground(bgID, evs...),
+		recoursetest.ResponsesResume(bgID).CutEvents(2), recoursetest.ResponsesResume(bgID))
 	raw, err := http.Post(r.Server.URL+"/v1/responses", "application/json", strings.NewReader(`{"background":true}`))
 	require.NoError(t, err) // not through the chain: the log only
 	_, _ = io.Copy(io.Discard, raw.Body)
@@ -420,7 +420,7 @@ func TestR19_9_NoSequenceNumbersNoResume(t *testing.T) {
 		evs = append(evs, strings.Replace(e, `"sequence_number":`, `"seq_unused":`, 1))
 	}
 	r := rigtest.New(t, responses.New(responses.Background()), policy(),
-		scripted.ResponsesBackground(bgID, evs...).CutEvents(6), scripted.ResponsesResume(bgID))
+		recoursetest.ResponsesBackground(bgID, evs...).CutEvents(6), recoursetest.ResponsesResume(bgID))
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -434,8 +434,8 @@ func TestR19_9_NoSequenceNumbersNoResume(t *testing.T) {
 func TestR19_10_ResumeIsBoundedByTheDeadline(t *testing.T) {
 	p := policy()
 	p.BaseDelay, p.Jitter = new(10*time.Second), func() float64 { return 1 }
-	r := rigtest.New(t, responses.New(responses.Background()), retry.Policy{}, scripted.ResponsesBackground(bgID, bgEvents()...).CutEvents(6),
-		scripted.ResponsesResume(bgID))
+	r := rigtest.New(t, responses.New(responses.Background()), retry.Policy{}, recoursetest.ResponsesBackground(bgID, bgEvents()...).CutEvents(6),
+		recoursetest.ResponsesResume(bgID))
 	p.WallClock, p.MonotonicClock, p.Sleep, p.OnEvent = r.Clock.Now, r.Clock.Mono, r.Clock.Sleep, r.Rec.OnEvent
 	p.Deadline = r.Clock.Now().Add(5 * time.Second)
 	ctx := retry.WithPolicy(context.Background(), &p)
@@ -454,7 +454,7 @@ func TestR19_10_ResumedStreamThatFailsEndsTyped(t *testing.T) {
 	failed := `event: response.failed` + "\n" + `data: {"type":"response.failed","sequence_number":6,"response":{"id":"` + bgID +
 		`","object":"response","status":"failed","model":"m","output":[],"error":{"code":"server_error","message":"boom"}}}` + "\n\n"
 	r := rigtest.New(t, responses.New(responses.Background()), policy(),
-		scripted.ResponsesBackground(bgID, append(evs[:6:6], failed)...).CutEvents(6), scripted.ResponsesResume(bgID))
+		recoursetest.ResponsesBackground(bgID, append(evs[:6:6], failed)...).CutEvents(6), recoursetest.ResponsesResume(bgID))
 	text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -469,7 +469,7 @@ func TestR19_10_ResumedStreamThatFailsEndsTyped(t *testing.T) {
 // sent, and the same object without "background":true is still refused.
 func TestR19_14_BackgroundCreateAnsweredQueuedIsAccepted(t *testing.T) {
 	queued := `{"id":"` + bgID + `","object":"response","status":"queued","background":true,"model":"gpt-4.1-mini","output":[]}`
-	r := rigtest.New(t, responses.New(), policy(), scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy")), scripted.JSON(200, queued))
+	r := rigtest.New(t, responses.New(), policy(), recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy")), recoursetest.JSON(200, queued))
 	body := `{"model":"gpt-4.1-mini","input":"hi","background":true}`
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.Server.URL+"/v1/responses", strings.NewReader(body))
 	require.NoError(t, err)
@@ -499,8 +499,8 @@ func TestR19_14_BackgroundCreateAnsweredQueuedIsAccepted(t *testing.T) {
 func TestR19_12_CancelNeverHoldsUpTheCaller(t *testing.T) {
 	never := make(chan struct{})
 	r := rigtest.New(t, responses.New(responses.Background()), policy(),
-		scripted.ResponsesBackground(bgID, bgEvents()[:5]...).Held(),
-		scripted.JSON(200, `{}`).Gated(-1, never))
+		recoursetest.ResponsesBackground(bgID, bgEvents()[:5]...).Held(),
+		recoursetest.JSON(200, `{}`).Gated(-1, never))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -534,7 +534,7 @@ func TestR19_12_CancelNeverHoldsUpTheCaller(t *testing.T) {
 func TestR19_9_ResumeReadThatRepeatsEventsDeliversEachOnce(t *testing.T) {
 	evs := bgEvents()
 	r := rigtest.New(t, responses.New(responses.Background()), policy(),
-		scripted.ResponsesBackground(bgID, evs...).CutEvents(6), scripted.SSE(evs...))
+		recoursetest.ResponsesBackground(bgID, evs...).CutEvents(6), recoursetest.SSE(evs...))
 	text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	require.NoError(t, err)
 	assert.Equal(t, "Hello, world!", text, "every byte once")

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // A scripted Responses API stream: each function returns one whole SSE
@@ -133,7 +133,7 @@ func textStream(pieces ...string) []string {
 }
 
 // responsesSSE is a scripted 200 event-stream step of evs.
-func responsesSSE(evs ...string) scripted.Step { return scripted.SSE(evs...) }
+func responsesSSE(evs ...string) recoursetest.Step { return recoursetest.SSE(evs...) }
 
 // unary returns a response object body with the given status and output
 // items.

@@ -20,9 +20,9 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 func zeroJitter() float64 { return 0 }
@@ -52,10 +52,10 @@ func noCanary(t *testing.T, r *rigtest.Rig, err error) {
 // TestR19_1_503ThenSuccessIsResentOnce: a 503 before the answer is resent
 // once, with the byte-identical body, to /v1/responses, unary and streamed.
 func TestR19_1_503ThenSuccessIsResentOnce(t *testing.T) {
-	unavailable := scripted.JSON(503, scripted.OpenAIError("server_error", "", "busy"))
+	unavailable := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy"))
 	t.Run("complete", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(), policy(), unavailable,
-			scripted.JSON(200, unary("completed", []any{msgItem(outputText("Hello."))}, nil)))
+			recoursetest.JSON(200, unary("completed", []any{msgItem(outputText("Hello."))}, nil)))
 		comp, err := r.Client.Complete(context.Background(), userRequest())
 		require.NoError(t, err)
 		assert.Equal(t, "Hello.", comp.Message.Content)
@@ -222,7 +222,7 @@ func TestR19_4_IncompleteIsALengthFinish(t *testing.T) {
 		assert.Equal(t, 1, r.Server.Count(), "never resent")
 	})
 	t.Run("complete", func(t *testing.T) {
-		r := rigtest.New(t, responses.New(), policy(), scripted.JSON(200, unary("incomplete", []any{msgItem(outputText("Once upon"))},
+		r := rigtest.New(t, responses.New(), policy(), recoursetest.JSON(200, unary("incomplete", []any{msgItem(outputText("Once upon"))},
 			map[string]any{"incomplete_details": map[string]any{"reason": "max_output_tokens"}})))
 		comp, err := r.Client.Complete(context.Background(), userRequest())
 		require.NoError(t, err)
@@ -268,8 +268,8 @@ func TestR19_6_FailedAndErrorEventsAreProviderErrors(t *testing.T) {
 	})
 	t.Run("complete", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(), policy(),
-			scripted.JSON(200, unary("failed", nil, map[string]any{"error": map[string]any{"code": "server_error", "message": "boom"}})),
-			scripted.JSON(200, unary("completed", []any{msgItem(outputText("never"))}, nil)))
+			recoursetest.JSON(200, unary("failed", nil, map[string]any{"error": map[string]any{"code": "server_error", "message": "boom"}})),
+			recoursetest.JSON(200, unary("completed", []any{msgItem(outputText("never"))}, nil)))
 		comp, err := r.Client.Complete(context.Background(), userRequest())
 		re := rigtest.AsRecoveryError(t, err)
 		assert.Nil(t, comp)
@@ -304,7 +304,7 @@ func TestR19_7_ToolCallsThroughTheClient(t *testing.T) {
 		assert.Contains(t, string(r.Server.Requests()[0].Body), `"tools":[{"type":"function","name":"weather","parameters":{"type":"object"},"strict":false}]`)
 	})
 	t.Run("complete", func(t *testing.T) {
-		r := rigtest.New(t, responses.New(), policy(), scripted.JSON(200, unary("completed", []any{callItem("call_1", "weather", `{"city":"Paris"}`)}, nil)))
+		r := rigtest.New(t, responses.New(), policy(), recoursetest.JSON(200, unary("completed", []any{callItem("call_1", "weather", `{"city":"Paris"}`)}, nil)))
 		comp, err := r.Client.Complete(context.Background(), req)
 		require.NoError(t, err)
 		assert.Equal(t, "tool_calls", comp.FinishReason)

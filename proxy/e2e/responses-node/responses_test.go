@@ -23,9 +23,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/proxy"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // nodeDir is the temporary directory holding the clients, installed once.
@@ -71,16 +71,16 @@ func TestMain(m *testing.M) {
 // rig is the proxy, with the injected sleep, in front of a scripted
 // upstream.
 type rig struct {
-	up     *scripted.Server
+	up     *recoursetest.Server
 	url    string
 	calls  atomic.Int32 // requests the client sent to the proxy
 	mu     sync.Mutex
 	delays []time.Duration
 }
 
-func newRig(t *testing.T, steps ...scripted.Step) *rig {
+func newRig(t *testing.T, steps ...recoursetest.Step) *rig {
 	t.Helper()
-	r := &rig{up: scripted.New(steps...)}
+	r := &rig{up: recoursetest.NewServer(steps...)}
 	t.Cleanup(r.up.Close)
 	p := retry.Recommended()
 	p.Jitter = func() float64 { return 1 }
@@ -139,15 +139,15 @@ func (r *rig) node(t *testing.T, mode string, env ...string) result {
 
 const id = "resp_node1"
 
-func textEvents() []string { return scripted.ResponsesEvents(id, "Hello", ", world", "!") }
+func textEvents() []string { return recoursetest.ResponsesEvents(id, "Hello", ", world", "!") }
 
-var overloaded = scripted.JSON(503, scripted.OpenAIError("server_error", "", "overloaded"))
+var overloaded = recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded"))
 
 // R19.1: the SDK's streamed responses.create, with a 503 first and a cut
 // before output: both recovered by the proxy, the text once.
 func TestR19_1_NodeResponsesStream(t *testing.T) {
 	evs := textEvents()
-	r := newRig(t, overloaded, scripted.SSE(evs...).CutEvents(3), scripted.SSE(evs...))
+	r := newRig(t, overloaded, recoursetest.SSE(evs...).CutEvents(3), recoursetest.SSE(evs...))
 	res := r.node(t, "openai-stream")
 	require.Nil(t, res.Error)
 	assert.Equal(t, "Hello, world!", res.Text)
@@ -166,7 +166,7 @@ func TestR19_1_NodeResponsesStream(t *testing.T) {
 // request.
 func TestR19_9_NodeBackgroundStreamResumedInsideTheProxy(t *testing.T) {
 	evs := textEvents()
-	r := newRig(t, scripted.ResponsesBackground(id, evs...).CutEvents(6), scripted.ResponsesResume(id))
+	r := newRig(t, recoursetest.ResponsesBackground(id, evs...).CutEvents(6), recoursetest.ResponsesResume(id))
 	res := r.node(t, "openai-background")
 	require.Nil(t, res.Error)
 	assert.Equal(t, "Hello, world!", res.Text)
@@ -183,7 +183,7 @@ func TestR19_9_NodeBackgroundStreamResumedInsideTheProxy(t *testing.T) {
 // R19.13: the SDK's responses.retrieve is retried on 503 by the proxy and
 // gets the stored response as it is.
 func TestR19_13_NodeRetrieveRetried(t *testing.T) {
-	r := newRig(t, scripted.ResponsesBackground(id, textEvents()...), overloaded, scripted.ResponsesRetrieve(id))
+	r := newRig(t, recoursetest.ResponsesBackground(id, textEvents()...), overloaded, recoursetest.ResponsesRetrieve(id))
 	resp, err := http.Post(r.up.URL+"/v1/responses", "application/json", strings.NewReader(`{"background":true}`))
 	require.NoError(t, err) // the create, straight to the upstream: its log
 	_, _ = io.Copy(io.Discard, resp.Body)
@@ -202,7 +202,7 @@ func TestR19_13_NodeRetrieveRetried(t *testing.T) {
 // arrives once.
 func TestR19_3_VercelAISDKStream(t *testing.T) {
 	evs := textEvents()
-	r := newRig(t, scripted.SSE(evs...).CutEvents(2), scripted.SSE(evs...))
+	r := newRig(t, recoursetest.SSE(evs...).CutEvents(2), recoursetest.SSE(evs...))
 	res := r.node(t, "ai-stream")
 	require.Nil(t, res.Error, "%+v", res.Error)
 	assert.Equal(t, "Hello, world!", res.Text)
@@ -214,7 +214,7 @@ func TestR19_3_VercelAISDKStream(t *testing.T) {
 
 // R19.1: the Vercel AI SDK's generateText on the default path, a 503 first.
 func TestR19_1_VercelAISDKGenerate(t *testing.T) {
-	r := newRig(t, overloaded, scripted.JSON(200, scripted.ResponsesJSON(id, "Hello, world!")))
+	r := newRig(t, overloaded, recoursetest.JSON(200, recoursetest.ResponsesJSON(id, "Hello, world!")))
 	res := r.node(t, "ai-generate")
 	require.Nil(t, res.Error, "%+v", res.Error)
 	assert.Equal(t, "Hello, world!", res.Text)
@@ -228,7 +228,7 @@ func TestR19_1_VercelAISDKGenerate(t *testing.T) {
 // the proxy until the response completed.
 func TestR19_14_NodeBackgroundCreateThenPoll(t *testing.T) {
 	queued := `{"id":"` + id + `","object":"response","created_at":1,"status":"queued","background":true,"model":"gpt-4.1-mini","output":[]}`
-	r := newRig(t, overloaded, scripted.JSON(200, queued), overloaded, scripted.JSON(200, scripted.ResponsesJSON(id, "Done.")))
+	r := newRig(t, overloaded, recoursetest.JSON(200, queued), overloaded, recoursetest.JSON(200, recoursetest.ResponsesJSON(id, "Done.")))
 	res := r.node(t, "openai-poll")
 	require.Nil(t, res.Error, "%+v", res.Error)
 	require.NotNil(t, res.Status)

@@ -1,9 +1,8 @@
-package scripted
+package recoursetest
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +13,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestJSONStepDeliversExactStatusHeadersAndBody(t *testing.T) {
@@ -23,34 +26,31 @@ func TestJSONStepDeliversExactStatusHeadersAndBody(t *testing.T) {
 	resp := f.mustPost(t, "/v1/chat/completions", `{"model":"m"}`)
 	got := mustReadAll(t, resp)
 
-	eq(t, resp.StatusCode, http.StatusTooManyRequests, "status")
-	eq(t, got, body, "body")
-	eq(t, resp.ContentLength, int64(len(body)), "content length")
-	eq(t, resp.TransferEncoding, []string(nil), "transfer encoding")
-	eq(t, resp.Header.Get("Content-Type"), ContentTypeJSON, "content type")
-	eq(t, resp.Header.Get("Retry-After"), "3", "retry-after")
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "status")
+	require.Equal(t, body, got, "body")
+	require.Equal(t, int64(len(body)), resp.ContentLength, "content length")
+	require.Equal(t, []string(nil), resp.TransferEncoding, "transfer encoding")
+	require.Equal(t, ContentTypeJSON, resp.Header.Get("Content-Type"), "content type")
+	require.Equal(t, "3", resp.Header.Get("Retry-After"), "retry-after")
 	var keys []string
 	for k := range resp.Header {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	eq(t, keys, []string{"Content-Length", "Content-Type", "Date", "Retry-After"}, "header names")
+	require.Equal(t, []string{"Content-Length", "Content-Type", "Date", "Retry-After"}, keys, "header names")
 }
 
 func TestJSONStepHeaderPairs(t *testing.T) {
 	st := JSON(200, "{}", "Content-Type", "application/json; charset=utf-8", "X-A", "1", "X-A", "2")
-	eq(t, st.Header.Values("Content-Type"), []string{"application/json; charset=utf-8"}, "content type override")
-	eq(t, st.Header.Values("X-A"), []string{"1", "2"}, "repeated header")
-	eq(t, st.Header.Get("Content-Length"), "2", "content length")
+	require.Equal(t, []string{"application/json; charset=utf-8"}, st.Header.Values("Content-Type"), "content type override")
+	require.Equal(t, []string{"1", "2"}, st.Header.Values("X-A"), "repeated header")
+	require.Equal(t, "2", st.Header.Get("Content-Length"), "content length")
 
-	defer func() {
-		if recover() == nil {
-			t.Fatal("JSON with an odd number of header arguments did not panic")
-		}
-	}()
 	odd := []string{"Retry-After"}
-	//lint:ignore SA5012 the odd count is what this test is about
-	JSON(200, "{}", odd...)
+	require.PanicsWithValue(t, "recoursetest: odd number of header arguments (1)", func() {
+		//lint:ignore SA5012 the odd count is what this test is about
+		JSON(200, "{}", odd...)
+	}, "JSON with an odd number of header arguments")
 }
 
 func TestSSEStepStreamsChunked(t *testing.T) {
@@ -60,44 +60,40 @@ func TestSSEStepStreamsChunked(t *testing.T) {
 	resp := f.mustPost(t, "/v1/chat/completions", `{"stream":true}`)
 	got := mustReadAll(t, resp)
 
-	eq(t, resp.StatusCode, http.StatusOK, "status")
-	eq(t, resp.Header.Get("Content-Type"), ContentTypeSSE, "content type")
-	eq(t, resp.TransferEncoding, []string{"chunked"}, "transfer encoding")
-	eq(t, got, strings.Join(events, ""), "body")
-	if !strings.HasSuffix(got, "data: [DONE]\n\n") {
-		t.Fatalf("stream does not end with [DONE]: %q", got)
-	}
+	require.Equal(t, http.StatusOK, resp.StatusCode, "status")
+	require.Equal(t, ContentTypeSSE, resp.Header.Get("Content-Type"), "content type")
+	require.Equal(t, []string{"chunked"}, resp.TransferEncoding, "transfer encoding")
+	require.Equal(t, strings.Join(events, ""), got, "body")
+	require.True(t, strings.HasSuffix(got, "data: [DONE]\n\n"), "stream does not end with [DONE]: %q", got)
 }
 
 func TestNDJSONStepAppendsNewlines(t *testing.T) {
 	st := NDJSON(`{"a":1}`, "{\"b\":2}\n")
-	eq(t, len(st.Chunks), 2, "chunks")
+	require.Equal(t, 2, len(st.Chunks), "chunks")
 	f := start(t, st, NDJSON(OllamaStream("Hi", " there")...))
 
 	resp := f.mustPost(t, "/api/chat", `{}`)
-	eq(t, mustReadAll(t, resp), "{\"a\":1}\n{\"b\":2}\n", "body")
-	eq(t, resp.Header.Get("Content-Type"), ContentTypeNDJSON, "content type")
+	require.Equal(t, "{\"a\":1}\n{\"b\":2}\n", mustReadAll(t, resp), "body")
+	require.Equal(t, ContentTypeNDJSON, resp.Header.Get("Content-Type"), "content type")
 
 	resp = f.mustPost(t, "/api/chat", `{}`)
-	eq(t, mustReadAll(t, resp), strings.Join(OllamaStream("Hi", " there"), ""), "ollama stream body")
+	require.Equal(t, strings.Join(OllamaStream("Hi", " there"), ""), mustReadAll(t, resp), "ollama stream body")
 }
 
 func TestRawStepHasNoSniffedContentType(t *testing.T) {
 	f := start(t, Step{Status: http.StatusBadGateway, Chunks: [][]byte{[]byte("<html>bad gateway</html>")}})
 
 	resp := f.mustPost(t, "/", "")
-	eq(t, mustReadAll(t, resp), "<html>bad gateway</html>", "body")
-	eq(t, resp.StatusCode, http.StatusBadGateway, "status")
-	if v, ok := resp.Header["Content-Type"]; ok {
-		t.Fatalf("unexpected Content-Type %q", v)
-	}
+	require.Equal(t, "<html>bad gateway</html>", mustReadAll(t, resp), "body")
+	require.Equal(t, http.StatusBadGateway, resp.StatusCode, "status")
+	require.NotContains(t, resp.Header, "Content-Type", "no sniffed Content-Type")
 }
 
 func TestStepDefaultsToStatusOK(t *testing.T) {
 	f := start(t, Step{})
 	resp := f.mustPost(t, "/", "")
-	eq(t, mustReadAll(t, resp), "", "body")
-	eq(t, resp.StatusCode, http.StatusOK, "status")
+	require.Equal(t, "", mustReadAll(t, resp), "body")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "status")
 }
 
 func TestCutTruncatesBodyAfterExactlyNBytes(t *testing.T) {
@@ -123,18 +119,16 @@ func TestCutTruncatesBodyAfterExactlyNBytes(t *testing.T) {
 			f := start(t, tc.step, JSON(200, "{}"))
 
 			resp := f.mustPost(t, "/v1/chat/completions", "{}")
-			eq(t, resp.StatusCode, http.StatusOK, "status")
+			require.Equal(t, http.StatusOK, resp.StatusCode, "status")
 			got, err := readAll(t, resp)
-			if !errors.Is(err, io.ErrUnexpectedEOF) {
-				t.Fatalf("read error = %v, want io.ErrUnexpectedEOF", err)
-			}
-			eq(t, len(got), tc.n, "bytes received")
-			eq(t, string(got), tc.full[:tc.n], "partial body")
+			require.ErrorIs(t, err, io.ErrUnexpectedEOF, "read error = %v, want io.ErrUnexpectedEOF", err)
+			require.Equal(t, tc.n, len(got), "bytes received")
+			require.Equal(t, tc.full[:tc.n], string(got), "partial body")
 
 			// The next request gets a fresh connection and the next step.
 			resp = f.mustPost(t, "/v1/chat/completions", "{}")
-			eq(t, mustReadAll(t, resp), "{}", "next body")
-			eq(t, f.srv.Count(), 2, "count")
+			require.Equal(t, "{}", mustReadAll(t, resp), "next body")
+			require.Equal(t, 2, f.srv.Count(), "count")
 		})
 	}
 }
@@ -145,18 +139,16 @@ func TestResetFailsBeforeHeadersAndRecordsRequest(t *testing.T) {
 	resp, err := f.post(t, context.Background(), "/v1/chat/completions", `{"attempt":1}`)
 	if err == nil {
 		resp.Body.Close()
-		t.Fatalf("Do succeeded with status %d, want a transport error", resp.StatusCode)
 	}
-	if resp != nil {
-		t.Fatalf("got a response with the error: %v", resp.Status)
-	}
+	require.Error(t, err, "a Reset step is a transport error")
+	require.Nil(t, resp, "no response comes with the error")
 	reqs := f.srv.Requests()
-	eq(t, len(reqs), 1, "requests")
-	eq(t, string(reqs[0].Body), `{"attempt":1}`, "recorded body")
+	require.Equal(t, 1, len(reqs), "requests")
+	require.Equal(t, `{"attempt":1}`, string(reqs[0].Body), "recorded body")
 
 	resp = f.mustPost(t, "/v1/chat/completions", `{"attempt":2}`)
-	eq(t, mustReadAll(t, resp), `{"ok":true}`, "next body")
-	eq(t, f.srv.Count(), 2, "count")
+	require.Equal(t, `{"ok":true}`, mustReadAll(t, resp), "next body")
+	require.Equal(t, 2, f.srv.Count(), "count")
 }
 
 func TestHoldReportsLeftWhenClientCancels(t *testing.T) {
@@ -169,15 +161,12 @@ func TestHoldReportsLeftWhenClientCancels(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	resp, err := f.post(t, ctx, "/", "")
-	if err != nil {
-		t.Fatalf("Do: %v", err)
-	}
+	require.NoError(t, err, "Do")
 	defer resp.Body.Close()
 	buf := make([]byte, len(first))
-	if _, err := io.ReadFull(resp.Body, buf); err != nil {
-		t.Fatalf("read first event: %v", err)
-	}
-	eq(t, string(buf), first, "first event")
+	_, err = io.ReadFull(resp.Body, buf)
+	require.NoError(t, err, "read first event")
+	require.Equal(t, first, string(buf), "first event")
 
 	// The response stays open: nothing more arrives until the client leaves.
 	more := make(chan error, 1)
@@ -188,24 +177,20 @@ func TestHoldReportsLeftWhenClientCancels(t *testing.T) {
 	stillPending(t, more, "end of held response")
 
 	cancel()
-	eq(t, within(t, f.srv.Left(), "Left report"), 1, "left index")
-	if err := within(t, more, "read after cancel"); err == nil {
-		t.Fatal("read after cancel succeeded")
-	}
+	require.Equal(t, 1, within(t, f.srv.Left(), "Left report"), "left index")
+	require.Error(t, within(t, more, "read after cancel"), "a read after the cancel fails")
 }
 
 func TestHoldWithoutChunksFlushesHeaders(t *testing.T) {
 	f := start(t, SSE().Held())
 	ctx, cancel := context.WithCancel(context.Background())
 	resp, err := f.post(t, ctx, "/", "")
-	if err != nil {
-		t.Fatalf("Do: %v", err)
-	}
-	eq(t, resp.StatusCode, http.StatusOK, "status")
-	eq(t, resp.Header.Get("Content-Type"), ContentTypeSSE, "content type")
+	require.NoError(t, err, "Do")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "status")
+	require.Equal(t, ContentTypeSSE, resp.Header.Get("Content-Type"), "content type")
 	cancel()
 	resp.Body.Close()
-	eq(t, within(t, f.srv.Left(), "Left report"), 0, "left index")
+	require.Equal(t, 0, within(t, f.srv.Left(), "Left report"), "left index")
 }
 
 func TestCloseUnblocksHeldAndGatedHandlers(t *testing.T) {
@@ -215,9 +200,8 @@ func TestCloseUnblocksHeldAndGatedHandlers(t *testing.T) {
 	var bodies []io.ReadCloser
 	for i := 0; i < 2; i++ {
 		resp := f.mustPost(t, "/", "")
-		if _, err := io.ReadFull(resp.Body, make([]byte, len("data: 1\n\n"))); err != nil {
-			t.Fatalf("read first event: %v", err)
-		}
+		_, err := io.ReadFull(resp.Body, make([]byte, len("data: 1\n\n")))
+		require.NoError(t, err, "read first event")
 		bodies = append(bodies, resp.Body)
 	}
 	headerless := make(chan error, 1)
@@ -228,7 +212,7 @@ func TestCloseUnblocksHeldAndGatedHandlers(t *testing.T) {
 		}
 		headerless <- err
 	}()
-	eventually(t, func() bool { return f.srv.Count() == 3 }, "third request")
+	require.Eventually(t, func() bool { return f.srv.Count() == 3 }, deadline, time.Millisecond, "third request")
 
 	closed := make(chan struct{})
 	go func() {
@@ -240,19 +224,11 @@ func TestCloseUnblocksHeldAndGatedHandlers(t *testing.T) {
 
 	for i, b := range bodies {
 		_, err := io.ReadAll(b)
-		if !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Fatalf("body %d: read error = %v, want io.ErrUnexpectedEOF", i, err)
-		}
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF, "body %d: read error = %v, want io.ErrUnexpectedEOF", i, err)
 		b.Close()
 	}
-	if err := within(t, headerless, "gated-before-headers request"); err == nil {
-		t.Fatal("request gated before headers got a response after Close")
-	}
-	select {
-	case i := <-f.srv.Left():
-		t.Fatalf("Close reported request %d on Left", i)
-	default:
-	}
+	require.Error(t, within(t, headerless, "gated-before-headers request"), "a request gated before headers gets no response after Close")
+	assert.Empty(t, f.srv.Left(), "Close reports no request on Left")
 }
 
 func TestGateDelaysChunkUntilReleased(t *testing.T) {
@@ -262,10 +238,9 @@ func TestGateDelaysChunkUntilReleased(t *testing.T) {
 	resp := f.mustPost(t, "/", "")
 	defer resp.Body.Close()
 	buf := make([]byte, len("data: a\n\n"))
-	if _, err := io.ReadFull(resp.Body, buf); err != nil {
-		t.Fatalf("read first chunk: %v", err)
-	}
-	eq(t, string(buf), "data: a\n\n", "first chunk")
+	_, err := io.ReadFull(resp.Body, buf)
+	require.NoError(t, err, "read first chunk")
+	require.Equal(t, "data: a\n\n", string(buf), "first chunk")
 
 	rest := make(chan string, 1)
 	go func() {
@@ -274,7 +249,7 @@ func TestGateDelaysChunkUntilReleased(t *testing.T) {
 	}()
 	stillPending(t, rest, "gated chunk")
 	close(gate)
-	eq(t, within(t, rest, "gated chunk"), "data: b\n\n", "rest")
+	require.Equal(t, "data: b\n\n", within(t, rest, "gated chunk"), "rest")
 }
 
 func TestGateAtZeroFlushesHeadersFirst(t *testing.T) {
@@ -282,9 +257,9 @@ func TestGateAtZeroFlushesHeadersFirst(t *testing.T) {
 	f := start(t, SSE("data: a\n\n").Gated(0, gate))
 
 	resp := f.mustPost(t, "/", "") // headers arrive although the gate is shut
-	eq(t, resp.StatusCode, http.StatusOK, "status")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "status")
 	close(gate)
-	eq(t, mustReadAll(t, resp), "data: a\n\n", "body")
+	require.Equal(t, "data: a\n\n", mustReadAll(t, resp), "body")
 }
 
 func TestGateAfterLastChunkDelaysEnd(t *testing.T) {
@@ -300,7 +275,7 @@ func TestGateAfterLastChunkDelaysEnd(t *testing.T) {
 	}()
 	stillPending(t, body, "end of response")
 	close(gate)
-	eq(t, within(t, body, "end of response"), "data: a\n\n", "body")
+	require.Equal(t, "data: a\n\n", within(t, body, "end of response"), "body")
 }
 
 func TestNegativeGateDelaysHeaders(t *testing.T) {
@@ -322,10 +297,10 @@ func TestNegativeGateDelaysHeaders(t *testing.T) {
 		b, err := readAll(t, resp)
 		done <- result{resp.StatusCode, string(b), err}
 	}()
-	eventually(t, func() bool { return f.srv.Count() == 1 }, "request recorded")
+	require.Eventually(t, func() bool { return f.srv.Count() == 1 }, deadline, time.Millisecond, "request recorded")
 	stillPending(t, done, "response headers")
 	close(gate)
-	eq(t, within(t, done, "response"), result{200, `{"late":true}`, nil}, "result")
+	require.Equal(t, result{200, `{"late":true}`, nil}, within(t, done, "response"), "result")
 }
 
 func TestGatedClientLeavingEndsHandler(t *testing.T) {
@@ -335,14 +310,12 @@ func TestGatedClientLeavingEndsHandler(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		resp, err := f.post(t, ctx, "/", "")
-		if err != nil {
-			t.Fatalf("Do: %v", err)
-		}
+		require.NoError(t, err, "Do")
 		cancel()
 		resp.Body.Close()
 	}
 	// Only the Hold step reports on Left.
-	eq(t, within(t, f.srv.Left(), "Left report"), 1, "left index")
+	require.Equal(t, 1, within(t, f.srv.Left(), "Left report"), "left index")
 }
 
 func TestRedirectIsNotFollowedAndTargetCounts(t *testing.T) {
@@ -358,53 +331,46 @@ func TestRedirectIsNotFollowedAndTargetCounts(t *testing.T) {
 	for _, c := range codes {
 		resp := f.mustPost(t, "/v1/chat/completions", "{}")
 		mustReadAll(t, resp)
-		eq(t, resp.StatusCode, c, "status")
-		eq(t, resp.Header.Get("Location"), tgt.URL+"/v1/chat/completions", "location")
+		require.Equal(t, c, resp.StatusCode, "status")
+		require.Equal(t, tgt.URL+"/v1/chat/completions", resp.Header.Get("Location"), "location")
 	}
-	eq(t, tgt.Hits(), 0, "target hits")
+	require.Equal(t, 0, tgt.Hits(), "target hits")
 
 	resp, err := f.client.Get(tgt.URL + "/anything")
-	if err != nil {
-		t.Fatalf("GET target: %v", err)
-	}
+	require.NoError(t, err, "GET target")
 	mustReadAll(t, resp)
-	eq(t, tgt.Hits(), 1, "target hits after direct GET")
+	require.Equal(t, 1, tgt.Hits(), "target hits after direct GET")
 	tgt.Close()
 	tgt.Close() // idempotent
 
-	defer func() {
-		if recover() == nil {
-			t.Fatal("Redirect(200) did not panic")
-		}
-	}()
-	Redirect(200, "/")
+	require.PanicsWithValue(t, "recoursetest: Redirect status 200 is not 3xx", func() { Redirect(200, "/") })
 }
 
 func TestExhaustedScriptAnswers500AndCounts(t *testing.T) {
 	f := start(t, JSON(200, "{}"))
 
 	resp := f.mustPost(t, "/", "")
-	eq(t, mustReadAll(t, resp), "{}", "first body")
+	require.Equal(t, "{}", mustReadAll(t, resp), "first body")
 	for i := 0; i < 2; i++ {
 		resp = f.mustPost(t, "/", "")
-		eq(t, resp.StatusCode, http.StatusInternalServerError, "status")
-		eq(t, resp.Header.Get("Content-Type"), ContentTypeJSON, "content type")
-		eq(t, mustReadAll(t, resp), `{"error":{"message":"script exhausted","type":"server_error"}}`, "body")
+		require.Equal(t, http.StatusInternalServerError, resp.StatusCode, "status")
+		require.Equal(t, ContentTypeJSON, resp.Header.Get("Content-Type"), "content type")
+		require.Equal(t, `{"error":{"message":"script exhausted","type":"server_error"}}`, mustReadAll(t, resp), "body")
 	}
-	eq(t, f.srv.Count(), 3, "count")
+	require.Equal(t, 3, f.srv.Count(), "count")
 
 	f.srv.Push(JSON(201, `{"pushed":true}`))
 	resp = f.mustPost(t, "/", "")
-	eq(t, resp.StatusCode, 201, "pushed status")
-	eq(t, mustReadAll(t, resp), `{"pushed":true}`, "pushed body")
-	eq(t, f.srv.Count(), 4, "count after push")
+	require.Equal(t, 201, resp.StatusCode, "pushed status")
+	require.Equal(t, `{"pushed":true}`, mustReadAll(t, resp), "pushed body")
+	require.Equal(t, 4, f.srv.Count(), "count after push")
 }
 
 func TestPushOnEmptyScript(t *testing.T) {
 	f := start(t)
 	f.srv.Push(JSON(200, "1"), JSON(200, "2"))
 	for _, want := range []string{"1", "2"} {
-		eq(t, mustReadAll(t, f.mustPost(t, "/", "")), want, "body")
+		require.Equal(t, want, mustReadAll(t, f.mustPost(t, "/", "")), "body")
 	}
 }
 
@@ -416,51 +382,44 @@ func TestRequestsRecordsEverythingExactly(t *testing.T) {
 		body[i] = byte(i * 7)
 	}
 	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/v1/chat/completions?api-version=2024-02-01&x=%20y", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer sk-test")
 	req.Header.Set("Idempotency-Key", "key-1")
 	req.Header.Add("X-Multi", "a")
 	req.Header.Add("X-Multi", "b")
 	resp, err := f.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	mustReadAll(t, resp)
 
-	if _, err := f.post(t, context.Background(), "/api/chat", "reset body"); err == nil {
-		t.Fatal("Reset step did not fail the request")
-	}
+	_, err = f.post(t, context.Background(), "/api/chat", "reset body")
+	require.Error(t, err, "a Reset step fails the request")
 	resp, err = f.client.Get(f.srv.URL + "/api/tags")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	mustReadAll(t, resp)
 
 	reqs := f.srv.Requests()
-	eq(t, len(reqs), 3, "requests")
+	require.Equal(t, 3, len(reqs), "requests")
 	r := reqs[0]
-	eq(t, r.Method, http.MethodPost, "method")
-	eq(t, r.Path, "/v1/chat/completions", "path")
-	eq(t, r.RawQuery, "api-version=2024-02-01&x=%20y", "raw query")
-	eq(t, r.Proto, "HTTP/1.1", "proto")
-	eq(t, r.Body, body, "body")
-	eq(t, r.Header.Get("Authorization"), "Bearer sk-test", "authorization")
-	eq(t, r.Header.Get("Idempotency-Key"), "key-1", "idempotency key")
-	eq(t, r.Header.Values("X-Multi"), []string{"a", "b"}, "multi header")
-	eq(t, r.Header.Get("Content-Length"), "300000", "content length")
-	eq(t, string(reqs[1].Body), "reset body", "reset body")
-	eq(t, reqs[1].Path, "/api/chat", "reset path")
-	eq(t, reqs[2].Method, http.MethodGet, "get method")
-	eq(t, len(reqs[2].Body), 0, "get body")
+	require.Equal(t, http.MethodPost, r.Method, "method")
+	require.Equal(t, "/v1/chat/completions", r.Path, "path")
+	require.Equal(t, "api-version=2024-02-01&x=%20y", r.RawQuery, "raw query")
+	require.Equal(t, "HTTP/1.1", r.Proto, "proto")
+	require.Equal(t, body, r.Body, "body")
+	require.Equal(t, "Bearer sk-test", r.Header.Get("Authorization"), "authorization")
+	require.Equal(t, "key-1", r.Header.Get("Idempotency-Key"), "idempotency key")
+	require.Equal(t, []string{"a", "b"}, r.Header.Values("X-Multi"), "multi header")
+	require.Equal(t, "300000", r.Header.Get("Content-Length"), "content length")
+	require.Equal(t, "reset body", string(reqs[1].Body), "reset body")
+	require.Equal(t, "/api/chat", reqs[1].Path, "reset path")
+	require.Equal(t, http.MethodGet, reqs[2].Method, "get method")
+	require.Equal(t, 0, len(reqs[2].Body), "get body")
 
 	// Requests returns copies.
 	reqs[0].Body[0]++
 	reqs[0].Header.Set("Authorization", "changed")
 	again := f.srv.Requests()
-	eq(t, again[0].Body, body, "body after mutation")
-	eq(t, again[0].Header.Get("Authorization"), "Bearer sk-test", "header after mutation")
+	require.Equal(t, body, again[0].Body, "body after mutation")
+	require.Equal(t, "Bearer sk-test", again[0].Header.Get("Authorization"), "header after mutation")
 }
 
 func TestConcurrentRequestsConsumeStepsInOrder(t *testing.T) {
@@ -479,13 +438,11 @@ func TestConcurrentRequestsConsumeStepsInOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			resp, err := f.post(t, context.Background(), "/", fmt.Sprintf("req-%d", i))
-			if err != nil {
-				t.Errorf("Do: %v", err)
+			if !assert.NoError(t, err, "Do") {
 				return
 			}
 			b, err := readAll(t, resp)
-			if err != nil {
-				t.Errorf("read: %v", err)
+			if !assert.NoError(t, err, "read") {
 				return
 			}
 			mu.Lock()
@@ -497,9 +454,9 @@ func TestConcurrentRequestsConsumeStepsInOrder(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	eq(t, f.srv.Count(), n, "count")
+	require.Equal(t, n, f.srv.Count(), "count")
 	for i, r := range f.srv.Requests() {
-		eq(t, answers[string(r.Body)], fmt.Sprint(i), "answer for "+string(r.Body))
+		require.Equal(t, fmt.Sprint(i), answers[string(r.Body)], "answer for "+string(r.Body))
 	}
 }
 
@@ -516,25 +473,21 @@ func TestKeepAliveAndCloseIdleAfterEach(t *testing.T) {
 	var reused bool
 	for i, want := range []bool{false, true} {
 		resp, err := f.post(t, connTrace(&reused), "/", "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		mustReadAll(t, resp)
-		eq(t, resp.Close, false, "resp.Close")
-		eq(t, reused, want, fmt.Sprintf("keep-alive request %d reused", i))
+		require.Equal(t, false, resp.Close, "resp.Close")
+		require.Equal(t, want, reused, fmt.Sprintf("keep-alive request %d reused", i))
 	}
 
 	f.srv.CloseIdleAfterEach(true)
 	for i := 0; i < 2; i++ {
 		resp, err := f.post(t, connTrace(&reused), "/", "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		mustReadAll(t, resp)
-		eq(t, resp.Close, true, "resp.Close (net/http consumes Connection: close)")
+		require.Equal(t, true, resp.Close, "resp.Close (net/http consumes Connection: close)")
 		// The first of these rides the kept-alive connection; the second
 		// must not, because the server closed it.
-		eq(t, reused, i == 0, fmt.Sprintf("close-idle request %d reused", i))
+		require.Equal(t, i == 0, reused, fmt.Sprintf("close-idle request %d reused", i))
 	}
 }
 
@@ -544,14 +497,10 @@ func TestServersListenOnLoopbackOnly(t *testing.T) {
 	defer tgt.Close()
 	for _, raw := range []string{f.srv.URL, tgt.URL} {
 		u, err := url.Parse(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		host, _, err := net.SplitHostPort(u.Host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eq(t, host, "127.0.0.1", "host of "+raw)
+		require.NoError(t, err)
+		require.Equal(t, "127.0.0.1", host, "host of "+raw)
 	}
 }
 
@@ -559,18 +508,18 @@ func TestStepHelpersCopy(t *testing.T) {
 	gate := make(chan struct{})
 	base := JSON(200, "{}")
 	d := base.WithHeader("X-A", "1").Cut(3).Held().Gated(2, gate)
-	eq(t, base.Header.Get("X-A"), "", "base header untouched")
-	eq(t, base.CutAfter, 0, "base cut")
-	eq(t, base.Hold, false, "base hold")
-	eq(t, base.Gate == nil, true, "base gate")
-	eq(t, d.Header.Get("X-A"), "1", "derived header")
-	eq(t, d.CutAfter, 3, "derived cut")
-	eq(t, d.Hold, true, "derived hold")
-	eq(t, d.GateAt, 2, "derived gate at")
-	eq(t, d.Gate == (<-chan struct{})(gate), true, "derived gate")
-	eq(t, Step{}.WithHeader("X-B", "2").Header.Get("X-B"), "2", "nil header")
-	eq(t, Reset().ResetBeforeHeaders, true, "reset")
+	require.Equal(t, "", base.Header.Get("X-A"), "base header untouched")
+	require.Equal(t, 0, base.CutAfter, "base cut")
+	require.Equal(t, false, base.Hold, "base hold")
+	require.Equal(t, true, base.Gate == nil, "base gate")
+	require.Equal(t, "1", d.Header.Get("X-A"), "derived header")
+	require.Equal(t, 3, d.CutAfter, "derived cut")
+	require.Equal(t, true, d.Hold, "derived hold")
+	require.Equal(t, 2, d.GateAt, "derived gate at")
+	require.Equal(t, true, d.Gate == (<-chan struct{})(gate), "derived gate")
+	require.Equal(t, "2", Step{}.WithHeader("X-B", "2").Header.Get("X-B"), "nil header")
+	require.Equal(t, true, Reset().ResetBeforeHeaders, "reset")
 	r := Redirect(308, "http://127.0.0.1:1/x")
-	eq(t, r.Status, 308, "redirect status")
-	eq(t, r.Header.Get("Location"), "http://127.0.0.1:1/x", "redirect location")
+	require.Equal(t, 308, r.Status, "redirect status")
+	require.Equal(t, "http://127.0.0.1:1/x", r.Header.Get("Location"), "redirect location")
 }

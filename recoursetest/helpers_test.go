@@ -1,21 +1,17 @@
-package scripted
+package recoursetest
 
 import (
 	"bytes"
 	"context"
 	"io"
 	"net/http"
-	"reflect"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
-)
 
-// TestMain fails the package if any test leaves a goroutine behind.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+	"github.com/stretchr/testify/require"
+)
 
 // deadline bounds every wait for something that must happen.
 const deadline = 5 * time.Second
@@ -34,7 +30,7 @@ type fixture struct {
 // redirects. Cleanup closes both and verifies that no goroutine leaked.
 func start(t *testing.T, steps ...Step) *fixture {
 	t.Helper()
-	f := &fixture{srv: New(steps...), tr: &http.Transport{}}
+	f := &fixture{srv: NewServer(steps...), tr: &http.Transport{}}
 	f.client = &http.Client{
 		Transport: f.tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -53,9 +49,7 @@ func start(t *testing.T, steps ...Step) *fixture {
 func (f *fixture) post(t *testing.T, ctx context.Context, path, body string) (*http.Response, error) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+path, bytes.NewReader([]byte(body)))
-	if err != nil {
-		t.Fatalf("new request: %v", err)
-	}
+	require.NoError(t, err, "new request")
 	req.Header.Set("Content-Type", "application/json")
 	return f.client.Do(req)
 }
@@ -64,9 +58,7 @@ func (f *fixture) post(t *testing.T, ctx context.Context, path, body string) (*h
 func (f *fixture) mustPost(t *testing.T, path, body string) *http.Response {
 	t.Helper()
 	resp, err := f.post(t, context.Background(), path, body)
-	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
-	}
+	require.NoError(t, err, "POST %s", path)
 	return resp
 }
 
@@ -81,18 +73,8 @@ func readAll(t *testing.T, resp *http.Response) ([]byte, error) {
 func mustReadAll(t *testing.T, resp *http.Response) string {
 	t.Helper()
 	b, err := readAll(t, resp)
-	if err != nil {
-		t.Fatalf("read body: %v (got %q)", err, b)
-	}
+	require.NoError(t, err, "read body (got %q)", b)
 	return string(b)
-}
-
-// eq fails the test if got and want are not deeply equal.
-func eq[T any](t *testing.T, got, want T, what string) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s:\n got: %#v\nwant: %#v", what, got, want)
-	}
 }
 
 // within waits for ch to deliver a value within deadline.
@@ -102,7 +84,7 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 	case v := <-ch:
 		return v
 	case <-time.After(deadline):
-		t.Fatalf("timed out waiting for %s", what)
+		require.FailNowf(t, "timed out", "waiting for %s", what)
 		panic("unreachable")
 	}
 }
@@ -112,19 +94,7 @@ func stillPending[T any](t *testing.T, ch <-chan T, what string) {
 	t.Helper()
 	select {
 	case v := <-ch:
-		t.Fatalf("%s happened too early: %#v", what, v)
+		require.FailNowf(t, "too early", "%s happened: %#v", what, v)
 	case <-time.After(quiet):
-	}
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

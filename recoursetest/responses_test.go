@@ -1,4 +1,4 @@
-package scripted
+package recoursetest
 
 import (
 	"context"

@@ -1,22 +1,21 @@
-package loopback
+package recoursetest
 
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
-
+// TestServerPlaysScriptAndRecords: steps are played in order, the script
+// runs out into a 500, and every request is recorded (this test came from
+// the examples' former loopback server, which recoursetest replaced).
 func TestServerPlaysScriptAndRecords(t *testing.T) {
-	srv := New(JSON(http.StatusTooManyRequests, `{"a":1}`, "Retry-After", "2"), Redirect(http.StatusFound, "http://127.0.0.1:1/x"))
+	srv := NewServer(JSON(http.StatusTooManyRequests, `{"a":1}`, "Retry-After", "2"), Redirect(http.StatusFound, "http://127.0.0.1:1/x"))
 	defer srv.Close()
 	assert.True(t, strings.HasPrefix(srv.URL, "http://127.0.0.1:"), srv.URL)
 	tr := &http.Transport{}
@@ -32,7 +31,7 @@ func TestServerPlaysScriptAndRecords(t *testing.T) {
 		{302, ``, [2]string{"Location", "http://127.0.0.1:1/x"}},
 		{500, `{"error":{"message":"script exhausted","type":"server_error"}}`, [2]string{"Content-Type", "application/json"}},
 	} {
-		resp, err := client.Post(srv.URL+"/p", "application/json", strings.NewReader("body"+string(rune('0'+i))))
+		resp, err := client.Post(srv.URL+"/p", "application/json", strings.NewReader("body"+strconv.Itoa(i)))
 		require.NoError(t, err)
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -43,17 +42,20 @@ func TestServerPlaysScriptAndRecords(t *testing.T) {
 	}
 	reqs := srv.Requests()
 	require.Len(t, reqs, 3)
-	assert.Equal(t, 3, srv.Hits())
+	assert.Equal(t, 3, srv.Count())
 	for i, r := range reqs {
 		assert.Equal(t, http.MethodPost, r.Method)
 		assert.Equal(t, "/p", r.Path)
-		assert.Equal(t, "body"+string(rune('0'+i)), string(r.Body))
+		assert.Equal(t, "body"+strconv.Itoa(i), string(r.Body))
 	}
 }
 
+// TestStreamingReplies: an SSE stream is chunked and ends cleanly, a stream
+// cut after its first event fails the read, NDJSON lines arrive whole and a
+// Reset gives no response at all.
 func TestStreamingReplies(t *testing.T) {
 	events := OpenAIStream("Hel", "lo")
-	srv := New(SSE(events...), SSE(events[0]).Aborted(), NDJSON(OllamaStream("hi")...), Hangup())
+	srv := NewServer(SSE(events...), SSE(events[0]).CutEvents(1), NDJSON(OllamaStream("hi")...), Reset())
 	defer srv.Close()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
@@ -96,5 +98,5 @@ func TestStreamingReplies(t *testing.T) {
 	// A hang-up: no response at all.
 	_, err = post()
 	assert.Error(t, err)
-	assert.Equal(t, 4, srv.Hits())
+	assert.Equal(t, 4, srv.Count())
 }

@@ -1,4 +1,4 @@
-package scripted
+package recoursetest
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // rawRequest sends one raw HTTP/1.1 POST over a fresh connection and returns
@@ -19,22 +21,15 @@ import (
 func rawRequest(t *testing.T, base, body string) (string, error) {
 	t.Helper()
 	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(deadline)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, conn.SetDeadline(time.Now().Add(deadline)))
 	req := "POST /v1/chat/completions HTTP/1.1\r\nHost: " + u.Host +
 		"\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
-	if _, err := io.WriteString(conn, req); err != nil {
-		t.Fatal(err)
-	}
+	_, err = io.WriteString(conn, req)
+	require.NoError(t, err)
 	b, err := io.ReadAll(bufio.NewReader(conn))
 	return string(b), err
 }
@@ -44,38 +39,26 @@ func TestWireCloseIdleAfterEachSendsConnectionClose(t *testing.T) {
 	f.srv.CloseIdleAfterEach(true)
 
 	got, err := rawRequest(t, f.srv.URL, "{}")
-	if err != nil {
-		t.Fatalf("read until server close: %v (got %q)", err, got)
-	}
-	if !strings.Contains(got, "\r\nConnection: close\r\n") {
-		t.Fatalf("no Connection: close header in %q", got)
-	}
-	if !strings.HasSuffix(got, "\r\n\r\n{}") {
-		t.Fatalf("unexpected response %q", got)
-	}
+	require.NoError(t, err, "read until server close (got %q)", got)
+	require.Contains(t, got, "\r\nConnection: close\r\n")
+	require.True(t, strings.HasSuffix(got, "\r\n\r\n{}"), "unexpected response %q", got)
 }
 
 func TestWireResetSendsNoByte(t *testing.T) {
 	f := start(t, Reset())
 
 	got, err := rawRequest(t, f.srv.URL, `{"a":1}`)
-	eq(t, got, "", "bytes before reset")
-	if runtime.GOOS == "linux" && !errors.Is(err, syscall.ECONNRESET) {
-		t.Fatalf("read error = %v, want ECONNRESET", err)
-	}
-	eq(t, string(f.srv.Requests()[0].Body), `{"a":1}`, "recorded body")
+	require.Equal(t, "", got, "bytes before reset")
+	require.False(t, runtime.GOOS == "linux" && !errors.Is(err, syscall.ECONNRESET), "read error = %v, want ECONNRESET", err)
+	require.Equal(t, `{"a":1}`, string(f.srv.Requests()[0].Body), "recorded body")
 }
 
 func TestWireCutLeavesChunkedStreamUnterminated(t *testing.T) {
 	f := start(t, SSE("data: 1\n\n", "data: 2\n\n").Cut(12))
 
 	got, err := rawRequest(t, f.srv.URL, "{}")
-	if err != nil {
-		t.Fatalf("read until server close: %v", err)
-	}
+	require.NoError(t, err, "read until server close")
 	_, body, ok := strings.Cut(got, "\r\n\r\n")
-	if !ok {
-		t.Fatalf("no header end in %q", got)
-	}
-	eq(t, body, "9\r\ndata: 1\n\n\r\n3\r\ndat\r\n", "chunked body on the wire")
+	require.True(t, ok, "no header end in %q", got)
+	require.Equal(t, "9\r\ndata: 1\n\n\r\n3\r\ndat\r\n", body, "chunked body on the wire")
 }
