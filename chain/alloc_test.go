@@ -19,10 +19,10 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // answering is a base transport that answers every request in memory with
@@ -83,7 +83,7 @@ func dropInAllocs(t *testing.T, ch http.RoundTripper, base *answering, body []by
 func TestR2_8_DirectChainSendsTheAttemptWithoutReplay(t *testing.T) {
 	body := encoded(t, canaryRequest())
 	newBase := func() *answering {
-		return &answering{answer: []byte(scripted.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
+		return &answering{answer: []byte(recoursetest.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
 	}
 
 	base := newBase()
@@ -129,7 +129,7 @@ func (f layerFunc) Wrap(next http.RoundTripper) http.RoundTripper {
 // 13 times in the chain (see TestR2_8_DirectChainSendsTheAttemptWithoutReplay
 // for the others), and the event is still emitted once per attempt.
 func TestR11_1_AttemptStartedCostsNoAllocationOfItsOwn(t *testing.T) {
-	base := &answering{answer: []byte(scripted.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
+	base := &answering{answer: []byte(recoursetest.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
 	ch, err := chain.Default(openai.New(), chain.WithTransport(base))
 	require.NoError(t, err)
 	assert.LessOrEqual(t, dropInAllocs(t, ch, base, encoded(t, canaryRequest())), 13.0, "the chain's own allocations per drop-in call")
@@ -155,7 +155,7 @@ func TestR11_1_AttemptStartedCostsNoAllocationOfItsOwn(t *testing.T) {
 // state allocates neither: a stream left open costs both (8 KiB) more. The
 // bytes read are the stream's exact frames every time.
 func TestR13_8_ClosedStreamGivesItsLineBufferBack(t *testing.T) {
-	payload := strings.Join(scripted.OpenAIStream("Hello", " world"), "")
+	payload := strings.Join(recoursetest.OpenAIStream("Hello", " world"), "")
 	base := &answering{answer: []byte(payload), header: http.Header{"Content-Type": {"text/event-stream"}}}
 	ch, err := chain.Default(openai.New(), chain.WithTransport(base))
 	require.NoError(t, err)
@@ -224,7 +224,7 @@ func bufferBytes(t *testing.T, f func()) float64 {
 func TestR2_3_KeepingLayerGetsTheAttemptUncopied(t *testing.T) {
 	body := encoded(t, canaryRequest())
 	newBase := func() *answering {
-		return &answering{answer: []byte(scripted.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
+		return &answering{answer: []byte(recoursetest.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
 	}
 	plainBase := newBase()
 	plain, err := chain.Default(openai.New(), chain.WithTransport(plainBase))
@@ -246,7 +246,7 @@ func TestR2_3_KeepingLayerGetsTheAttemptUncopied(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, body, b, "the call's body")
 		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
-			Body: io.NopCloser(strings.NewReader(scripted.OpenAIChat("ok"))), Request: req}, nil
+			Body: io.NopCloser(strings.NewReader(recoursetest.OpenAIChat("ok"))), Request: req}, nil
 	})
 	ch, err := chain.Default(openai.New(), chain.WithPerAttempt(limits), chain.WithTransport(probeBase))
 	require.NoError(t, err)

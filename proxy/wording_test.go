@@ -16,19 +16,19 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/scripted"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // R21.6: a committed stream's notices read as the broker's status line
 // does for the same retries: the failure as broker.FailureText writes it,
 // the wait as broker.FormatRetry does.
 func TestR21_6_StreamNoticesSpeakTheBrokersWording(t *testing.T) {
-	events := scripted.OpenAIStream("Hi")
+	events := recoursetest.OpenAIStream("Hi")
 	r := newRig(t, "openai", commitNow,
-		scripted.SSE(events...).Cut(3),
-		scripted.JSON(429, scripted.OpenAIError("rate_limit_error", "", "slow"), "Retry-After", "2"),
-		scripted.SSE(events...))
+		recoursetest.SSE(events...).Cut(3),
+		recoursetest.JSON(429, recoursetest.OpenAIError("rate_limit_error", "", "slow"), "Retry-After", "2"),
+		recoursetest.SSE(events...))
 	got := r.post(t, "/v1/chat/completions", streamBody)
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusOK, got.status)

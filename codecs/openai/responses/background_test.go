@@ -553,7 +553,7 @@ func TestR19_9_RepeatedSequenceNumbersAreHandedOverOnce(t *testing.T) {
 	// evs[6] is the second text delta (", world"): send it twice.
 	twice := append(append(append([]string{}, evs[:7]...), evs[6]), evs[7:]...)
 	t.Run("first stream", func(t *testing.T) {
-		r := rigtest.New(t, responses.New(), policy(), scripted.SSE(twice...))
+		r := rigtest.New(t, responses.New(), policy(), recoursetest.SSE(twice...))
 		text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		require.NoError(t, err)
 		assert.Equal(t, "Hello, world!", text)
@@ -562,7 +562,7 @@ func TestR19_9_RepeatedSequenceNumbersAreHandedOverOnce(t *testing.T) {
 	})
 	t.Run("resume read", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
-			scripted.ResponsesBackground(bgID, evs...).CutEvents(6), scripted.SSE(twice...))
+			recoursetest.ResponsesBackground(bgID, evs...).CutEvents(6), recoursetest.SSE(twice...))
 		text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		require.NoError(t, err)
 		assert.Equal(t, "Hello, world!", text, "every byte once")
