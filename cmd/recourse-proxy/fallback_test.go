@@ -43,4 +43,11 @@ func TestR20_10_FallbackFlagNamesTheTargets(t *testing.T) {
 		_, err = s.config()
 		assert.Error(t, err, args)
 	}
+
+	// A bad status names the flag it came from.
+	s, err = parse([]string{"-upstream", "https://api.openai.com", "-fallback", "m", "-fallback-statuses", "99"}, env(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	_, err = s.config()
+	require.Error(t, err)
+	assert.Equal(t, `-fallback-statuses: "99" is not an HTTP status`, err.Error())
 }

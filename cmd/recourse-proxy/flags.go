@@ -201,7 +201,7 @@ func (s *settings) config() (proxy.Config, error) {
 	}
 	var err error
 	if p.RetryableStatuses, err = parseStatuses(s.statuses); err != nil {
-		return cfg, err
+		return cfg, fmt.Errorf("-retry-statuses: %w", err)
 	}
 	if p.RetryableCategories, err = parseCategories(s.categories); err != nil {
 		return cfg, err
@@ -358,7 +358,7 @@ func parseStatuses(v string) ([]int, error) {
 	for _, f := range splitList(v) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 100 || n > 599 {
-			return nil, fmt.Errorf("-retry-statuses: %q is not an HTTP status", f)
+			return nil, fmt.Errorf("%q is not an HTTP status", f)
 		}
 		out = append(out, n)
 	}
