@@ -324,7 +324,7 @@ func TestR12_3_FrameWhoseCaptureFailedIsNotDelivered(t *testing.T) {
 					if p.ndjson {
 						progress := 0
 						for _, e := range rec.Events() {
-							if e.Type == layer.EventProgress {
+							if e.Type == layer.EventTelemetry {
 								progress++
 							}
 						}
@@ -514,7 +514,7 @@ func TestR13_6_OllamaFrameIndicesCountFromOne(t *testing.T) {
 		require.NoError(t, run.err)
 		var frames, attempts []int
 		for _, e := range rec.Events() {
-			if e.Type == layer.EventProgress {
+			if e.Type == layer.EventTelemetry {
 				frames = append(frames, e.Frame)
 				attempts = append(attempts, e.WireAttempt)
 			}
