@@ -250,7 +250,7 @@ func TestMetricsCancelled(t *testing.T) {
 
 // A native stream resent after a 503 records the time to first output
 // once, no later than the operation's end; a drop-in Ollama stream gets
-// it from the progress events.
+// it from the telemetry events.
 func TestMetricsTimeToFirstOutput(t *testing.T) {
 	t.Run("native stream", func(t *testing.T) {
 		f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2, Admit: allow}, nil,

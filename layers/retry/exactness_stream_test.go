@@ -498,7 +498,7 @@ func TestR13_5_ConsumerStopEndsLifecycleCancelled(t *testing.T) {
 	}
 }
 
-// TestR13_6_OllamaFrameIndicesCountFromOne: Ollama's progress events
+// TestR13_6_OllamaFrameIndicesCountFromOne: Ollama's telemetry events
 // number the valid frames from 1, restarting with every attempt, and every
 // exposed frame index (chat.Chunk.Frame) uses the same numbering — for the
 // SSE providers too; keepalives take no index (R13.6, amended).
