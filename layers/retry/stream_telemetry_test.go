@@ -72,7 +72,7 @@ func scEventLog(rec *scRecorder) []string {
 }
 
 // TestR13_6_OllamaProgressPrecedesDelivery: every valid Ollama frame gets a
-// progress event before its deliveries, with a frame index that counts from
+// telemetry event before its deliveries, with a frame index that counts from
 // 1 and restarts in every attempt; done:true adds a metrics event with the numbers of the
 // done line.
 func TestR13_6_OllamaTelemetryPrecedesDelivery(t *testing.T) {
@@ -144,7 +144,7 @@ func TestR13_6_OllamaMetricsOnLength(t *testing.T) {
 
 // TestR13_6_OllamaLengthFrameGetsProgress: the done_reason length line is a
 // valid frame (its metrics are reported, it is not malformed), so R13.6's
-// "for each valid frame a progress event" covers it too, with the next frame
+// "for each valid frame a telemetry event" covers it too, with the next frame
 // index, before its metrics.
 func TestR13_6_OllamaLengthFrameGetsTelemetry(t *testing.T) {
 	p := scOllama()
@@ -272,7 +272,7 @@ func TestR13_2_StreamProgressOnSuccess(t *testing.T) {
 }
 
 // TestR13_5_OllamaAbortFromTelemetryObserverWins: an observer that cancels
-// the context in a progress event stops the stream before that frame's
+// the context in a telemetry event stops the stream before that frame's
 // deliveries; cancelling at the done frame's progress also suppresses the
 // terminal telemetry (metrics) and the completion. "Abort wins over queued
 // content, terminal telemetry and completion."
@@ -280,7 +280,7 @@ func TestR13_5_OllamaAbortFromTelemetryObserverWins(t *testing.T) {
 	p := scOllama()
 	for _, c := range []struct {
 		name     string
-		at       int // cancel in the progress event of this frame
+		at       int // cancel in the telemetry event of this frame
 		wantText string
 	}{
 		{"content_frame", 2, "Hel"},
