@@ -5,10 +5,10 @@
 // .../otel/trace and .../otel/metric); the application chooses the SDK and
 // the exporter.
 //
-// Put it outermost, for example with chain.WithTracing:
+// Put it outermost, for example with chain.WithPerCall:
 //
 //	ch, err := chain.Default(openai.New(),
-//		chain.WithTracing(otelbridge.New()),
+//		chain.WithPerCall(otelbridge.New()),
 //		chain.WithPolicy(retry.Policy{MaxAttempts: 3}))
 //
 // # The span tree

@@ -415,7 +415,7 @@ func TestMetricsWithoutRecovery(t *testing.T) {
 	defer func() { _ = mp.Shutdown(context.Background()) }()
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	defer base.CloseIdleConnections()
-	ch, err := chain.Default(openai.New(), chain.WithTracing(otelbridge.New(otelbridge.WithMeterProvider(mp))), chain.WithoutRecovery(), chain.WithTransport(base))
+	ch, err := chain.Default(openai.New(), chain.WithPerCall(otelbridge.New(otelbridge.WithMeterProvider(mp))), chain.WithoutRecovery(), chain.WithTransport(base))
 	require.NoError(t, err)
 	body, _ := openai.New().Encode(request(model))
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", bytes.NewReader(body))
