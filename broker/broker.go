@@ -75,12 +75,12 @@ func WithMaxToolDepth(n int) Option { return func(b *Broker) { b.maxDepth = max(
 func WithPolicy(p retry.Policy) Option { return func(b *Broker) { b.policy = &p } }
 
 // WithNotices sets the callback that receives the run's notices: retry and
-// continuation notices and progress signals (see Notice). It is called
+// continuation notices and activity signals (see Notice). It is called
 // synchronously, on the goroutine of the call, in order; a panic in it
 // propagates to the caller. Runs of one Broker on several goroutines call
 // it concurrently. For GenerateStream and Session.SendStream the order is
 // also the order relative to the yielded content: a completion's
-// ProgressCompletionStarted comes before its first content string, and a
+// ActivityCompletionStarted comes before its first content string, and a
 // ContinuationNotice comes after the last string of the broken stream and
 // before the first string of its continuation.
 func WithNotices(f func(Notice)) Option { return func(b *Broker) { b.notify = f } }
@@ -203,7 +203,7 @@ func (b *Broker) completed(ctx context.Context, r *run, idx int, history *[]chat
 	for _, call := range msg.ToolCalls {
 		out := b.runTool(ctx, call)
 		*history = append(*history, chat.Message{Role: chat.Tool, Content: out, ToolCallID: call.ID, ToolName: call.Name})
-		r.progress(ProgressToolResult, idx)
+		r.activity(ActivityToolResult, idx)
 	}
 	return false, nil
 }
@@ -246,7 +246,7 @@ type run struct {
 	b *Broker
 	n int // completions started
 	// seen records the delta kinds already reported for completion n.
-	seen map[ProgressKind]bool
+	seen map[ActivityKind]bool
 }
 
 func (b *Broker) newRun() *run { return &run{b: b} }
@@ -257,7 +257,7 @@ func (r *run) begin(ctx context.Context) (context.Context, int) {
 	r.n++
 	idx := r.n
 	r.seen = nil
-	r.progress(ProgressCompletionStarted, idx)
+	r.activity(ActivityCompletionStarted, idx)
 	if r.b.policy != nil {
 		ctx = chain.WithCallPolicy(ctx, r.b.policy)
 	}
@@ -287,36 +287,36 @@ func (r *run) begin(ctx context.Context) (context.Context, int) {
 }
 
 // end announces the end of the run.
-func (r *run) end() { r.progress(ProgressRunEnded, r.n) }
+func (r *run) end() { r.activity(ActivityRunEnded, r.n) }
 
-// progress reports a progress signal.
-func (r *run) progress(k ProgressKind, idx int) {
+// activity reports an activity signal.
+func (r *run) activity(k ActivityKind, idx int) {
 	if r.b.notify != nil {
-		r.b.notify(Notice{Event: EventProgress, Progress: &Progress{Kind: k, Completion: idx}})
+		r.b.notify(Notice{Event: EventActivity, Activity: &Activity{Kind: k, Completion: idx}})
 	}
 }
 
 // delta reports the first delta of kind k of completion idx.
-func (r *run) delta(k ProgressKind, idx int) {
+func (r *run) delta(k ActivityKind, idx int) {
 	if r.b.notify == nil || r.seen[k] {
 		return
 	}
 	if r.seen == nil {
-		r.seen = map[ProgressKind]bool{}
+		r.seen = map[ActivityKind]bool{}
 	}
 	r.seen[k] = true
-	r.progress(k, idx)
+	r.activity(k, idx)
 }
 
 // arrived reports the output of a non-streamed completion.
 func (r *run) arrived(idx int, m chat.Message) {
 	if m.Reasoning != "" {
-		r.delta(ProgressReasoning, idx)
+		r.delta(ActivityReasoning, idx)
 	}
 	if m.Content != "" {
-		r.delta(ProgressContent, idx)
+		r.delta(ActivityContent, idx)
 	}
 	if len(m.ToolCalls) > 0 {
-		r.delta(ProgressToolCall, idx)
+		r.delta(ActivityToolCall, idx)
 	}
 }

@@ -235,22 +235,22 @@ func TestR16_3_GenerateObjectKeepsTheSchemaAndGainsNoTools(t *testing.T) {
 	assert.JSONEq(t, string(schema.Schema), string(body.ResponseFormat.JSONSchema.Schema))
 }
 
-// The progress signals of a tool loop, in order.
-func TestR17_2_ProgressSignalsOfAToolLoop(t *testing.T) {
+// The activity signals of a tool loop, in order.
+func TestR17_2_ActivitySignalsOfAToolLoop(t *testing.T) {
 	r := newRig(t, retry.Policy{}, toolCallStep("call_1", `{"city":"Oslo"}`), okStep("cold"))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(&toolLog{})), broker.WithNotices(ns.add))
 	h := user("Oslo?")
 	_, err := b.Generate(context.Background(), &h)
 	require.NoError(t, err)
-	assert.Equal(t, []broker.Progress{
-		{Kind: broker.ProgressCompletionStarted, Completion: 1},
-		{Kind: broker.ProgressToolCall, Completion: 1},
-		{Kind: broker.ProgressToolResult, Completion: 1},
-		{Kind: broker.ProgressCompletionStarted, Completion: 2},
-		{Kind: broker.ProgressContent, Completion: 2},
-		{Kind: broker.ProgressRunEnded, Completion: 2},
-	}, ns.progress())
+	assert.Equal(t, []broker.Activity{
+		{Kind: broker.ActivityCompletionStarted, Completion: 1},
+		{Kind: broker.ActivityToolCall, Completion: 1},
+		{Kind: broker.ActivityToolResult, Completion: 1},
+		{Kind: broker.ActivityCompletionStarted, Completion: 2},
+		{Kind: broker.ActivityContent, Completion: 2},
+		{Kind: broker.ActivityRunEnded, Completion: 2},
+	}, ns.activity())
 }
 
 func TestR16_1_UnknownToolAndToolErrorsBecomeToolMessages(t *testing.T) {

@@ -20,12 +20,12 @@
 //
 // Right before every backoff sleep of a completion, the broker turns the
 // chain's delay_scheduled lifecycle event into a RetryNotice and hands it to
-// the WithNotices callback, together with ContinuationNotices and Progress
+// the WithNotices callback, together with ContinuationNotices and Activity
 // signals. Notices are operational state for the user interface: they never
 // enter the history, the model context or a session's messages. FormatRetry,
 // FormatContinuation and Countdown render them; a Status holds the one
 // transient status line a terminal UI shows and clears it on the next sign
-// of progress. With a retry quota in the chain (package layers/quota, R18)
+// of activity (an Activity notice). With a retry quota in the chain (package layers/quota, R18)
 // a refused resend is announced by a QuotaNotice (FormatQuota) and a first
 // request held by the shared cooldown by a CooldownNotice (FormatCooldown).
 //

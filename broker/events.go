@@ -18,7 +18,7 @@ import (
 // event whose Err.Detail is chain.ErrToolsNotSupported and sends nothing.
 // Reasoning is not delivered (it stays in the observed progress of a
 // failure). It uses the same policy (WithPolicy, else the chain's), the
-// same retry notices and progress signals, and the same cancellation as
+// same retry notices and activity signals, and the same cancellation as
 // GenerateStream. On done the assistant message is appended to history; on
 // an error, or when the consumer stops ranging, nothing is.
 func (b *Broker) GenerateStreamEvents(ctx context.Context, history *[]chat.Message) iter.Seq[chain.StreamEvent] {
@@ -40,7 +40,7 @@ func (b *Broker) GenerateStreamEvents(ctx context.Context, history *[]chat.Messa
 		for ev := range b.client.StreamEvents(cctx, b.request(*history, false)) {
 			switch ev.Type {
 			case chain.EventContent:
-				r.delta(ProgressContent, idx)
+				r.delta(ActivityContent, idx)
 			case chain.EventDone:
 				if ev.Completion != nil {
 					msg := ev.Completion.Message.Clone()

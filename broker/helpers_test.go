@@ -222,11 +222,11 @@ func (n *notices) continuations() []broker.ContinuationNotice {
 	return out
 }
 
-func (n *notices) progress() []broker.Progress {
-	var out []broker.Progress
+func (n *notices) activity() []broker.Activity {
+	var out []broker.Activity
 	for _, x := range n.list() {
-		if x.Progress != nil {
-			out = append(out, *x.Progress)
+		if x.Activity != nil {
+			out = append(out, *x.Activity)
 		}
 	}
 	return out

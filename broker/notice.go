@@ -220,39 +220,39 @@ func (n *CooldownNotice) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ProgressKind is a kind of progress signal.
-type ProgressKind string
+// ActivityKind is a kind of activity signal.
+type ActivityKind string
 
-// The progress signals that clear a transient status line (R17.2).
+// The activity signals that clear a transient status line (R17.2).
 const (
-	// ProgressCompletionStarted: a completion (a new model request) starts.
-	ProgressCompletionStarted ProgressKind = "completion_started"
-	// ProgressContent: content arrived (the first delta of a completion, or
+	// ActivityCompletionStarted: a completion (a new model request) starts.
+	ActivityCompletionStarted ActivityKind = "completion_started"
+	// ActivityContent: content arrived (the first delta of a completion, or
 	// the content of a non-streamed answer).
-	ProgressContent ProgressKind = "content_delta"
-	// ProgressReasoning: reasoning arrived.
-	ProgressReasoning ProgressKind = "reasoning_delta"
-	// ProgressToolCall: a tool call arrived (a fragment, or a completed call
+	ActivityContent ActivityKind = "content_delta"
+	// ActivityReasoning: reasoning arrived.
+	ActivityReasoning ActivityKind = "reasoning_delta"
+	// ActivityToolCall: a tool call arrived (a fragment, or a completed call
 	// of a non-streamed answer).
-	ProgressToolCall ProgressKind = "tool_delta"
-	// ProgressToolResult: a tool finished and its result was appended.
-	ProgressToolResult ProgressKind = "tool_result"
-	// ProgressRunEnded: the run ended, successfully or not.
-	ProgressRunEnded ProgressKind = "run_ended"
-	// ProgressIdle: the application is idle or paused. The broker never
+	ActivityToolCall ActivityKind = "tool_delta"
+	// ActivityToolResult: a tool finished and its result was appended.
+	ActivityToolResult ActivityKind = "tool_result"
+	// ActivityRunEnded: the run ended, successfully or not.
+	ActivityRunEnded ActivityKind = "run_ended"
+	// ActivityIdle: the application is idle or paused. The broker never
 	// sends it; applications apply it to a Status themselves.
-	ProgressIdle ProgressKind = "idle"
+	ActivityIdle ActivityKind = "idle"
 )
 
-// Progress is a sign that the run moved on. The broker reports the first
+// Activity is a sign that the run moved on. The broker reports the first
 // delta of each kind per completion (enough to clear a status line; the
 // content itself flows through the stream), every completion start, every
 // tool result and the end of the run.
-type Progress struct {
+type Activity struct {
 	// Kind is the signal.
-	Kind ProgressKind `json:"kind"`
+	Kind ActivityKind `json:"kind"`
 	// Completion is the 1-based completion index within the run it refers
-	// to (the last one for ProgressRunEnded), 0 when none.
+	// to (the last one for ActivityRunEnded), 0 when none.
 	Completion int `json:"completion,omitempty"`
 }
 
@@ -265,8 +265,8 @@ const (
 	EventRetry NoticeEvent = "llm_retry"
 	// EventContinuation is the event of a Notice carrying a ContinuationNotice.
 	EventContinuation NoticeEvent = "llm_continuation"
-	// EventProgress is the event of a Notice carrying a Progress signal.
-	EventProgress NoticeEvent = "progress"
+	// EventActivity is the event of a Notice carrying an Activity signal.
+	EventActivity NoticeEvent = "activity"
 	// EventQuotaExhausted is the event of a Notice carrying a QuotaNotice.
 	EventQuotaExhausted NoticeEvent = "llm_quota_exhausted"
 	// EventCooldown is the event of a Notice carrying a CooldownNotice.
@@ -274,9 +274,9 @@ const (
 )
 
 // Notice is one operational event of a run for the user interface: exactly
-// one of Retry, Continuation, Progress, Quota, Cooldown and Fallback is
+// one of Retry, Continuation, Activity, Quota, Cooldown and Fallback is
 // set, matching Event. Its JSON form is {"event":"llm_retry","data":{…}}
-// (or llm_continuation, progress, llm_quota_exhausted, llm_cooldown,
+// (or llm_continuation, activity, llm_quota_exhausted, llm_cooldown,
 // llm_fallback).
 // Notices never enter the history, the model context or a session's
 // messages.
@@ -287,8 +287,8 @@ type Notice struct {
 	Retry *RetryNotice
 	// Continuation is set for EventContinuation.
 	Continuation *ContinuationNotice
-	// Progress is set for EventProgress.
-	Progress *Progress
+	// Activity is set for EventActivity.
+	Activity *Activity
 	// Quota is set for EventQuotaExhausted.
 	Quota *QuotaNotice
 	// Cooldown is set for EventCooldown.
@@ -316,9 +316,9 @@ func (n Notice) MarshalJSON() ([]byte, error) {
 		if n.Continuation != nil {
 			data = n.Continuation
 		}
-	case EventProgress:
-		if n.Progress != nil {
-			data = n.Progress
+	case EventActivity:
+		if n.Activity != nil {
+			data = n.Activity
 		}
 	case EventQuotaExhausted:
 		if n.Quota != nil {
@@ -359,9 +359,9 @@ func (n *Notice) UnmarshalJSON(b []byte) error {
 	case EventContinuation:
 		out.Continuation = &ContinuationNotice{}
 		err = json.Unmarshal(w.Data, out.Continuation)
-	case EventProgress:
-		out.Progress = &Progress{}
-		err = json.Unmarshal(w.Data, out.Progress)
+	case EventActivity:
+		out.Activity = &Activity{}
+		err = json.Unmarshal(w.Data, out.Activity)
 	case EventQuotaExhausted:
 		out.Quota = &QuotaNotice{}
 		err = json.Unmarshal(w.Data, out.Quota)

@@ -35,8 +35,8 @@ func TestR17_1_NoticeJSONRoundTrip(t *testing.T) {
 			`{"event":"llm_continuation","data":{"completion":3,"attempt":1,"max":3,"reason":"transport error","wait_ms":100,"discarded_bytes":5}}`},
 		{broker.Notice{Event: broker.EventContinuation, Continuation: &broker.ContinuationNotice{Completion: 1, Attempt: 2, Max: 2, Reason: broker.ReasonRestart}},
 			`{"event":"llm_continuation","data":{"completion":1,"attempt":2,"max":2,"reason":"restart","wait_ms":0}}`},
-		{broker.Notice{Event: broker.EventProgress, Progress: &broker.Progress{Kind: broker.ProgressToolResult, Completion: 1}},
-			`{"event":"progress","data":{"kind":"tool_result","completion":1}}`},
+		{broker.Notice{Event: broker.EventActivity, Activity: &broker.Activity{Kind: broker.ActivityToolResult, Completion: 1}},
+			`{"event":"activity","data":{"kind":"tool_result","completion":1}}`},
 	}
 	for _, c := range cases {
 		b, err := json.Marshal(c.notice)
@@ -93,13 +93,13 @@ func TestR17_2_CountdownTicksDown(t *testing.T) {
 }
 
 // R17.2 (seed 002 completion list): a notice sets the transient status and
-// every sign of progress clears it.
-func TestR17_2_StatusSetsAndClearsOnEveryProgressSignal(t *testing.T) {
+// every sign of activity clears it.
+func TestR17_2_StatusSetsAndClearsOnEveryActivitySignal(t *testing.T) {
 	retryN := broker.Notice{Event: broker.EventRetry, Retry: &broker.RetryNotice{Completion: 2, FailedAttempt: 1, MaxAttempts: 4,
 		Wait: 1200 * time.Millisecond, HTTPStatus: 504, Error: "HTTP 504"}}
 	contN := broker.Notice{Event: broker.EventContinuation, Continuation: &broker.ContinuationNotice{Completion: 1, Attempt: 1, Max: 3, Reason: "transport error"}}
-	kinds := []broker.ProgressKind{broker.ProgressCompletionStarted, broker.ProgressContent, broker.ProgressReasoning,
-		broker.ProgressToolCall, broker.ProgressToolResult, broker.ProgressRunEnded, broker.ProgressIdle}
+	kinds := []broker.ActivityKind{broker.ActivityCompletionStarted, broker.ActivityContent, broker.ActivityReasoning,
+		broker.ActivityToolCall, broker.ActivityToolResult, broker.ActivityRunEnded, broker.ActivityIdle}
 	for _, set := range []broker.Notice{retryN, contN} {
 		for _, k := range kinds {
 			t.Run(string(set.Event)+"/"+string(k), func(t *testing.T) {
@@ -113,7 +113,7 @@ func TestR17_2_StatusSetsAndClearsOnEveryProgressSignal(t *testing.T) {
 					assert.Equal(t, "LLM stream interrupted; continuing generation (1/3): transport error", s.Line())
 					assert.Equal(t, s.Line(), s.Live(time.Second))
 				}
-				s.Apply(broker.Notice{Event: broker.EventProgress, Progress: &broker.Progress{Kind: k, Completion: 2}})
+				s.Apply(broker.Notice{Event: broker.EventActivity, Activity: &broker.Activity{Kind: k, Completion: 2}})
 				assert.Empty(t, s.Line(), "cleared by %s", k)
 				assert.Empty(t, s.Live(0))
 			})

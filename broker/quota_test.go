@@ -68,8 +68,8 @@ func TestR18_3_QuotaNoticeAndStatusLine(t *testing.T) {
 	assert.Equal(t, time.Minute, qn[0].Quota.Window)
 	assert.Empty(t, ns.retries(), "no retry is announced")
 	assert.Equal(t, 1, r.Server.Count())
-	assert.NotEmpty(t, st.Line(), "the line stays until the next progress")
-	st.Apply(broker.Notice{Event: broker.EventProgress, Progress: &broker.Progress{Kind: broker.ProgressRunEnded}})
+	assert.NotEmpty(t, st.Line(), "the line stays until the next activity")
+	st.Apply(broker.Notice{Event: broker.EventActivity, Activity: &broker.Activity{Kind: broker.ActivityRunEnded}})
 	assert.Empty(t, st.Line())
 }
 

@@ -88,7 +88,7 @@ func formatCooldown(wait time.Duration) string {
 }
 
 // Status is the transient status line of a terminal UI (R17.2): a retry,
-// continuation, quota, cooldown or fallback notice sets it, and the next sign of progress clears it —
+// continuation, quota, cooldown or fallback notice sets it, and the next sign of activity clears it —
 // a new completion starting, a content, reasoning or tool delta, a tool
 // result, the end of the run, or idle. It is never a transcript entry.
 // Feed it every Notice of a broker's WithNotices callback. The zero value
@@ -106,7 +106,7 @@ type Status struct {
 func (s *Status) reset() { s.retry, s.cont, s.quota, s.cool, s.fb = nil, nil, nil, nil, nil }
 
 // Apply updates the status with n: a retry, continuation, quota or
-// cooldown notice (or a fallback notice) replaces the line, any Progress clears it.
+// cooldown notice (or a fallback notice) replaces the line, any Activity clears it.
 func (s *Status) Apply(n Notice) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -131,7 +131,7 @@ func (s *Status) Apply(n Notice) {
 		f := *n.Fallback
 		s.reset()
 		s.fb = &f
-	case n.Event == EventProgress && n.Progress != nil:
+	case n.Event == EventActivity && n.Activity != nil:
 		s.reset()
 	}
 }

@@ -64,15 +64,15 @@ func (b *Broker) GenerateStream(ctx context.Context, history *[]chat.Message) it
 				}
 				if ch.Reasoning != "" {
 					blocks.add(blockReasoning, ch.Reasoning)
-					r.delta(ProgressReasoning, idx)
+					r.delta(ActivityReasoning, idx)
 				}
 				if ch.Content != "" {
 					blocks.add(blockText, ch.Content)
-					r.delta(ProgressContent, idx)
+					r.delta(ActivityContent, idx)
 				}
 				if len(ch.ToolCallFragments) > 0 {
 					blocks.add(blockTool, "")
-					r.delta(ProgressToolCall, idx)
+					r.delta(ActivityToolCall, idx)
 				}
 				if ch.Content != "" && !yield(ch.Content, nil) {
 					return

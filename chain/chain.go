@@ -370,12 +370,10 @@ func WithoutRecovery() Option { return func(c *config) { c.noRetry = true } }
 // configuration). The base must not retry or follow redirects itself.
 func WithTransport(rt http.RoundTripper) Option { return func(c *config) { c.base = rt } }
 
-// WithTracing puts a tracing layer (see package otelbridge) outermost; it is
-// WithPerCall under the name tracing layers are known by.
-func WithTracing(l layer.Layer) Option { return WithPerCall(l) }
-
 // WithPerCall adds per-call layers to the default chain, in order, outside
-// the engine. Each must have position layer.PerCall.
+// the engine; the first is outermost. Each must have position
+// layer.PerCall. A tracing layer (package otelbridge) is given here, first,
+// so that its spans cover the whole call.
 func WithPerCall(ls ...layer.Layer) Option {
 	return func(c *config) { c.calls = append(c.calls, ls...) }
 }

@@ -20,7 +20,7 @@ func pass(next http.RoundTripper) http.RoundTripper { return next }
 // positions, in the order given, around its own stages.
 func TestDefaultPlacesUserLayers(t *testing.T) {
 	ch, err := chain.Default(openai.New(),
-		chain.WithTracing(otelbridge.New()),
+		chain.WithPerCall(otelbridge.New()),
 		chain.WithPerCall(layer.NewPerCall("log", pass), layer.NewPerCall("cache", pass)),
 		chain.WithPerAttempt(layer.NewPerAttempt("sign", pass), layer.NewPerAttempt("limit", pass)),
 	)

@@ -32,7 +32,7 @@ const Message = "recourse event"
 // documentation).
 func Level(t layer.EventType) slog.Level {
 	switch t {
-	case layer.EventAttemptStarted, layer.EventAttemptSucceeded, layer.EventProgress, layer.EventMetrics:
+	case layer.EventAttemptStarted, layer.EventAttemptSucceeded, layer.EventTelemetry, layer.EventMetrics:
 		return slog.LevelDebug
 	case layer.EventAttemptFailed, layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventFallback:
 		return slog.LevelWarn
@@ -119,7 +119,7 @@ func Attrs(ev layer.Event) []slog.Attr {
 	if r := ev.Resume; r != nil {
 		a = append(a, slog.Group("resume", slog.Int64("cursor", r.Cursor)))
 	}
-	if ev.Type == layer.EventProgress {
+	if ev.Type == layer.EventTelemetry {
 		a = append(a, slog.Int("frame", ev.Frame))
 	}
 	p := ev.Progress

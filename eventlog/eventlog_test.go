@@ -152,7 +152,7 @@ func TestR11_OneRecordPerEventAtItsLevel(t *testing.T) {
 // observer never fails the call.
 func TestLevels(t *testing.T) {
 	for typ, want := range map[layer.EventType]slog.Level{
-		layer.EventAttemptStarted: slog.LevelDebug, layer.EventProgress: slog.LevelDebug,
+		layer.EventAttemptStarted: slog.LevelDebug, layer.EventTelemetry: slog.LevelDebug,
 		layer.EventAttemptFailed: slog.LevelWarn, layer.EventDelayScheduled: slog.LevelInfo,
 		layer.EventCancelled: slog.LevelInfo, layer.EventExhausted: slog.LevelError,
 		layer.EventAdmissionNoDecision: slog.LevelError, layer.EventAdmissionRequired: slog.LevelError,

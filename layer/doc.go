@@ -74,4 +74,22 @@
 //   - the engine's per-call policy override (retry.WithPolicy), owned by
 //     package retry because the Policy type lives there: a policy for the
 //     calls made with that context, or nil to turn recovery off for them.
+//
+// # Configuration
+//
+// Every package of recourse configures its values in one way (R3.5):
+//
+//   - A policy or a set of limits is a value struct whose zero fields mean
+//     the documented defaults: retry.Policy, stall.Limits, fallback.Config,
+//     proxy.Config. It is passed to the constructor, which keeps a copy.
+//   - What a constructor cannot work without (a codec, a base transport, a
+//     client, a logger) is a positional argument.
+//   - Everything optional is a functional option: a type named Option (or
+//     ClientOption, StreamOption) that is a func over the value it
+//     configures and cannot fail. An option only records its value.
+//   - The constructor validates the struct and the options together and
+//     returns a typed error that names the offending field or option
+//     (*PolicyError, *quota.ConfigError, …); a constructor with nothing
+//     that can be invalid returns no error.
+//   - Each option has one name. There are no aliases.
 package layer

@@ -66,7 +66,7 @@ type Event struct {
 	MaxAttempts int `json:"max_attempts"`
 	// Elapsed is the time since the logical completion started (monotonic).
 	Elapsed time.Duration `json:"-"`
-	// Frame is the frame index of an Ollama progress event: it counts the
+	// Frame is the frame index of an Ollama telemetry event: it counts the
 	// attempt's valid frames from 1, restarting with every attempt (R13.6).
 	Frame int `json:"frame,omitempty"`
 	// Metrics is set on an Ollama metrics event.

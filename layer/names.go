@@ -176,9 +176,13 @@ const (
 	EventExhausted           EventType = "exhausted"
 	EventInterrupted         EventType = "interrupted"
 	EventCancelled           EventType = "cancelled"
-	// EventProgress and EventMetrics are emitted for Ollama streams only (R13.6).
-	EventProgress EventType = "progress"
-	EventMetrics  EventType = "metrics"
+	// EventTelemetry reports one valid Ollama stream frame (its Frame
+	// index) and EventMetrics the numbers of its done frame; both are
+	// emitted for Ollama streams only (R13.6). "Telemetry" names the
+	// provider's per-frame report; the attempt's counted bytes and evidence
+	// are its Progress, carried by every event.
+	EventTelemetry EventType = "telemetry"
+	EventMetrics   EventType = "metrics"
 	// EventQuotaRefused precedes the terminal exhausted event of outcome
 	// quota_exhausted; its Quota says which quota refused.
 	EventQuotaRefused EventType = "quota_refused"
@@ -195,4 +199,4 @@ const (
 // a new slice; changing it changes nothing else.
 func EventTypes() []EventType { return slices.Clone(eventTypes) }
 
-var eventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventProgress, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait, EventTargetStarted, EventFallback}
+var eventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventTelemetry, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait, EventTargetStarted, EventFallback}

@@ -5,10 +5,10 @@
 // .../otel/trace and .../otel/metric); the application chooses the SDK and
 // the exporter.
 //
-// Put it outermost, for example with chain.WithTracing:
+// Put it outermost, for example with chain.WithPerCall:
 //
 //	ch, err := chain.Default(openai.New(),
-//		chain.WithTracing(otelbridge.New()),
+//		chain.WithPerCall(otelbridge.New()),
 //		chain.WithPolicy(retry.Policy{MaxAttempts: 3}))
 //
 // # The span tree
@@ -163,7 +163,7 @@
 //     content, reasoning or tool-call fragment — as the layer first sees it:
 //     the first frame of a native stream (layer.CallResult.Stream, which the
 //     layer wraps) with content, reasoning or fragments, or the first
-//     progress event whose Progress.Observed counts any of them (Ollama
+//     telemetry event whose Progress.Observed counts any of them (Ollama
 //     streams, drop-in ones included). Other events are not used: their
 //     counts are read after the fact (attempt_succeeded comes at the end of
 //     the stream). The layer does not decode a response body, so a drop-in

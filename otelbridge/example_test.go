@@ -36,7 +36,7 @@ func ExampleNew() {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	defer base.CloseIdleConnections()
 	ch, err := chain.Default(openai.New(),
-		chain.WithTracing(otelbridge.New(otelbridge.WithTracerProvider(tp))),
+		chain.WithPerCall(otelbridge.New(otelbridge.WithTracerProvider(tp))),
 		chain.WithPolicy(retry.Policy{
 			MaxAttempts: 2,
 			BaseDelay:   new(time.Millisecond),
@@ -92,7 +92,7 @@ func ExampleWithMeterProvider() {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	defer base.CloseIdleConnections()
 	ch, err := chain.Default(openai.New(),
-		chain.WithTracing(otelbridge.New(otelbridge.WithMeterProvider(mp))),
+		chain.WithPerCall(otelbridge.New(otelbridge.WithMeterProvider(mp))),
 		chain.WithPolicy(retry.Policy{
 			MaxAttempts: 2,
 			// Skip the backoff wait in this example.

@@ -30,7 +30,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fixture is a scripted loopback provider behind
-// chain.Default(codec, chain.WithTracing(otelbridge.New(...)), chain.WithPolicy(...)),
+// chain.Default(codec, chain.WithPerCall(otelbridge.New(...)), chain.WithPolicy(...)),
 // with an in-memory span recorder, a manual metric reader and the rig's
 // fake clock.
 type fixture struct {
@@ -67,7 +67,7 @@ func newFixtureLayers(t *testing.T, codec layer.Codec, p retry.Policy, opts []ot
 	p.WallClock, p.MonotonicClock, p.Sleep, p.OnEvent = f.clock.Now, f.clock.Mono, f.clock.Sleep, f.rec.OnEvent
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	tl := otelbridge.New(append([]otelbridge.Option{otelbridge.WithTracerProvider(tp), otelbridge.WithMeterProvider(mp)}, opts...)...)
-	ch, err := chain.Default(codec, chain.WithTracing(tl), chain.WithPerCall(perCall...), chain.WithPerAttempt(perAttempt...), chain.WithPolicy(p), chain.WithTransport(base))
+	ch, err := chain.Default(codec, chain.WithPerCall(tl), chain.WithPerCall(perCall...), chain.WithPerAttempt(perAttempt...), chain.WithPolicy(p), chain.WithTransport(base))
 	require.NoError(t, err)
 	f.chain = ch
 	f.client, err = chain.NewClient(f.srv.URL, ch, chain.WithAPIKey(rigtest.Key))

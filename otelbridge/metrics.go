@@ -215,8 +215,8 @@ func (c *call) measure(ev *layer.Event) {
 		c.l.inst.delay.Record(ctx, ev.Delay.Seconds(), c.metricAttributes(failureAttributes(ev.Failure)...))
 	case layer.EventAdmissionAllowed, layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired:
 		c.l.inst.admission.Add(ctx, 1, c.metricAttributes(keyAdmissionDecision.String(admissionDecision(ev.Type))))
-	case layer.EventProgress:
-		// Only progress events: they come as the frames go. Every other
+	case layer.EventTelemetry:
+		// Only telemetry events: they come as the frames go. Every other
 		// event's counts are read after the fact (attempt_succeeded at
 		// the end of the stream), so they would time the end, not the
 		// first output.

@@ -250,7 +250,7 @@ func TestMetricsCancelled(t *testing.T) {
 
 // A native stream resent after a 503 records the time to first output
 // once, no later than the operation's end; a drop-in Ollama stream gets
-// it from the progress events.
+// it from the telemetry events.
 func TestMetricsTimeToFirstOutput(t *testing.T) {
 	t.Run("native stream", func(t *testing.T) {
 		f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 2, Admit: allow}, nil,
@@ -415,7 +415,7 @@ func TestMetricsWithoutRecovery(t *testing.T) {
 	defer func() { _ = mp.Shutdown(context.Background()) }()
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	defer base.CloseIdleConnections()
-	ch, err := chain.Default(openai.New(), chain.WithTracing(otelbridge.New(otelbridge.WithMeterProvider(mp))), chain.WithoutRecovery(), chain.WithTransport(base))
+	ch, err := chain.Default(openai.New(), chain.WithPerCall(otelbridge.New(otelbridge.WithMeterProvider(mp))), chain.WithoutRecovery(), chain.WithTransport(base))
 	require.NoError(t, err)
 	body, _ := openai.New().Encode(request(model))
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", bytes.NewReader(body))

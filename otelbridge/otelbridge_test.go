@@ -37,7 +37,7 @@ func busy() recoursetest.Step {
 
 func TestPosition(t *testing.T) {
 	assert.Equal(t, layer.PerCall, otelbridge.New().Position())
-	ch, err := chain.Default(openai.New(), chain.WithTracing(otelbridge.New()))
+	ch, err := chain.Default(openai.New(), chain.WithPerCall(otelbridge.New()))
 	require.NoError(t, err)
 	assert.Equal(t, "tracing > retry > capture > progress > redirectguard > sender", ch.Order())
 }
@@ -369,7 +369,7 @@ func TestWithoutRecovery(t *testing.T) {
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	defer base.CloseIdleConnections()
-	ch, err := chain.Default(openai.New(), chain.WithTracing(otelbridge.New(otelbridge.WithTracerProvider(tp))), chain.WithoutRecovery(), chain.WithTransport(base))
+	ch, err := chain.Default(openai.New(), chain.WithPerCall(otelbridge.New(otelbridge.WithTracerProvider(tp))), chain.WithoutRecovery(), chain.WithTransport(base))
 	require.NoError(t, err)
 	body, _ := openai.New().Encode(request(model))
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(string(body)))

@@ -62,7 +62,7 @@ func TestStallAndHintAttributes(t *testing.T) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	defer base.CloseIdleConnections()
 	ch, err := chain.Default(openai.New(),
-		chain.WithTracing(otelbridge.New(otelbridge.WithTracerProvider(tp))),
+		chain.WithPerCall(otelbridge.New(otelbridge.WithTracerProvider(tp))),
 		chain.WithPolicy(retry.Policy{MaxAttempts: 3, ProviderHints: true, WallClock: clock.Now, MonotonicClock: clock.Mono, Sleep: clock.Sleep}),
 		chain.WithPerAttempt(stalling), chain.WithTransport(base))
 	require.NoError(t, err)

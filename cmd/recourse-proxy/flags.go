@@ -117,7 +117,7 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.DurationVar(&s.repeatWindow, "repeat-window", proxy.DefaultRepeatWindow, "how long a repeat of a completion that ended with a final failure (same credential, same body) is answered that same answer without contacting the upstream, unless the credential has had a success since; it keeps clients that ignore X-Should-Retry from multiplying attempts, and a person retrying within it gets the same answer (0: off)")
 	fs.DurationVar(&s.grace, "grace", proxy.DefaultGrace, "on SIGTERM or SIGINT, how long in-flight requests may finish before they are cut")
 	fs.StringVar(&s.logFormat, "log-format", "text", "log format on stderr: text or json")
-	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug (adds Ollama progress events), info, warn or error")
+	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug (adds Ollama telemetry events), info, warn or error")
 	fs.StringVar(&s.otlp, "otlp-endpoint", "", "send traces (one span per call, one per wire attempt) and metrics to this OTLP/HTTP receiver, for example http://127.0.0.1:4318 (to /v1/traces and /v1/metrics), with the OpenTelemetry exporters; empty: only if the standard OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT, _METRICS_ENDPOINT) is set, whose other OTEL_EXPORTER_OTLP_* variables apply too")
 	fs.BoolVar(&s.metrics, "metrics", true, "serve the metrics (attempts, resends, outcomes, stalls, hints, quota, client retries) in the Prometheus text format on GET /metrics at the listen address (-metrics=false: not)")
 }

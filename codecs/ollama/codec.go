@@ -18,19 +18,17 @@ type Codec struct{}
 
 var _ layer.Codec = (*Codec)(nil)
 
-// Option configures a Codec. The set of options is sealed: only this package
-// can define one. There are none yet; New accepts them so that adding one
-// does not change its signature.
-type Option interface {
-	apply(*Codec)
-}
+// Option configures a Codec. It cannot fail (R3.5); only this package can
+// set a Codec's fields. There are none yet; New accepts them so that adding
+// one does not change its signature.
+type Option func(*Codec)
 
 // New returns an Ollama codec configured by opts. Nil options are ignored.
 func New(opts ...Option) *Codec {
 	c := &Codec{}
 	for _, o := range opts {
 		if o != nil {
-			o.apply(c)
+			o(c)
 		}
 	}
 	return c

@@ -23,21 +23,17 @@ type Codec struct {
 
 var _ layer.Codec = (*Codec)(nil)
 
-// Option configures a Codec. The set of options is sealed: only this package
-// can define one.
-type Option interface {
-	apply(*Codec)
-}
-
-type legacyTimeoutOption time.Duration
-
-func (o legacyTimeoutOption) apply(c *Codec) { c.legacyTimeout = max(time.Duration(o), 0) }
+// Option configures a Codec. It cannot fail (R3.5); only this package can
+// set a Codec's fields.
+type Option func(*Codec)
 
 // WithLegacyTimeout sets the ordinary-request timeout that applies only when
 // recovery is disabled. The default is DefaultLegacyTimeout (300 s); zero or
 // a negative d means no legacy timeout. Recovery-enabled calls never apply it
 // (R7.2).
-func WithLegacyTimeout(d time.Duration) Option { return legacyTimeoutOption(d) }
+func WithLegacyTimeout(d time.Duration) Option {
+	return func(c *Codec) { c.legacyTimeout = max(d, 0) }
+}
 
 // New returns an oMLX codec configured by opts, applied in order. Nil
 // options are ignored.
@@ -45,7 +41,7 @@ func New(opts ...Option) *Codec {
 	c := &Codec{legacyTimeout: DefaultLegacyTimeout}
 	for _, o := range opts {
 		if o != nil {
-			o.apply(c)
+			o(c)
 		}
 	}
 	return c

@@ -12,7 +12,7 @@
 //
 //	LLM stream interrupted; continuing generation (1/3): transport error
 //
-// The next sign of progress (a new completion starting, content, reasoning
+// The next sign of activity (a new completion starting, content, reasoning
 // or a tool call arriving, a tool result, the turn ending, idle) clears
 // it. Notices never enter the transcript, the history or the model
 // context. Every completion may be sent up to 4 times, and a broken stream

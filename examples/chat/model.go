@@ -59,7 +59,7 @@ type tickMsg time.Time
 // notice shows "retrying LLM request after HTTP 504 (attempt 2/4 in 1.2s)"
 // and counts the wait down on every tick, a continuation notice shows
 // "LLM stream interrupted; continuing generation (1/3): …", and the next
-// sign of progress clears it. Notices never enter the transcript. While an
+// sign of activity clears it. Notices never enter the transcript. While an
 // admission hook waits, the status line asks the user instead.
 //
 // A Model must be used through its pointer. Update and View run on the
@@ -180,7 +180,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.applyNotice(msg)
 		return m, tea.Batch(m.listen, m.startTicking())
 	case chunkMsg:
-		m.progress(broker.ProgressContent)
+		m.activity(broker.ActivityContent)
 		if !m.open {
 			m.transcript = append(m.transcript, entry{role: chat.Assistant})
 			m.open = true
@@ -192,7 +192,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p := msg
 			m.prompt = &p
 			// The retry an earlier notice announced was sent and failed:
-			// its line is stale. (A Status clears only on a progress
+			// its line is stale. (A Status clears only on an activity
 			// signal, and the broker has none for "the retry was sent".)
 			m.status = new(broker.Status)
 		}
@@ -239,18 +239,18 @@ func (m *Model) applyNotice(msg noticeMsg) {
 				m.transcript, m.open = m.transcript[:len(m.transcript)-1], false
 			}
 		}
-	case n.Progress != nil:
+	case n.Activity != nil:
 		m.prompt = nil // the run moved past any admission wait
-		if n.Progress.Kind == broker.ProgressCompletionStarted && m.open {
+		if n.Activity.Kind == broker.ActivityCompletionStarted && m.open {
 			// A new completion gets its own assistant entry, as in the history.
 			m.open = false
 		}
 	}
 }
 
-// progress applies a progress signal the UI itself observed.
-func (m *Model) progress(k broker.ProgressKind) {
-	m.status.Apply(broker.Notice{Event: broker.EventProgress, Progress: &broker.Progress{Kind: k}})
+// activity applies an activity signal the UI itself observed.
+func (m *Model) activity(k broker.ActivityKind) {
+	m.status.Apply(broker.Notice{Event: broker.EventActivity, Activity: &broker.Activity{Kind: k}})
 }
 
 // key handles a key press.
@@ -343,7 +343,7 @@ func (m *Model) endTurn(err error) {
 		m.cancelTurn()
 		m.cancelTurn = nil
 	}
-	m.progress(broker.ProgressIdle)
+	m.activity(broker.ActivityIdle)
 	if m.session != nil {
 		m.transcript = transcriptOf(m.session.Messages())
 	}

@@ -54,8 +54,8 @@ func continuation(discarded int) noticeMsg {
 	}}}
 }
 
-func progress(k broker.ProgressKind) noticeMsg {
-	return noticeMsg{at: t0, notice: broker.Notice{Event: broker.EventProgress, Progress: &broker.Progress{Kind: k, Completion: 2}}}
+func activity(k broker.ActivityKind) noticeMsg {
+	return noticeMsg{at: t0, notice: broker.Notice{Event: broker.EventActivity, Activity: &broker.Activity{Kind: k, Completion: 2}}}
 }
 
 func key(s string) tea.KeyPressMsg {
@@ -95,18 +95,18 @@ func TestR17_2ContinuationNoticeSetsStatusLine(t *testing.T) {
 	assert.Empty(t, m.Transcript())
 }
 
-// R17.2: the next sign of progress clears the status line: a new
+// R17.2: the next sign of activity clears the status line: a new
 // completion, a content, reasoning or tool delta, a tool result, the run
 // ending, idle, streamed content and the end of the turn.
 func TestR17_2ProgressClearsStatusLine(t *testing.T) {
 	signals := map[string]tea.Msg{
-		"completion started": progress(broker.ProgressCompletionStarted),
-		"content delta":      progress(broker.ProgressContent),
-		"reasoning delta":    progress(broker.ProgressReasoning),
-		"tool delta":         progress(broker.ProgressToolCall),
-		"tool result":        progress(broker.ProgressToolResult),
-		"run ended":          progress(broker.ProgressRunEnded),
-		"idle":               progress(broker.ProgressIdle),
+		"completion started": activity(broker.ActivityCompletionStarted),
+		"content delta":      activity(broker.ActivityContent),
+		"reasoning delta":    activity(broker.ActivityReasoning),
+		"tool delta":         activity(broker.ActivityToolCall),
+		"tool result":        activity(broker.ActivityToolResult),
+		"run ended":          activity(broker.ActivityRunEnded),
+		"idle":               activity(broker.ActivityIdle),
 		"streamed content":   chunkMsg("Hello"),
 		"turn ended":         turnDoneMsg{},
 		"turn failed":        turnDoneMsg{err: errors.New("boom")},
@@ -149,7 +149,7 @@ func TestR17_2CountdownTicks(t *testing.T) {
 	update(t, m, retry504(t0.Add(5*time.Second)))
 	assert.Equal(t, status504, m.StatusLine())
 
-	update(t, m, progress(broker.ProgressCompletionStarted))
+	update(t, m, activity(broker.ActivityCompletionStarted))
 	assert.Nil(t, update(t, m, tickMsg(t0.Add(6*time.Second))), "no ticks without a status line")
 	assert.NotNil(t, update(t, m, retry504(t0.Add(7*time.Second))), "the next notice starts ticking again")
 }
@@ -159,15 +159,15 @@ func TestR17_2CountdownTicks(t *testing.T) {
 func TestR17_1NoticesNeverInTranscript(t *testing.T) {
 	m := newTestModel(t)
 	for _, msg := range []tea.Msg{
-		progress(broker.ProgressCompletionStarted),
+		activity(broker.ActivityCompletionStarted),
 		retry504(t0),
-		progress(broker.ProgressCompletionStarted),
-		progress(broker.ProgressContent),
+		activity(broker.ActivityCompletionStarted),
+		activity(broker.ActivityContent),
 		chunkMsg("Hel"),
 		retry504(t0), // cannot happen mid-stream, but must not matter
 		chunkMsg("lo."),
 		continuation(0),
-		progress(broker.ProgressCompletionStarted),
+		activity(broker.ActivityCompletionStarted),
 		chunkMsg(" More."),
 		retry504(t0),
 	} {
@@ -189,12 +189,12 @@ func TestR17_1NoticesNeverInTranscript(t *testing.T) {
 // back from the transcript; the continuation gets its own entry.
 func TestR17_3ContinuationTakesBackDiscardedText(t *testing.T) {
 	m := newTestModel(t)
-	update(t, m, progress(broker.ProgressCompletionStarted))
+	update(t, m, activity(broker.ActivityCompletionStarted))
 	update(t, m, chunkMsg("I was halfway "))
 	update(t, m, chunkMsg("through"))
 	update(t, m, continuation(len("halfway through")))
 	assert.Equal(t, []string{"assistant: I was "}, m.Transcript())
-	update(t, m, progress(broker.ProgressCompletionStarted))
+	update(t, m, activity(broker.ActivityCompletionStarted))
 	update(t, m, chunkMsg("Again."))
 	assert.Equal(t, []string{"assistant: I was ", "assistant: Again."}, m.Transcript())
 
@@ -286,13 +286,13 @@ func TestR8AdmissionPendingOnCancel(t *testing.T) {
 }
 
 // A prompt whose run moved on (the run ended) is cleared with the status.
-func TestR8AdmissionClearedByProgress(t *testing.T) {
+func TestR8AdmissionClearedByActivity(t *testing.T) {
 	m := newTestModel(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	msg, _, _ := askOllama(t, m, ctx)
 	update(t, m, msg)
-	update(t, m, progress(broker.ProgressRunEnded))
+	update(t, m, activity(broker.ActivityRunEnded))
 	assert.Empty(t, m.StatusLine())
 }
 

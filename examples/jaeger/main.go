@@ -1,6 +1,6 @@
 // Command jaeger shows recourse's retries as OpenTelemetry spans in a real
 // Jaeger. It runs two completions through
-// chain.Default(openai.New(), chain.WithTracing(otelbridge.New(...)), ...)
+// chain.Default(openai.New(), chain.WithPerCall(otelbridge.New(...)), ...)
 // against a scripted OpenAI-compatible provider on 127.0.0.1 and exports
 // the spans with OTLP/HTTP:
 //
@@ -108,7 +108,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (traces, error) {
 	defer srv.Close()
 
 	ch, err := chain.Default(openai.New(),
-		chain.WithTracing(otelbridge.New(otelbridge.WithTracerProvider(tp))),
+		chain.WithPerCall(otelbridge.New(otelbridge.WithTracerProvider(tp))),
 		chain.WithPolicy(retry.Policy{
 			MaxAttempts: 3,
 			BaseDelay:   new(20 * time.Millisecond),

@@ -160,10 +160,10 @@ func TestStreamEmptyChunkThenAbortIsResumed(t *testing.T) {
 			assert.Equal(t, layer.CategoryTransport, asked[0].Failure.Category)
 			assert.False(t, asked[0].Failure.Progress.Observed.Any(), "nothing semantic before the cut")
 			assert.Equal(t, []layer.EventType{
-				layer.EventAttemptStarted, layer.EventProgress, layer.EventAttemptFailed,
+				layer.EventAttemptStarted, layer.EventTelemetry, layer.EventAttemptFailed,
 				layer.EventAdmissionPending, layer.EventAdmissionAllowed,
 				layer.EventDelayScheduled, layer.EventRetryStarted,
-				layer.EventAttemptStarted, layer.EventProgress, layer.EventProgress, layer.EventProgress,
+				layer.EventAttemptStarted, layer.EventTelemetry, layer.EventTelemetry, layer.EventTelemetry,
 				layer.EventMetrics, layer.EventAttemptSucceeded,
 			}, rec.types())
 		})
@@ -244,7 +244,7 @@ func TestStreamWithoutHookNeedsAdmission(t *testing.T) {
 		assert.Equal(t, 1, got.calls)
 		assertStreamPOSTs(t, srv, 1)
 		assert.Equal(t, []layer.EventType{
-			layer.EventAttemptStarted, layer.EventProgress, layer.EventAttemptFailed, layer.EventAdmissionRequired,
+			layer.EventAttemptStarted, layer.EventTelemetry, layer.EventAttemptFailed, layer.EventAdmissionRequired,
 		}, rec.types())
 	})
 	t.Run("before headers, Chat", func(t *testing.T) {
@@ -297,7 +297,7 @@ func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
 		assert.Empty(t, spy.requests(), "no admission is asked for an interrupted stream")
 		assertStreamPOSTs(t, srv, 1)
 		assert.Equal(t, []layer.EventType{
-			layer.EventAttemptStarted, layer.EventProgress, layer.EventAttemptFailed, layer.EventInterrupted,
+			layer.EventAttemptStarted, layer.EventTelemetry, layer.EventAttemptFailed, layer.EventInterrupted,
 		}, rec.types())
 	})
 }

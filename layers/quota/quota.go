@@ -48,8 +48,10 @@ type ConfigError struct {
 // Error returns a message naming the option.
 func (e *ConfigError) Error() string { return "quota: invalid option " + e.Option }
 
-// Option configures a Layer.
-type Option func(*config) error
+// Option configures a Layer. An option only records its value: New
+// validates them all and reports the first invalid one as a *ConfigError
+// naming it (R3.5).
+type Option func(*config)
 
 type config struct {
 	ratio        float64
@@ -63,30 +65,39 @@ type config struct {
 	store        Store
 	storeTimeout time.Duration
 	now          func() time.Time
-	custom       bool // now was given
+	custom       bool   // now was given
+	invalid      string // the first invalid option's name, "" when none
+}
+
+// reject records that the option named name was given an invalid value;
+// the first one recorded is the one New reports.
+func (c *config) reject(name string) {
+	if c.invalid == "" {
+		c.invalid = name
+	}
 }
 
 // WithRatio sets the share of the window's logical calls to an upstream
 // that may be resent (default 0.2); it must be finite and ≥ 0.
 func WithRatio(r float64) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
-			return &ConfigError{Option: "WithRatio"}
+			c.reject("WithRatio")
+			return
 		}
 		c.ratio = r
-		return nil
 	}
 }
 
 // WithWindow sets the window over which calls and resends are counted
 // (default 60 s); it must be at least 10 ms.
 func WithWindow(d time.Duration) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if d < 10*time.Millisecond {
-			return &ConfigError{Option: "WithWindow"}
+			c.reject("WithWindow")
+			return
 		}
 		c.window = d
-		return nil
 	}
 }
 
@@ -94,12 +105,12 @@ func WithWindow(d time.Duration) Option {
 // (default 3); it must be ≥ 0. It counts per process: a fleet of n
 // replicas has n times the floor, unless WithFleetCap bounds it.
 func WithFloor(n int) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if n < 0 {
-			return &ConfigError{Option: "WithFloor"}
+			c.reject("WithFloor")
+			return
 		}
 		c.floor = n
-		return nil
 	}
 }
 
@@ -107,19 +118,19 @@ func WithFloor(n int) Option {
 // counted in the store and so shared by every process using it (default
 // 0: none); it must be ≥ 0.
 func WithFleetCap(n int) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if n < 0 {
-			return &ConfigError{Option: "WithFleetCap"}
+			c.reject("WithFleetCap")
+			return
 		}
 		c.limit = n
-		return nil
 	}
 }
 
 // Unlimited makes the quota allow every resend (for tests, or to keep only
 // the shared cooldown); calls still deposit and the cooldown still applies.
 func Unlimited() Option {
-	return func(c *config) error { c.unlimited = true; return nil }
+	return func(c *config) { c.unlimited = true }
 }
 
 // WithoutCooldown turns the shared cooldown off: a Retry-After (or a
@@ -127,43 +138,43 @@ func Unlimited() Option {
 // as without the quota, and never another call's attempts; the quota still
 // counts and refuses resends. By default the cooldown is on.
 func WithoutCooldown() Option {
-	return func(c *config) error { c.noCooldown = true; return nil }
+	return func(c *config) { c.noCooldown = true }
 }
 
 // ByModel keys the quota by the requested model as well as the upstream.
 func ByModel() Option {
-	return func(c *config) error { c.byModel = true; return nil }
+	return func(c *config) { c.byModel = true }
 }
 
 // ByCredential keys the quota by the call's credential as well (the
 // Authorization, Api-Key or X-Api-Key header), kept only as a truncated
 // SHA-256 hash: provider rate limits are per key. It costs a hash per call.
 func ByCredential() Option {
-	return func(c *config) error { c.byCredential = true; return nil }
+	return func(c *config) { c.byCredential = true }
 }
 
 // WithStore sets the store shared with other processes (default: one
 // MemoryStore shared by every quota layer of the process that is given no
 // store); nil is invalid.
 func WithStore(s Store) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if s == nil {
-			return &ConfigError{Option: "WithStore"}
+			c.reject("WithStore")
+			return
 		}
 		c.store = s
-		return nil
 	}
 }
 
 // WithStoreTimeout bounds each store operation on a resend decision
 // (default 50 ms); a store slower than that fails open. It must be > 0.
 func WithStoreTimeout(d time.Duration) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if d <= 0 {
-			return &ConfigError{Option: "WithStoreTimeout"}
+			c.reject("WithStoreTimeout")
+			return
 		}
 		c.storeTimeout = d
-		return nil
 	}
 }
 
@@ -171,12 +182,12 @@ func WithStoreTimeout(d time.Duration) Option {
 // store is given (default: time.Now for the store, the monotonic clock for
 // the windows); nil is invalid.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if now == nil {
-			return &ConfigError{Option: "WithClock"}
+			c.reject("WithClock")
+			return
 		}
 		c.now, c.custom = now, true
-		return nil
 	}
 }
 
@@ -195,18 +206,22 @@ type Layer struct {
 
 // New returns a quota layer: ratio 0.2 of the logical calls over a 60 s
 // window, at least 3 resends per window, per upstream, the process's
-// shared MemoryStore for the cooldown horizon, no fleet cap. An invalid option
-// is a *ConfigError.
+// shared MemoryStore for the cooldown horizon, no fleet cap. An invalid
+// option, or a nil one, is a *ConfigError naming the first such option
+// ("nil" for a nil one); the options after it are still applied but no
+// Layer is returned.
 func New(opts ...Option) (*Layer, error) {
 	l := &Layer{cfg: config{ratio: DefaultRatio, window: DefaultWindow, floor: DefaultFloor,
 		storeTimeout: DefaultStoreTimeout, now: time.Now}}
 	for _, o := range opts {
 		if o == nil {
-			return nil, &ConfigError{Option: "nil"}
+			l.cfg.reject("nil")
+			continue
 		}
-		if err := o(&l.cfg); err != nil {
-			return nil, err
-		}
+		o(&l.cfg)
+	}
+	if l.cfg.invalid != "" {
+		return nil, &ConfigError{Option: l.cfg.invalid}
 	}
 	if l.cfg.store == nil {
 		l.cfg.store = defaultStore

@@ -198,12 +198,26 @@ func TestQuotaSharedAcrossChainsHoldsRatio(t *testing.T) {
 
 // Options are validated.
 func TestQuotaOptionsValidated(t *testing.T) {
-	for _, o := range []quota.Option{quota.WithRatio(-1), quota.WithWindow(0), quota.WithFloor(-1), quota.WithFleetCap(-1),
-		quota.WithStore(nil), quota.WithStoreTimeout(0), quota.WithClock(nil), nil} {
-		_, err := quota.New(o)
+	for name, o := range map[string]quota.Option{"WithRatio": quota.WithRatio(-1), "WithWindow": quota.WithWindow(0),
+		"WithFloor": quota.WithFloor(-1), "WithFleetCap": quota.WithFleetCap(-1), "WithStore": quota.WithStore(nil),
+		"WithStoreTimeout": quota.WithStoreTimeout(0), "WithClock": quota.WithClock(nil), "nil": nil} {
+		l, err := quota.New(o)
 		var ce *quota.ConfigError
-		assert.True(t, errors.As(err, &ce), "%v", err)
+		require.ErrorAs(t, err, &ce, name)
+		assert.Equal(t, name, ce.Option)
+		assert.Nil(t, l, name)
 	}
+}
+
+// R3.5: an option cannot fail; New names the first invalid option, also
+// when valid options follow it, and returns no layer.
+func TestR3_5_QuotaNewNamesTheFirstInvalidOption(t *testing.T) {
+	l, err := quota.New(quota.WithFloor(1), quota.WithWindow(time.Millisecond), quota.WithRatio(-1), nil, quota.WithFloor(2))
+	var ce *quota.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "WithWindow", ce.Option)
+	assert.Equal(t, "quota: invalid option WithWindow", err.Error())
+	assert.Nil(t, l)
 }
 
 // The upstream is scheme://host:port: a default port and its absence are

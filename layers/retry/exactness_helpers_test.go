@@ -182,7 +182,7 @@ func exRig(t *testing.T, codec layer.Codec, pol retry.Policy, steps ...recourset
 func exLifecycle(types []string) []string {
 	var out []string
 	for _, s := range types {
-		if s != string(layer.EventProgress) && s != string(layer.EventMetrics) {
+		if s != string(layer.EventTelemetry) && s != string(layer.EventMetrics) {
 			out = append(out, s)
 		}
 	}

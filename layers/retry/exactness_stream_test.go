@@ -223,7 +223,7 @@ func exCaptureFailCases(p exProv) []exCaptureFailCase {
 // TestR12_3_FrameWhoseCaptureFailedIsNotDelivered: when the capture of the
 // chunk that carries a frame fails, the consumer never receives that frame
 // — no chunk, no event, no drop-in bytes, delivered counters unchanged, no
-// progress event for it — while its evidence is observed (R12.3); the
+// telemetry event for it — while its evidence is observed (R12.3); the
 // failure is terminal (capture_failed), and Inspect's Bytes holds the
 // attempt's bytes up to and including that frame (R10.5, R13.2).
 func TestR12_3_FrameWhoseCaptureFailedIsNotDelivered(t *testing.T) {
@@ -324,11 +324,11 @@ func TestR12_3_FrameWhoseCaptureFailedIsNotDelivered(t *testing.T) {
 					if p.ndjson {
 						progress := 0
 						for _, e := range rec.Events() {
-							if e.Type == layer.EventProgress {
+							if e.Type == layer.EventTelemetry {
 								progress++
 							}
 						}
-						assert.Equal(t, c.gateAt, progress, "no progress event for the frame whose capture failed")
+						assert.Equal(t, c.gateAt, progress, "no telemetry event for the frame whose capture failed")
 					}
 					assert.Equal(t, 1, r.Server.Count(), "a capture failure is never retried")
 				})
@@ -498,7 +498,7 @@ func TestR13_5_ConsumerStopEndsLifecycleCancelled(t *testing.T) {
 	}
 }
 
-// TestR13_6_OllamaFrameIndicesCountFromOne: Ollama's progress events
+// TestR13_6_OllamaFrameIndicesCountFromOne: Ollama's telemetry events
 // number the valid frames from 1, restarting with every attempt, and every
 // exposed frame index (chat.Chunk.Frame) uses the same numbering — for the
 // SSE providers too; keepalives take no index (R13.6, amended).
@@ -514,7 +514,7 @@ func TestR13_6_OllamaFrameIndicesCountFromOne(t *testing.T) {
 		require.NoError(t, run.err)
 		var frames, attempts []int
 		for _, e := range rec.Events() {
-			if e.Type == layer.EventProgress {
+			if e.Type == layer.EventTelemetry {
 				frames = append(frames, e.Frame)
 				attempts = append(attempts, e.WireAttempt)
 			}
@@ -525,7 +525,7 @@ func TestR13_6_OllamaFrameIndicesCountFromOne(t *testing.T) {
 		for _, c := range run.chunks {
 			chunkFrames = append(chunkFrames, c.Frame)
 		}
-		assert.Equal(t, []int{1, 2, 3}, chunkFrames, "chunks name the frame of their progress event")
+		assert.Equal(t, []int{1, 2, 3}, chunkFrames, "chunks name the frame of their telemetry event")
 	})
 	for _, p := range exProviders() {
 		if p.ndjson {

@@ -132,7 +132,7 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 	}
 	telemetry := c.d.facts.FrameTelemetry && !f.Keepalive && (f.Err == nil || isStreamError(f.Err))
 	if telemetry {
-		ev := c.event(layer.EventProgress)
+		ev := c.event(layer.EventTelemetry)
 		ev.Frame = f.Index
 		if err := c.send(ev); err != nil {
 			b.err = err

@@ -290,7 +290,7 @@ func scRE(t testing.TB, err error) *layer.RecoveryError {
 func scLifecycle(types []string) []string {
 	var out []string
 	for _, s := range types {
-		if s != string(layer.EventProgress) && s != string(layer.EventMetrics) {
+		if s != string(layer.EventTelemetry) && s != string(layer.EventMetrics) {
 			out = append(out, s)
 		}
 	}
@@ -383,7 +383,7 @@ func TestR14_2_StreamKeepaliveFormsResume(t *testing.T) {
 			assert.False(t, f.Progress.Observed.Any())
 			assert.Equal(t, int64(2*len(rw.keepalive)), f.Progress.RawBytes)
 			if p.ndjson {
-				assert.Zero(t, scCount(r.Rec.Types()[:2], layer.EventProgress), "a keepalive line is no frame")
+				assert.Zero(t, scCount(r.Rec.Types()[:2], layer.EventTelemetry), "a keepalive line is no frame")
 			}
 		})
 	}
@@ -556,14 +556,14 @@ func TestR4_5_StreamMalformedFrameIsInterrupted(t *testing.T) {
 				// nothing for the malformed line itself.
 				var idx []int
 				for _, e := range r.Rec.Events() {
-					if e.Type == layer.EventProgress {
+					if e.Type == layer.EventTelemetry {
 						idx = append(idx, e.Frame)
 					}
 				}
 				assert.Equal(t, []int{1}, idx, "R13.6: progress for the valid frame only")
 				assert.Zero(t, scCount(types, layer.EventMetrics))
 			} else {
-				assert.Zero(t, scCount(types, layer.EventProgress)+scCount(types, layer.EventMetrics), "R13.6: SSE providers emit no telemetry")
+				assert.Zero(t, scCount(types, layer.EventTelemetry)+scCount(types, layer.EventMetrics), "R13.6: SSE providers emit no telemetry")
 			}
 		})
 	}
@@ -832,7 +832,7 @@ func TestR13_5_StreamCancelWhilePaused(t *testing.T) {
 			require.Len(t, re.History, 1, "R9.2: the attempt is recorded")
 			assert.Equal(t, layer.CategoryCancellation, re.History[0].Category)
 			if p.ndjson {
-				assert.Equal(t, 1, scCount(types, layer.EventProgress), "no telemetry for the frame queued behind the abort")
+				assert.Equal(t, 1, scCount(types, layer.EventTelemetry), "no telemetry for the frame queued behind the abort")
 			}
 			assert.Equal(t, 1, r.Server.Count())
 		})

@@ -72,21 +72,21 @@ func scEventLog(rec *scRecorder) []string {
 }
 
 // TestR13_6_OllamaProgressPrecedesDelivery: every valid Ollama frame gets a
-// progress event before its deliveries, with a frame index that counts from
+// telemetry event before its deliveries, with a frame index that counts from
 // 1 and restarts in every attempt; done:true adds a metrics event with the numbers of the
 // done line.
-func TestR13_6_OllamaProgressPrecedesDelivery(t *testing.T) {
+func TestR13_6_OllamaTelemetryPrecedesDelivery(t *testing.T) {
 	p := scOllama()
 	r, rec := scRig(t, p, scPolicy(true), p.cut(p.empty), p.step(p.full("Hel", "lo")...))
 	run := scNoted(rec, r.Client.Stream(context.Background(), p.request()))
 	require.NoError(t, run.err)
 	assert.Equal(t, []string{
-		"attempt_started", "progress", "attempt_failed",
+		"attempt_started", "telemetry", "attempt_failed",
 		"admission_pending", "admission_allowed", "delay_scheduled", "retry_started",
 		"attempt_started",
-		"progress", "chunk:Hel",
-		"progress", "chunk:lo",
-		"progress", "metrics", "attempt_succeeded", "chunk:done",
+		"telemetry", "chunk:Hel",
+		"telemetry", "chunk:lo",
+		"telemetry", "metrics", "attempt_succeeded", "chunk:done",
 	}, scEventLog(rec))
 
 	var frames, attempts []int
@@ -96,7 +96,7 @@ func TestR13_6_OllamaProgressPrecedesDelivery(t *testing.T) {
 		switch e.Type {
 		case layer.EventAttemptStarted:
 			started[e.WireAttempt] = e.AttemptID
-		case layer.EventProgress:
+		case layer.EventTelemetry:
 			frames = append(frames, e.Frame)
 			attempts = append(attempts, e.WireAttempt)
 			assert.Equal(t, started[e.WireAttempt], e.AttemptID, "progress carries the attempt's identity")
@@ -144,21 +144,21 @@ func TestR13_6_OllamaMetricsOnLength(t *testing.T) {
 
 // TestR13_6_OllamaLengthFrameGetsProgress: the done_reason length line is a
 // valid frame (its metrics are reported, it is not malformed), so R13.6's
-// "for each valid frame a progress event" covers it too, with the next frame
+// "for each valid frame a telemetry event" covers it too, with the next frame
 // index, before its metrics.
-func TestR13_6_OllamaLengthFrameGetsProgress(t *testing.T) {
+func TestR13_6_OllamaLengthFrameGetsTelemetry(t *testing.T) {
 	p := scOllama()
 	r, rec := scRig(t, p, scPolicy(true), p.step(p.length("abc")...).Held())
 	run := scNoted(rec, r.Client.Stream(context.Background(), p.request()))
 	scRE(t, run.err)
 	var frames []int
 	for _, e := range rec.Events() {
-		if e.Type == layer.EventProgress {
+		if e.Type == layer.EventTelemetry {
 			frames = append(frames, e.Frame)
 		}
 	}
 	assert.Equal(t, []int{1, 2}, frames, "R13.6: progress for the content line and for the length line")
-	assert.Equal(t, []string{"attempt_started", "progress", "chunk:abc", "progress", "metrics", "attempt_failed", "interrupted", "error"},
+	assert.Equal(t, []string{"attempt_started", "telemetry", "chunk:abc", "telemetry", "metrics", "attempt_failed", "interrupted", "error"},
 		scEventLog(rec))
 }
 
@@ -272,7 +272,7 @@ func TestR13_2_StreamProgressOnSuccess(t *testing.T) {
 }
 
 // TestR13_5_OllamaAbortFromTelemetryObserverWins: an observer that cancels
-// the context in a progress event stops the stream before that frame's
+// the context in a telemetry event stops the stream before that frame's
 // deliveries; cancelling at the done frame's progress also suppresses the
 // terminal telemetry (metrics) and the completion. "Abort wins over queued
 // content, terminal telemetry and completion."
@@ -280,7 +280,7 @@ func TestR13_5_OllamaAbortFromTelemetryObserverWins(t *testing.T) {
 	p := scOllama()
 	for _, c := range []struct {
 		name     string
-		at       int // cancel in the progress event of this frame
+		at       int // cancel in the telemetry event of this frame
 		wantText string
 	}{
 		{"content_frame", 2, "Hel"},
@@ -291,7 +291,7 @@ func TestR13_5_OllamaAbortFromTelemetryObserverWins(t *testing.T) {
 			defer cancel()
 			r, rec := scRig(t, p, scPolicy(true), p.step(p.full("Hel", "lo")...).Held())
 			rec.hook = func(ev layer.Event) {
-				if ev.Type == layer.EventProgress && ev.Frame == c.at {
+				if ev.Type == layer.EventTelemetry && ev.Frame == c.at {
 					cancel()
 				}
 			}
