@@ -96,7 +96,6 @@
 //     the network (placing its gate in the call, Bind, Deposit and the
 //     cooldown horizon's local read) versus the same round trip without the
 //     layer.
-//
 //   - BenchmarkFallback: a drop-in completion (unary) and a 1000-chunk
 //     drop-in stream (stream1000) whose first target answers, through the
 //     default chain plus the fallback layer (layers/fallback, one target of
