@@ -49,6 +49,15 @@ type Call struct {
 	// for every target but the last; false (the default) sends the first
 	// attempt at once, as R18.4 says.
 	SkipOpenCircuit bool
+	// OutcomeOnly tells the engine that whoever reads Result reads only the
+	// call's outcome (LogicalID, WireAttempts, Err), never Response or
+	// Completion: while the Call has no observers, an ordinary call's 2xx
+	// body is then judged with the codec's Checker, as for a call without a
+	// *Call, and Response and Completion stay empty. The per-call layer
+	// that created the Call for itself sets it (the fallback layer of a
+	// drop-in call, R20.11); false (the default) fills both. An observer
+	// added with Observe turns it off, since events carry the evidence.
+	OutcomeOnly bool
 
 	// Result is what the engine reports about the call.
 	Result CallResult

@@ -235,7 +235,11 @@ func (*Layer) Name() string { return "fallback" }
 // Position returns layer.PerCall.
 func (*Layer) Position() layer.Position { return layer.PerCall }
 
-// Wrap returns next with the fallback around it.
+// Wrap returns next with the fallback around it. When the first target
+// answers a drop-in call nobody watches, the layer costs the *layer.Call it
+// places and nothing else: the engine takes the request's body as without
+// the layer, and the layer reads it again from the request's GetBody only
+// when a fallback is due (R20.11).
 func (l *Layer) Wrap(next http.RoundTripper) http.RoundTripper {
 	if len(l.targets) == 0 {
 		return next
@@ -253,43 +257,35 @@ type transport struct {
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Cookie"}
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req, lc := layer.CallOf(req)
-	body, err := readBody(req)
-	if err != nil {
-		return nil, err
+	lc := layer.CallFrom(req.Context())
+	if lc == nil {
+		// Nobody above reads the result's completion: the layer reads
+		// only the outcome, so the engine keeps its check-only path
+		// (R20.11).
+		lc = &layer.Call{OutcomeOnly: true}
+		req = req.WithContext(layer.WithCall(req.Context(), lc))
 	}
 	l := t.l
-	var info layer.RequestInfo
-	if lc.Facts != nil {
-		info = *lc.Facts
-	} else if in, err := l.codec.Describe(body); err == nil {
-		info = in
-	}
-	primary := l.primary
-	if primary == "" {
-		primary = info.Model
-	}
-	if primary == "" {
-		primary = req.URL.Host
-	}
-	names := []string{primary}
-	facts := []layer.Facts{l.codec.Facts()}
-	for _, tg := range l.targets {
-		names = append(names, tg.name)
-		f := l.codec.Facts()
-		if tg.Facts != nil {
-			f = *tg.Facts
+	w := walk{t: t, req: req, lc: lc}
+	// The first target is the request as given, and the engine takes its
+	// body as without the layer. The layer takes it first only when it
+	// could not have it again for a fallback (no GetBody), or when its
+	// target_started event is watched and needs the model (R20.11).
+	if req.GetBody == nil || l.onEvent != nil || len(lc.Observers()) > 0 {
+		if err := w.take(req.Body); err != nil {
+			return nil, err
 		}
-		facts = append(facts, f)
 	}
-	run := NewRun(l.rules, names, facts, func(ev layer.Event) error { return t.emit(lc, ev) })
 	facts0, gate0, skip0 := lc.Facts, lc.Gate, lc.SkipOpenCircuit
 	defer func() { lc.Facts, lc.Gate, lc.SkipOpenCircuit = facts0, gate0, skip0 }()
-	last := len(names) - 1
+	last := len(l.targets)
 	for i := 0; ; i++ {
-		treq, model, err := t.request(req, lc, i, body, info.Model, names[i])
-		if err != nil {
-			return nil, err
+		treq, model := req, w.info.Model
+		if i > 0 || w.run != nil {
+			var err error
+			if treq, model, err = t.request(req, lc, i, w.body, w.info.Model, w.run.names[i]); err != nil {
+				return nil, err
+			}
 		}
 		lc.Facts, lc.Gate = facts0, gate0
 		if i > 0 {
@@ -303,10 +299,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				lc.Facts = &f
 			}
 		}
-		ev := layer.Event{Provider: l.codec.Provider(), Operation: info.Operation, Model: model}
-		if err := run.Start(i, ev); err != nil {
-			closeBody(treq)
-			return nil, err
+		if w.run != nil {
+			if err := w.run.Start(i, w.event(model)); err != nil {
+				closeBody(treq)
+				return nil, err
+			}
 		}
 		lc.Result = layer.CallResult{}
 		lc.SkipOpenCircuit = i < last
@@ -317,8 +314,29 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// handed over: the call is the caller's (R20.3).
 			return resp, err
 		}
+		if w.run == nil {
+			// The first target failed and its body is needed again: the
+			// request's own copy (GetBody), taken only now.
+			var body io.ReadCloser
+			if i < last && req.Context().Err() == nil && l.rules.FallsBack(e) {
+				if b, gerr := req.GetBody(); gerr == nil {
+					body = b
+				}
+			}
+			if body == nil || w.take(body) != nil {
+				// No fallback, or a body that cannot be had again, so
+				// nothing more can be sent: the call ends with the first
+				// target's outcome, as without the layer.
+				if resp == nil {
+					return nil, e
+				}
+				return resp, nil
+			}
+			model = w.info.Model
+		}
+		ev := w.event(model)
 		ev.Identity = layer.Identity{LogicalID: lc.Result.LogicalID, WireAttempt: lc.Result.WireAttempts}
-		next, final, oerr := run.After(treq.Context(), i, e, ev)
+		next, final, oerr := w.run.After(treq.Context(), i, e, ev)
 		if oerr != nil {
 			closeResp(resp)
 			return nil, oerr
@@ -335,6 +353,61 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		closeResp(resp)
 	}
+}
+
+// walk is what one call through the layer learns of its request once it
+// takes the body: the bytes every further target is built from, the
+// request facts, the targets' names and facts, and the Run.
+type walk struct {
+	t    *transport
+	req  *http.Request
+	lc   *layer.Call
+	body []byte
+	info layer.RequestInfo
+	run  *Run
+}
+
+// take reads body (the request's, or a copy from its GetBody) once and
+// starts the call's Run.
+func (w *walk) take(body io.ReadCloser) error {
+	b, err := readBody(body)
+	if err != nil {
+		return err
+	}
+	l, req, lc := w.t.l, w.req, w.lc
+	w.body = b
+	if lc.Facts != nil {
+		w.info = *lc.Facts
+	} else if in, err := l.codec.Describe(b); err == nil {
+		w.info = in
+	}
+	primary := l.primary
+	if primary == "" {
+		primary = w.info.Model
+	}
+	if primary == "" {
+		primary = req.URL.Host
+	}
+	names := make([]string, 1, len(l.targets)+1)
+	names[0] = primary
+	facts := make([]layer.Facts, 1, len(l.targets)+1)
+	facts[0] = l.codec.Facts()
+	for _, tg := range l.targets {
+		names = append(names, tg.name)
+		f := l.codec.Facts()
+		if tg.Facts != nil {
+			f = *tg.Facts
+		}
+		facts = append(facts, f)
+	}
+	t := w.t
+	w.run = NewRun(l.rules, names, facts, func(ev layer.Event) error { return t.emit(lc, ev) })
+	return nil
+}
+
+// event is the base of the walk's events for a target of model.
+func (w *walk) event(model string) layer.Event {
+	return layer.Event{Provider: w.t.l.codec.Provider(), Operation: w.info.Operation, Model: model}
 }
 
 // emit delivers one of the layer's events to its OnEvent and to the call's
@@ -390,11 +463,15 @@ func (t *transport) request(req *http.Request, lc *layer.Call, i int, body []byt
 			}
 		}
 	}
-	treq := req.Clone(ctx)
+	// A shallow copy: the layers below never change a request, and the
+	// fields this one changes are its own.
+	treq := req.WithContext(ctx)
 	treq.URL, treq.Host, treq.Header = u, host, h
 	treq.Body = layer.NewRequestBody(b)
 	treq.ContentLength = int64(len(b))
-	treq.GetBody = func() (io.ReadCloser, error) { return layer.NewRequestBody(b), nil }
+	if i > 0 {
+		treq.GetBody = func() (io.ReadCloser, error) { return layer.NewRequestBody(b), nil }
+	} // the first target's bytes are the request's: its own GetBody, if any
 	return treq, model, nil
 }
 
@@ -408,17 +485,17 @@ func credential(ctx context.Context, f func(context.Context, http.Header) error,
 	return f(ctx, h)
 }
 
-// readBody takes the request body once: a *layer.RequestBody without a
-// copy, any other body read to its end.
-func readBody(req *http.Request) ([]byte, error) {
-	if req.Body == nil || req.Body == http.NoBody {
+// readBody takes a request body once: a *layer.RequestBody without a
+// copy, any other body read to its end. A nil body or http.NoBody is nil.
+func readBody(body io.ReadCloser) ([]byte, error) {
+	if body == nil || body == http.NoBody {
 		return nil, nil
 	}
-	defer req.Body.Close()
-	if rb, ok := req.Body.(*layer.RequestBody); ok {
+	defer body.Close()
+	if rb, ok := body.(*layer.RequestBody); ok {
 		return rb.Unread(), nil
 	}
-	return io.ReadAll(req.Body)
+	return io.ReadAll(body)
 }
 
 func closeBody(req *http.Request) {

@@ -292,10 +292,10 @@ func (c *call) decode(b []byte) (layer.ResponseEvidence, *chat.Completion, error
 		// status: it is handed over, not judged (R19.13).
 		return layer.ResponseEvidence{}, nil, nil
 	}
-	if ch, ok := c.t.l.codec.(layer.Checker); ok && c.lc == &c.ownCall && c.in.info.Operation == layer.Ordinary {
+	if ch, ok := c.t.l.codec.(layer.Checker); ok && c.outcomeOnly() && c.in.info.Operation == layer.Ordinary {
 		// Nobody can read this call's result (a drop-in call without a
-		// *layer.Call): judge the body as Decode would, without building
-		// the completion.
+		// *layer.Call), or its reader reads only the outcome (R20.11):
+		// judge the body as Decode would, without building the completion.
 		return layer.ResponseEvidence{}, nil, ch.Check(b)
 	}
 	comp, err := c.t.l.codec.Decode(b)
@@ -308,6 +308,13 @@ func (c *call) decode(b []byte) (layer.ResponseEvidence, *chat.Completion, error
 		return ev, nil, &layer.ProtocolError{What: "structured content is not JSON"}
 	}
 	return ev, comp, nil
+}
+
+// outcomeOnly reports whether nobody reads the call's Response or
+// Completion: the call has no *layer.Call of its caller's, or one marked
+// OutcomeOnly that no observer watches.
+func (c *call) outcomeOnly() bool {
+	return c.lc == &c.ownCall || (c.lc.OutcomeOnly && len(c.lc.Observers()) == 0)
 }
 
 // headersTooLarge reports whether err is net/http's refusal of response
