@@ -86,7 +86,7 @@ func TestJaegerE2E(t *testing.T) {
 	query := "http://127.0.0.1:" + strconv.Itoa(ports[2])
 	health := "http://127.0.0.1:" + strconv.Itoa(ports[4]) + "/status"
 
-	cfgPath, err := filepath.Abs("testdata/jaeger-recoursetest.yaml")
+	cfgPath, err := filepath.Abs("testdata/jaeger-loopback.yaml")
 	require.NoError(t, err)
 	logPath := filepath.Join(t.TempDir(), "jaeger.log")
 	logFile, err := os.Create(logPath)
