@@ -257,6 +257,12 @@ type transport struct {
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Cookie"}
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost {
+		// Only a completion is created anew on another target: a read of
+		// a stored response (GET /v1/responses/{id}), a cancel or a
+		// delete belongs to the upstream that holds it (R20.2).
+		return t.next.RoundTrip(req)
+	}
 	lc := layer.CallFrom(req.Context())
 	if lc == nil {
 		// Nobody above reads the result's completion: the layer reads

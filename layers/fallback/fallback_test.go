@@ -15,6 +15,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
@@ -530,4 +531,23 @@ func TestR20_2_PointlessTargetsAndStatusesAreRefused(t *testing.T) {
 	_, err := fallback.New(fallback.Config{Codec: openai.New(), Rules: fallback.Rules{Statuses: []int{404, 400}},
 		Targets: []fallback.Target{{Credential: func(context.Context, http.Header) error { return nil }}}})
 	require.NoError(t, err, "another credential on the same upstream is a target")
+}
+
+// A read of a stored response (a GET) is never sent to another target: it
+// belongs to the upstream that holds the response, so only the engine
+// recovers it and its final answer is the caller's.
+func TestR20_2_ReadsNeverFallBack(t *testing.T) {
+	busy := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "busy"))
+	f := newFixture(t, responses.New(), retry.Policy{MaxAttempts: 2},
+		fallback.Config{Targets: []fallback.Target{{Model: "b"}, {Upstream: "http://127.0.0.1:9"}}},
+		busy, busy, recoursetest.JSON(200, `{"id":"resp_1","status":"completed"}`))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.Server.URL+"/v1/responses/resp_1", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+rigtest.Key)
+	resp, err := f.HTTP.Do(req)
+	require.NoError(t, err)
+	readBody(t, resp)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "the read's own final answer")
+	assert.Equal(t, 2, f.Server.Count(), "MaxAttempts reads, and nothing sent to another target")
+	assert.Empty(t, fallbacks(f.rec, layer.EventFallback))
 }
