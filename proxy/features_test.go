@@ -54,6 +54,43 @@ func (t *stallTimer) Stop() bool {
 	return true
 }
 
+// fireUntil fires the latest pending timer of d, as fire does, and fires
+// again whenever a newer one is armed, until done reports true. A fire can
+// meet a wait whose read returned at that moment (the limit then ignores
+// it, and the next read arms a new timer); done is checked after each look
+// at the timers, so a timer armed only after done became true is never
+// fired. The wait only guards against a hang.
+func (c *stallClock) fireUntil(t *testing.T, d time.Duration, done func() bool) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.mu.Lock()
+		var due *stallTimer
+		for _, tm := range c.timers {
+			if !tm.done && tm.d == d {
+				due = tm
+			}
+		}
+		c.mu.Unlock()
+		if done() {
+			return
+		}
+		if due != nil {
+			c.mu.Lock()
+			pending := !due.done
+			due.done = true
+			c.mu.Unlock()
+			if pending {
+				due.f()
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no pending %v timer ended the wait", d)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // fire waits until a timer of d is armed and still pending — the attempt
 // is waiting for the provider — and fires the latest one, as if d had
 // elapsed. The wait only guards against a hang.
@@ -110,7 +147,8 @@ func TestIdleTimeoutBeforeOutputIsRetriedWithANotice(t *testing.T) {
 		c.PerAttempt = stallLayer(t, stall.Limits{Idle: 30 * time.Second, Clock: clk})
 	}, recoursetest.SSE(keepalive).Held(), recoursetest.SSE(events...))
 	done := make(chan struct{})
-	go func() { defer close(done); clk.fire(t, 30*time.Second) }()
+	// The first attempt's idle wait is cut; its resend is the second request.
+	go func() { defer close(done); clk.fireUntil(t, 30*time.Second, func() bool { return r.up.Count() >= 2 }) }()
 	got := r.post(t, "/v1/chat/completions", streamBody)
 	<-done
 	require.NoError(t, got.err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,12 +99,16 @@ func TestCanaryNeverInSafeOutputs(t *testing.T) {
 			if sc.body == "" {
 				method = http.MethodGet
 			}
+			var returned atomic.Bool
 			if sc.fire != 0 {
 				done := make(chan struct{})
 				defer func() { <-done }()
-				go func() { defer close(done); idleClock.fire(t, sc.fire) }()
+				// Until the stalled attempt was resent or the call ended.
+				settled := func() bool { return returned.Load() || r.up.Count() >= 2 }
+				go func() { defer close(done); idleClock.fireUntil(t, sc.fire, settled) }()
 			}
 			got := r.do(t, method, path, sc.body, append([]string{"Authorization", "Bearer " + canaryKey, "X-Custom", canaryHeader}, sc.extra...)...)
+			returned.Store(true)
 			r.logged(t, `"msg":"request"`)
 			logs := r.logs.String()
 			if sc.fire != 0 {
