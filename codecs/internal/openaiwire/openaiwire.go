@@ -403,7 +403,7 @@ func isToken(s string) bool {
 // openai-go (ssestream) and go-openai turn it into an error.
 func ErrorFrame(safe string) []byte {
 	b := []byte(`data: {"error":{"message":`)
-	b = appendJSONString(b, safe)
+	b = AppendJSONString(b, safe)
 	return append(b, `,"type":"recourse_error"}}`+"\n\n"...)
 }
 
@@ -412,14 +412,15 @@ func ErrorFrame(safe string) []byte {
 // and a newline: the shape openai-go and go-openai parse into an API error.
 func ErrorDocument(code, safe string) []byte {
 	b := []byte(`{"error":{"message":`)
-	b = appendJSONString(b, safe)
+	b = AppendJSONString(b, safe)
 	b = append(b, `,"type":"recourse_error","param":null,"code":`...)
-	b = appendJSONString(b, code)
+	b = AppendJSONString(b, code)
 	return append(b, "}}\n"...)
 }
 
-// appendJSONString appends s as a JSON string, HTML characters unescaped.
-func appendJSONString(b []byte, s string) []byte {
+// AppendJSONString appends s to b as a JSON string, HTML characters
+// unescaped.
+func AppendJSONString(b []byte, s string) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

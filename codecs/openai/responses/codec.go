@@ -100,7 +100,7 @@ func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
 // has one, so the frame carries both shapes. The stream decoder reads it
 // back as a *layer.ProviderError.
 func (c *Codec) ErrorFrame(safe string) []byte {
-	msg := appendJSONString(nil, safe)
+	msg := openaiwire.AppendJSONString(nil, safe)
 	b := []byte("event: error\ndata: {\"type\":\"error\",\"code\":\"recourse_error\",\"message\":")
 	b = append(b, msg...)
 	b = append(b, ",\"param\":null,\"error\":{\"type\":\"recourse_error\",\"code\":\"recourse_error\",\"message\":"...)

@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -139,7 +139,7 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 	if err := encodeFormat(&w, req); err != nil {
 		return nil, err
 	}
-	b, err := marshal(w)
+	b, err := openaiwire.Marshal(w)
 	if err != nil {
 		// encoding/json's error may quote request values: not in the text.
 		return nil, encodeError("request cannot be encoded")
@@ -308,24 +308,6 @@ func encodeCall(tc chat.ToolCall) (functionCall, error) {
 		}
 	}
 	return functionCall{Type: "function_call", CallID: tc.ID, Name: tc.Name, Arguments: args}, nil
-}
-
-// marshal encodes v without HTML escaping and without a trailing newline.
-// encoding/json compacts embedded raw JSON (tool parameters, a schema).
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// appendJSONString appends s as a JSON string, HTML characters unescaped.
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := marshal(s) // a string always marshals
-	return append(b, q...)
 }
 
 func copyPtr[T any](p *T) *T {

@@ -70,7 +70,7 @@ func (c *Codec) CancelRequest(create *http.Request, id string) *http.Request {
 func derived(create *http.Request, method, suffix, query string) *http.Request {
 	u := *create.URL
 	base := strings.TrimSuffix(u.EscapedPath(), "/")
-	if _, _, ok := readPath(create.URL); ok {
+	if _, ok := readPath(create.URL); ok {
 		// {prefix}/v1/responses/{id}: the response is named already.
 		i := strings.LastIndexByte(base, '/')
 		base = base[:i]
@@ -91,19 +91,19 @@ func derived(create *http.Request, method, suffix, query string) *http.Request {
 	return r
 }
 
-// readPath returns the response ID of a URL {prefix}/v1/responses/{id},
-// and ok=false for any other path.
-func readPath(u *url.URL) (prefix, id string, ok bool) {
+// readPath returns the response ID of a URL …/v1/responses/{id}, and
+// ok=false for any other path.
+func readPath(u *url.URL) (id string, ok bool) {
 	p := strings.TrimSuffix(u.Path, "/")
 	i := strings.LastIndex(p, "/v1/responses/")
 	if i < 0 {
-		return "", "", false
+		return "", false
 	}
 	id = p[i+len("/v1/responses/"):]
 	if id == "" || strings.Contains(id, "/") {
-		return "", "", false
+		return "", false
 	}
-	return p[:i], id, true
+	return id, true
 }
 
 // Creates reports whether req is a create: POST to a path ending in
@@ -122,7 +122,7 @@ func (c *Codec) ReadOf(req *http.Request, body []byte) (layer.ResumePoint, bool,
 	if req.Method != http.MethodGet {
 		return layer.ResumePoint{}, false, false
 	}
-	_, id, ok := readPath(req.URL)
+	id, ok := readPath(req.URL)
 	if !ok {
 		return layer.ResumePoint{}, false, false
 	}
