@@ -53,8 +53,9 @@ type Target struct {
 	// information ("https://openrouter.ai/api"): the request's path and
 	// query are kept after it. Empty keeps the request's upstream. A
 	// target with another upstream never receives the request's
-	// credential headers (Authorization, Api-Key, X-Api-Key, Cookie):
-	// only those its Credential sets.
+	// credential headers (Authorization, Api-Key, X-Api-Key, Cookie), nor
+	// a key in the query (key, api-key, api_key, access_token; every
+	// other parameter is kept): only those its Credential sets.
 	Upstream string
 	// Credential, when set, sets the target's credential headers on h
 	// (for example h.Set("Authorization", "Bearer "+key)) once per run of
@@ -201,8 +202,8 @@ func New(cfg Config) (*Layer, error) {
 		if c := t.Codec; c != nil && (c.Provider() != cfg.Codec.Provider() || c.Path() != cfg.Codec.Path()) {
 			return nil, &CrossWireError{Index: i, Want: cfg.Codec.Provider(), Got: c.Provider()}
 		}
-		if t.Model == "" && t.Upstream == "" && t.Credential == nil && t.Codec == nil {
-			return nil, &ConfigError{Index: i, Field: "Model", Problem: "is empty, as are Upstream and Credential: the target would be the one before it again"}
+		if t.Model == "" && t.Upstream == "" && t.Credential == nil && t.Gate == nil && t.Context == nil {
+			return nil, &ConfigError{Index: i, Field: "Model", Problem: "is empty, as are Upstream, Credential, Gate and Context: the target would be the one before it again"}
 		}
 		if t.Model != "" && l.rewrite == nil {
 			return nil, &ConfigError{Index: i, Field: "Model", Problem: "needs a codec that can name another model (layer.ModelRewriter)"}
@@ -255,6 +256,10 @@ type transport struct {
 // credentialHeaders are the request headers that carry a credential and
 // never follow a request to another upstream.
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Cookie"}
+
+// credentialParams are the query parameters that commonly carry an API key
+// (?key=, ?api-key=) and never follow a request to another upstream.
+var credentialParams = []string{"key", "api-key", "api_key", "access_token"}
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost {
@@ -458,6 +463,14 @@ func (t *transport) request(req *http.Request, lc *layer.Call, i int, body []byt
 			nu.Scheme, nu.Host, nu.User = tg.up.Scheme, tg.up.Host, nil
 			nu.Path = strings.TrimSuffix(tg.up.Path, "/") + req.URL.Path
 			nu.RawPath = ""
+			if q := nu.Query(); len(q) > 0 {
+				// A key passed in the query stays with its own upstream,
+				// as a credential header does.
+				for _, k := range credentialParams {
+					q.Del(k)
+				}
+				nu.RawQuery = q.Encode()
+			}
 			u, host = &nu, ""
 			for _, k := range credentialHeaders {
 				h.Del(k)

@@ -462,7 +462,8 @@ func TestR20_1_CallersCredentialNeverFollowsToAnotherUpstream(t *testing.T) {
 	t.Cleanup(other.Close)
 	f := newFixture(t, openai.New(), retry.Policy{}, fallback.Config{Targets: []fallback.Target{{Upstream: other.URL}}}, unavailable())
 	lc := &layer.Call{}
-	req, err := http.NewRequestWithContext(layer.WithCall(t.Context(), lc), http.MethodPost, f.Server.URL+"/v1/chat/completions",
+	req, err := http.NewRequestWithContext(layer.WithCall(t.Context(), lc), http.MethodPost,
+		f.Server.URL+"/v1/chat/completions?api-version=2024-10-21&key="+rigtest.Key+"&api-key="+rigtest.Key,
 		stringsReader(chatBody("a", false)))
 	require.NoError(t, err)
 	for _, h := range []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie", "Proxy-Authorization"} {
@@ -480,6 +481,7 @@ func TestR20_1_CallersCredentialNeverFollowsToAnotherUpstream(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "org-1", got.Get("OpenAI-Organization"), "other headers are kept")
+	assert.Equal(t, "api-version=2024-10-21", other.Requests()[0].RawQuery, "a key in the query stays behind; other parameters are kept")
 	assert.Equal(t, rigtest.Key, f.Server.Requests()[0].Header.Get("Api-Key"), "the caller's own upstream got them")
 }
 
