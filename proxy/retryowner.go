@@ -43,7 +43,7 @@ type credKey [sha256.Size]byte
 
 // credentialHeaders are the request headers that say whose account a call
 // is charged to.
-var credentialHeaders = []string{"Authorization", "Api-Key", "X-Api-Key", "OpenAI-Organization", "OpenAI-Project"}
+var credentialHeaders = []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie", "OpenAI-Organization", "OpenAI-Project"}
 
 // final is a remembered final answer.
 type final struct {
@@ -172,7 +172,9 @@ func (f *finals) drop(k finalKey, e *final) {
 }
 
 // replayedHeaders are the response headers a repeated final answer keeps.
-var replayedHeaders = []string{"Content-Type", retry.HeaderShouldRetry, retry.HeaderOutcome, HeaderCallID, HeaderQuotaRemaining}
+// X-Recourse-Quota-Remaining is not among them: a replay consults no
+// quota, so the count it carried then would be stale.
+var replayedHeaders = []string{"Content-Type", retry.HeaderShouldRetry, retry.HeaderOutcome, HeaderCallID}
 
 // remembers reports whether a completion answer is a final failure to
 // repeat: a status other than 2xx with an outcome (recovery ended without
@@ -207,17 +209,9 @@ func (h *Handler) owned(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	cw := &captureWriter{ResponseWriter: w, now: h.now}
-	func() {
-		defer func() {
-			if v := recover(); v != nil {
-				cw.aborted = true
-				panic(v)
-			}
-		}()
-		h.complete(cw, r)
-	}()
+	h.complete(cw, r)
 	switch {
-	case cw.status/100 == 2 && !cw.aborted:
+	case cw.status/100 == 2:
 		h.finals.succeeded(c)
 	case remembers(cw.status, cw.header) && !cw.overflow:
 		h.finals.remember(k, &final{at: cw.at, cred: c, status: cw.status, header: cw.header, body: cw.body.Bytes()})
@@ -261,7 +255,6 @@ type captureWriter struct {
 	header   http.Header
 	body     bytes.Buffer
 	overflow bool
-	aborted  bool
 }
 
 func (c *captureWriter) WriteHeader(code int) {

@@ -53,11 +53,12 @@ func (c *retryCounts) get() map[ClientRetry]int {
 // client retry in its log and its metrics.
 func TestR21_3_RepeatOfAnExhaustedCallIsAnsweredFromMemory(t *testing.T) {
 	var counts retryCounts
-	r := newRig(t, "openai", func(c *Config) { c.OnClientRetry = counts.report },
+	r := newRig(t, "openai", func(c *Config) { c.OnClientRetry = counts.report; c.Quota = privateQuota(t) },
 		overloaded503, overloaded503, overloaded503, overloaded503)
 	auth := []string{"Authorization", "Bearer sk-test-one"}
 	first := r.post(t, "/v1/chat/completions", chatBody, auth...)
 	require.Equal(t, 503, first.status)
+	require.NotEmpty(t, first.header.Get(HeaderQuotaRemaining), "the proxy's own answer says what its quota allows")
 	require.Equal(t, 4, r.up.Count(), "MaxAttempts POSTs upstream")
 	for i := range 5 {
 		again := r.post(t, "/v1/chat/completions", chatBody, append(auth, "X-Stainless-Retry-Count", "0")...)
@@ -69,6 +70,7 @@ func TestR21_3_RepeatOfAnExhaustedCallIsAnsweredFromMemory(t *testing.T) {
 		assert.Equal(t, "exhausted", again.header.Get("X-Recourse-Outcome"))
 		assert.Equal(t, "true", again.header.Get(HeaderReplayed))
 		assert.Empty(t, first.header.Get(HeaderReplayed), "the first answer is no replay")
+		assert.Empty(t, again.header.Get(HeaderQuotaRemaining), "a replay consults no quota: no stale count")
 	}
 	assert.Equal(t, 4, r.up.Count(), "no repeat reached the upstream")
 	r.logged(t, `"status":503,"outcome":"exhausted","client_retry":true,"replayed":true,"call_id":"`+first.header.Get("X-Recourse-Call-Id")+`"`)
@@ -126,12 +128,15 @@ func TestR21_3_SuccessOfTheCredentialLetsTheRepeatThrough(t *testing.T) {
 // the same credential is a repeat.
 func TestR21_3_AnotherCredentialOrBodyGoesThrough(t *testing.T) {
 	r := newRig(t, "openai", func(c *Config) { c.Policy.MaxAttempts = 1 },
-		overloaded503, overloaded503, overloaded503, overloaded503)
+		overloaded503, overloaded503, overloaded503, overloaded503, overloaded503, overloaded503)
 	require.Equal(t, 503, r.post(t, "/v1/chat/completions", chatBody, "Authorization", "Bearer sk-a").status)
 	assert.Empty(t, r.post(t, "/v1/chat/completions", chatBody, "Authorization", "Bearer sk-b").header.Get(HeaderReplayed))
+	// A cookie is a credential too: another user's cookie is another key.
+	require.Equal(t, 503, r.post(t, "/v1/chat/completions", chatBody, "Cookie", "session=one").status)
+	assert.Empty(t, r.post(t, "/v1/chat/completions", chatBody, "Cookie", "session=two").header.Get(HeaderReplayed))
 	assert.Empty(t, r.post(t, "/v1/chat/completions", streamBody, "Authorization", "Bearer sk-a").header.Get(HeaderReplayed))
 	assert.Empty(t, r.post(t, "/v1/chat/completions?api-version=2", chatBody, "Authorization", "Bearer sk-a").header.Get(HeaderReplayed))
-	assert.Equal(t, 4, r.up.Count())
+	assert.Equal(t, 6, r.up.Count())
 }
 
 // TestR21_3_WindowEndsAndCanBeTurnedOff: after the window a repeat is sent
