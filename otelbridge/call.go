@@ -258,6 +258,14 @@ func (c *call) end(how endKind, err error) {
 		c.endAttempt("")
 	}
 	c.measureEnd(res)
+	if s := c.tgt.span; s != nil && res.outcome != "" {
+		// The last target's span says how the call ended on it, as a
+		// target that was left says why (fellBack).
+		s.SetAttributes(keyOutcome.String(res.outcome))
+		if res.failed {
+			s.SetStatus(codes.Error, "recourse: "+res.outcome)
+		}
+	}
 	c.endTarget(time.Now())
 	if t := c.terminal; t != nil {
 		attrs := eventAttributes(t)

@@ -2,6 +2,7 @@ package otelbridge_test
 
 import (
 	"context"
+	"go.opentelemetry.io/otel/codes"
 	"io"
 	"net/http"
 	"testing"
@@ -69,6 +70,9 @@ func TestR20_6_SpanPerTargetUnderTheCallsSpan(t *testing.T) {
 		assert.Equal(t, logical.SpanContext().SpanID(), s.Parent().SpanID(), "a target span is a child of the call's span")
 	}
 	assert.Equal(t, "exhausted", attrs(a.Attributes())["recourse.outcome"].AsString())
+	assert.Equal(t, "success", attrs(b.Attributes())["recourse.outcome"].AsString(), "the last target's span says how the call ended on it")
+	assert.Equal(t, codes.Error, a.Status().Code)
+	assert.NotEqual(t, codes.Error, b.Status().Code)
 	lid := attrs(logical.Attributes())["recourse.logical_request_id"].AsString()
 	assert.NotEmpty(t, lid, "the call's span names the first run's logical ID")
 	assert.Equal(t, lid, attrs(a.Attributes())["recourse.logical_request_id"].AsString())

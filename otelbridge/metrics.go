@@ -139,7 +139,7 @@ func int64Counter(m metric.Meter, name, unit, desc string) metric.Int64Counter {
 // targets (R20.6). No identifier of a call or attempt: cardinality stays
 // bounded by the configuration. extra is appended. c.mu must be held.
 func (c *call) metricAttributes(extra ...attribute.KeyValue) metric.MeasurementOption {
-	a := make([]attribute.KeyValue, 0, 5+len(extra))
+	a := make([]attribute.KeyValue, 0, 6+len(extra))
 	a = append(a, keyOperationName.String(operationChat))
 	if c.provider != "" {
 		a = append(a, keyProviderName.String(string(c.provider)))
