@@ -56,3 +56,32 @@ func TestR20_10_ProxyRefusesABadFallbackUpstream(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "Fallback[0].Upstream", ce.Field)
 }
+
+// On /v1/responses the proxy falls back too, its fallback layer swapping the
+// model through the Responses codec, and a read of a stored response never
+// leaves its upstream (R20.2).
+func TestR20_10_ProxyFallsBackOnTheResponsesAPI(t *testing.T) {
+	unavailable := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
+	r := newRig(t, "openai", func(c *Config) {
+		c.Policy.MaxAttempts = 2
+		c.Fallback = []fallback.Target{{Model: "gpt-4o"}}
+	}, unavailable, unavailable, recoursetest.JSON(200, recoursetest.ResponsesJSON("resp_1", "from gpt-4o")),
+		unavailable, unavailable)
+	body := `{"model":"gpt-4o-mini","input":"hi"}`
+	res := r.post(t, "/v1/responses", body)
+	require.NoError(t, res.err)
+	assert.Equal(t, 200, res.status)
+	assert.Contains(t, res.body, "from gpt-4o")
+	var models []string
+	for _, q := range r.up.Requests() {
+		var m struct{ Model string }
+		require.NoError(t, json.Unmarshal(q.Body, &m))
+		models = append(models, m.Model)
+	}
+	assert.Equal(t, []string{"gpt-4o-mini", "gpt-4o-mini", "gpt-4o"}, models)
+	assert.Equal(t, `{"model":"gpt-4o","input":"hi"}`, string(r.up.Requests()[2].Body), "only the model changed")
+
+	got := r.do(t, http.MethodGet, "/v1/responses/resp_1", "")
+	assert.Equal(t, 503, got.status, "the read's own final answer")
+	assert.Equal(t, 5, r.up.Count(), "MaxAttempts reads, nothing sent to another target")
+}

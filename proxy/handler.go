@@ -117,14 +117,24 @@ func New(cfg Config) (*Handler, error) {
 		h.finals = newFinals(cfg.RepeatWindow, h.now)
 	}
 	h.onRetry = cfg.OnClientRetry
-	perCall := cfg.PerCall[:len(cfg.PerCall):len(cfg.PerCall)]
-	if fl, err := fallbackLayer(&cfg, codec); err != nil {
-		return nil, err
-	} else if fl != nil {
-		perCall = append(perCall, fl)
+	// perCallFor returns the per-call layers of a chain of codec: the
+	// caller's, the fallback targets (with that codec's model swap), then
+	// the quota.
+	perCallFor := func(codec layer.Codec) ([]layer.Layer, error) {
+		perCall := cfg.PerCall[:len(cfg.PerCall):len(cfg.PerCall)]
+		if fl, err := fallbackLayer(&cfg, codec); err != nil {
+			return nil, err
+		} else if fl != nil {
+			perCall = append(perCall, fl)
+		}
+		if cfg.Quota != nil {
+			perCall = append(perCall, cfg.Quota, layer.NewPerCall("client-retries", keepClientRetriesFromDepositing))
+		}
+		return perCall, nil
 	}
-	if cfg.Quota != nil {
-		perCall = append(perCall, cfg.Quota, layer.NewPerCall("client-retries", keepClientRetriesFromDepositing))
+	perCall, err := perCallFor(codec)
+	if err != nil {
+		return nil, err
 	}
 	h.chain, err = chain.Default(codec, chain.WithPolicy(cfg.Policy), chain.WithTransport(base),
 		chain.WithPerCall(perCall...), chain.WithPerAttempt(cfg.PerAttempt...))
@@ -133,7 +143,11 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.forward = h.newForward(base)
 	if d.responses != nil {
-		if h.responses, err = h.withResponses(d.responses, base, perCall, cfg.PerAttempt); err != nil {
+		rc, err := perCallFor(d.responses)
+		if err != nil {
+			return nil, err
+		}
+		if h.responses, err = h.withResponses(d.responses, base, rc, cfg.PerAttempt); err != nil {
 			return nil, err
 		}
 	}
