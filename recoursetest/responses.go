@@ -271,6 +271,18 @@ func (s *Server) resolve(st Step, r Request) Step {
 		}
 		st.Hold = st.Hold || outer.Hold
 		st.ResetBeforeHeaders = st.ResetBeforeHeaders || outer.ResetBeforeHeaders
+		// Headers the scripted step set (WithHeader) are sent too, over
+		// those of what it plays.
+		if len(outer.Header) > 0 {
+			h := st.Header.Clone()
+			if h == nil {
+				h = http.Header{}
+			}
+			for k, v := range outer.Header {
+				h[k] = append([]string(nil), v...)
+			}
+			st.Header = h
+		}
 	}
 	if st.cutEvents != 0 {
 		n := st.cutEvents - 1

@@ -132,3 +132,28 @@ func TestResponsesJSONIsACompletedResponse(t *testing.T) {
 	assert.Contains(t, b, `"text":"Hi"`)
 	assert.Contains(t, b, `"id":"resp_f"`)
 }
+
+// A header set on a Responses step (WithHeader) is sent with what the step
+// plays, as on any other step.
+func TestResponsesStepsKeepTheirHeaders(t *testing.T) {
+	evs := ResponsesEvents("resp_h", "a")
+	f := start(t,
+		ResponsesBackground("resp_h", evs...).WithHeader("X-Request-Id", "req-1"),
+		ResponsesRetrieve("resp_h").WithHeader("Retry-After", "2"),
+	)
+	resp, err := f.post(t, context.Background(), ResponsesPath, `{"background":true,"stream":true}`)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, "req-1", resp.Header.Get("X-Request-Id"))
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, f.srv.URL+ResponsesPath+"/resp_h", nil)
+	require.NoError(t, err)
+	resp, err = f.client.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, "2", resp.Header.Get("Retry-After"))
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"), "the played answer's own type")
+}
