@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,51 +9,6 @@ import (
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
-
-// responsesStream returns the Server-Sent Events of a streamed Responses API
-// answer whose text is content, one output_text delta per element, as the
-// provider sends them: response.created and response.in_progress, the
-// message item and its text part, the deltas, the text's done event, the
-// item's done event and response.completed with its usage.
-func responsesStream(tb testing.TB, content []string) []string {
-	tb.Helper()
-	const id, model = "resp_0123456789abcdef", "gpt-4.1-mini-2025-04-14"
-	seq := 0
-	event := func(typ string, fields map[string]any) string {
-		fields["type"] = typ
-		fields["sequence_number"] = seq
-		seq++
-		b, err := json.Marshal(fields)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return "event: " + typ + "\ndata: " + string(b) + "\n\n"
-	}
-	resp := func(status string, usage any) map[string]any {
-		return map[string]any{"id": id, "object": "response", "created_at": 1764547200, "status": status,
-			"model": model, "output": []any{}, "error": nil, "incomplete_details": nil, "usage": usage}
-	}
-	text := strings.Join(content, "")
-	events := []string{
-		event("response.created", map[string]any{"response": resp("in_progress", nil)}),
-		event("response.in_progress", map[string]any{"response": resp("in_progress", nil)}),
-		event("response.output_item.added", map[string]any{"output_index": 0,
-			"item": map[string]any{"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}}),
-		event("response.content_part.added", map[string]any{"item_id": "msg_1", "output_index": 0, "content_index": 0,
-			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}}),
-	}
-	for _, c := range content {
-		events = append(events, event("response.output_text.delta", map[string]any{"item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": c}))
-	}
-	return append(events,
-		event("response.output_text.done", map[string]any{"item_id": "msg_1", "output_index": 0, "content_index": 0, "text": text}),
-		event("response.output_item.done", map[string]any{"output_index": 0,
-			"item": map[string]any{"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
-				"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}}),
-		event("response.completed", map[string]any{"response": resp("completed",
-			map[string]any{"input_tokens": 12, "output_tokens": 7, "total_tokens": 19})}),
-	)
-}
 
 // responsesCodec is the Responses codec comparison: the same 1000-chunk text
 // streamed through the default chain with the Responses API codec and with
@@ -65,7 +19,7 @@ type responsesCodec struct {
 
 func newResponsesCodec(tb testing.TB) *responsesCodec {
 	text := contents(streamChunks)
-	respPayload := []byte(strings.Join(responsesStream(tb, text), ""))
+	respPayload := []byte(strings.Join(recoursetest.ResponsesEvents("resp_0123456789abcdef", text...), ""))
 	chatPayload := []byte(strings.Join(recoursetest.OpenAIStream(text...), ""))
 	srv := server(tb, func(w http.ResponseWriter, r *http.Request) {
 		drainRequest(r)
