@@ -45,9 +45,15 @@ func redisOptions(v string, getenv func(string) string) (*redis.Options, error) 
 		if _, ok := u.User.Password(); ok {
 			return nil, fmt.Errorf("-redis: the URL carries a password; give it in %s instead, never on the command line", envRedisPassword)
 		}
+		if u.RawQuery != "" {
+			// go-redis would read pool and timeout options there, which
+			// the store's own client settings replace: refuse them rather
+			// than ignore them.
+			return nil, errors.New("-redis: the URL has a query; the proxy takes no go-redis options there, only host:port and the database")
+		}
 		parsed, err := redis.ParseURL(v)
 		if err != nil {
-			return nil, errors.New("-redis: the URL's path or query is not a Redis database and options go-redis accepts")
+			return nil, errors.New("-redis: the URL's path is not a Redis database number")
 		}
 		opts = redisstore.ClientOptions(parsed.Addr)
 		opts.DB, opts.Username, opts.TLSConfig = parsed.DB, parsed.Username, parsed.TLSConfig

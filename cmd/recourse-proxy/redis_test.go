@@ -112,7 +112,7 @@ func TestR21_4_RedisSetting(t *testing.T) {
 	require.NotNil(t, o.TLSConfig)
 	assert.Equal(t, "redis.internal", o.TLSConfig.ServerName)
 
-	for _, bad := range []string{"redis://:sekrit-canary@127.0.0.1:6379", "redis://user:sekrit-canary@127.0.0.1:6379", "http://sekrit-canary@x:1", "sekrit-canary", "redis://127.0.0.1:6379/sekrit-canary"} {
+	for _, bad := range []string{"redis://:sekrit-canary@127.0.0.1:6379", "redis://user:sekrit-canary@127.0.0.1:6379", "http://sekrit-canary@x:1", "sekrit-canary", "redis://127.0.0.1:6379/sekrit-canary", "redis://127.0.0.1:6379/0?pool_size=sekrit-canary", "redis://127.0.0.1:6379?dial_timeout=1s"} {
 		_, err := redisOptions(bad, env(nil))
 		require.Error(t, err, bad)
 		assert.NotContains(t, err.Error(), "sekrit-canary")
