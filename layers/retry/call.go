@@ -335,6 +335,11 @@ func (c *call) finishWith(o layer.Outcome, f *layer.Failure, resp *http.Response
 // read it as a success, so a drop-in caller fails closed as the native
 // client does.
 func (c *call) end(o layer.Outcome, f *layer.Failure, resp *http.Response) (*http.Response, error) {
+	if !responseOver(f) {
+		// The call gives up on a background response it started that may
+		// still be running: cancel it, as for a caller's cancel (R19.15).
+		c.cancelRemote()
+	}
 	var ctxErr error
 	if o == layer.OutcomeCancelled {
 		ctxErr = c.ctx.Err()

@@ -122,8 +122,19 @@ func (c *call) resumeRequest(a *layer.Attempt) *http.Request {
 	return c.resumer.ResumeRequest(base, c.resume.point)
 }
 
+// responseOver reports whether the failure f that ends a call shows that
+// its background response is over at the provider, so that cancelling it
+// would change nothing (R19.15): the provider's own failure (an error
+// event, response.failed, an error document) or a read answered 404 or
+// 410 (the response is gone).
+func responseOver(f *layer.Failure) bool {
+	return f != nil && (f.Category == layer.CategoryProviderResponse ||
+		f.HTTPStatus == http.StatusNotFound || f.HTTPStatus == http.StatusGone)
+}
+
 // cancelRemote sends the cancel request of the background response the
-// call started, when the caller cancelled it (R19.12): on its own
+// call started, when the caller cancelled it (R19.12) or the call gave up
+// on it while it may still be running (R19.15): on its own
 // goroutine, so the caller is never held up, through the stages below the
 // engine, bounded by CancelTimeout and detached from the call's context.
 // Its answer is read (at most maxCancelBody bytes) and discarded; a failure

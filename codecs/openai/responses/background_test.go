@@ -134,13 +134,15 @@ func TestR19_10_ResumesAreBoundedByThePolicy(t *testing.T) {
 	r := rigtest.New(t, responses.New(responses.Background()), policy(),
 		recoursetest.ResponsesBackground(bgID, evs...).CutEvents(5),
 		recoursetest.ResponsesResume(bgID).CutEvents(1),
-		recoursetest.ResponsesResume(bgID).CutEvents(0))
+		recoursetest.ResponsesResume(bgID).CutEvents(0),
+		recoursetest.ResponsesCancel(bgID))
 	text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
 	assert.Equal(t, "Hello, world", text, "what arrived, once")
+	require.Eventually(t, func() bool { return r.Server.Cancelled(bgID) }, 5*time.Second, time.Millisecond, "given up on: cancelled (R19.15)")
 	reqs := r.Server.Requests()
-	require.Len(t, reqs, 3)
+	require.Len(t, reqs, 4)
 	assert.Equal(t, "starting_after=4&stream=true", reqs[1].RawQuery)
 	assert.Equal(t, "starting_after=5&stream=true", reqs[2].RawQuery, "the cursor moves with what was delivered")
 	var cursors []int64
@@ -435,14 +437,16 @@ func TestR19_10_ResumeIsBoundedByTheDeadline(t *testing.T) {
 	p := policy()
 	p.BaseDelay, p.Jitter = new(10*time.Second), func() float64 { return 1 }
 	r := rigtest.New(t, responses.New(responses.Background()), retry.Policy{}, recoursetest.ResponsesBackground(bgID, bgEvents()...).CutEvents(6),
-		recoursetest.ResponsesResume(bgID))
+		recoursetest.ResponsesCancel(bgID))
 	p.WallClock, p.MonotonicClock, p.Sleep, p.OnEvent = r.Clock.Now, r.Clock.Mono, r.Clock.Sleep, r.Rec.OnEvent
 	p.Deadline = r.Clock.Now().Add(5 * time.Second)
 	ctx := retry.WithPolicy(context.Background(), &p)
 	_, _, err := rigtest.Collect(t, r.Client.Stream(ctx, streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.OutcomeDeadline, re.Outcome)
-	assert.Equal(t, 1, r.Server.Count(), "no read past the deadline")
+	require.Eventually(t, func() bool { return r.Server.Cancelled(bgID) }, 5*time.Second, time.Millisecond, "given up on: cancelled (R19.15)")
+	assert.Equal(t, 2, r.Server.Count(), "no read past the deadline, then the cancel")
+	assert.Equal(t, http.MethodPost, r.Server.Requests()[1].Method)
 	assert.Empty(t, r.Clock.Sleeps())
 }
 
@@ -569,5 +573,90 @@ func TestR19_9_RepeatedSequenceNumbersAreHandedOverOnce(t *testing.T) {
 		require.NotNil(t, comp)
 		assert.Equal(t, "Hello, world!", comp.Message.Content)
 		assert.Equal(t, 2, r.Server.Count())
+	})
+}
+
+// TestR19_15_GivingUpCancelsTheBackgroundResponse: a call that gives up on
+// a background response it started while the response may still run —
+// resume reads exhausted by 503s, a malformed event after output — sends
+// its cancel once, with the call's credential; one whose response is over
+// (a resume read answered 404, a response.failed event) or that keeps it
+// running (KeepRunning) sends nothing more.
+func TestR19_15_GivingUpCancelsTheBackgroundResponse(t *testing.T) {
+	evs := bgEvents()
+	busy := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy"))
+	malformed := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":6,\"delta\":\n\n"
+	cancelled := func(t *testing.T, r *rigtest.Rig, want layer.Outcome, err error) {
+		t.Helper()
+		assert.Equal(t, want, rigtest.AsRecoveryError(t, err).Outcome)
+		require.Eventually(t, func() bool { return r.Server.Cancelled(bgID) }, 5*time.Second, time.Millisecond)
+		reqs := r.Server.Requests()
+		last := reqs[len(reqs)-1]
+		assert.Equal(t, http.MethodPost, last.Method)
+		assert.Equal(t, "/v1/responses/"+bgID+"/cancel", last.Path)
+		assert.Equal(t, "Bearer "+rigtest.Key, last.Header.Get("Authorization"))
+		n := 0
+		for _, q := range reqs {
+			if strings.HasSuffix(q.Path, "/cancel") {
+				n++
+			}
+		}
+		assert.Equal(t, 1, n, "one cancel")
+	}
+	t.Run("resume reads exhausted", func(t *testing.T) {
+		r := rigtest.New(t, responses.New(responses.Background()), policy(),
+			recoursetest.ResponsesBackground(bgID, evs...).CutEvents(5), busy, busy, recoursetest.ResponsesCancel(bgID))
+		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+		cancelled(t, r, layer.OutcomeExhausted, err)
+		assert.Equal(t, 4, r.Server.Count())
+	})
+	t.Run("malformed event after output", func(t *testing.T) {
+		r := rigtest.New(t, responses.New(responses.Background()), policy(),
+			recoursetest.ResponsesBackground(bgID, append(evs[:6:6], malformed)...), recoursetest.ResponsesCancel(bgID))
+		text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+		cancelled(t, r, layer.OutcomeInterrupted, err)
+		assert.Equal(t, "Hello, world", text)
+		assert.Equal(t, 2, r.Server.Count())
+	})
+	t.Run("drop-in", func(t *testing.T) {
+		r := rigtest.New(t, responses.New(), policy(),
+			recoursetest.ResponsesBackground(bgID, evs...).CutEvents(5), busy, busy, recoursetest.ResponsesCancel(bgID))
+		body := `{"model":"gpt-4.1-mini","input":"hi","stream":true,"background":true}`
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.Server.URL+"/v1/responses", strings.NewReader(body))
+		require.NoError(t, err)
+		resp, err := r.HTTP.Do(req)
+		require.NoError(t, err)
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Error(t, err)
+		require.Eventually(t, func() bool { return r.Server.Cancelled(bgID) }, 5*time.Second, time.Millisecond)
+		assert.Equal(t, 4, r.Server.Count())
+	})
+	over := []struct {
+		name  string
+		steps []recoursetest.Step
+	}{
+		{"resume read answered 404", []recoursetest.Step{recoursetest.ResponsesBackground(bgID, evs...).CutEvents(5),
+			recoursetest.JSON(404, recoursetest.OpenAIError("invalid_request_error", "", "gone"))}},
+		{"response failed", []recoursetest.Step{recoursetest.ResponsesBackground(bgID, append(evs[:6:6],
+			"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":6,\"response\":{\"id\":\""+bgID+
+				"\",\"object\":\"response\",\"status\":\"failed\",\"model\":\"m\",\"output\":[],\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n")...)}},
+	}
+	for _, tc := range over {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rigtest.New(t, responses.New(responses.Background()), policy(), append(tc.steps, recoursetest.ResponsesCancel(bgID))...)
+			_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+			assert.Equal(t, layer.OutcomeInterrupted, rigtest.AsRecoveryError(t, err).Outcome)
+			n := len(tc.steps)
+			assert.Never(t, func() bool { return r.Server.Count() > n }, 100*time.Millisecond, 5*time.Millisecond, "the response is over: no cancel")
+		})
+	}
+	t.Run("keep running", func(t *testing.T) {
+		r := rigtest.New(t, responses.New(responses.Background(), responses.KeepRunning()), policy(),
+			recoursetest.ResponsesBackground(bgID, evs...).CutEvents(5), busy, busy, recoursetest.ResponsesCancel(bgID))
+		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+		assert.Equal(t, layer.OutcomeExhausted, rigtest.AsRecoveryError(t, err).Outcome)
+		assert.Never(t, func() bool { return r.Server.Count() > 3 }, 100*time.Millisecond, 5*time.Millisecond)
+		assert.False(t, r.Server.Cancelled(bgID))
 	})
 }

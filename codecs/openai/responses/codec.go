@@ -44,7 +44,8 @@ func WithReasoningModel(f func(model string) bool) Option {
 // response, "background":true and "store":true (R19.9): the provider keeps
 // the response and its event log, so a stream cut after response.created
 // is read again from the last event delivered instead of being sent again,
-// and a caller that cancels it has it cancelled at the provider (R19.12).
+// and a caller that cancels it, or a call that gives up on it while it may
+// still run, has it cancelled at the provider (R19.12, R19.15).
 // Decision: a request that does not stream stays foreground, because a
 // background answer to it is a queued response that would have to be
 // polled, which the codec does not do. The default is foreground.
@@ -53,8 +54,9 @@ func Background() Option {
 }
 
 // KeepRunning leaves a background response running at the provider when
-// its caller cancels the call or stops reading the stream: CancelRequest
-// then returns nil, so the engine sends no cancel request (R19.12). The
+// its caller cancels the call or stops reading the stream, and when the
+// call gives up on it (its resumes run out): CancelRequest then returns
+// nil, so the engine sends no cancel request (R19.12, R19.15). The
 // response can still be retrieved by its ID. The default cancels it.
 func KeepRunning() Option {
 	return func(c *Codec) { c.keepRunning = true }
