@@ -151,3 +151,20 @@ func TestR19_12_ProxyClientGoneCancelsTheBackgroundResponse(t *testing.T) {
 	reqs := r.up.Requests()
 	assert.Equal(t, "/v1/responses/"+respID+"/cancel", reqs[len(reqs)-1].Path)
 }
+
+// R19.15: a background stream whose resume reads run out is cancelled
+// upstream by the proxy, with the client's credential, once.
+func TestR19_15_ProxyCancelsABackgroundResponseItGivesUpOn(t *testing.T) {
+	busy := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy"))
+	r := newRig(t, "openai", nil,
+		recoursetest.ResponsesBackground(respID, respEvents()...).CutEvents(6), busy, busy, busy, recoursetest.ResponsesCancel(respID))
+	got := r.post(t, "/v1/responses", backgroundBody, "Authorization", "Bearer sk-test")
+	require.Error(t, got.err, "the client's read fails")
+	require.Eventually(t, func() bool { return r.up.Cancelled(respID) }, 10*time.Second, time.Millisecond)
+	reqs := r.up.Requests()
+	require.Len(t, reqs, 5)
+	assert.Equal(t, http.MethodPost, reqs[4].Method)
+	assert.Equal(t, "/v1/responses/"+respID+"/cancel", reqs[4].Path)
+	assert.Equal(t, "Bearer sk-test", reqs[4].Header.Get("Authorization"))
+	assert.NotContains(t, r.logs.String(), "sk-test")
+}
