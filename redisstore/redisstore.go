@@ -118,6 +118,7 @@ type Store struct {
 type local struct {
 	horizon atomic.Int64 // unix ns, 0 for none
 	count   atomic.Int64 // resends counted in the window at the last refresh
+	at      atomic.Int64 // unix ns of the count, 0 for none
 	window  atomic.Int64 // the window the count is for (ns), 0 unknown
 	used    atomic.Bool  // read or written since the last refresh
 	idle    atomic.Int64 // refreshes in a row that found it unused
@@ -296,13 +297,19 @@ func (s *Store) SetHorizon(ctx context.Context, key string, t time.Time) error {
 
 // Peek returns the resends counted for key in the window from the local
 // copy (no I/O; as stale as the refresh), and registers the window for
-// the refresh. Reserve is the authoritative, atomic check.
-func (s *Store) Peek(_ context.Context, key string, _ time.Time, window time.Duration) (int, error) {
+// the refresh. Reserve is the authoritative, atomic check. A count that is
+// a whole window older than now (Redis has not answered since) is 0: every
+// resend it counted has left the window, so an outage never keeps a spent
+// cap refusing (R18.5).
+func (s *Store) Peek(_ context.Context, key string, now time.Time, window time.Duration) (int, error) {
 	l := s.copyOf(key)
 	if l == nil {
 		return 0, nil
 	}
 	l.window.Store(int64(window))
+	if now.UnixNano()-l.at.Load() >= int64(window) {
+		return 0, nil
+	}
 	return int(l.count.Load()), nil
 }
 
@@ -368,6 +375,7 @@ func (s *Store) Reserve(ctx context.Context, key string, now time.Time, limit in
 	if l := s.copyOf(key); l != nil {
 		l.window.Store(int64(window))
 		l.count.Store(v[1])
+		l.at.Store(now.UnixNano())
 		if v[2] > 0 {
 			l.raise(r.Horizon.UnixNano())
 		}
@@ -488,6 +496,7 @@ func (s *Store) refreshOnce(ctx context.Context) error {
 			it.l.raise(time.UnixMilli(v[0]).UnixNano())
 		}
 		it.l.count.Store(v[1])
+		it.l.at.Store(now.UnixNano())
 	}
 	return nil
 }

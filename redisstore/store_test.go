@@ -310,3 +310,30 @@ func TestIdleCopiesArePruned(t *testing.T) {
 	s.Horizon("https://idle.example.com:443")
 	assert.Equal(t, 3, s.Keys(), "a dropped key comes back when a call names it")
 }
+
+// R18.5: a fleet cap spent before Redis went down refuses only while its
+// window can still hold the counted resends: a Peek a window after the
+// last count Redis gave is 0, so an outage never keeps a spent cap
+// refusing.
+func TestR18_5_OutageDoesNotKeepASpentCapRefusing(t *testing.T) {
+	srv := startRedis(t)
+	s, _ := newStore(t, srv.addr(), redisstore.WithRefresh(hour))
+	ctx := context.Background()
+	key := "https://api.example.com:443"
+	now := time.Now()
+	for range 2 {
+		r, err := s.Reserve(ctx, key, now, 2, time.Minute)
+		require.NoError(t, err)
+		require.True(t, r.OK)
+	}
+	n, err := s.Peek(ctx, key, now.Add(time.Second), time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "spent")
+
+	srv.stop()
+	require.Error(t, s.Refresh(ctx), "Redis is down")
+	n, _ = s.Peek(ctx, key, now.Add(59*time.Second), time.Minute)
+	assert.Equal(t, 2, n, "within the window the last count stands")
+	n, _ = s.Peek(ctx, key, now.Add(time.Minute), time.Minute)
+	assert.Zero(t, n, "a window later every counted resend has left it")
+}
