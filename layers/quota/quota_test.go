@@ -89,6 +89,7 @@ func TestR18_2_ReserveLostRaceAfterAllow(t *testing.T) {
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed", "quota_refused", "exhausted"}, r.types())
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started", "attempt_started", "attempt_failed", "exhausted"}, other.types())
 		assert.Equal(t, 3, p.Count())
+		require.NotNil(t, re.Quota, "a quota refused")
 		assert.Equal(t, 1, re.Quota.Resends)
 	})
 }
@@ -150,6 +151,7 @@ func TestR18_2_FailedResendStaysCounted(t *testing.T) {
 		re := recoveryError(t, r.call())
 		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome, "the second resend of the call is refused")
 		assert.Equal(t, 2, p.Count())
+		require.NotNil(t, re.Quota, "a quota refused")
 		assert.Equal(t, 1, re.Quota.Resends)
 		assert.Len(t, re.History, 2)
 		re = recoveryError(t, r.call())

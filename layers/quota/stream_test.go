@@ -43,6 +43,7 @@ func TestR18_1_StreamResumeWithdraws(t *testing.T) {
 		var re *layer.RecoveryError
 		require.True(t, errors.As(serr, &re), "%v", serr)
 		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+		require.NotNil(t, re.Quota, "a quota refused")
 		assert.Equal(t, 1, re.Quota.Resends, "the first resume withdrew")
 		assert.Equal(t, 2, srv.Count())
 	})
