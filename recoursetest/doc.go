@@ -13,6 +13,12 @@
 //	client, _ := chain.NewClient(srv.URL, ch)
 //	// ... call client; then srv.Count() is 2.
 //
+// NewMemoryServer runs the same script on an in-memory network instead of
+// a TCP port, reached through Server.Transport, so that a test inside a
+// testing/synctest bubble waits out backoffs, Retry-After hints and stall
+// limits on the bubble's clock: nothing sleeps, and no policy clock needs
+// faking.
+//
 // The steps reproduce the answers and failures that matter when retrying LLM
 // chat completion calls:
 //

@@ -474,3 +474,36 @@ func ExampleStep_CutEvents() {
 	// Output:
 	// 2 true
 }
+
+// A memory server is reached through its Transport. Inside a
+// testing/synctest bubble (synctest.Test(t, func(t *testing.T) { ... }))
+// the same code waits out backoffs and stall limits on the bubble's clock,
+// so a test of a 30 s Retry-After takes no real time; outside one, as here,
+// it behaves like NewServer without a TCP port.
+func ExampleNewMemoryServer() {
+	srv := recoursetest.NewMemoryServer(
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("Hello!")),
+	)
+	defer srv.Close()
+
+	ch, err := chain.Default(openai.New(), chain.WithTransport(srv.Transport()),
+		chain.WithPolicy(retry.Policy{MaxAttempts: 2, BaseDelay: new(time.Duration(0))}))
+	if err != nil {
+		panic(err)
+	}
+	client, err := chain.NewClient(srv.URL, ch)
+	if err != nil {
+		panic(err)
+	}
+	comp, err := client.Complete(context.Background(), &chat.Request{
+		Model:    "gpt-4o-mini",
+		Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(comp.Message.Content, srv.Count(), srv.URL)
+	// Output:
+	// Hello! 2 http://recoursetest.invalid
+}

@@ -46,11 +46,13 @@ func (r Request) clone() Request {
 // next Step of its script, and every request is recorded. Server is safe for
 // concurrent use.
 type Server struct {
-	// URL is the base URL of the server, "http://127.0.0.1:port", without a
-	// trailing slash.
+	// URL is the base URL of the server without a trailing slash:
+	// "http://127.0.0.1:port" for NewServer, "http://recoursetest.invalid"
+	// for NewMemoryServer.
 	URL string
 
 	srv       *httptest.Server
+	mem       *memoryListener // the listener of a memory server, else nil
 	closed    chan struct{}
 	closeOnce sync.Once
 	left      chan int

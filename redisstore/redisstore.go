@@ -104,7 +104,6 @@ type Store struct {
 	timeout       time.Duration
 	refresh       time.Duration
 	onUnavailable func(string, error)
-	now           func() time.Time
 
 	local sync.Map // key → *local
 	n     atomic.Int64
@@ -129,7 +128,7 @@ type local struct {
 // Redis does not answer, that is reported to WithOnUnavailable and the
 // scripts load on first use.
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{rdb: rdb, prefix: DefaultPrefix, timeout: DefaultTimeout, refresh: DefaultRefresh, now: time.Now,
+	s := &Store{rdb: rdb, prefix: DefaultPrefix, timeout: DefaultTimeout, refresh: DefaultRefresh,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	for _, o := range opts {
 		if o != nil {
@@ -283,7 +282,7 @@ func (s *Store) SetHorizon(ctx context.Context, key string, t time.Time) error {
 	if l := s.copyOf(key); l != nil {
 		l.raise(t.UnixNano())
 	}
-	ttl := t.Sub(s.now()).Milliseconds()
+	ttl := time.Until(t).Milliseconds()
 	if ttl < 1 {
 		return nil // already passed: nothing to share
 	}
@@ -462,7 +461,7 @@ func (s *Store) refreshOnce(ctx context.Context) error {
 		cmd *redis.Cmd
 	}
 	var items []item
-	now := s.now()
+	now := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	pipe := s.rdb.Pipeline()

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -303,35 +304,39 @@ func TestR20_4_AdmissionBeforeFallbackFromLocalTarget(t *testing.T) {
 // A target whose shared cooldown lies beyond the delay ceiling (its
 // circuit is open) is skipped without a request until the horizon passes.
 func TestR20_5_OpenCircuitSkippedWithoutRequest(t *testing.T) {
-	clock := rigtest.NewClock()
-	q, err := quota.New(quota.ByModel(), quota.WithClock(clock.Now))
-	require.NoError(t, err)
-	answer := func(s string) recoursetest.Step { return recoursetest.JSON(200, recoursetest.OpenAIChat(s)) }
-	p := retry.Policy{MaxAttempts: 3, DelayCeiling: new(10 * time.Second), WallClock: clock.Now, MonotonicClock: clock.Mono, Sleep: clock.Sleep}
-	f := newFixtureWith(t, openai.New(), p, fallback.Config{Targets: []fallback.Target{{Model: "b"}}}, []layer.Layer{q},
-		unavailable().WithHeader("Retry-After", "60"), answer("b 1"), answer("b 2"), answer("a again"))
+	synctest.Test(t, func(t *testing.T) {
+		q, err := quota.New(quota.ByModel(), quota.WithStore(quota.NewMemoryStore()))
+		require.NoError(t, err)
+		answer := func(s string) recoursetest.Step { return recoursetest.JSON(200, recoursetest.OpenAIChat(s)) }
+		p := retry.Policy{MaxAttempts: 3, DelayCeiling: new(10 * time.Second)}
+		f := newMemoryFixture(t, openai.New(), p, fallback.Config{Targets: []fallback.Target{{Model: "b"}}}, []layer.Layer{q},
+			unavailable().WithHeader("Retry-After", "60"), answer("b 1"), answer("b 2"), answer("a again"))
 
-	resp, _, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
-	require.NoError(t, err)
-	assert.Contains(t, readBody(t, resp), "b 1")
-	assert.Equal(t, []string{"a", "b"}, models(t, f.Server))
+		resp, _, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
+		require.NoError(t, err)
+		assert.Contains(t, readBody(t, resp), "b 1")
+		assert.Equal(t, []string{"a", "b"}, models(t, f.Server))
 
-	// a's circuit is open: the next call goes to b without a request to a.
-	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
-	require.NoError(t, err)
-	assert.Contains(t, readBody(t, resp), "b 2")
-	assert.Equal(t, []string{"a", "b", "b"}, models(t, f.Server))
-	assert.Nil(t, lc.Result.Err)
-	steps := fallbacks(f.rec, layer.EventFallback)
-	require.Len(t, steps, 2)
-	assert.Equal(t, layer.Fallback{From: "a", To: "b", Index: 1, Outcome: layer.OutcomeDelayCeiling, Skipped: true}, steps[1])
+		// 49 s later a's cooldown still lasts 11 s, beyond the 10 s delay
+		// ceiling: its circuit is open, so the call goes to b without a
+		// request to a.
+		time.Sleep(49 * time.Second)
+		resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
+		require.NoError(t, err)
+		assert.Contains(t, readBody(t, resp), "b 2")
+		assert.Equal(t, []string{"a", "b", "b"}, models(t, f.Server))
+		assert.Nil(t, lc.Result.Err)
+		steps := fallbacks(f.rec, layer.EventFallback)
+		require.Len(t, steps, 2)
+		assert.Equal(t, layer.Fallback{From: "a", To: "b", Index: 1, Outcome: layer.OutcomeDelayCeiling, Skipped: true}, steps[1])
 
-	// Once the horizon passed, a is contacted again.
-	clock.Advance(61 * time.Second)
-	resp, _, err = f.post(t, "/v1/chat/completions", chatBody("a", false))
-	require.NoError(t, err)
-	assert.Contains(t, readBody(t, resp), "a again")
-	assert.Equal(t, []string{"a", "b", "b", "a"}, models(t, f.Server))
+		// Once the horizon passed, a is contacted again.
+		time.Sleep(12 * time.Second)
+		resp, _, err = f.post(t, "/v1/chat/completions", chatBody("a", false))
+		require.NoError(t, err)
+		assert.Contains(t, readBody(t, resp), "a again")
+		assert.Equal(t, []string{"a", "b", "b", "a"}, models(t, f.Server))
+	})
 }
 
 // Every step is a lifecycle event: target_started for each target, then

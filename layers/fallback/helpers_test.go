@@ -47,6 +47,25 @@ func newFixtureWith(t *testing.T, codec layer.Codec, p retry.Policy, cfg fallbac
 	return &fixture{Rig: r, rec: rec}
 }
 
+// newMemoryFixture is newFixtureWith over recoursetest.NewMemoryServer, for
+// a test inside a testing/synctest bubble: the policy's clocks and Sleep
+// stay the bubble's unless p sets them. Call it inside the bubble; the
+// server is closed when the test ends.
+func newMemoryFixture(t *testing.T, codec layer.Codec, p retry.Policy, cfg fallback.Config, before []layer.Layer, steps ...recoursetest.Step) *fixture {
+	t.Helper()
+	rec := &rigtest.Recorder{}
+	p.OnEvent = rec.OnEvent
+	cfg.Codec = codec
+	cfg.OnEvent = rec.OnEvent
+	l, err := fallback.New(cfg)
+	require.NoError(t, err)
+	srv := recoursetest.NewMemoryServer(steps...)
+	t.Cleanup(srv.Close)
+	ch, err := chain.Default(codec, chain.WithPolicy(p), chain.WithTransport(srv.Transport()), chain.WithPerCall(append(before, l)...))
+	require.NoError(t, err)
+	return &fixture{Rig: &rigtest.Rig{T: t, Server: srv, Rec: rec, Chain: ch, HTTP: &http.Client{Transport: ch}}, rec: rec}
+}
+
 // chatBody is an OpenAI chat request for model, with the prompt canary.
 func chatBody(model string, stream bool) string {
 	b, _ := json.Marshal(map[string]any{

@@ -4,17 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
-	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -24,56 +21,51 @@ import (
 // store, and a chain with another quota layer over the same store holds
 // its first attempt until then (cooldown_wait).
 func TestR18_4_RetryAfterDelaysOtherChains(t *testing.T) {
-	clk := newClock()
-	store := quota.NewMemoryStore()
-	p := newProvider(t, func(i int) answer {
-		if i == 1 {
-			return answer{status: 429, header: []string{"Retry-After", "5"}}
-		}
-		return answer{status: 200}
+	synctest.Test(t, func(t *testing.T) {
+		store := quota.NewMemoryStore()
+		p := newProvider(t, rateLimited("5"), completion(), completion())
+		a := newRig(t, p, mustQuota(t, quota.WithStore(store)), retry.Policy{MaxAttempts: 1})
+		b := newRig(t, p, mustQuota(t, quota.WithStore(store)), retry.Policy{MaxAttempts: 1})
+		assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, a.call()).Outcome)
+		time.Sleep(time.Second)
+		start := time.Now()
+		require.NoError(t, b.call())
+		assert.Equal(t, 4*time.Second, time.Since(start), "the first attempt waited for the horizon")
+		evs := b.take()
+		require.NotEmpty(t, evs)
+		assert.Equal(t, layer.EventCooldownWait, evs[0].Type)
+		assert.Equal(t, 4*time.Second, evs[0].Delay)
+		assert.Equal(t, 1, evs[0].NextAttempt)
+		j, err := json.Marshal(evs[0])
+		require.NoError(t, err)
+		assert.Contains(t, string(j), `"delay_ms":4000`)
+		// Once the horizon passed, nothing waits.
+		require.NoError(t, b.call())
+		assert.Equal(t, []string{"attempt_started", "attempt_succeeded"}, b.types())
 	})
-	a := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store)), clk, retry.Policy{MaxAttempts: 1})
-	b := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store)), clk, retry.Policy{MaxAttempts: 1})
-	assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, a.call()).Outcome)
-	clk.Advance(time.Second)
-	require.NoError(t, b.call())
-	evs := b.take()
-	require.NotEmpty(t, evs)
-	assert.Equal(t, layer.EventCooldownWait, evs[0].Type)
-	assert.Equal(t, 4*time.Second, evs[0].Delay)
-	assert.Equal(t, 1, evs[0].NextAttempt)
-	assert.Equal(t, []time.Duration{4 * time.Second}, b.sleeps, "the injected sleep waits for the horizon")
-	j, err := json.Marshal(evs[0])
-	require.NoError(t, err)
-	assert.Contains(t, string(j), `"delay_ms":4000`)
-	// Once the horizon passed, nothing waits.
-	require.NoError(t, b.call())
-	assert.Equal(t, []string{"attempt_started", "attempt_succeeded"}, b.types())
 }
 
 // A resend's delay is at least the time to the shared horizon: another
 // process raised it while this call's attempt was failing.
 func TestR18_4_ResendWaitsForHorizon(t *testing.T) {
-	clk := newClock()
-	store := quota.NewMemoryStore()
-	var key string
-	p := newProvider(t, func(i int) answer {
-		if i == 1 {
-			require.NoError(t, store.SetHorizon(context.Background(), key, clk.Now().Add(4*time.Second)))
-			return answer{status: 503}
+	synctest.Test(t, func(t *testing.T) {
+		store := quota.NewMemoryStore()
+		gate := make(chan struct{})
+		p := newProvider(t, unavailable().Gated(-1, gate), completion())
+		r := newRig(t, p, mustQuota(t, quota.WithStore(store)), retry.Policy{MaxAttempts: 2})
+		start := time.Now()
+		require.NoError(t, r.callHeldAt(p, 1, gate, func() {
+			require.NoError(t, store.SetHorizon(context.Background(), memKey, time.Now().Add(4*time.Second)))
+		}))
+		assert.Equal(t, 4*time.Second, time.Since(start), "the resend was sent at the horizon")
+		var delays []time.Duration
+		for _, ev := range r.take() {
+			if ev.Type == layer.EventDelayScheduled {
+				delays = append(delays, ev.Delay)
+			}
 		}
-		return answer{status: 200}
+		assert.Equal(t, []time.Duration{4 * time.Second}, delays)
 	})
-	key = "http://" + strings.TrimPrefix(p.srv.URL, "http://")
-	r := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store)), clk, retry.Policy{MaxAttempts: 2})
-	require.NoError(t, r.call())
-	var delays []time.Duration
-	for _, ev := range r.take() {
-		if ev.Type == layer.EventDelayScheduled {
-			delays = append(delays, ev.Delay)
-		}
-	}
-	assert.Equal(t, []time.Duration{4 * time.Second}, delays)
 }
 
 // A horizon beyond the delay ceiling refuses the resend (delay_ceiling),
@@ -93,20 +85,22 @@ func TestR18_4_RefusedByCeilingAndDeadline(t *testing.T) {
 			"recourse: no retry: the recovery budget or deadline ran out; outcome deadline (HTTP 503, wire attempt 1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newClock()
-			store := quota.NewMemoryStore()
-			p := newProvider(t, always(503))
-			key := "http://" + strings.TrimPrefix(p.srv.URL, "http://")
-			require.NoError(t, store.SetHorizon(context.Background(), key, clk.Now().Add(tc.horizon)))
-			if tc.name == "deadline" {
-				tc.pol.Deadline = clk.Now().Add(5 * time.Second)
-			}
-			r := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store)), clk, tc.pol)
-			re := recoveryError(t, r.call())
-			assert.Equal(t, tc.want, re.Outcome)
-			assert.Equal(t, tc.text, re.Error())
-			assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, r.types(), "the first attempt was not held")
-			assert.Equal(t, 1, p.Count())
+			synctest.Test(t, func(t *testing.T) {
+				store := quota.NewMemoryStore()
+				p := newProvider(t, repeat(unavailable(), 2)...)
+				require.NoError(t, store.SetHorizon(context.Background(), memKey, time.Now().Add(tc.horizon)))
+				if tc.name == "deadline" {
+					tc.pol.Deadline = time.Now().Add(5 * time.Second)
+				}
+				r := newRig(t, p, mustQuota(t, quota.WithStore(store)), tc.pol)
+				start := time.Now()
+				re := recoveryError(t, r.call())
+				assert.Zero(t, time.Since(start), "nothing waited")
+				assert.Equal(t, tc.want, re.Outcome)
+				assert.Equal(t, tc.text, re.Error())
+				assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, r.types(), "the first attempt was not held")
+				assert.Equal(t, 1, p.Count())
+			})
 		})
 	}
 }
@@ -147,21 +141,23 @@ func (s *unavailableStore) Refund(ctx context.Context, key, _ string) error { re
 func TestR18_5_StoreUnavailableFailsOpen(t *testing.T) {
 	for _, slow := range []bool{false, true} {
 		t.Run(fmt.Sprint("slow=", slow), func(t *testing.T) {
-			clk := newClock()
-			p := newProvider(t, func(i int) answer {
-				if i == 1 {
-					return answer{status: 429, header: []string{"Retry-After", "1"}}
+			synctest.Test(t, func(t *testing.T) {
+				p := newProvider(t, rateLimited("1"), completion())
+				st := &unavailableStore{slow: slow}
+				q := mustQuota(t, quota.WithStore(st), quota.WithFleetCap(10), quota.WithStoreTimeout(20*time.Millisecond))
+				r := newRig(t, p, q, retry.Policy{MaxAttempts: 2})
+				start := time.Now()
+				require.NoError(t, r.call())
+				assert.Equal(t, []string{"attempt_started", "attempt_failed", "quota_unavailable", "quota_unavailable", "quota_unavailable",
+					"delay_scheduled", "retry_started", "attempt_started", "attempt_succeeded"}, r.types(),
+					"the cooldown write, the peek and the reserve failed open")
+				assert.Equal(t, 2, p.Count())
+				wait := time.Second // the Retry-After
+				if slow {
+					wait += 3 * 20 * time.Millisecond // three store operations, each given up after the store timeout
 				}
-				return answer{status: 200}
+				assert.Equal(t, wait, time.Since(start))
 			})
-			st := &unavailableStore{slow: slow}
-			q := mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(st), quota.WithFleetCap(10), quota.WithStoreTimeout(20*time.Millisecond))
-			r := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 2})
-			require.NoError(t, r.call())
-			assert.Equal(t, []string{"attempt_started", "attempt_failed", "quota_unavailable", "quota_unavailable", "quota_unavailable",
-				"delay_scheduled", "retry_started", "attempt_started", "attempt_succeeded"}, r.types(),
-				"the cooldown write, the peek and the reserve failed open")
-			assert.Equal(t, 2, p.Count())
 		})
 	}
 }
@@ -191,94 +187,88 @@ func (s *recordingStore) Reserve(ctx context.Context, k string, now time.Time, l
 // Canary: keyed by credential and model, the quota's store keys, events
 // and errors never contain the API key or the prompt.
 func TestQuotaCanaryCredentialNeverInKeysEventsOrErrors(t *testing.T) {
-	clk := newClock()
-	p := newProvider(t, always(429, "Retry-After", "1"))
-	st := &recordingStore{MemoryStore: quota.NewMemoryStore()}
-	q := mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(st), quota.ByCredential(), quota.ByModel(), quota.WithFloor(1), quota.WithRatio(0))
-	r := newRig(t, p, q, clk, retry.Policy{MaxAttempts: 3})
-	err := r.call()
-	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
-	var safe []string
-	safe = append(safe, err.Error(), fmt.Sprintf("%v %+v", err, err))
-	b, jerr := json.Marshal(re)
-	require.NoError(t, jerr)
-	safe = append(safe, string(b))
-	for _, ev := range r.take() {
-		b, jerr := json.Marshal(ev)
+	synctest.Test(t, func(t *testing.T) {
+		p := newProvider(t, repeat(rateLimited("1"), 3)...)
+		st := &recordingStore{MemoryStore: quota.NewMemoryStore()}
+		q := mustQuota(t, quota.WithStore(st), quota.ByCredential(), quota.ByModel(), quota.WithFloor(1), quota.WithRatio(0))
+		r := newRig(t, p, q, retry.Policy{MaxAttempts: 3})
+		err := r.call()
+		re := recoveryError(t, err)
+		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+		var safe []string
+		safe = append(safe, err.Error(), fmt.Sprintf("%v %+v", err, err))
+		b, jerr := json.Marshal(re)
 		require.NoError(t, jerr)
-		safe = append(safe, string(b), fmt.Sprintf("%+v", ev))
-	}
-	st.mu.Lock()
-	safe = append(safe, st.keys...)
-	require.NotEmpty(t, st.keys)
-	assert.Contains(t, st.keys[0], "|model=gpt-test|cred=", "keyed by model and the credential's hash")
-	st.mu.Unlock()
-	for _, s := range safe {
-		for _, canary := range []string{canaryKey, "canary", "recipe", "QUOTA-0123"} {
-			assert.NotContains(t, s, canary)
+		safe = append(safe, string(b))
+		for _, ev := range r.take() {
+			b, jerr := json.Marshal(ev)
+			require.NoError(t, jerr)
+			safe = append(safe, string(b), fmt.Sprintf("%+v", ev))
 		}
-	}
+		st.mu.Lock()
+		safe = append(safe, st.keys...)
+		require.NotEmpty(t, st.keys)
+		assert.Contains(t, st.keys[0], "|model=gpt-test|cred=", "keyed by model and the credential's hash")
+		st.mu.Unlock()
+		for _, s := range safe {
+			for _, canary := range []string{canaryKey, "canary", "recipe", "QUOTA-0123"} {
+				assert.NotContains(t, s, canary)
+			}
+		}
+	})
 }
 
 // Cancelling while a first attempt waits for the cooldown ends the call
 // as cancelled with nothing sent (R9.2).
 func TestR18_4_CancelDuringCooldownWait(t *testing.T) {
-	clk := newClock()
-	store := quota.NewMemoryStore()
-	p := newProvider(t, always(200))
-	key := "http://" + strings.TrimPrefix(p.srv.URL, "http://")
-	require.NoError(t, store.SetHorizon(context.Background(), key, clk.Now().Add(5*time.Second)))
-	ctx, cancel := context.WithCancel(context.Background())
-	var types []string
-	pol := retry.Policy{MaxAttempts: 2, WallClock: clk.Now, Jitter: func() float64 { return 0 },
-		Sleep:   func(ctx context.Context, _ time.Duration) error { cancel(); return ctx.Err() },
-		OnEvent: func(ev layer.Event) error { types = append(types, string(ev.Type)); return nil }}
-	ch, err := chain.Default(openai.New(), chain.WithPolicy(pol), chain.WithPerCall(mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store))))
-	require.NoError(t, err)
-	client, err := chain.NewClient(p.srv.URL, ch)
-	require.NoError(t, err)
-	_, err = client.Complete(ctx, &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
-	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
-	assert.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, []string{"cooldown_wait", "cancelled"}, types)
-	assert.Equal(t, 0, p.Count(), "nothing was sent")
-	assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
+	synctest.Test(t, func(t *testing.T) {
+		store := quota.NewMemoryStore()
+		p := newProvider(t, completion())
+		require.NoError(t, store.SetHorizon(context.Background(), memKey, time.Now().Add(5*time.Second)))
+		ctx, cancel := context.WithCancel(context.Background())
+		r := newRig(t, p, mustQuota(t, quota.WithStore(store)), retry.Policy{MaxAttempts: 2})
+		done := make(chan error, 1)
+		go func() { done <- r.callCtx(ctx) }()
+		synctest.Wait()
+		assert.Equal(t, []string{"cooldown_wait"}, r.types(), "the first attempt waits for the horizon")
+		time.Sleep(time.Second)
+		cancel()
+		err := <-done
+		re := recoveryError(t, err)
+		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, []string{"cancelled"}, r.types())
+		assert.Equal(t, 0, p.Count(), "nothing was sent")
+		assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
+	})
 }
 
 // WithoutCooldown keeps the quota's counting but shares no horizon: the
 // Retry-After one chain saw neither holds another chain's first attempt
 // nor lengthens its resend's delay, and nothing is written to the store.
 func TestWithoutCooldownSharesNoHorizon(t *testing.T) {
-	clk := newClock()
-	store := quota.NewMemoryStore()
-	var key string
-	p := newProvider(t, func(i int) answer {
-		switch i {
-		case 1:
-			return answer{status: 429, header: []string{"Retry-After", "5"}}
-		case 2:
-			require.NoError(t, store.SetHorizon(context.Background(), key, clk.Now().Add(20*time.Second)))
-			return answer{status: 503}
+	synctest.Test(t, func(t *testing.T) {
+		store := quota.NewMemoryStore()
+		gate := make(chan struct{})
+		p := newProvider(t, rateLimited("5"), unavailable().Gated(-1, gate), completion())
+		a := newRig(t, p, mustQuota(t, quota.WithStore(store), quota.WithoutCooldown()), retry.Policy{MaxAttempts: 1})
+		assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, a.call()).Outcome)
+		assert.True(t, store.Horizon(memKey).IsZero(), "a quota without cooldown writes no horizon")
+		zero := time.Duration(0)
+		b := newRig(t, p, mustQuota(t, quota.WithStore(store), quota.WithoutCooldown()), retry.Policy{MaxAttempts: 2, BaseDelay: &zero})
+		start := time.Now()
+		require.NoError(t, b.callHeldAt(p, 2, gate, func() {
+			require.NoError(t, store.SetHorizon(context.Background(), memKey, time.Now().Add(20*time.Second)))
+		}))
+		assert.Zero(t, time.Since(start), "nothing waited for the horizon another process set")
+		scheduled := 0
+		for _, ev := range b.take() {
+			assert.NotEqual(t, layer.EventCooldownWait, ev.Type)
+			if ev.Type == layer.EventDelayScheduled {
+				scheduled++
+				assert.Less(t, ev.Delay, time.Second, "the horizon another process set is not a minimum here")
+			}
 		}
-		return answer{status: 200}
+		assert.Equal(t, 1, scheduled, "the 503 was resent once")
 	})
-	key = "http://" + strings.TrimPrefix(p.srv.URL, "http://")
-	a := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store), quota.WithoutCooldown()), clk, retry.Policy{MaxAttempts: 1})
-	assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, a.call()).Outcome)
-	assert.True(t, store.Horizon(key).IsZero(), "a quota without cooldown writes no horizon")
-	zero := time.Duration(0)
-	b := newRig(t, p, mustQuota(t, quota.WithClock(clk.Now), quota.WithStore(store), quota.WithoutCooldown()), clk,
-		retry.Policy{MaxAttempts: 2, BaseDelay: &zero})
-	require.NoError(t, b.call())
-	scheduled := 0
-	for _, ev := range b.take() {
-		assert.NotEqual(t, layer.EventCooldownWait, ev.Type)
-		if ev.Type == layer.EventDelayScheduled {
-			scheduled++
-			assert.Less(t, ev.Delay, time.Second, "the horizon another process set is not a minimum here")
-		}
-	}
-	assert.Equal(t, 1, scheduled, "the 503 was resent once")
 }

@@ -2,108 +2,87 @@ package quota_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
-// clock is a settable wall clock shared by the quota and the policy.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
+// The tests of timing run inside a testing/synctest bubble: the quota's
+// windows, the store's wall time and the policy's clocks and sleeps are all
+// the bubble's clock, which time.Sleep in the test advances at once.
+
+// memKey is the store key of a memory server's upstream
+// (recoursetest.NewMemoryServer): scheme, host and the default port.
+const memKey = "http://recoursetest.invalid:80"
+
+// newProvider starts a scripted provider on the in-memory network, answering
+// the i-th request with steps[i]; call it inside the test's bubble. It is
+// closed when the test ends.
+func newProvider(t *testing.T, steps ...recoursetest.Step) *recoursetest.Server {
+	t.Helper()
+	srv := recoursetest.NewMemoryServer(steps...)
+	t.Cleanup(srv.Close)
+	return srv
 }
 
-func newClock() *clock { return &clock{now: time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
+// unavailable is a 503 answer with an OpenAI error body, with extra header
+// pairs.
+func unavailable(header ...string) recoursetest.Step {
+	return recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "busy"), header...)
 }
 
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// rateLimited is a 429 answer with a Retry-After of seconds.
+func rateLimited(seconds string) recoursetest.Step {
+	return recoursetest.JSON(429, recoursetest.OpenAIError("rate_limit_exceeded", "rate_limit_exceeded", "slow down"),
+		"Retry-After", seconds)
 }
 
-// provider is a loopback OpenAI endpoint whose answer to the i-th request
-// (1-based) is script(i): a status and extra header pairs; 200 answers a
-// completion.
-type provider struct {
-	srv   *httptest.Server
-	count atomic.Int64
+// completion is a 200 answer with a completion.
+func completion() recoursetest.Step {
+	return recoursetest.JSON(200, recoursetest.OpenAIChat("ok"))
 }
 
-type answer struct {
-	status int
-	header []string
+// alternate answers 503, then 200, n times over.
+func alternate(n int) []recoursetest.Step {
+	var steps []recoursetest.Step
+	for range n {
+		steps = append(steps, unavailable(), completion())
+	}
+	return steps
 }
 
-func newProvider(t *testing.T, script func(i int) answer) *provider {
-	p := &provider{}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a := script(int(p.count.Add(1)))
-		for i := 0; i+1 < len(a.header); i += 2 {
-			w.Header().Set(a.header[i], a.header[i+1])
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(a.status)
-		if a.status == 200 {
-			w.Write([]byte(`{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
-			return
-		}
-		w.Write([]byte(`{"error":{"message":"busy","type":"server_error","code":"server_error"}}`))
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
+// repeat is n copies of st.
+func repeat(st recoursetest.Step, n int) []recoursetest.Step { return rigtest.Repeat(st, n) }
 
-func (p *provider) Count() int { return int(p.count.Load()) }
-
-func always(status int, header ...string) func(int) answer {
-	return func(int) answer { return answer{status: status, header: header} }
-}
-
-// rig is one chain with a quota, on injected clocks and a recording sleep.
+// rig is one chain with a quota over a memory server, made inside the
+// test's bubble, recording the engine's events.
 type rig struct {
 	t      *testing.T
 	client *chain.Client
 	mu     sync.Mutex
 	events []layer.Event
-	sleeps []time.Duration
 }
 
-// newRig builds a chain over p with q outermost and policy pol (its clocks
-// and Sleep replaced by the test's).
-func newRig(t *testing.T, p *provider, q *quota.Layer, clk *clock, pol retry.Policy) *rig {
+// newRig builds a chain over srv with q outermost and policy pol: its
+// clocks and Sleep stay the bubble's (pol leaves them nil), its jitter is
+// 0 so that every delay is exact.
+func newRig(t *testing.T, srv *recoursetest.Server, q *quota.Layer, pol retry.Policy) *rig {
 	r := &rig{t: t}
-	start := clk.Now()
-	pol.WallClock = clk.Now
-	pol.MonotonicClock = func() time.Duration { return clk.Now().Sub(start) }
 	pol.Jitter = nil
 	if pol.MaxAttempts > 1 {
 		pol.Jitter = func() float64 { return 0 }
-	}
-	pol.Sleep = func(ctx context.Context, d time.Duration) error {
-		r.mu.Lock()
-		r.sleeps = append(r.sleeps, d)
-		r.mu.Unlock()
-		clk.Advance(d)
-		return ctx.Err()
 	}
 	pol.OnEvent = func(ev layer.Event) error {
 		r.mu.Lock()
@@ -111,13 +90,13 @@ func newRig(t *testing.T, p *provider, q *quota.Layer, clk *clock, pol retry.Pol
 		r.mu.Unlock()
 		return nil
 	}
-	opts := []chain.Option{chain.WithPolicy(pol)}
+	opts := []chain.Option{chain.WithPolicy(pol), chain.WithTransport(srv.Transport())}
 	if q != nil {
 		opts = append(opts, chain.WithPerCall(q))
 	}
 	ch, err := chain.Default(openai.New(), opts...)
 	require.NoError(t, err)
-	r.client, err = chain.NewClient(p.srv.URL, ch, chain.WithAPIKey(canaryKey))
+	r.client, err = chain.NewClient(srv.URL, ch, chain.WithAPIKey(canaryKey))
 	require.NoError(t, err)
 	return r
 }
@@ -126,9 +105,27 @@ const canaryKey = "sk-canary-QUOTA-0123456789abcdef"
 const canaryPrompt = "canary prompt: the secret recipe"
 
 func (r *rig) call() error {
-	_, err := r.client.Complete(context.Background(), &chat.Request{Model: "gpt-test",
+	return r.callCtx(context.Background())
+}
+
+func (r *rig) callCtx(ctx context.Context) error {
+	_, err := r.client.Complete(ctx, &chat.Request{Model: "gpt-test",
 		Messages: []chat.Message{{Role: chat.User, Content: canaryPrompt}}})
 	return err
+}
+
+// callHeldAt makes a call while the provider holds its n-th request at
+// gate (a step made with Gated(-1, gate)): once every goroutine of the
+// bubble is blocked and the provider has seen n requests, it runs during,
+// opens the gate and returns the call's error.
+func (r *rig) callHeldAt(srv *recoursetest.Server, n int, gate chan struct{}, during func()) error {
+	done := make(chan error, 1)
+	go func() { done <- r.call() }()
+	synctest.Wait()
+	require.Equal(r.t, n, srv.Count(), "the provider holds request %d", n)
+	during()
+	close(gate)
+	return <-done
 }
 
 // types returns the event types recorded so far and forgets them.

@@ -64,8 +64,6 @@ type config struct {
 	byCredential bool
 	store        Store
 	storeTimeout time.Duration
-	now          func() time.Time
-	custom       bool   // now was given
 	invalid      string // the first invalid option's name, "" when none
 }
 
@@ -178,28 +176,15 @@ func WithStoreTimeout(d time.Duration) Option {
 	}
 }
 
-// WithClock sets the wall clock the windows are counted on and the shared
-// store is given (default: time.Now for the store, the monotonic clock for
-// the windows); nil is invalid.
-func WithClock(now func() time.Time) Option {
-	return func(c *config) {
-		if now == nil {
-			c.reject("WithClock")
-			return
-		}
-		c.now, c.custom = now, true
-	}
-}
-
 // Layer is the retry quota and shared cooldown, a per-call layer (see the
 // package documentation). It is safe for concurrent use and meant to be
 // shared: every chain given the same Layer shares its quotas.
 type Layer struct {
 	cfg       config
-	elapsed   func() time.Duration // the window clock: time since New
-	mem       *MemoryStore         // cfg.store when it is in process, else nil
-	upstreams sync.Map             // bindKey → *upstream
-	narrowed  atomic.Int64         // entries of upstreams keyed by model or credential
+	base      time.Time    // when New ran: the windows count time since then
+	mem       *MemoryStore // cfg.store when it is in process, else nil
+	upstreams sync.Map     // bindKey → *upstream
+	narrowed  atomic.Int64 // entries of upstreams keyed by model or credential
 	last      atomic.Pointer[upstream]
 	swept     atomic.Int64
 }
@@ -210,9 +195,15 @@ type Layer struct {
 // option, or a nil one, is a *ConfigError naming the first such option
 // ("nil" for a nil one); the options after it are still applied but no
 // Layer is returned.
+//
+// The windows are counted on the process's monotonic clock from the time
+// New ran, and the store is given the wall time (time.Now); neither can be
+// replaced. A test of timing runs the layer inside a testing/synctest
+// bubble, where both are the bubble's clock (with
+// recoursetest.NewMemoryServer as the provider).
 func New(opts ...Option) (*Layer, error) {
 	l := &Layer{cfg: config{ratio: DefaultRatio, window: DefaultWindow, floor: DefaultFloor,
-		storeTimeout: DefaultStoreTimeout, now: time.Now}}
+		storeTimeout: DefaultStoreTimeout}}
 	for _, o := range opts {
 		if o == nil {
 			l.cfg.reject("nil")
@@ -227,17 +218,14 @@ func New(opts ...Option) (*Layer, error) {
 		l.cfg.store = defaultStore
 	}
 	l.mem, _ = l.cfg.store.(*MemoryStore)
-	if l.cfg.custom {
-		now, base := l.cfg.now, l.cfg.now()
-		l.elapsed = func() time.Duration { return now().Sub(base) }
-	} else {
-		// A monotonic reading costs a third of time.Now: the windows
-		// need durations only.
-		base := time.Now()
-		l.elapsed = func() time.Duration { return time.Since(base) }
-	}
+	l.base = time.Now()
 	return l, nil
 }
+
+// elapsed returns the time since New on the monotonic clock, which the
+// windows are counted on. A monotonic reading costs a third of time.Now:
+// the windows need durations only.
+func (l *Layer) elapsed() time.Duration { return time.Since(l.base) }
 
 // Name returns "quota".
 func (*Layer) Name() string { return "quota" }
@@ -462,7 +450,7 @@ func (l *Layer) sweep(at time.Duration) {
 	if n-last < int64(l.cfg.window) || !l.swept.CompareAndSwap(last, n) {
 		return
 	}
-	ms.Sweep(l.cfg.now(), l.cfg.window)
+	ms.Sweep(time.Now(), l.cfg.window)
 }
 
 // Horizon returns the store's local copy of the upstream's horizon; with
@@ -489,7 +477,8 @@ func (u *upstream) refusal(sent int, fleet bool) *layer.QuotaRefusal {
 
 // Peek reports whether a resend could be reserved now.
 func (u *upstream) Peek(ctx context.Context) layer.GateVerdict {
-	now, at := u.l.cfg.now(), u.l.elapsed()
+	now := time.Now()
+	at := now.Sub(u.l.base)
 	if !u.l.cfg.unlimited {
 		u.mu.Lock()
 		_, e := u.bucket(at)
@@ -517,7 +506,8 @@ func (u *upstream) Peek(ctx context.Context) layer.GateVerdict {
 // Reserve withdraws one resend: from this process's ratio, then from the
 // store's cap (when set) in the step that reads the shared horizon.
 func (u *upstream) Reserve(ctx context.Context) (layer.Reservation, layer.GateVerdict) {
-	now, at := u.l.cfg.now(), u.l.elapsed()
+	now := time.Now()
+	at := now.Sub(u.l.base)
 	r := &reservation{u: u, slot: -1}
 	if !u.l.cfg.unlimited {
 		u.mu.Lock()

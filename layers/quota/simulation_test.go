@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -19,14 +19,17 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // simulation is a fleet of replicas (each with its own chain and, when
 // enabled, its own quota layer, as separate processes have) making one call
 // each per virtual second against a provider that answers 503 to every
-// request from outageStart to outageEnd. Calls are instantaneous in virtual
-// time and backoff sleeps return at once: the simulation counts requests,
-// it does not time them.
+// request from outageStart to outageEnd. It runs inside a synctest bubble:
+// the replicas call concurrently on the bubble's clock, replica i i ms into
+// its second, and their backoff sleeps advance it as they would advance
+// real time. No two replicas act at the same instant (a failing call's
+// attempts span 350 ms), so the run is the same every time.
 type simulation struct {
 	replicas, seconds      int
 	every                  int // a call per replica every this many seconds (0: 1)
@@ -42,39 +45,64 @@ type simResult struct {
 	succeeded, fail int
 }
 
+// outage is the simulation's provider: a request sent from start+from to
+// start+to reaches down, which answers 503, any other reaches up, which
+// answers a completion.
+type outage struct {
+	up, down http.RoundTripper
+	start    time.Time
+	from, to time.Duration
+}
+
+func (o *outage) during(at time.Time) bool {
+	d := at.Sub(o.start)
+	return d >= o.from && d < o.to
+}
+
+func (o *outage) RoundTrip(req *http.Request) (*http.Response, error) {
+	if o.during(time.Now()) {
+		return o.down.RoundTrip(req)
+	}
+	return o.up.RoundTrip(req)
+}
+
+const simMaxAttempts = 4
+
 func (s simulation) run(t *testing.T) simResult {
-	clk := newClock()
-	start := clk.Now()
-	var requests atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		if at := clk.Now().Sub(start); at >= s.outageStart && at < s.outageEnd {
-			w.WriteHeader(503)
-			w.Write([]byte(`{"error":{"message":"overloaded","type":"server_error","code":"server_error"}}`))
-			return
-		}
-		w.Write([]byte(`{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
-	}))
-	defer srv.Close()
+	var res simResult
+	synctest.Test(t, func(t *testing.T) { res = s.runInBubble(t) })
+	return res
+}
+
+func (s simulation) runInBubble(t *testing.T) simResult {
+	every := max(s.every, 1)
+	calls := (s.seconds + every - 1) / every
+	most := s.replicas * calls * simMaxAttempts // the requests the fleet can make
+	upSrv := newProvider(t, repeat(recoursetest.JSON(200, recoursetest.OpenAIChat("ok")), most)...)
+	downSrv := newProvider(t, repeat(recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded")), most)...)
+	prov := &outage{up: upSrv.Transport(), down: downSrv.Transport(), start: time.Now(), from: s.outageStart, to: s.outageEnd}
 	store := quota.NewMemoryStore() // the fleet's shared store (Redis in production)
-	res := simResult{resends: make([]int, s.replicas)}
+	var (
+		mu  sync.Mutex
+		res = simResult{resends: make([]int, s.replicas)}
+	)
 	clients := make([]*chain.Client, s.replicas)
 	for i := range clients {
-		pol := retry.Policy{MaxAttempts: 4, WallClock: clk.Now, Jitter: func() float64 { return 0.5 },
-			Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		pol := retry.Policy{MaxAttempts: simMaxAttempts, Jitter: func() float64 { return 0.5 },
 			OnEvent: func(ev layer.Event) error {
 				if ev.Type == layer.EventRetryStarted {
+					mu.Lock()
 					res.resends[i]++
-					if at := clk.Now().Sub(start); at >= s.outageStart && at < s.outageEnd {
+					if prov.during(time.Now()) {
 						res.outageResends++
 					}
+					mu.Unlock()
 				}
 				return nil
 			}}
-		opts := []chain.Option{chain.WithPolicy(pol)}
+		opts := []chain.Option{chain.WithPolicy(pol), chain.WithTransport(prov)}
 		if s.quota {
-			qo := []quota.Option{quota.WithClock(clk.Now), quota.WithStore(store)}
+			qo := []quota.Option{quota.WithStore(store)}
 			if s.fleetCap > 0 {
 				qo = append(qo, quota.WithFleetCap(s.fleetCap))
 			}
@@ -82,26 +110,33 @@ func (s simulation) run(t *testing.T) simResult {
 		}
 		ch, err := chain.Default(openai.New(), opts...)
 		require.NoError(t, err)
-		clients[i], err = chain.NewClient(srv.URL, ch)
+		clients[i], err = chain.NewClient(upSrv.URL, ch)
 		require.NoError(t, err)
 	}
 	req := &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}
-	every := max(s.every, 1)
-	for sec := range s.seconds {
-		if sec%every != 0 {
-			clk.Advance(time.Second)
-			continue
-		}
-		for _, c := range clients {
-			if _, err := c.Complete(context.Background(), req); err == nil {
-				res.succeeded++
-			} else {
-				res.fail++
+	require.LessOrEqual(t, s.replicas, 50, "beyond 50 replicas 1 ms apart, two would act at the same instant")
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			for sec := 0; sec < s.seconds; sec += every {
+				// Each call starts on its second, whatever the backoff of
+				// the one before took (less than a second here).
+				at := time.Duration(sec)*time.Second + time.Duration(i)*time.Millisecond
+				time.Sleep(time.Until(prov.start.Add(at)))
+				_, err := c.Complete(context.Background(), req)
+				mu.Lock()
+				if err == nil {
+					res.succeeded++
+				} else {
+					res.fail++
+				}
+				mu.Unlock()
 			}
-		}
-		clk.Advance(time.Second)
+		})
 	}
-	res.requests = int(requests.Load())
+	wg.Wait()
+	res.requests = upSrv.Count() + downSrv.Count()
+	require.Less(t, res.requests, most, "the scripts did not run out")
 	return res
 }
 

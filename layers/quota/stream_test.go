@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -23,28 +24,29 @@ import (
 // withdraws from the quota, and the quota refuses the resume that would
 // exceed it (the stream's error is quota_exhausted).
 func TestR18_1_StreamResumeWithdraws(t *testing.T) {
-	const ping = ": keepalive\n\n"
-	cut := recoursetest.SSE(append([]string{ping}, recoursetest.OpenAIStream("never")...)...).Cut(len(ping))
-	srv := recoursetest.NewServer(cut, cut, recoursetest.SSE(recoursetest.OpenAIStream("never")...))
-	t.Cleanup(srv.Close)
-	q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0), quota.WithStore(quota.NewMemoryStore()))
-	p := retry.Policy{MaxAttempts: 3, BaseDelay: new(time.Duration(0)),
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
-	ch, err := chain.Default(openai.New(), chain.WithPolicy(p), chain.WithPerCall(q))
-	require.NoError(t, err)
-	client, err := chain.NewClient(srv.URL, ch)
-	require.NoError(t, err)
-	var serr error
-	for _, err := range client.Stream(context.Background(), &chat.Request{Model: "gpt-test", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}) {
-		if err != nil {
-			serr = err
+	synctest.Test(t, func(t *testing.T) {
+		const ping = ": keepalive\n\n"
+		cut := recoursetest.SSE(append([]string{ping}, recoursetest.OpenAIStream("never")...)...).Cut(len(ping))
+		srv := newProvider(t, cut, cut, recoursetest.SSE(recoursetest.OpenAIStream("never")...))
+		q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0), quota.WithStore(quota.NewMemoryStore()))
+		p := retry.Policy{MaxAttempts: 3, BaseDelay: new(time.Duration(0))}
+		ch, err := chain.Default(openai.New(), chain.WithPolicy(p), chain.WithPerCall(q), chain.WithTransport(srv.Transport()))
+		require.NoError(t, err)
+		client, err := chain.NewClient(srv.URL, ch)
+		require.NoError(t, err)
+		var serr error
+		for _, err := range client.Stream(context.Background(), &chat.Request{Model: "gpt-test", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}) {
+			if err != nil {
+				serr = err
+			}
 		}
-	}
-	var re *layer.RecoveryError
-	require.True(t, errors.As(serr, &re), "%v", serr)
-	assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
-	assert.Equal(t, 1, re.Quota.Resends, "the first resume withdrew")
-	assert.Equal(t, 2, srv.Count())
+		var re *layer.RecoveryError
+		require.True(t, errors.As(serr, &re), "%v", serr)
+		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+		require.NotNil(t, re.Quota, "a quota refused")
+		assert.Equal(t, 1, re.Quota.Resends, "the first resume withdrew")
+		assert.Equal(t, 2, srv.Count())
+	})
 }
 
 // NewMemoryStore is the in-process Store: a horizon only rises, and a cap

@@ -1,0 +1,108 @@
+package recoursetest_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/layers/stall"
+	"github.com/recourse-dev/recourse/recoursetest"
+)
+
+// A memory server inside a bubble: the chain honours a 30 s Retry-After on
+// the bubble's clock with the policy's clocks left nil, so the retry
+// starts exactly 30 s after the call did, and no real time passes.
+func TestMemoryServerRetryAfterRunsOnTheBubbleClock(t *testing.T) {
+	realStart := time.Now()
+	synctest.Test(t, func(t *testing.T) {
+		srv := recoursetest.NewMemoryServer(
+			recoursetest.JSON(429, recoursetest.OpenAIError("rate_limit_exceeded", "rate_limit_exceeded", "slow down"), "Retry-After", "30"),
+			recoursetest.JSON(200, recoursetest.OpenAIChat("hello")),
+		)
+		defer srv.Close()
+		var at []time.Duration
+		start := time.Now()
+		ch, err := chain.Default(openai.New(), chain.WithTransport(srv.Transport()), chain.WithPolicy(retry.Policy{
+			MaxAttempts: 2,
+			OnEvent: func(e layer.Event) error {
+				if e.Type == layer.EventAttemptStarted {
+					at = append(at, time.Since(start))
+				}
+				return nil
+			},
+		}))
+		require.NoError(t, err)
+		client, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey("sk-test"))
+		require.NoError(t, err)
+		comp, err := client.Complete(context.Background(), &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+		require.NoError(t, err)
+		assert.Equal(t, "hello", comp.Message.Content)
+		assert.Equal(t, []time.Duration{0, 30 * time.Second}, at)
+		assert.Equal(t, 2, srv.Count())
+		assert.Equal(t, "/v1/chat/completions", srv.Requests()[1].Path)
+	})
+	assert.Less(t, time.Since(realStart), 20*time.Second, "the 30 s wait ran on the bubble's clock")
+}
+
+// A stall limit on the bubble's clock: a response held open after its
+// headers ends with the idle limit exactly when the limit has elapsed.
+func TestMemoryServerStallLimitFiresOnTheBubbleClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := recoursetest.NewMemoryServer(recoursetest.SSE(recoursetest.OpenAIStream("a")[:1]...).Held())
+		defer srv.Close()
+		st, err := stall.New(stall.Limits{Idle: 45 * time.Second})
+		require.NoError(t, err)
+		ch, err := chain.Default(openai.New(), chain.WithTransport(srv.Transport()), chain.WithoutRecovery(), chain.WithPerAttempt(st))
+		require.NoError(t, err)
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
+			strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		require.NoError(t, err)
+		start := time.Now()
+		resp, err := (&http.Client{Transport: ch}).Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		_, err = io.ReadAll(resp.Body)
+		require.Error(t, err)
+		assert.Equal(t, 45*time.Second, time.Since(start))
+	})
+}
+
+// Dialling a closed memory server is refused, as dialling a closed port is.
+func TestMemoryServerClosedRefusesConnections(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := recoursetest.NewMemoryServer(recoursetest.JSON(200, `{}`))
+		tr := srv.Transport()
+		srv.Close()
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/models", nil)
+		require.NoError(t, err)
+		_, err = tr.RoundTrip(req)
+		require.ErrorContains(t, err, "connection refused")
+		assert.Equal(t, 0, srv.Count())
+	})
+}
+
+// A Reset step on a memory server closes the connection before any
+// response byte; the client sees a transport error.
+func TestMemoryServerResetClosesTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := recoursetest.NewMemoryServer(recoursetest.Reset())
+		defer srv.Close()
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(`{}`))
+		require.NoError(t, err)
+		_, err = srv.Transport().RoundTrip(req)
+		require.Error(t, err)
+		assert.Equal(t, 1, srv.Count())
+	})
+}
