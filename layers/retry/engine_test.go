@@ -395,12 +395,13 @@ func TestR7_1_EngineBudgetRefusesTheDelayThatDoesNotFit(t *testing.T) {
 }
 
 // TestR7_1_EngineDeadlinePassedDuringTheFirstAttempt: the first attempt is
-// made and ends after the deadline; no resend is scheduled.
+// made and ends after the deadline; the call ends deadline before
+// admission is asked (R6.2) and no resend is scheduled.
 func TestR7_1_EngineDeadlinePassedDuringTheFirstAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := newEventLog()
 		w := newWire(status503().taking(2*time.Second), okAnswer("never"))
-		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one,
+		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, Admit: allow,
 			Deadline: time.Now().Add(time.Second), OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
 		assert.Equal(t, layer.OutcomeDeadline, r.recoveryErr(t).Outcome)
@@ -412,10 +413,12 @@ func TestR7_1_EngineDeadlinePassedDuringTheFirstAttempt(t *testing.T) {
 
 func TestR7_1_EngineZeroBudgetRefusesEveryResend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		log := newEventLog()
 		w := newWire(status503(), okAnswer("never"))
-		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, Budget: new(time.Duration(0))},
-			w, openAIURL, openAIBody)
+		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, Budget: new(time.Duration(0)),
+			Admit: allow, OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 		assert.Equal(t, layer.OutcomeDeadline, r.recoveryErr(t).Outcome)
+		assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, log.types(), "admission is not asked")
 		assert.Len(t, w.requests(), 1)
 		assert.Equal(t, time.Duration(0), r.took)
 	})
