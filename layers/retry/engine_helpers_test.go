@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -345,3 +346,63 @@ func jitterOf(vs ...float64) (func() float64, *int) {
 
 // ms is n milliseconds.
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// scriptGate is a resend gate for the engine tests: a fixed local horizon,
+// scripted Peek and Reserve verdicts, and a record of what the engine
+// asked. It is safe for concurrent use.
+type scriptGate struct {
+	mu        sync.Mutex
+	horizon   time.Time
+	peek      layer.GateVerdict
+	reserve   layer.GateVerdict
+	deposits  int
+	peeks     int
+	reserves  int
+	settled   []bool // the refund flag of each settled reservation
+	cooldowns []time.Time
+}
+
+func (g *scriptGate) Bind(*url.URL, string, http.Header) layer.UpstreamGate { return g }
+
+func (g *scriptGate) Deposit() { g.mu.Lock(); g.deposits++; g.mu.Unlock() }
+
+func (g *scriptGate) Horizon() time.Time { g.mu.Lock(); defer g.mu.Unlock(); return g.horizon }
+
+func (g *scriptGate) Peek(context.Context) layer.GateVerdict {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.peeks++
+	return g.peek
+}
+
+func (g *scriptGate) Reserve(context.Context) (layer.Reservation, layer.GateVerdict) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.reserves++
+	if g.reserve.Refusal != nil {
+		return nil, g.reserve
+	}
+	return gateReservation{g}, g.reserve
+}
+
+func (g *scriptGate) Cooldown(_ context.Context, until time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cooldowns = append(g.cooldowns, until)
+	return false
+}
+
+// record returns a copy of what the engine asked of g.
+func (g *scriptGate) record() (deposits, peeks, reserves int, settled []bool, cooldowns []time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.deposits, g.peeks, g.reserves, append([]bool(nil), g.settled...), append([]time.Time(nil), g.cooldowns...)
+}
+
+type gateReservation struct{ g *scriptGate }
+
+func (r gateReservation) Settle(refund bool) {
+	r.g.mu.Lock()
+	r.g.settled = append(r.g.settled, refund)
+	r.g.mu.Unlock()
+}

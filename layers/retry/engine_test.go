@@ -778,3 +778,113 @@ func TestR11_4_EngineObserverErrorOnAttemptStartedSendsNothing(t *testing.T) {
 		assert.Empty(t, w.requests())
 	})
 }
+
+// TestR18_4_EngineFirstAttemptWaitsForTheSharedHorizon: a first attempt
+// waits for the upstream's cooldown horizon when it is within the delay
+// ceiling (cooldown_wait, then the send at the horizon), and is sent at
+// once when the horizon lies beyond it.
+func TestR18_4_EngineFirstAttemptWaitsForTheSharedHorizon(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		in    time.Duration
+		first time.Duration
+		types []string
+	}{
+		{"within the ceiling", 2 * time.Second, 2 * time.Second, []string{"cooldown_wait", "attempt_started", "attempt_succeeded"}},
+		{"beyond the ceiling", time.Minute, 0, []string{"attempt_started", "attempt_succeeded"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				log := newEventLog()
+				g := &scriptGate{horizon: time.Now().Add(tc.in)}
+				w := newWire(okAnswer("ok"))
+				r := roundTripCall(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, OnEvent: log.OnEvent},
+					w, openAIURL, openAIBody, &layer.Call{TypedErrors: true, Gate: g})
+
+				body(t, r)
+				assert.Equal(t, []time.Duration{tc.first}, w.starts())
+				assert.Equal(t, tc.types, log.types())
+				if waits, _ := log.of(layer.EventCooldownWait); len(waits) == 1 {
+					assert.Equal(t, tc.in, waits[0].Delay)
+				}
+				deposits, _, _, _, _ := g.record()
+				assert.Equal(t, 1, deposits, "every call deposits")
+			})
+		})
+	}
+}
+
+// TestR20_5_EngineOpenCircuitEndsBeforeAnySend: with SkipOpenCircuit, a
+// horizon beyond the ceiling ends the call delay_ceiling at once, nothing
+// sent.
+func TestR20_5_EngineOpenCircuitEndsBeforeAnySend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newEventLog()
+		g := &scriptGate{horizon: time.Now().Add(time.Minute)}
+		w := newWire(okAnswer("never"))
+		r := roundTripCall(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, OnEvent: log.OnEvent},
+			w, openAIURL, openAIBody, &layer.Call{TypedErrors: true, Gate: g, SkipOpenCircuit: true})
+
+		re := r.recoveryErr(t)
+		assert.Equal(t, layer.OutcomeDelayCeiling, re.Outcome)
+		assert.Equal(t, 0, re.Failure.WireAttempt)
+		assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
+		assert.Empty(t, w.requests())
+		assert.Equal(t, []string{"exhausted"}, log.types())
+		assert.Equal(t, time.Duration(0), r.took)
+	})
+}
+
+// TestR18_2_EngineQuotaPeekRefusalEndsBeforeAdmission: a quota that
+// refuses at the peek ends the call quota_exhausted; the admission hook is
+// never asked and nothing is reserved.
+func TestR18_2_EngineQuotaPeekRefusalEndsBeforeAdmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newEventLog()
+		refusal := &layer.QuotaRefusal{Upstream: "api.openai.test", Resends: 3, Window: time.Minute}
+		g := &scriptGate{peek: layer.GateVerdict{Refusal: refusal}}
+		asked := 0
+		hook := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
+			asked++
+			return layer.Allow, nil
+		}
+		w := newWire(status503(), okAnswer("never"))
+		r := roundTripCall(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, Admit: hook, OnEvent: log.OnEvent},
+			w, openAIURL, openAIBody, &layer.Call{TypedErrors: true, Gate: g})
+
+		re := r.recoveryErr(t)
+		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+		assert.Same(t, refusal, re.Quota)
+		assert.Equal(t, 0, asked)
+		assert.Equal(t, []string{"attempt_started", "attempt_failed", "quota_refused", "exhausted"}, log.types())
+		_, peeks, reserves, _, _ := g.record()
+		assert.Equal(t, 1, peeks)
+		assert.Equal(t, 0, reserves)
+		assert.Len(t, w.requests(), 1)
+	})
+}
+
+// TestR18_4_EngineResendWaitsForTheHorizonAndSettles: a failure's
+// Retry-After raises the shared horizon (read on the wall clock); the
+// resend waits until the horizon the reservation read, when it is further
+// than the backoff; a resend that failed stays counted and one that
+// succeeded is refunded (R18.2).
+func TestR18_4_EngineResendWaitsForTheHorizonAndSettles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		g := &scriptGate{reserve: layer.GateVerdict{Horizon: start.Add(3 * time.Second)}}
+		w := newWire(answer(503, recoursetest.OpenAIError("server_error", "", "busy"), "Retry-After", "2"), status503(), okAnswer("ok"))
+		r := roundTripCall(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one},
+			w, openAIURL, openAIBody, &layer.Call{TypedErrors: true, Gate: g})
+
+		body(t, r)
+		// Resend 1 waits for the reserved horizon (3 s > Retry-After 2 s);
+		// resend 2's horizon has passed, so its 200 ms backoff decides.
+		assert.Equal(t, []time.Duration{0, 3 * time.Second, 3*time.Second + ms(200)}, w.starts())
+		_, peeks, reserves, settled, cooldowns := g.record()
+		assert.Equal(t, []time.Time{start.Add(2 * time.Second)}, cooldowns, "the Retry-After raised the horizon")
+		assert.Equal(t, 2, peeks)
+		assert.Equal(t, 2, reserves)
+		assert.Equal(t, []bool{false, true}, settled, "the failed resend stays counted, the successful one is refunded")
+	})
+}
