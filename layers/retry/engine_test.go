@@ -22,9 +22,9 @@ import (
 
 // These tests prove the engine's own decisions (retry.New over the
 // scripted wire of engine_helpers_test.go, no chain): each runs in a
-// synctest bubble with the policy's WallClock, MonotonicClock and Sleep
-// left nil, so the instants they assert are the default clocks' and
-// timers', and nothing waits for real.
+// synctest bubble with the policy's clocks and sleep left nil, so the
+// instants they assert are the default clocks' and timers', and nothing
+// waits for real.
 
 func status503() wireStep {
 	return answer(503, recoursetest.OpenAIError("server_error", "server_error", "busy"))
@@ -275,9 +275,9 @@ func TestR5_5_EngineRetryAfterIsAMinimumOfTheBackoff(t *testing.T) {
 	}
 }
 
-// TestR5_1_EngineRetryAfterDateIsReadOnTheWallClock: a Retry-After date
+// TestR5_1_EngineRetryAfterDateIsReadOnTheDefaultClock: a Retry-After date
 // is compared with the default wall clock, the bubble's time.Now.
-func TestR5_1_EngineRetryAfterDateIsReadOnTheWallClock(t *testing.T) {
+func TestR5_1_EngineRetryAfterDateIsReadOnTheDefaultClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		date := time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)
 		w := newWire(answer(503, recoursetest.OpenAIError("server_error", "", "busy"), "Retry-After", date), okAnswer("ok"))
