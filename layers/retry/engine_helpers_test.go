@@ -93,6 +93,8 @@ func refused() wireStep {
 // wireRequest is what the scripted provider received.
 type wireRequest struct {
 	at        time.Duration // virtual time since the wire was made
+	method    string
+	url       string
 	body      []byte
 	header    http.Header
 	attemptID string
@@ -105,6 +107,9 @@ type wire struct {
 	mu    sync.Mutex
 	steps []wireStep
 	reqs  []wireRequest
+	// abandoned holds the virtual instant at which each request whose
+	// context ended while the provider took its time was given up.
+	abandoned []time.Duration
 }
 
 // newWire returns a provider answering steps in order; its clock starts
@@ -130,7 +135,7 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		body, _ = io.ReadAll(req.Body)
 		req.Body.Close()
 	}
-	r := wireRequest{at: time.Since(w.start), body: body, header: req.Header.Clone()}
+	r := wireRequest{at: time.Since(w.start), method: req.Method, url: req.URL.String(), body: body, header: req.Header.Clone()}
 	if a != nil {
 		r.attemptID, r.wire = a.Identity.AttemptID, a.Identity.WireAttempt
 	}
@@ -155,6 +160,9 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		select {
 		case <-req.Context().Done():
 			t.Stop()
+			w.mu.Lock()
+			w.abandoned = append(w.abandoned, time.Since(w.start))
+			w.mu.Unlock()
 			return nil, req.Context().Err()
 		case <-t.C:
 		}
@@ -178,6 +186,13 @@ func (w *wire) requests() []wireRequest {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]wireRequest(nil), w.reqs...)
+}
+
+// gaveUp returns the instants recorded in abandoned.
+func (w *wire) gaveUp() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]time.Duration(nil), w.abandoned...)
 }
 
 // starts returns the virtual instant of every request.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -886,5 +887,74 @@ func TestR18_4_EngineResendWaitsForTheHorizonAndSettles(t *testing.T) {
 		assert.Equal(t, 2, peeks)
 		assert.Equal(t, 2, reserves)
 		assert.Equal(t, []bool{false, true}, settled, "the failed resend stays counted, the successful one is refunded")
+	})
+}
+
+const (
+	responsesURL  = "https://api.openai.test/v1/responses"
+	responsesBody = `{"model":"gpt-4.1-mini","input":"engine canary","stream":true,"background":true,"store":true}`
+	responseID    = "resp_engine1"
+)
+
+// TestR19_9_EngineCutBackgroundStreamIsReadAgainAfterTheBackoff: a
+// background stream cut after output is not sent again: 100 ms later the
+// engine reads the same response after the last sequence number it
+// delivered (a GET with the create's headers and no body), asking no
+// admission, and a drop-in consumer reads every event's bytes once.
+func TestR19_9_EngineCutBackgroundStreamIsReadAgainAfterTheBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		evs := recoursetest.ResponsesEvents(responseID, "Hello", ", world", "!") // deltas at 4, 5, 6
+		first := strings.Join(evs[:6], "")
+		w := newWire(events(evs...).cut(len(first), io.ErrUnexpectedEOF), events(evs[6:]...))
+		log := newEventLog()
+		reject := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil }
+		r := roundTripCall(t, context.Background(), responses.New(), retry.Policy{MaxAttempts: 3, Jitter: one, Admit: reject,
+			OnEvent: log.OnEvent}, w, responsesURL, responsesBody, &layer.Call{})
+		require.NoError(t, r.err)
+		b, err := io.ReadAll(r.resp.Body)
+		r.resp.Body.Close()
+		require.NoError(t, err)
+
+		assert.Equal(t, strings.Join(evs, ""), string(b), "one continuous stream")
+		reqs := w.requests()
+		require.Len(t, reqs, 2, "one create, one resume read, no resend")
+		assert.Equal(t, http.MethodPost, reqs[0].method)
+		assert.Equal(t, http.MethodGet, reqs[1].method)
+		assert.Equal(t, responsesURL+"/"+responseID+"?starting_after=5&stream=true", reqs[1].url)
+		assert.Empty(t, reqs[1].body)
+		assert.Equal(t, "Bearer sk-engine-test", reqs[1].header.Get("Authorization"))
+		assert.Equal(t, []time.Duration{0, ms(100)}, w.starts(), "the read waits the backoff of a resend")
+		assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started",
+			"attempt_started", "attempt_succeeded"}, log.types(), "a resume read asks no admission")
+	})
+}
+
+// TestR19_12_EngineCancelRequestIsBoundedByCancelTimeout: a caller that
+// cancels a background stream has the response cancelled at the provider
+// on the engine's own goroutine: the call ends at the instant of the
+// cancel, and a provider that never answers the cancel is given up
+// CancelTimeout later.
+func TestR19_12_EngineCancelRequestIsBoundedByCancelTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		evs := recoursetest.ResponsesEvents(responseID, "Hello", ", world", "!")
+		w := newWire(events(evs...).stalled(len(strings.Join(evs[:5], ""))), answer(200, "{}").taking(time.Hour))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(time.Second, cancel)
+		r := roundTripCall(t, ctx, responses.New(), retry.Policy{MaxAttempts: 3, Jitter: one}, w, responsesURL, responsesBody, &layer.Call{})
+		require.NoError(t, r.err)
+		_, err := io.ReadAll(r.resp.Body)
+		r.resp.Body.Close()
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, time.Second, time.Since(w.start), "the caller is not held up by the cancel request")
+
+		time.Sleep(time.Minute) // the cancel request's goroutine gives up meanwhile
+		reqs := w.requests()
+		require.Len(t, reqs, 2)
+		assert.Equal(t, http.MethodPost, reqs[1].method)
+		assert.Equal(t, responsesURL+"/"+responseID+"/cancel", reqs[1].url)
+		assert.Empty(t, reqs[1].body)
+		assert.Equal(t, time.Second, reqs[1].at)
+		assert.Equal(t, []time.Duration{time.Second + retry.CancelTimeout}, w.gaveUp())
 	})
 }
