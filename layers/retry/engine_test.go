@@ -958,3 +958,54 @@ func TestR19_12_EngineCancelRequestIsBoundedByCancelTimeout(t *testing.T) {
 		assert.Equal(t, []time.Duration{time.Second + retry.CancelTimeout}, w.gaveUp())
 	})
 }
+
+// TestR10_4_EngineDropInGetsTheFinalFailureResponseMarked: a drop-in call
+// that ends on a complete HTTP failure gets that response as the provider
+// sent it, marked so that no SDK retries on top, with the typed error in
+// the call's result; a 2xx the engine judged a failure is never handed
+// over.
+func TestR10_4_EngineDropInGetsTheFinalFailureResponseMarked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		busy := recoursetest.OpenAIError("server_error", "server_error", "busy")
+		w := newWire(answer(503, busy), answer(503, busy))
+		lc := &layer.Call{}
+		r := roundTripCall(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 2, Jitter: one}, w, openAIURL, openAIBody, lc)
+		require.NoError(t, r.err)
+		defer r.resp.Body.Close()
+		assert.Equal(t, 503, r.resp.StatusCode)
+		assert.Equal(t, "false", r.resp.Header.Get(retry.HeaderShouldRetry))
+		assert.Equal(t, string(layer.OutcomeExhausted), r.resp.Header.Get(retry.HeaderOutcome))
+		b, err := io.ReadAll(r.resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, busy, string(b), "the provider's body as sent")
+		require.NotNil(t, lc.Result.Err)
+		assert.Equal(t, layer.OutcomeExhausted, lc.Result.Err.Outcome)
+		assert.Equal(t, []time.Duration{0, ms(100)}, w.starts())
+
+		w = newWire(answer(200, recoursetest.OpenAIError("server_error", "server_error", "broke")))
+		lc = &layer.Call{}
+		r = roundTripCall(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 2, Jitter: one}, w, openAIURL, openAIBody, lc)
+		assert.Nil(t, r.resp)
+		re := r.recoveryErr(t)
+		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
+		assert.Len(t, w.requests(), 1, "a provider error object is never resent (R4.7)")
+	})
+}
+
+// TestR2_1_EngineSecondSendIsNotTransient: a layer below the engine that
+// sent one attempt twice, or sent a request it detached from the attempt,
+// would meet the same layer on a resend: the failure is permanent, never
+// resent.
+func TestR2_1_EngineSecondSendIsNotTransient(t *testing.T) {
+	for _, cause := range []error{layer.ErrSecondSend, layer.ErrDetachedRequest} {
+		synctest.Test(t, func(t *testing.T) {
+			w := newWire(wireStep{err: cause, connected: true}, okAnswer("never"))
+			r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one}, w, openAIURL, openAIBody)
+			re := r.recoveryErr(t)
+			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome, "%v", cause)
+			assert.Equal(t, layer.ReasonPermanent, re.Failure.Classification.Reason)
+			assert.Len(t, w.requests(), 1)
+		})
+	}
+}
