@@ -2,7 +2,9 @@ package retry_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -101,6 +103,15 @@ func TestR11_3_EngineThreeTimeouts504Exhausted15Events(t *testing.T) {
 		assert.Equal(t, re.History[2].AttemptID, re.Failure.AttemptID, "R10.4: the final failure is the last history entry")
 		assert.Equal(t, []time.Duration{0, ms(100), ms(300)}, w.starts())
 		assert.Equal(t, ms(300), r.took, "no wait after the last attempt")
+		safe, err := json.Marshal(log.events())
+		require.NoError(t, err)
+		errJSON, err := json.Marshal(re)
+		require.NoError(t, err)
+		for _, out := range []string{string(safe), string(errJSON), re.Error(), fmt.Sprintf("%v", r.err)} {
+			for _, secret := range []string{"engine canary", "sk-engine-test", "gateway timeout"} {
+				assert.NotContains(t, out, secret, "R10.5: safe outputs hold no prompt, credential or body text")
+			}
+		}
 	})
 }
 
@@ -190,7 +201,9 @@ func TestR3_2_EngineJitterSampledOncePerPossibleResendInRetryOrder(t *testing.T)
 	})
 }
 
-// TestR3_2_EngineJitterSampledEvenWhenTheFirstAttemptSucceeds.
+// TestR3_2_EngineJitterSampledEvenWhenTheFirstAttemptSucceeds: the
+// MaxAttempts-1 samples are taken per logical call whatever its outcome;
+// MaxAttempts 1 takes none.
 func TestR3_2_EngineJitterSampledEvenWhenTheFirstAttemptSucceeds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		jitter, calls := jitterOf()
@@ -351,7 +364,9 @@ func TestR5_5_EngineProviderHintsMillisecondMinimum(t *testing.T) {
 	}
 }
 
-// TestR4_7_EngineShouldRetryFalseIsNotResentWithProviderHints.
+// TestR4_7_EngineShouldRetryFalseIsNotResentWithProviderHints: with
+// ProviderHints on, "x-should-retry: false" makes an eligible 503 not
+// eligible, reason provider_no_retry.
 func TestR4_7_EngineShouldRetryFalseIsNotResentWithProviderHints(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWire(answer(503, recoursetest.OpenAIError("server_error", "", "busy"), "X-Should-Retry", "false"), okAnswer("never"))
@@ -529,7 +544,9 @@ func TestR8_4_EngineAdmissionWaitConsumesNoAttemptAndPrecedesTheBackoff(t *testi
 	})
 }
 
-// TestR8_1_EngineOnlyAnExplicitAllowAuthorizesAResend.
+// TestR8_1_EngineOnlyAnExplicitAllowAuthorizesAResend: Reject ends the
+// call admission_rejected; no decision, an unknown one, an error or a
+// panic end it admission_no_decision with the cause kept private.
 func TestR8_1_EngineOnlyAnExplicitAllowAuthorizesAResend(t *testing.T) {
 	broken := errors.New("admission store down")
 	for _, tc := range []struct {
@@ -693,7 +710,9 @@ func TestR9_1_EngineCancelDuringBackoffEndsAtTheInstantOfCancel(t *testing.T) {
 	})
 }
 
-// TestR9_1_EngineCancelDuringAdmissionEndsAtTheInstantOfCancel.
+// TestR9_1_EngineCancelDuringAdmissionEndsAtTheInstantOfCancel: the call
+// ends cancelled when the caller cancels, 2 s into a wait the budget would
+// bound at an hour, and the hook's context ends at that instant (R8.2).
 func TestR9_1_EngineCancelDuringAdmissionEndsAtTheInstantOfCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := newEventLog()
@@ -736,7 +755,9 @@ func TestR9_1_EngineCancelDuringAStalledBodyEndsAtTheInstantOfCancel(t *testing.
 	})
 }
 
-// TestR9_2_EngineContextDoneBeforeTheFirstSendSendsNothing.
+// TestR9_2_EngineContextDoneBeforeTheFirstSendSendsNothing: nothing sent,
+// empty history, wire attempt 0, events exactly [cancelled] with a logical
+// and an attempt ID.
 func TestR9_2_EngineContextDoneBeforeTheFirstSendSendsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := newEventLog()
