@@ -366,15 +366,18 @@ func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 // scripted Peek and Reserve verdicts, and a record of what the engine
 // asked. It is safe for concurrent use.
 type scriptGate struct {
-	mu        sync.Mutex
-	horizon   time.Time
-	peek      layer.GateVerdict
-	reserve   layer.GateVerdict
-	deposits  int
-	peeks     int
-	reserves  int
-	settled   []bool // the refund flag of each settled reservation
-	cooldowns []time.Time
+	mu      sync.Mutex
+	horizon time.Time
+	// raiseOnPeek, when set, moves the local horizon to that long after
+	// the first Peek, as a refresh of a shared store would.
+	raiseOnPeek time.Duration
+	peek        layer.GateVerdict
+	reserve     layer.GateVerdict
+	deposits    int
+	peeks       int
+	reserves    int
+	settled     []bool // the refund flag of each settled reservation
+	cooldowns   []time.Time
 }
 
 func (g *scriptGate) Bind(*url.URL, string, http.Header) layer.UpstreamGate { return g }
@@ -387,6 +390,9 @@ func (g *scriptGate) Peek(context.Context) layer.GateVerdict {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.peeks++
+	if g.raiseOnPeek > 0 && g.peeks == 1 {
+		g.horizon = time.Now().Add(g.raiseOnPeek)
+	}
 	return g.peek
 }
 

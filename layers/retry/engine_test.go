@@ -1030,3 +1030,78 @@ func TestR2_1_EngineSecondSendIsNotTransient(t *testing.T) {
 		})
 	}
 }
+
+// TestR18_4_EngineResendWaitsForTheLocalHorizonToo: a horizon that the
+// gate's local copy learnt after the first attempt (another chain's
+// cooldown) delays the resend as much as one the reservation read.
+func TestR18_4_EngineResendWaitsForTheLocalHorizonToo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &scriptGate{raiseOnPeek: 4 * time.Second}
+		w := newWire(status503(), okAnswer("ok"))
+		r := roundTripCall(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 2, Jitter: one},
+			w, openAIURL, openAIBody, &layer.Call{TypedErrors: true, Gate: g})
+		body(t, r)
+		assert.Equal(t, []time.Duration{0, 4 * time.Second}, w.starts())
+	})
+}
+
+// withFinish returns the events of an OpenAI stream of content whose
+// finish is finish, without [DONE] unless done.
+func withFinish(finish string, done bool, content ...string) []string {
+	evs := recoursetest.OpenAIStream(content...)
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
+		if e == recoursetest.StreamDone && !done {
+			continue
+		}
+		out = append(out, strings.Replace(e, `"finish_reason":"stop"`, `"finish_reason":"`+finish+`"`, 1))
+	}
+	return out
+}
+
+// TestR13_3_EngineLengthFinishIsTerminalAndNeverResent: a finish other
+// than stop or tool_calls ends the stream at once, without [DONE], as an
+// incomplete completion that is never resent. The body stalls after the
+// length frame: an engine that waited for [DONE] would block the bubble.
+func TestR13_3_EngineLengthFinishIsTerminalAndNeverResent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWire(events(withFinish("length", false, "Hel")...).stalled(len(strings.Join(withFinish("length", false, "Hel"), ""))),
+			events(recoursetest.OpenAIStream("never")...))
+		_, err, _ := streamCall(t, context.Background(), retry.Policy{MaxAttempts: 3, Jitter: one}, w)
+
+		var re *layer.RecoveryError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+		assert.Contains(t, re.Error(), "incomplete completion (finish length)")
+		ev := layer.Inspect(&re.Failure)
+		require.NotNil(t, ev)
+		var se *layer.StreamError
+		require.ErrorAs(t, ev.Cause, &se)
+		assert.Equal(t, "length", se.FinishReason)
+		assert.Len(t, w.requests(), 1)
+	})
+}
+
+// TestR13_3_EngineEOFBeforeTheTerminalFrameIsAnIncompleteStream: HTTP EOF
+// before the terminal frame is a transport failure: resent when nothing
+// semantic was observed (only the role chunk), interrupted after content.
+func TestR13_3_EngineEOFBeforeTheTerminalFrameIsAnIncompleteStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		evs := recoursetest.OpenAIStream("Hello")
+		w := newWire(events(evs[0]), events(evs...))
+		got, err, _ := streamCall(t, context.Background(), retry.Policy{MaxAttempts: 3, Jitter: one}, w)
+		require.NoError(t, err)
+		assert.Equal(t, evs[0]+strings.Join(evs, ""), got, "the role chunk read, then the resend's frames")
+		assert.Equal(t, []time.Duration{0, ms(100)}, w.starts())
+
+		w = newWire(events(evs[:2]...), events(evs...))
+		_, err, _ = streamCall(t, context.Background(), retry.Policy{MaxAttempts: 3, Jitter: one}, w)
+		var re *layer.RecoveryError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+		require.Len(t, re.History, 1)
+		assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
+		assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+		assert.Len(t, w.requests(), 1)
+	})
+}
