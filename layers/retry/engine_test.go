@@ -803,24 +803,30 @@ func TestR11_4_EngineObserverErrorOnAttemptStartedSendsNothing(t *testing.T) {
 
 // TestR18_4_EngineFirstAttemptWaitsForTheSharedHorizon: a first attempt
 // waits for the upstream's cooldown horizon when it is within the delay
-// ceiling (cooldown_wait, then the send at the horizon), and is sent at
-// once when the horizon lies beyond it.
+// ceiling and the deadline (cooldown_wait, then the send at the horizon),
+// and is sent at once when the horizon lies beyond either.
 func TestR18_4_EngineFirstAttemptWaitsForTheSharedHorizon(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		in    time.Duration
-		first time.Duration
-		types []string
+		name     string
+		in       time.Duration
+		deadline time.Duration
+		first    time.Duration
+		types    []string
 	}{
-		{"within the ceiling", 2 * time.Second, 2 * time.Second, []string{"cooldown_wait", "attempt_started", "attempt_succeeded"}},
-		{"beyond the ceiling", time.Minute, 0, []string{"attempt_started", "attempt_succeeded"}},
+		{"within the ceiling", 2 * time.Second, 0, 2 * time.Second, []string{"cooldown_wait", "attempt_started", "attempt_succeeded"}},
+		{"beyond the ceiling", time.Minute, 0, 0, []string{"attempt_started", "attempt_succeeded"}},
+		{"beyond the deadline", 2 * time.Second, time.Second, 0, []string{"attempt_started", "attempt_succeeded"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				log := newEventLog()
 				g := &scriptGate{horizon: time.Now().Add(tc.in)}
 				w := newWire(okAnswer("ok"))
-				r := roundTripCall(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, OnEvent: log.OnEvent},
+				p := retry.Policy{MaxAttempts: 3, Jitter: one, OnEvent: log.OnEvent}
+				if tc.deadline > 0 {
+					p.Deadline = time.Now().Add(tc.deadline)
+				}
+				r := roundTripCall(t, context.Background(), openai.New(), p,
 					w, openAIURL, openAIBody, &layer.Call{TypedErrors: true, Gate: g})
 
 				body(t, r)
@@ -1102,6 +1108,28 @@ func TestR13_3_EngineEOFBeforeTheTerminalFrameIsAnIncompleteStream(t *testing.T)
 		require.Len(t, re.History, 1)
 		assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
 		assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+		assert.Len(t, w.requests(), 1)
+	})
+}
+
+// TestR7_1_EngineAdmissionWaitConsumesTheBudget: time spent waiting for
+// admission counts against the budget: a hook that allows 950 ms into a
+// one-second budget leaves no room for the 100 ms backoff, and the call
+// ends deadline at that instant.
+func TestR7_1_EngineAdmissionWaitConsumesTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newEventLog()
+		slowAllow := func(ctx context.Context, _ layer.AdmissionRequest) (layer.Decision, error) {
+			time.Sleep(ms(950))
+			return layer.Allow, nil
+		}
+		w := newWire(status503(), okAnswer("never"))
+		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, Budget: new(time.Second),
+			Admit: slowAllow, OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
+
+		assert.Equal(t, layer.OutcomeDeadline, r.recoveryErr(t).Outcome)
+		assert.Equal(t, ms(950), r.took)
+		assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed", "exhausted"}, log.types())
 		assert.Len(t, w.requests(), 1)
 	})
 }
