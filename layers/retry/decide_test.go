@@ -4,33 +4,20 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
-// clock is a test clock: Sleep advances it instead of waiting.
-type clock struct {
-	now    time.Time
-	mono   time.Duration
-	sleeps []time.Duration
-}
-
-func newClock() *clock {
-	return &clock{now: time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *clock) policy(p retry.Policy) retry.Policy {
-	p.WallClock = func() time.Time { return c.now }
-	p.MonotonicClock = func() time.Duration { return c.mono }
-	p.Sleep = func(ctx context.Context, d time.Duration) error {
-		c.sleeps = append(c.sleeps, d)
-		c.now, c.mono = c.now.Add(d), c.mono+d
-		return ctx.Err()
-	}
-	return p
-}
+// The Decider tests run in a synctest bubble with the policy's clocks
+// left nil wherever they only need time to pass: the bubble fakes the
+// default clocks and timers. A test keeps a Sleep hook only where it is
+// about that public seam.
 
 type recorder struct{ types []layer.EventType }
 
@@ -47,41 +34,29 @@ func eligible503() *layer.Failure {
 
 func one() float64 { return 1 }
 
-// R6.1, R6.2: a resend is announced with its delay, then slept, then
-// started; the custom jitter is pre-sampled once per possible resend.
+// R6.1, R6.2: a resend is announced with its delay, then slept on the
+// default timer, then started; the custom jitter is pre-sampled once per
+// possible resend.
 func TestR6_2_ResendSchedulesSleepsAndStarts(t *testing.T) {
-	c := newClock()
-	samples := 0
-	p := c.policy(retry.Policy{MaxAttempts: 3, Jitter: func() float64 { samples++; return 1 }})
-	d, err := p.NewDecider(layer.Facts{}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if samples != 2 {
-		t.Fatalf("jitter sampled %d times before anything, want 2 (R3.2)", samples)
-	}
-	var r recorder
-	for n, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
-		d.Failed()
-		if o, err := d.Resend(context.Background(), eligible503(), n+1, n+2, r.emit); o != "" || err != nil {
-			t.Fatalf("resend %d = %q, %v", n+1, o, err)
+	synctest.Test(t, func(t *testing.T) {
+		samples := 0
+		p := retry.Policy{MaxAttempts: 3, Jitter: func() float64 { samples++; return 1 }}
+		d, err := p.NewDecider(layer.Facts{}, 2)
+		require.NoError(t, err)
+		require.Equal(t, 2, samples, "jitter sampled before anything (R3.2)")
+		var r recorder
+		for n, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
+			d.Failed()
+			start := time.Now()
+			o, err := d.Resend(context.Background(), eligible503(), n+1, n+2, r.emit)
+			require.NoError(t, err)
+			require.Equal(t, layer.Outcome(""), o, "resend %d", n+1)
+			assert.Equal(t, want, time.Since(start), "resend %d slept its backoff", n+1)
 		}
-		if got := c.sleeps[n]; got != want {
-			t.Errorf("resend %d slept %v, want %v", n+1, got, want)
-		}
-	}
-	want := []layer.EventType{layer.EventDelayScheduled, layer.EventRetryStarted, layer.EventDelayScheduled, layer.EventRetryStarted}
-	if len(r.types) != len(want) {
-		t.Fatalf("events %v, want %v", r.types, want)
-	}
-	for i := range want {
-		if r.types[i] != want[i] {
-			t.Fatalf("events %v, want %v", r.types, want)
-		}
-	}
-	if samples != 2 {
-		t.Errorf("jitter sampled %d times in all, want 2", samples)
-	}
+		assert.Equal(t, []layer.EventType{layer.EventDelayScheduled, layer.EventRetryStarted,
+			layer.EventDelayScheduled, layer.EventRetryStarted}, r.types)
+		assert.Equal(t, 2, samples, "and never again")
+	})
 }
 
 // R8.3: without a hook, the codec's facts decide; nothing provably sent
@@ -96,73 +71,75 @@ func TestR8_3_DefaultRuleComesFromTheCodecFacts(t *testing.T) {
 		{layer.Facts{LocalInference: true}, layer.AcceptanceUnknown, layer.OutcomeAdmissionRequired},
 		{layer.Facts{LocalInference: true}, layer.AcceptanceNo, ""},
 	} {
-		p := newClock().policy(retry.Policy{MaxAttempts: 2, Jitter: one})
-		d, err := p.NewDecider(tc.facts, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := eligible503()
-		f.Acceptance = tc.acc
+		synctest.Test(t, func(t *testing.T) {
+			p := retry.Policy{MaxAttempts: 2, Jitter: one}
+			d, err := p.NewDecider(tc.facts, 1)
+			require.NoError(t, err)
+			f := eligible503()
+			f.Acceptance = tc.acc
+			d.Failed()
+			var r recorder
+			o, err := d.Resend(context.Background(), f, 1, 2, r.emit)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, o, "%+v, acceptance %s", tc.facts, tc.acc)
+		})
+	}
+}
+
+// R7.3, R6.2: an admission wait is bounded by the budget with the
+// library's own timer; the Sleep hook runs only for the scheduled backoff.
+// An instant Allow therefore never races the budget. The Sleep hook stays
+// here: the test is about that public seam (a user whose test talks to a
+// real socket cannot use a bubble).
+func TestR7_3_AdmissionWaitDoesNotUseTheSleepHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sleeps []time.Duration
+		p := retry.Policy{MaxAttempts: 2, Jitter: one, Budget: new(time.Second),
+			Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Allow, nil },
+			Sleep: func(ctx context.Context, d time.Duration) error {
+				sleeps = append(sleeps, d)
+				return ctx.Err()
+			}}
+		d, err := p.NewDecider(layer.Facts{LocalInference: true}, 1)
+		require.NoError(t, err)
 		d.Failed()
 		var r recorder
-		if o, _ := d.Resend(context.Background(), f, 1, 2, r.emit); o != tc.want {
-			t.Errorf("%+v, acceptance %s: outcome %q, want %q", tc.facts, tc.acc, o, tc.want)
-		}
-	}
+		o, err := d.Resend(context.Background(), eligible503(), 1, 2, r.emit)
+		require.NoError(t, err)
+		require.Equal(t, layer.Outcome(""), o, "the resend goes")
+		assert.Equal(t, []time.Duration{100 * time.Millisecond}, sleeps, "Sleep ran once, for the 100ms backoff")
+		require.GreaterOrEqual(t, len(r.types), 3)
+		assert.Equal(t, []layer.EventType{layer.EventAdmissionPending, layer.EventAdmissionAllowed, layer.EventDelayScheduled}, r.types[:3])
+	})
 }
 
-// R7.3, R6.2: an admission wait is bounded by the budget on the policy's
-// clocks with the library's own timer; the Sleep hook runs only for the
-// scheduled backoff. An instant Allow therefore never races the budget.
-func TestR7_3_AdmissionWaitDoesNotUseTheSleepHook(t *testing.T) {
-	c := newClock()
-	p := c.policy(retry.Policy{MaxAttempts: 2, Jitter: one, Budget: new(time.Second),
-		Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Allow, nil }})
-	d, err := p.NewDecider(layer.Facts{LocalInference: true}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Failed()
-	var r recorder
-	o, err := d.Resend(context.Background(), eligible503(), 1, 2, r.emit)
-	if o != "" || err != nil {
-		t.Fatalf("outcome %q, %v; want the resend to go", o, err)
-	}
-	if len(c.sleeps) != 1 || c.sleeps[0] != 100*time.Millisecond {
-		t.Fatalf("Sleep ran %v, want once, for the 100ms backoff", c.sleeps)
-	}
-	if r.types[0] != layer.EventAdmissionPending || r.types[1] != layer.EventAdmissionAllowed || r.types[2] != layer.EventDelayScheduled {
-		t.Fatalf("events %v", r.types)
-	}
-}
-
-// R7.3: a hook that never decides ends with outcome deadline once the
-// budget runs out, and its context is cancelled.
+// R7.3: a hook that never decides ends with outcome deadline exactly when
+// the budget runs out, and its context is cancelled.
 func TestR7_3_PendingAdmissionEndsAtTheBudget(t *testing.T) {
-	hookDone := make(chan error, 1)
-	p := retry.Policy{MaxAttempts: 2, Jitter: one, Budget: new(10 * time.Millisecond),
-		Admit: func(ctx context.Context, _ layer.AdmissionRequest) (layer.Decision, error) {
-			<-ctx.Done()
-			hookDone <- ctx.Err()
-			return "", ctx.Err()
-		}}
-	d, err := p.NewDecider(layer.Facts{}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Failed()
-	var r recorder
-	if o, _ := d.Resend(context.Background(), eligible503(), 1, 2, r.emit); o != layer.OutcomeDeadline {
-		t.Fatalf("outcome %q, want deadline", o)
-	}
-	if err := <-hookDone; !errors.Is(err, context.Canceled) {
-		t.Fatalf("the hook's context ended with %v, want cancelled", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		hookDone := make(chan error, 1)
+		p := retry.Policy{MaxAttempts: 2, Jitter: one, Budget: new(10 * time.Millisecond),
+			Admit: func(ctx context.Context, _ layer.AdmissionRequest) (layer.Decision, error) {
+				<-ctx.Done()
+				hookDone <- ctx.Err()
+				return "", ctx.Err()
+			}}
+		d, err := p.NewDecider(layer.Facts{}, 1)
+		require.NoError(t, err)
+		d.Failed()
+		start := time.Now()
+		var r recorder
+		o, err := d.Resend(context.Background(), eligible503(), 1, 2, r.emit)
+		require.NoError(t, err)
+		assert.Equal(t, layer.OutcomeDeadline, o)
+		assert.Equal(t, 10*time.Millisecond, time.Since(start), "the wait ends at the budget")
+		assert.ErrorIs(t, <-hookDone, context.Canceled, "the hook's context is cancelled")
+	})
 }
 
 // R5.5: a Retry-After minimum above the ceiling refuses the resend; one
 // above the time left refuses it with deadline; a valid one below both is a
-// minimum of the delay.
+// minimum of the delay. A refusal waits for nothing.
 func TestR5_5_RetryAfterIsAMinimumCheckedAgainstCeilingAndBudget(t *testing.T) {
 	for _, tc := range []struct {
 		ra    time.Duration
@@ -173,22 +150,20 @@ func TestR5_5_RetryAfterIsAMinimumCheckedAgainstCeilingAndBudget(t *testing.T) {
 		{2 * time.Second, layer.OutcomeDeadline, 0},
 		{500 * time.Millisecond, "", 500 * time.Millisecond},
 	} {
-		c := newClock()
-		p := c.policy(retry.Policy{MaxAttempts: 2, Jitter: one, Budget: new(time.Second)})
-		d, err := p.NewDecider(layer.Facts{}, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Failed()
-		f := eligible503()
-		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterSeconds, Delay: tc.ra}
-		var r recorder
-		if o, _ := d.Resend(context.Background(), f, 1, 2, r.emit); o != tc.want {
-			t.Errorf("Retry-After %v: outcome %q, want %q", tc.ra, o, tc.want)
-		}
-		if tc.slept != 0 && (len(c.sleeps) != 1 || c.sleeps[0] != tc.slept) {
-			t.Errorf("Retry-After %v: slept %v, want %v", tc.ra, c.sleeps, tc.slept)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			p := retry.Policy{MaxAttempts: 2, Jitter: one, Budget: new(time.Second)}
+			d, err := p.NewDecider(layer.Facts{}, 1)
+			require.NoError(t, err)
+			d.Failed()
+			f := eligible503()
+			f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterSeconds, Delay: tc.ra}
+			start := time.Now()
+			var r recorder
+			o, err := d.Resend(context.Background(), f, 1, 2, r.emit)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, o, "Retry-After %v", tc.ra)
+			assert.Equal(t, tc.slept, time.Since(start), "Retry-After %v", tc.ra)
+		})
 	}
 }
 
@@ -202,44 +177,68 @@ func TestR3_1_NewDeciderValidates(t *testing.T) {
 		"DelayCeiling": {DelayCeiling: new(retry.MaxDuration + 1)},
 	} {
 		var pe *layer.PolicyError
-		if _, err := p.NewDecider(layer.Facts{}, max(p.MaxAttempts, 1)-1); !errors.As(err, &pe) || pe.Field != name {
-			t.Errorf("%s: err = %v, want a PolicyError for %s", name, err, name)
-		}
+		_, err := p.NewDecider(layer.Facts{}, max(p.MaxAttempts, 1)-1)
+		require.ErrorAs(t, err, &pe, name)
+		assert.Equal(t, name, pe.Field)
 	}
 }
 
-// R9.1: a cancelled context ends a resend during its backoff with outcome
-// cancelled; a Sleep hook that fails otherwise is interrupted with the
-// error kept as the failure's DelayCause.
+// R9.1, R6.2: a cancelled context ends a resend during its backoff with
+// outcome cancelled; a Sleep hook that fails otherwise is interrupted with
+// the error kept as the failure's DelayCause. The failing Sleep hooks stay:
+// the test is about that public seam (a user whose test talks to a real
+// socket cannot use a bubble).
 func TestR9_1_ResendHonoursCancellationAndSleepFailures(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p := retry.Policy{MaxAttempts: 2, Jitter: one}
-	d, _ := p.NewDecider(layer.Facts{}, 1)
+	d, err := p.NewDecider(layer.Facts{}, 1)
+	require.NoError(t, err)
 	var r recorder
-	if o, _ := d.Resend(ctx, eligible503(), 1, 2, r.emit); o != layer.OutcomeCancelled {
-		t.Fatalf("outcome %q, want cancelled", o)
-	}
+	o, _ := d.Resend(ctx, eligible503(), 1, 2, r.emit)
+	assert.Equal(t, layer.OutcomeCancelled, o)
+
 	broken := errors.New("broken sleep")
 	p.Sleep = func(context.Context, time.Duration) error { return broken }
-	d, _ = p.NewDecider(layer.Facts{}, 1)
+	d, err = p.NewDecider(layer.Facts{}, 1)
+	require.NoError(t, err)
 	f := eligible503()
-	if o, _ := d.Resend(context.Background(), f, 1, 2, r.emit); o != layer.OutcomeInterrupted {
-		t.Fatalf("outcome %q, want interrupted", o)
-	}
-	if ev := layer.Inspect(f); ev == nil || ev.DelayCause != broken {
-		t.Fatalf("DelayCause = %v, want the Sleep error", ev)
-	}
+	o, _ = d.Resend(context.Background(), f, 1, 2, r.emit)
+	assert.Equal(t, layer.OutcomeInterrupted, o)
+	ev := layer.Inspect(f)
+	require.NotNil(t, ev)
+	assert.Same(t, broken, ev.DelayCause, "the Sleep error is the DelayCause")
+
 	p.Sleep = func(context.Context, time.Duration) error { panic("x") }
-	d, _ = p.NewDecider(layer.Facts{}, 1)
+	d, err = p.NewDecider(layer.Facts{}, 1)
+	require.NoError(t, err)
 	f = eligible503()
-	if o, _ := d.Resend(context.Background(), f, 1, 2, r.emit); o != layer.OutcomeInterrupted {
-		t.Fatalf("a panicking Sleep: outcome %q, want interrupted", o)
-	}
+	o, _ = d.Resend(context.Background(), f, 1, 2, r.emit)
+	assert.Equal(t, layer.OutcomeInterrupted, o, "a panicking Sleep")
+	ev = layer.Inspect(f)
+	require.NotNil(t, ev)
 	var pe *retry.PanicError
-	if ev := layer.Inspect(f); ev == nil || !errors.As(ev.DelayCause, &pe) {
-		t.Fatalf("DelayCause = %v, want a *retry.PanicError", ev)
-	}
+	assert.ErrorAs(t, ev.DelayCause, &pe)
+}
+
+// R9.1: a context cancelled during the default timer's backoff ends the
+// resend cancelled at that instant, without retry_started.
+func TestR9_1_ResendCancelledDuringTheDefaultTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(30*time.Millisecond, cancel)
+		p := retry.Policy{MaxAttempts: 2, Jitter: one}
+		d, err := p.NewDecider(layer.Facts{}, 1)
+		require.NoError(t, err)
+		start := time.Now()
+		var r recorder
+		o, err := d.Resend(ctx, eligible503(), 1, 2, r.emit)
+		require.NoError(t, err)
+		assert.Equal(t, layer.OutcomeCancelled, o)
+		assert.Equal(t, 30*time.Millisecond, time.Since(start))
+		assert.Equal(t, []layer.EventType{layer.EventDelayScheduled}, r.types)
+	})
 }
 
 // R3.1, R3.2: a MaxAttempts above MaxAttemptsLimit is a PolicyError naming
@@ -250,18 +249,15 @@ func TestR3_1_HugeMaxAttemptsIsAPolicyErrorBeforeSampling(t *testing.T) {
 		sampled := 0
 		p := retry.Policy{MaxAttempts: n, Jitter: func() float64 { sampled++; return 0 }}
 		var pe *layer.PolicyError
-		if _, err := retry.New(nil, &p); !errors.As(err, &pe) || pe.Field != "MaxAttempts" {
-			t.Errorf("MaxAttempts %d: New = %v, want a PolicyError for MaxAttempts", n, err)
-		}
-		if _, err := p.NewDecider(layer.Facts{}, n-1); !errors.As(err, &pe) || pe.Field != "MaxAttempts" {
-			t.Errorf("MaxAttempts %d: NewDecider = %v, want a PolicyError for MaxAttempts", n, err)
-		}
-		if sampled != 0 {
-			t.Errorf("MaxAttempts %d: jitter sampled %d times", n, sampled)
-		}
+		_, err := retry.New(nil, &p)
+		require.ErrorAs(t, err, &pe, "MaxAttempts %d: New", n)
+		assert.Equal(t, "MaxAttempts", pe.Field)
+		_, err = p.NewDecider(layer.Facts{}, n-1)
+		require.ErrorAs(t, err, &pe, "MaxAttempts %d: NewDecider", n)
+		assert.Equal(t, "MaxAttempts", pe.Field)
+		assert.Equal(t, 0, sampled, "MaxAttempts %d: no jitter sampled", n)
 	}
 	p := retry.Policy{MaxAttempts: retry.MaxAttemptsLimit, Jitter: func() float64 { return 0.5 }}
-	if _, err := p.NewDecider(layer.Facts{}, retry.MaxAttemptsLimit-1); err != nil {
-		t.Errorf("MaxAttempts at the limit: %v", err)
-	}
+	_, err := p.NewDecider(layer.Facts{}, retry.MaxAttemptsLimit-1)
+	assert.NoError(t, err, "MaxAttempts at the limit")
 }
