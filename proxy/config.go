@@ -105,9 +105,6 @@ type Config struct {
 	// Logger receives one line per request and per lifecycle event; nil
 	// logs nothing.
 	Logger *slog.Logger
-	// Now returns the time a request arrived, for Deadline and
-	// RepeatWindow; nil means the policy's WallClock, or time.Now.
-	Now func() time.Time
 	// RepeatWindow is how long the proxy answers a repeat of a completion
 	// that ended with a final failure (same request URI, credential headers
 	// and body) with that same answer — status, body and the recourse

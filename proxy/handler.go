@@ -93,7 +93,7 @@ func New(cfg Config) (*Handler, error) {
 		comments:    !codec.Facts().NoStreamComments,
 		quota:       cfg.Quota,
 		log:         cfg.Logger,
-		now:         cfg.Now,
+		now:         cfg.Policy.WallClock,
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -105,9 +105,8 @@ func New(cfg Config) (*Handler, error) {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	if h.now == nil {
-		h.now = cfg.Policy.WallClock
-	}
-	if h.now == nil {
+		// The time a request arrived, for Deadline and RepeatWindow, is
+		// read on the policy's clock, the library's one time seam (R3.6).
 		h.now = time.Now
 	}
 	switch {

@@ -147,7 +147,7 @@ func TestR21_3_WindowEndsAndCanBeTurnedOff(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	r := newRig(t, "openai", func(c *Config) {
 		c.Policy.MaxAttempts = 1
-		c.Now = clock
+		c.Policy.WallClock = clock
 		c.RepeatWindow = 90 * time.Second
 	}, overloaded503, overloaded503)
 	require.Equal(t, 503, r.post(t, "/v1/chat/completions", chatBody).status)
