@@ -197,11 +197,9 @@ func (c *Client) openOnce(ctx context.Context, req *chat.Request) (layer.FrameRe
 	if err != nil {
 		return nil, err
 	}
-	hreq.Header = c.header.Clone()
-	if err := c.credential(ctx, hreq.Header); err != nil {
+	if hreq.Header, err = c.callHeader(ctx, false); err != nil {
 		return nil, err
 	}
-	hreq.Header.Set("Content-Type", "application/json")
 	resp, err := c.chain.RoundTrip(hreq)
 	if err != nil {
 		return nil, err
