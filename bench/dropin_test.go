@@ -61,7 +61,7 @@ func BenchmarkDropIn(b *testing.B) {
 	b.Run("raw", func(b *testing.B) { leaf(b, d.raw) })
 	b.Run("recourse", func(b *testing.B) { leaf(b, d.recourse) })
 	b.Run("ratio", func(b *testing.B) { compare(b, 16, d.recourse, d.raw) })
-	b.Run("floor", func(b *testing.B) { reportFloor(b, compare(b, 16, d.recourse, d.raw, d.floor)) })
+	b.Run("floor", func(b *testing.B) { reportFloor(b, compare(b, 16, d.recourse, d.raw, d.floor), "raw") })
 }
 
 // dropInStream is the drop-in streaming comparison: the same SSE answer read
@@ -173,7 +173,7 @@ func BenchmarkDropInStream1000(b *testing.B) {
 	d := newDropInStream(b, streamChunks)
 	b.Run("ratio", func(b *testing.B) { compare(b, 1, d.recourse, d.raw) })
 	b.Run("json/ratio", func(b *testing.B) { compare(b, 1, d.recJSON, d.rawJSON) })
-	b.Run("json/floor", func(b *testing.B) { reportFloor(b, compare(b, 1, d.recJSON, d.rawJSON, d.floorJSON)) })
+	b.Run("json/floor", func(b *testing.B) { reportFloor(b, compare(b, 1, d.recJSON, d.rawJSON, d.floorJSON), "raw-json") })
 }
 
 // BenchmarkDropInStreamHeld reports the memory a long drop-in stream holds:

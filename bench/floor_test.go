@@ -2,12 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"time"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
@@ -223,19 +225,92 @@ func floorClient(tb interface{ Cleanup(func()) }) *http.Client {
 	return &http.Client{Transport: &floorTransport{base: tr, codec: openai.New()}}
 }
 
-// reportFloor reports, from the tallies of compare(b, …, recourse, raw,
-// floor), the floor against the raw baseline: x-time-floor-vs-raw,
-// x-cpu-floor-vs-raw and floor-extra-allocs/op and floor-extra-B/op (floor
-// minus raw, per call). compare itself reports x-time-vs-floor and
-// x-cpu-vs-floor, recourse against the floor.
+// reportFloor reports, from the tallies of compare(b, …, recourse, base,
+// floor), the floor against the baseline named base:
+// x-time-floor-vs-<base>, x-cpu-floor-vs-<base>, floor-extra-allocs/op and
+// floor-extra-B/op (floor minus baseline, per call). compare itself
+// reports x-time-vs-floor and x-cpu-vs-floor, recourse against the floor.
 func reportFloor(b interface {
 	ReportMetric(float64, string)
-}, t []*tally) {
+}, t []*tally, base string) {
 	raw, floor := t[1], t[2]
-	b.ReportMetric(medianRatio(floor.blocks, raw.blocks), "x-time-floor-vs-raw")
+	b.ReportMetric(medianRatio(floor.blocks, raw.blocks), "x-time-floor-vs-"+base)
 	if r := medianRatio(floor.cpus, raw.cpus); r > 0 {
-		b.ReportMetric(r, "x-cpu-floor-vs-raw")
+		b.ReportMetric(r, "x-cpu-floor-vs-"+base)
 	}
 	b.ReportMetric(floor.allocs-raw.allocs, "floor-extra-allocs/op")
 	b.ReportMetric(floor.bytes-raw.bytes, "floor-extra-B/op")
+}
+
+// floorStall is the stall limits' floor: a per-attempt layer that keeps
+// its request (layer.RequestKeeper, as layers/stall does) and does only
+// what a limit that can fire requires: the attempt's cancellable context
+// and the request copy carrying it, since net/http aborts a round trip or
+// a body read only through the request's context (R7.2), and one timer,
+// re-armed for each wait and stopped with the body.
+type floorStall struct{ limit time.Duration }
+
+func (floorStall) Name() string             { return "floor-stall" }
+func (floorStall) Position() layer.Position { return layer.PerAttempt }
+func (floorStall) KeepsRequest() bool       { return true }
+func (s floorStall) Wrap(next http.RoundTripper) http.RoundTripper {
+	return floorStallRT{next: next, limit: s.limit}
+}
+
+type floorStallRT struct {
+	next  http.RoundTripper
+	limit time.Duration
+}
+
+func (s floorStallRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(req.Context())
+	t := time.AfterFunc(s.limit, cancel)
+	resp, err := s.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		t.Stop()
+		cancel()
+		return nil, err
+	}
+	t.Reset(s.limit) // the wait for the body
+	resp.Body = &floorStallBody{rc: resp.Body, t: t, cancel: cancel, limit: s.limit}
+	return resp, nil
+}
+
+// floorStallBody re-arms the timer before each read and stops it, and
+// releases the context, when the body is closed.
+type floorStallBody struct {
+	rc     io.ReadCloser
+	t      *time.Timer
+	cancel context.CancelFunc
+	limit  time.Duration
+}
+
+func (b *floorStallBody) Read(p []byte) (int, error) {
+	b.t.Reset(b.limit)
+	return b.rc.Read(p)
+}
+
+func (b *floorStallBody) Close() error {
+	b.t.Stop()
+	b.cancel()
+	return b.rc.Close()
+}
+
+// floorFallback is the fallback layer's floor on a drop-in call whose
+// first target answers, as an http.Client's Transport above the default
+// chain: the *layer.Call through which the engine reports the first
+// target's typed outcome (R20.2) and takes SkipOpenCircuit (R20.5), the
+// context value that carries it and the request's shallow copy with that
+// context, a RoundTripper never changing its caller's request; then it
+// reads the outcome.
+type floorFallback struct{ next http.RoundTripper }
+
+func (f floorFallback) RoundTrip(req *http.Request) (*http.Response, error) {
+	lc := &layer.Call{SkipOpenCircuit: true, OutcomeOnly: true}
+	resp, err := f.next.RoundTrip(req.WithContext(layer.WithCall(req.Context(), lc)))
+	if err == nil && lc.Result.Err != nil {
+		resp.Body.Close()
+		return nil, lc.Result.Err
+	}
+	return resp, err
 }

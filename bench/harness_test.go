@@ -425,9 +425,9 @@ func TestHarness(t *testing.T) {
 		sides = append(sides, h.recourse, h.raw)
 	}
 	st, rs := newStallBench(t), newResponsesCodec(t)
-	sides = append(sides, st.unaryWith, st.unaryNone, st.streamWith, st.streamNone, rs.responses, rs.chat)
+	sides = append(sides, st.unaryWith, st.unaryNone, st.unaryFloor, st.streamWith, st.streamNone, rs.responses, rs.chat)
 	fb := newFallbackBench(t)
-	sides = append(sides, fb.unaryWith, fb.unaryNone, fb.streamWith, fb.streamNone)
+	sides = append(sides, fb.unaryWith, fb.unaryNone, fb.unaryFloor, fb.streamWith, fb.streamNone)
 	for _, p := range []int{1, 8} {
 		cc := newConcurrent(t, p)
 		sides = append(sides, cc.recourse, cc.raw)

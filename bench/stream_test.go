@@ -249,7 +249,7 @@ func BenchmarkTimeToFirstChunk(b *testing.B) {
 	})
 	b.Run("floor", func(b *testing.B) {
 		t := compare(b, 8, f.recourse, f.raw, f.floor)
-		reportFloor(b, t)
+		reportFloor(b, t, "raw")
 		b.ReportMetric(medianDiff(t[0], t[2]), "diff-vs-floor-ns/op")
 	})
 }
