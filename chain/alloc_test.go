@@ -292,3 +292,52 @@ func TestR2_3_NativeCallCopiesItsHeaderOnce(t *testing.T) {
 	assert.Equal(t, "application/json", base.lastHeader.Get("Accept"))
 	assert.LessOrEqual(t, allocs, 30.0, "allocations of one native call")
 }
+
+// TestR2_8_RecoveredNativeCallBuildsNoReplay pins what a native call
+// saves in a direct chain: the engine keeps the bytes of its
+// *layer.RequestBody and nothing else reads the request's body, so the
+// request carries no replay function (GetBody) and the call allocates at
+// most 30 times over an in-memory transport (31 with it). A layer above
+// the engine still gets a replay function over the body's bytes, and a
+// call without recovery, which the engine passes through, is still sent.
+func TestR2_8_RecoveredNativeCallBuildsNoReplay(t *testing.T) {
+	answer := []byte(recoursetest.OpenAIChat("hi"))
+	req := &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "Say hi."}}}
+	newClient := func(t *testing.T, opts ...chain.Option) (*chain.Client, *answering) {
+		base := &answering{answer: answer, header: http.Header{"Content-Type": {"application/json"}}}
+		ch, err := chain.Default(openai.New(), append(opts, chain.WithTransport(base))...)
+		require.NoError(t, err)
+		c, err := chain.NewClient("http://provider.test", ch, chain.WithAPIKey("sk-test"))
+		require.NoError(t, err)
+		return c, base
+	}
+	complete := func(t *testing.T, c *chain.Client, ctx context.Context) {
+		comp, err := c.Complete(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, "hi", comp.Message.Content)
+	}
+
+	c, _ := newClient(t)
+	allocs := testing.AllocsPerRun(200, func() { complete(t, c, context.Background()) })
+	assert.LessOrEqual(t, allocs, 30.0, "allocations of one recovered native call")
+
+	var replay []byte
+	probe := layer.NewPerCall("probe", func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			replay = nil
+			if r.GetBody != nil {
+				rc, err := r.GetBody()
+				require.NoError(t, err)
+				replay, _ = io.ReadAll(rc)
+			}
+			return next.RoundTrip(r)
+		})
+	})
+	c, _ = newClient(t, chain.WithPerCall(probe))
+	complete(t, c, context.Background())
+	assert.Contains(t, string(replay), `"Say hi."`, "a layer above the engine can read the body again")
+
+	c, base := newClient(t)
+	complete(t, c, chain.WithCallPolicy(context.Background(), nil))
+	assert.Equal(t, "Bearer sk-test", base.lastHeader.Get("Authorization"), "a call without recovery is sent")
+}

@@ -172,7 +172,7 @@ func (c *Client) doOnce(ctx context.Context, req *chat.Request) (*chat.Completio
 		}
 	}
 	call := callFor(ctx, req)
-	hreq, err := newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
+	hreq, err := c.newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -295,15 +295,19 @@ func factsOf(req *chat.Request) layer.RequestInfo {
 
 // newRequest returns the POST of body to url. Its body is a
 // layer.RequestBody, which the engine keeps without copying; GetBody, for a
-// chain without an engine, returns a bytes.Reader, which http.Transport
-// sends with the headers in one write.
-func newRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
+// chain without an engine, a call without recovery or a layer above the
+// engine, returns a bytes.Reader, which http.Transport sends with the
+// headers in one write. A call that the engine of a direct chain recovers
+// gets none: nothing would call it (R2.8).
+func (c *Client) newRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Body = layer.NewRequestBody(body)
 	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if !c.chain.direct || !c.recovering(ctx) {
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
 	return req, nil
 }

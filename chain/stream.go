@@ -193,7 +193,7 @@ func (c *Client) openOnce(ctx context.Context, req *chat.Request) (layer.FrameRe
 		return nil, err
 	}
 	call := callFor(ctx, &r)
-	hreq, err := newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
+	hreq, err := c.newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
 	if err != nil {
 		return nil, err
 	}
