@@ -341,3 +341,67 @@ func TestR2_8_RecoveredNativeCallBuildsNoReplay(t *testing.T) {
 	complete(t, c, chain.WithCallPolicy(context.Background(), nil))
 	assert.Equal(t, "Bearer sk-test", base.lastHeader.Get("Authorization"), "a call without recovery is sent")
 }
+
+// failingFirst answers its first request with a 503 and every later one
+// as answering does.
+type failingFirst struct {
+	answering
+	calls int
+}
+
+func (f *failingFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	f.calls++
+	if f.calls == 1 {
+		_, _ = io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("busy")),
+			ContentLength: 4, Request: req}, nil
+	}
+	return f.answering.RoundTrip(req)
+}
+
+// TestR2_1_FirstAttemptLivesInItsCall pins that the engine keeps a call's
+// first attempt in the call itself (layer.InitAttemptFor): a drop-in call
+// through a direct chain allocates at most 12 times in the chain (13 with
+// an attempt of its own). A call with a resend still gets a new attempt
+// for its second wire attempt, with its own ID and its own progress, and
+// the first attempt's progress is what its attempt_failed event reported.
+func TestR2_1_FirstAttemptLivesInItsCall(t *testing.T) {
+	base := &answering{answer: []byte(recoursetest.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
+	ch, err := chain.Default(openai.New(), chain.WithTransport(base))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, dropInAllocs(t, ch, base, encoded(t, canaryRequest())), 12.0, "the chain's own allocations per drop-in call")
+
+	ff := &failingFirst{answering: answering{answer: []byte(recoursetest.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}}
+	ch, err = chain.Default(openai.New(), chain.WithPolicy(retry.Policy{MaxAttempts: 2, BaseDelay: new(time.Duration(0))}), chain.WithTransport(ff))
+	require.NoError(t, err)
+	var events []layer.Event
+	ctx := withObserver(context.Background(), func(e layer.Event) { events = append(events, e) })
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(encoded(t, canaryRequest())))
+	require.NoError(t, err)
+	resp, err := ch.RoundTrip(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Contains(t, string(body), `"ok"`)
+	require.Equal(t, 2, ff.calls)
+
+	var started []layer.Identity
+	var failed *layer.Event
+	for i, e := range events {
+		switch e.Type {
+		case layer.EventAttemptStarted:
+			started = append(started, e.Identity)
+		case layer.EventAttemptFailed:
+			failed = &events[i]
+		}
+	}
+	require.Len(t, started, 2)
+	assert.Equal(t, []int{1, 2}, []int{started[0].WireAttempt, started[1].WireAttempt})
+	assert.NotEqual(t, started[0].AttemptID, started[1].AttemptID, "each attempt has its own ID")
+	assert.Equal(t, started[0].LogicalID, started[1].LogicalID)
+	require.NotNil(t, failed)
+	assert.Equal(t, started[0].AttemptID, failed.AttemptID)
+	assert.Equal(t, int64(4), failed.Progress.RawBytes, "the first attempt's own progress: its 503 body")
+}
