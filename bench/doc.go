@@ -19,6 +19,17 @@
 //   - extra-allocs/op and extra-B/op (or extra-allocs-vs-<baseline>/op with
 //     several baselines): recourse minus baseline, per call.
 //
+// A "floor" sub-benchmark runs three sides interleaved: recourse, the
+// baseline and a floor side that does, with a plain client (or the chain
+// without the layer) and the codec's exported pieces, only the work the
+// contract's rules require on the success path and nothing else
+// (floor_test.go says which rule requires each piece). Besides the ratio
+// figures against both (x-time-vs-floor, x-cpu-vs-floor,
+// extra-allocs-vs-floor/op, …) it reports the floor against the baseline:
+// x-time-floor-vs-<baseline>, x-cpu-floor-vs-<baseline>,
+// floor-extra-allocs/op and floor-extra-B/op. A target below its floor
+// cannot be met without breaking a rule.
+//
 // Allocation counts come from runtime.ReadMemStats and CPU time from
 // getrusage, so both include the in-process loopback server; it does the
 // same work for every side, so differences are recourse's own. The raw
@@ -30,7 +41,10 @@
 //   - BenchmarkDropIn: a small JSON chat completion POST through a plain
 //     http.Client (raw) versus http.Client{Transport:
 //     chain.Default(openai.New())} (recourse): the drop-in overhead in time,
-//     allocations and bytes per call.
+//     allocations and bytes per call. floor: the same POST through a plain
+//     client whose transport takes the IDs, the header and body copies and
+//     the request's Describe, the connection trace, the observer and the
+//     judged full-body buffer (R2.3, R4.6, R9.2, R10.1, R13.2).
 //   - BenchmarkStream1000: a 1000-chunk OpenAI SSE stream through the native
 //     Client.Stream versus raw net/http splitting lines (raw-lines, the
 //     floor: it parses nothing) and raw net/http plus json.Unmarshal of
@@ -39,7 +53,10 @@
 //     server that flushes it and then holds the rest until the client has it
 //     (ns/op is that time; the ratio benchmark adds diff-ns/op, recourse
 //     minus raw; its CPU ratio covers the whole, short, stream), native
-//     Client.Stream versus raw net/http plus json.Unmarshal.
+//     Client.Stream versus raw net/http plus json.Unmarshal. floor: the raw
+//     client plus the IDs, the connection trace and the codec's stream
+//     decoder in place of json.Unmarshal (R9.2, R10.1, R13.1, R13.2);
+//     it adds diff-vs-floor-ns/op.
 //   - BenchmarkKeepaliveFrame and BenchmarkContentFrame: allocations per
 //     keepalive and per content frame through the whole chain (one stream of
 //     b.N frames; the cost of the same stream without them, reported as
@@ -59,7 +76,10 @@
 //     http.Client's Transport versus through a plain http.Client reading the
 //     same SSE (ratio: raw, which parses nothing, the floor; json/ratio: both
 //     clients also decode every chunk with encoding/json and keep its text,
-//     raw-json, as an SDK over the transport does anyway).
+//     raw-json, as an SDK over the transport does anyway; json/floor: the
+//     same through a plain client whose transport also does the drop-in
+//     floor, each event framed and decoded by the codec's stream decoder
+//     and the caller reading whole, judged frames, R13.1, R13.2).
 //   - BenchmarkDropInStreamHeld: the memory a long drop-in stream holds: the
 //     live heap after a GC at the [DONE] line of a 10,000- and a
 //     100,000-chunk stream, minus the live heap before the call, through the
@@ -91,7 +111,10 @@
 //     stream (stream1000) through the default chain plus a stall layer with
 //     all three limits on (none fires) versus the default chain alone;
 //     diff-ns/op is the median per-call difference and, for the stream,
-//     extra-allocs/frame the extra allocations per chunk.
+//     extra-allocs/frame the extra allocations per chunk. unary/floor: the
+//     default chain plus a per-attempt layer that keeps its request and
+//     does only what a limit that can fire needs (the attempt's
+//     cancellable context, the request copy carrying it, one timer, R7.2).
 //   - BenchmarkQuotaStage: the quota's own work on the success path without
 //     the network (placing its gate in the call, Bind, Deposit and the
 //     cooldown horizon's local read) versus the same round trip without the
@@ -102,6 +125,9 @@
 //     another model, never used) as an http.Client's Transport versus the
 //     default chain alone; diff-ns/op is the median per-call difference,
 //     fallback minus none, and extra-allocs/op the layer's allocations.
+//     unary/floor: the default chain under a RoundTripper that only places
+//     a *layer.Call in the request's context and reads its outcome
+//     (R20.2, R20.5).
 //
 // The proxy's figures are in package proxy: BenchmarkProxyVsReverseProxy
 // (recourse-proxy versus httputil.ReverseProxy in front of the same

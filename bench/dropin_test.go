@@ -18,6 +18,9 @@ import (
 // http.Client and through http.Client{Transport: chain.Default(openai.New())}.
 type dropIn struct {
 	raw, recourse side
+	// floor is the same POST through a plain http.Client doing only the
+	// work the contract requires of a drop-in call (floor_test.go).
+	floor side
 }
 
 func newDropIn(tb testing.TB) *dropIn {
@@ -47,6 +50,7 @@ func newDropIn(tb testing.TB) *dropIn {
 	return &dropIn{
 		raw:      timed("raw", call(rawClient(tb))),
 		recourse: timed("recourse", call(&http.Client{Transport: recourseChain(tb)})),
+		floor:    timed("floor", call(floorClient(tb))),
 	}
 }
 
@@ -57,6 +61,7 @@ func BenchmarkDropIn(b *testing.B) {
 	b.Run("raw", func(b *testing.B) { leaf(b, d.raw) })
 	b.Run("recourse", func(b *testing.B) { leaf(b, d.recourse) })
 	b.Run("ratio", func(b *testing.B) { compare(b, 16, d.recourse, d.raw) })
+	b.Run("floor", func(b *testing.B) { reportFloor(b, compare(b, 16, d.recourse, d.raw, d.floor), "raw") })
 }
 
 // dropInStream is the drop-in streaming comparison: the same SSE answer read
@@ -66,8 +71,10 @@ type dropInStream struct {
 	n             int
 	raw, recourse side
 	// rawJSON and recJSON also decode every chunk with encoding/json and
-	// keep its text, as an SDK reading the stream does.
-	rawJSON, recJSON side
+	// keep its text, as an SDK reading the stream does; floorJSON does so
+	// through a plain http.Client doing only the work the contract
+	// requires of a drop-in stream (floor_test.go).
+	rawJSON, recJSON, floorJSON side
 	// held reads one stream and returns the live heap, after a GC, at its
 	// [DONE] line, before the body is read to its end and closed.
 	held       func(c *http.Client) (int64, error)
@@ -138,6 +145,8 @@ func newDropInStream(tb testing.TB, chunks int) *dropInStream {
 	d.recourse = timed("recourse", func() error { return read(d.recc, nil) })
 	d.rawJSON = timed("raw-json", func() error { return decode(d.rawc) })
 	d.recJSON = timed("recourse", func() error { return decode(d.recc) })
+	floorc := floorClient(tb)
+	d.floorJSON = timed("floor", func() error { return decode(floorc) })
 	d.held = func(c *http.Client) (int64, error) {
 		var ms runtime.MemStats
 		runtime.GC()
@@ -164,6 +173,7 @@ func BenchmarkDropInStream1000(b *testing.B) {
 	d := newDropInStream(b, streamChunks)
 	b.Run("ratio", func(b *testing.B) { compare(b, 1, d.recourse, d.raw) })
 	b.Run("json/ratio", func(b *testing.B) { compare(b, 1, d.recJSON, d.rawJSON) })
+	b.Run("json/floor", func(b *testing.B) { reportFloor(b, compare(b, 1, d.recJSON, d.rawJSON, d.floorJSON), "raw-json") })
 }
 
 // BenchmarkDropInStreamHeld reports the memory a long drop-in stream holds:

@@ -21,6 +21,9 @@ import (
 // fallback layer (one fallback target, another model).
 type fallbackBench struct {
 	unaryWith, unaryNone, streamWith, streamNone side
+	// unaryFloor is the unary call through the default chain below the
+	// fallback layer's floor (floorFallback, floor_test.go).
+	unaryFloor side
 }
 
 func newFallbackBench(tb testing.TB) *fallbackBench {
@@ -86,6 +89,7 @@ func newFallbackBench(tb testing.TB) *fallbackBench {
 	return &fallbackBench{
 		unaryWith:  unary("fallback", with),
 		unaryNone:  unary("none", none),
+		unaryFloor: unary("floor", &http.Client{Transport: floorFallback{next: recourseChain(tb)}}),
 		streamWith: stream("fallback", with),
 		streamNone: stream("none", none),
 	}
@@ -103,6 +107,10 @@ func BenchmarkFallback(b *testing.B) {
 	b.Run("unary/ratio", func(b *testing.B) {
 		t := compare(b, 16, f.unaryWith, f.unaryNone)
 		b.ReportMetric(medianDiff(t[0], t[1]), "diff-ns/op")
+	})
+	b.Run("unary/floor", func(b *testing.B) {
+		t := compare(b, 16, f.unaryWith, f.unaryNone, f.unaryFloor)
+		reportFloor(b, t, "none")
 	})
 	b.Run("stream1000/ratio", func(b *testing.B) {
 		t := compare(b, 1, f.streamWith, f.streamNone)

@@ -415,19 +415,19 @@ func TestHarness(t *testing.T) {
 	d := newDropIn(t)
 	s := newStream1000(t)
 	f := newFirstChunk(t)
-	sides := []side{d.raw, d.recourse, s.recourse, s.rawLines, s.rawJSON, f.recourse, f.raw}
+	sides := []side{d.raw, d.recourse, d.floor, s.recourse, s.rawLines, s.rawJSON, f.recourse, f.raw, f.floor}
 	c := newStreamConns(t)
 	u := newBigUnary(t, 1<<20)
 	ds := newDropInStream(t, 1000)
-	sides = append(sides, c.recourse, c.raw, u.native, u.rawJSON, u.dropIn, u.raw, ds.recourse, ds.raw, ds.recJSON, ds.rawJSON)
+	sides = append(sides, c.recourse, c.raw, u.native, u.rawJSON, u.dropIn, u.raw, ds.recourse, ds.raw, ds.recJSON, ds.rawJSON, ds.floorJSON)
 	for _, n := range []int{10, 100} {
 		h := newHistory(t, n)
 		sides = append(sides, h.recourse, h.raw)
 	}
 	st, rs := newStallBench(t), newResponsesCodec(t)
-	sides = append(sides, st.unaryWith, st.unaryNone, st.streamWith, st.streamNone, rs.responses, rs.chat)
+	sides = append(sides, st.unaryWith, st.unaryNone, st.unaryFloor, st.streamWith, st.streamNone, rs.responses, rs.chat)
 	fb := newFallbackBench(t)
-	sides = append(sides, fb.unaryWith, fb.unaryNone, fb.streamWith, fb.streamNone)
+	sides = append(sides, fb.unaryWith, fb.unaryNone, fb.unaryFloor, fb.streamWith, fb.streamNone)
 	for _, p := range []int{1, 8} {
 		cc := newConcurrent(t, p)
 		sides = append(sides, cc.recourse, cc.raw)

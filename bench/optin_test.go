@@ -24,6 +24,9 @@ var stallLimits = stall.Limits{Header: time.Minute, FirstOutput: time.Minute, Id
 // default chain with and without a layer, unary and streamed.
 type optIn struct {
 	unaryWith, unaryNone, streamWith, streamNone side
+	// unaryFloor is the unary call through the default chain plus the
+	// stall limits' floor (floorStall, floor_test.go).
+	unaryFloor side
 }
 
 func newStallBench(tb testing.TB) *optIn {
@@ -44,6 +47,10 @@ func newStallBench(tb testing.TB) *optIn {
 		tb.Fatal(err)
 	}
 	withStall, err := chain.Default(openai.New(), chain.WithPerAttempt(st))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	floorChain, err := chain.Default(openai.New(), chain.WithPerAttempt(floorStall{limit: time.Minute}))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -71,6 +78,7 @@ func newStallBench(tb testing.TB) *optIn {
 	return &optIn{
 		unaryWith:  unary("stall", client(withStall, srv.URL)),
 		unaryNone:  unary("none", client(recourseChain(tb), srv.URL)),
+		unaryFloor: unary("floor", client(floorChain, srv.URL)),
 		streamWith: stream("stall", client(withStall, srv.URL)),
 		streamNone: stream("none", client(recourseChain(tb), srv.URL)),
 	}
@@ -88,6 +96,10 @@ func BenchmarkStall(b *testing.B) {
 	b.Run("unary/ratio", func(b *testing.B) {
 		t := compare(b, 16, s.unaryWith, s.unaryNone)
 		b.ReportMetric(medianDiff(t[0], t[1]), "diff-ns/op")
+	})
+	b.Run("unary/floor", func(b *testing.B) {
+		t := compare(b, 16, s.unaryWith, s.unaryNone, s.unaryFloor)
+		reportFloor(b, t, "none")
 	})
 	b.Run("stream1000/ratio", func(b *testing.B) {
 		t := compare(b, 1, s.streamWith, s.streamNone)

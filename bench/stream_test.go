@@ -2,10 +2,12 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -93,6 +97,11 @@ func BenchmarkStream1000(b *testing.B) {
 // firstChunk is the time-to-first-chunk comparison.
 type firstChunk struct {
 	recourse, raw side
+	// floor is the raw side doing only the work the contract requires of
+	// a native stream besides (floor_test.go): the call's IDs, the
+	// connection trace, and the codec's stream decoder in place of
+	// json.Unmarshal, its frames being what the native client hands on.
+	floor side
 }
 
 func newFirstChunk(tb testing.TB) *firstChunk {
@@ -118,7 +127,60 @@ func newFirstChunk(tb testing.TB) *firstChunk {
 	br := bufio.NewReader(nil)
 	errNoChunk := errors.New("no content chunk")
 
+	floorc, codec := rawClient(tb), openai.New()
+	var ids string
 	return &firstChunk{
+		floor: side{name: "floor", run: func() (time.Duration, error) {
+			start := time.Now()
+			ids = floorIDs()
+			body, err := rawStreamBody()
+			if err != nil {
+				return 0, err
+			}
+			req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+			if err != nil {
+				return 0, err
+			}
+			req.Header.Set("Authorization", "Bearer sk-bench")
+			req.Header.Set("Content-Type", "application/json")
+			var connected bool
+			resp, err := floorc.Do(traced(req, &connected))
+			if err != nil {
+				return 0, err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !connected || ids == "" {
+				return 0, fmt.Errorf("HTTP %d", resp.StatusCode)
+			}
+			dec := codec.NewObserver(layer.RequestInfo{Model: chatRequest.Model, Operation: layer.Streaming}).(layer.StreamDecoder)
+			var first time.Duration
+			var buf [4096]byte
+			for done := false; !done; {
+				n, err := resp.Body.Read(buf[:])
+				dec.Write(buf[:n])
+				for f, ok := dec.Next(); ok; f, ok = dec.Next() {
+					if f.Err != nil {
+						return 0, f.Err
+					}
+					if first == 0 && f.Content != "" {
+						first = time.Since(start)
+						release <- struct{}{}
+					}
+					done = done || f.Done
+				}
+				if err == io.EOF && !done {
+					return 0, dec.End()
+				}
+				if err != nil && err != io.EOF {
+					return 0, err
+				}
+			}
+			_, _ = io.Copy(io.Discard, resp.Body) // the end of the chunked body
+			if first == 0 {
+				return 0, errNoChunk
+			}
+			return first, nil
+		}},
 		recourse: side{name: "recourse", run: func() (time.Duration, error) {
 			start := time.Now()
 			var first time.Duration
@@ -184,6 +246,11 @@ func BenchmarkTimeToFirstChunk(b *testing.B) {
 	b.Run("ratio", func(b *testing.B) {
 		t := compare(b, 8, f.recourse, f.raw)
 		b.ReportMetric(medianDiff(t[0], t[1]), "diff-ns/op")
+	})
+	b.Run("floor", func(b *testing.B) {
+		t := compare(b, 8, f.recourse, f.raw, f.floor)
+		reportFloor(b, t, "raw")
+		b.ReportMetric(medianDiff(t[0], t[2]), "diff-vs-floor-ns/op")
 	})
 }
 

@@ -32,10 +32,11 @@ type answering struct {
 	answer     []byte
 	header     http.Header
 	replayable bool
+	lastHeader http.Header // the last request's header
 }
 
 func (a *answering) RoundTrip(req *http.Request) (*http.Response, error) {
-	a.replayable = req.GetBody != nil
+	a.replayable, a.lastHeader = req.GetBody != nil, req.Header
 	if req.Body != nil {
 		_, _ = io.Copy(io.Discard, req.Body)
 		req.Body.Close()
@@ -258,4 +259,149 @@ func TestR2_3_KeepingLayerGetsTheAttemptUncopied(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.NotNil(t, sent)
 	assert.Equal(t, "Bearer "+rigtest.Key, sent.Header.Get("Authorization"), "the call's header")
+}
+
+// TestR2_3_NativeCallCopiesItsHeaderOnce pins what a native call allocates
+// for its request's header and per-call value: the client's header (its
+// credential included) is copied once per call into one map whose values
+// share one backing array with the Content-Type and Accept the client adds
+// (R2.3), and the call's per-call value and its request facts are one
+// allocation. A whole native call over an in-memory transport then
+// allocates at most 30 times; with Header.Clone and two Header.Set calls,
+// and the facts apart from the call, it was 33.
+func TestR2_3_NativeCallCopiesItsHeaderOnce(t *testing.T) {
+	answer := []byte(recoursetest.OpenAIChat("hi"))
+	base := &answering{answer: answer, header: http.Header{"Content-Type": {"application/json"}}}
+	ch, err := chain.Default(openai.New(), chain.WithTransport(base))
+	require.NoError(t, err)
+	c, err := chain.NewClient("http://provider.test", ch, chain.WithAPIKey("sk-test"), chain.WithHeader("X-Team", "a"))
+	require.NoError(t, err)
+	req := &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "Say hi."}}}
+	var got string
+	allocs := testing.AllocsPerRun(200, func() {
+		comp, err := c.Complete(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = comp.Message.Content
+	})
+	assert.Equal(t, "hi", got)
+	assert.Equal(t, "Bearer sk-test", base.lastHeader.Get("Authorization"))
+	assert.Equal(t, []string{"a"}, base.lastHeader.Values("X-Team"))
+	assert.Equal(t, "application/json", base.lastHeader.Get("Content-Type"))
+	assert.Equal(t, "application/json", base.lastHeader.Get("Accept"))
+	assert.LessOrEqual(t, allocs, 30.0, "allocations of one native call")
+}
+
+// TestR2_8_RecoveredNativeCallBuildsNoReplay pins what a native call
+// saves in a direct chain: the engine keeps the bytes of its
+// *layer.RequestBody and nothing else reads the request's body, so the
+// request carries no replay function (GetBody) and the call allocates at
+// most 30 times over an in-memory transport (31 with it). A layer above
+// the engine still gets a replay function over the body's bytes, and a
+// call without recovery, which the engine passes through, is still sent.
+func TestR2_8_RecoveredNativeCallBuildsNoReplay(t *testing.T) {
+	answer := []byte(recoursetest.OpenAIChat("hi"))
+	req := &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "Say hi."}}}
+	newClient := func(t *testing.T, opts ...chain.Option) (*chain.Client, *answering) {
+		base := &answering{answer: answer, header: http.Header{"Content-Type": {"application/json"}}}
+		ch, err := chain.Default(openai.New(), append(opts, chain.WithTransport(base))...)
+		require.NoError(t, err)
+		c, err := chain.NewClient("http://provider.test", ch, chain.WithAPIKey("sk-test"))
+		require.NoError(t, err)
+		return c, base
+	}
+	complete := func(t *testing.T, c *chain.Client, ctx context.Context) {
+		comp, err := c.Complete(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, "hi", comp.Message.Content)
+	}
+
+	c, _ := newClient(t)
+	allocs := testing.AllocsPerRun(200, func() { complete(t, c, context.Background()) })
+	assert.LessOrEqual(t, allocs, 30.0, "allocations of one recovered native call")
+
+	var replay []byte
+	probe := layer.NewPerCall("probe", func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			replay = nil
+			if r.GetBody != nil {
+				rc, err := r.GetBody()
+				require.NoError(t, err)
+				replay, _ = io.ReadAll(rc)
+			}
+			return next.RoundTrip(r)
+		})
+	})
+	c, _ = newClient(t, chain.WithPerCall(probe))
+	complete(t, c, context.Background())
+	assert.Contains(t, string(replay), `"Say hi."`, "a layer above the engine can read the body again")
+
+	c, base := newClient(t)
+	complete(t, c, chain.WithCallPolicy(context.Background(), nil))
+	assert.Equal(t, "Bearer sk-test", base.lastHeader.Get("Authorization"), "a call without recovery is sent")
+}
+
+// failingFirst answers its first request with a 503 and every later one
+// as answering does.
+type failingFirst struct {
+	answering
+	calls int
+}
+
+func (f *failingFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	f.calls++
+	if f.calls == 1 {
+		_, _ = io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("busy")),
+			ContentLength: 4, Request: req}, nil
+	}
+	return f.answering.RoundTrip(req)
+}
+
+// TestR2_1_FirstAttemptLivesInItsCall pins that the engine keeps a call's
+// first attempt in the call itself (layer.InitAttemptFor): a drop-in call
+// through a direct chain allocates at most 12 times in the chain (13 with
+// an attempt of its own). A call with a resend still gets a new attempt
+// for its second wire attempt, with its own ID and its own progress, and
+// the first attempt's progress is what its attempt_failed event reported.
+func TestR2_1_FirstAttemptLivesInItsCall(t *testing.T) {
+	base := &answering{answer: []byte(recoursetest.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}
+	ch, err := chain.Default(openai.New(), chain.WithTransport(base))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, dropInAllocs(t, ch, base, encoded(t, canaryRequest())), 12.0, "the chain's own allocations per drop-in call")
+
+	ff := &failingFirst{answering: answering{answer: []byte(recoursetest.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}}
+	ch, err = chain.Default(openai.New(), chain.WithPolicy(retry.Policy{MaxAttempts: 2, BaseDelay: new(time.Duration(0))}), chain.WithTransport(ff))
+	require.NoError(t, err)
+	var events []layer.Event
+	ctx := withObserver(context.Background(), func(e layer.Event) { events = append(events, e) })
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(encoded(t, canaryRequest())))
+	require.NoError(t, err)
+	resp, err := ch.RoundTrip(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Contains(t, string(body), `"ok"`)
+	require.Equal(t, 2, ff.calls)
+
+	var started []layer.Identity
+	var failed *layer.Event
+	for i, e := range events {
+		switch e.Type {
+		case layer.EventAttemptStarted:
+			started = append(started, e.Identity)
+		case layer.EventAttemptFailed:
+			failed = &events[i]
+		}
+	}
+	require.Len(t, started, 2)
+	assert.Equal(t, []int{1, 2}, []int{started[0].WireAttempt, started[1].WireAttempt})
+	assert.NotEqual(t, started[0].AttemptID, started[1].AttemptID, "each attempt has its own ID")
+	assert.Equal(t, started[0].LogicalID, started[1].LogicalID)
+	require.NotNil(t, failed)
+	assert.Equal(t, started[0].AttemptID, failed.AttemptID)
+	assert.Equal(t, int64(4), failed.Progress.RawBytes, "the first attempt's own progress: its 503 body")
 }

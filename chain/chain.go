@@ -64,6 +64,13 @@ type Chain struct {
 	layers []layer.Layer
 	rt     http.RoundTripper
 	engine *retry.Layer
+	// direct says that the engine is the chain's outermost layer and that
+	// only its own stages and per-attempt layers that keep the request
+	// run below it (retry.Layer.WrapDirect): nothing reads a recovered
+	// call's request body but the engine, which keeps the bytes of a
+	// *layer.RequestBody, so a native call's request needs no replay
+	// function of its own (R2.8).
+	direct bool
 }
 
 // New assembles layers into a Chain, each at its layer.Position: per-call
@@ -203,7 +210,7 @@ func New(layers ...layer.Layer) (*Chain, error) {
 			rt = ownCopy{rt}
 		}
 	}
-	return &Chain{layers: out, rt: rt, engine: engine}, nil
+	return &Chain{layers: out, rt: rt, engine: engine, direct: engine != nil && keep && len(calls) == 0}, nil
 }
 
 // ownCopy hands the first per-attempt layer of a chain with an engine a

@@ -172,16 +172,13 @@ func (c *Client) doOnce(ctx context.Context, req *chat.Request) (*chat.Completio
 		}
 	}
 	call := callFor(ctx, req)
-	hreq, err := newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
+	hreq, err := c.newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
 	if err != nil {
 		return nil, err
 	}
-	hreq.Header = c.header.Clone()
-	if err := c.credential(ctx, hreq.Header); err != nil {
+	if hreq.Header, err = c.callHeader(ctx, true); err != nil {
 		return nil, err
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
 	resp, err := c.chain.RoundTrip(hreq)
 	if err != nil {
 		return nil, err
@@ -218,23 +215,75 @@ func (c *Client) recovering(ctx context.Context) bool {
 	return c.chain.engine != nil && c.chain.engine.Enabled()
 }
 
+// callHeader returns the header of one native call: a copy of the
+// client's header (R2.3), the credential's headers, and Content-Type and,
+// when accept is set, Accept, both application/json, which replace what
+// the client or the credential set under those names. The copy is one map
+// sized for all of them and one array of values shared by the client's
+// headers and the two the client adds, so that adding them allocates
+// nothing more; a credential that sets a header allocates its value as
+// before.
+func (c *Client) callHeader(ctx context.Context, accept bool) (http.Header, error) {
+	nv, nk := 1, len(c.header)+2 // Content-Type, and a credential's key
+	if accept {
+		nv, nk = 2, nk+1
+	}
+	for _, vv := range c.header {
+		nv += len(vv)
+	}
+	sv := make([]string, nv)
+	h := make(http.Header, nk)
+	for k, vv := range c.header {
+		if vv == nil {
+			h[k] = nil // as Header.Clone keeps it
+			continue
+		}
+		n := copy(sv, vv)
+		h[k] = sv[:n:n]
+		sv = sv[n:]
+	}
+	if err := c.credential(ctx, h); err != nil {
+		return nil, err
+	}
+	sv[0] = "application/json"
+	h["Content-Type"] = sv[:1:1]
+	if accept {
+		sv[1] = "application/json"
+		h["Accept"] = sv[1:2:2]
+	}
+	return h, nil
+}
+
+// nativeCall is the per-call value of a native call and its request
+// facts, in one allocation.
+type nativeCall struct {
+	call  layer.Call
+	facts layer.RequestInfo
+}
+
 // callFor returns the per-call value of a native call: the *layer.Call the
 // caller placed in ctx (a broker observing the completion), or a new one,
-// with the request facts and typed errors set.
+// with the request facts and typed errors set. A new one and its facts are
+// one allocation.
 func callFor(ctx context.Context, req *chat.Request) *layer.Call {
 	lc := layer.CallFrom(ctx)
+	var facts *layer.RequestInfo
 	if lc == nil {
-		lc = &layer.Call{}
+		nc := &nativeCall{}
+		lc, facts = &nc.call, &nc.facts
+	} else {
+		facts = new(layer.RequestInfo)
 	}
-	lc.Facts, lc.TypedErrors = factsOf(req), true
+	*facts = factsOf(req)
+	lc.Facts, lc.TypedErrors = facts, true
 	return lc
 }
 
 // factsOf returns the request facts the engine needs, from the request the
 // client is about to encode: the model, and whether the call streams, asks
 // for structured output (a schema or JSON mode) or neither.
-func factsOf(req *chat.Request) *layer.RequestInfo {
-	info := &layer.RequestInfo{Model: req.Model, Operation: layer.Ordinary}
+func factsOf(req *chat.Request) layer.RequestInfo {
+	info := layer.RequestInfo{Model: req.Model, Operation: layer.Ordinary}
 	switch {
 	case req.Stream:
 		info.Operation = layer.Streaming
@@ -246,15 +295,19 @@ func factsOf(req *chat.Request) *layer.RequestInfo {
 
 // newRequest returns the POST of body to url. Its body is a
 // layer.RequestBody, which the engine keeps without copying; GetBody, for a
-// chain without an engine, returns a bytes.Reader, which http.Transport
-// sends with the headers in one write.
-func newRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
+// chain without an engine, a call without recovery or a layer above the
+// engine, returns a bytes.Reader, which http.Transport sends with the
+// headers in one write. A call that the engine of a direct chain recovers
+// gets none: nothing would call it (R2.8).
+func (c *Client) newRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Body = layer.NewRequestBody(body)
 	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if !c.chain.direct || !c.recovering(ctx) {
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
 	return req, nil
 }

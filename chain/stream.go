@@ -193,15 +193,13 @@ func (c *Client) openOnce(ctx context.Context, req *chat.Request) (layer.FrameRe
 		return nil, err
 	}
 	call := callFor(ctx, &r)
-	hreq, err := newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
+	hreq, err := c.newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
 	if err != nil {
 		return nil, err
 	}
-	hreq.Header = c.header.Clone()
-	if err := c.credential(ctx, hreq.Header); err != nil {
+	if hreq.Header, err = c.callHeader(ctx, false); err != nil {
 		return nil, err
 	}
-	hreq.Header.Set("Content-Type", "application/json")
 	resp, err := c.chain.RoundTrip(hreq)
 	if err != nil {
 		return nil, err

@@ -137,7 +137,17 @@ func NewAttempt(id Identity, info RequestInfo, codec Codec, onWire WireHook, onB
 // method (the retry engine's call) passes it instead of a method value,
 // which would cost an allocation per call.
 func NewAttemptFor(id Identity, info RequestInfo, codec Codec, onWire WireHook, b Beginner) *Attempt {
-	a := &Attempt{Identity: id, Info: info, Codec: codec, OnWire: onWire, onBegin: b, phase: PhaseConnecting}
+	return InitAttemptFor(new(Attempt), id, info, codec, onWire, b)
+}
+
+// InitAttemptFor is NewAttemptFor in place: it sets up the attempt at a,
+// which must be a zero Attempt nobody else holds, and returns a. A caller
+// that keeps an attempt inside a value of its own (the retry engine's call
+// keeps its first one) saves the attempt's allocation; a must then live as
+// long as anything may hold the attempt (a request's context, a response
+// body), which a field of a heap value does.
+func InitAttemptFor(a *Attempt, id Identity, info RequestInfo, codec Codec, onWire WireHook, b Beginner) *Attempt {
+	a.Identity, a.Info, a.Codec, a.OnWire, a.onBegin, a.phase = id, info, codec, onWire, b, PhaseConnecting
 	if codec != nil {
 		a.observer = codec.NewObserver(info)
 	}

@@ -73,6 +73,22 @@ func ExampleNewAttemptFor() {
 	// 2
 }
 
+// A caller that keeps per-call state keeps the first attempt in it too,
+// and allocates only the attempts after it.
+func ExampleInitAttemptFor() {
+	type callState struct {
+		starts
+		first layer.Attempt
+	}
+	c := &callState{}
+	a := layer.InitAttemptFor(&c.first, layer.Identity{WireAttempt: 1}, layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, &c.starts)
+	_ = a.Begin()
+	a.Received([]byte("hello"))
+	fmt.Println(a == &c.first, c.n, a.Progress().RawBytes)
+	// Output:
+	// true 1 5
+}
+
 // A caller that has just encoded a request body hands it to the chain as a
 // RequestBody, so that the engine keeps those bytes instead of copying them.
 func ExampleNewRequestBody() {

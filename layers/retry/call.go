@@ -123,6 +123,14 @@ type call struct {
 	// attempt's transport may still read an earlier body) and never reset.
 	reqBody  bytes.Reader
 	respBody bytesBody
+
+	// first is the call's first attempt, kept in the call like the
+	// readers above so that a call with one attempt allocates no attempt
+	// of its own; later attempts are new ones. firstUsed says it was
+	// handed out.
+	first     layer.Attempt
+	firstUsed bool
+
 	provider layer.Provider
 	logical  string
 	start    time.Duration
@@ -181,7 +189,12 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 		}
 		c.id = layer.Identity{LogicalID: c.logical, AttemptID: c.attemptID(), WireAttempt: n}
 		c.started, c.pending = false, n
-		c.cur = layer.NewAttemptFor(c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c)
+		if !c.firstUsed {
+			c.firstUsed = true
+			c.cur = layer.InitAttemptFor(&c.first, c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c)
+		} else {
+			c.cur = layer.NewAttemptFor(c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c)
+		}
 		if c.resume != nil {
 			// A resume read continues the stream's decoder (R19.9).
 			c.cur.UseObserver(c.resumer.ResumeObserver(c.resume.prev, c.resume.point))

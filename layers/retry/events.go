@@ -7,6 +7,11 @@ import (
 )
 
 func (c *call) emit(typ layer.EventType, f *layer.Failure, delay time.Duration, next int) error {
+	if c.d.r.onEvent == nil && len(c.lc.Observers()) == 0 {
+		// Nobody watches the call: the event, its progress snapshot and
+		// its clock reading would be built for nothing.
+		return nil
+	}
 	ev := c.event(typ)
 	if f != nil {
 		fc := *f

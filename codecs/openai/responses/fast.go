@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"unicode/utf8"
 
+	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/sse"
 	"github.com/recourse-dev/recourse/layer"
@@ -11,16 +12,19 @@ import (
 
 // fastDelta below decodes the events that make up nearly all of a stream,
 // the text deltas (response.output_text.delta, response.refusal.delta and
-// the two reasoning deltas), and the lifecycle events without a response
+// the two reasoning deltas), the pieces of a function call's arguments
+// (response.function_call_arguments.delta, whose output_index must then be
+// absent or plain digits), and the lifecycle events without a response
 // member (such as response.output_text.done, which repeats the whole text,
 // and the response.output_item.done of an item other than a function call),
-// without encoding/json: one validating pass
-// over the event's data (jsonscan.ValidObject, SkipValid) that records the
-// raw values of type, sequence_number and delta, keys compared exactly,
+// without encoding/json: one validating pass over the event's data
+// (jsonscan.ValidObject, SkipValid) that records the raw values of type,
+// sequence_number, output_index, delta and item, keys compared exactly,
 // byte for byte. It decides nothing itself: whenever an event is not of
 // that plain shape (another type, an "error" event field, a response
 // member, an escaped or repeated key, a sequence number that is not plain
-// digits, a delta that is not a string, invalid or too deeply nested JSON)
+// digits, an output_index that is not plain digits, a delta that is not a
+// string, invalid or too deeply nested JSON)
 // it reports ok=false and the reference path of StreamDecoder.event, which
 // handles every event, decides. So it yields exactly the frame the
 // reference yields for the same event, only sooner (fast_test.go checks
@@ -36,7 +40,13 @@ const (
 	contentDelta
 	refusalDelta
 	reasoningDelta
+	argumentsPiece // response.function_call_arguments.delta: one tool fragment
 )
+
+// maxFastIndex bounds the output_index the fast path reads; a larger one,
+// which no provider sends, is left to the reference (whose int it must fit
+// on every platform).
+const maxFastIndex = 1<<31 - 1
 
 // deltaType returns the kind of the raw (unescaped) event type t.
 func deltaType(t []byte) deltaKind {
@@ -47,6 +57,8 @@ func deltaType(t []byte) deltaKind {
 		return refusalDelta
 	case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
 		return reasoningDelta
+	case "response.function_call_arguments.delta":
+		return argumentsPiece
 	case "response.output_item.done":
 		// In the lifecycle list, but its function_call item completes a
 		// tool call, which the reference decodes.
@@ -58,10 +70,13 @@ func deltaType(t []byte) deltaKind {
 	return notDelta
 }
 
-// fastDelta decodes ev when it is a text delta or a lifecycle event of the
-// plain shape: the frame the reference would push, its sequence number (-1:
-// none) and the event's kind. scratch is reused to unescape a delta; the frame's text
-// is a string of its own.
+// fastDelta decodes ev when it is a text delta, a function call's
+// arguments delta or a lifecycle event of the plain shape: the frame the
+// reference would push, its sequence number (-1: none) and the event's
+// kind. scratch is reused to unescape a delta; the frame's text is a string
+// of its own. For an arguments delta the frame's one fragment carries the
+// output index and the piece, which the caller adds to that call's
+// arguments as the reference does.
 func fastDelta(ev sse.Event, scratch *[]byte) (f layer.Frame, seq int64, kind deltaKind, ok bool) {
 	if ev.Done || ev.Event == "error" {
 		return f, 0, notDelta, false
@@ -70,7 +85,7 @@ func fastDelta(ev sse.Event, scratch *[]byte) (f layer.Frame, seq int64, kind de
 	if len(data) == 0 || data[0] != '{' || !utf8.Valid(data) {
 		return f, 0, notDelta, false
 	}
-	var typ, num, delta, item []byte
+	var typ, num, index, delta, item []byte
 	seen := func(dst *[]byte, v int) int {
 		if *dst != nil {
 			return -1 // a repeated key: the reference decides which wins
@@ -90,6 +105,8 @@ func fastDelta(ev sse.Event, scratch *[]byte) (f layer.Frame, seq int64, kind de
 			return seen(&typ, v)
 		case "sequence_number":
 			return seen(&num, v)
+		case "output_index":
+			return seen(&index, v)
 		case "delta":
 			return seen(&delta, v)
 		case "item":
@@ -129,9 +146,18 @@ func fastDelta(ev sse.Event, scratch *[]byte) (f layer.Frame, seq int64, kind de
 		*scratch = jsonscan.Unquote((*scratch)[:0], delta)
 		text = *scratch
 	}
-	if kind == reasoningDelta {
+	switch kind {
+	case reasoningDelta:
 		f.Reasoning = string(text)
-	} else {
+	case argumentsPiece:
+		i := int64(0) // absent: the reference's default
+		if index != nil {
+			if i, ok = digits(index); !ok || i > maxFastIndex {
+				return f, 0, notDelta, false
+			}
+		}
+		f.Fragments = []chat.ToolCallFragment{{Index: int(i), Arguments: string(text)}}
+	default:
 		f.Content = string(text)
 	}
 	return f, seq, kind, true

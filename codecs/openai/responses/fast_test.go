@@ -73,6 +73,30 @@ var deltaSeeds = []string{
 	"data: {\"type\":\"response.output_item.done\"}\n\n",
 }
 
+// argumentSeeds are function call arguments deltas: the plain shapes the
+// fast path takes (the first four) and near misses it leaves to the
+// reference.
+var argumentSeeds = []string{
+	"event: response.function_call_arguments.delta\ndata: {\"type\":\"response.function_call_arguments.delta\",\"sequence_number\":8,\"item_id\":\"fc_0\",\"output_index\":1,\"delta\":\"{\\\"city\\\":\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"delta\":\"\\\"Paris\\\"}\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"delta\":\"no index\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":2147483647,\"delta\":\"\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":2147483648,\"delta\":\"x\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":-1,\"delta\":\"x\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":1.0,\"delta\":\"x\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":null,\"delta\":\"x\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":\"1\",\"delta\":\"x\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":1,\"output_index\":2,\"delta\":\"x\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_\\u0069ndex\":1,\"delta\":\"x\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":1,\"delta\":null}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":1,\"delta\":{}}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":1}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":1,\"response\":{\"id\":\"resp_1\"},\"delta\":\"x\"}\n\n",
+	"event: error\ndata: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":1,\"delta\":\"x\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.delta\",\"sequence_number\":3,\"output_index\":1,\"delta\":\"again\"}\n\n",
+	"data: {\"type\":\"response.function_call_arguments.done\",\"output_index\":1,\"arguments\":\"{}\"}\n\n",
+}
+
 // decoded is what a stream decoder made of its input, for comparison.
 type decoded struct {
 	Frames   []layer.Frame
@@ -83,6 +107,8 @@ type decoded struct {
 	Reason   string
 	ID       string
 	End      string
+	// Args are the arguments accumulated per output index.
+	Args map[int]string
 }
 
 // decodeWith feeds stream to a new decoder whose fast path is on or off
@@ -99,6 +125,12 @@ func decodeWith(stream []byte, reference bool) decoded {
 	}
 	out.Observed, out.Refused, out.ID = d.Observed(), d.refused, d.ResponseID()
 	out.Content, out.Reason = d.content.String(), d.reason.String()
+	for i, c := range d.calls {
+		if out.Args == nil {
+			out.Args = make(map[int]string)
+		}
+		out.Args[i] = c.args.String()
+	}
 	if err := d.End(); err != nil {
 		out.End = err.Error()
 	}
@@ -127,9 +159,18 @@ func TestR19_3_FastDeltaPathAgreesWithReference(t *testing.T) {
 		checkFast(t, []byte(created+s))
 	}
 	checkFast(t, []byte(created+strings.Join(deltaSeeds, "")))
+	for _, s := range argumentSeeds {
+		checkFast(t, []byte(s))
+		checkFast(t, []byte(created+s))
+	}
+	// A call's arguments from several deltas, one of them repeated (its
+	// sequence number already seen) and one for another call between them.
+	checkFast(t, []byte(created+strings.Join(argumentSeeds, "")))
+	checkFast(t, []byte(created+strings.Join(argumentSeeds[:4], "")+strings.Join(argumentSeeds, "")))
 	var scratch []byte
 	plain := append(deltaSeeds[:6:6], deltaSeeds[len(deltaSeeds)-15:len(deltaSeeds)-13]...)
 	plain = append(plain, deltaSeeds[len(deltaSeeds)-10:len(deltaSeeds)-8]...)
+	plain = append(plain, argumentSeeds[:4]...)
 	for _, s := range plain {
 		d := NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming})
 		d.framer.Write([]byte(s))
@@ -154,11 +195,12 @@ func TestR19_3_FastDeltaRandomShapes(t *testing.T) {
 			m := pick(
 				`"type":`+pick(`"response.output_text.delta"`, `"response.refusal.delta"`, `"response.reasoning_text.delta"`,
 					`"response.reasoning_summary_text.delta"`, `"response.created"`, `"x.delta"`, `""`, `1`, `null`,
-					`"response.output_text.done"`, `"response.output_item.done"`, `"response.queued"`),
+					`"response.output_text.done"`, `"response.output_item.done"`, `"response.queued"`,
+					`"response.function_call_arguments.delta"`),
 				`"delta":`+pick(`"x"`, `""`, `"a\nb"`, `"\u00e9\ud83d\ude42"`, `"\ud800"`, `1`, `null`, `{}`),
 				`"sequence_number":`+pick(`0`, `7`, `-1`, `1.5`, `2e1`, `null`, `"3"`, `12345678901234567890`),
 				`"response":`+pick(`{"id":"resp_2","model":"m2"}`, `null`, `{"id":1}`),
-				`"output_index":0`, `"item_id":"msg_1"`, `"text":"done \u00e9"`,
+				`"output_index":`+pick(`0`, `3`, `-1`, `1.5`, `null`, `"2"`, `2147483648`), `"item_id":"msg_1"`, `"text":"done \u00e9"`,
 				`"item":{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}`,
 				`"item":{"type":"message","content":[]}`, `"item":{"id":"x"}`, `"item":null`, `"item":{"type":"message","type":"function_call"}`, `"d\u0065lta":"y"`, `"Type":"response.output_text.delta"`)
 			members = append(members, m)
@@ -171,7 +213,7 @@ func TestR19_3_FastDeltaRandomShapes(t *testing.T) {
 
 // FuzzFastDelta checks the fast path against the reference on any stream.
 func FuzzFastDelta(f *testing.F) {
-	for _, s := range deltaSeeds {
+	for _, s := range append(deltaSeeds, argumentSeeds...) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, stream []byte) { checkFast(t, stream) })

@@ -225,6 +225,10 @@ func (d *StreamDecoder) event(ev sse.Event) {
 				return
 			}
 			d.refused = d.refused || kind == refusalDelta
+			if kind == argumentsPiece {
+				fr := f.Fragments[0]
+				d.call(fr.Index).args.WriteString(fr.Arguments)
+			}
 			d.keep(f)
 			d.push(f, seq)
 			return
