@@ -112,26 +112,18 @@ func (c *Codec) encodeOptions(w *wireRequest, req *chat.Request) error {
 			return unsupported("ReasoningEffort other than low, medium or high")
 		}
 		w.ReasoningEffort = o.ReasoningEffort
-		w.MaxCompletionTokens = copyPtr(o.MaxTokens)
+		w.MaxCompletionTokens = openaiwire.CopyPtr(o.MaxTokens)
 	} else {
 		if o.ReasoningEffort != "" {
 			return unsupported("ReasoningEffort with non-reasoning models")
 		}
-		w.MaxTokens = copyPtr(o.MaxTokens)
-		w.Temperature = copyPtr(o.Temperature)
-		w.TopP = copyPtr(o.TopP)
+		w.MaxTokens = openaiwire.CopyPtr(o.MaxTokens)
+		w.Temperature = openaiwire.CopyPtr(o.Temperature)
+		w.TopP = openaiwire.CopyPtr(o.TopP)
 	}
-	w.Seed = copyPtr(o.Seed)
+	w.Seed = openaiwire.CopyPtr(o.Seed)
 	if len(o.Stop) > 0 {
 		w.Stop = append([]string(nil), o.Stop...)
 	}
 	return nil
-}
-
-func copyPtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }

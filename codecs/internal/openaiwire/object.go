@@ -1,0 +1,81 @@
+package openaiwire
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// Object is a decoded JSON object whose keys are matched exactly, after
+// unescaping. Decoding into structs would also match keys case-insensitively
+// ("Content" for "content"), which the observers do not count. The request
+// readers of the chat completions and Responses codecs and the Responses
+// decoders read bodies through it. A nil Object has no members. An Object
+// is a map: safe for concurrent reads, not for writes.
+type Object map[string]json.RawMessage
+
+// Has reports whether key is present with a value other than null.
+func (o Object) Has(key string) bool {
+	v, ok := o[key]
+	return ok && !IsNull(v)
+}
+
+// Get decodes the value at key into v with encoding/json. An absent key or
+// null leaves v unchanged and returns nil; a value of another type than v
+// is encoding/json's error.
+func (o Object) Get(key string, v any) error {
+	raw, ok := o[key]
+	if !ok || IsNull(raw) {
+		return nil
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// Str returns the value at key when it is a string, else "".
+func (o Object) Str(key string) string {
+	var s string
+	if o.Get(key, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// IsNull reports whether raw is the JSON literal null, as encoding/json
+// leaves it in a json.RawMessage (no surrounding white space).
+func IsNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// ProtocolError returns a *layer.ProtocolError with the safe description
+// what; err is its cause, and a nil err is an error whose text is what.
+func ProtocolError(what string, err error) error {
+	if err == nil {
+		err = errors.New(what)
+	}
+	return &layer.ProtocolError{What: what, Err: err}
+}
+
+// ParseObject decodes b as one JSON object. A b that is valid JSON but not
+// an object is the *layer.ProtocolError "<noun> is not a JSON object", and
+// one that is not valid JSON "<noun> is not valid JSON". The JSON null
+// yields a nil Object and no error.
+func ParseObject(b []byte, noun string) (Object, error) {
+	var o Object
+	if err := json.Unmarshal(b, &o); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, ProtocolError(noun+" is not a JSON object", err)
+		}
+		return nil, ProtocolError(noun+" is not valid JSON", err)
+	}
+	return o, nil
+}
+
+// CopyPtr returns a pointer to a copy of *p, or nil when p is nil, so that
+// an encoded request never aliases the chat.Request it was made from.
+func CopyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

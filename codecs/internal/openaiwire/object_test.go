@@ -1,0 +1,137 @@
+package openaiwire
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// The request readers of the chat completions and Responses codecs read
+// bodies through Object and ParseObject; a body of another shape is a
+// *layer.ProtocolError naming what it is (R14.1).
+func TestR14_1_ObjectReadsMembersByExactKey(t *testing.T) {
+	t.Parallel()
+	o, err := ParseObject([]byte(`{"model":"m","stream":true,"n":null,"Model":"other"}`), "request")
+	require.NoError(t, err)
+	assert.True(t, o.Has("model"))
+	assert.False(t, o.Has("n"), "null is not present")
+	assert.False(t, o.Has("absent"))
+	assert.Equal(t, "m", o.Str("model"), "keys match exactly, not case-insensitively")
+	assert.Empty(t, o.Str("stream"), "a boolean is not a string")
+	var stream bool
+	require.NoError(t, o.Get("stream", &stream))
+	assert.True(t, stream)
+	n := 7
+	require.NoError(t, o.Get("n", &n))
+	assert.Equal(t, 7, n, "null leaves the value unchanged")
+	require.Error(t, o.Get("model", &stream))
+
+	var nilObject Object
+	assert.False(t, nilObject.Has("model"))
+	require.NoError(t, nilObject.Get("model", &stream))
+
+	for body, want := range map[string]string{
+		`[1]`: "request is not a JSON object",
+		`"s"`: "request is not a JSON object",
+		`{`:   "request is not valid JSON",
+	} {
+		_, err := ParseObject([]byte(body), "request")
+		var pe *layer.ProtocolError
+		require.ErrorAs(t, err, &pe, body)
+		assert.Equal(t, want, pe.What, body)
+	}
+	o, err = ParseObject([]byte(`null`), "request")
+	require.NoError(t, err)
+	assert.Nil(t, o)
+
+	var pe *layer.ProtocolError
+	require.ErrorAs(t, ProtocolError("stream event is not valid UTF-8", nil), &pe)
+	assert.Equal(t, "stream event is not valid UTF-8", pe.Err.Error(), "a nil cause is the description")
+}
+
+// PlainString is the one decoder of a raw string member: a request body
+// may hold invalid UTF-8, which it replaces as encoding/json does, unless
+// the caller says the document is valid (R14.1).
+func TestR14_1_PlainStringChecksUTF8UnlessTold(t *testing.T) {
+	t.Parallel()
+	raw := []byte("\"a\xffb\"")
+	var want string
+	require.NoError(t, json.Unmarshal(raw, &want))
+	got, ok := PlainString(raw, false)
+	require.True(t, ok)
+	assert.Equal(t, want, got)
+
+	got, ok = PlainString([]byte(`"gpt-\u0034o"`), true)
+	require.True(t, ok)
+	assert.Equal(t, "gpt-4o", got)
+	got, ok = PlainString([]byte(`null`), false)
+	assert.True(t, ok)
+	assert.Empty(t, got)
+	_, ok = PlainString([]byte(`12`), false)
+	assert.False(t, ok)
+	assert.True(t, Absent(nil))
+	assert.True(t, IsString([]byte(`""`)))
+}
+
+// The checks the Responses codec shares with chat completions say what a
+// dialect says, under the name the dialect gives (R14.1, R19.2).
+func TestR19_2_DialectChecksNameTheirCodec(t *testing.T) {
+	t.Parallel()
+	d := Dialect{Provider: layer.OpenAI, Name: "openai responses", KnownRoles: true, AssistantToolCalls: true}
+	require.EqualError(t, d.CheckTool(1, &chat.ToolSpec{}), "recourse: openai responses: tool 1: empty name")
+	require.EqualError(t, d.CheckTool(0, &chat.ToolSpec{Name: "f", Parameters: json.RawMessage(`{`)}),
+		"recourse: openai responses: tool 0: parameters are not valid JSON")
+	require.NoError(t, d.CheckTool(0, &chat.ToolSpec{Name: "f"}))
+	require.EqualError(t, d.Finite(&chat.Options{TopP: new(math.NaN())}), "recourse: openai responses: TopP is not a finite number")
+	require.EqualError(t, (&Dialect{Provider: layer.OpenAI}).CheckTool(2, &chat.ToolSpec{}), "recourse: openai: tool 2: empty name")
+
+	require.EqualError(t, d.CheckRole(&chat.Message{Role: "robot"}), "unknown role")
+	require.EqualError(t, d.CheckRole(&chat.Message{Role: chat.System, Images: []chat.Image{{Data: []byte{1}}}}),
+		"images are only sent on user messages")
+	require.EqualError(t, d.CheckRole(&chat.Message{Role: chat.User, ToolCalls: []chat.ToolCall{{ID: "1"}}}),
+		"tool calls are only sent on assistant messages")
+	require.NoError(t, (&Dialect{}).CheckRole(&chat.Message{Role: "robot", ToolCalls: []chat.ToolCall{{ID: "1"}}}))
+
+	for raw, want := range map[string]string{``: `{}`, `"{\"a\":1}"`: `{"a":1}`, `"not json"`: `not json`, `{"a":1}`: `{"a":1}`} {
+		got, err := d.Arguments(json.RawMessage(raw))
+		require.NoError(t, err, raw)
+		assert.Equal(t, want, got, raw)
+	}
+	_, err := d.Arguments(json.RawMessage(`{`))
+	require.EqualError(t, err, "arguments are not valid JSON")
+	strict := Dialect{Objects: true}
+	_, err = strict.Arguments(nil)
+	require.EqualError(t, err, "arguments are not a JSON object")
+	got, err := strict.Arguments(json.RawMessage(`"{}"`))
+	require.EqualError(t, err, "arguments are not a JSON object")
+	assert.Empty(t, got)
+
+	url, err := d.DataURL(chat.Image{Data: []byte("png")})
+	require.NoError(t, err)
+	assert.Equal(t, "data:image/png;base64,cG5n", url)
+
+	rf, err := (&Dialect{StrictFalse: true}).ResponseFormat(&chat.Request{Schema: &chat.Schema{Schema: json.RawMessage(`{}`)}})
+	require.NoError(t, err)
+	require.NotNil(t, rf.JSONSchema)
+	assert.Equal(t, "response", rf.JSONSchema.Name)
+	require.NotNil(t, rf.JSONSchema.Strict)
+	assert.False(t, *rf.JSONSchema.Strict)
+}
+
+// An encoded request never aliases the chat.Request it was made from
+// (R14.1): CopyPtr copies what it points at.
+func TestR14_1_CopyPtrCopies(t *testing.T) {
+	t.Parallel()
+	assert.Nil(t, CopyPtr[int](nil))
+	v := 3
+	p := CopyPtr(&v)
+	require.NotNil(t, p)
+	assert.NotSame(t, &v, p)
+	assert.Equal(t, 3, *p)
+}
