@@ -25,33 +25,21 @@ func describe(body []byte) (layer.RequestInfo, error) {
 	if err != nil {
 		return layer.RequestInfo{}, err
 	}
+	model, stream, err := openaiwire.RequestHead(o)
+	if err != nil {
+		return layer.RequestInfo{}, err
+	}
 	var (
-		info   layer.RequestInfo
-		stream bool
 		format openaiwire.Object
 		typ    string
 	)
-	if err := o.Get("model", &info.Model); err != nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request model is not a string", err)
-	}
-	if err := o.Get("stream", &stream); err != nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request stream is not a boolean", err)
-	}
 	if err := o.Get("response_format", &format); err != nil {
 		return layer.RequestInfo{}, openaiwire.ProtocolError("request response_format is not an object", err)
 	}
 	if err := format.Get("type", &typ); err != nil {
 		return layer.RequestInfo{}, openaiwire.ProtocolError("request response_format type is not a string", err)
 	}
-	switch {
-	case stream:
-		info.Operation = layer.Streaming
-	case typ == "json_schema" || typ == "json_object":
-		info.Operation = layer.Structured
-	default:
-		info.Operation = layer.Ordinary
-	}
-	return info, nil
+	return layer.RequestInfo{Model: model, Operation: openaiwire.Operation(stream, typ)}, nil
 }
 
 // Decode decodes a complete 2xx response body. A body with a top-level

@@ -99,24 +99,14 @@ func (c *Codec) encodeOptions(w *wireRequest, req *chat.Request) error {
 	if err := dialect.Finite(o); err != nil {
 		return err
 	}
-	if c.reasoning(req.Model) {
-		switch {
-		case o.Temperature != nil:
-			return unsupported("Temperature with reasoning models")
-		case o.TopP != nil:
-			return unsupported("TopP with reasoning models")
-		}
-		switch o.ReasoningEffort {
-		case "", "low", "medium", "high":
-		default:
-			return unsupported("ReasoningEffort other than low, medium or high")
-		}
+	reasoning := c.reasoning(req.Model)
+	if err := dialect.CheckReasoning(o, reasoning); err != nil {
+		return err
+	}
+	if reasoning {
 		w.ReasoningEffort = o.ReasoningEffort
 		w.MaxCompletionTokens = openaiwire.CopyPtr(o.MaxTokens)
 	} else {
-		if o.ReasoningEffort != "" {
-			return unsupported("ReasoningEffort with non-reasoning models")
-		}
 		w.MaxTokens = openaiwire.CopyPtr(o.MaxTokens)
 		w.Temperature = openaiwire.CopyPtr(o.Temperature)
 		w.TopP = openaiwire.CopyPtr(o.TopP)

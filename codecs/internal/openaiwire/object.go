@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -78,4 +79,61 @@ func CopyPtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+// CheckReasoning returns the *layer.UnsupportedError (naming d.Provider)
+// for the controls of o that an OpenAI model of its family does not take
+// (R14.1): a reasoning model takes no Temperature or TopP, in that order,
+// and no ReasoningEffort other than "", "low", "medium" or "high"; any
+// other model takes no ReasoningEffort. It returns nil otherwise. Which
+// model is a reasoning model is the caller's detection.
+func (d *Dialect) CheckReasoning(o *chat.Options, reasoning bool) error {
+	control := ""
+	switch {
+	case !reasoning:
+		if o.ReasoningEffort != "" {
+			control = "ReasoningEffort with non-reasoning models"
+		}
+	case o.Temperature != nil:
+		control = "Temperature with reasoning models"
+	case o.TopP != nil:
+		control = "TopP with reasoning models"
+	default:
+		switch o.ReasoningEffort {
+		case "", "low", "medium", "high":
+		default:
+			control = "ReasoningEffort other than low, medium or high"
+		}
+	}
+	if control == "" {
+		return nil
+	}
+	return &layer.UnsupportedError{Provider: d.Provider, Control: control}
+}
+
+// RequestHead reads the "model" and "stream" members of the request o, in
+// that order; a member of the wrong type is a *layer.ProtocolError ("request
+// model is not a string", "request stream is not a boolean"). Absent or
+// null members are "" and false.
+func RequestHead(o Object) (model string, stream bool, err error) {
+	if err := o.Get("model", &model); err != nil {
+		return "", false, ProtocolError("request model is not a string", err)
+	}
+	if err := o.Get("stream", &stream); err != nil {
+		return "", false, ProtocolError("request stream is not a boolean", err)
+	}
+	return model, stream, nil
+}
+
+// Operation is the operation of a request that streams when stream is
+// set, and otherwise is structured when its output format has the type
+// formatType "json_schema" or "json_object", and ordinary else.
+func Operation(stream bool, formatType string) layer.Operation {
+	switch {
+	case stream:
+		return layer.Streaming
+	case formatType == "json_schema" || formatType == "json_object":
+		return layer.Structured
+	}
+	return layer.Ordinary
 }

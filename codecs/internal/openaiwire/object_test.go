@@ -135,3 +135,58 @@ func TestR14_1_CopyPtrCopies(t *testing.T) {
 	assert.NotSame(t, &v, p)
 	assert.Equal(t, 3, *p)
 }
+
+// The chat completions and Responses codecs adapt the sampling controls to
+// the model family with one check (R14.1, R19.2).
+func TestR14_1_CheckReasoningRefusesWhatTheFamilyDoesNotTake(t *testing.T) {
+	t.Parallel()
+	d := Dialect{Provider: layer.OpenAI}
+	for _, tt := range []struct {
+		o         chat.Options
+		reasoning bool
+		want      string
+	}{
+		{chat.Options{Temperature: new(0.5), TopP: new(0.5)}, false, ""},
+		{chat.Options{ReasoningEffort: "low"}, false, "ReasoningEffort with non-reasoning models"},
+		{chat.Options{ReasoningEffort: "high"}, true, ""},
+		{chat.Options{Temperature: new(0.5), TopP: new(0.5), ReasoningEffort: "max"}, true, "Temperature with reasoning models"},
+		{chat.Options{TopP: new(0.5)}, true, "TopP with reasoning models"},
+		{chat.Options{ReasoningEffort: "max"}, true, "ReasoningEffort other than low, medium or high"},
+	} {
+		err := d.CheckReasoning(&tt.o, tt.reasoning)
+		if tt.want == "" {
+			require.NoError(t, err)
+			continue
+		}
+		var ue *layer.UnsupportedError
+		require.ErrorAs(t, err, &ue)
+		assert.Equal(t, layer.UnsupportedError{Provider: layer.OpenAI, Control: tt.want}, *ue)
+	}
+}
+
+// Describe of both OpenAI codecs reads the model and the stream flag, and
+// names the operation, the same way (R14.1).
+func TestR14_1_RequestHeadAndOperation(t *testing.T) {
+	t.Parallel()
+	o, err := ParseObject([]byte(`{"model":"m","stream":true}`), "request")
+	require.NoError(t, err)
+	model, stream, err := RequestHead(o)
+	require.NoError(t, err)
+	assert.Equal(t, "m", model)
+	assert.True(t, stream)
+	for body, want := range map[string]string{
+		`{"model":1,"stream":"x"}`: "request model is not a string",
+		`{"model":"m","stream":1}`: "request stream is not a boolean",
+	} {
+		o, err := ParseObject([]byte(body), "request")
+		require.NoError(t, err)
+		_, _, err = RequestHead(o)
+		var pe *layer.ProtocolError
+		require.ErrorAs(t, err, &pe, body)
+		assert.Equal(t, want, pe.What, body)
+	}
+	assert.Equal(t, layer.Streaming, Operation(true, "json_schema"))
+	assert.Equal(t, layer.Structured, Operation(false, "json_object"))
+	assert.Equal(t, layer.Structured, Operation(false, "json_schema"))
+	assert.Equal(t, layer.Ordinary, Operation(false, "text"))
+}

@@ -24,24 +24,19 @@ func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
 	if o == nil {
 		return layer.RequestInfo{}, openaiwire.ProtocolError("request is not a JSON object", nil)
 	}
+	model, stream, err := openaiwire.RequestHead(o)
+	if err != nil {
+		return layer.RequestInfo{}, err
+	}
 	var (
-		info   layer.RequestInfo
-		stream bool
 		bg     bool
 		text   openaiwire.Object
 		format openaiwire.Object
 		typ    string
 	)
-	if err := o.Get("model", &info.Model); err != nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request model is not a string", err)
-	}
-	if err := o.Get("stream", &stream); err != nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request stream is not a boolean", err)
-	}
 	if err := o.Get("background", &bg); err != nil {
 		return layer.RequestInfo{}, openaiwire.ProtocolError("request background is not a boolean", err)
 	}
-	info.Background = bg
 	if err := o.Get("text", &text); err != nil {
 		return layer.RequestInfo{}, openaiwire.ProtocolError("request text is not an object", err)
 	}
@@ -51,15 +46,7 @@ func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
 	if err := format.Get("type", &typ); err != nil {
 		return layer.RequestInfo{}, openaiwire.ProtocolError("request text.format type is not a string", err)
 	}
-	switch {
-	case stream:
-		info.Operation = layer.Streaming
-	case typ == "json_schema" || typ == "json_object":
-		info.Operation = layer.Structured
-	default:
-		info.Operation = layer.Ordinary
-	}
-	return info, nil
+	return layer.RequestInfo{Model: model, Operation: openaiwire.Operation(stream, typ), Background: bg}, nil
 }
 
 // Decode decodes a complete 2xx response body, a Responses API response

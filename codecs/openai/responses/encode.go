@@ -185,26 +185,16 @@ func (c *Codec) encodeOptions(w *wireRequest, req *chat.Request) error {
 	if err := dialect.Finite(o); err != nil {
 		return err
 	}
-	if c.reasoning(req.Model) {
-		switch {
-		case o.Temperature != nil:
-			return unsupported("Temperature with reasoning models")
-		case o.TopP != nil:
-			return unsupported("TopP with reasoning models")
-		}
-		switch o.ReasoningEffort {
-		case "":
-		case "low", "medium", "high":
-			w.Reasoning = &wireEffort{Effort: o.ReasoningEffort}
-		default:
-			return unsupported("ReasoningEffort other than low, medium or high")
-		}
-	} else {
-		if o.ReasoningEffort != "" {
-			return unsupported("ReasoningEffort with non-reasoning models")
-		}
+	reasoning := c.reasoning(req.Model)
+	if err := dialect.CheckReasoning(o, reasoning); err != nil {
+		return err
+	}
+	switch {
+	case !reasoning:
 		w.Temperature = openaiwire.CopyPtr(o.Temperature)
 		w.TopP = openaiwire.CopyPtr(o.TopP)
+	case o.ReasoningEffort != "":
+		w.Reasoning = &wireEffort{Effort: o.ReasoningEffort}
 	}
 	w.MaxOutputTokens = openaiwire.CopyPtr(o.MaxTokens)
 	return nil
