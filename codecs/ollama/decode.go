@@ -8,6 +8,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/request"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -18,16 +19,12 @@ import (
 // object with a string "model" and a boolean "stream" is a
 // *layer.ProtocolError.
 func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
-	if err := bodyscan.CheckObject(body); err != nil {
-		return layer.RequestInfo{}, err
-	}
 	var d struct {
-		Model  string          `json:"model"`
-		Stream *bool           `json:"stream"`
+		request.Head
 		Format json.RawMessage `json:"format"`
 	}
-	if err := json.Unmarshal(body, &d); err != nil {
-		return layer.RequestInfo{}, &layer.ProtocolError{What: "request does not match the /api/chat schema", Err: err}
+	if err := request.Decode(body, &d, "/api/chat"); err != nil {
+		return layer.RequestInfo{}, err
 	}
 	info := layer.RequestInfo{Model: d.Model, Operation: layer.Ordinary}
 	switch {
