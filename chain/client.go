@@ -172,15 +172,10 @@ func (c *Client) doOnce(ctx context.Context, req *chat.Request) (*chat.Completio
 		}
 	}
 	call := callFor(ctx, req)
-	hreq, err := newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
+	hreq, err := c.newRequest(ctx, call, body)
 	if err != nil {
 		return nil, err
 	}
-	hreq.Header = c.header.Clone()
-	if err := c.credential(ctx, hreq.Header); err != nil {
-		return nil, err
-	}
-	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	resp, err := c.chain.RoundTrip(hreq)
 	if err != nil {
@@ -244,17 +239,25 @@ func factsOf(req *chat.Request) *layer.RequestInfo {
 	return info
 }
 
-// newRequest returns the POST of body to url. Its body is a
-// layer.RequestBody, which the engine keeps without copying; GetBody, for a
-// chain without an engine, returns a bytes.Reader, which http.Transport
-// sends with the headers in one write.
-func newRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+// newRequest returns the POST of body to the codec's path on the client's
+// base URL, for call: a copy of the client's headers, its credential (an
+// error of the credential hook is the client's CredentialError) and
+// Content-Type application/json. Its body is a layer.RequestBody, which the
+// engine keeps without copying; GetBody, for a chain without an engine,
+// returns a bytes.Reader, which http.Transport sends with the headers in
+// one write. It is the request of both the unary and the streamed call.
+func (c *Client) newRequest(ctx context.Context, call *layer.Call, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(layer.WithCall(ctx, call), http.MethodPost, c.base+c.codec.Path(), nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Body = layer.NewRequestBody(body)
 	req.ContentLength = int64(len(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.Header = c.header.Clone()
+	if err := c.credential(ctx, req.Header); err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
 	return req, nil
 }
