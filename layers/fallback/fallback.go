@@ -254,8 +254,9 @@ type transport struct {
 }
 
 // credentialHeaders are the request headers that carry a credential and
-// never follow a request to another upstream.
-var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Cookie"}
+// never follow a request to another upstream: the account's credential
+// headers and Proxy-Authorization.
+var credentialHeaders = append(layer.CredentialHeaders(), "Proxy-Authorization")
 
 // credentialParams are the query parameters that commonly carry an API key
 // (?key=, ?api-key=) and never follow a request to another upstream.
