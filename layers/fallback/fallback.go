@@ -424,17 +424,7 @@ func (w *walk) event(model string) layer.Event {
 
 // emit delivers one of the layer's events to its OnEvent and to the call's
 // observers, as the engine does (R11.4).
-func (t *transport) emit(lc *layer.Call, ev layer.Event) error {
-	if f := t.l.onEvent; f != nil {
-		if err := f(ev); err != nil {
-			return &layer.ObserverError{Event: ev.Type, Err: err}
-		}
-	}
-	for _, o := range lc.Observers() {
-		o(ev)
-	}
-	return nil
-}
+func (t *transport) emit(lc *layer.Call, ev layer.Event) error { return lc.Emit(t.l.onEvent, ev) }
 
 // request returns the request of target i (0: the request as given) and
 // its model.
