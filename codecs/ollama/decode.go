@@ -63,6 +63,22 @@ type wireResponse struct {
 	EvalCount       *int       `json:"eval_count"`
 }
 
+// usage returns the token counts of a final reply or stream line, or nil
+// when it carries neither count.
+func (r *wireResponse) usage() *chat.Usage {
+	if r.PromptEvalCount == nil && r.EvalCount == nil {
+		return nil
+	}
+	u := &chat.Usage{}
+	if r.PromptEvalCount != nil {
+		u.InputTokens = *r.PromptEvalCount
+	}
+	if r.EvalCount != nil {
+		u.OutputTokens = *r.EvalCount
+	}
+	return u
+}
+
 type wireReply struct {
 	Role      string              `json:"role"`
 	Content   string              `json:"content"`
@@ -141,16 +157,7 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 		}
 		out.Message.ToolCalls = append(out.Message.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
-	if r.PromptEvalCount != nil || r.EvalCount != nil {
-		u := &chat.Usage{}
-		if r.PromptEvalCount != nil {
-			u.InputTokens = *r.PromptEvalCount
-		}
-		if r.EvalCount != nil {
-			u.OutputTokens = *r.EvalCount
-		}
-		out.Usage = u
-	}
+	out.Usage = r.usage()
 	return out, nil
 }
 

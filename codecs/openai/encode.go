@@ -78,29 +78,11 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 	return b, nil
 }
 
-// unsupported returns the R14.1 error for control.
-func unsupported(control string) error {
-	return &layer.UnsupportedError{Provider: layer.OpenAI, Control: control}
-}
-
 // encodeOptions adapts the sampling controls to the model family (R14.1).
 func (c *Codec) encodeOptions(w *wireRequest, req *chat.Request) error {
 	o := &req.Options
-	switch {
-	case o.TopK != nil:
-		return unsupported("TopK")
-	case o.ContextLength != nil:
-		return unsupported("ContextLength")
-	case o.Think != nil:
-		return unsupported("Think")
-	case o.KeepAlive != "":
-		return unsupported("KeepAlive")
-	}
-	if err := dialect.Finite(o); err != nil {
-		return err
-	}
 	reasoning := c.reasoning(req.Model)
-	if err := dialect.CheckReasoning(o, reasoning); err != nil {
+	if err := dialect.CheckSampling(o, reasoning); err != nil {
 		return err
 	}
 	if reasoning {

@@ -81,6 +81,50 @@ func CopyPtr[T any](p *T) *T {
 	return &v
 }
 
+// Control is a generation control an endpoint may refuse: its name in an
+// *layer.UnsupportedError and whether the request sets it.
+type Control struct {
+	// Name names the control, for example "Seed".
+	Name string
+	// Set reports whether the request sets it.
+	Set bool
+}
+
+// CheckSampling returns the error for the first control of o that an
+// OpenAI endpoint does not take (R14.1), in this order: TopK; each of
+// refused, in order, that is set; ContextLength, Think and KeepAlive; a
+// Temperature or TopP that is not finite (d.Finite's plain error); then
+// what the model family does not take (CheckReasoning). A refused control
+// is an *layer.UnsupportedError naming d.Provider. It returns nil
+// otherwise.
+func (d *Dialect) CheckSampling(o *chat.Options, reasoning bool, refused ...Control) error {
+	if o.TopK != nil {
+		return d.unsupported("TopK")
+	}
+	for _, c := range refused {
+		if c.Set {
+			return d.unsupported(c.Name)
+		}
+	}
+	switch {
+	case o.ContextLength != nil:
+		return d.unsupported("ContextLength")
+	case o.Think != nil:
+		return d.unsupported("Think")
+	case o.KeepAlive != "":
+		return d.unsupported("KeepAlive")
+	}
+	if err := d.Finite(o); err != nil {
+		return err
+	}
+	return d.CheckReasoning(o, reasoning)
+}
+
+// unsupported returns the *layer.UnsupportedError for control.
+func (d *Dialect) unsupported(control string) error {
+	return &layer.UnsupportedError{Provider: d.Provider, Control: control}
+}
+
 // CheckReasoning returns the *layer.UnsupportedError (naming d.Provider)
 // for the controls of o that an OpenAI model of its family does not take
 // (R14.1): a reasoning model takes no Temperature or TopP, in that order,
@@ -108,7 +152,7 @@ func (d *Dialect) CheckReasoning(o *chat.Options, reasoning bool) error {
 	if control == "" {
 		return nil
 	}
-	return &layer.UnsupportedError{Provider: d.Provider, Control: control}
+	return d.unsupported(control)
 }
 
 // RequestHead reads the "model" and "stream" members of the request o, in

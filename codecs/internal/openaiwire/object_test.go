@@ -2,6 +2,7 @@ package openaiwire
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"testing"
 
@@ -189,4 +190,41 @@ func TestR14_1_RequestHeadAndOperation(t *testing.T) {
 	assert.Equal(t, layer.Structured, Operation(false, "json_object"))
 	assert.Equal(t, layer.Structured, Operation(false, "json_schema"))
 	assert.Equal(t, layer.Ordinary, Operation(false, "text"))
+}
+
+// Both OpenAI endpoints refuse the controls they do not take in one order
+// (R14.1, R19.2): TopK, the endpoint's own refusals, ContextLength, Think,
+// KeepAlive, a non-finite float, then the model family's checks.
+func TestR14_1_CheckSamplingRefusesInOrder(t *testing.T) {
+	t.Parallel()
+	d := Dialect{Provider: layer.OpenAI}
+	all := chat.Options{TopK: new(1), Seed: new(1), ContextLength: new(1), Think: new(true), KeepAlive: "1m",
+		Temperature: new(math.NaN()), ReasoningEffort: "low"}
+	seed := Control{Name: "Seed", Set: true}
+	for _, step := range []struct {
+		clear func(*chat.Options)
+		want  string
+	}{
+		{func(*chat.Options) {}, "TopK"},
+		{func(o *chat.Options) { o.TopK = nil }, "Seed"},
+		{func(o *chat.Options) { seed.Set = false }, "ContextLength"},
+		{func(o *chat.Options) { o.ContextLength = nil }, "Think"},
+		{func(o *chat.Options) { o.Think = nil }, "KeepAlive"},
+		{func(o *chat.Options) { o.KeepAlive = "" }, "recourse: openai: Temperature is not a finite number"},
+		{func(o *chat.Options) { o.Temperature = nil }, "ReasoningEffort with non-reasoning models"},
+		{func(o *chat.Options) { o.ReasoningEffort = "" }, ""},
+	} {
+		step.clear(&all)
+		err := d.CheckSampling(&all, false, Control{Name: "Stop"}, seed)
+		var ue *layer.UnsupportedError
+		switch {
+		case step.want == "":
+			require.NoError(t, err)
+		case errors.As(err, &ue):
+			assert.Equal(t, step.want, ue.Control)
+			assert.Equal(t, layer.OpenAI, ue.Provider)
+		default:
+			require.EqualError(t, err, step.want)
+		}
+	}
 }

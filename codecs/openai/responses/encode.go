@@ -159,34 +159,13 @@ var dialect = openaiwire.Dialect{
 	StrictFalse:        true,
 }
 
-// unsupported returns the R14.1 error for control.
-func unsupported(control string) error {
-	return &layer.UnsupportedError{Provider: layer.OpenAI, Control: control}
-}
-
 // encodeOptions adapts the generation controls to the endpoint and the
 // model family (R14.1, R19.2).
 func (c *Codec) encodeOptions(w *wireRequest, req *chat.Request) error {
 	o := &req.Options
-	switch {
-	case o.TopK != nil:
-		return unsupported("TopK")
-	case o.Seed != nil:
-		return unsupported("Seed")
-	case len(o.Stop) > 0:
-		return unsupported("Stop")
-	case o.ContextLength != nil:
-		return unsupported("ContextLength")
-	case o.Think != nil:
-		return unsupported("Think")
-	case o.KeepAlive != "":
-		return unsupported("KeepAlive")
-	}
-	if err := dialect.Finite(o); err != nil {
-		return err
-	}
 	reasoning := c.reasoning(req.Model)
-	if err := dialect.CheckReasoning(o, reasoning); err != nil {
+	if err := dialect.CheckSampling(o, reasoning, openaiwire.Control{Name: "Seed", Set: o.Seed != nil},
+		openaiwire.Control{Name: "Stop", Set: len(o.Stop) > 0}); err != nil {
 		return err
 	}
 	switch {
