@@ -106,6 +106,14 @@ func TestR19_2_DialectChecksNameTheirCodec(t *testing.T) {
 	}
 	_, err := d.Arguments(json.RawMessage(`{`))
 	require.EqualError(t, err, "arguments are not valid JSON")
+	ids := Dialect{ToolCallIDs: true}
+	_, err = ids.CallArguments(&chat.ToolCall{Name: "f"})
+	require.EqualError(t, err, "no ID")
+	_, err = d.CallArguments(&chat.ToolCall{})
+	require.EqualError(t, err, "no name", "without ToolCallIDs only the name is required")
+	args, err := ids.CallArguments(&chat.ToolCall{ID: "1", Name: "f"})
+	require.NoError(t, err)
+	assert.Equal(t, "{}", args)
 	strict := Dialect{Objects: true}
 	_, err = strict.Arguments(nil)
 	require.EqualError(t, err, "arguments are not a JSON object")

@@ -347,17 +347,25 @@ func (d *Dialect) DataURL(im chat.Image) (string, error) {
 // toolCall encodes one tool call. The error text never quotes the
 // arguments.
 func (d *Dialect) toolCall(tc chat.ToolCall) (ToolCall, error) {
-	if d.ToolCallIDs && tc.ID == "" {
-		return ToolCall{}, errors.New("no ID")
-	}
-	if tc.Name == "" {
-		return ToolCall{}, errors.New("no name")
-	}
-	args, err := d.Arguments(tc.Arguments)
+	args, err := d.CallArguments(&tc)
 	if err != nil {
 		return ToolCall{}, err
 	}
 	return ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Name, Arguments: args}}, nil
+}
+
+// CallArguments checks a tool call of an assistant message, an ID (with
+// d.ToolCallIDs) and a name, and returns the text that carries its
+// arguments (Arguments). Its errors are plain, relative to the tool call
+// and never quote it: "no ID", "no name", "arguments are not …".
+func (d *Dialect) CallArguments(tc *chat.ToolCall) (string, error) {
+	if d.ToolCallIDs && tc.ID == "" {
+		return "", errors.New("no ID")
+	}
+	if tc.Name == "" {
+		return "", errors.New("no name")
+	}
+	return d.Arguments(tc.Arguments)
 }
 
 // Arguments returns the text that carries the arguments of a tool call

@@ -238,13 +238,7 @@ func inputItems(m *chat.Message) ([]any, error) {
 // string's text (how Decode keeps arguments that were not valid JSON), and
 // empty arguments as "{}". The error text never quotes the arguments.
 func encodeCall(tc chat.ToolCall) (functionCall, error) {
-	if tc.ID == "" {
-		return functionCall{}, errors.New("no ID")
-	}
-	if tc.Name == "" {
-		return functionCall{}, errors.New("no name")
-	}
-	args, err := dialect.Arguments(tc.Arguments)
+	args, err := dialect.CallArguments(&tc)
 	if err != nil {
 		return functionCall{}, err
 	}
