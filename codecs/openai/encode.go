@@ -81,8 +81,8 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 // encodeOptions adapts the sampling controls to the model family (R14.1).
 func (c *Codec) encodeOptions(w *wireRequest, req *chat.Request) error {
 	o := &req.Options
-	reasoning := c.reasoning(req.Model)
-	if err := dialect.CheckSampling(o, reasoning); err != nil {
+	reasoning, err := dialect.CheckSampling(o, c.reasoning, req.Model)
+	if err != nil {
 		return err
 	}
 	if reasoning {

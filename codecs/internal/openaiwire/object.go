@@ -94,30 +94,32 @@ type Control struct {
 // OpenAI endpoint does not take (R14.1), in this order: TopK; each of
 // refused, in order, that is set; ContextLength, Think and KeepAlive; a
 // Temperature or TopP that is not finite (d.Finite's plain error); then
-// what the model family does not take (CheckReasoning). A refused control
-// is an *layer.UnsupportedError naming d.Provider. It returns nil
-// otherwise.
-func (d *Dialect) CheckSampling(o *chat.Options, reasoning bool, refused ...Control) error {
+// what the family of model does not take (CheckReasoning), asking
+// isReasoning about model once, only when the earlier checks pass. A
+// refused control is an *layer.UnsupportedError naming d.Provider.
+// reasoning is what isReasoning answered (false when it was not asked).
+func (d *Dialect) CheckSampling(o *chat.Options, isReasoning func(model string) bool, model string, refused ...Control) (reasoning bool, err error) {
 	if o.TopK != nil {
-		return d.unsupported("TopK")
+		return false, d.unsupported("TopK")
 	}
 	for _, c := range refused {
 		if c.Set {
-			return d.unsupported(c.Name)
+			return false, d.unsupported(c.Name)
 		}
 	}
 	switch {
 	case o.ContextLength != nil:
-		return d.unsupported("ContextLength")
+		return false, d.unsupported("ContextLength")
 	case o.Think != nil:
-		return d.unsupported("Think")
+		return false, d.unsupported("Think")
 	case o.KeepAlive != "":
-		return d.unsupported("KeepAlive")
+		return false, d.unsupported("KeepAlive")
 	}
 	if err := d.Finite(o); err != nil {
-		return err
+		return false, err
 	}
-	return d.CheckReasoning(o, reasoning)
+	reasoning = isReasoning(model)
+	return reasoning, d.CheckReasoning(o, reasoning)
 }
 
 // unsupported returns the *layer.UnsupportedError for control.

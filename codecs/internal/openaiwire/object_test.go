@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -223,7 +224,18 @@ func TestR14_1_CheckSamplingRefusesInOrder(t *testing.T) {
 		{func(o *chat.Options) { o.ReasoningEffort = "" }, ""},
 	} {
 		step.clear(&all)
-		err := d.CheckSampling(&all, false, Control{Name: "Stop"}, seed)
+		asked := 0
+		isReasoning := func(model string) bool {
+			asked++
+			assert.Equal(t, "m", model)
+			return false
+		}
+		_, err := d.CheckSampling(&all, isReasoning, "m", Control{Name: "Stop"}, seed)
+		wantAsked := 0
+		if !strings.HasPrefix(step.want, "recourse:") && (step.want == "" || strings.HasPrefix(step.want, "ReasoningEffort")) {
+			wantAsked = 1
+		}
+		assert.Equal(t, wantAsked, asked, "the family is asked once, after the other checks pass")
 		var ue *layer.UnsupportedError
 		switch {
 		case step.want == "":

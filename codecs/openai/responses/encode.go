@@ -163,9 +163,9 @@ var dialect = openaiwire.Dialect{
 // model family (R14.1, R19.2).
 func (c *Codec) encodeOptions(w *wireRequest, req *chat.Request) error {
 	o := &req.Options
-	reasoning := c.reasoning(req.Model)
-	if err := dialect.CheckSampling(o, reasoning, openaiwire.Control{Name: "Seed", Set: o.Seed != nil},
-		openaiwire.Control{Name: "Stop", Set: len(o.Stop) > 0}); err != nil {
+	reasoning, err := dialect.CheckSampling(o, c.reasoning, req.Model,
+		openaiwire.Control{Name: "Seed", Set: o.Seed != nil}, openaiwire.Control{Name: "Stop", Set: len(o.Stop) > 0})
+	if err != nil {
 		return err
 	}
 	switch {
