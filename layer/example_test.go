@@ -134,3 +134,17 @@ func ExampleCapabilities_Declare() {
 	// unknown true
 	// <nil> No idempotency key is documented.
 }
+
+// CredentialHeaders lists the headers that carry a credential of the
+// caller's account; a layer that sends a request elsewhere removes them.
+func ExampleCredentialHeaders() {
+	h := http.Header{}
+	h.Set("Authorization", "Bearer sk-example")
+	h.Set("Content-Type", "application/json")
+	for _, name := range layer.CredentialHeaders() {
+		h.Del(name)
+	}
+	fmt.Println(len(h), h.Get("Content-Type"), layer.APIKeyHeaders())
+	// Output:
+	// 1 application/json [Authorization Api-Key X-Api-Key]
+}
