@@ -88,7 +88,7 @@ func FormatFallback(n FallbackNotice) string {
 
 // fallbackNotice builds the notice of a fallback event of completion idx.
 func fallbackNotice(idx int, ev layer.Event) FallbackNotice {
-	n := FallbackNotice{Completion: idx, Error: failureText(ev.Failure)}
+	n := FallbackNotice{Completion: idx, Error: ev.Failure.Text()}
 	if f := ev.Fallback; f != nil {
 		n.From, n.To, n.Outcome, n.Attempts, n.Skipped = f.From, f.To, f.Outcome, f.Attempts, f.Skipped
 	}

@@ -388,17 +388,13 @@ func (n *Notice) UnmarshalJSON(b []byte) error {
 // "provider error", "protocol error", "cancelled", or "error" (also for
 // nil); it is layer.Failure.Text, the wording the proxy's in-band notices
 // use too. It never holds a body, header, key or tool output.
-func FailureText(f *layer.Failure) string { return failureText(f) }
-
-// failureText is the safe description of a failure, layer.Failure.Text:
-// the one wording the broker and the proxy share (R21.6).
-func failureText(f *layer.Failure) string { return f.Text() }
+func FailureText(f *layer.Failure) string { return f.Text() }
 
 // retryNotice builds the notice of a delay_scheduled event of completion idx.
 func retryNotice(idx int, ev layer.Event) RetryNotice {
 	n := RetryNotice{
 		Completion: idx, FailedAttempt: ev.NextAttempt - 1, MaxAttempts: ev.MaxAttempts,
-		Wait: ev.Delay, Elapsed: ev.Elapsed, Error: failureText(ev.Failure),
+		Wait: ev.Delay, Elapsed: ev.Elapsed, Error: ev.Failure.Text(),
 	}
 	if f := ev.Failure; f != nil {
 		n.FailedAttempt = f.WireAttempt
@@ -413,7 +409,7 @@ func retryNotice(idx int, ev layer.Event) RetryNotice {
 
 // quotaNotice builds the notice of a quota_refused event of completion idx.
 func quotaNotice(idx int, ev layer.Event) QuotaNotice {
-	n := QuotaNotice{Completion: idx, FailedAttempt: ev.NextAttempt - 1, Error: failureText(ev.Failure)}
+	n := QuotaNotice{Completion: idx, FailedAttempt: ev.NextAttempt - 1, Error: ev.Failure.Text()}
 	if f := ev.Failure; f != nil {
 		n.FailedAttempt, n.HTTPStatus = f.WireAttempt, f.HTTPStatus
 	}

@@ -48,12 +48,8 @@ func formatRetry(n RetryNotice, wait time.Duration) string {
 		next = n.MaxAttempts
 	}
 	return "retrying LLM request after " + what + " (attempt " + strconv.Itoa(next) + "/" +
-		strconv.Itoa(n.MaxAttempts) + " in " + formatWait(wait) + ")"
+		strconv.Itoa(n.MaxAttempts) + " in " + layer.FormatDelay(wait) + ")"
 }
-
-// formatWait renders d as layer.FormatDelay does: "1.2s" (one decimal,
-// rounded) from one second up and "800ms" below.
-func formatWait(d time.Duration) string { return layer.FormatDelay(d) }
 
 // FormatContinuation renders a continuation notice as one status line:
 // "LLM stream interrupted; continuing generation (1/3): transport error".
@@ -84,7 +80,7 @@ func FormatQuota(n QuotaNotice) string {
 func FormatCooldown(n CooldownNotice) string { return formatCooldown(n.Wait) }
 
 func formatCooldown(wait time.Duration) string {
-	return "LLM provider cooling down: sending in " + formatWait(wait)
+	return "LLM provider cooling down: sending in " + layer.FormatDelay(wait)
 }
 
 // Status is the transient status line of a terminal UI (R17.2): a retry,

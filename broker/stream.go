@@ -176,7 +176,7 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, dec **retry.De
 	d.Failed()
 	attempt := done + 1
 	partial, discarded := blocks.partial()
-	reason := failureText(&re.Failure)
+	reason := re.Failure.Text()
 	if partial == nil {
 		reason = ReasonRestart
 	}

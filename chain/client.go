@@ -172,11 +172,8 @@ func (c *Client) doOnce(ctx context.Context, req *chat.Request) (*chat.Completio
 		}
 	}
 	call := callFor(ctx, req)
-	hreq, err := c.newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
+	hreq, err := c.newRequest(ctx, call, body, true)
 	if err != nil {
-		return nil, err
-	}
-	if hreq.Header, err = c.callHeader(ctx, true); err != nil {
 		return nil, err
 	}
 	resp, err := c.chain.RoundTrip(hreq)
@@ -293,14 +290,18 @@ func factsOf(req *chat.Request) layer.RequestInfo {
 	return info
 }
 
-// newRequest returns the POST of body to url. Its body is a
-// layer.RequestBody, which the engine keeps without copying; GetBody, for a
-// chain without an engine, a call without recovery or a layer above the
-// engine, returns a bytes.Reader, which http.Transport sends with the
-// headers in one write. A call that the engine of a direct chain recovers
-// gets none: nothing would call it (R2.8).
-func (c *Client) newRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+// newRequest returns the POST of body to the codec's path on the client's
+// base URL, for call, with the call's header (callHeader: the client's
+// headers, its credential — an error of the credential hook is the
+// client's CredentialError — Content-Type application/json and, for a
+// unary call, Accept). Its body is a layer.RequestBody, which the engine
+// keeps without copying; GetBody, for a chain without an engine, a call
+// without recovery or a layer above the engine, returns a bytes.Reader,
+// which http.Transport sends with the headers in one write. A call that
+// the engine of a direct chain recovers gets none: nothing would call it
+// (R2.8). It is the request of both the unary and the streamed call.
+func (c *Client) newRequest(ctx context.Context, call *layer.Call, body []byte, accept bool) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(layer.WithCall(ctx, call), http.MethodPost, c.base+c.codec.Path(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +309,9 @@ func (c *Client) newRequest(ctx context.Context, url string, body []byte) (*http
 	req.ContentLength = int64(len(body))
 	if !c.chain.direct || !c.recovering(ctx) {
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	if req.Header, err = c.callHeader(ctx, accept); err != nil {
+		return nil, err
 	}
 	return req, nil
 }

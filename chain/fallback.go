@@ -122,17 +122,7 @@ func withFallback[T any](c *Client, ctx context.Context, req *chat.Request, once
 		names = append(names, c.fallback[i].name())
 		facts = append(facts, c.fallback[i].Client.codec.Facts())
 	}
-	run := fallback.NewRun(c.rules, names, facts, func(ev layer.Event) error {
-		if onEvent != nil {
-			if err := onEvent(ev); err != nil {
-				return &layer.ObserverError{Event: ev.Type, Err: err}
-			}
-		}
-		for _, o := range lc.Observers() {
-			o(ev)
-		}
-		return nil
-	})
+	run := fallback.NewRun(c.rules, names, facts, func(ev layer.Event) error { return lc.Emit(onEvent, ev) })
 	skip0 := lc.SkipOpenCircuit
 	defer func() { lc.SkipOpenCircuit = skip0 }()
 	op := factsOf(req).Operation

@@ -43,21 +43,8 @@ func (c *Client) Stream(ctx context.Context, req *chat.Request, opts ...StreamOp
 		o(&cfg)
 	}
 	return func(yield func(chat.Chunk, error) bool) {
-		fr, err := c.open(ctx, req)
-		if err != nil {
-			yield(chat.Chunk{}, err)
-			return
-		}
-		defer fr.Close()
-		for {
-			f, err := fr.NextFrame()
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				yield(chat.Chunk{}, err)
-				return
-			}
+		fail := func(err error) { yield(chat.Chunk{}, err) }
+		c.eachFrame(ctx, req, fail, func(fr layer.FrameReader, f layer.Frame) bool {
 			ch := chat.Chunk{Frame: f.Index, Content: f.Content}
 			d := layer.Counts{ContentBytes: int64(len(f.Content))}
 			if cfg.reasoning {
@@ -72,13 +59,11 @@ func (c *Client) Stream(ctx context.Context, req *chat.Request, opts ...StreamOp
 				ch.Done, ch.Completion = true, f.Completion
 				d.CompletedToolCalls = f.Semantic().CompletedToolCalls
 			} else if ch.Content == "" && ch.Reasoning == "" && len(ch.ToolCallFragments) == 0 {
-				continue
+				return true
 			}
 			fr.Deliver(d)
-			if !yield(ch, nil) {
-				return
-			}
-		}
+			return yield(ch, nil)
+		})
 	}
 }
 
@@ -115,36 +100,48 @@ func (c *Client) StreamEvents(ctx context.Context, req *chat.Request) iter.Seq[S
 			yield(StreamEvent{Type: EventError, Err: &layer.StreamError{Reason: layer.StreamRequestFailed, Detail: ErrToolsNotSupported}})
 			return
 		}
-		fr, err := c.open(ctx, req)
-		if err != nil {
-			yield(StreamEvent{Type: EventError, Err: streamError(err)})
-			return
-		}
-		defer fr.Close()
-		for {
-			f, err := fr.NextFrame()
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				yield(StreamEvent{Type: EventError, Err: streamError(err)})
-				return
-			}
+		fail := func(err error) { yield(StreamEvent{Type: EventError, Err: streamError(err)}) }
+		c.eachFrame(ctx, req, fail, func(fr layer.FrameReader, f layer.Frame) bool {
 			if f.Done {
 				fr.Deliver(layer.Counts{ContentBytes: int64(len(f.Content))})
 				if f.Content != "" && !yield(StreamEvent{Type: EventContent, Text: f.Content}) {
-					return
+					return false
 				}
 				yield(StreamEvent{Type: EventDone, Completion: f.Completion})
-				return
+				return false
 			}
 			if f.Content == "" {
-				continue
+				return true
 			}
 			fr.Deliver(layer.Counts{ContentBytes: int64(len(f.Content))})
-			if !yield(StreamEvent{Type: EventContent, Text: f.Content}) {
-				return
-			}
+			return yield(StreamEvent{Type: EventContent, Text: f.Content})
+		})
+	}
+}
+
+// eachFrame opens a streamed request for req and calls frame with the
+// reader and each frame it reads, until frame returns false or the stream
+// ends (io.EOF). The error that opening or reading ends with goes to fail,
+// while the reader is still open; the reader is closed before eachFrame
+// returns. It is the frame loop of Stream and StreamEvents.
+func (c *Client) eachFrame(ctx context.Context, req *chat.Request, fail func(error), frame func(layer.FrameReader, layer.Frame) bool) {
+	fr, err := c.open(ctx, req)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer fr.Close()
+	for {
+		f, err := fr.NextFrame()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			fail(err)
+			return
+		}
+		if !frame(fr, f) {
+			return
 		}
 	}
 }
@@ -193,11 +190,8 @@ func (c *Client) openOnce(ctx context.Context, req *chat.Request) (layer.FrameRe
 		return nil, err
 	}
 	call := callFor(ctx, &r)
-	hreq, err := c.newRequest(layer.WithCall(ctx, call), c.base+c.codec.Path(), body)
+	hreq, err := c.newRequest(ctx, call, body, false)
 	if err != nil {
-		return nil, err
-	}
-	if hreq.Header, err = c.callHeader(ctx, false); err != nil {
 		return nil, err
 	}
 	resp, err := c.chain.RoundTrip(hreq)

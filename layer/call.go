@@ -94,6 +94,25 @@ func (c *Call) Observe(f func(Event)) { c.observers = append(c.observers, f) }
 // Observers returns the functions added with Observe, in order.
 func (c *Call) Observers() []func(Event) { return c.observers }
 
+// Emit delivers ev as the engine delivers its events (R11.4): first to
+// onEvent (a policy's OnEvent; nil for none), then to the observers of c in
+// order. An error of onEvent is returned as an *ObserverError for ev, and
+// the observers are then not called. A nil c has no observers. Emit runs
+// the functions synchronously on the caller's goroutine.
+func (c *Call) Emit(onEvent func(Event) error, ev Event) error {
+	if onEvent != nil {
+		if err := onEvent(ev); err != nil {
+			return &ObserverError{Event: ev.Type, Err: err}
+		}
+	}
+	if c != nil {
+		for _, o := range c.observers {
+			o(ev)
+		}
+	}
+	return nil
+}
+
 type callKey struct{}
 
 // WithCall returns a context that carries c.

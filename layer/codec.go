@@ -284,6 +284,14 @@ type CapabilityEvidence struct {
 	Basis string `json:"basis"`
 }
 
+// WithBasis returns a copy of e whose Basis is basis: the evidence of one
+// value when several share the endpoint, documentation and inspection date
+// of e. e itself is not changed.
+func (e CapabilityEvidence) WithBasis(basis string) CapabilityEvidence {
+	e.Basis = basis
+	return e
+}
+
 // Capabilities declares what a provider endpoint can and cannot do (R15).
 // Values describe the inspected endpoint's documentation; a custom host or
 // proxy may differ. Capabilities never change eligibility or admission.
@@ -299,6 +307,23 @@ type Capabilities struct {
 
 // Get returns the value of c, or "" when it is not declared.
 func (c Capabilities) Get(k Capability) Support { return c.Values[k] }
+
+// Declare sets the value of capability k to v, with its evidence ev,
+// making c's maps when they are nil; a later Declare of the same k
+// replaces the earlier one. It is how a codec's Capabilities method builds
+// its declaration, one line a capability, without repeating the maps'
+// construction (R15.1). Declare checks nothing (Validate does) and is not
+// safe for concurrent use with anything that reads or writes c.
+func (c *Capabilities) Declare(k Capability, v Support, ev CapabilityEvidence) {
+	if c.Values == nil {
+		c.Values = make(map[Capability]Support, len(allCapabilities))
+	}
+	if c.Evidence == nil {
+		c.Evidence = make(map[Capability]CapabilityEvidence, len(allCapabilities))
+	}
+	c.Values[k] = v
+	c.Evidence[k] = ev
+}
 
 // Validate reports an error unless all five values are declared with a valid
 // Support value and a complete evidence entry (R15.1).

@@ -128,3 +128,39 @@ func ExampleFormatDelay() {
 	// 1.2s
 	// 2.0s
 }
+
+// Declare builds a codec's capability declaration one value at a time;
+// WithBasis gives each value its reason while the endpoint, documentation
+// and inspection date are written once.
+func ExampleCapabilities_Declare() {
+	doc := layer.CapabilityEvidence{
+		Endpoint:         "POST /v1/chat",
+		DocumentationURL: "https://gateway.example/docs/chat",
+		InspectedOn:      "2026-12-01",
+	}
+	var caps layer.Capabilities
+	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis("The page does not say what a disconnect does."))
+	fmt.Println(caps.Get(layer.ClientAbort), caps.Validate() != nil)
+	caps.Declare(layer.RequestCancellation, layer.Unsupported, doc.WithBasis("No cancel endpoint is documented."))
+	caps.Declare(layer.RequestStatus, layer.Unsupported, doc.WithBasis("No status endpoint is documented."))
+	caps.Declare(layer.Idempotency, layer.Unsupported, doc.WithBasis("No idempotency key is documented."))
+	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, doc.WithBasis("Nothing ties an abort to the end of inference."))
+	fmt.Println(caps.Validate(), caps.Evidence[layer.Idempotency].Basis)
+	// Output:
+	// unknown true
+	// <nil> No idempotency key is documented.
+}
+
+// CredentialHeaders lists the headers that carry a credential of the
+// caller's account; a layer that sends a request elsewhere removes them.
+func ExampleCredentialHeaders() {
+	h := http.Header{}
+	h.Set("Authorization", "Bearer sk-example")
+	h.Set("Content-Type", "application/json")
+	for _, name := range layer.CredentialHeaders() {
+		h.Del(name)
+	}
+	fmt.Println(len(h), h.Get("Content-Type"), layer.APIKeyHeaders())
+	// Output:
+	// 1 application/json [Authorization Api-Key X-Api-Key]
+}

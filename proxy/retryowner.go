@@ -41,9 +41,10 @@ type finalKey [sha256.Size]byte
 // credKey identifies a credential: a SHA-256 over the credential headers.
 type credKey [sha256.Size]byte
 
-// credentialHeaders are the request headers that say whose account a call
-// is charged to.
-var credentialHeaders = []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie", "OpenAI-Organization", "OpenAI-Project"}
+// accountHeaders are the request headers that say whose account a call is
+// charged to: the credential headers, then OpenAI's organization and
+// project selectors.
+var accountHeaders = append(layer.CredentialHeaders(), "OpenAI-Organization", "OpenAI-Project")
 
 // final is a remembered final answer.
 type final struct {
@@ -74,7 +75,7 @@ func newFinals(window time.Duration, now func() time.Time) *finals {
 func keys(r *http.Request, body []byte) (finalKey, credKey) {
 	c := sha256.New()
 	io.WriteString(c, "recourse-proxy credential\x00")
-	for _, name := range credentialHeaders {
+	for _, name := range accountHeaders {
 		for _, v := range r.Header.Values(name) {
 			io.WriteString(c, name)
 			c.Write([]byte{0})

@@ -166,19 +166,13 @@ func ResponsesResume(id string) Step {
 // while the log has no terminal event, completed after response.completed,
 // and cancelled once ResponsesCancel ran. An unknown id is a 404.
 func ResponsesRetrieve(id string) Step {
-	return Step{dynamic: func(s *Server, _ Request) Step {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		log := s.logs[id]
-		if log == nil {
-			return notFound(id)
-		}
+	return withLog(id, func(log *responseLog) Step {
 		obj := lastResponse(log)
 		if log.cancelled {
 			obj["status"] = "cancelled"
 		}
 		return JSON(http.StatusOK, marshal(obj))
-	}}
+	})
 }
 
 // ResponsesCancel returns a step answering POST /v1/responses/{id}/cancel:
@@ -186,6 +180,18 @@ func ResponsesRetrieve(id string) Step {
 // answer is its response object with status cancelled. An unknown id is a
 // 404.
 func ResponsesCancel(id string) Step {
+	return withLog(id, func(log *responseLog) Step {
+		log.cancelled = true
+		obj := lastResponse(log)
+		obj["status"] = "cancelled"
+		return JSON(http.StatusOK, marshal(obj))
+	})
+}
+
+// withLog returns a step that plays what answer returns for the log of
+// response id, with the server's lock held, or a 404 when the server has
+// no log of id.
+func withLog(id string, answer func(*responseLog) Step) Step {
 	return Step{dynamic: func(s *Server, _ Request) Step {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -193,10 +199,7 @@ func ResponsesCancel(id string) Step {
 		if log == nil {
 			return notFound(id)
 		}
-		log.cancelled = true
-		obj := lastResponse(log)
-		obj["status"] = "cancelled"
-		return JSON(http.StatusOK, marshal(obj))
+		return answer(log)
 	}}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/request"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -18,16 +19,12 @@ import (
 // object with a string "model" and a boolean "stream" is a
 // *layer.ProtocolError.
 func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
-	if err := bodyscan.CheckObject(body); err != nil {
-		return layer.RequestInfo{}, err
-	}
 	var d struct {
-		Model  string          `json:"model"`
-		Stream *bool           `json:"stream"`
+		request.Head
 		Format json.RawMessage `json:"format"`
 	}
-	if err := json.Unmarshal(body, &d); err != nil {
-		return layer.RequestInfo{}, &layer.ProtocolError{What: "request does not match the /api/chat schema", Err: err}
+	if err := request.Decode(body, &d, "/api/chat"); err != nil {
+		return layer.RequestInfo{}, err
 	}
 	info := layer.RequestInfo{Model: d.Model, Operation: layer.Ordinary}
 	switch {
@@ -64,6 +61,22 @@ type wireResponse struct {
 	DoneReason      string     `json:"done_reason"`
 	PromptEvalCount *int       `json:"prompt_eval_count"`
 	EvalCount       *int       `json:"eval_count"`
+}
+
+// usage returns the token counts of a final reply or stream line, or nil
+// when it carries neither count.
+func (r *wireResponse) usage() *chat.Usage {
+	if r.PromptEvalCount == nil && r.EvalCount == nil {
+		return nil
+	}
+	u := &chat.Usage{}
+	if r.PromptEvalCount != nil {
+		u.InputTokens = *r.PromptEvalCount
+	}
+	if r.EvalCount != nil {
+		u.OutputTokens = *r.EvalCount
+	}
+	return u
 }
 
 type wireReply struct {
@@ -144,16 +157,7 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 		}
 		out.Message.ToolCalls = append(out.Message.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
-	if r.PromptEvalCount != nil || r.EvalCount != nil {
-		u := &chat.Usage{}
-		if r.PromptEvalCount != nil {
-			u.InputTokens = *r.PromptEvalCount
-		}
-		if r.EvalCount != nil {
-			u.OutputTokens = *r.EvalCount
-		}
-		out.Usage = u
-	}
+	out.Usage = r.usage()
 	return out, nil
 }
 

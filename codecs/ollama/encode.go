@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"math"
 	"strconv"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/request"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -70,16 +70,8 @@ type wireFunction struct {
 // jsonFormat is the "format" value of JSON mode.
 var jsonFormat = json.RawMessage(`"json"`)
 
-// requestError returns a safe encoding error: what names the offending part
-// of the request by field name and index, never by value.
-func requestError(what string) error {
-	return errors.New("recourse: ollama: " + what)
-}
-
-// unsupported returns the error for a control Ollama does not support.
-func unsupported(control string) error {
-	return &layer.UnsupportedError{Provider: layer.Ollama, Control: control}
-}
+// errs makes the encoding errors, "recourse: ollama: …".
+var errs = request.Errors{Provider: layer.Ollama}
 
 // Encode encodes req as the body of a POST /api/chat request. An assistant
 // message's Reasoning is sent as its "thinking"; the reasoning of other
@@ -94,15 +86,12 @@ func unsupported(control string) error {
 // not a JSON object, a tool or tool call without a name, a non-finite
 // float). Error messages name fields and indices, never values.
 func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
-	if req == nil {
-		return nil, requestError("request is nil")
-	}
-	if req.Model == "" {
-		return nil, requestError("request has no model")
+	if err := errs.Check(req); err != nil {
+		return nil, err
 	}
 	o := req.Options
 	if o.ReasoningEffort != "" {
-		return nil, unsupported("ReasoningEffort")
+		return nil, errs.Unsupported("ReasoningEffort")
 	}
 	w := wireRequest{
 		Model:     req.Model,
@@ -121,7 +110,7 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 	switch {
 	case req.Schema != nil:
 		if !isJSONObject(req.Schema.Schema) {
-			return nil, requestError("Schema.Schema is not a JSON object")
+			return nil, errs.Plain("Schema.Schema is not a JSON object")
 		}
 		w.Format = req.Schema.Schema
 	case o.JSONMode:
@@ -134,10 +123,10 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 	w.Options = opts
 	for i, t := range req.Tools {
 		if t.Name == "" {
-			return nil, requestError("tool " + strconv.Itoa(i) + " has no name")
+			return nil, errs.Plain("tool " + strconv.Itoa(i) + " has no name")
 		}
 		if len(t.Parameters) > 0 && !isJSONObject(t.Parameters) {
-			return nil, requestError("tool " + strconv.Itoa(i) + " parameters are not a JSON object")
+			return nil, errs.Plain("tool " + strconv.Itoa(i) + " parameters are not a JSON object")
 		}
 		w.Tools = append(w.Tools, wireTool{
 			Type:     "function",
@@ -162,17 +151,17 @@ func encodeMessage(i int, m chat.Message) (wireMessage, error) {
 	}
 	for j, im := range m.Images {
 		if len(im.Data) == 0 {
-			return wireMessage{}, requestError(at + " image " + strconv.Itoa(j) + " is empty")
+			return wireMessage{}, errs.Plain(at + " image " + strconv.Itoa(j) + " is empty")
 		}
 		wm.Images = append(wm.Images, base64.StdEncoding.EncodeToString(im.Data))
 	}
 	for j, tc := range m.ToolCalls {
 		call := at + " tool call " + strconv.Itoa(j)
 		if tc.Name == "" {
-			return wireMessage{}, requestError(call + " has no name")
+			return wireMessage{}, errs.Plain(call + " has no name")
 		}
 		if !isJSONObject(tc.Arguments) {
-			return wireMessage{}, requestError(call + " arguments are not a JSON object")
+			return wireMessage{}, errs.Plain(call + " arguments are not a JSON object")
 		}
 		wm.ToolCalls = append(wm.ToolCalls, wireToolCall{
 			ID:       tc.ID,
@@ -188,7 +177,7 @@ func encodeOptions(o chat.Options) (*wireOptions, error) {
 		v    *float64
 	}{{"Temperature", o.Temperature}, {"TopP", o.TopP}} {
 		if f.v != nil && (math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
-			return nil, requestError("Options." + f.name + " is not finite")
+			return nil, errs.Plain("Options." + f.name + " is not finite")
 		}
 	}
 	if o.Temperature == nil && o.TopP == nil && o.TopK == nil && o.ContextLength == nil &&
@@ -220,7 +209,7 @@ func marshal(v any) ([]byte, error) {
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		// Unreachable for validated input; the json error may quote values.
-		return nil, requestError("request cannot be encoded as JSON")
+		return nil, errs.Plain("request cannot be encoded as JSON")
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }

@@ -166,16 +166,7 @@ func (d *streamDecoder) line(l ndjson.Line) {
 		f.Metrics = m
 	}
 	comp := &chat.Completion{FinishReason: r.DoneReason, Model: d.model}
-	if r.PromptEvalCount != nil || r.EvalCount != nil {
-		u := &chat.Usage{}
-		if r.PromptEvalCount != nil {
-			u.InputTokens = *r.PromptEvalCount
-		}
-		if r.EvalCount != nil {
-			u.OutputTokens = *r.EvalCount
-		}
-		comp.Usage = u
-	}
+	comp.Usage = r.usage()
 	if r.DoneReason != "stop" && r.DoneReason != "" {
 		// The provider's evidence (model, usage) is kept for Inspect, as an
 		// accepted completion's would be; no message, no tool call (R10.5,

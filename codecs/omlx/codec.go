@@ -90,28 +90,21 @@ func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
 // termination unknown. It returns fresh maps on every call, so a caller may
 // modify the result.
 func (c *Codec) Capabilities() layer.Capabilities {
-	ev := func(basis string) layer.CapabilityEvidence {
-		return layer.CapabilityEvidence{
-			Endpoint:         "POST /v1/chat/completions",
-			DocumentationURL: "https://github.com/jundot/omlx#api-compatibility",
-			InspectedOn:      "2026-10-17",
-			Basis:            basis,
-		}
+	doc := layer.CapabilityEvidence{
+		Endpoint:         "POST /v1/chat/completions",
+		DocumentationURL: "https://github.com/jundot/omlx#api-compatibility",
+		InspectedOn:      "2026-10-17",
 	}
-	return layer.Capabilities{
-		Values: map[layer.Capability]layer.Support{
-			layer.ClientAbort:             layer.Unknown,
-			layer.RequestCancellation:     layer.Unsupported,
-			layer.RequestStatus:           layer.Unsupported,
-			layer.Idempotency:             layer.Unsupported,
-			layer.ExactAttemptTermination: layer.Unknown,
-		},
-		Evidence: map[layer.Capability]layer.CapabilityEvidence{
-			layer.ClientAbort:             ev("The API Compatibility section lists streaming Chat Completions without documenting client abort; closing the local request alone does not justify supported."),
-			layer.RequestCancellation:     ev("The API Compatibility section documents no endpoint or field that cancels a chat completion in flight."),
-			layer.RequestStatus:           ev("The API Compatibility section documents no way to ask for the status of a chat completion in flight."),
-			layer.Idempotency:             ev("The API Compatibility section documents no idempotency key or header; a resend runs inference again."),
-			layer.ExactAttemptTermination: ev("Model unload, loaded-model lists and aggregate activity are not attempt evidence, so the end of one attempt's inference cannot be confirmed."),
-		},
-	}
+	var caps layer.Capabilities
+	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis(
+		"The API Compatibility section lists streaming Chat Completions without documenting client abort; closing the local request alone does not justify supported."))
+	caps.Declare(layer.RequestCancellation, layer.Unsupported, doc.WithBasis(
+		"The API Compatibility section documents no endpoint or field that cancels a chat completion in flight."))
+	caps.Declare(layer.RequestStatus, layer.Unsupported, doc.WithBasis(
+		"The API Compatibility section documents no way to ask for the status of a chat completion in flight."))
+	caps.Declare(layer.Idempotency, layer.Unsupported, doc.WithBasis(
+		"The API Compatibility section documents no idempotency key or header; a resend runs inference again."))
+	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, doc.WithBasis(
+		"Model unload, loaded-model lists and aggregate activity are not attempt evidence, so the end of one attempt's inference cannot be confirmed."))
+	return caps
 }

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/request"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -17,17 +17,13 @@ import (
 // JSON object with a string "model" and a boolean "stream" is a
 // *layer.ProtocolError.
 func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
-	if err := bodyscan.CheckObject(body); err != nil {
-		return layer.RequestInfo{}, err
-	}
 	var d struct {
-		Model             string          `json:"model"`
-		Stream            *bool           `json:"stream"`
+		request.Head
 		ResponseFormat    json.RawMessage `json:"response_format"`
 		StructuredOutputs json.RawMessage `json:"structured_outputs"`
 	}
-	if err := json.Unmarshal(body, &d); err != nil {
-		return layer.RequestInfo{}, &layer.ProtocolError{What: "request does not match the chat completions schema", Err: err}
+	if err := request.Decode(body, &d, "chat completions"); err != nil {
+		return layer.RequestInfo{}, err
 	}
 	info := layer.RequestInfo{Model: d.Model, Operation: layer.Ordinary}
 	switch {

@@ -1,10 +1,9 @@
 package omlx
 
 import (
-	"errors"
-
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
+	"github.com/recourse-dev/recourse/codecs/internal/request"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -47,16 +46,8 @@ var dialect = openaiwire.Dialect{
 	StrictError: true,
 }
 
-// requestError returns a safe encoding error: what names the offending part
-// of the request by field name and index, never by value.
-func requestError(what string) error {
-	return errors.New("recourse: omlx: " + what)
-}
-
-// unsupported returns the error for a control oMLX does not support.
-func unsupported(control string) error {
-	return &layer.UnsupportedError{Provider: layer.OMLX, Control: control}
-}
+// errs makes the encoding errors, "recourse: omlx: …".
+var errs = request.Errors{Provider: layer.OMLX}
 
 // Encode encodes req as the body of a POST /v1/chat/completions request. The
 // result is a fresh slice that shares no memory with req, so later changes
@@ -73,27 +64,24 @@ func unsupported(control string) error {
 // a tool or tool call without a name, a non-finite float). Error messages
 // name fields and indices, never values.
 func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
-	if req == nil {
-		return nil, requestError("request is nil")
-	}
-	if req.Model == "" {
-		return nil, requestError("request has no model")
+	if err := errs.Check(req); err != nil {
+		return nil, err
 	}
 	o := req.Options
 	switch {
 	case o.Seed != nil:
-		return nil, unsupported("Seed")
+		return nil, errs.Unsupported("Seed")
 	case o.ContextLength != nil:
-		return nil, unsupported("ContextLength")
+		return nil, errs.Unsupported("ContextLength")
 	case o.Think != nil:
-		return nil, unsupported("Think")
+		return nil, errs.Unsupported("Think")
 	case o.KeepAlive != "":
-		return nil, unsupported("KeepAlive")
+		return nil, errs.Unsupported("KeepAlive")
 	}
 	switch o.ReasoningEffort {
 	case "", "low", "medium", "high":
 	default:
-		return nil, requestError("Options.ReasoningEffort is not low, medium or high")
+		return nil, errs.Plain("Options.ReasoningEffort is not low, medium or high")
 	}
 	if err := dialect.Finite(&o); err != nil {
 		return nil, err
@@ -124,7 +112,7 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 	b, err := openaiwire.Marshal(w)
 	if err != nil {
 		// Unreachable for validated input; the json error may quote values.
-		return nil, requestError("request cannot be encoded as JSON")
+		return nil, errs.Plain("request cannot be encoded as JSON")
 	}
 	return b, nil
 }

@@ -99,34 +99,17 @@ const (
 // host or proxy may differ. Every call returns new maps, so a caller may
 // modify the result.
 func (c *Codec) Capabilities() layer.Capabilities {
-	type entry struct {
-		value layer.Support
-		basis string
-	}
-	entries := map[layer.Capability]entry{
-		layer.ClientAbort: {layer.Unknown,
-			"The create reference describes request parameters and streaming but not how a client aborts; local HTTP abort alone is not provider support."},
-		layer.RequestCancellation: {layer.Unsupported,
-			"The endpoint documentation describes no remote cancellation facility for chat completions."},
-		layer.RequestStatus: {layer.Unsupported,
-			"Stored chat completion retrieval is a completed artifact, not in-flight status."},
-		layer.Idempotency: {layer.Unsupported,
-			"No idempotency facility is documented for this endpoint; no key is sent."},
-		layer.ExactAttemptTermination: {layer.Unknown,
-			"No documented evidence ties an abort to the end of one attempt's inference."},
-	}
-	caps := layer.Capabilities{
-		Values:   make(map[layer.Capability]layer.Support, len(entries)),
-		Evidence: make(map[layer.Capability]layer.CapabilityEvidence, len(entries)),
-	}
-	for k, e := range entries {
-		caps.Values[k] = e.value
-		caps.Evidence[k] = layer.CapabilityEvidence{
-			Endpoint:         capEndpoint,
-			DocumentationURL: capDocURL,
-			InspectedOn:      capInspectedOn,
-			Basis:            e.basis,
-		}
-	}
+	doc := layer.CapabilityEvidence{Endpoint: capEndpoint, DocumentationURL: capDocURL, InspectedOn: capInspectedOn}
+	var caps layer.Capabilities
+	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis(
+		"The create reference describes request parameters and streaming but not how a client aborts; local HTTP abort alone is not provider support."))
+	caps.Declare(layer.RequestCancellation, layer.Unsupported, doc.WithBasis(
+		"The endpoint documentation describes no remote cancellation facility for chat completions."))
+	caps.Declare(layer.RequestStatus, layer.Unsupported, doc.WithBasis(
+		"Stored chat completion retrieval is a completed artifact, not in-flight status."))
+	caps.Declare(layer.Idempotency, layer.Unsupported, doc.WithBasis(
+		"No idempotency facility is documented for this endpoint; no key is sent."))
+	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, doc.WithBasis(
+		"No documented evidence ties an abort to the end of one attempt's inference."))
 	return caps
 }

@@ -1,50 +1,10 @@
 package openai
 
 import (
-	"encoding/json"
-	"errors"
-
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/layer"
 )
-
-// object is a decoded JSON object whose keys are matched exactly, after
-// unescaping. Decoding into structs would also match keys case-insensitively
-// ("Content" for "content"), which the observer does not count.
-type object map[string]json.RawMessage
-
-// get decodes the value at key into v. An absent key or null leaves v
-// unchanged.
-func (o object) get(key string, v any) error {
-	raw, ok := o[key]
-	if !ok || isNull(raw) {
-		return nil
-	}
-	return json.Unmarshal(raw, v)
-}
-
-func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
-
-// protocolError returns a *layer.ProtocolError with a safe description.
-func protocolError(what string, err error) error {
-	if err == nil {
-		err = errors.New(what)
-	}
-	return &layer.ProtocolError{What: what, Err: err}
-}
-
-// parseObject decodes body as one JSON object. A null body yields a nil
-// object and no error.
-func parseObject(body []byte, noun string) (object, error) {
-	var o object
-	if err := json.Unmarshal(body, &o); err != nil {
-		if _, ok := err.(*json.UnmarshalTypeError); ok {
-			return nil, protocolError(noun+" is not a JSON object", err)
-		}
-		return nil, protocolError(noun+" is not valid JSON", err)
-	}
-	return o, nil
-}
 
 // Describe reads the model and operation of an encoded request body:
 // streaming when "stream" is true, structured when response_format has type
@@ -61,37 +21,25 @@ func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
 // describe is the reference implementation of Describe: it handles every
 // body, and fastDescribe returns what it returns, only for fewer bodies.
 func describe(body []byte) (layer.RequestInfo, error) {
-	o, err := parseObject(body, "request")
+	o, err := openaiwire.ParseObject(body, "request")
+	if err != nil {
+		return layer.RequestInfo{}, err
+	}
+	model, stream, err := openaiwire.RequestHead(o)
 	if err != nil {
 		return layer.RequestInfo{}, err
 	}
 	var (
-		info   layer.RequestInfo
-		stream bool
-		format object
+		format openaiwire.Object
 		typ    string
 	)
-	if err := o.get("model", &info.Model); err != nil {
-		return layer.RequestInfo{}, protocolError("request model is not a string", err)
+	if err := o.Get("response_format", &format); err != nil {
+		return layer.RequestInfo{}, openaiwire.ProtocolError("request response_format is not an object", err)
 	}
-	if err := o.get("stream", &stream); err != nil {
-		return layer.RequestInfo{}, protocolError("request stream is not a boolean", err)
+	if err := format.Get("type", &typ); err != nil {
+		return layer.RequestInfo{}, openaiwire.ProtocolError("request response_format type is not a string", err)
 	}
-	if err := o.get("response_format", &format); err != nil {
-		return layer.RequestInfo{}, protocolError("request response_format is not an object", err)
-	}
-	if err := format.get("type", &typ); err != nil {
-		return layer.RequestInfo{}, protocolError("request response_format type is not a string", err)
-	}
-	switch {
-	case stream:
-		info.Operation = layer.Streaming
-	case typ == "json_schema" || typ == "json_object":
-		info.Operation = layer.Structured
-	default:
-		info.Operation = layer.Ordinary
-	}
-	return info, nil
+	return layer.RequestInfo{Model: model, Operation: openaiwire.Operation(stream, typ)}, nil
 }
 
 // Decode decodes a complete 2xx response body. A body with a top-level

@@ -78,60 +78,24 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 	return b, nil
 }
 
-// unsupported returns the R14.1 error for control.
-func unsupported(control string) error {
-	return &layer.UnsupportedError{Provider: layer.OpenAI, Control: control}
-}
-
 // encodeOptions adapts the sampling controls to the model family (R14.1).
 func (c *Codec) encodeOptions(w *wireRequest, req *chat.Request) error {
 	o := &req.Options
-	switch {
-	case o.TopK != nil:
-		return unsupported("TopK")
-	case o.ContextLength != nil:
-		return unsupported("ContextLength")
-	case o.Think != nil:
-		return unsupported("Think")
-	case o.KeepAlive != "":
-		return unsupported("KeepAlive")
-	}
-	if err := dialect.Finite(o); err != nil {
+	reasoning, err := dialect.CheckSampling(o, c.reasoning, req.Model)
+	if err != nil {
 		return err
 	}
-	if c.reasoning(req.Model) {
-		switch {
-		case o.Temperature != nil:
-			return unsupported("Temperature with reasoning models")
-		case o.TopP != nil:
-			return unsupported("TopP with reasoning models")
-		}
-		switch o.ReasoningEffort {
-		case "", "low", "medium", "high":
-		default:
-			return unsupported("ReasoningEffort other than low, medium or high")
-		}
+	if reasoning {
 		w.ReasoningEffort = o.ReasoningEffort
-		w.MaxCompletionTokens = copyPtr(o.MaxTokens)
+		w.MaxCompletionTokens = openaiwire.CopyPtr(o.MaxTokens)
 	} else {
-		if o.ReasoningEffort != "" {
-			return unsupported("ReasoningEffort with non-reasoning models")
-		}
-		w.MaxTokens = copyPtr(o.MaxTokens)
-		w.Temperature = copyPtr(o.Temperature)
-		w.TopP = copyPtr(o.TopP)
+		w.MaxTokens = openaiwire.CopyPtr(o.MaxTokens)
+		w.Temperature = openaiwire.CopyPtr(o.Temperature)
+		w.TopP = openaiwire.CopyPtr(o.TopP)
 	}
-	w.Seed = copyPtr(o.Seed)
+	w.Seed = openaiwire.CopyPtr(o.Seed)
 	if len(o.Stop) > 0 {
 		w.Stop = append([]string(nil), o.Stop...)
 	}
 	return nil
-}
-
-func copyPtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }

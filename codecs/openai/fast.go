@@ -3,10 +3,9 @@ package openai
 import (
 	"bytes"
 	"sync/atomic"
-	"unicode/utf8"
-	"unsafe"
 
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -70,11 +69,11 @@ func fastDescribe(body []byte) (layer.RequestInfo, bool) {
 	if end < 0 || jsonscan.SkipSpace(body, end) != len(body) {
 		return info, false
 	}
-	if !absent(format) && format[0] != '{' || !absent(typ) && (!isString(typ) || hasEscape(typ)) {
+	if !openaiwire.Absent(format) && format[0] != '{' || !openaiwire.Absent(typ) && (!openaiwire.IsString(typ) || hasEscape(typ)) {
 		return info, false
 	}
 	switch {
-	case absent(stream), string(stream) == "true", string(stream) == "false":
+	case openaiwire.Absent(stream), string(stream) == "true", string(stream) == "false":
 	default:
 		return info, false
 	}
@@ -97,8 +96,9 @@ func fastDescribe(body []byte) (layer.RequestInfo, bool) {
 // process mostly name the same few models, so a repeat costs no allocation.
 var lastModel atomic.Pointer[string]
 
-// requestModel is plainString for a request's model: a raw string without
-// escapes that spells the last model decoded returns that string.
+// requestModel is openaiwire.PlainString for a request's model: a raw
+// string without escapes that spells the last model decoded returns that
+// string.
 func requestModel(v []byte) (string, bool) {
 	if len(v) >= 2 && v[0] == '"' {
 		if inner := v[1 : len(v)-1]; !hasEscape(inner) {
@@ -107,40 +107,12 @@ func requestModel(v []byte) (string, bool) {
 			}
 		}
 	}
-	s, ok := plainString(v)
+	s, ok := openaiwire.PlainString(v, false)
 	if ok && s != "" {
 		lastModel.Store(&s)
 	}
 	return s, ok
 }
 
-// absent reports whether a raw member value is missing or null, which the
-// reference, describe, treats alike.
-func absent(v []byte) bool { return len(v) == 0 || string(v) == "null" }
-
-func isString(v []byte) bool { return len(v) > 0 && v[0] == '"' }
-
+// hasEscape reports whether the raw JSON text v holds a backslash.
 func hasEscape(v []byte) bool { return bytes.IndexByte(v, '\\') >= 0 }
-
-// plainString decodes a raw value that must be a string or absent (null).
-func plainString(v []byte) (string, bool) {
-	switch {
-	case absent(v):
-		return "", true
-	case !isString(v):
-		return "", false
-	}
-	if inner := v[1 : len(v)-1]; !hasEscape(inner) && utf8.Valid(inner) {
-		return string(inner), true
-	}
-	return bytesString(jsonscan.Unquote(make([]byte, 0, len(v)-2), v)), true
-}
-
-// bytesString returns b as a string without copying; b must never be
-// written again.
-func bytesString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
-}

@@ -112,34 +112,17 @@ const (
 // call returns new maps, so a caller may modify the result. Capabilities
 // describe the endpoint; they never change what recovery resends.
 func (c *GatewayCodec) Capabilities() layer.Capabilities {
-	type entry struct {
-		value layer.Support
-		basis string
-	}
-	entries := map[layer.Capability]entry{
-		layer.ClientAbort: {layer.Unknown,
-			"The chat page does not say whether the gateway stops its upstream request when the client disconnects; closing the local request alone proves nothing."},
-		layer.RequestCancellation: {layer.Unsupported,
-			"The chat page documents no endpoint or header that cancels a request in flight."},
-		layer.RequestStatus: {layer.Unsupported,
-			"The chat page documents no way to ask about a request in flight; X-Gateway-Request-Id is for support tickets only."},
-		layer.Idempotency: {layer.Unsupported,
-			"The chat page documents no idempotency key; the gateway forwards every signed request it accepts to its upstream."},
-		layer.ExactAttemptTermination: {layer.Unknown,
-			"Nothing on the chat page ties a client abort to the end of one attempt's inference upstream."},
-	}
-	caps := layer.Capabilities{
-		Values:   make(map[layer.Capability]layer.Support, len(entries)),
-		Evidence: make(map[layer.Capability]layer.CapabilityEvidence, len(entries)),
-	}
-	for k, e := range entries {
-		caps.Values[k] = e.value
-		caps.Evidence[k] = layer.CapabilityEvidence{
-			Endpoint:         capEndpoint,
-			DocumentationURL: capDocURL,
-			InspectedOn:      capInspectedOn,
-			Basis:            e.basis,
-		}
-	}
+	doc := layer.CapabilityEvidence{Endpoint: capEndpoint, DocumentationURL: capDocURL, InspectedOn: capInspectedOn}
+	var caps layer.Capabilities
+	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis(
+		"The chat page does not say whether the gateway stops its upstream request when the client disconnects; closing the local request alone proves nothing."))
+	caps.Declare(layer.RequestCancellation, layer.Unsupported, doc.WithBasis(
+		"The chat page documents no endpoint or header that cancels a request in flight."))
+	caps.Declare(layer.RequestStatus, layer.Unsupported, doc.WithBasis(
+		"The chat page documents no way to ask about a request in flight; X-Gateway-Request-Id is for support tickets only."))
+	caps.Declare(layer.Idempotency, layer.Unsupported, doc.WithBasis(
+		"The chat page documents no idempotency key; the gateway forwards every signed request it accepts to its upstream."))
+	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, doc.WithBasis(
+		"Nothing on the chat page ties a client abort to the end of one attempt's inference upstream."))
 	return caps
 }

@@ -30,11 +30,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -47,12 +47,7 @@ const (
 	demoSigningKey = "signing-key-demo-5f2a9d"
 )
 
-func main() {
-	if err := run(os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "custom-chain:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("custom-chain", run) }
 
 // newEngine returns the engine for codec: at most 3 wire attempts, a short
 // base delay, events sent to onEvent. The gateway codec's Facts declare a

@@ -36,7 +36,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -44,43 +43,21 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
-	"github.com/recourse-dev/recourse/recoursetest"
 )
 
-func main() {
-	if err := run(os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "go-openai:", err)
-		os.Exit(1)
-	}
-}
-
-// sseKeepalive is an SSE comment event, the keep-alive some servers send
-// before the first chunk; the offline script cuts a stream right after it.
-const sseKeepalive = ": keep-alive\n\n"
+func main() { demo.Main("go-openai", run) }
 
 // run picks the endpoint, runs one completion and one stream and prints
 // what happened to w.
 func run(w io.Writer) error {
-	apiBase, key, model := os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_MODEL")
-	if model == "" {
-		model = "gpt-4o-mini"
-	}
-	if apiBase == "" {
-		srv := recoursetest.NewServer(
-			recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded.")),
-			recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("Hello from the scripted server.")),
-			recoursetest.SSE(sseKeepalive).CutEvents(1),
-			recoursetest.SSE(recoursetest.OpenAIStream("Hello ", "again.")...),
-		)
-		defer srv.Close()
-		apiBase, key = srv.URL+"/v1", "sk-offline-demo"
-		fmt.Fprintf(w, "offline: scripted server at %s\n", srv.URL)
-	}
+	ep, stop := demo.OpenAI(w, "", append(demo.Recovered503(), demo.RecoveredStream("Hello ", "again.")...)...)
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client, err := newClient(apiBase, key, retry.Policy{MaxAttempts: 3, OnEvent: func(ev layer.Event) error {
+	client, err := newClient(ep.APIBase, ep.Key, retry.Policy{MaxAttempts: 3, OnEvent: func(ev layer.Event) error {
 		fmt.Fprintf(w, "event %s attempt %d/%d\n", ev.Type, ev.WireAttempt, ev.MaxAttempts)
 		return nil
 	}})
@@ -88,7 +65,7 @@ func run(w io.Writer) error {
 		return err
 	}
 	req := openai.ChatCompletionRequest{
-		Model:    model,
+		Model:    ep.Model,
 		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "Say hello in one short sentence."}},
 	}
 	var lc layer.Call

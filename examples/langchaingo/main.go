@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -41,43 +40,23 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
-	"github.com/recourse-dev/recourse/recoursetest"
 )
 
-func main() {
-	if err := run(os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "langchaingo:", err)
-		os.Exit(1)
-	}
-}
-
-// sseKeepalive is an SSE comment event, the keep-alive some servers send
-// before the first chunk; the offline script cuts a stream right after it.
-const sseKeepalive = ": keep-alive\n\n"
+func main() { demo.Main("langchaingo", run) }
 
 // run picks the endpoint (the local scripted server unless OPENAI_BASE_URL
 // is set), runs one ordinary and one streamed completion and prints what
 // happened to w.
 func run(w io.Writer) error {
-	apiBase, key, model := os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_MODEL")
-	if model == "" {
-		model = "gpt-4o-mini"
-	}
-	if apiBase == "" {
-		srv := recoursetest.NewServer(
-			recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded.")),
-			recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("Hello from the scripted server.")),
-			recoursetest.SSE(sseKeepalive).CutEvents(1),
-			recoursetest.SSE(recoursetest.OpenAIStream("Hello", " from", " a", " resumed", " stream.")...),
-		)
-		defer srv.Close()
-		apiBase, key = srv.URL+"/v1", "sk-offline-demo"
-		fmt.Fprintf(w, "offline: scripted server at %s (503, then 200; a cut stream, then a full one)\n", srv.URL)
-	}
-	llm, err := newLLM(apiBase, key, model, func(ev layer.Event) error {
-		printEvent(w, ev)
+	ep, stop := demo.OpenAI(w, "503, then 200; a cut stream, then a full one",
+		append(demo.Recovered503(), demo.RecoveredStream("Hello", " from", " a", " resumed", " stream.")...)...)
+	defer stop()
+	events := demo.EventFormat{Indent: "  ", Width: 17}
+	llm, err := newLLM(ep.APIBase, ep.Key, ep.Model, func(ev layer.Event) error {
+		events.Print(w, ev)
 		return nil
 	})
 	if err != nil {
@@ -153,21 +132,4 @@ func report(w io.Writer, err error) error {
 			rerr.Outcome, rerr.Failure.Category, len(rerr.History))
 	}
 	return err
-}
-
-// printEvent prints the safe fields of a lifecycle event: never a body,
-// header or credential (R10.5).
-func printEvent(w io.Writer, ev layer.Event) {
-	line := fmt.Sprintf("  event %-17s attempt %d/%d", ev.Type, ev.WireAttempt, ev.MaxAttempts)
-	if f := ev.Failure; f != nil {
-		line += fmt.Sprintf("  %s", f.Category)
-		if f.HTTPStatus != 0 {
-			line += fmt.Sprintf(" %d", f.HTTPStatus)
-		}
-		line += fmt.Sprintf(" (%s)", f.Classification.Reason)
-	}
-	if ev.Type == layer.EventDelayScheduled {
-		line += fmt.Sprintf("  delay %s", ev.Delay.Round(time.Millisecond))
-	}
-	fmt.Fprintln(w, line)
 }

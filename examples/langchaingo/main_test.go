@@ -15,6 +15,7 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 	"go.uber.org/goleak"
 
+	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -157,7 +158,7 @@ func TestGenerate503Then200(t *testing.T) {
 // sees the content once, GenerateContent succeeds, 2 POSTs.
 func TestStreamKeepaliveThenAbortIsResumed(t *testing.T) {
 	srv := start(t,
-		recoursetest.SSE(sseKeepalive).CutEvents(1),
+		recoursetest.SSE(demo.SSEKeepalive).CutEvents(1),
 		recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...),
 	)
 

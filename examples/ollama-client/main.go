@@ -31,17 +31,13 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
-func main() {
-	if err := run(os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "ollama-client:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("ollama-client", run) }
 
 // ollamaBusy is the message of Ollama's 503 when its queue is full.
 const ollamaBusy = "server busy, please try again.  maximum pending requests exceeded"
@@ -142,7 +138,7 @@ func chatStream(ctx context.Context, client *api.Client, req *api.ChatRequest, f
 // failed.
 func chatOnce(ctx context.Context, w io.Writer, base *url.URL, model string) error {
 	client, err := newClient(base, allowBusy, func(ev layer.Event) error {
-		printEvent(w, ev)
+		demo.EventFormat{Width: 19, Next: true}.Print(w, ev)
 		return nil
 	})
 	if err != nil {
@@ -175,24 +171,4 @@ func chatOnce(ctx context.Context, w io.Writer, base *url.URL, model string) err
 	default:
 		return err
 	}
-}
-
-// printEvent prints the safe fields of a lifecycle event: never a body,
-// header or credential (R10.5).
-func printEvent(w io.Writer, ev layer.Event) {
-	line := fmt.Sprintf("event %-19s attempt %d/%d", ev.Type, ev.WireAttempt, ev.MaxAttempts)
-	if f := ev.Failure; f != nil {
-		line += fmt.Sprintf("  %s", f.Category)
-		if f.HTTPStatus != 0 {
-			line += fmt.Sprintf(" %d", f.HTTPStatus)
-		}
-		line += fmt.Sprintf(" (%s)", f.Classification.Reason)
-	}
-	if ev.NextAttempt != 0 {
-		line += fmt.Sprintf("  next %d", ev.NextAttempt)
-	}
-	if ev.Type == layer.EventDelayScheduled {
-		line += fmt.Sprintf("  delay %s", ev.Delay.Round(time.Millisecond))
-	}
-	fmt.Fprintln(w, line)
 }

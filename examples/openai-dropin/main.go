@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -31,37 +30,21 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
-	"github.com/recourse-dev/recourse/recoursetest"
 )
 
-func main() {
-	if err := run(os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "openai-dropin:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("openai-dropin", run) }
 
 // run picks the endpoint (the local scripted server unless OPENAI_BASE_URL
 // is set), runs one completion and prints what happened to w.
 func run(w io.Writer) error {
-	apiBase, key, model := os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_MODEL")
-	if model == "" {
-		model = "gpt-4o-mini"
-	}
-	if apiBase == "" {
-		srv := recoursetest.NewServer(
-			recoursetest.JSON(http.StatusServiceUnavailable, recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded.")),
-			recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("Hello from the scripted server.")),
-		)
-		defer srv.Close()
-		apiBase, key = srv.URL+"/v1/", "sk-offline-demo"
-		fmt.Fprintf(w, "offline: scripted server at %s (503, then 200)\n", srv.URL)
-	}
+	ep, stop := demo.OpenAI(w, "503, then 200", demo.Recovered503()...)
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return complete(ctx, w, apiBase, key, model)
+	return complete(ctx, w, ep.APIBase, ep.Key, ep.Model)
 }
 
 // newClient returns an openai-go client for apiBase (the API root, for
@@ -87,7 +70,7 @@ func newClient(apiBase, key string, onEvent func(layer.Event) error) (openai.Cli
 // or the way it failed.
 func complete(ctx context.Context, w io.Writer, apiBase, key, model string) error {
 	client, err := newClient(apiBase, key, func(ev layer.Event) error {
-		printEvent(w, ev)
+		demo.EventFormat{Width: 17}.Print(w, ev)
 		return nil
 	})
 	if err != nil {
@@ -123,21 +106,4 @@ func complete(ctx context.Context, w io.Writer, apiBase, key, model string) erro
 	default:
 		return err
 	}
-}
-
-// printEvent prints the safe fields of a lifecycle event: never a body,
-// header or credential (R10.5).
-func printEvent(w io.Writer, ev layer.Event) {
-	line := fmt.Sprintf("event %-17s attempt %d/%d", ev.Type, ev.WireAttempt, ev.MaxAttempts)
-	if f := ev.Failure; f != nil {
-		line += fmt.Sprintf("  %s", f.Category)
-		if f.HTTPStatus != 0 {
-			line += fmt.Sprintf(" %d", f.HTTPStatus)
-		}
-		line += fmt.Sprintf(" (%s)", f.Classification.Reason)
-	}
-	if ev.Type == layer.EventDelayScheduled {
-		line += fmt.Sprintf("  delay %s", ev.Delay.Round(time.Millisecond))
-	}
-	fmt.Fprintln(w, line)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -127,7 +128,7 @@ func requireInterrupted(t *testing.T, got streamResult) *layer.RecoveryError {
 // Err() nil, 2 POSTs.
 func TestStreamKeepaliveThenAbortIsResumed(t *testing.T) {
 	srv := start(t,
-		recoursetest.SSE(sseKeepalive).CutEvents(1),
+		recoursetest.SSE(demo.SSEKeepalive).CutEvents(1),
 		recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")...),
 	)
 
@@ -271,10 +272,6 @@ func TestStream429ThenStream(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, failed.HTTPStatus)
 	assert.Equal(t, layer.RetryAfterSeconds, failed.RetryAfter.Kind)
 }
-
-// sseKeepalive is an SSE comment event, the keep-alive some servers send
-// before the first chunk.
-const sseKeepalive = ": keep-alive\n\n"
 
 // sseEvent returns one SSE event carrying data.
 func sseEvent(data string) string { return "data: " + data + "\n\n" }

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -28,17 +27,13 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	respcodec "github.com/recourse-dev/recourse/codecs/openai/responses"
+	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
-func main() {
-	if err := run(os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "openai-responses:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("openai-responses", run) }
 
 // answer is the scripted answer, ten deltas; the cut comes after four.
 var answer = []string{"Recourse ", "resumes ", "a ", "background ", "stream ", "from ", "the ", "last ", "event ", "delivered."}

@@ -64,16 +64,10 @@ const maxSeconds = math.MaxInt64 / int64(time.Second)
 // not exactly one delay-seconds or HTTP-date after trimming surrounding
 // SP and HTAB, yields Invalid.
 func Parse(values []string, now time.Time) Value {
-	switch len(values) {
-	case 0:
-		return Value{Kind: Absent}
-	case 1:
-	default:
-		// Duplicate header fields: RFC 9110 defines Retry-After as a
-		// singleton, so a repeated field is not a valid value.
-		return Value{Kind: Invalid}
+	s, v, ok := single(values)
+	if !ok {
+		return v
 	}
-	s := trimOWS(values[0])
 	if s == "" || !printableASCII(s) {
 		return Value{Kind: Invalid}
 	}
@@ -89,6 +83,21 @@ func Parse(values []string, now time.Time) Value {
 		return Value{Kind: Invalid}
 	}
 	return Value{Kind: Date, Delay: max(0, t.Sub(now)), Time: t}
+}
+
+// single returns the one value of a singleton header field, trimmed of
+// surrounding SP and HTAB, and ok. No values are Absent and more than one
+// Invalid, each with ok false: RFC 9110 defines Retry-After as a singleton,
+// so a repeated field is not a valid value, and the millisecond hints are
+// read the same way.
+func single(values []string) (s string, v Value, ok bool) {
+	switch len(values) {
+	case 0:
+		return "", Value{Kind: Absent}, false
+	case 1:
+		return trimOWS(values[0]), Value{}, true
+	}
+	return "", Value{Kind: Invalid}, false
 }
 
 // trimOWS removes leading and trailing SP and HTAB from s.

@@ -21,14 +21,10 @@ const maxMillis = math.MaxInt64 / int64(time.Millisecond)
 // (a sign, an exponent, an empty value, a value that overflows, repeated
 // header fields) yields Invalid.
 func ParseMillis(values []string) Value {
-	switch len(values) {
-	case 0:
-		return Value{Kind: Absent}
-	case 1:
-	default:
-		return Value{Kind: Invalid}
+	s, v, ok := single(values)
+	if !ok {
+		return v
 	}
-	s := trimOWS(values[0])
 	whole, frac := s, ""
 	for i := 0; i < len(s); i++ {
 		if s[i] == '.' {

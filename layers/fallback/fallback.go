@@ -254,8 +254,9 @@ type transport struct {
 }
 
 // credentialHeaders are the request headers that carry a credential and
-// never follow a request to another upstream.
-var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Cookie"}
+// never follow a request to another upstream: the account's credential
+// headers and Proxy-Authorization.
+var credentialHeaders = append(layer.CredentialHeaders(), "Proxy-Authorization")
 
 // credentialParams are the query parameters that commonly carry an API key
 // (?key=, ?api-key=) and never follow a request to another upstream.
@@ -423,17 +424,7 @@ func (w *walk) event(model string) layer.Event {
 
 // emit delivers one of the layer's events to its OnEvent and to the call's
 // observers, as the engine does (R11.4).
-func (t *transport) emit(lc *layer.Call, ev layer.Event) error {
-	if f := t.l.onEvent; f != nil {
-		if err := f(ev); err != nil {
-			return &layer.ObserverError{Event: ev.Type, Err: err}
-		}
-	}
-	for _, o := range lc.Observers() {
-		o(ev)
-	}
-	return nil
-}
+func (t *transport) emit(lc *layer.Call, ev layer.Event) error { return lc.Emit(t.l.onEvent, ev) }
 
 // request returns the request of target i (0: the request as given) and
 // its model.

@@ -319,15 +319,18 @@ func (l *Layer) Window() time.Duration { return l.cfg.window }
 // through its store (true unless WithoutCooldown was given).
 func (l *Layer) SharesCooldown() bool { return !l.cfg.noCooldown }
 
+// apiKeyHeaders are the headers credentialHash reads, in order.
+var apiKeyHeaders = layer.APIKeyHeaders()
+
 // credentialHash returns the first 16 hex digits of the SHA-256 of the
-// call's credential header, or "" when it has none.
+// call's credential header (the first API key header that is set), or ""
+// when it has none.
 func credentialHash(h http.Header) string {
-	v := h.Get("Authorization")
-	if v == "" {
-		v = h.Get("Api-Key")
-	}
-	if v == "" {
-		v = h.Get("X-Api-Key")
+	var v string
+	for _, name := range apiKeyHeaders {
+		if v = h.Get(name); v != "" {
+			break
+		}
 	}
 	if v == "" {
 		return ""

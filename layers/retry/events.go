@@ -47,14 +47,4 @@ func (c *call) event(t layer.EventType) layer.Event {
 
 // send delivers ev to the policy's OnEvent, then to the observers of the
 // call (per-call layers).
-func (c *call) send(ev layer.Event) error {
-	if c.d.r.onEvent != nil {
-		if err := c.d.r.onEvent(ev); err != nil {
-			return &layer.ObserverError{Event: ev.Type, Err: err}
-		}
-	}
-	for _, o := range c.lc.Observers() {
-		o(ev)
-	}
-	return nil
-}
+func (c *call) send(ev layer.Event) error { return c.lc.Emit(c.d.r.onEvent, ev) }

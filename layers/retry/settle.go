@@ -156,14 +156,22 @@ func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header
 	}
 	code := c.t.l.codec.ErrorCode(body)
 	id := c.t.l.codec.RequestID(h)
-	ev.Response.Code, ev.Response.RequestID = code, id
-	if layer.IsKnownProviderCode(code) && !layer.Echoes(code, c.in.body, c.in.header) {
-		f.ProviderCode = code
-	}
+	ev.Response.RequestID = id
+	c.noteCode(f, ev, code)
 	if layer.IsValidRequestID(id) && !layer.Echoes(id, c.in.body, c.in.header) {
 		f.ProviderRequestID = id
 	}
 	c.providerHints(f, h, code)
+}
+
+// noteCode records a provider's error code: as sent in the private
+// evidence ev, and as f's ProviderCode only when it is a known code that
+// the request's body and headers do not echo (R10.5).
+func (c *call) noteCode(f *layer.Failure, ev *layer.Evidence, code string) {
+	ev.Response.Code = code
+	if layer.IsKnownProviderCode(code) && !layer.Echoes(code, c.in.body, c.in.header) {
+		f.ProviderCode = code
+	}
 }
 
 func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResult {
@@ -252,10 +260,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		var pe *layer.ProviderError
 		if errors.As(derr, &pe) {
 			f.Category = layer.CategoryProviderResponse
-			ev.Response.Code = pe.Code
-			if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.in.body, c.in.header) {
-				f.ProviderCode = pe.Code
-			}
+			c.noteCode(&f, &ev, pe.Code)
 		} else {
 			f.Category = layer.CategoryProtocol
 		}

@@ -276,10 +276,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		var pe *layer.ProviderError
 		if errors.As(cause, &pe) {
 			b.tail = fr.Raw
-			ev.Response.Code = pe.Code
-			if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.in.body, c.in.header) {
-				f.ProviderCode = pe.Code
-			}
+			c.noteCode(&f, &ev, pe.Code)
 			c.quotaHint(&f, pe.Code)
 		}
 		ev.Response.FinishReason = fr.FinishReason
@@ -289,10 +286,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 	} else if pe := (*layer.ProviderError)(nil); cat == layer.CategoryProviderResponse && errors.As(cause, &pe) {
 		// An error document in place of the stream (see ended).
 		f.Phase = layer.PhaseDecoding
-		ev.Response.Code = pe.Code
-		if layer.IsKnownProviderCode(pe.Code) && !layer.Echoes(pe.Code, c.in.body, c.in.header) {
-			f.ProviderCode = pe.Code
-		}
+		c.noteCode(&f, &ev, pe.Code)
 		c.quotaHint(&f, pe.Code)
 	}
 	noteStall(&f, cause)

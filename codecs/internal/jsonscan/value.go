@@ -117,8 +117,8 @@ func ValidObject(p []byte, i, depth int, member func(key []byte, escaped bool, v
 	if i = SkipSpace(p, i+1); i < len(p) && p[i] == '}' {
 		return i + 1
 	}
-	for {
-		if i >= len(p) || p[i] != '"' {
+	for done := false; ; {
+		if i = SkipSpace(p, i); i >= len(p) || p[i] != '"' {
 			return -1
 		}
 		end, escaped := skipString(p, i)
@@ -135,16 +135,8 @@ func ValidObject(p []byte, i, depth int, member func(key []byte, escaped bool, v
 		if i = member(key, escaped, i); i < 0 {
 			return -1
 		}
-		if i = SkipSpace(p, i); i >= len(p) {
-			return -1
-		}
-		switch p[i] {
-		case ',':
-			i = SkipSpace(p, i+1)
-		case '}':
-			return i + 1
-		default:
-			return -1
+		if i, done = afterValue(p, i, '}'); done {
+			return i
 		}
 	}
 }
@@ -158,25 +150,35 @@ func ValidArray(p []byte, i, depth int, elem func(n, v int) int) int {
 	if i = SkipSpace(p, i+1); i < len(p) && p[i] == ']' {
 		return i + 1
 	}
+	done := false
 	for n := 0; ; n++ {
-		if i >= len(p) {
+		if i = SkipSpace(p, i); i >= len(p) {
 			return -1
 		}
 		if i = elem(n, i); i < 0 {
 			return -1
 		}
-		if i = SkipSpace(p, i); i >= len(p) {
-			return -1
-		}
-		switch p[i] {
-		case ',':
-			i = SkipSpace(p, i+1)
-		case ']':
-			return i + 1
-		default:
-			return -1
+		if i, done = afterValue(p, i, ']'); done {
+			return i
 		}
 	}
+}
+
+// afterValue reads what follows a member or an element of a container
+// that ends at i, after white space: after a ',' it returns the index past
+// it (where white space may precede the next one) and done false; after
+// the container's closing byte it returns the index past that and done
+// true; at anything else, or at the end of p, it returns -1 and done true.
+func afterValue(p []byte, i int, closing byte) (next int, done bool) {
+	if i = SkipSpace(p, i); i < len(p) {
+		switch p[i] {
+		case ',':
+			return i + 1, false
+		case closing:
+			return i + 1, true
+		}
+	}
+	return -1, true
 }
 
 // member checks an object key and its colon at p[i] and returns the index of

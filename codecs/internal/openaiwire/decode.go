@@ -104,13 +104,13 @@ func (d *Dialect) read(body []byte, build bool) (*chat.Completion, error) {
 		return nil, err
 	}
 	switch {
-	case absent(r.choices) || r.choices[0] == '[' && r.choice == nil:
+	case Absent(r.choices) || r.choices[0] == '[' && r.choice == nil:
 		return nil, decodeError("response has no choices")
 	case r.choices[0] != '[':
 		return nil, decodeError("response choices is not an array")
-	case r.choice[0] != '{' && !absent(r.choice):
+	case r.choice[0] != '{' && !Absent(r.choice):
 		return nil, decodeError("response choice is not an object")
-	case absent(r.msg):
+	case Absent(r.msg):
 		return nil, decodeError("response has no message")
 	case r.msg[0] != '{':
 		return nil, decodeError("response message is not an object")
@@ -118,7 +118,7 @@ func (d *Dialect) read(body []byte, build bool) (*chat.Completion, error) {
 	// reasoning is read (and so type-checked) only when reasoning_content
 	// is absent, null or empty.
 	reasoning := r.reasoning
-	if isString(r.reasoningContent) && len(r.reasoningContent) > 2 {
+	if IsString(r.reasoningContent) && len(r.reasoningContent) > 2 {
 		reasoning = nil
 	}
 	// One allocation holds the completion and its usage, and one holds the
@@ -131,14 +131,14 @@ func (d *Dialect) read(body []byte, build bool) (*chat.Completion, error) {
 		}
 	}
 	var calls []chat.ToolCall
-	if !absent(r.toolCalls) || !absent(r.functionCall) {
+	if !Absent(r.toolCalls) || !Absent(r.functionCall) {
 		var err error
 		if calls, err = d.decodeToolCalls(r.toolCalls, r.functionCall); err != nil {
 			return nil, err
 		}
 	}
 	var usage chat.Usage
-	if !absent(r.usage) {
+	if !Absent(r.usage) {
 		if err := decodeUsage(r.usage, &usage); err != nil {
 			return nil, err
 		}
@@ -154,11 +154,11 @@ func (d *Dialect) read(body []byte, build bool) (*chat.Completion, error) {
 	dsts := [...]*string{&comp.ID, &comp.Model, &comp.FinishReason, &comp.Message.Content,
 		&comp.Message.Reasoning, &comp.Message.Reasoning}
 	for i, v := range texts {
-		if isString(v) && *dsts[i] == "" {
+		if IsString(v) && *dsts[i] == "" {
 			*dsts[i] = arena.decode(v)
 		}
 	}
-	if !absent(r.usage) {
+	if !Absent(r.usage) {
 		comp.Usage = &out.u
 	}
 	return comp, nil
@@ -299,7 +299,7 @@ func (r *response) scan(body []byte) bool {
 
 // providerError returns the error of a body that reports one, or nil.
 func (d *Dialect) providerError(r *response) error {
-	if !absent(r.errv) {
+	if !Absent(r.errv) {
 		switch r.errv[0] {
 		case '{':
 			var code, message []byte

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/recourse-dev/recourse/chat"
@@ -17,7 +18,7 @@ import (
 // function object) and then a legacy function_call object.
 func (d *Dialect) decodeToolCalls(toolCalls, functionCall []byte) ([]chat.ToolCall, error) {
 	n := 0
-	if !absent(toolCalls) {
+	if !Absent(toolCalls) {
 		if toolCalls[0] != '[' {
 			return nil, decodeError("response tool_calls is not an array")
 		}
@@ -27,7 +28,7 @@ func (d *Dialect) decodeToolCalls(toolCalls, functionCall []byte) ([]chat.ToolCa
 			}
 		}
 	}
-	if !absent(functionCall) {
+	if !Absent(functionCall) {
 		if functionCall[0] != '{' {
 			return nil, decodeError("response function_call is not an object")
 		}
@@ -37,7 +38,7 @@ func (d *Dialect) decodeToolCalls(toolCalls, functionCall []byte) ([]chat.ToolCa
 		return nil, nil // an empty tool_calls array and no function_call
 	}
 	calls := make([]chat.ToolCall, 0, n)
-	for els := jsonscan.ArrayElements(toolCalls); !absent(toolCalls); {
+	for els := jsonscan.ArrayElements(toolCalls); !Absent(toolCalls); {
 		call, ok := els.Next()
 		if !ok {
 			break
@@ -58,19 +59,19 @@ func (d *Dialect) decodeToolCalls(toolCalls, functionCall []byte) ([]chat.ToolCa
 				fn = v
 			}
 		}
-		if absent(fn) || fn[0] != '{' {
+		if Absent(fn) || fn[0] != '{' {
 			return nil, decodeError("response tool call has no function")
 		}
 		tc, err := d.decodeFunction(fn)
 		if err != nil {
 			return nil, err
 		}
-		if tc.ID, ok = plainString(id); !ok {
+		if tc.ID, ok = PlainString(id, true); !ok {
 			return nil, decodeError("response tool call id is not a string")
 		}
 		calls = append(calls, tc)
 	}
-	if !absent(functionCall) {
+	if !Absent(functionCall) {
 		tc, err := d.decodeFunction(functionCall)
 		if err != nil {
 			return nil, err
@@ -101,14 +102,14 @@ func (d *Dialect) decodeFunction(fn []byte) (chat.ToolCall, error) {
 		}
 	}
 	var ok bool
-	if tc.Name, ok = plainString(name); !ok {
+	if tc.Name, ok = PlainString(name, true); !ok {
 		return tc, decodeError("response tool call name is not a string")
 	}
 	if d.Objects {
 		return tc, objectArguments(&tc, args)
 	}
 	switch {
-	case absent(args):
+	case Absent(args):
 	case args[0] != '"':
 		tc.Arguments = append(json.RawMessage(nil), args...)
 	default:
@@ -128,11 +129,11 @@ func objectArguments(tc *chat.ToolCall, args []byte) error {
 	if tc.Name == "" {
 		return decodeError("response tool call has no name")
 	}
-	if !absent(args) && args[0] != '"' {
+	if !Absent(args) && args[0] != '"' {
 		return decodeError("response tool call arguments are not a string")
 	}
 	tc.Arguments = json.RawMessage("{}")
-	if absent(args) {
+	if Absent(args) {
 		return nil
 	}
 	s := jsonscan.Unquote(make([]byte, 0, len(args)-2), args)
@@ -175,16 +176,17 @@ func decodeUsage(v []byte, u *chat.Usage) error {
 	return nil
 }
 
-// absent reports whether a raw member value is missing or null, which
-// Decode treats alike.
-func absent(v []byte) bool { return len(v) == 0 || string(v) == "null" }
+// Absent reports whether a raw member value is missing or null, which
+// Decode and the request readers treat alike.
+func Absent(v []byte) bool { return len(v) == 0 || string(v) == "null" }
 
-func isString(v []byte) bool { return len(v) > 0 && v[0] == '"' }
+// IsString reports whether the raw member value v is a JSON string.
+func IsString(v []byte) bool { return len(v) > 0 && v[0] == '"' }
 
 // isText reports whether the raw value v is the JSON string s.
 func isText(v []byte, s string) bool {
 	switch {
-	case !isString(v):
+	case !IsString(v):
 		return false
 	case bytes.IndexByte(v, '\\') < 0:
 		return string(v[1:len(v)-1]) == s
@@ -195,31 +197,36 @@ func isText(v []byte, s string) bool {
 // stringOr returns the text of a raw string value, or "" for any other
 // value. It takes strings with invalid UTF-8 (ErrorCode reads any body).
 func stringOr(v []byte) string {
-	if !isString(v) {
+	if !IsString(v) {
 		return ""
 	}
 	return string(jsonscan.Unquote(make([]byte, 0, len(v)-2), v))
 }
 
-// plainString decodes a raw value that must be a string or absent (null).
-func plainString(v []byte) (string, bool) {
+// PlainString decodes a raw value that must be a string or absent (null):
+// ok is false for any other value. validUTF8 says that v is known to be
+// valid UTF-8 (Decode checks the whole body first), which spares checking
+// it again; otherwise a string with invalid UTF-8 is decoded as
+// encoding/json decodes it, each invalid byte replaced by U+FFFD. The
+// result may share memory with a new buffer but never with v.
+func PlainString(v []byte, validUTF8 bool) (string, bool) {
 	switch {
-	case absent(v):
+	case Absent(v):
 		return "", true
-	case !isString(v):
+	case !IsString(v):
 		return "", false
 	}
-	if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 {
-		return string(inner), true // the body is valid UTF-8
+	if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 && (validUTF8 || utf8.Valid(inner)) {
+		return string(inner), true
 	}
-	return bytesString(jsonscan.Unquote(make([]byte, 0, len(v)-2), v)), true
+	return BytesString(jsonscan.Unquote(make([]byte, 0, len(v)-2), v)), true
 }
 
 // integer decodes a raw value that must be absent (null, 0) or an integer
 // that fits an int64, as encoding/json decodes into an int: a fraction or
 // an exponent is not an integer, even when its value is whole.
 func integer(v []byte) (int, bool) {
-	if absent(v) {
+	if Absent(v) {
 		return 0, true
 	}
 	if len(v) <= 18 {
@@ -242,9 +249,9 @@ func integer(v []byte) (int, bool) {
 	return int(n), err == nil
 }
 
-// bytesString returns b as a string without copying; b must never be
+// BytesString returns b as a string without copying; b must never be
 // written again.
-func bytesString(b []byte) string {
+func BytesString(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
@@ -264,9 +271,9 @@ type stringArena struct {
 // reports false for any other value.
 func (a *stringArena) reserve(v []byte) bool {
 	switch {
-	case absent(v):
+	case Absent(v):
 		return true
-	case !isString(v):
+	case !IsString(v):
 		return false
 	}
 	// Decoding never lengthens valid UTF-8 text: an escape is longer than
@@ -284,5 +291,5 @@ func (a *stringArena) decode(v []byte) string {
 	a.buf = jsonscan.Unquote(a.buf, v)
 	// Only appends follow, and they never write where a string points (if
 	// append moves the buffer, the earlier strings keep the old one).
-	return bytesString(a.buf[start:])
+	return BytesString(a.buf[start:])
 }

@@ -3,6 +3,9 @@
 // parts, tool calls, tools, response_format and stream_options, the
 // encoding of a chat.Request's messages, tools and response format into
 // them, and the one decoder of a chat completion reply (Dialect.Decode).
+// The Responses API codec takes its checks, argument text and format from
+// the same Dialect, and reads its bodies, as the OpenAI codec reads a
+// request, through [Object].
 //
 // What the servers take differently of those shapes is a [Dialect]. Which
 // sampling controls a server takes, and the key order of the request body,
@@ -98,8 +101,12 @@ type StreamOptions struct {
 // check or an encoding that only some servers want; the zero value of a
 // field is the lenient choice.
 type Dialect struct {
-	// Provider names the provider in error texts: "recourse: <Provider>: …".
+	// Provider names the provider in error texts: "recourse: <Provider>: …",
+	// unless Name is set.
 	Provider layer.Provider
+	// Name, when set, names the codec in error texts instead of Provider:
+	// "recourse: <Name>: …". The default is "" (Provider's name).
+	Name string
 	// KnownRoles rejects a role other than system, user, assistant and
 	// tool; without it a message's role is sent as it is.
 	KnownRoles bool
@@ -174,12 +181,8 @@ func (d *Dialect) Encode(req *chat.Request) (Body, error) {
 		b.Messages = append(b.Messages, w)
 	}
 	for i, t := range req.Tools {
-		where := "tool " + strconv.Itoa(i)
-		if t.Name == "" {
-			return Body{}, d.errorf(where + ": empty name")
-		}
-		if len(t.Parameters) > 0 && !d.validJSON(t.Parameters) {
-			return Body{}, d.errorf(where + ": parameters are not " + d.jsonKind())
+		if err := d.CheckTool(i, &req.Tools[i]); err != nil {
+			return Body{}, err
 		}
 		b.Tools = append(b.Tools, Tool{Type: "function", Function: Function{
 			Name:        t.Name,
@@ -188,7 +191,7 @@ func (d *Dialect) Encode(req *chat.Request) (Body, error) {
 		}})
 	}
 	var err error
-	if b.ResponseFormat, err = d.responseFormat(req); err != nil {
+	if b.ResponseFormat, err = d.ResponseFormat(req); err != nil {
 		return Body{}, err
 	}
 	return b, nil
@@ -232,9 +235,27 @@ func Marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// errorf returns the plain error "recourse: <provider>: what".
+// errorf returns the plain error "recourse: <name>: what".
 func (d *Dialect) errorf(what string) error {
-	return errors.New("recourse: " + string(d.Provider) + ": " + what)
+	name := d.Name
+	if name == "" {
+		name = string(d.Provider)
+	}
+	return errors.New("recourse: " + name + ": " + what)
+}
+
+// CheckTool returns the plain error "recourse: <name>: tool <i>: …" when
+// t, the i-th tool of a request, has no name or parameters that are not
+// JSON that d takes, and nil otherwise. The text never quotes the tool.
+func (d *Dialect) CheckTool(i int, t *chat.ToolSpec) error {
+	where := "tool " + strconv.Itoa(i)
+	if t.Name == "" {
+		return d.errorf(where + ": empty name")
+	}
+	if len(t.Parameters) > 0 && !d.validJSON(t.Parameters) {
+		return d.errorf(where + ": parameters are not " + d.jsonKind())
+	}
+	return nil
 }
 
 // message encodes one message. The error text is relative to the message.
@@ -242,18 +263,8 @@ func (d *Dialect) errorf(what string) error {
 // allocation (a string would be boxed), and the body is marshalled before
 // Encode's caller returns.
 func (d *Dialect) message(m *chat.Message) (Message, error) {
-	if d.KnownRoles {
-		switch m.Role {
-		case chat.System, chat.User, chat.Assistant, chat.Tool:
-		default:
-			return Message{}, errors.New("unknown role")
-		}
-	}
-	if len(m.Images) > 0 && m.Role != chat.User {
-		return Message{}, errors.New("images are only sent on user messages")
-	}
-	if d.AssistantToolCalls && len(m.ToolCalls) > 0 && m.Role != chat.Assistant {
-		return Message{}, errors.New("tool calls are only sent on assistant messages")
+	if err := d.CheckRole(m); err != nil {
+		return Message{}, err
 	}
 	w := Message{Role: m.Role, Content: &m.Content}
 	if len(m.Images) > 0 {
@@ -262,7 +273,7 @@ func (d *Dialect) message(m *chat.Message) (Message, error) {
 			parts = append(parts, Part{Type: "text", Text: m.Content})
 		}
 		for j, im := range m.Images {
-			url, err := d.dataURL(im)
+			url, err := d.DataURL(im)
 			if err != nil {
 				return Message{}, errors.New("image " + strconv.Itoa(j) + ": " + err.Error())
 			}
@@ -292,9 +303,32 @@ func (d *Dialect) message(m *chat.Message) (Message, error) {
 	return w, nil
 }
 
-// dataURL returns the base64 data URL of im; an empty MIME type is
-// "image/png".
-func (d *Dialect) dataURL(im chat.Image) (string, error) {
+// CheckRole returns a plain error, relative to the message and never
+// quoting it, when m carries what its role cannot: a role other than
+// system, user, assistant and tool (with d.KnownRoles), images on a message
+// that is not a user message, or tool calls on one that is not an assistant
+// message (with d.AssistantToolCalls). It returns nil otherwise.
+func (d *Dialect) CheckRole(m *chat.Message) error {
+	if d.KnownRoles {
+		switch m.Role {
+		case chat.System, chat.User, chat.Assistant, chat.Tool:
+		default:
+			return errors.New("unknown role")
+		}
+	}
+	if len(m.Images) > 0 && m.Role != chat.User {
+		return errors.New("images are only sent on user messages")
+	}
+	if d.AssistantToolCalls && len(m.ToolCalls) > 0 && m.Role != chat.Assistant {
+		return errors.New("tool calls are only sent on assistant messages")
+	}
+	return nil
+}
+
+// DataURL returns the base64 data URL of im; an empty MIME type is
+// "image/png". With d.CheckImages, empty data or a MIME type that is not
+// type/subtype is a plain error relative to the image.
+func (d *Dialect) DataURL(im chat.Image) (string, error) {
 	mime := im.MIMEType
 	if mime == "" {
 		mime = "image/png"
@@ -313,29 +347,53 @@ func (d *Dialect) dataURL(im chat.Image) (string, error) {
 // toolCall encodes one tool call. The error text never quotes the
 // arguments.
 func (d *Dialect) toolCall(tc chat.ToolCall) (ToolCall, error) {
-	if d.ToolCallIDs && tc.ID == "" {
-		return ToolCall{}, errors.New("no ID")
-	}
-	if tc.Name == "" {
-		return ToolCall{}, errors.New("no name")
-	}
-	args := "{}"
-	switch {
-	case len(tc.Arguments) == 0 && !d.Objects:
-	case !d.validJSON(tc.Arguments):
-		return ToolCall{}, errors.New("arguments are not " + d.jsonKind())
-	default:
-		args = string(tc.Arguments)
-		var s string
-		if !d.Objects && json.Unmarshal(tc.Arguments, &s) == nil {
-			args = s
-		}
+	args, err := d.CallArguments(&tc)
+	if err != nil {
+		return ToolCall{}, err
 	}
 	return ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Name, Arguments: args}}, nil
 }
 
-// responseFormat encodes Schema or JSONMode; nil when neither is set.
-func (d *Dialect) responseFormat(req *chat.Request) (*ResponseFormat, error) {
+// CallArguments checks a tool call of an assistant message, an ID (with
+// d.ToolCallIDs) and a name, and returns the text that carries its
+// arguments (Arguments). Its errors are plain, relative to the tool call
+// and never quote it: "no ID", "no name", "arguments are not …".
+func (d *Dialect) CallArguments(tc *chat.ToolCall) (string, error) {
+	if d.ToolCallIDs && tc.ID == "" {
+		return "", errors.New("no ID")
+	}
+	if tc.Name == "" {
+		return "", errors.New("no name")
+	}
+	return d.Arguments(tc.Arguments)
+}
+
+// Arguments returns the text that carries the arguments of a tool call
+// in a request: the arguments as sent, except that without d.Objects empty
+// arguments are "{}" and arguments that are a JSON string are that
+// string's text (how a decoded reply keeps arguments that were not valid
+// JSON, so decoded history round-trips). Arguments that are not JSON that
+// d takes are the plain error "arguments are not …", relative to the tool
+// call and never quoting them.
+func (d *Dialect) Arguments(raw json.RawMessage) (string, error) {
+	switch {
+	case len(raw) == 0 && !d.Objects:
+		return "{}", nil
+	case !d.validJSON(raw):
+		return "", errors.New("arguments are not " + d.jsonKind())
+	}
+	var s string
+	if !d.Objects && json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	return string(raw), nil
+}
+
+// ResponseFormat encodes Schema or JSONMode of req as response_format; nil
+// when neither is set. A schema that is not JSON d takes, or (with
+// d.ExclusiveFormats) both set, is a plain error; a schema without a name
+// is named "response". The result refers to req's schema bytes.
+func (d *Dialect) ResponseFormat(req *chat.Request) (*ResponseFormat, error) {
 	if d.ExclusiveFormats && req.Schema != nil && req.Options.JSONMode {
 		return nil, d.errorf("Schema and JSONMode are mutually exclusive")
 	}

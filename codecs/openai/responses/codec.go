@@ -140,36 +140,19 @@ const (
 // background responses only (R19.9, R19.12). Every call returns new
 // maps, so a caller may modify the result.
 func (c *Codec) Capabilities() layer.Capabilities {
-	type entry struct {
-		value    layer.Support
-		endpoint string
-		url      string
-		basis    string
-	}
-	entries := map[layer.Capability]entry{
-		layer.ClientAbort: {layer.Unknown, capCreate, capCreateURL,
-			"The create reference describes streaming and background mode but not what closing the connection of a foreground response does; local HTTP abort alone is not provider support."},
-		layer.RequestCancellation: {layer.Supported, capCancel, capCancelURL,
-			"The cancel reference documents cancelling a response by ID; the background guide (" + capBackgroundURL + ") limits it to responses created with background set to true."},
-		layer.RequestStatus: {layer.Supported, capRetrieve, capRetrieveURL,
-			"The retrieve reference documents the status (queued, in_progress, completed, incomplete, failed, cancelled) of a stored response by ID, and the background guide (" + capBackgroundURL + ") documents polling it and resuming its event stream with starting_after."},
-		layer.Idempotency: {layer.Unsupported, capCreate, capCreateURL,
-			"No idempotency facility is documented for this endpoint; no key is sent."},
-		layer.ExactAttemptTermination: {layer.Unknown, capCreate, capCreateURL,
-			"No documented evidence ties an abort to the end of one attempt's inference."},
-	}
-	caps := layer.Capabilities{
-		Values:   make(map[layer.Capability]layer.Support, len(entries)),
-		Evidence: make(map[layer.Capability]layer.CapabilityEvidence, len(entries)),
-	}
-	for k, e := range entries {
-		caps.Values[k] = e.value
-		caps.Evidence[k] = layer.CapabilityEvidence{
-			Endpoint:         e.endpoint,
-			DocumentationURL: e.url,
-			InspectedOn:      capInspectedOn,
-			Basis:            e.basis,
-		}
-	}
+	create := layer.CapabilityEvidence{Endpoint: capCreate, DocumentationURL: capCreateURL, InspectedOn: capInspectedOn}
+	cancel := layer.CapabilityEvidence{Endpoint: capCancel, DocumentationURL: capCancelURL, InspectedOn: capInspectedOn}
+	retrieve := layer.CapabilityEvidence{Endpoint: capRetrieve, DocumentationURL: capRetrieveURL, InspectedOn: capInspectedOn}
+	var caps layer.Capabilities
+	caps.Declare(layer.ClientAbort, layer.Unknown, create.WithBasis(
+		"The create reference describes streaming and background mode but not what closing the connection of a foreground response does; local HTTP abort alone is not provider support."))
+	caps.Declare(layer.RequestCancellation, layer.Supported, cancel.WithBasis(
+		"The cancel reference documents cancelling a response by ID; the background guide ("+capBackgroundURL+") limits it to responses created with background set to true."))
+	caps.Declare(layer.RequestStatus, layer.Supported, retrieve.WithBasis(
+		"The retrieve reference documents the status (queued, in_progress, completed, incomplete, failed, cancelled) of a stored response by ID, and the background guide ("+capBackgroundURL+") documents polling it and resuming its event stream with starting_after."))
+	caps.Declare(layer.Idempotency, layer.Unsupported, create.WithBasis(
+		"No idempotency facility is documented for this endpoint; no key is sent."))
+	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, create.WithBasis(
+		"No documented evidence ties an abort to the end of one attempt's inference."))
 	return caps
 }

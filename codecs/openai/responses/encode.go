@@ -1,10 +1,8 @@
 package responses
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"math"
 	"strconv"
 
 	"github.com/recourse-dev/recourse/chat"
@@ -115,7 +113,7 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 	}
 	w.Input = make([]any, 0, len(req.Messages))
 	for i := range req.Messages {
-		if reasoningOnly(&req.Messages[i]) {
+		if openaiwire.ReasoningOnly(&req.Messages[i]) {
 			// The endpoint takes no reasoning text back: the message would
 			// reach it as an empty assistant turn (R19.2).
 			continue
@@ -127,12 +125,8 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 		w.Input = append(w.Input, items...)
 	}
 	for i, t := range req.Tools {
-		where := "tool " + strconv.Itoa(i)
-		if t.Name == "" {
-			return nil, encodeError(where + ": empty name")
-		}
-		if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
-			return nil, encodeError(where + ": parameters are not valid JSON")
+		if err := dialect.CheckTool(i, &req.Tools[i]); err != nil {
+			return nil, err
 		}
 		w.Tools = append(w.Tools, wireTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
@@ -150,96 +144,61 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 // encodeError returns the plain error "recourse: openai responses: what".
 func encodeError(what string) error { return errors.New("recourse: openai responses: " + what) }
 
-// unsupported returns the R14.1 error for control.
-func unsupported(control string) error {
-	return &layer.UnsupportedError{Provider: layer.OpenAI, Control: control}
+// dialect is what the Responses API takes of the checks and encodings it
+// shares with chat completions: the documented roles, tool calls only on
+// assistant messages and always with an ID, any valid JSON as tool
+// parameters, schema and arguments, a schema and JSON mode exclusive, and
+// "strict" always sent. Its errors name the codec, as encodeError does.
+var dialect = openaiwire.Dialect{
+	Provider:           layer.OpenAI,
+	Name:               "openai responses",
+	KnownRoles:         true,
+	AssistantToolCalls: true,
+	ToolCallIDs:        true,
+	ExclusiveFormats:   true,
+	StrictFalse:        true,
 }
 
 // encodeOptions adapts the generation controls to the endpoint and the
 // model family (R14.1, R19.2).
 func (c *Codec) encodeOptions(w *wireRequest, req *chat.Request) error {
 	o := &req.Options
+	reasoning, err := dialect.CheckSampling(o, c.reasoning, req.Model,
+		openaiwire.Control{Name: "Seed", Set: o.Seed != nil}, openaiwire.Control{Name: "Stop", Set: len(o.Stop) > 0})
+	if err != nil {
+		return err
+	}
 	switch {
-	case o.TopK != nil:
-		return unsupported("TopK")
-	case o.Seed != nil:
-		return unsupported("Seed")
-	case len(o.Stop) > 0:
-		return unsupported("Stop")
-	case o.ContextLength != nil:
-		return unsupported("ContextLength")
-	case o.Think != nil:
-		return unsupported("Think")
-	case o.KeepAlive != "":
-		return unsupported("KeepAlive")
+	case !reasoning:
+		w.Temperature = openaiwire.CopyPtr(o.Temperature)
+		w.TopP = openaiwire.CopyPtr(o.TopP)
+	case o.ReasoningEffort != "":
+		w.Reasoning = &wireEffort{Effort: o.ReasoningEffort}
 	}
-	for _, f := range []struct {
-		name string
-		v    *float64
-	}{{"Temperature", o.Temperature}, {"TopP", o.TopP}} {
-		if f.v != nil && (math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
-			return encodeError(f.name + " is not a finite number")
-		}
-	}
-	if c.reasoning(req.Model) {
-		switch {
-		case o.Temperature != nil:
-			return unsupported("Temperature with reasoning models")
-		case o.TopP != nil:
-			return unsupported("TopP with reasoning models")
-		}
-		switch o.ReasoningEffort {
-		case "":
-		case "low", "medium", "high":
-			w.Reasoning = &wireEffort{Effort: o.ReasoningEffort}
-		default:
-			return unsupported("ReasoningEffort other than low, medium or high")
-		}
-	} else {
-		if o.ReasoningEffort != "" {
-			return unsupported("ReasoningEffort with non-reasoning models")
-		}
-		w.Temperature = copyPtr(o.Temperature)
-		w.TopP = copyPtr(o.TopP)
-	}
-	w.MaxOutputTokens = copyPtr(o.MaxTokens)
+	w.MaxOutputTokens = openaiwire.CopyPtr(o.MaxTokens)
 	return nil
 }
 
-// encodeFormat encodes Schema or JSONMode as text.format.
+// encodeFormat encodes Schema or JSONMode as text.format: the
+// response_format of chat completions with the schema's members flat.
 func encodeFormat(w *wireRequest, req *chat.Request) error {
-	switch {
-	case req.Schema != nil && req.Options.JSONMode:
-		return encodeError("Schema and JSONMode are mutually exclusive")
-	case req.Schema != nil:
-		if !json.Valid(req.Schema.Schema) {
-			return encodeError("schema is not valid JSON")
-		}
-		name := req.Schema.Name
-		if name == "" {
-			name = "response"
-		}
-		strict := req.Schema.Strict
-		w.Text = &wireText{Format: wireFormat{Type: "json_schema", Name: name, Schema: req.Schema.Schema, Strict: &strict}}
-	case req.Options.JSONMode:
-		w.Text = &wireText{Format: wireFormat{Type: "json_object"}}
+	rf, err := dialect.ResponseFormat(req)
+	if rf == nil || err != nil {
+		return err
 	}
+	f := wireFormat{Type: rf.Type}
+	if js := rf.JSONSchema; js != nil {
+		f.Name, f.Schema, f.Strict = js.Name, js.Schema, js.Strict
+	}
+	w.Text = &wireText{Format: f}
 	return nil
 }
 
 // inputItems encodes one message as its input items. The error text is
 // relative to the message and never quotes content.
 func inputItems(m *chat.Message) ([]any, error) {
-	switch m.Role {
-	case chat.System, chat.User, chat.Assistant, chat.Tool:
-	default:
-		return nil, errors.New("unknown role")
-	}
-	if len(m.Images) > 0 && m.Role != chat.User {
-		return nil, errors.New("images are only sent on user messages")
-	}
-	if len(m.ToolCalls) > 0 && m.Role != chat.Assistant {
-		return nil, errors.New("tool calls are only sent on assistant messages")
+	if err := dialect.CheckRole(m); err != nil {
+		return nil, err
 	}
 	switch m.Role {
 	case chat.Tool:
@@ -254,11 +213,8 @@ func inputItems(m *chat.Message) ([]any, error) {
 				parts = append(parts, inputPart{Type: "input_text", Text: m.Content})
 			}
 			for _, im := range m.Images {
-				mime := im.MIMEType
-				if mime == "" {
-					mime = "image/png"
-				}
-				parts = append(parts, inputPart{Type: "input_image", ImageURL: "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(im.Data)})
+				url, _ := dialect.DataURL(im) // dialect checks no images
+				parts = append(parts, inputPart{Type: "input_image", ImageURL: url})
 			}
 			return []any{inputMessage{Type: "message", Role: "user", Content: parts}}, nil
 		}
@@ -277,43 +233,14 @@ func inputItems(m *chat.Message) ([]any, error) {
 	return items, nil
 }
 
-// reasoningOnly reports whether m is an assistant message that holds
-// reasoning and nothing else: no content, images, tool calls, tool call ID
-// or tool name.
-func reasoningOnly(m *chat.Message) bool {
-	return m.Role == chat.Assistant && m.Reasoning != "" && m.Content == "" && len(m.Images) == 0 &&
-		len(m.ToolCalls) == 0 && m.ToolCallID == "" && m.ToolName == ""
-}
-
 // encodeCall encodes one tool call of an assistant message as a
 // function_call item. Arguments that are a JSON string are sent as that
 // string's text (how Decode keeps arguments that were not valid JSON), and
 // empty arguments as "{}". The error text never quotes the arguments.
 func encodeCall(tc chat.ToolCall) (functionCall, error) {
-	if tc.ID == "" {
-		return functionCall{}, errors.New("no ID")
-	}
-	if tc.Name == "" {
-		return functionCall{}, errors.New("no name")
-	}
-	args := "{}"
-	if len(tc.Arguments) > 0 {
-		if !json.Valid(tc.Arguments) {
-			return functionCall{}, errors.New("arguments are not valid JSON")
-		}
-		args = string(tc.Arguments)
-		var s string
-		if json.Unmarshal(tc.Arguments, &s) == nil {
-			args = s
-		}
+	args, err := dialect.CallArguments(&tc)
+	if err != nil {
+		return functionCall{}, err
 	}
 	return functionCall{Type: "function_call", CallID: tc.ID, Name: tc.Name, Arguments: args}, nil
-}
-
-func copyPtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }

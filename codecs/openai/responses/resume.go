@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -14,12 +15,12 @@ import (
 // its ID is known may have been accepted (R19.11). A body that is not a
 // request object is not background.
 func (c *Codec) Background(body []byte) bool {
-	o, err := parseObject(body, "request")
+	o, err := openaiwire.ParseObject(body, "request")
 	if err != nil || o == nil {
 		return false
 	}
 	var bg bool
-	return o.get("background", &bg) == nil && bg
+	return o.Get("background", &bg) == nil && bg
 }
 
 // ResumePoint returns the position of a background stream decoded by obs,
@@ -137,8 +138,8 @@ func (c *Codec) ReadOf(req *http.Request, body []byte) (layer.ResumePoint, bool,
 	}
 	stream := q.Get("stream") == "true"
 	if !stream && len(body) > 0 {
-		if o, err := parseObject(body, "request"); err == nil && o != nil {
-			_ = o.get("stream", &stream) // not a boolean: no stream
+		if o, err := openaiwire.ParseObject(body, "request"); err == nil && o != nil {
+			_ = o.Get("stream", &stream) // not a boolean: no stream
 		}
 	}
 	return p, stream, true

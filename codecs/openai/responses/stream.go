@@ -9,6 +9,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/internal/frames"
+	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/codecs/internal/sse"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -167,7 +168,7 @@ func (d *StreamDecoder) End() error {
 		return nil
 	}
 	if d.plain {
-		if top, err := parseObject(d.doc, "response"); err == nil {
+		if top, err := openaiwire.ParseObject(d.doc, "response"); err == nil {
 			if pe := providerError(top); pe != nil {
 				return pe
 			}
@@ -213,7 +214,7 @@ func (d *StreamDecoder) push(f layer.Frame, seq int64) {
 }
 
 func (d *StreamDecoder) malformed(raw []byte, what string, err error) {
-	d.push(layer.Frame{Raw: raw, Err: protocolError(what, err)}, -1)
+	d.push(layer.Frame{Raw: raw, Err: openaiwire.ProtocolError(what, err)}, -1)
 }
 
 // event decodes one SSE event into one frame.
@@ -251,7 +252,7 @@ func (d *StreamDecoder) event(ev sse.Event) {
 		d.malformed(raw, "stream event is not valid UTF-8", nil)
 		return
 	}
-	top, err := parseObject(data, "stream event")
+	top, err := openaiwire.ParseObject(data, "stream event")
 	if err != nil || top == nil {
 		if ev.Event == "error" {
 			d.push(layer.Frame{Raw: raw, Err: &layer.ProviderError{}}, -1)
@@ -261,8 +262,8 @@ func (d *StreamDecoder) event(ev sse.Event) {
 		return
 	}
 	seq := int64(-1)
-	if top.has("sequence_number") {
-		if err := top.get("sequence_number", &seq); err != nil || seq < 0 {
+	if top.Has("sequence_number") {
+		if err := top.Get("sequence_number", &seq); err != nil || seq < 0 {
 			d.malformed(raw, "stream event sequence_number is not a non-negative integer", err)
 			return
 		}
@@ -273,7 +274,7 @@ func (d *StreamDecoder) event(ev sse.Event) {
 		return
 	}
 	var typ string
-	if err := top.get("type", &typ); err != nil {
+	if err := top.Get("type", &typ); err != nil {
 		d.malformed(raw, "stream event type is not a string", err)
 		return
 	}
@@ -284,8 +285,8 @@ func (d *StreamDecoder) event(ev sse.Event) {
 		d.push(layer.Frame{Raw: raw, Err: eventError(top)}, seq)
 		return
 	}
-	var resp object
-	if err := top.get("response", &resp); err != nil {
+	var resp openaiwire.Object
+	if err := top.Get("response", &resp); err != nil {
 		d.malformed(raw, "stream event response is not an object", err)
 		return
 	}
@@ -342,13 +343,13 @@ func (d *StreamDecoder) keep(f layer.Frame) {
 }
 
 // remember keeps the ID and model of the response an event carries.
-func (d *StreamDecoder) remember(resp object) error {
+func (d *StreamDecoder) remember(resp openaiwire.Object) error {
 	var id, model string
-	if err := resp.get("id", &id); err != nil {
-		return protocolError("stream response id is not a string", err)
+	if err := resp.Get("id", &id); err != nil {
+		return openaiwire.ProtocolError("stream response id is not a string", err)
 	}
-	if err := resp.get("model", &model); err != nil {
-		return protocolError("stream response model is not a string", err)
+	if err := resp.Get("model", &model); err != nil {
+		return openaiwire.ProtocolError("stream response model is not a string", err)
 	}
 	if d.id == "" {
 		d.id = id
@@ -360,18 +361,18 @@ func (d *StreamDecoder) remember(resp object) error {
 }
 
 // delta returns the "delta" string of a text delta event.
-func (d *StreamDecoder) delta(top object) (string, string) {
+func (d *StreamDecoder) delta(top openaiwire.Object) (string, string) {
 	var s string
-	if err := top.get("delta", &s); err != nil {
+	if err := top.Get("delta", &s); err != nil {
 		return "", "stream event delta is not a string"
 	}
 	return s, ""
 }
 
 // outputIndex returns the output_index of an event (0 when absent).
-func outputIndex(top object) (int, bool) {
+func outputIndex(top openaiwire.Object) (int, bool) {
 	var i int
-	if err := top.get("output_index", &i); err != nil || i < 0 {
+	if err := top.Get("output_index", &i); err != nil || i < 0 {
 		return 0, false
 	}
 	return i, true
@@ -392,7 +393,7 @@ func (d *StreamDecoder) call(i int) *call {
 
 // argumentsDelta decodes response.function_call_arguments.delta: one tool
 // fragment carrying a piece of the arguments.
-func (d *StreamDecoder) argumentsDelta(top object, f *layer.Frame) string {
+func (d *StreamDecoder) argumentsDelta(top openaiwire.Object, f *layer.Frame) string {
 	i, ok := outputIndex(top)
 	if !ok {
 		return "stream event output_index is not a non-negative integer"
@@ -407,13 +408,13 @@ func (d *StreamDecoder) argumentsDelta(top object, f *layer.Frame) string {
 }
 
 // item returns the "item" object of an output_item event and its type.
-func item(top object) (object, string, string) {
-	var it object
-	if err := top.get("item", &it); err != nil || it == nil {
+func item(top openaiwire.Object) (openaiwire.Object, string, string) {
+	var it openaiwire.Object
+	if err := top.Get("item", &it); err != nil || it == nil {
 		return nil, "", "stream event item is not an object"
 	}
 	var typ string
-	if err := it.get("type", &typ); err != nil {
+	if err := it.Get("type", &typ); err != nil {
 		return nil, "", "stream event item type is not a string"
 	}
 	return it, typ, ""
@@ -423,7 +424,7 @@ func item(top object) (object, string, string) {
 // starts a tool call (a fragment with its call_id and name), a message or
 // reasoning item is lifecycle, and any other item (a hosted tool's call) is
 // observed as a tool fragment that is not delivered.
-func (d *StreamDecoder) itemAdded(top object, f *layer.Frame) string {
+func (d *StreamDecoder) itemAdded(top openaiwire.Object, f *layer.Frame) string {
 	it, typ, what := item(top)
 	if what != "" {
 		return what
@@ -446,7 +447,7 @@ func (d *StreamDecoder) itemAdded(top object, f *layer.Frame) string {
 		key string
 		dst *string
 	}{{"call_id", &fr.ID}, {"name", &fr.Name}, {"arguments", &fr.Arguments}} {
-		if err := it.get(m.key, m.dst); err != nil {
+		if err := it.Get(m.key, m.dst); err != nil {
 			return "stream function_call " + m.key + " is not a string"
 		}
 	}
@@ -459,7 +460,7 @@ func (d *StreamDecoder) itemAdded(top object, f *layer.Frame) string {
 
 // itemDone decodes response.output_item.done: the final call_id, name and
 // arguments of a function_call item win over what its deltas assembled.
-func (d *StreamDecoder) itemDone(top object) string {
+func (d *StreamDecoder) itemDone(top openaiwire.Object) string {
 	it, typ, what := item(top)
 	if what != "" || typ != "function_call" {
 		return what
@@ -473,7 +474,7 @@ func (d *StreamDecoder) itemDone(top object) string {
 		key string
 		dst *string
 	}{{"call_id", &id}, {"name", &name}, {"arguments", &args}} {
-		if err := it.get(m.key, m.dst); err != nil {
+		if err := it.Get(m.key, m.dst); err != nil {
 			return "stream function_call " + m.key + " is not a string"
 		}
 	}
@@ -489,7 +490,7 @@ func (d *StreamDecoder) itemDone(top object) string {
 	if name != "" {
 		c.name = name
 	}
-	if it.has("arguments") {
+	if it.Has("arguments") {
 		c.final, c.hasFinal = args, true
 	}
 	return ""
@@ -516,9 +517,9 @@ func (d *StreamDecoder) toolCalls() []chat.ToolCall {
 
 // evidence is the provider evidence of the response of a terminal event,
 // and the protocol error of a usage that is not one.
-func (d *StreamDecoder) evidence(resp object) (*chat.Completion, error) {
+func (d *StreamDecoder) evidence(resp openaiwire.Object) (*chat.Completion, error) {
 	comp := &chat.Completion{Model: d.model, ID: d.id}
-	if resp.has("usage") {
+	if resp.Has("usage") {
 		u, err := decodeUsage(resp)
 		if err != nil {
 			return nil, err
@@ -532,8 +533,8 @@ func (d *StreamDecoder) evidence(resp object) (*chat.Completion, error) {
 // frame whose Completion holds the streamed text, the assembled tool calls,
 // the model, ID and usage. A completed event whose response says it is
 // incomplete or failed ends the stream as that status does.
-func (d *StreamDecoder) completed(f *layer.Frame, resp object) {
-	switch resp.str("status") {
+func (d *StreamDecoder) completed(f *layer.Frame, resp openaiwire.Object) {
+	switch resp.Str("status") {
 	case "incomplete":
 		d.incomplete(f, resp)
 		return
@@ -555,10 +556,10 @@ func (d *StreamDecoder) completed(f *layer.Frame, resp object) {
 // incomplete_completion *layer.StreamError (R13.3, R19.4) whose finish
 // reason maps incomplete_details.reason; its Completion carries only the
 // provider evidence, never a message or a tool call.
-func (d *StreamDecoder) incomplete(f *layer.Frame, resp object) {
-	var details object
-	_ = resp.get("incomplete_details", &details) // a malformed detail is no reason
-	finish := incompleteFinish(details.str("reason"))
+func (d *StreamDecoder) incomplete(f *layer.Frame, resp openaiwire.Object) {
+	var details openaiwire.Object
+	_ = resp.Get("incomplete_details", &details) // a malformed detail is no reason
+	finish := incompleteFinish(details.Str("reason"))
 	comp, err := d.evidence(resp)
 	if err != nil {
 		// The stream still ended incomplete: only its evidence is lost.
@@ -569,35 +570,26 @@ func (d *StreamDecoder) incomplete(f *layer.Frame, resp object) {
 	f.Err = &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: finish}
 }
 
-// failedError is the provider error of response.failed: the code and
-// message of its response.error.
-func failedError(resp object) *layer.ProviderError {
-	if pe := providerError(resp); pe != nil {
-		return pe
-	}
-	return &layer.ProviderError{}
-}
-
 // eventError is the provider error of an error event: its code and message
 // at the top level, or those of a nested "error" object.
-func eventError(top object) *layer.ProviderError {
+func eventError(top openaiwire.Object) *layer.ProviderError {
 	if pe := providerError(top); pe != nil {
 		return pe
 	}
-	return &layer.ProviderError{Code: top.str("code"), Message: top.str("message")}
+	return &layer.ProviderError{Code: top.Str("code"), Message: top.Str("message")}
 }
 
 // unknown accounts an event type this decoder does not know: one that
 // carries a delta, or whose type ends in ".delta", is output it does not
 // deliver, and is observed as content (its delta's bytes, at least 1) so
 // that a failure after it is never resent; any other is lifecycle.
-func (d *StreamDecoder) unknown(typ string, top object) {
-	if !top.has("delta") && !strings.HasSuffix(typ, ".delta") {
+func (d *StreamDecoder) unknown(typ string, top openaiwire.Object) {
+	if !top.Has("delta") && !strings.HasSuffix(typ, ".delta") {
 		return
 	}
 	var s string
 	n := int64(1)
-	if top.get("delta", &s) == nil && len(s) > 0 {
+	if top.Get("delta", &s) == nil && len(s) > 0 {
 		n = int64(len(s))
 	}
 	d.counts.ContentBytes += n

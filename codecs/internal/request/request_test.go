@@ -1,0 +1,53 @@
+package request
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/layer"
+)
+
+// The Ollama and oMLX codecs refuse a request with errors that name their
+// provider and never a value, and a control they do not take with an
+// *layer.UnsupportedError (R14.1).
+func TestR14_1_ErrorsNameTheProvider(t *testing.T) {
+	t.Parallel()
+	e := Errors{Provider: layer.Ollama}
+	require.EqualError(t, e.Plain("tool 2 has no name"), "recourse: ollama: tool 2 has no name")
+	require.EqualError(t, e.Check(nil), "recourse: ollama: request is nil")
+	require.EqualError(t, e.Check(&chat.Request{}), "recourse: ollama: request has no model")
+	require.NoError(t, e.Check(&chat.Request{Model: "m"}))
+	var ue *layer.UnsupportedError
+	require.ErrorAs(t, Errors{Provider: layer.OMLX}.Unsupported("Seed"), &ue)
+	assert.Equal(t, layer.UnsupportedError{Provider: layer.OMLX, Control: "Seed"}, *ue)
+}
+
+// Describe of both codecs refuses a body that is not one JSON object, or
+// whose members do not fit what it reads, with a *layer.ProtocolError
+// (R14.1).
+func TestR14_1_DecodeRefusesWhatIsNotARequest(t *testing.T) {
+	t.Parallel()
+	var d struct {
+		Head
+		Format string `json:"format"`
+	}
+	require.NoError(t, Decode([]byte(" {\"model\":\"m\",\"stream\":false} "), &d, "/api/chat"))
+	assert.Equal(t, "m", d.Model)
+	require.NotNil(t, d.Stream)
+	assert.False(t, *d.Stream)
+	for body, want := range map[string]string{
+		``:                 "body is empty",
+		`[1]`:              "body is not a JSON object",
+		`{`:                "body is not valid JSON",
+		`{"model":1}`:      "request does not match the /api/chat schema",
+		`{"stream":"yes"}`: "request does not match the /api/chat schema",
+	} {
+		err := Decode([]byte(body), &d, "/api/chat")
+		var pe *layer.ProtocolError
+		require.ErrorAs(t, err, &pe, body)
+		assert.Equal(t, want, pe.What, body)
+	}
+}
