@@ -184,6 +184,17 @@ func New(layers ...layer.Layer) (*Chain, error) {
 	keep := keepRequest(attempts)
 	out = append(out, attempts...)
 	out = append(out, stages[layer.StageRedirectGuard], stages[layer.StageSender])
+	rt := wrapAll(out, engine, reader != nil, keep, firstAttempt)
+	return &Chain{layers: out, rt: rt, engine: engine, direct: engine != nil && keep && len(calls) == 0}, nil
+}
+
+// wrapAll wraps the layers of out around each other, the last innermost:
+// the sender inside an engine refuses a detached request, an engine whose
+// per-attempt layers read progress counts it also with recovery off
+// (passive), an engine above layers that keep the request sends it
+// without a replay function (direct), and otherwise the first per-attempt
+// layer (at index firstAttempt) is given a copy of the request it may own.
+func wrapAll(out []layer.Layer, engine *retry.Layer, passive, keep bool, firstAttempt int) http.RoundTripper {
 	var rt http.RoundTripper
 	for i := len(out) - 1; i >= 0; i-- {
 		if s, ok := out[i].(*sender.Layer); ok && engine != nil {
@@ -192,7 +203,7 @@ func New(layers ...layer.Layer) (*Chain, error) {
 			rt = s.WrapInEngine(rt)
 			continue
 		}
-		if reader != nil && out[i] == layer.Layer(engine) {
+		if passive && out[i] == layer.Layer(engine) {
 			// Recovery may be off for a call (R1.1): its progress is
 			// counted all the same, for the layer that reads it (R7.4).
 			rt = &passiveAttempt{next: rt, codec: engine.Codec()}
@@ -210,7 +221,7 @@ func New(layers ...layer.Layer) (*Chain, error) {
 			rt = ownCopy{rt}
 		}
 	}
-	return &Chain{layers: out, rt: rt, engine: engine, direct: engine != nil && keep && len(calls) == 0}, nil
+	return rt
 }
 
 // ownCopy hands the first per-attempt layer of a chain with an engine a

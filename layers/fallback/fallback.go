@@ -299,18 +299,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 		}
-		lc.Facts, lc.Gate = facts0, gate0
-		if i > 0 {
-			tg := &l.targets[i-1]
-			if tg.Gate != nil {
-				lc.Gate = tg.Gate
-			}
-			if facts0 != nil && tg.Model != "" {
-				f := *facts0
-				f.Model = tg.Model
-				lc.Facts = &f
-			}
-		}
+		l.aim(lc, i, facts0, gate0)
 		if w.run != nil {
 			if err := w.run.Start(i, w.event(model)); err != nil {
 				closeBody(treq)
@@ -364,6 +353,25 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		closeResp(resp)
+	}
+}
+
+// aim points the call lc at target i (0 is the first): the facts and gate
+// it came with, and for a fallback target that target's own gate and
+// model.
+func (l *Layer) aim(lc *layer.Call, i int, facts0 *layer.RequestInfo, gate0 layer.ResendGate) {
+	lc.Facts, lc.Gate = facts0, gate0
+	if i == 0 {
+		return
+	}
+	tg := &l.targets[i-1]
+	if tg.Gate != nil {
+		lc.Gate = tg.Gate
+	}
+	if facts0 != nil && tg.Model != "" {
+		f := *facts0
+		f.Model = tg.Model
+		lc.Facts = &f
 	}
 }
 
