@@ -1,19 +1,10 @@
 package recoursetest
 
 import (
-	"context"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"sync"
-	"syscall"
-)
 
-// memoryHost is the host of every memory server's URL. It is in the
-// reserved .invalid domain, so that no resolver ever answers for it and a
-// request that misses the memory transport fails instead of leaving the
-// machine.
-const memoryHost = "recoursetest.invalid"
+	"github.com/recourse-dev/recourse/internal/memnet"
+)
 
 // NewMemoryServer starts a Server like NewServer, but on an in-memory
 // network instead of a TCP port, so that a test can run it inside a
@@ -36,12 +27,8 @@ func NewMemoryServer(steps ...Step) *Server {
 		left:   make(chan int, leftBuffer),
 		steps:  append([]Step(nil), steps...),
 	}
-	l := &memoryListener{conns: make(chan net.Conn), done: make(chan struct{})}
-	ts := httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	_ = ts.Listener.Close()
-	ts.Listener = l
-	ts.Start()
-	s.srv, s.mem, s.URL = ts, l, "http://"+memoryHost
+	s.srv, s.mem = memnet.Serve(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
 	return s
 }
 
@@ -52,64 +39,8 @@ func NewMemoryServer(steps ...Step) *Server {
 // connections; Server.Close also ends them. Transport is safe for
 // concurrent use.
 func (s *Server) Transport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
 	if s.mem != nil {
-		t.Proxy = nil
-		t.DialContext = s.mem.dial
-		t.DialTLSContext = nil
-		t.ForceAttemptHTTP2 = false
+		return s.mem.Transport()
 	}
-	return t
+	return http.DefaultTransport.(*http.Transport).Clone()
 }
-
-// memoryListener is a net.Listener whose connections are the server ends
-// of net.Pipes made by dial.
-type memoryListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-// errRefused is what dialling a closed memory server returns, as dialling
-// a closed port does.
-var errRefused = &net.OpError{Op: "dial", Net: "memory", Err: syscall.ECONNREFUSED}
-
-// dial hands the server end of a new pipe to Accept and returns the client
-// end.
-func (l *memoryListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.done:
-	case <-ctx.Done():
-		_ = client.Close()
-		_ = server.Close()
-		return nil, ctx.Err()
-	}
-	_ = client.Close()
-	_ = server.Close()
-	return nil, errRefused
-}
-
-func (l *memoryListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *memoryListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *memoryListener) Addr() net.Addr { return memoryAddr{} }
-
-// memoryAddr is the address of every memory listener.
-type memoryAddr struct{}
-
-func (memoryAddr) Network() string { return "memory" }
-func (memoryAddr) String() string  { return memoryHost }

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
+
+	"github.com/recourse-dev/recourse/internal/memnet"
 )
 
 // exhaustedBody is the body of the 500 answer sent when the script has no
@@ -52,7 +54,7 @@ type Server struct {
 	URL string
 
 	srv       *httptest.Server
-	mem       *memoryListener // the listener of a memory server, else nil
+	mem       *memnet.Listener // the listener of a memory server, else nil
 	closed    chan struct{}
 	closeOnce sync.Once
 	left      chan int
