@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/internal/memnet"
 	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -105,7 +104,7 @@ func newRig(t *testing.T, provider string, edit func(*Config), steps ...recourse
 }
 
 // newMemoryRig is newRig with the upstream on recoursetest.NewMemoryServer
-// and the proxy served on an in-memory network (internal/memnet) too. Call
+// and the proxy served on its in-memory network too (ServeMemory). Call
 // it inside a testing/synctest bubble: the proxy's stall limits then fire
 // on the bubble's clock, while its backoff stays on the recorded sleeps.
 func newMemoryRig(t *testing.T, provider string, edit func(*Config), steps ...recoursetest.Step) *rig {
@@ -120,13 +119,12 @@ func newMemoryRig(t *testing.T, provider string, edit func(*Config), steps ...re
 			edit(c)
 		}
 	})
-	var l *memnet.Listener
-	r.proxy, l = memnet.Serve(h)
+	var tr *http.Transport
+	r.proxy, tr = recoursetest.ServeMemory(h)
 	t.Cleanup(func() {
 		r.proxy.CloseClientConnections()
 		r.proxy.Close()
 	})
-	tr := l.Transport()
 	tr.DisableCompression = true
 	r.setClient(t, tr)
 	return r

@@ -8,8 +8,6 @@ import (
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
-
-	"github.com/recourse-dev/recourse/internal/memnet"
 )
 
 // exhaustedBody is the body of the 500 answer sent when the script has no
@@ -54,7 +52,7 @@ type Server struct {
 	URL string
 
 	srv       *httptest.Server
-	mem       *memnet.Listener // the listener of a memory server, else nil
+	mem       *memoryListener // the listener of a memory server, else nil
 	closed    chan struct{}
 	closeOnce sync.Once
 	left      chan int

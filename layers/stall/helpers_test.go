@@ -16,10 +16,10 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/internal/memnet"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // TestMain fails the package if any goroutine outlives the tests: timers,
@@ -38,7 +38,7 @@ type script struct {
 	body    chan string
 }
 
-// provider is an HTTP server on an in-memory network (internal/memnet)
+// provider is an HTTP server on an in-memory network (recoursetest.ServeMemory)
 // that plays one script per request. It runs inside the test's
 // testing/synctest bubble: a response the test does not feed is silence
 // the bubble's clock passes over at once.
@@ -52,9 +52,7 @@ type provider struct {
 
 func newProvider(t *testing.T) *provider {
 	p := &provider{scripts: make(chan *script, 8)}
-	var l *memnet.Listener
-	p.srv, l = memnet.Serve(http.HandlerFunc(p.serve))
-	p.tr = l.Transport()
+	p.srv, p.tr = recoursetest.ServeMemory(http.HandlerFunc(p.serve))
 	t.Cleanup(func() {
 		p.srv.CloseClientConnections()
 		p.srv.Close()

@@ -18,7 +18,6 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/internal/memnet"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -305,7 +304,7 @@ func TestOutsideAnEngine(t *testing.T) {
 }
 
 func testOutsideAnEngine(t *testing.T) {
-	srv, ln := memnet.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, base := recoursetest.ServeMemory(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow-headers" {
 			<-r.Context().Done()
 			return
@@ -315,7 +314,6 @@ func testOutsideAnEngine(t *testing.T) {
 		_ = http.NewResponseController(w).Flush()
 		<-r.Context().Done()
 	}))
-	base := ln.Transport()
 	defer func() {
 		srv.CloseClientConnections()
 		srv.Close()
