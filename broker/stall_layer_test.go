@@ -2,9 +2,8 @@ package broker_test
 
 import (
 	"context"
-	"strings"
-	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -21,107 +20,16 @@ import (
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
-// stallWait bounds every wait of these tests for something the code under
-// test must do; it guards against a hang and is never a timing assumption.
-const stallWait = 10 * time.Second
-
-// idleClock is a stall.Clock whose time moves only when the held attempt
-// is found waiting: the provider has written every byte of the held step,
-// the client has received all of them (its capture hook counted them), and
-// the stall layer arms the timer of the read that now waits for a byte
-// that never comes. The clock then moves past that timer, once, and fires
-// it. Every other timer stays pending for ever, so nothing else can fire.
-type idleClock struct {
-	mu       sync.Mutex
-	now      time.Time
-	held     int           // response bytes of the held attempt
-	received int           // response bytes the client received so far
-	fired    time.Duration // the timer the clock moved past; 0 before
-}
-
-// idleTimer is a timer of an idleClock: it never fires unless AfterFunc
-// fires it at once.
-type idleTimer struct {
-	mu   sync.Mutex
-	done bool
-}
-
-func newIdleClock(held int) *idleClock {
-	return &idleClock{now: time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC), held: held}
-}
-
-func (c *idleClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *idleClock) AfterFunc(d time.Duration, f func()) stall.Timer {
-	c.mu.Lock()
-	fire := c.received == c.held && c.fired == 0
-	if fire {
-		c.now = c.now.Add(d)
-		c.fired = d
-	}
-	c.mu.Unlock()
-	t := &idleTimer{done: fire}
-	if fire {
-		go f() // on its own goroutine, like time.AfterFunc
-	}
-	return t
-}
-
-func (t *idleTimer) Stop() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	was := !t.done
-	t.done = true
-	return was
-}
-
-// onWire counts the response bytes the client received.
-func (c *idleClock) onWire(_ context.Context, s layer.WireSnapshot) error {
-	if s.Direction == layer.DirectionResponse {
-		c.mu.Lock()
-		c.received += len(s.Bytes)
-		c.mu.Unlock()
-	}
-	return nil
-}
-
-// firedAfter returns the duration of the timer the clock moved past.
-func (c *idleClock) firedAfter() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.fired
-}
-
-// stallRig is a chain with the real stall layer on clock, in front of a
-// scripted loopback provider.
-func stallRig(t *testing.T, lim stall.Limits, clock *idleClock, s ...recoursetest.Step) *rigtest.Rig {
+// stallRig is a chain with the real stall layer, in front of a scripted
+// provider on recoursetest.NewMemoryServer; make it inside a
+// testing/synctest bubble, whose clock the limits then run on. The
+// policy's backoff stays on the rig's clock (wire), so the bubble's clock
+// moves only while a limit's wait lasts.
+func stallRig(t *testing.T, lim stall.Limits, s ...recoursetest.Step) *rigtest.Rig {
 	t.Helper()
-	lim.Clock = clock
 	st, err := stall.New(lim)
 	require.NoError(t, err)
-	return rigtest.NewWith(t, openai.New(), retry.Policy{}, []chain.Option{chain.WithPerAttempt(st)}, s...)
-}
-
-// drainWithin drains seq on its own goroutine and fails the test if it
-// does not end in time.
-func drainWithin(t *testing.T, seq func(func(string, error) bool)) (string, error) {
-	t.Helper()
-	type result struct {
-		text string
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		text, err := drain(seq)
-		done <- result{text, err}
-	}()
-	select {
-	case r := <-done:
-		return r.text, r.err
-	case <-time.After(stallWait):
-		t.Fatalf("the stream did not end within %v", stallWait)
-	}
-	return "", nil
+	return rigtest.NewMemoryWith(t, openai.New(), retry.Policy{}, []chain.Option{chain.WithPerAttempt(st)}, s...)
 }
 
 // R17.3 with the real stall layer: output arrives, then the provider holds
@@ -130,19 +38,23 @@ func drainWithin(t *testing.T, seq func(func(string, error) bool)) (string, erro
 // broker's continuation commits the closed text block, asks the provider to
 // continue from it, and hands the consumer every byte exactly once.
 func TestR17_3_IdleStallWithTheStallLayerContinuesFromTheClosedBlocks(t *testing.T) {
+	synctest.Test(t, testIdleStallWithTheStallLayerContinuesFromTheClosedBlocks)
+}
+
+func testIdleStallWithTheStallLayerContinuesFromTheClosedBlocks(t *testing.T) {
 	held := []string{textDelta("Let me look "), textDelta("that up. "), toolStart("call_1", "lookup"), toolArgs(`{"city":"Par`)}
-	clock := newIdleClock(len(strings.Join(held, "")))
-	r := stallRig(t, stall.Limits{FirstOutput: 2 * time.Minute, Idle: 30 * time.Second}, clock,
+	r := stallRig(t, stall.Limits{FirstOutput: 2 * time.Minute, Idle: 30 * time.Second},
 		recoursetest.SSE(held...).Held(),
 		recoursetest.SSE(recoursetest.OpenAIStream("It is ", "sunny.")...))
 	tl, ns := &toolLog{}, &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)), broker.WithNotices(ns.add),
 		broker.WithContinuation(broker.Continuation{Max: 3}),
-		broker.WithPolicy(wire(r, retry.Policy{BaseDelay: new(100 * time.Millisecond), Jitter: jitter(1), OnWire: clock.onWire})))
+		broker.WithPolicy(wire(r, retry.Policy{BaseDelay: new(100 * time.Millisecond), Jitter: jitter(1)})))
 	h := user("Weather in Paris?")
-	text, err := drainWithin(t, b.GenerateStream(context.Background(), &h))
+	start := time.Now()
+	text, err := drain(b.GenerateStream(context.Background(), &h))
 	require.NoError(t, err)
-	assert.Equal(t, 30*time.Second, clock.firedAfter(), "the idle limit fired, not the first-output one")
+	assert.Equal(t, 30*time.Second, time.Since(start), "the idle limit fired once the held stream had been silent for it")
 
 	assert.Equal(t, "Let me look that up. It is sunny.", text, "no text twice, none lost")
 	assert.Empty(t, tl.runs(), "the cut tool call never runs")
@@ -176,18 +88,22 @@ func TestR17_3_IdleStallWithTheStallLayerContinuesFromTheClosedBlocks(t *testing
 // a transport failure before any output, eligible, and it is resent within
 // the same completion, with a retry notice naming the limit.
 func TestR17_2_FirstOutputStallWithTheStallLayerIsRetried(t *testing.T) {
+	synctest.Test(t, testFirstOutputStallWithTheStallLayerIsRetried)
+}
+
+func testFirstOutputStallWithTheStallLayerIsRetried(t *testing.T) {
 	keepalive := ": keep-alive\n\n"
-	clock := newIdleClock(len(keepalive))
-	r := stallRig(t, stall.Limits{Header: time.Minute, FirstOutput: 20 * time.Second, Idle: time.Minute}, clock,
+	r := stallRig(t, stall.Limits{Header: time.Minute, FirstOutput: 20 * time.Second, Idle: time.Minute},
 		recoursetest.SSE(keepalive).Held(),
 		recoursetest.SSE(recoursetest.OpenAIStream("Hi.")...))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithNotices(ns.add), broker.WithContinuation(broker.Continuation{Max: 3}),
-		broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 2, BaseDelay: new(time.Second), Jitter: jitter(1), OnWire: clock.onWire})))
+		broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 2, BaseDelay: new(time.Second), Jitter: jitter(1)})))
 	h := user("q")
-	text, err := drainWithin(t, b.GenerateStream(context.Background(), &h))
+	start := time.Now()
+	text, err := drain(b.GenerateStream(context.Background(), &h))
 	require.NoError(t, err)
-	assert.Equal(t, 20*time.Second, clock.firedAfter(), "the first-output limit fired")
+	assert.Equal(t, 20*time.Second, time.Since(start), "the first-output limit fired, before the idle one would")
 	assert.Equal(t, "Hi.", text)
 	assert.Equal(t, []chat.Message{{Role: chat.User, Content: "q"}, {Role: chat.Assistant, Content: "Hi."}}, h)
 
@@ -212,20 +128,24 @@ func TestR17_2_FirstOutputStallWithTheStallLayerIsRetried(t *testing.T) {
 // block and the continuation as its assistant messages, each once, and
 // the next turn builds on them.
 func TestR17_3_SessionTurnContinuedAfterAnIdleStall(t *testing.T) {
+	synctest.Test(t, testSessionTurnContinuedAfterAnIdleStall)
+}
+
+func testSessionTurnContinuedAfterAnIdleStall(t *testing.T) {
 	held := []string{textDelta("Let me look "), textDelta("that up. "), toolStart("call_1", "lookup")}
-	clock := newIdleClock(len(strings.Join(held, "")))
-	r := stallRig(t, stall.Limits{Idle: 30 * time.Second}, clock,
+	r := stallRig(t, stall.Limits{Idle: 30 * time.Second},
 		recoursetest.SSE(held...).Held(),
 		recoursetest.SSE(recoursetest.OpenAIStream("It is ", "sunny.")...),
 		recoursetest.SSE(recoursetest.OpenAIStream("You are welcome.")...))
 	tl := &toolLog{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithTools(lookup(tl)),
 		broker.WithContinuation(broker.Continuation{Max: 3}),
-		broker.WithPolicy(wire(r, retry.Policy{BaseDelay: new(100 * time.Millisecond), Jitter: jitter(1), OnWire: clock.onWire})))
+		broker.WithPolicy(wire(r, retry.Policy{BaseDelay: new(100 * time.Millisecond), Jitter: jitter(1)})))
 	s := broker.NewSession(b, system)
-	text, err := drainWithin(t, s.SendStream(context.Background(), "Weather in Paris?"))
+	start := time.Now()
+	text, err := drain(s.SendStream(context.Background(), "Weather in Paris?"))
 	require.NoError(t, err)
-	assert.Equal(t, 30*time.Second, clock.firedAfter())
+	assert.Equal(t, 30*time.Second, time.Since(start))
 	assert.Equal(t, "Let me look that up. It is sunny.", text)
 	assert.Equal(t, []chat.Message{
 		{Role: chat.System, Content: system},
@@ -234,7 +154,7 @@ func TestR17_3_SessionTurnContinuedAfterAnIdleStall(t *testing.T) {
 		{Role: chat.Assistant, Content: "It is sunny."},
 	}, s.Messages())
 
-	text, err = drainWithin(t, s.SendStream(context.Background(), "Thanks"))
+	text, err = drain(s.SendStream(context.Background(), "Thanks"))
 	require.NoError(t, err)
 	assert.Equal(t, "You are welcome.", text)
 	msgs, _ := sent(t, r)

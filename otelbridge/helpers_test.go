@@ -60,12 +60,26 @@ func newFixtureWith(t *testing.T, codec layer.Codec, p retry.Policy, opts []otel
 // newFixtureLayers is newFixtureWith with per-attempt layers too.
 func newFixtureLayers(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, perCall, perAttempt []layer.Layer, steps ...recoursetest.Step) *fixture {
 	t.Helper()
-	f := &fixture{t: t, codec: codec, srv: recoursetest.NewServer(steps...), sr: tracetest.NewSpanRecorder(),
+	return newFixtureOn(t, recoursetest.NewServer(steps...), codec, p, opts, perCall, perAttempt)
+}
+
+// newMemoryFixtureLayers is newFixtureLayers with the provider on
+// recoursetest.NewMemoryServer; call it inside a testing/synctest bubble,
+// whose clock the layers' own timers (a stall limit) then follow.
+func newMemoryFixtureLayers(t *testing.T, codec layer.Codec, p retry.Policy, perAttempt []layer.Layer, steps ...recoursetest.Step) *fixture {
+	t.Helper()
+	return newFixtureOn(t, recoursetest.NewMemoryServer(steps...), codec, p, nil, nil, perAttempt)
+}
+
+// newFixtureOn builds the fixture around the provider srv.
+func newFixtureOn(t *testing.T, srv *recoursetest.Server, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, perCall, perAttempt []layer.Layer) *fixture {
+	t.Helper()
+	f := &fixture{t: t, codec: codec, srv: srv, sr: tracetest.NewSpanRecorder(),
 		reader: sdkmetric.NewManualReader(), clock: rigtest.NewClock(), rec: &rigtest.Recorder{}}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.sr))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(f.reader))
 	p.WallClock, p.MonotonicClock, p.Sleep, p.OnEvent = f.clock.Now, f.clock.Mono, f.clock.Sleep, f.rec.OnEvent
-	base := http.DefaultTransport.(*http.Transport).Clone()
+	base := srv.Transport()
 	tl := otelbridge.New(append([]otelbridge.Option{otelbridge.WithTracerProvider(tp), otelbridge.WithMeterProvider(mp)}, opts...)...)
 	ch, err := chain.Default(codec, chain.WithPerCall(tl), chain.WithPerCall(perCall...), chain.WithPerAttempt(perAttempt...), chain.WithPolicy(p), chain.WithTransport(base))
 	require.NoError(t, err)
@@ -107,9 +121,22 @@ func (f *fixture) post(ctx context.Context, rawURL string, req *chat.Request) *h
 
 func (f *fixture) endpoint() string { return f.srv.URL + f.codec.Path() }
 
+// host returns the provider's host name (127.0.0.1, or the memory
+// server's).
+func (f *fixture) host() string {
+	u, err := url.Parse(f.srv.URL)
+	require.NoError(f.t, err)
+	return u.Hostname()
+}
+
+// port returns the provider's port: the loopback server's, or 80 for the
+// memory server's URL, which names none.
 func (f *fixture) port() int {
 	u, err := url.Parse(f.srv.URL)
 	require.NoError(f.t, err)
+	if u.Port() == "" {
+		return 80
+	}
 	p, err := strconv.Atoi(u.Port())
 	require.NoError(f.t, err)
 	return p

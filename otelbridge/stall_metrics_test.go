@@ -3,8 +3,8 @@ package otelbridge_test
 import (
 	"context"
 	"net/http"
-	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -18,41 +18,6 @@ import (
 	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
-
-// firstTimerClock is a stall.Clock whose first timer fires once the
-// provider has read the attempt's request (reached reports that), and
-// whose other timers never fire: with a header limit, the first attempt's
-// wait for its headers is over the limit while the provider holds the
-// request, and every later attempt is unlimited.
-type firstTimerClock struct {
-	reached func() bool
-	mu      sync.Mutex
-	armed   int
-}
-
-type noTimer struct{}
-
-func (noTimer) Stop() bool { return false }
-
-func (c *firstTimerClock) Now() time.Time { return time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC) }
-
-func (c *firstTimerClock) AfterFunc(_ time.Duration, f func()) stall.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.armed++
-	if c.armed == 1 {
-		// On its own goroutine, like time.AfterFunc; the wait for the
-		// request to reach the provider is bounded, and the limit fires
-		// either way.
-		go func() {
-			for end := time.Now().Add(10 * time.Second); !c.reached() && time.Now().Before(end); {
-				time.Sleep(time.Millisecond)
-			}
-			f()
-		}()
-	}
-	return noTimer{}
-}
 
 // byKeys groups a counter's values by the values of keys, joined by "|"
 // ("-" for a point without the key).
@@ -88,18 +53,22 @@ const (
 // outcome carry recourse.failure.hint — where the spans carry them. The
 // succeeded attempts of a clean call carry neither.
 func TestMetricsStallAndHintLabels(t *testing.T) {
+	synctest.Test(t, testMetricsStallAndHintLabels)
+}
+
+func testMetricsStallAndHintLabels(t *testing.T) {
 	never := make(chan struct{})
 	defer close(never)
-	clock := &firstTimerClock{}
-	st, err := stall.New(stall.Limits{Header: 90 * time.Second, Clock: clock})
+	st, err := stall.New(stall.Limits{Header: 90 * time.Second})
 	require.NoError(t, err)
-	f := newFixtureLayers(t, openai.New(), retry.Policy{MaxAttempts: 3, ProviderHints: true}, nil, nil, []layer.Layer{st},
+	f := newMemoryFixtureLayers(t, openai.New(), retry.Policy{MaxAttempts: 3, ProviderHints: true}, []layer.Layer{st},
 		recoursetest.JSON(200, recoursetest.OpenAIChat("never sent")).Gated(-1, never),
 		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "busy"), "x-should-retry", "false"),
 		recoursetest.JSON(200, recoursetest.OpenAIChat("fine")))
-	clock.reached = func() bool { return f.srv.Count() > 0 }
 
+	start := time.Now()
 	_, err = f.client.Complete(context.Background(), request(model))
+	assert.Equal(t, 90*time.Second, time.Since(start), "the header limit ended the first attempt on the bubble's clock")
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, layer.ReasonProviderNoRetry, re.Failure.Classification.Reason)

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -19,106 +19,6 @@ import (
 	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
-
-// stallClock is a stall.Clock whose timers fire only when the test fires
-// them: no test waits for a stall limit in real time.
-type stallClock struct {
-	mu     sync.Mutex
-	timers []*stallTimer
-}
-
-type stallTimer struct {
-	c    *stallClock
-	d    time.Duration
-	f    func()
-	done bool
-}
-
-func (c *stallClock) Now() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) }
-
-func (c *stallClock) AfterFunc(d time.Duration, f func()) stall.Timer {
-	t := &stallTimer{c: c, d: d, f: f}
-	c.mu.Lock()
-	c.timers = append(c.timers, t)
-	c.mu.Unlock()
-	return t
-}
-
-func (t *stallTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	if t.done {
-		return false
-	}
-	t.done = true
-	return true
-}
-
-// fireUntil fires the latest pending timer of d, as fire does, and fires
-// again whenever a newer one is armed, until done reports true. A fire can
-// meet a wait whose read returned at that moment (the limit then ignores
-// it, and the next read arms a new timer); done is checked after each look
-// at the timers, so a timer armed only after done became true is never
-// fired. The wait only guards against a hang.
-func (c *stallClock) fireUntil(t *testing.T, d time.Duration, done func() bool) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c.mu.Lock()
-		var due *stallTimer
-		for _, tm := range c.timers {
-			if !tm.done && tm.d == d {
-				due = tm
-			}
-		}
-		c.mu.Unlock()
-		if done() {
-			return
-		}
-		if due != nil {
-			c.mu.Lock()
-			pending := !due.done
-			due.done = true
-			c.mu.Unlock()
-			if pending {
-				due.f()
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("no pending %v timer ended the wait", d)
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// fire waits until a timer of d is armed and still pending — the attempt
-// is waiting for the provider — and fires the latest one, as if d had
-// elapsed. The wait only guards against a hang.
-func (c *stallClock) fire(t *testing.T, d time.Duration) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c.mu.Lock()
-		var due *stallTimer
-		for _, tm := range c.timers {
-			if !tm.done && tm.d == d {
-				due = tm
-			}
-		}
-		if due != nil {
-			due.done = true
-		}
-		c.mu.Unlock()
-		if due != nil {
-			due.f()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("no pending %v timer was armed", d)
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 func stallLayer(t *testing.T, lim stall.Limits) []layer.Layer {
 	t.Helper()
@@ -141,16 +41,17 @@ func privateQuota(t *testing.T, opts ...quota.Option) *quota.Layer {
 // attempt (no output yet: eligible), the committed stream announces the
 // resend naming the limit, and the second attempt's stream follows.
 func TestIdleTimeoutBeforeOutputIsRetriedWithANotice(t *testing.T) {
-	clk := &stallClock{}
+	synctest.Test(t, testIdleTimeoutBeforeOutputIsRetriedWithANotice)
+}
+
+func testIdleTimeoutBeforeOutputIsRetriedWithANotice(t *testing.T) {
 	events := recoursetest.OpenAIStream("Hel", "lo")
-	r := newRig(t, "openai", func(c *Config) {
-		c.PerAttempt = stallLayer(t, stall.Limits{Idle: 30 * time.Second, Clock: clk})
+	r := newMemoryRig(t, "openai", func(c *Config) {
+		c.PerAttempt = stallLayer(t, stall.Limits{Idle: 30 * time.Second})
 	}, recoursetest.SSE(keepalive).Held(), recoursetest.SSE(events...))
-	done := make(chan struct{})
-	// The first attempt's idle wait is cut; its resend is the second request.
-	go func() { defer close(done); clk.fireUntil(t, 30*time.Second, func() bool { return r.up.Count() >= 2 }) }()
+	start := time.Now()
 	got := r.post(t, "/v1/chat/completions", streamBody)
-	<-done
+	assert.Equal(t, 30*time.Second, time.Since(start), "the first attempt was cut 30 s after its keepalive; the backoff is recorded, not slept")
 	require.NoError(t, got.err)
 	assert.Equal(t, 200, got.status)
 	assert.Equal(t, 2, r.up.Count())
@@ -166,10 +67,13 @@ func TestIdleTimeoutBeforeOutputIsRetriedWithANotice(t *testing.T) {
 // TestIdleTimeoutAfterOutputIsAnInBandError: a stall after content cannot
 // be resent; the client gets the in-band error naming the limit.
 func TestIdleTimeoutAfterOutputIsAnInBandError(t *testing.T) {
-	clk := &stallClock{}
+	synctest.Test(t, testIdleTimeoutAfterOutputIsAnInBandError)
+}
+
+func testIdleTimeoutAfterOutputIsAnInBandError(t *testing.T) {
 	events := recoursetest.OpenAIStream("Hel", "lo")
-	r := newRig(t, "openai", func(c *Config) {
-		c.PerAttempt = stallLayer(t, stall.Limits{Idle: 30 * time.Second, Clock: clk})
+	r := newMemoryRig(t, "openai", func(c *Config) {
+		c.PerAttempt = stallLayer(t, stall.Limits{Idle: 30 * time.Second})
 	}, recoursetest.SSE(events[0], events[1]).Held())
 	req, err := http.NewRequest(http.MethodPost, r.proxy.URL+"/v1/chat/completions", strings.NewReader(streamBody))
 	require.NoError(t, err)
@@ -181,8 +85,9 @@ func TestIdleTimeoutAfterOutputIsAnInBandError(t *testing.T) {
 	_, err = io.ReadFull(resp.Body, head)
 	require.NoError(t, err)
 	assert.Equal(t, events[0]+events[1], string(head))
-	clk.fire(t, 30*time.Second) // the read after the content frame waits
-	tail, err := io.ReadAll(resp.Body)
+	start := time.Now()
+	tail, err := io.ReadAll(resp.Body) // the proxy's read after the content frame waits
+	assert.Equal(t, 30*time.Second, time.Since(start))
 	require.Error(t, err, "the connection is closed without the chunked terminator")
 	assert.Equal(t, 1, r.up.Count())
 	assert.True(t, strings.HasPrefix(string(tail), `data: {"error":{"message":"recourse: recovery interrupted`), string(tail))
@@ -190,36 +95,21 @@ func TestIdleTimeoutAfterOutputIsAnInBandError(t *testing.T) {
 	r.logged(t, `"status":200,"outcome":"interrupted"`)
 }
 
-// upGot waits until the upstream has received n requests; the wait only
-// guards against a hang.
-func (r *rig) upGot(t *testing.T, n int) {
-	deadline := time.Now().Add(10 * time.Second)
-	for r.up.Count() < n {
-		if time.Now().After(deadline) {
-			t.Errorf("the upstream never got %d requests", n)
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestHeaderTimeoutIsRetried: the first attempt's headers never come; the
 // header limit ends it and the second attempt answers.
 func TestHeaderTimeoutIsRetried(t *testing.T) {
-	clk := &stallClock{}
+	synctest.Test(t, testHeaderTimeoutIsRetried)
+}
+
+func testHeaderTimeoutIsRetried(t *testing.T) {
 	gate := make(chan struct{})
-	r := newRig(t, "openai", func(c *Config) {
-		c.PerAttempt = stallLayer(t, stall.Limits{Header: 20 * time.Second, Clock: clk})
+	r := newMemoryRig(t, "openai", func(c *Config) {
+		c.PerAttempt = stallLayer(t, stall.Limits{Header: 20 * time.Second})
 	}, recoursetest.JSON(200, recoursetest.OpenAIChat("late")).Gated(-1, gate), recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
 	defer close(gate)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.upGot(t, 1) // the first request reached the upstream, which holds its headers
-		clk.fire(t, 20*time.Second)
-	}()
+	start := time.Now()
 	got := r.post(t, "/v1/chat/completions", chatBody)
-	<-done
+	assert.Equal(t, 20*time.Second, time.Since(start), "the upstream held the first attempt's headers until the limit")
 	require.NoError(t, got.err)
 	assert.Equal(t, 200, got.status)
 	assert.Equal(t, recoursetest.OpenAIChat("ok"), got.body)

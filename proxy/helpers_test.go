@@ -66,13 +66,19 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// rig is a proxy in front of a scripted upstream, both on loopback.
+// rig is a proxy in front of a scripted upstream, both on loopback, or
+// both on an in-memory network inside a testing/synctest bubble
+// (newMemoryRig).
 type rig struct {
 	up     *recoursetest.Server
 	proxy  *httptest.Server
 	sleeps *sleeps
 	logs   *syncBuffer
 	client *http.Client
+	// bubble is set for a memory rig: a request then has no deadline of
+	// its own, since its waits run on the bubble's clock and one that
+	// never ends fails the test as a deadlock.
+	bubble bool
 }
 
 // policy returns the test policy: 4 attempts, 100 ms base delay, jitter 1
@@ -88,8 +94,47 @@ func testPolicy(s *sleeps) retry.Policy {
 // changes the Config before the Handler is built.
 func newRig(t *testing.T, provider string, edit func(*Config), steps ...recoursetest.Step) *rig {
 	t.Helper()
-	r := &rig{up: recoursetest.NewServer(steps...), sleeps: &sleeps{}, logs: &syncBuffer{}}
+	r := &rig{up: recoursetest.NewServer(steps...)}
 	t.Cleanup(r.up.Close)
+	h := r.handler(t, provider, edit)
+	r.proxy = httptest.NewServer(h)
+	t.Cleanup(r.proxy.Close)
+	r.setClient(t, &http.Transport{DisableCompression: true})
+	return r
+}
+
+// newMemoryRig is newRig with the upstream on recoursetest.NewMemoryServer
+// and the proxy served on its in-memory network too (ServeMemory). Call
+// it inside a testing/synctest bubble: the proxy's stall limits then fire
+// on the bubble's clock, while its backoff stays on the recorded sleeps.
+func newMemoryRig(t *testing.T, provider string, edit func(*Config), steps ...recoursetest.Step) *rig {
+	t.Helper()
+	r := &rig{up: recoursetest.NewMemoryServer(steps...), bubble: true}
+	t.Cleanup(r.up.Close)
+	upstream := r.up.Transport()
+	t.Cleanup(upstream.CloseIdleConnections)
+	h := r.handler(t, provider, func(c *Config) {
+		c.Transport = upstream
+		if edit != nil {
+			edit(c)
+		}
+	})
+	var tr *http.Transport
+	r.proxy, tr = recoursetest.ServeMemory(h)
+	t.Cleanup(func() {
+		r.proxy.CloseClientConnections()
+		r.proxy.Close()
+	})
+	tr.DisableCompression = true
+	r.setClient(t, tr)
+	return r
+}
+
+// handler builds the proxy for provider in front of the rig's upstream;
+// edit changes the Config first.
+func (r *rig) handler(t *testing.T, provider string, edit func(*Config)) http.Handler {
+	t.Helper()
+	r.sleeps, r.logs = &sleeps{}, &syncBuffer{}
 	cfg := Config{
 		Provider: provider,
 		Upstream: r.up.URL,
@@ -101,15 +146,16 @@ func newRig(t *testing.T, provider string, edit func(*Config), steps ...recourse
 	}
 	h, err := New(cfg)
 	require.NoError(t, err)
-	r.proxy = httptest.NewServer(h)
-	t.Cleanup(r.proxy.Close)
-	tr := &http.Transport{DisableCompression: true}
+	return h
+}
+
+// setClient gives the rig its client on tr, which refuses redirects.
+func (r *rig) setClient(t *testing.T, tr *http.Transport) {
 	r.client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		t.Error("the client was handed a redirect")
 		return http.ErrUseLastResponse
 	}}
 	t.Cleanup(tr.CloseIdleConnections)
-	return r
 }
 
 const chatBody = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}`
@@ -133,7 +179,7 @@ func (r *rig) post(t *testing.T, path, body string, kv ...string) result {
 
 func (r *rig) do(t *testing.T, method, path, body string, kv ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := r.requestContext()
 	defer cancel()
 	var rd io.Reader
 	if body != "" {
@@ -152,6 +198,16 @@ func (r *rig) do(t *testing.T, method, path, body string, kv ...string) result {
 	defer resp.Body.Close()
 	b, rerr := io.ReadAll(resp.Body)
 	return result{status: resp.StatusCode, header: resp.Header, body: string(b), err: rerr}
+}
+
+// requestContext bounds a request of a loopback rig to 10 s, a guard
+// against a hang; a memory rig's requests have no deadline (see
+// rig.bubble).
+func (r *rig) requestContext() (context.Context, context.CancelFunc) {
+	if r.bubble {
+		return context.WithCancel(context.Background())
+	}
+	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
 func retryPolicyAttempts(n int) retry.Policy { return retry.Policy{MaxAttempts: n} }

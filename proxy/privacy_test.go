@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -16,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -44,108 +45,112 @@ const canaryBody = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":
 
 const canaryStreamBody = `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"` + canaryPrompt + `"}]}`
 
+// canaryScenario is one call of TestCanaryNeverInSafeOutputs.
+type canaryScenario struct {
+	name  string
+	edit  func(*Config)
+	body  string
+	path  string
+	steps []recoursetest.Step
+	// passed is true when the client gets the upstream's own body, which
+	// is the client's data, not a safe output.
+	passed bool
+	// extra are request header pairs added to the canary headers.
+	extra []string
+	// stalls is set for a scenario whose stall limits must fire: it runs
+	// on a memory rig inside a testing/synctest bubble, and its log must
+	// name the limit.
+	stalls string
+	// bubbleSteps, when set, makes the steps inside the bubble, for a
+	// step gated on a channel the bubble must own to wait on it durably.
+	bubbleSteps func() []recoursetest.Step
+}
+
 func TestCanaryNeverInSafeOutputs(t *testing.T) {
 	echo := recoursetest.OpenAIError("server_error", "", "echo "+canaryText+" "+canaryPrompt)
 	events := recoursetest.OpenAIStream("Hel", "lo")
-	for _, sc := range []struct {
-		name  string
-		edit  func(*Config)
-		body  string
-		path  string
-		steps []recoursetest.Step
-		// passed is true when the client gets the upstream's own body, which
-		// is the client's data, not a safe output.
-		passed bool
-		// extra are request header pairs added to the canary headers.
-		extra []string
-		// fire, when set, fires the pending stall timer of that duration
-		// on idleClock while the request runs.
-		fire time.Duration
-	}{
-		{"success", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(200, recoursetest.OpenAIChat("ok"))}, false, nil, 0},
-		{"recovered", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(200, recoursetest.OpenAIChat("ok"))}, false, nil, 0},
-		{"exhausted", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo)}, true, nil, 0},
-		{"bad request", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(400, echo)}, true, nil, 0},
-		{"error object in a 200", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(200, echo)}, false, nil, 0},
-		{"redirect", nil, canaryBody, "", []recoursetest.Step{recoursetest.Redirect(307, "http://"+canaryHost+"/?k="+canaryKey)}, false, nil, 0},
-		{"forwarded redirect", nil, "", "/v1/models?key=" + canaryQuery, []recoursetest.Step{recoursetest.Redirect(302, "http://"+canaryHost+"/")}, false, nil, 0},
-		{"reset", nil, canaryBody, "", []recoursetest.Step{recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset()}, false, nil, 0},
-		{"stream cut after content", nil, canaryStreamBody, "", []recoursetest.Step{recoursetest.SSE(events...).Cut(len(events[0]) + len(events[1]) + 4)}, false, nil, 0},
-		{"stream committed then exhausted", commitNow, canaryStreamBody, "", []recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo)}, false, nil, 0},
-		{"too large", func(c *Config) { c.MaxBodyBytes = 16 }, canaryBody, "", nil, false, nil, 0},
-		{"header timeout on every attempt", withStall(stall.Limits{Header: time.Minute, Clock: firesAtOnce{}}), canaryBody, "", nil, false, nil, 0},
-		{"idle timeout before output, resumed with a notice", withStall(stall.Limits{Idle: time.Minute, Clock: idleClock}), canaryStreamBody, "",
-			[]recoursetest.Step{recoursetest.SSE(keepalive).Held(), recoursetest.SSE(events...)}, false, nil, time.Minute},
-		{"idle timeout after output", withStall(stall.Limits{Idle: 2 * time.Minute, Clock: idleClock}), canaryStreamBody, "",
-			[]recoursetest.Step{recoursetest.SSE(events[0], events[1]).Held()}, false, nil, 2 * time.Minute},
+	for _, sc := range []canaryScenario{
+		{"success", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(200, recoursetest.OpenAIChat("ok"))}, false, nil, "", nil},
+		{"recovered", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(200, recoursetest.OpenAIChat("ok"))}, false, nil, "", nil},
+		{"exhausted", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo)}, true, nil, "", nil},
+		{"bad request", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(400, echo)}, true, nil, "", nil},
+		{"error object in a 200", nil, canaryBody, "", []recoursetest.Step{recoursetest.JSON(200, echo)}, false, nil, "", nil},
+		{"redirect", nil, canaryBody, "", []recoursetest.Step{recoursetest.Redirect(307, "http://"+canaryHost+"/?k="+canaryKey)}, false, nil, "", nil},
+		{"forwarded redirect", nil, "", "/v1/models?key=" + canaryQuery, []recoursetest.Step{recoursetest.Redirect(302, "http://"+canaryHost+"/")}, false, nil, "", nil},
+		{"reset", nil, canaryBody, "", []recoursetest.Step{recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset()}, false, nil, "", nil},
+		{"stream cut after content", nil, canaryStreamBody, "", []recoursetest.Step{recoursetest.SSE(events...).Cut(len(events[0]) + len(events[1]) + 4)}, false, nil, "", nil},
+		{"stream committed then exhausted", commitNow, canaryStreamBody, "", []recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo)}, false, nil, "", nil},
+		{"too large", func(c *Config) { c.MaxBodyBytes = 16 }, canaryBody, "", nil, false, nil, "", nil},
+		{"header timeout on every attempt", withStall(stall.Limits{Header: time.Minute}), canaryBody, "", nil, false, nil, "header_timeout", neverAnswered},
+		{"idle timeout before output, resumed with a notice", withStall(stall.Limits{Idle: time.Minute}), canaryStreamBody, "",
+			[]recoursetest.Step{recoursetest.SSE(keepalive).Held(), recoursetest.SSE(events...)}, false, nil, "idle_timeout", nil},
+		{"idle timeout after output", withStall(stall.Limits{Idle: 2 * time.Minute}), canaryStreamBody, "",
+			[]recoursetest.Step{recoursetest.SSE(events[0], events[1]).Held()}, false, nil, "idle_timeout", nil},
 		{"provider hints", func(c *Config) { c.Policy.ProviderHints = true }, canaryBody, "",
-			[]recoursetest.Step{recoursetest.JSON(503, echo, "retry-after-ms", "10"), recoursetest.JSON(503, echo, "x-should-retry", "false")}, true, nil, 0},
+			[]recoursetest.Step{recoursetest.JSON(503, echo, "retry-after-ms", "10"), recoursetest.JSON(503, echo, "x-should-retry", "false")}, true, nil, "", nil},
 		{"quota exhausted after resets", withQuota(quota.WithRatio(0), quota.WithFloor(1)), canaryBody, "",
-			[]recoursetest.Step{recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset()}, false, nil, 0},
+			[]recoursetest.Step{recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset()}, false, nil, "", nil},
 		{"quota exhausted after 503s", withQuota(quota.WithRatio(0), quota.WithFloor(1)), canaryBody, "",
-			[]recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(503, echo)}, true, nil, 0},
+			[]recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(503, echo)}, true, nil, "", nil},
 		{"stream held by the shared cooldown, with a notice", withCooldown, canaryStreamBody, "",
-			[]recoursetest.Step{recoursetest.SSE(events...)}, false, nil, 0},
+			[]recoursetest.Step{recoursetest.SSE(events...)}, false, nil, "", nil},
 		{"client retry refused", withQuota(quota.WithRatio(0), quota.WithFloor(0)), canaryBody, "", nil, false,
-			[]string{"X-Stainless-Retry-Count", "1"}, 0},
+			[]string{"X-Stainless-Retry-Count", "1"}, "", nil},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
-			r := newRig(t, "openai", sc.edit, sc.steps...)
-			path := sc.path
-			if path == "" {
-				path = "/v1/chat/completions?key=" + canaryQuery
+			if sc.stalls == "" {
+				checkCanaries(t, newRig(t, "openai", sc.edit, sc.steps...), sc)
+				return
 			}
-			method := http.MethodPost
-			if sc.body == "" {
-				method = http.MethodGet
-			}
-			var returned atomic.Bool
-			if sc.fire != 0 {
-				done := make(chan struct{})
-				defer func() { <-done }()
-				// Until the stalled attempt was resent or the call ended.
-				settled := func() bool { return returned.Load() || r.up.Count() >= 2 }
-				go func() { defer close(done); idleClock.fireUntil(t, sc.fire, settled) }()
-			}
-			got := r.do(t, method, path, sc.body, append([]string{"Authorization", "Bearer " + canaryKey, "X-Custom", canaryHeader}, sc.extra...)...)
-			returned.Store(true)
-			r.logged(t, `"msg":"request"`)
-			logs := r.logs.String()
-			if sc.fire != 0 {
-				assert.Contains(t, logs, `"stall":"idle_timeout"`, "the scenario ran")
-			}
-			if strings.Contains(sc.name, "cooldown") {
-				assert.Contains(t, got.body, ": waiting for the upstream's shared cooldown", "the scenario ran")
-			}
-			for _, c := range canaries {
-				assert.NotContains(t, logs, c, "log")
-				if !sc.passed {
-					assert.NotContains(t, got.body, c, "body written by the proxy")
+			synctest.Test(t, func(t *testing.T) {
+				steps := sc.steps
+				if sc.bubbleSteps != nil {
+					steps = sc.bubbleSteps()
 				}
-				for k, vs := range got.header {
-					assert.NotContains(t, k+": "+strings.Join(vs, ","), c, "response header")
-				}
-			}
+				checkCanaries(t, newMemoryRig(t, "openai", sc.edit, steps...), sc)
+			})
 		})
 	}
 }
 
-// idleClock is the stall clock of the canary scenarios that fire an idle
-// limit; each uses its own limit, so no scenario fires another's timer.
-var idleClock = &stallClock{}
-
-// firesAtOnce is a stall clock on which every limit fires at once.
-type firesAtOnce struct{}
-
-func (firesAtOnce) Now() time.Time { return time.Time{} }
-func (firesAtOnce) AfterFunc(d time.Duration, f func()) stall.Timer {
-	f()
-	return firedTimer{}
+// neverAnswered returns steps for every attempt of the test policy whose
+// headers never come.
+func neverAnswered() []recoursetest.Step {
+	never := make(chan struct{})
+	return rigtest.Repeat(recoursetest.JSON(200, recoursetest.OpenAIChat("never sent")).Gated(-1, never), 4)
 }
 
-type firedTimer struct{}
-
-func (firedTimer) Stop() bool { return false }
+// checkCanaries makes the scenario's call through r and scans everything
+// the proxy produced for it.
+func checkCanaries(t *testing.T, r *rig, sc canaryScenario) {
+	t.Helper()
+	path := sc.path
+	if path == "" {
+		path = "/v1/chat/completions?key=" + canaryQuery
+	}
+	method := http.MethodPost
+	if sc.body == "" {
+		method = http.MethodGet
+	}
+	got := r.do(t, method, path, sc.body, append([]string{"Authorization", "Bearer " + canaryKey, "X-Custom", canaryHeader}, sc.extra...)...)
+	r.logged(t, `"msg":"request"`)
+	logs := r.logs.String()
+	if sc.stalls != "" {
+		assert.Contains(t, logs, `"stall":"`+sc.stalls+`"`, "the scenario ran")
+	}
+	if strings.Contains(sc.name, "cooldown") {
+		assert.Contains(t, got.body, ": waiting for the upstream's shared cooldown", "the scenario ran")
+	}
+	for _, c := range canaries {
+		assert.NotContains(t, logs, c, "log")
+		if !sc.passed {
+			assert.NotContains(t, got.body, c, "body written by the proxy")
+		}
+		for k, vs := range got.header {
+			assert.NotContains(t, k+": "+strings.Join(vs, ","), c, "response header")
+		}
+	}
+}
 
 func withStall(lim stall.Limits) func(*Config) {
 	return func(c *Config) {

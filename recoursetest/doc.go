@@ -17,7 +17,8 @@
 // a TCP port, reached through Server.Transport, so that a test inside a
 // testing/synctest bubble waits out backoffs, Retry-After hints and stall
 // limits on the bubble's clock: nothing sleeps, and no policy clock needs
-// faking.
+// faking. ServeMemory puts a handler of the test's own (a proxy in front of
+// a memory server, a provider fed by hand) on the same network.
 //
 // The steps reproduce the answers and failures that matter when retrying LLM
 // chat completion calls:

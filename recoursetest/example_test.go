@@ -507,3 +507,27 @@ func ExampleNewMemoryServer() {
 	// Output:
 	// Hello! 2 http://recoursetest.invalid
 }
+
+// ServeMemory puts a handler of the test's own (here a stand-in for a
+// gateway) on the memory network: inside a testing/synctest bubble its
+// waits, and a recourse chain's behind it, run on the bubble's clock.
+func ExampleServeMemory() {
+	srv, tr := recoursetest.ServeMemory(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
+	}))
+	defer srv.Close()
+	defer tr.CloseIdleConnections()
+
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL + "/v1/models")
+	if err != nil {
+		panic(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(b), srv.URL)
+	// Output:
+	// GET /v1/models http://recoursetest.invalid
+}

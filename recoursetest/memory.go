@@ -36,13 +36,37 @@ func NewMemoryServer(steps ...Step) *Server {
 		left:   make(chan int, leftBuffer),
 		steps:  append([]Step(nil), steps...),
 	}
+	s.srv, s.mem = serveMemory(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	return s
+}
+
+// ServeMemory starts an httptest.Server for h on the in-memory network of
+// NewMemoryServer and returns it with a new *http.Transport that reaches
+// it, for a test that serves a handler of its own — a proxy or gateway
+// built on recourse, a provider the test feeds by hand — inside a
+// testing/synctest bubble. The server's URL is
+// "http://recoursetest.invalid"; the transport dials the server whatever
+// the request's host, and it can be cloned. The rules of NewMemoryServer
+// apply: call ServeMemory inside the bubble, and close the server there.
+// httptest.Server.Close waits for the requests still being served, so a
+// test whose handler may still wait on a client calls
+// CloseClientConnections first. ServeMemory panics only as
+// httptest.NewUnstartedServer does.
+func ServeMemory(h http.Handler) (*httptest.Server, *http.Transport) {
+	ts, l := serveMemory(h)
+	return ts, l.transport()
+}
+
+// serveMemory starts an httptest.Server for h on a new memory listener.
+func serveMemory(h http.Handler) (*httptest.Server, *memoryListener) {
 	l := &memoryListener{conns: make(chan net.Conn), done: make(chan struct{})}
-	ts := httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	ts := httptest.NewUnstartedServer(h)
 	_ = ts.Listener.Close()
 	ts.Listener = l
 	ts.Start()
-	s.srv, s.mem, s.URL = ts, l, "http://"+memoryHost
-	return s
+	ts.URL = "http://" + memoryHost
+	return ts, l
 }
 
 // Transport returns a new *http.Transport whose every connection reaches
@@ -52,13 +76,20 @@ func NewMemoryServer(steps ...Step) *Server {
 // connections; Server.Close also ends them. Transport is safe for
 // concurrent use.
 func (s *Server) Transport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
 	if s.mem != nil {
-		t.Proxy = nil
-		t.DialContext = s.mem.dial
-		t.DialTLSContext = nil
-		t.ForceAttemptHTTP2 = false
+		return s.mem.transport()
 	}
+	return http.DefaultTransport.(*http.Transport).Clone()
+}
+
+// transport returns a clone of http.DefaultTransport whose every
+// connection is dialled on l.
+func (l *memoryListener) transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = l.dial
+	t.DialTLSContext = nil
+	t.ForceAttemptHTTP2 = false
 	return t
 }
 

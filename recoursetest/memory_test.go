@@ -2,9 +2,11 @@ package recoursetest_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -104,5 +106,34 @@ func TestMemoryServerResetClosesTheConnection(t *testing.T) {
 		_, err = srv.Transport().RoundTrip(req)
 		require.Error(t, err)
 		assert.Equal(t, 1, srv.Count())
+	})
+}
+
+// A handler of the test's own served on the memory network answers over
+// HTTP/1.1 through the returned transport, its waits run on the bubble's
+// clock, and once the server is closed new connections are refused.
+func TestServeMemoryServesAHandlerOnTheBubbleClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, tr := recoursetest.ServeMemory(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(time.Hour) // a slow handler, on the bubble's clock
+			_, _ = io.WriteString(w, r.Proto+" "+r.URL.Path)
+		}))
+		defer tr.CloseIdleConnections()
+		assert.Equal(t, "http://recoursetest.invalid", srv.URL)
+
+		start := time.Now()
+		resp, err := (&http.Client{Transport: tr.Clone()}).Get(srv.URL + "/v1/models")
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		assert.Equal(t, "HTTP/1.1 /v1/models", string(b))
+		assert.Equal(t, time.Hour, time.Since(start))
+
+		srv.Close()
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/models", nil)
+		require.NoError(t, err)
+		_, err = tr.RoundTrip(req)
+		assert.True(t, errors.Is(err, syscall.ECONNREFUSED), "got %v", err)
 	})
 }

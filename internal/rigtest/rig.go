@@ -170,7 +170,22 @@ func New(t testing.TB, codec layer.Codec, p retry.Policy, steps ...recoursetest.
 // chain.WithPerAttempt.
 func NewWith(t testing.TB, codec layer.Codec, p retry.Policy, opts []chain.Option, steps ...recoursetest.Step) *Rig {
 	t.Helper()
-	r := &Rig{T: t, Server: recoursetest.NewServer(steps...), Clock: NewClock(), Rec: &Recorder{}}
+	return newOn(t, recoursetest.NewServer(steps...), codec, p, opts)
+}
+
+// NewMemoryWith is NewWith with the provider on
+// recoursetest.NewMemoryServer. Call it inside a testing/synctest bubble:
+// the timers of the chain's own layers (a stall limit) then run on the
+// bubble's clock, while the policy still gets the rig's clock unless it
+// sets its own.
+func NewMemoryWith(t testing.TB, codec layer.Codec, p retry.Policy, opts []chain.Option, steps ...recoursetest.Step) *Rig {
+	t.Helper()
+	return newOn(t, recoursetest.NewMemoryServer(steps...), codec, p, opts)
+}
+
+func newOn(t testing.TB, srv *recoursetest.Server, codec layer.Codec, p retry.Policy, opts []chain.Option) *Rig {
+	t.Helper()
+	r := &Rig{T: t, Server: srv, Clock: NewClock(), Rec: &Recorder{}}
 	if p.WallClock == nil {
 		p.WallClock = r.Clock.Now
 	}
@@ -183,7 +198,7 @@ func NewWith(t testing.TB, codec layer.Codec, p retry.Policy, opts []chain.Optio
 	if p.OnEvent == nil {
 		p.OnEvent = r.Rec.OnEvent
 	}
-	r.base = http.DefaultTransport.(*http.Transport).Clone()
+	r.base = srv.Transport()
 	ch, err := chain.Default(codec, append([]chain.Option{chain.WithPolicy(p), chain.WithTransport(r.base)}, opts...)...)
 	if err != nil {
 		t.Fatalf("chain.Default: %v", err)

@@ -8,8 +8,10 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/chain"
@@ -17,90 +19,14 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
+	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // TestMain fails the package if any goroutine outlives the tests: timers,
 // handlers and connections must all be gone.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// wait bounds every wait of a test for something the code under test must
-// do; it is a guard against a hang, never a timing assumption.
-const wait = 10 * time.Second
-
-// fakeClock is a stall.Clock whose time moves only in Advance. Every timer
-// it arms is reported on seq, in order with the wire snapshots the test
-// records there, so a test knows when the attempt waits for the provider.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-	seq    chan string
-}
-
-type fakeTimer struct {
-	c        *fakeClock
-	at       time.Time
-	f        func()
-	done     bool // fired or stopped
-	duration time.Duration
-}
-
-func newFakeClock(seq chan string) *fakeClock {
-	return &fakeClock{now: time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC), seq: seq}
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) stall.Timer {
-	c.mu.Lock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f, duration: d}
-	if d <= 0 {
-		t.done = true
-	} else {
-		c.timers = append(c.timers, t)
-	}
-	c.mu.Unlock()
-	c.seq <- "arm " + d.String()
-	if d <= 0 {
-		f()
-	}
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	if t.done {
-		return false
-	}
-	t.done = true
-	return true
-}
-
-// Advance moves the clock by d and runs the timers that fell due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []func()
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.done:
-		case !t.at.After(c.now):
-			t.done = true
-			due = append(due, t.f)
-		default:
-			kept = append(kept, t)
-		}
-	}
-	c.timers = kept
-	c.mu.Unlock()
-	for _, f := range due {
-		f()
-	}
-}
-
-// script is how the loopback provider answers one request: it waits for
+// script is how the in-memory provider answers one request: it waits for
 // headers to be closed (nil: at once), writes status and header, then
 // writes and flushes every string received on body until body is closed
 // (the response ends) or the client goes away. hold keeps the response
@@ -112,20 +38,26 @@ type script struct {
 	body    chan string
 }
 
-// provider is a loopback server that plays one script per request.
+// provider is an HTTP server on an in-memory network (recoursetest.ServeMemory)
+// that plays one script per request. It runs inside the test's
+// testing/synctest bubble: a response the test does not feed is silence
+// the bubble's clock passes over at once.
 type provider struct {
 	srv     *httptest.Server
+	tr      *http.Transport // reaches srv
 	scripts chan *script
-	// arrivals receives a value for every request the server has read.
-	arrivals chan struct{}
-	mu       sync.Mutex
-	count    int
+	mu      sync.Mutex
+	count   int
 }
 
 func newProvider(t *testing.T) *provider {
-	p := &provider{scripts: make(chan *script, 8), arrivals: make(chan struct{}, 64)}
-	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
-	t.Cleanup(p.srv.Close)
+	p := &provider{scripts: make(chan *script, 8)}
+	p.srv, p.tr = recoursetest.ServeMemory(http.HandlerFunc(p.serve))
+	t.Cleanup(func() {
+		p.srv.CloseClientConnections()
+		p.srv.Close()
+		p.tr.CloseIdleConnections()
+	})
 	return p
 }
 
@@ -138,7 +70,6 @@ func (p *provider) serve(w http.ResponseWriter, r *http.Request) {
 	// Reading the request to its end lets the server notice a client that
 	// goes away (the request context is then cancelled).
 	_, _ = io.Copy(io.Discard, r.Body)
-	p.arrivals <- struct{}{}
 	var s *script
 	select {
 	case s = <-p.scripts:
@@ -190,99 +121,75 @@ func (p *provider) answer(s *script) *script {
 	return s
 }
 
-// rig is a chain with a stall layer on a fake clock, a recording policy and
-// a native client for the loopback provider.
+// rig is a chain with a stall layer, a recording policy and a native
+// client for the in-memory provider. Make it inside a testing/synctest
+// bubble: the limits, the backoff and every wait of the test then run on
+// the bubble's clock, which starts when the rig is made (see since).
 type rig struct {
 	t      *testing.T
 	p      *provider
-	clock  *fakeClock
-	seq    chan string
 	client *chain.Client
 	ctx    context.Context // cancelled when the test ends: no call outlives it
-	events []layer.Event
+	start  time.Time
 	mu     sync.Mutex
+	events []layer.Event
+	at     []time.Duration // when each event was recorded, since start
 }
 
 func newRig(t *testing.T, codec layer.Codec, lim stall.Limits, pol retry.Policy) *rig {
 	t.Helper()
-	seq := make(chan string, 1024)
-	r := &rig{t: t, p: newProvider(t), seq: seq}
-	r.clock = newFakeClock(seq)
-	lim.Clock = r.clock
-	st, err := stall.New(lim)
-	if err != nil {
-		t.Fatal(err)
-	}
 	pol.BaseDelay = new(time.Duration(0))
-	pol.OnEvent = func(ev layer.Event) error {
-		r.mu.Lock()
-		r.events = append(r.events, ev)
-		r.mu.Unlock()
-		return nil
-	}
-	pol.OnWire = func(_ context.Context, s layer.WireSnapshot) error {
-		if s.Direction == layer.DirectionResponse && len(s.Bytes) > 0 {
-			seq <- "wire"
-		}
-		return nil
-	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(base.CloseIdleConnections)
-	ch, err := chain.Default(codec, chain.WithPolicy(pol), chain.WithPerAttempt(st), chain.WithTransport(base))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.client, err = chain.NewClient(r.p.srv.URL, ch, chain.WithAPIKey("sk-test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.ctx = ctx
-	t.Cleanup(cancel)
+	r, _ := newRigWith(t, codec, lim, pol)
 	return r
 }
 
-// next waits for the next entry of the rig's sequence (a timer armed, or a
-// chunk of the response received) and checks its kind.
-func (r *rig) next(want string) string {
-	r.t.Helper()
-	select {
-	case got := <-r.seq:
-		if len(got) < len(want) || got[:len(want)] != want {
-			r.t.Fatalf("sequence: got %q, want %q…", got, want)
-		}
-		return got
-	case <-time.After(wait):
-		r.t.Fatalf("sequence: nothing after %v, want %q", wait, want)
+// newRigWith is newRig with the policy and the chain options as given.
+func newRigWith(t *testing.T, codec layer.Codec, lim stall.Limits, pol retry.Policy, opts ...chain.Option) (*rig, *chain.Chain) {
+	t.Helper()
+	r := &rig{t: t, p: newProvider(t), start: time.Now()}
+	st, err := stall.New(lim)
+	require.NoError(t, err)
+	pol.OnEvent = func(ev layer.Event) error {
+		r.mu.Lock()
+		r.events = append(r.events, ev)
+		r.at = append(r.at, r.since())
+		r.mu.Unlock()
+		return nil
 	}
-	return ""
+	opts = append([]chain.Option{chain.WithPolicy(pol), chain.WithPerAttempt(st), chain.WithTransport(r.p.tr)}, opts...)
+	ch, err := chain.Default(codec, opts...)
+	require.NoError(t, err)
+	r.client, err = chain.NewClient(r.p.srv.URL, ch, chain.WithAPIKey("sk-test"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	r.ctx = ctx
+	t.Cleanup(cancel)
+	return r, ch
 }
 
-// arrived waits until the provider has read the next request.
-func (r *rig) arrived() {
-	r.t.Helper()
-	select {
-	case <-r.p.arrivals:
-	case <-time.After(wait):
-		r.t.Fatalf("no request reached the provider after %v", wait)
-	}
-}
+// since returns the time on the bubble's clock since the rig was made.
+func (r *rig) since() time.Duration { return time.Since(r.start) }
 
-// armed waits until the attempt arms a timer, that is, waits for the
-// provider, and returns the timer's duration.
-func (r *rig) armed() string {
-	r.t.Helper()
-	return r.next("arm ")
-}
-
-// feed writes chunk to the provider's current response and waits until the
-// client received it and waits again (a timer armed for the next read); it
-// returns that timer's entry.
-func (r *rig) feed(s *script, chunk string) string {
-	r.t.Helper()
+// feed writes chunk to the provider's current response and waits until
+// every goroutine of the bubble is blocked: the client received the chunk
+// and waits for the next one, or the call ended.
+func (r *rig) feed(s *script, chunk string) {
 	s.body <- chunk
-	r.next("wire")
-	return r.armed()
+	synctest.Wait()
+}
+
+// eventsAt returns when the events of type typ were recorded, since the
+// rig was made.
+func (r *rig) eventsAt(typ layer.EventType) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []time.Duration
+	for i, ev := range r.events {
+		if ev.Type == typ {
+			out = append(out, r.at[i])
+		}
+	}
+	return out
 }
 
 func (r *rig) Events() []layer.Event {
@@ -356,26 +263,12 @@ func request() *chat.Request {
 	return &chat.Request{Model: "gpt-test", Messages: []chat.Message{{Role: chat.User, Content: "hello"}}}
 }
 
+// await waits for the call to end. Inside the bubble a call that never
+// ends while nothing is left to wake it fails the test (synctest reports
+// the deadlock) instead of hanging it.
 func await(t *testing.T, done <-chan result) result {
 	t.Helper()
-	select {
-	case res := <-done:
-		return res
-	case <-time.After(wait):
-		t.Fatalf("call still running after %v", wait)
-	}
-	return result{}
-}
-
-// pending checks that the call has not ended: it gives the code under test
-// a moment to end it wrongly. A pass never depends on that moment's length.
-func pending(t *testing.T, done <-chan result) {
-	t.Helper()
-	select {
-	case res := <-done:
-		t.Fatalf("call ended early: %q, %v", res.text, res.err)
-	case <-time.After(50 * time.Millisecond):
-	}
+	return <-done
 }
 
 func recoveryError(t *testing.T, err error) *layer.RecoveryError {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -42,41 +43,13 @@ func offModes() []offMode {
 	}
 }
 
-// newOffRig is newRig with recovery off as m says. Nothing captures, so
-// the rig's sequence holds only the timers the attempt arms.
+// newOffRig is newRig with recovery off as m says; make it inside a
+// testing/synctest bubble.
 func newOffRig(t *testing.T, codec layer.Codec, lim stall.Limits, m offMode) (*rig, *chain.Chain) {
 	t.Helper()
-	seq := make(chan string, 1024)
-	r := &rig{t: t, p: newProvider(t), seq: seq}
-	r.clock = newFakeClock(seq)
-	lim.Clock = r.clock
-	st, err := stall.New(lim)
-	require.NoError(t, err)
-	pol := retry.Policy{OnEvent: func(ev layer.Event) error {
-		r.mu.Lock()
-		r.events = append(r.events, ev)
-		r.mu.Unlock()
-		return nil
-	}}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(base.CloseIdleConnections)
-	opts := append([]chain.Option{chain.WithPolicy(pol), chain.WithPerAttempt(st), chain.WithTransport(base)}, m.opts...)
-	ch, err := chain.Default(codec, opts...)
-	require.NoError(t, err)
-	r.client, err = chain.NewClient(r.p.srv.URL, ch, chain.WithAPIKey("sk-test"))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(m.ctx(context.Background()))
-	r.ctx = ctx
-	t.Cleanup(cancel)
+	r, ch := newRigWith(t, codec, lim, retry.Policy{}, m.opts...)
+	r.ctx = m.ctx(r.ctx)
 	return r, ch
-}
-
-// offFeed writes chunk to the response and returns the timer the attempt
-// arms for its next read: the chunk was then received and counted.
-func (r *rig) offFeed(s *script, chunk string) string {
-	r.t.Helper()
-	s.body <- chunk
-	return r.armed()
 }
 
 // offStream is one streaming provider row: its codec, the Content-Type of
@@ -106,33 +79,33 @@ func TestR7_4_FirstOutputLimitFiresWithRecoveryOff(t *testing.T) {
 	for _, p := range offStreams() {
 		for _, m := range offModes() {
 			t.Run(p.name+"/"+m.name, func(t *testing.T) {
-				r, _ := newOffRig(t, p.codec(), stall.Limits{Idle: 30 * time.Second, FirstOutput: 60 * time.Second}, m)
-				s := r.p.answer(&script{header: http.Header{"Content-Type": {p.contentType}}})
-				done := r.stream(r.ctx)
-				require.Equal(t, "arm 30s", r.armed(), "the idle limit is the nearer one")
-				r.offFeed(s, p.empty) // bytes, no output
-				var last string
-				for range 5 {
-					r.clock.Advance(10 * time.Second)
-					last = r.offFeed(s, p.keepalive)
-				}
-				require.Equal(t, "arm 10s", last, "the first-output limit is now the nearer one")
-				r.clock.Advance(9 * time.Second)
-				pending(t, done)
-				r.clock.Advance(time.Second)
-
-				err := await(t, done).err
-				var se *layer.StallError
-				require.ErrorAs(t, err, &se)
-				assert.Equal(t, layer.StallFirstOutput, se.Limit)
-				assert.Equal(t, 60*time.Second, se.After)
-				var re *layer.RecoveryError
-				assert.False(t, errors.As(err, &re), "R1.1: recovery is off, no *RecoveryError")
-				assert.Empty(t, r.Events(), "R1.1: no lifecycle events")
-				assert.Equal(t, 1, r.p.Count())
+				synctest.Test(t, func(t *testing.T) { testFirstOutputLimitFiresWithRecoveryOff(t, p, m) })
 			})
 		}
 	}
+}
+
+func testFirstOutputLimitFiresWithRecoveryOff(t *testing.T, p offStream, m offMode) {
+	r, _ := newOffRig(t, p.codec(), stall.Limits{Idle: 30 * time.Second, FirstOutput: 60 * time.Second}, m)
+	s := r.p.answer(&script{header: http.Header{"Content-Type": {p.contentType}}})
+	done := r.stream(r.ctx)
+	r.feed(s, p.empty) // bytes, no output
+	for range 5 {
+		time.Sleep(10 * time.Second)
+		r.feed(s, p.keepalive)
+	}
+	// 10 s of the first-output limit are left; the idle limit
+	// would fire 30 s after the last keepalive.
+	err := await(t, done).err
+	assert.Equal(t, 60*time.Second, r.since(), "the first-output limit, counted from the headers")
+	var se *layer.StallError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, layer.StallFirstOutput, se.Limit)
+	assert.Equal(t, 60*time.Second, se.After)
+	var re *layer.RecoveryError
+	assert.False(t, errors.As(err, &re), "R1.1: recovery is off, no *RecoveryError")
+	assert.Empty(t, r.Events(), "R1.1: no lifecycle events")
+	assert.Equal(t, 1, r.p.Count())
 }
 
 // TestR7_4_OutputSatisfiesTheFirstOutputLimitWithRecoveryOff: with
@@ -142,22 +115,25 @@ func TestR7_4_FirstOutputLimitFiresWithRecoveryOff(t *testing.T) {
 func TestR7_4_OutputSatisfiesTheFirstOutputLimitWithRecoveryOff(t *testing.T) {
 	for _, m := range offModes() {
 		t.Run(m.name, func(t *testing.T) {
-			r, _ := newOffRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second, FirstOutput: 60 * time.Second}, m)
-			s := r.p.answer(&script{})
-			done := r.stream(r.ctx)
-			r.armed()
-			r.clock.Advance(25 * time.Second)
-			r.offFeed(s, keepalive)
-			r.clock.Advance(25 * time.Second)
-			assert.Equal(t, "arm 10s", r.offFeed(s, keepalive), "no output yet: 10 s of the first-output limit left")
-			assert.Equal(t, "arm 30s", r.offFeed(s, reasoning), "after output only the idle limit is armed")
-			r.clock.Advance(29 * time.Second) // 79 s after the headers
-			r.offFeed(s, keepalive)
-			sendAll(s, hello...)
-			res := await(t, done)
-			require.NoError(t, res.err)
-			assert.Equal(t, "Hello", res.text)
-			assert.Empty(t, r.Events())
+			synctest.Test(t, func(t *testing.T) {
+				r, _ := newOffRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second, FirstOutput: 60 * time.Second}, m)
+				s := r.p.answer(&script{})
+				done := r.stream(r.ctx)
+				time.Sleep(25 * time.Second)
+				r.feed(s, keepalive)
+				time.Sleep(25 * time.Second)
+				r.feed(s, keepalive)         // no output yet: 10 s of the first-output limit left
+				r.feed(s, reasoning)         // after output only the idle limit is armed
+				time.Sleep(29 * time.Second) // 79 s after the headers
+				r.feed(s, keepalive)
+				time.Sleep(29 * time.Second)
+				sendAll(s, hello...)
+				res := await(t, done)
+				require.NoError(t, res.err)
+				assert.Equal(t, "Hello", res.text)
+				assert.Empty(t, r.Events())
+				assert.Equal(t, 108*time.Second, r.since())
+			})
 		})
 	}
 }
@@ -167,6 +143,10 @@ func TestR7_4_OutputSatisfiesTheFirstOutputLimitWithRecoveryOff(t *testing.T) {
 // with recovery off gets the same limit: the chain describes the request
 // body to decode the stream.
 func TestR7_4_FirstOutputLimitFiresForADropInCallWithRecoveryOff(t *testing.T) {
+	synctest.Test(t, testFirstOutputLimitFiresForADropInCallWithRecoveryOff)
+}
+
+func testFirstOutputLimitFiresForADropInCallWithRecoveryOff(t *testing.T) {
 	r, ch := newOffRig(t, openai.New(), stall.Limits{FirstOutput: 60 * time.Second}, offModes()[0])
 	s := r.p.answer(&script{})
 	hc := &http.Client{Transport: ch}
@@ -182,16 +162,11 @@ func TestR7_4_FirstOutputLimitFiresForADropInCallWithRecoveryOff(t *testing.T) {
 		_, err := io.ReadAll(resp.Body)
 		errc <- err
 	}()
-	assert.Equal(t, "arm 1m0s", r.armed())
-	r.clock.Advance(30 * time.Second)
-	assert.Equal(t, "arm 30s", r.offFeed(s, keepalive))
-	r.clock.Advance(30 * time.Second)
+	time.Sleep(30 * time.Second)
+	r.feed(s, keepalive) // not output: the limit keeps counting
+	err = <-errc
+	assert.Equal(t, 60*time.Second, r.since())
 	var se *layer.StallError
-	select {
-	case err = <-errc:
-	case <-time.After(wait):
-		t.Fatal("the drop-in body was not cut")
-	}
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, layer.StallFirstOutput, se.Limit)
 	assert.Equal(t, 1, r.p.Count())

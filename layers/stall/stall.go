@@ -77,41 +77,28 @@ type Limits struct {
 	// included; 0 means no limit. Set it above the longest silence the
 	// provider keeps while a model thinks.
 	Idle time.Duration
-	// Clock provides the time and the timers; nil means the real clock.
-	// Tests inject a fake one so that nothing sleeps.
-	Clock Clock
 }
 
-// Clock is the source of time of a stall layer.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// AfterFunc calls f on its own goroutine once d has elapsed, unless
-	// the returned Timer is stopped first (like time.AfterFunc). A d of 0
-	// or less calls f at once.
-	AfterFunc(d time.Duration, f func()) Timer
+// Layer is the stall-limit layer. It is safe for concurrent use. The
+// limits run on the time package's clock: each attempt gets one timer that
+// every wait for the provider re-arms, so a read allocates nothing. A test
+// that needs a limit to elapse without waiting runs the call inside a
+// testing/synctest bubble, whose clock the timers follow.
+type Layer struct {
+	lim Limits
+	// afterFunc, when set (by the package's own tests only), replaces the
+	// re-armed timer: it is called for every wait and returns what stops
+	// that wait's timer. It lets a test run a timer's callback after the
+	// wait it bounds is over, an interleaving no clock can produce on
+	// demand.
+	afterFunc func(d time.Duration, f func()) stopper
 }
 
-// Timer is a pending call made by Clock.AfterFunc.
-type Timer interface {
-	// Stop prevents the call if it has not started; it reports whether it
+// stopper stops a pending timer callback; *time.Timer is one.
+type stopper interface {
+	// Stop prevents the call if it has not started and reports whether it
 	// did so (like time.Timer.Stop).
 	Stop() bool
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-func (realClock) AfterFunc(d time.Duration, f func()) Timer {
-	return time.AfterFunc(d, f)
-}
-
-// Layer is the stall-limit layer. It is safe for concurrent use; each
-// attempt gets its own timers (with the real clock, one timer that each
-// wait for the provider re-arms, so a read allocates nothing).
-type Layer struct {
-	lim   Limits
-	clock Clock
 }
 
 // New returns a stall layer with the limits l. A negative limit, or one
@@ -126,11 +113,7 @@ func New(l Limits) (*Layer, error) {
 			return nil, layer.NewPolicyError(f.name)
 		}
 	}
-	c := l.Clock
-	if c == nil {
-		c = realClock{}
-	}
-	return &Layer{lim: l, clock: c}, nil
+	return &Layer{lim: l}, nil
 }
 
 // Name returns "stall".
@@ -150,7 +133,7 @@ func (l *Layer) ReadsProgress() string {
 	return ""
 }
 
-// Limits returns the layer's limits (Clock as given, possibly nil).
+// Limits returns the layer's limits, as given to New.
 func (l *Layer) Limits() Limits { return l.lim }
 
 // KeepsRequest returns true: the layer sends a shallow copy of the request
@@ -177,9 +160,8 @@ type transport struct {
 // limit that fires cancels. The caller's request is not modified.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
-	w := &watch{lim: t.l.lim, clock: t.l.clock, cancel: cancel, a: layer.AttemptFrom(req.Context())}
-	_, w.real = t.l.clock.(realClock)
-	var timer Timer
+	w := &watch{lim: t.l.lim, afterFunc: t.l.afterFunc, cancel: cancel, a: layer.AttemptFrom(req.Context())}
+	var timer stopper
 	g := w.begin()
 	if d := w.lim.Header; d > 0 {
 		timer = w.arm(d, layer.StallHeader, g)
@@ -205,7 +187,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &releasing{ReadCloser: resp.Body, cancel: cancel}
 		return resp, nil
 	}
-	w.headersAt = w.clock.Now()
+	w.headersAt = time.Now()
 	w.rc = resp.Body
 	// A RoundTripper's response belongs to its caller: its body is wrapped
 	// in place rather than copied.
@@ -228,7 +210,6 @@ func (r *releasing) Close() error {
 // watch holds one attempt's limits and is its response body.
 type watch struct {
 	lim    Limits
-	clock  Clock
 	cancel context.CancelFunc
 	a      *layer.Attempt // nil outside an engine
 	rc     io.ReadCloser
@@ -236,11 +217,12 @@ type watch struct {
 	headersAt time.Time
 	output    bool // semantic output was counted: FirstOutput is satisfied
 
-	// real is set for the real clock, whose one timer (a *time.Timer
-	// calling fireArmed) is re-armed for every wait instead of a timer
-	// and a callback per wait; timer is nil until the first wait.
-	real  bool
-	timer *time.Timer
+	// timer is the attempt's one timer, calling fireArmed, re-armed for
+	// every wait instead of a timer and a callback per wait; it is nil
+	// until the first wait. afterFunc is the Layer's test hook, nil
+	// outside the package's tests.
+	timer     *time.Timer
+	afterFunc func(d time.Duration, f func()) stopper
 
 	mu     sync.Mutex
 	fired  layer.StallLimit
@@ -252,20 +234,21 @@ type watch struct {
 	// ended, finds it over, and does nothing.
 	gen     uint64
 	waiting bool
-	// armedGen, armedLimit and deadline describe the wait the real
-	// clock's timer was last armed for (see arm).
+	// armedGen, armedLimit and deadline describe the wait the timer was
+	// last armed for (see arm).
 	armedGen   uint64
 	armedLimit layer.StallLimit
 	deadline   time.Time
 }
 
 // arm starts the timer of wait g: limit fires once d has elapsed, unless
-// the timer is stopped first. With the real clock the watch's one timer is
-// re-armed (time.Timer.Reset) and reports to fireArmed, so a wait costs no
-// allocation; another Clock gets a timer and a callback for each wait.
-func (w *watch) arm(d time.Duration, limit layer.StallLimit, g uint64) Timer {
-	if !w.real {
-		return w.clock.AfterFunc(d, func() { w.fire(limit, g) })
+// the timer is stopped first. The watch's one timer is re-armed
+// (time.Timer.Reset) and reports to fireArmed, so a wait costs no
+// allocation; the test hook afterFunc instead gets a callback for each
+// wait.
+func (w *watch) arm(d time.Duration, limit layer.StallLimit, g uint64) stopper {
+	if w.afterFunc != nil {
+		return w.afterFunc(d, func() { w.fire(limit, g) })
 	}
 	w.mu.Lock()
 	// The deadline is taken before the timer is armed, so it is never
@@ -280,7 +263,7 @@ func (w *watch) arm(d time.Duration, limit layer.StallLimit, g uint64) Timer {
 	return w.timer
 }
 
-// fireArmed is the real clock's timer callback: it fires the limit of the
+// fireArmed is the timer's callback: it fires the limit of the
 // wait the timer was last armed for once that wait's deadline has passed.
 // A callback that started for an earlier wait just before its Stop, and
 // runs only after the timer was re-armed for a later one, finds the later
@@ -368,12 +351,12 @@ func (w *watch) Read(p []byte) (int, error) {
 		d, limit = w.lim.Idle, layer.StallIdle
 	}
 	if w.lim.FirstOutput > 0 && !w.output && w.a != nil {
-		rem := w.lim.FirstOutput - w.clock.Now().Sub(w.headersAt)
+		rem := w.lim.FirstOutput - time.Since(w.headersAt)
 		if limit == "" || rem <= d {
 			d, limit = max(rem, 0), layer.StallFirstOutput
 		}
 	}
-	var timer Timer
+	var timer stopper
 	g := w.begin()
 	if limit != "" {
 		timer = w.arm(d, limit, g)

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -42,21 +42,18 @@ func sendAll(s *script, events ...string) {
 }
 
 func TestHeaderTimeoutFiresAndTheAttemptIsRetried(t *testing.T) {
+	synctest.Test(t, testHeaderTimeoutFiresAndTheAttemptIsRetried)
+}
+
+func testHeaderTimeoutFiresAndTheAttemptIsRetried(t *testing.T) {
 	r := newRig(t, openai.New(), stall.Limits{Header: 5 * time.Second}, retry.Policy{MaxAttempts: 2})
 	r.p.answer(&script{headers: make(chan struct{})}) // never answers
 	sendAll(r.p.answer(&script{}), hello...)
-	done := r.stream(context.Background())
-
-	assert.Equal(t, "arm 5s", r.armed())
-	r.arrived()
-	r.clock.Advance(5*time.Second - time.Nanosecond)
-	pending(t, done)
-	r.clock.Advance(time.Nanosecond)
-	r.armed() // the second attempt's header limit
-	res := await(t, done)
+	res := await(t, r.stream(context.Background()))
 	require.NoError(t, res.err)
 	assert.Equal(t, "Hello", res.text)
 	assert.Equal(t, 2, r.p.Count())
+	assert.Equal(t, []time.Duration{5 * time.Second}, r.eventsAt(layer.EventAttemptFailed), "the limit fires when it has elapsed, not before")
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started", "attempt_started", "attempt_succeeded"}, r.types())
 	f := r.failures()[0]
 	assert.Equal(t, layer.StallHeader, f.Stall)
@@ -67,32 +64,34 @@ func TestHeaderTimeoutFiresAndTheAttemptIsRetried(t *testing.T) {
 }
 
 func TestHeaderTimeoutDoesNotFireWhenHeadersArriveInTime(t *testing.T) {
-	r := newRig(t, openai.New(), stall.Limits{Header: 5 * time.Second}, retry.Policy{MaxAttempts: 2})
-	s := r.p.answer(&script{headers: make(chan struct{})})
-	done := r.stream(context.Background())
-	r.armed()
-	r.arrived()
-	r.clock.Advance(5*time.Second - time.Nanosecond)
-	close(s.headers)
-	sendAll(s, hello...)
-	res := await(t, done)
-	require.NoError(t, res.err)
-	assert.Equal(t, "Hello", res.text)
-	assert.Equal(t, 1, r.p.Count())
-	r.clock.Advance(time.Hour) // a stopped limit never fires later
-	assert.Empty(t, r.failures())
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, openai.New(), stall.Limits{Header: 5 * time.Second}, retry.Policy{MaxAttempts: 2})
+		s := r.p.answer(&script{headers: make(chan struct{})})
+		done := r.stream(context.Background())
+		time.Sleep(5*time.Second - time.Nanosecond)
+		close(s.headers)
+		sendAll(s, hello...)
+		res := await(t, done)
+		require.NoError(t, res.err)
+		assert.Equal(t, "Hello", res.text)
+		assert.Equal(t, 1, r.p.Count())
+		time.Sleep(time.Hour) // a stopped limit never fires later
+		assert.Empty(t, r.failures())
+	})
 }
 
 func TestIdleTimeoutFiresAfterAKeepaliveAndSilence(t *testing.T) {
+	synctest.Test(t, testIdleTimeoutFiresAfterAKeepaliveAndSilence)
+}
+
+func testIdleTimeoutFiresAfterAKeepaliveAndSilence(t *testing.T) {
 	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{})
 	s := r.p.answer(&script{})
 	done := r.stream(context.Background())
-	assert.Equal(t, "arm 30s", r.armed())
-	r.feed(s, keepalive)
-	r.clock.Advance(30*time.Second - time.Nanosecond)
-	pending(t, done)
-	r.clock.Advance(time.Nanosecond)
+	time.Sleep(20 * time.Second)
+	r.feed(s, keepalive) // the wait starts again
 	re := recoveryError(t, await(t, done).err)
+	assert.Equal(t, 50*time.Second, r.since(), "30 s after the keepalive")
 	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
 	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
 	assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
@@ -107,34 +106,40 @@ func TestIdleTimeoutFiresAfterAKeepaliveAndSilence(t *testing.T) {
 // R7.2: the idle limit counts every received byte, keepalives included:
 // a keepalive within the limit restarts the wait.
 func TestR7_2_KeepalivesKeepTheIdleLimitFromFiring(t *testing.T) {
-	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{})
-	s := r.p.answer(&script{})
-	done := r.stream(context.Background())
-	r.armed()
-	for range 6 {
-		r.clock.Advance(30*time.Second - time.Millisecond)
-		r.feed(s, keepalive)
-	}
-	for _, e := range hello[:3] {
-		r.clock.Advance(30*time.Second - time.Millisecond)
-		r.feed(s, e)
-	}
-	sendAll(s, hello[3:]...)
-	res := await(t, done)
-	require.NoError(t, res.err)
-	assert.Equal(t, "Hello", res.text)
-	assert.Empty(t, r.failures())
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{})
+		s := r.p.answer(&script{})
+		done := r.stream(context.Background())
+		for range 6 {
+			time.Sleep(30*time.Second - time.Millisecond)
+			r.feed(s, keepalive)
+		}
+		for _, e := range hello[:3] {
+			time.Sleep(30*time.Second - time.Millisecond)
+			r.feed(s, e)
+		}
+		sendAll(s, hello[3:]...)
+		res := await(t, done)
+		require.NoError(t, res.err)
+		assert.Equal(t, "Hello", res.text)
+		assert.Empty(t, r.failures())
+		assert.Equal(t, 9*(30*time.Second-time.Millisecond), r.since(), "far longer than the limit, with no wait as long")
+	})
 }
 
 func TestIdleTimeoutAfterOutputIsInterrupted(t *testing.T) {
+	synctest.Test(t, testIdleTimeoutAfterOutputIsInterrupted)
+}
+
+func testIdleTimeoutAfterOutputIsInterrupted(t *testing.T) {
 	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{MaxAttempts: 3})
 	s := r.p.answer(&script{})
 	done := r.stream(context.Background())
-	r.armed()
 	r.feed(s, hello[0])
+	time.Sleep(10 * time.Second)
 	r.feed(s, hello[1])
-	r.clock.Advance(30 * time.Second)
 	res := await(t, done)
+	assert.Equal(t, 40*time.Second, r.since())
 	re := recoveryError(t, res.err)
 	assert.Equal(t, "Hel", res.text)
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -147,22 +152,22 @@ func TestIdleTimeoutAfterOutputIsInterrupted(t *testing.T) {
 // limit never fires while keepalives flow, and the first-output limit fires
 // exactly at its value counted from the headers.
 func TestFirstOutputTimeoutFiresAtItsLimitWhileKeepalivesFlow(t *testing.T) {
+	synctest.Test(t, testFirstOutputTimeoutFiresAtItsLimitWhileKeepalivesFlow)
+}
+
+func testFirstOutputTimeoutFiresAtItsLimitWhileKeepalivesFlow(t *testing.T) {
 	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second, FirstOutput: 60 * time.Second}, retry.Policy{})
 	s := r.p.answer(&script{})
 	done := r.stream(context.Background())
-	assert.Equal(t, "arm 30s", r.armed(), "the idle limit is the nearer one")
 	r.feed(s, hello[0]) // the role chunk: bytes, no output
-	var last string
 	for range 5 {
-		r.clock.Advance(10 * time.Second)
-		last = r.feed(s, keepalive)
+		time.Sleep(10 * time.Second)
+		r.feed(s, keepalive)
 	}
-	assert.Equal(t, "arm 10s", last, "the first-output limit is now the nearer one")
-	// 50 s after the headers: 10 s of the first-output limit are left.
-	r.clock.Advance(9 * time.Second)
-	pending(t, done)
-	r.clock.Advance(time.Second)
+	// 50 s after the headers: 10 s of the first-output limit are left,
+	// and the idle limit would fire only 30 s after the last keepalive.
 	re := recoveryError(t, await(t, done).err)
+	assert.Equal(t, 60*time.Second, r.since(), "the first-output limit, counted from the headers")
 	assert.Equal(t, layer.StallFirstOutput, re.Failure.Stall)
 	assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, re.Failure.Classification)
 	assert.False(t, re.Failure.Progress.Observed.Any())
@@ -172,49 +177,55 @@ func TestFirstOutputTimeoutFiresAtItsLimitWhileKeepalivesFlow(t *testing.T) {
 }
 
 func TestReasoningIsOutputForTheFirstOutputLimit(t *testing.T) {
-	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second, FirstOutput: 60 * time.Second}, retry.Policy{})
-	s := r.p.answer(&script{})
-	done := r.stream(context.Background())
-	r.armed()
-	r.clock.Advance(25 * time.Second)
-	r.feed(s, keepalive)
-	r.clock.Advance(25 * time.Second)
-	assert.Equal(t, "arm 30s", r.feed(s, reasoning), "after output only the idle limit is armed")
-	r.clock.Advance(29 * time.Second) // 79 s after the headers
-	r.feed(s, keepalive)
-	r.clock.Advance(29 * time.Second)
-	sendAll(s, hello...)
-	res := await(t, done)
-	require.NoError(t, res.err)
-	assert.Equal(t, "Hello", res.text)
-	assert.Empty(t, r.failures())
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second, FirstOutput: 60 * time.Second}, retry.Policy{})
+		s := r.p.answer(&script{})
+		done := r.stream(context.Background())
+		time.Sleep(25 * time.Second)
+		r.feed(s, keepalive)
+		time.Sleep(25 * time.Second)
+		r.feed(s, reasoning)         // after output only the idle limit is armed
+		time.Sleep(29 * time.Second) // 79 s after the headers
+		r.feed(s, keepalive)
+		time.Sleep(29 * time.Second)
+		sendAll(s, hello...)
+		res := await(t, done)
+		require.NoError(t, res.err)
+		assert.Equal(t, "Hello", res.text)
+		assert.Empty(t, r.failures())
+		assert.Equal(t, 108*time.Second, r.since())
+	})
 }
 
 func TestCancellationWinsOverAPendingLimit(t *testing.T) {
-	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{MaxAttempts: 2})
-	r.p.answer(&script{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := r.stream(ctx)
-	r.armed()
-	r.clock.Advance(20 * time.Second)
-	cancel()
-	re := recoveryError(t, await(t, done).err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
-	assert.Empty(t, re.Failure.Stall)
-	r.clock.Advance(time.Hour)
-	for _, f := range r.failures() {
-		assert.Empty(t, f.Stall)
-	}
-	assert.Equal(t, 1, r.p.Count())
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{MaxAttempts: 2})
+		r.p.answer(&script{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := r.stream(ctx)
+		time.Sleep(20 * time.Second)
+		cancel()
+		re := recoveryError(t, await(t, done).err)
+		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.Empty(t, re.Failure.Stall)
+		assert.Equal(t, 20*time.Second, r.since())
+		time.Sleep(time.Hour)
+		for _, f := range r.failures() {
+			assert.Empty(t, f.Stall)
+		}
+		assert.Equal(t, 1, r.p.Count())
+	})
 }
 
 func TestStallOfALocalProviderNeedsAdmission(t *testing.T) {
+	synctest.Test(t, testStallOfALocalProviderNeedsAdmission)
+}
+
+func testStallOfALocalProviderNeedsAdmission(t *testing.T) {
 	r := newRig(t, ollama.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{MaxAttempts: 2})
 	r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}})
-	done := r.stream(context.Background())
-	r.armed()
-	r.clock.Advance(30 * time.Second)
-	re := recoveryError(t, await(t, done).err)
+	re := recoveryError(t, await(t, r.stream(context.Background())).err)
+	assert.Equal(t, 30*time.Second, r.since())
 	assert.Equal(t, layer.OutcomeAdmissionRequired, re.Outcome, "an eligible Ollama stall is an ambiguous local execution (R8.3)")
 	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
 	assert.True(t, re.Failure.Classification.Eligible)
@@ -222,15 +233,16 @@ func TestStallOfALocalProviderNeedsAdmission(t *testing.T) {
 }
 
 func TestOrdinaryHeaderTimeoutIsRetried(t *testing.T) {
+	synctest.Test(t, testOrdinaryHeaderTimeoutIsRetried)
+}
+
+func testOrdinaryHeaderTimeoutIsRetried(t *testing.T) {
 	r := newRig(t, openai.New(), stall.Limits{Header: 5 * time.Second, Idle: 5 * time.Second}, retry.Policy{MaxAttempts: 2})
 	r.p.answer(&script{headers: make(chan struct{})})
 	body := recoursetest.OpenAIChat("hi")
 	sendAll(r.p.answer(&script{header: http.Header{"Content-Type": {"application/json"}}}), body)
-	done := r.complete(context.Background())
-	r.armed()
-	r.arrived()
-	r.clock.Advance(5 * time.Second)
-	res := await(t, done)
+	res := await(t, r.complete(context.Background()))
+	assert.Equal(t, []time.Duration{0, 5 * time.Second}, r.eventsAt(layer.EventAttemptStarted))
 	require.NoError(t, res.err)
 	assert.Equal(t, "hi", res.text)
 	require.Len(t, r.failures(), 1)
@@ -241,12 +253,14 @@ func TestOrdinaryHeaderTimeoutIsRetried(t *testing.T) {
 // connection held open: the idle limit ends it, and an ordinary 2xx body
 // that was cut fails closed (R4.6).
 func TestOrdinaryBodyThatNeverComesFailsClosed(t *testing.T) {
+	synctest.Test(t, testOrdinaryBodyThatNeverComesFailsClosed)
+}
+
+func testOrdinaryBodyThatNeverComesFailsClosed(t *testing.T) {
 	r := newRig(t, openai.New(), stall.Limits{Idle: 5 * time.Second}, retry.Policy{MaxAttempts: 2})
 	r.p.answer(&script{header: http.Header{"Content-Type": {"application/json"}, "Content-Length": {"1000"}}})
-	done := r.complete(context.Background())
-	r.armed()
-	r.clock.Advance(5 * time.Second)
-	re := recoveryError(t, await(t, done).err)
+	re := recoveryError(t, await(t, r.complete(context.Background())).err)
+	assert.Equal(t, 5*time.Second, r.since())
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
 	assert.Equal(t, layer.ReasonPartialResponse, re.Failure.Classification.Reason)
 	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
@@ -286,69 +300,46 @@ func TestZeroLimitsPassThrough(t *testing.T) {
 // FirstOutput is not applied. In a chain R7.4 holds instead (see
 // recoveryoff_test.go).
 func TestOutsideAnEngine(t *testing.T) {
-	seq := make(chan string, 64)
-	clock := newFakeClock(seq)
-	hold := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	synctest.Test(t, testOutsideAnEngine)
+}
+
+func testOutsideAnEngine(t *testing.T) {
+	srv, base := recoursetest.ServeMemory(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow-headers" {
-			select {
-			case <-hold:
-			case <-r.Context().Done():
-			}
+			<-r.Context().Done()
 			return
 		}
 		w.WriteHeader(200)
 		_, _ = w.Write([]byte(keepalive))
-		http.NewResponseController(w).Flush()
-		select {
-		case <-hold:
-		case <-r.Context().Done():
-		}
+		_ = http.NewResponseController(w).Flush()
+		<-r.Context().Done()
 	}))
-	defer srv.Close()
-	defer close(hold)
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	defer base.CloseIdleConnections()
-	l, err := stall.New(stall.Limits{Header: time.Second, FirstOutput: time.Second, Idle: 2 * time.Second, Clock: clock})
+	defer func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		base.CloseIdleConnections()
+	}()
+	l, err := stall.New(stall.Limits{Header: time.Second, FirstOutput: time.Second, Idle: 2 * time.Second})
 	require.NoError(t, err)
 	client := &http.Client{Transport: l.Wrap(base)}
 
-	errc := make(chan error, 1)
-	go func() {
-		resp, err := client.Get(srv.URL + "/slow-headers")
-		if err == nil {
-			resp.Body.Close()
-		}
-		errc <- err
-	}()
-	assert.Equal(t, "arm 1s", <-seq)
-	clock.Advance(time.Second)
-	err = <-errc
+	start := time.Now()
+	_, err = client.Get(srv.URL + "/slow-headers")
 	var se *layer.StallError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, layer.StallHeader, se.Limit)
+	assert.Equal(t, time.Second, time.Since(start))
 
+	start = time.Now()
 	resp, err := client.Get(srv.URL + "/body")
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	<-seq // the header limit
-	go func() {
-		_, err := io.ReadAll(resp.Body)
-		errc <- err
-	}()
 	// The first read may return the keepalive at once; each wait arms
-	// only the idle limit (2 s), never the first-output one.
-	for err = nil; err == nil; {
-		select {
-		case got := <-seq:
-			assert.Equal(t, "arm 2s", got)
-			clock.Advance(2 * time.Second)
-		case err = <-errc:
-			require.Error(t, err)
-		}
-	}
+	// only the idle limit (2 s), never the first-output one (1 s).
+	_, err = io.ReadAll(resp.Body)
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, layer.StallIdle, se.Limit)
+	assert.Equal(t, 2*time.Second, time.Since(start))
 	assert.False(t, errors.Is(err, context.Canceled))
 }
 
@@ -356,6 +347,10 @@ func TestOutsideAnEngine(t *testing.T) {
 // prompt before it stalls; no safe output of the stalled call (the error,
 // its JSON, the events, the failures) holds either.
 func TestStallSafeOutputsHoldNoCanary(t *testing.T) {
+	synctest.Test(t, testStallSafeOutputsHoldNoCanary)
+}
+
+func testStallSafeOutputsHoldNoCanary(t *testing.T) {
 	const key, prompt = "sk-CANARYKEY-stall-0001", "PROMPT-CANARY-stall-secret"
 	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{MaxAttempts: 2})
 	s := r.p.answer(&script{header: http.Header{"X-Request-Id": {key}}})
@@ -375,10 +370,8 @@ func TestStallSafeOutputsHoldNoCanary(t *testing.T) {
 		}
 		done <- result{text, err}
 	}()
-	r.armed()
 	r.feed(s, ": "+key+" "+prompt+"\n\n")
 	r.feed(s, recoursetest.OpenAIStream("You said " + prompt + " with " + key)[1])
-	r.clock.Advance(30 * time.Second)
 	res := await(t, done)
 	re := recoveryError(t, res.err)
 	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
@@ -409,6 +402,10 @@ func TestStallSafeOutputsHoldNoCanary(t *testing.T) {
 // sleeps its backoff between two attempts no limit is armed, so any time
 // may pass there.
 func TestLimitsNeverBoundAdmissionOrBackoff(t *testing.T) {
+	synctest.Test(t, testLimitsNeverBoundAdmissionOrBackoff)
+}
+
+func testLimitsNeverBoundAdmissionOrBackoff(t *testing.T) {
 	admitting, allow := make(chan struct{}), make(chan struct{})
 	sleeping, wake := make(chan struct{}), make(chan struct{})
 	pol := retry.Policy{
@@ -436,35 +433,19 @@ func TestLimitsNeverBoundAdmissionOrBackoff(t *testing.T) {
 	r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}})
 	sendAll(r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}}), recoursetest.OllamaStream("Hi")...)
 	done := r.stream(context.Background())
-	r.armed() // header
-	r.armed() // the first read
-	r.clock.Advance(30 * time.Second)
-
-	within(t, admitting, "the admission wait")
-	r.clock.Advance(time.Hour)
+	<-admitting // the first attempt's idle limit fired at 30 s
+	time.Sleep(time.Hour)
 	close(allow)
-	within(t, sleeping, "the backoff")
-	r.clock.Advance(time.Hour)
-	select {
-	case got := <-r.seq:
-		t.Fatalf("a limit was armed between attempts: %q", got)
-	default:
-	}
+	<-sleeping
+	time.Sleep(time.Hour)
 	close(wake)
 	res := await(t, done)
+	// Two hours between the attempts, far over every limit, ended
+	// neither: the second attempt's limits started with it.
+	assert.Equal(t, []time.Duration{0, 2*time.Hour + 30*time.Second}, r.eventsAt(layer.EventAttemptStarted))
 	require.NoError(t, res.err)
 	assert.Equal(t, "Hi", res.text)
 	require.Len(t, r.failures(), 1)
 	assert.Equal(t, layer.StallIdle, r.failures()[0].Stall)
 	assert.Equal(t, 2, r.p.Count())
-}
-
-// within waits for ch to be closed, at most the guard's time.
-func within(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(wait):
-		t.Fatalf("%s never began", what)
-	}
 }
