@@ -174,6 +174,14 @@ func (c *call) noteCode(f *layer.Failure, ev *layer.Evidence, code string) {
 	}
 }
 
+// settleResponse judges an attempt's response that is not a 2xx stream:
+// it reads the whole body (into the snapshot too, with capture on), hands
+// a 2xx body that decodes over as the success, and otherwise builds the
+// attempt's failure record and classifies it. It is one function of more
+// than 100 lines because its verdicts follow one precedence over one read
+// of the body (cancelled, HTTP status, cut, capture failure, size, decode)
+// and the success returns before any of the record is built; in pieces,
+// the body, its read error and the flags would travel between them.
 func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResult {
 	c.status = resp.StatusCode
 	if c.in.info.Operation == layer.Streaming && resp.StatusCode/100 == 2 {
