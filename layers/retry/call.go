@@ -57,6 +57,17 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := c.in.read(req, t.l.codec, facts); err != nil {
 		return nil, err
 	}
+	if c.in.info.Operation == layer.Streaming {
+		// The stream's consumer may close it from another goroutine while
+		// it waits: its Close cancels this context (R13.5). A call that
+		// opens no stream releases it as it returns.
+		c.ctx, c.stop = context.WithCancelCause(c.ctx)
+		defer func() {
+			if !c.stream {
+				c.stop(nil)
+			}
+		}()
+	}
 	// Only a typed caller (the native client) reads a stream's accumulated
 	// text, so a drop-in stream keeps O(1) memory however long it runs; and
 	// only a drop-in caller reads the frames' bytes, so a native stream's
@@ -126,10 +137,13 @@ type call struct {
 
 	// first is the call's first attempt, kept in the call like the
 	// readers above so that a call with one attempt allocates no attempt
-	// of its own; later attempts are new ones. firstUsed says it was
-	// handed out.
-	first     layer.Attempt
-	firstUsed bool
+	// of its own; later attempts are new ones. firstUsed (below, with the
+	// other booleans) says it was handed out.
+	first layer.Attempt
+	// stop cancels ctx, for a stream call: its consumer's Close from
+	// another goroutine ends a read, a backoff or an admission wait the
+	// stream is in (R13.5). Nil for other calls.
+	stop context.CancelCauseFunc
 
 	provider layer.Provider
 	logical  string
@@ -154,6 +168,7 @@ type call struct {
 	stream            bool // a stream body is open: failures end as errors
 	started           bool // the attempt in flight passed Begin
 	reqUsed, respUsed bool // reqBody, respBody were handed out
+	firstUsed         bool // first was handed out
 }
 
 // attemptID returns a new attempt ID.

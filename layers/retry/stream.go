@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -25,7 +26,11 @@ type streamBody struct {
 	readErr error
 	err     error // sticky: io.EOF after the terminal frame, or the final error
 	raw     []byte
-	closed  bool
+	// state says who may touch the stream: idle, a Read or NextFrame
+	// running on the reading goroutine (busy), busy with a Close asked for
+	// by another goroutine (closing: the reader finishes it as it
+	// returns), or closed.
+	state atomic.Int32
 	// tail holds the raw bytes of an in-band provider error frame that ended
 	// the stream: a drop-in client reads them before the typed error, so it
 	// reports the provider's error as it would without recourse.
@@ -53,8 +58,53 @@ func (c *call) openStream(n int, resp *http.Response) *http.Response {
 	return &out
 }
 
+// The states of a streamBody.
+const (
+	idle int32 = iota
+	busy
+	closing
+	closed
+)
+
+// enter marks the stream busy for a Read or NextFrame; it reports false
+// once the stream is closed.
+func (b *streamBody) enter() bool {
+	return b.state.CompareAndSwap(idle, busy)
+}
+
+// leave marks the stream idle again; when a Close came meanwhile it
+// finishes that close here, on the reading goroutine, and reports true.
+func (b *streamBody) leave() bool {
+	if b.state.CompareAndSwap(busy, idle) {
+		return false
+	}
+	b.state.Store(closed)
+	b.finishClose()
+	return true
+}
+
+// closedErr is what a read of a closed stream returns: its final error, or
+// errClosed.
+func (b *streamBody) closedErr() error {
+	if b.err != nil {
+		return b.err
+	}
+	return errClosed
+}
+
 // NextFrame returns the next frame of the stream.
 func (b *streamBody) NextFrame() (layer.Frame, error) {
+	if !b.enter() {
+		return layer.Frame{}, b.closedErr()
+	}
+	f, err := b.nextFrame()
+	if b.leave() {
+		return layer.Frame{}, errClosed
+	}
+	return f, err
+}
+
+func (b *streamBody) nextFrame() (layer.Frame, error) {
 	for {
 		if b.err != nil {
 			return layer.Frame{}, b.err
@@ -317,8 +367,19 @@ func (b *streamBody) Deliver(cnt layer.Counts) { b.a.Deliver(cnt) }
 // text comes before the read error, so a client that ignores its reader's
 // error still fails.
 func (b *streamBody) Read(p []byte) (int, error) {
+	if !b.enter() {
+		return 0, b.closedErr()
+	}
+	n, err := b.read(p)
+	if b.leave() {
+		return 0, errClosed
+	}
+	return n, err
+}
+
+func (b *streamBody) read(p []byte) (int, error) {
 	for len(b.raw) == 0 {
-		f, err := b.NextFrame()
+		f, err := b.nextFrame()
 		if err != nil {
 			if len(b.tail) > 0 && err != io.EOF {
 				b.raw, b.tail = b.tail, nil
@@ -349,7 +410,7 @@ func (b *streamBody) Read(p []byte) (int, error) {
 // Close, or for an error that is not a *layer.RecoveryError.
 func (b *streamBody) errorFrame(err error) []byte {
 	var re *layer.RecoveryError
-	if b.framed || b.closed || !errors.As(err, &re) {
+	if b.framed || b.state.Load() >= closing || !errors.As(err, &re) {
 		return nil
 	}
 	ef, ok := b.c.t.l.codec.(layer.ErrorFramer)
@@ -365,14 +426,36 @@ func (b *streamBody) errorFrame(err error) []byte {
 // early — keeps no incomplete text and sends nothing more, and its
 // lifecycle ends like a cancellation's: the open attempt is recorded as
 // attempt_failed (category cancellation), then one cancelled event
-// (R13.5). Like Read and NextFrame, Close is called from the goroutine
-// that reads the stream; to abort a read that blocks, cancel the request's
-// context.
+// (R13.5). Close may be called from another goroutine while a Read or
+// NextFrame waits — for the provider, a backoff or an admission hook —:
+// it then cancels the call's context, so that the wait ends at once, no
+// attempt is started after it, and the reader finishes the close as it
+// returns errClosed. Close is idempotent and safe for concurrent use.
 func (b *streamBody) Close() error {
-	if b.closed {
-		return nil
+	for {
+		switch b.state.Load() {
+		case idle:
+			if !b.state.CompareAndSwap(idle, closed) {
+				continue
+			}
+			b.finishClose()
+			return nil
+		case busy:
+			if !b.state.CompareAndSwap(busy, closing) {
+				continue
+			}
+			if b.c.stop != nil {
+				b.c.stop(errClosed)
+			}
+			return nil
+		default:
+			return nil
+		}
 	}
-	b.closed = true
+}
+
+// finishClose closes the stream on the goroutine that owns it.
+func (b *streamBody) finishClose() {
 	closeResp(b.resp)
 	if b.err == nil {
 		b.abandoned()
@@ -385,7 +468,9 @@ func (b *streamBody) Close() error {
 		readBuffers.Put(b.buf)
 		b.buf = nil
 	}
-	return nil
+	if b.c.stop != nil {
+		b.c.stop(errClosed)
+	}
 }
 
 // readBufferSize is the size of a stream body's read buffer.
