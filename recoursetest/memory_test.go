@@ -119,7 +119,7 @@ func TestServeMemoryServesAHandlerOnTheBubbleClock(t *testing.T) {
 			_, _ = io.WriteString(w, r.Proto+" "+r.URL.Path)
 		}))
 		defer tr.CloseIdleConnections()
-		assert.Equal(t, "http://recoursetest.invalid", srv.URL)
+		assert.Regexp(t, `^http://s[0-9]+\.recoursetest\.invalid$`, srv.URL)
 
 		start := time.Now()
 		resp, err := (&http.Client{Transport: tr.Clone()}).Get(srv.URL + "/v1/models")
@@ -135,5 +135,43 @@ func TestServeMemoryServesAHandlerOnTheBubbleClock(t *testing.T) {
 		require.NoError(t, err)
 		_, err = tr.RoundTrip(req)
 		assert.True(t, errors.Is(err, syscall.ECONNREFUSED), "got %v", err)
+	})
+}
+
+// Every memory server has a host of its own, and one memory transport
+// reaches each by its host: a chain can fall back from one memory server to
+// another, and no two servers share an upstream key. A host that is no
+// memory server's is refused without a lookup; a closed server's is refused
+// as a closed port is.
+func TestMemoryTransportReachesEachServerByItsHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := recoursetest.NewMemoryServer(recoursetest.JSON(200, `"a"`))
+		b := recoursetest.NewMemoryServer(recoursetest.JSON(200, `"b"`))
+		defer a.Close()
+		assert.NotEqual(t, a.URL, b.URL)
+		client := &http.Client{Transport: a.Transport()}
+		defer client.CloseIdleConnections()
+		get := func(base string) (string, error) {
+			resp, err := client.Get(base + "/v1/models")
+			if err != nil {
+				return "", err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			return string(body), err
+		}
+		got, err := get(b.URL)
+		require.NoError(t, err)
+		assert.Equal(t, `"b"`, got, "a's transport reaches b by its host")
+		got, err = get(a.URL)
+		require.NoError(t, err)
+		assert.Equal(t, `"a"`, got)
+		b.Close()
+		_, err = get(b.URL)
+		assert.ErrorContains(t, err, "connection refused")
+		_, err = get("http://example.com")
+		assert.ErrorContains(t, err, "reaches only memory servers")
+		assert.Equal(t, 1, a.Count())
+		assert.Equal(t, 1, b.Count())
 	})
 }

@@ -47,8 +47,8 @@ func (r Request) clone() Request {
 // concurrent use.
 type Server struct {
 	// URL is the base URL of the server without a trailing slash:
-	// "http://127.0.0.1:port" for NewServer, "http://recoursetest.invalid"
-	// for NewMemoryServer.
+	// "http://127.0.0.1:port" for NewServer, "http://sN.recoursetest.invalid"
+	// (the N-th of the process) for NewMemoryServer.
 	URL string
 
 	srv       *httptest.Server

@@ -55,7 +55,7 @@ func TestR18_4_ResendWaitsForHorizon(t *testing.T) {
 		r := newRig(t, p, mustQuota(t, quota.WithStore(store)), retry.Policy{MaxAttempts: 2})
 		start := time.Now()
 		require.NoError(t, r.callHeldAt(p, 1, gate, func() {
-			require.NoError(t, store.SetHorizon(context.Background(), memKey, time.Now().Add(4*time.Second)))
+			require.NoError(t, store.SetHorizon(context.Background(), memKey(p), time.Now().Add(4*time.Second)))
 		}))
 		assert.Equal(t, 4*time.Second, time.Since(start), "the resend was sent at the horizon")
 		var delays []time.Duration
@@ -88,7 +88,7 @@ func TestR18_4_RefusedByCeilingAndDeadline(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := quota.NewMemoryStore()
 				p := newProvider(t, repeat(unavailable(), 2)...)
-				require.NoError(t, store.SetHorizon(context.Background(), memKey, time.Now().Add(tc.horizon)))
+				require.NoError(t, store.SetHorizon(context.Background(), memKey(p), time.Now().Add(tc.horizon)))
 				if tc.name == "deadline" {
 					tc.pol.Deadline = time.Now().Add(5 * time.Second)
 				}
@@ -224,7 +224,7 @@ func TestR18_4_CancelDuringCooldownWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := quota.NewMemoryStore()
 		p := newProvider(t, completion())
-		require.NoError(t, store.SetHorizon(context.Background(), memKey, time.Now().Add(5*time.Second)))
+		require.NoError(t, store.SetHorizon(context.Background(), memKey(p), time.Now().Add(5*time.Second)))
 		ctx, cancel := context.WithCancel(context.Background())
 		r := newRig(t, p, mustQuota(t, quota.WithStore(store)), retry.Policy{MaxAttempts: 2})
 		done := make(chan error, 1)
@@ -253,12 +253,12 @@ func TestWithoutCooldownSharesNoHorizon(t *testing.T) {
 		p := newProvider(t, rateLimited("5"), unavailable().Gated(-1, gate), completion())
 		a := newRig(t, p, mustQuota(t, quota.WithStore(store), quota.WithoutCooldown()), retry.Policy{MaxAttempts: 1})
 		assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, a.call()).Outcome)
-		assert.True(t, store.Horizon(memKey).IsZero(), "a quota without cooldown writes no horizon")
+		assert.True(t, store.Horizon(memKey(p)).IsZero(), "a quota without cooldown writes no horizon")
 		zero := time.Duration(0)
 		b := newRig(t, p, mustQuota(t, quota.WithStore(store), quota.WithoutCooldown()), retry.Policy{MaxAttempts: 2, BaseDelay: &zero})
 		start := time.Now()
 		require.NoError(t, b.callHeldAt(p, 2, gate, func() {
-			require.NoError(t, store.SetHorizon(context.Background(), memKey, time.Now().Add(20*time.Second)))
+			require.NoError(t, store.SetHorizon(context.Background(), memKey(p), time.Now().Add(20*time.Second)))
 		}))
 		assert.Zero(t, time.Since(start), "nothing waited for the horizon another process set")
 		scheduled := 0

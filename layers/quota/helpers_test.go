@@ -25,7 +25,7 @@ import (
 
 // memKey is the store key of a memory server's upstream
 // (recoursetest.NewMemoryServer): scheme, host and the default port.
-const memKey = "http://recoursetest.invalid:80"
+func memKey(p *recoursetest.Server) string { return p.URL + ":80" }
 
 // newProvider starts a scripted provider on the in-memory network, answering
 // the i-th request with steps[i]; call it inside the test's bubble. It is

@@ -200,7 +200,10 @@ type Layer struct {
 // New ran, and the store is given the wall time (time.Now); neither can be
 // replaced. A test of timing runs the layer inside a testing/synctest
 // bubble, where both are the bubble's clock (with
-// recoursetest.NewMemoryServer as the provider).
+// recoursetest.NewMemoryServer as the provider). Such a test gives the
+// layer a store of its own (WithStore(NewMemoryStore())): the process's
+// shared store outlives the bubble, whose clock starts anew, so a horizon
+// an earlier test set for the same upstream could still lie ahead.
 func New(opts ...Option) (*Layer, error) {
 	l := &Layer{cfg: config{ratio: DefaultRatio, window: DefaultWindow, floor: DefaultFloor,
 		storeTimeout: DefaultStoreTimeout}}

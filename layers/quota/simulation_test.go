@@ -46,10 +46,12 @@ type simResult struct {
 }
 
 // outage is the simulation's provider: a request sent from start+from to
-// start+to reaches down, which answers 503, any other reaches up, which
-// answers a completion.
+// start+to goes to the down server's host, which answers 503, any other to
+// the up server's, which answers a completion (the memory network reaches
+// each by its host).
 type outage struct {
-	up, down http.RoundTripper
+	net      http.RoundTripper
+	up, down string // hosts
 	start    time.Time
 	from, to time.Duration
 }
@@ -60,10 +62,13 @@ func (o *outage) during(at time.Time) bool {
 }
 
 func (o *outage) RoundTrip(req *http.Request) (*http.Response, error) {
+	host := o.up
 	if o.during(time.Now()) {
-		return o.down.RoundTrip(req)
+		host = o.down
 	}
-	return o.up.RoundTrip(req)
+	r := req.Clone(req.Context())
+	r.URL.Host, r.Host = host, ""
+	return o.net.RoundTrip(r)
 }
 
 const simMaxAttempts = 4
@@ -80,7 +85,8 @@ func (s simulation) runInBubble(t *testing.T) simResult {
 	most := s.replicas * calls * simMaxAttempts // the requests the fleet can make
 	upSrv := newProvider(t, repeat(recoursetest.JSON(200, recoursetest.OpenAIChat("ok")), most)...)
 	downSrv := newProvider(t, repeat(recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded")), most)...)
-	prov := &outage{up: upSrv.Transport(), down: downSrv.Transport(), start: time.Now(), from: s.outageStart, to: s.outageEnd}
+	prov := &outage{net: upSrv.Transport(), up: strings.TrimPrefix(upSrv.URL, "http://"), down: strings.TrimPrefix(downSrv.URL, "http://"),
+		start: time.Now(), from: s.outageStart, to: s.outageEnd}
 	store := quota.NewMemoryStore() // the fleet's shared store (Redis in production)
 	var (
 		mu  sync.Mutex
