@@ -68,8 +68,11 @@ type Limits struct {
 	// request is handed to the transport; 0 means no limit.
 	Header time.Duration
 	// FirstOutput bounds the time from the response headers to the first
-	// semantic byte (reasoning, content or a tool fragment); keepalives do
-	// not count as output. 0 means no limit. Set it above the longest time
+	// semantic byte (reasoning, content or a tool fragment) that the
+	// attempt's reads spend waiting for the provider: a consumer's pause
+	// between reads does not count, as for Idle, so output that arrived
+	// while the consumer paused is never cut. Keepalives do not count as
+	// output. 0 means no limit. Set it above the longest time
 	// a reasoning model may think before its first token. It needs a chain
 	// whose engine has a codec, also when recovery is off (R7.4).
 	FirstOutput time.Duration
@@ -187,7 +190,6 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &releasing{ReadCloser: resp.Body, cancel: cancel}
 		return resp, nil
 	}
-	w.headersAt = time.Now()
 	w.rc = resp.Body
 	// A RoundTripper's response belongs to its caller: its body is wrapped
 	// in place rather than copied.
@@ -214,8 +216,11 @@ type watch struct {
 	a      *layer.Attempt // nil outside an engine
 	rc     io.ReadCloser
 
-	headersAt time.Time
-	output    bool // semantic output was counted: FirstOutput is satisfied
+	// waited is how long the attempt's reads have waited for the provider
+	// since the headers, before any semantic output: the time FirstOutput
+	// bounds. A consumer's pause between reads does not count.
+	waited time.Duration
+	output bool // semantic output was counted: FirstOutput is satisfied
 
 	// timer is the attempt's one timer, calling fireArmed, re-armed for
 	// every wait instead of a timer and a callback per wait; it is nil
@@ -315,6 +320,22 @@ func (w *watch) fire(limit layer.StallLimit, g uint64) {
 	}
 }
 
+// spend fires the first-output limit outside a wait, once the reads have
+// waited all of it; it reports whether it did (not after a Close, nor once
+// another limit fired).
+func (w *watch) spend() bool {
+	w.mu.Lock()
+	ok := w.fired == "" && !w.closed
+	if ok {
+		w.fired = layer.StallFirstOutput
+	}
+	w.mu.Unlock()
+	if ok {
+		w.cancel()
+	}
+	return ok
+}
+
 func (w *watch) firedLimit() layer.StallLimit {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -350,11 +371,20 @@ func (w *watch) Read(p []byte) (int, error) {
 	if w.lim.Idle > 0 {
 		d, limit = w.lim.Idle, layer.StallIdle
 	}
-	if w.lim.FirstOutput > 0 && !w.output && w.a != nil {
-		rem := w.lim.FirstOutput - time.Since(w.headersAt)
+	counting := w.lim.FirstOutput > 0 && !w.output && w.a != nil
+	var start time.Time
+	if counting {
+		rem := w.lim.FirstOutput - w.waited
+		if rem <= 0 && w.spend() {
+			// The reads already waited the whole limit without output (a
+			// read that returned just at it): the limit is spent, and
+			// racing a timer of 0 against this read would decide by chance.
+			return 0, w.stallError(layer.StallFirstOutput)
+		}
 		if limit == "" || rem <= d {
 			d, limit = max(rem, 0), layer.StallFirstOutput
 		}
+		start = time.Now()
 	}
 	var timer stopper
 	g := w.begin()
@@ -364,6 +394,9 @@ func (w *watch) Read(p []byte) (int, error) {
 	n, err := w.rc.Read(p)
 	if timer != nil {
 		timer.Stop()
+	}
+	if counting {
+		w.waited += time.Since(start)
 	}
 	if fired := w.end(); fired != "" {
 		// The limit fired while the read waited: what it returned (bytes
