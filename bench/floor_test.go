@@ -111,17 +111,29 @@ func (t *floorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.trace.GotConn = func(httptrace.GotConnInfo) { c.connected = true }
 	c.reqBody.Reset(body)
-	out := req.WithContext(httptrace.WithClientTrace(req.Context(), &c.trace))
+	ctx, stop := req.Context(), context.CancelCauseFunc(func(error) {})
+	if info.Operation == layer.Streaming {
+		// A stream's Close from another goroutine ends a wait the stream
+		// is in, through a context of the call's own (R13.5).
+		ctx, stop = context.WithCancelCause(ctx)
+	}
+	defer func() {
+		if info.Operation != layer.Streaming {
+			stop(nil)
+		}
+	}()
+	out := req.WithContext(httptrace.WithClientTrace(ctx, &c.trace))
 	// The io.NopCloser over a *bytes.Reader is what net/http knows to be in
 	// memory, so that headers and body leave in one write.
 	out.Header, out.Body, out.GetBody, out.ContentLength = header, io.NopCloser(&c.reqBody), nil, int64(len(body))
 	resp, err := t.base.RoundTrip(out)
 	if err != nil {
+		stop(nil)
 		return nil, err
 	}
 	obs := t.codec.NewObserver(info)
 	if dec, ok := obs.(layer.StreamDecoder); ok && info.Operation == layer.Streaming {
-		resp.Body = &floorStream{rc: resp.Body, dec: dec}
+		resp.Body = &floorStream{rc: resp.Body, dec: dec, stop: stop}
 		return resp, nil
 	}
 	buf, err := readObserved(resp.Body, resp.ContentLength, obs)
@@ -174,6 +186,7 @@ type floorStream struct {
 	scratch [4096]byte
 	raw     []byte // the rest of the frame being read
 	eof     bool
+	stop    context.CancelCauseFunc
 }
 
 var errFloorFrame = errors.New("floor: stream frame carries an error")
@@ -215,7 +228,11 @@ func (s *floorStream) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (s *floorStream) Close() error { return s.rc.Close() }
+func (s *floorStream) Close() error {
+	err := s.rc.Close()
+	s.stop(nil)
+	return err
+}
 
 // floorClient returns a plain http.Client whose transport does a drop-in
 // call's floor around a clone of http.DefaultTransport.
