@@ -18,6 +18,23 @@ import (
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
+// pausedStream sends a streamed chat request through a chain with stall
+// limits lim, no recovery, over srv, and returns the drop-in response.
+func pausedStream(t *testing.T, srv *recoursetest.Server, lim stall.Limits) *http.Response {
+	t.Helper()
+	st, err := stall.New(lim)
+	require.NoError(t, err)
+	ch, err := chain.Default(openai.New(), chain.WithTransport(srv.Transport()), chain.WithPerAttempt(st),
+		chain.WithPolicy(retry.Policy{MaxAttempts: 1}))
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	resp, err := (&http.Client{Transport: ch}).Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
 // TestR7_2_ConsumerPauseDoesNotCountAgainstFirstOutput: the provider sends
 // its first content 1 s after the headers, well within a 5 s first-output
 // limit, while the drop-in consumer pauses a minute after its first read.
@@ -31,19 +48,10 @@ func TestR7_2_ConsumerPauseDoesNotCountAgainstFirstOutput(t *testing.T) {
 			chunks := recoursetest.OpenAIStream("Hello", " world")
 			srv := recoursetest.NewMemoryServer(recoursetest.SSE(chunks...).Gated(1, gate))
 			defer srv.Close()
-			st, err := stall.New(stall.Limits{FirstOutput: 5 * time.Second, Idle: time.Hour})
-			require.NoError(t, err)
-			ch, err := chain.Default(openai.New(), chain.WithTransport(srv.Transport()), chain.WithPerAttempt(st),
-				chain.WithPolicy(retry.Policy{MaxAttempts: 1}))
-			require.NoError(t, err)
-			req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
-				strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-			require.NoError(t, err)
-			resp, err := (&http.Client{Transport: ch}).Do(req)
-			require.NoError(t, err)
+			resp := pausedStream(t, srv, stall.Limits{FirstOutput: 5 * time.Second, Idle: time.Hour})
 			defer resp.Body.Close()
 			first := make([]byte, 10)
-			_, err = io.ReadFull(resp.Body, first)
+			_, err := io.ReadFull(resp.Body, first)
 			require.NoError(t, err)
 			go func() {
 				time.Sleep(time.Second)
@@ -68,19 +76,10 @@ func TestR7_2_FirstOutputCountsOnlyTheReadsWaits(t *testing.T) {
 		defer close(gate)
 		srv := recoursetest.NewMemoryServer(recoursetest.SSE(append([]string{keepalive}, recoursetest.OpenAIStream("Hello")...)...).Gated(1, gate))
 		defer srv.Close()
-		st, err := stall.New(stall.Limits{FirstOutput: 5 * time.Second})
-		require.NoError(t, err)
-		ch, err := chain.Default(openai.New(), chain.WithTransport(srv.Transport()), chain.WithPerAttempt(st),
-			chain.WithPolicy(retry.Policy{MaxAttempts: 1}))
-		require.NoError(t, err)
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
-			strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-		require.NoError(t, err)
-		resp, err := (&http.Client{Transport: ch}).Do(req)
-		require.NoError(t, err)
+		resp := pausedStream(t, srv, stall.Limits{FirstOutput: 5 * time.Second})
 		defer resp.Body.Close()
 		buf := make([]byte, len(keepalive))
-		_, err = io.ReadFull(resp.Body, buf)
+		_, err := io.ReadFull(resp.Body, buf)
 		require.NoError(t, err)
 		time.Sleep(time.Minute) // the consumer pauses
 		start := time.Now()
