@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -63,7 +64,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// opens no stream releases it as it returns.
 		c.ctx, c.stop = context.WithCancelCause(c.ctx)
 		defer func() {
-			if !c.stream {
+			if !c.stream && c.stop != nil {
 				c.stop(nil)
 			}
 		}()
@@ -109,6 +110,19 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return c.loop(1, nil, nil)
+}
+
+// stopOnClose is the body of a stream handed over undecoded: closing it
+// releases the call's context.
+type stopOnClose struct {
+	io.ReadCloser
+	stop context.CancelCauseFunc
+}
+
+func (b *stopOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.stop(nil)
+	return err
 }
 
 func closeRequestBody(req *http.Request) {
@@ -241,6 +255,12 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 					return res.resp, nil
 				}
 				return c.openStream(n, res.resp), nil
+			}
+			if c.stop != nil && res.resp.StatusCode/100 == 2 {
+				// A stream the codec does not decode is handed over as it
+				// is: its context lives until its body is closed.
+				res.resp.Body = &stopOnClose{ReadCloser: res.resp.Body, stop: c.stop}
+				c.stop = nil
 			}
 			return c.succeeded(res.resp, res.evidence, res.comp)
 		}
