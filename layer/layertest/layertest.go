@@ -245,8 +245,11 @@ func Layer(t *testing.T, l layer.Layer) {
 // (R15.1), deterministic single encoding (R2.3), Describe reading back what
 // Encode wrote, typed errors (never a panic) for hostile bodies, a Decode
 // that never returns content its ordinary Observer did not count (a body
-// nested deeper than the observer scans is refused, R13.2), and an
-// Observer for every operation (a StreamDecoder for streaming).
+// nested deeper than the observer scans is refused, R13.2), an Observer
+// for every operation (a StreamDecoder for streaming), and, for a
+// layer.ModelRewriter, a WithModel that changes the model and nothing else
+// (R20.1). The sample's model must be a plain string that the request
+// names once.
 func Codec(t *testing.T, c layer.Codec, sample *chat.Request) {
 	t.Helper()
 	if err := c.Capabilities().Validate(); err != nil {
@@ -313,5 +316,30 @@ func Codec(t *testing.T, c layer.Codec, sample *chat.Request) {
 				t.Error("End() after garbage = nil, want an incomplete-stream error")
 			}
 		}
+	}
+	if rw, ok := c.(layer.ModelRewriter); ok {
+		modelRewriter(t, c, rw, a, sample.Model)
+	}
+}
+
+// modelRewriter checks a codec's WithModel (R20.1): the body Encode wrote
+// names another model, every other byte kept, and a body that is not a
+// request is refused.
+func modelRewriter(t *testing.T, c layer.Codec, rw layer.ModelRewriter, body []byte, model string) {
+	t.Helper()
+	other := model + "-other"
+	out, err := rw.WithModel(body, other)
+	if err != nil {
+		t.Errorf("WithModel: %v", err)
+		return
+	}
+	if info, err := c.Describe(out); err != nil || info.Model != other {
+		t.Errorf("Describe(WithModel(body, %q)) = %+v, %v", other, info, err)
+	}
+	if want := string(bytes.Replace(body, []byte(`"`+model+`"`), []byte(`"`+other+`"`), 1)); string(out) != want {
+		t.Errorf("WithModel changed more than the model:\n got %s\nwant %s", out, want)
+	}
+	if _, err := rw.WithModel([]byte("[]"), "x"); err == nil {
+		t.Error(`WithModel("[]") = nil error, want one`)
 	}
 }
