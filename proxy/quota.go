@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -73,14 +72,14 @@ func (noDepositUpstream) Deposit() {}
 // open, as in the engine.
 func (ex *exchange) charge(out *http.Request) (int, bool) {
 	h := ex.h
-	var m struct {
-		Model string `json:"model"`
-	}
-	_ = json.Unmarshal(ex.body, &m) // a body without a model keys the quota by upstream alone, as the engine does
-	res, v := h.quota.Bind(out.URL, m.Model, out.Header).Reserve(out.Context())
+	// The model as the engine reads it; a body the codec cannot describe
+	// keys the quota by upstream alone, as in the engine.
+	info, _ := h.codec.Describe(ex.body)
+	model := info.Model
+	res, v := h.quota.Bind(out.URL, model, out.Header).Reserve(out.Context())
 	if v.Refusal != nil {
 		h.clientRetry(out.Context(), ClientRetryRefused)
-		ex.setQuotaRemaining(out, m.Model)
+		ex.setQuotaRemaining(out, model)
 		h.writeError(ex.w, http.StatusServiceUnavailable, string(layer.OutcomeQuotaExhausted),
 			"recourse-proxy: not sent: the request is a client retry ("+HeaderClientRetryCount+" above 0), charged as a resend, and the "+
 				v.Refusal.Text(), string(layer.OutcomeQuotaExhausted))
