@@ -71,8 +71,8 @@ func NewMemoryServer(steps ...Step) *Server {
 // CloseClientConnections first. ServeMemory panics only as
 // httptest.NewUnstartedServer does.
 func ServeMemory(h http.Handler) (*httptest.Server, *http.Transport) {
-	ts, l := serveMemory(h)
-	return ts, l.transport()
+	ts, _ := serveMemory(h)
+	return ts, memoryTransport()
 }
 
 // serveMemory starts an httptest.Server for h on a new memory listener.
@@ -97,14 +97,14 @@ func serveMemory(h http.Handler) (*httptest.Server, *memoryListener) {
 // concurrent use.
 func (s *Server) Transport() *http.Transport {
 	if s.mem != nil {
-		return s.mem.transport()
+		return memoryTransport()
 	}
 	return http.DefaultTransport.(*http.Transport).Clone()
 }
 
-// transport returns a clone of http.DefaultTransport whose connections
+// memoryTransport returns a clone of http.DefaultTransport whose connections
 // are dialled on the memory network.
-func (l *memoryListener) transport() *http.Transport {
+func memoryTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
 	t.DialContext = dialMemory

@@ -6,12 +6,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,12 +18,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/proxy"
+	"github.com/recourse-dev/recourse/proxy/e2e/internal/nodetest"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -33,40 +31,7 @@ import (
 var nodeDir string
 
 func TestMain(m *testing.M) {
-	code := func() int {
-		dir, err := os.MkdirTemp("", "recourse-proxy-node")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		for _, f := range []string{"package.json", "package-lock.json", "client.mjs", "ai-sdk.mjs", "langchain.mjs"} {
-			b, err := os.ReadFile(filepath.Join("node", f))
-			if err == nil {
-				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
-			}
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "npm ci: %v\n%s", err, out)
-			return 1
-		}
-		nodeDir = dir
-		code := m.Run()
-		if code == 0 {
-			if err := goleak.Find(); err != nil {
-				fmt.Fprintln(os.Stderr, "goleak:", err)
-				return 1
-			}
-		}
-		return code
-	}()
-	os.Exit(code)
+	nodetest.Main(m, &nodeDir, "node", "package.json", "package-lock.json", "client.mjs", "ai-sdk.mjs", "langchain.mjs")
 }
 
 // rig is the proxy, with the injected sleep, in front of a scripted

@@ -6,13 +6,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,10 +19,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/proxy"
+	"github.com/recourse-dev/recourse/proxy/e2e/internal/nodetest"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -32,40 +30,7 @@ import (
 var nodeDir string
 
 func TestMain(m *testing.M) {
-	code := func() int {
-		dir, err := os.MkdirTemp("", "recourse-proxy-responses-node")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
-			b, err := os.ReadFile(f)
-			if err == nil {
-				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
-			}
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "npm ci: %v\n%s", err, out)
-			return 1
-		}
-		nodeDir = dir
-		code := m.Run()
-		if code == 0 {
-			if err := goleak.Find(); err != nil {
-				fmt.Fprintln(os.Stderr, "goleak:", err)
-				return 1
-			}
-		}
-		return code
-	}()
-	os.Exit(code)
+	nodetest.Main(m, &nodeDir, ".", "package.json", "package-lock.json", "client.mjs")
 }
 
 // rig is the proxy, with the injected sleep, in front of a scripted
