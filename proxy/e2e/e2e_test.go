@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -31,7 +32,7 @@ import (
 var nodeDir string
 
 func TestMain(m *testing.M) {
-	nodetest.Main(m, &nodeDir, "node", "package.json", "package-lock.json", "client.mjs", "ai-sdk.mjs", "langchain.mjs")
+	nodetest.Main(m, &nodeDir, func() error { return goleak.Find() }, "node", "package.json", "package-lock.json", "client.mjs", "ai-sdk.mjs", "langchain.mjs")
 }
 
 // rig is the proxy, with the injected sleep, in front of a scripted

@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/proxy"
@@ -30,7 +31,7 @@ import (
 var nodeDir string
 
 func TestMain(m *testing.M) {
-	nodetest.Main(m, &nodeDir, ".", "package.json", "package-lock.json", "client.mjs")
+	nodetest.Main(m, &nodeDir, func() error { return goleak.Find() }, ".", "package.json", "package-lock.json", "client.mjs")
 }
 
 // rig is the proxy, with the injected sleep, in front of a scripted

@@ -1,6 +1,6 @@
 // Package nodetest installs the npm clients of the proxy's end-to-end
 // tests (from their committed package-lock.json) once per test binary,
-// and checks for leaked goroutines after the tests ran.
+// and runs the caller's leak check after the tests ran.
 package nodetest
 
 import (
@@ -9,19 +9,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-
-	"go.uber.org/goleak"
 )
 
 // Main copies files from src into a new temporary directory, runs
 // `npm ci` there, sets *dir to it, runs m and exits: with 1 when the
-// install fails or, after passing tests, when goroutines leaked (goleak);
-// with m's code otherwise. The directory is removed before the exit.
-func Main(m *testing.M, dir *string, src string, files ...string) {
-	os.Exit(run(m, dir, src, files))
+// install fails or, after passing tests, when leaks (the caller's
+// goleak.Find) reports an error; with m's code otherwise. The directory is
+// removed before the exit.
+func Main(m *testing.M, dir *string, leaks func() error, src string, files ...string) {
+	os.Exit(run(m, dir, leaks, src, files))
 }
 
-func run(m *testing.M, dir *string, src string, files []string) int {
+func run(m *testing.M, dir *string, leaks func() error, src string, files []string) int {
 	tmp, err := os.MkdirTemp("", "recourse-proxy-node")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -47,7 +46,7 @@ func run(m *testing.M, dir *string, src string, files []string) int {
 	*dir = tmp
 	code := m.Run()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := leaks(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			return 1
 		}
