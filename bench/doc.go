@@ -44,7 +44,7 @@
 //     allocations and bytes per call. floor: the same POST through a plain
 //     client whose transport takes the IDs, the header and body copies and
 //     the request's Describe, the connection trace, the observer and the
-//     judged full-body buffer (R2.3, R4.6, R9.2, R10.1, R13.2).
+//     judged full-body buffer (CONTRACT.md R2.3, R4.6, R9.2, R10.1, R13.2).
 //   - BenchmarkStream1000: a 1000-chunk OpenAI SSE stream through the native
 //     Client.Stream versus raw net/http splitting lines (raw-lines, the
 //     floor: it parses nothing) and raw net/http plus json.Unmarshal of
@@ -55,7 +55,7 @@
 //     minus raw; its CPU ratio covers the whole, short, stream), native
 //     Client.Stream versus raw net/http plus json.Unmarshal. floor: the raw
 //     client plus the IDs, the connection trace and the codec's stream
-//     decoder in place of json.Unmarshal (R9.2, R10.1, R13.1, R13.2);
+//     decoder in place of json.Unmarshal (CONTRACT.md R9.2, R10.1, R13.1, R13.2);
 //     it adds diff-vs-floor-ns/op.
 //   - BenchmarkKeepaliveFrame and BenchmarkContentFrame: allocations per
 //     keepalive and per content frame through the whole chain (one stream of
@@ -79,7 +79,7 @@
 //     raw-json, as an SDK over the transport does anyway; json/floor: the
 //     same through a plain client whose transport also does the drop-in
 //     floor, each event framed and decoded by the codec's stream decoder
-//     and the caller reading whole, judged frames, R13.1, R13.2).
+//     and the caller reading whole, judged frames, CONTRACT.md R13.1, R13.2).
 //   - BenchmarkDropInStreamHeld: the memory a long drop-in stream holds: the
 //     live heap after a GC at the [DONE] line of a 10,000- and a
 //     100,000-chunk stream, minus the live heap before the call, through the
@@ -114,7 +114,7 @@
 //     extra-allocs/frame the extra allocations per chunk. unary/floor: the
 //     default chain plus a per-attempt layer that keeps its request and
 //     does only what a limit that can fire needs (the attempt's
-//     cancellable context, the request copy carrying it, one timer, R7.2).
+//     cancellable context, the request copy carrying it, one timer, CONTRACT.md R7.2).
 //   - BenchmarkQuotaStage: the quota's own work on the success path without
 //     the network (placing its gate in the call, Bind, Deposit and the
 //     cooldown horizon's local read) versus the same round trip without the
@@ -127,7 +127,7 @@
 //     fallback minus none, and extra-allocs/op the layer's allocations.
 //     unary/floor: the default chain under a RoundTripper that only places
 //     a *layer.Call in the request's context and reads its outcome
-//     (R20.2, R20.5).
+//     (CONTRACT.md R20.2, R20.5).
 //
 // The proxy's figures are in package proxy: BenchmarkProxyVsReverseProxy
 // (recourse-proxy versus httputil.ReverseProxy in front of the same

@@ -29,7 +29,7 @@ type Tool struct {
 	Run func(ctx context.Context, args json.RawMessage) (string, error)
 }
 
-// Continuation configures stream continuation (R17.3). The zero value
+// Continuation configures stream continuation. The zero value
 // leaves it off.
 type Continuation struct {
 	// Max is the budget: how many continuations (or restarts) of one answer
@@ -68,7 +68,7 @@ func WithTools(tools ...Tool) Option {
 func WithMaxToolDepth(n int) Option { return func(b *Broker) { b.maxDepth = max(n, 1) } }
 
 // WithPolicy sets the recovery policy applied to every completion of the
-// broker through chain.WithCallPolicy (R1.3), and the admission hook, the
+// broker through chain.WithCallPolicy, and the admission hook, the
 // backoff, the jitter, the budget and deadline, the clocks and the Sleep of
 // continuations. Without it every completion and every continuation uses
 // the chain's own policy.
@@ -85,11 +85,11 @@ func WithPolicy(p retry.Policy) Option { return func(b *Broker) { b.policy = &p 
 // before the first string of its continuation.
 func WithNotices(f func(Notice)) Option { return func(b *Broker) { b.notify = f } }
 
-// WithContinuation turns on stream continuation for GenerateStream (R17.3),
+// WithContinuation turns on stream continuation for GenerateStream,
 // off by default.
 func WithContinuation(c Continuation) Option { return func(b *Broker) { b.cont = c } }
 
-// Broker runs the tool loop over a native client (R16.1). It is immutable
+// Broker runs the tool loop over a native client. It is immutable
 // after New and safe for concurrent use; each call is an independent run.
 type Broker struct {
 	client   *chain.Client
@@ -111,7 +111,7 @@ func New(client *chain.Client, opts ...Option) *Broker {
 	return b
 }
 
-// Generate runs the tool loop on history (R16.1): it sends the
+// Generate runs the tool loop on history: it sends the
 // conversation, and while the response asks for tools it appends the
 // assistant message with its calls, runs each call once and appends one
 // tool message per call (ToolCallID, ToolName, the tool's output or an
@@ -145,7 +145,7 @@ func (b *Broker) Generate(ctx context.Context, history *[]chat.Message) (*chat.C
 }
 
 // GenerateObject runs one structured completion that asks for JSON
-// following schema (R16.3): the schema is sent as given, no tools are
+// following schema: the schema is sent as given, no tools are
 // offered or executed and the answer is parsed, not validated. The
 // assistant message is appended to history and the completion returned.
 func (b *Broker) GenerateObject(ctx context.Context, history *[]chat.Message, schema chat.Schema) (*chat.Completion, error) {

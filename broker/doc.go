@@ -1,9 +1,9 @@
 // Package broker runs the model side of a conversation on top of the native
 // client (package chain): the tool loop, a chat session, visible retry
 // notices and, opt-in, safe continuation of a stream that broke after it
-// started (R16, R17).
+// started (CONTRACT.md R16, R17).
 //
-// # Tool loop (R16.1)
+// # Tool loop
 //
 // A Broker sends the conversation, executes the tool calls of a completed
 // response, appends the assistant message and one tool message per call to
@@ -16,7 +16,7 @@
 // failure stays in the history. Tool calls of an interrupted or
 // length-terminated response are never executed.
 //
-// # Retry notices and status (R17.1, R17.2)
+// # Retry notices and status
 //
 // Right before every backoff sleep of a completion, the broker turns the
 // chain's delay_scheduled lifecycle event into a RetryNotice and hands it to
@@ -25,11 +25,11 @@
 // enter the history, the model context or a session's messages. FormatRetry,
 // FormatContinuation and Countdown render them; a Status holds the one
 // transient status line a terminal UI shows and clears it on the next sign
-// of activity (an Activity notice). With a retry quota in the chain (package layers/quota, R18)
+// of activity (an Activity notice). With a retry quota in the chain (package layers/quota)
 // a refused resend is announced by a QuotaNotice (FormatQuota) and a first
 // request held by the shared cooldown by a CooldownNotice (FormatCooldown).
 //
-// # Continuation (R17.3)
+// # Continuation
 //
 // WithContinuation turns on continuation for GenerateStream. When a stream
 // breaks after semantic output arrived, the blocks the protocol had already

@@ -48,12 +48,12 @@ func (e *IncompleteError) Error() string {
 }
 
 // ContinuationError reports a stream that broke after it started and was
-// not continued (R17.3). Outcome says why:
+// not continued. Outcome says why:
 //
 //   - layer.OutcomeExhausted: the continuation budget was used up;
 //   - layer.OutcomeAdmissionRequired, OutcomeAdmissionRejected,
 //     OutcomeAdmissionNoDecision: the admission rule or hook did not allow
-//     it (as for a retry, R8);
+//     it (as for a retry);
 //   - layer.OutcomeDeadline: the policy's deadline leaves no room for the
 //     backoff;
 //   - layer.OutcomeCancelled: the context was cancelled (cancellation wins

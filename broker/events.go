@@ -9,8 +9,8 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 )
 
-// GenerateStreamEvents runs one streamed completion of history as events
-// (R13.7): content events as they arrive, then a done event whose
+// GenerateStreamEvents runs one streamed completion of history as events:
+// content events as they arrive, then a done event whose
 // Completion carries the finish reason, model and usage, or one error event
 // whose Err has reason cancelled, interrupted_stream or request_failed and,
 // when recovery ran, the typed *layer.RecoveryError (Err.Recovery). It is

@@ -10,8 +10,8 @@ import (
 // EventFallback is the event of a Notice carrying a FallbackNotice.
 const EventFallback NoticeEvent = "llm_fallback"
 
-// FallbackNotice announces that a completion falls back to its next target
-// (R20.6): recovery on one model or upstream ended, nothing reached the
+// FallbackNotice announces that a completion falls back to its next target:
+// recovery on one model or upstream ended, nothing reached the
 // caller, and the next one is asked. It is derived from the fallback
 // lifecycle event of a client with fallback targets (chain.WithFallback)
 // and delivered before the next target's request. Every field is safe:

@@ -10,7 +10,7 @@ import (
 )
 
 // RetryNotice announces that a completion failed and is about to be retried
-// after a backoff (R17.1). It is derived from the chain's delay_scheduled
+// after a backoff. It is derived from the chain's delay_scheduled
 // lifecycle event and delivered right before the sleep. Every field is safe
 // to show and log: Error is a fixed description of the failure kind, never
 // a key, a header, a body or tool output.
@@ -33,7 +33,7 @@ type RetryNotice struct {
 	// or "transport error".
 	Error string
 	// Resume is set when the next attempt reads a background stream again
-	// from its cursor instead of resending it (R19.10); nil otherwise.
+	// from its cursor instead of resending it; nil otherwise.
 	Resume *layer.Resume
 }
 
@@ -79,7 +79,7 @@ func (n *RetryNotice) UnmarshalJSON(b []byte) error {
 const ReasonRestart = "restart"
 
 // ContinuationNotice announces that a stream broke after it started and
-// that the broker sends the next request of the same turn loop (R17.3). It
+// that the broker sends the next request of the same turn loop. It
 // is delivered before the continuation's backoff sleep. Every field is safe.
 type ContinuationNotice struct {
 	// Completion is the 1-based index within the run of the completion
@@ -223,7 +223,7 @@ func (n *CooldownNotice) UnmarshalJSON(b []byte) error {
 // ActivityKind is a kind of activity signal.
 type ActivityKind string
 
-// The activity signals that clear a transient status line (R17.2).
+// The activity signals that clear a transient status line.
 const (
 	// ActivityCompletionStarted: a completion (a new model request) starts.
 	ActivityCompletionStarted ActivityKind = "completion_started"

@@ -9,12 +9,12 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 )
 
-// Session is a chat session over a Broker (R16.2): it keeps the
+// Session is a chat session over a Broker: it keeps the
 // conversation and runs one turn at a time. A failed turn keeps the user
 // message and the completed tool history, never incomplete assistant text —
 // also when the context is cancelled or the consumer of SendStream stops
 // ranging — and returns the typed error; a *layer.PolicyError adds no
-// assistant message (R3.3). Notices never enter the session's messages.
+// assistant message. Notices never enter the session's messages.
 // The messages of a turn are stored when the turn ends. Messages is safe
 // to call at any time; a turn asked for while another is running returns
 // ErrBusy.

@@ -8,7 +8,7 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 )
 
-// FormatRetry renders a retry notice as one status line (R17.2), for
+// FormatRetry renders a retry notice as one status line, for
 // example "retrying LLM request after HTTP 504 (attempt 2/4 in 1.2s)". The
 // attempt shown is the next one (FailedAttempt+1, capped at MaxAttempts).
 // A failure without a non-2xx HTTP status shows its kind instead
@@ -17,7 +17,7 @@ import (
 // show whole milliseconds. A notice of a background stream's resume
 // (Resume set) reads "resuming LLM stream after idle timeout (from event
 // 57)", 57 being the cursor, or "(from the start)" when no event carried a
-// sequence number yet (R19.10).
+// sequence number yet.
 func FormatRetry(n RetryNotice) string {
 	return formatRetry(n, n.Wait)
 }
@@ -83,7 +83,7 @@ func formatCooldown(wait time.Duration) string {
 	return "LLM provider cooling down: sending in " + layer.FormatDelay(wait)
 }
 
-// Status is the transient status line of a terminal UI (R17.2): a retry,
+// Status is the transient status line of a terminal UI: a retry,
 // continuation, quota, cooldown or fallback notice sets it, and the next sign of activity clears it —
 // a new completion starting, a content, reasoning or tool delta, a tool
 // result, the end of the run, or idle. It is never a transcript entry.

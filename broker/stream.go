@@ -25,8 +25,8 @@ var errNoCompletion = errors.New("broker: the stream ended without a completion"
 // case the history keeps everything completed and never an unfinished
 // assistant message.
 //
-// With WithContinuation, a stream that breaks after it started is continued
-// (R17.3): the blocks the protocol had closed — reasoning once content or a
+// With WithContinuation, a stream that breaks after it started is continued:
+// the blocks the protocol had closed — reasoning once content or a
 // tool call started, text once a tool call started — are appended as a
 // partial assistant message (never an unfinished block, never a tool call;
 // closed reasoning alone makes a message without content, which the
@@ -182,7 +182,7 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, dec **retry.De
 	}
 	f := re.Failure
 	// The continuation is announced when its delay is scheduled, before the
-	// sleep (R17.3); the decision plane's other events belong to the chain's
+	// sleep; the decision plane's other events belong to the chain's
 	// observers, not to continuations. The continuation is a new completion:
 	// its first wire attempt is 1, its backoff that of the attempt-th resend.
 	emit := func(typ layer.EventType, _ *layer.Failure, delay time.Duration, _ int) error {
@@ -296,9 +296,9 @@ func (t *tracker) partial() (*chat.Message, int) {
 	if content.Len() == 0 && reasoning.Len() == 0 {
 		return nil, discarded
 	}
-	// Closed reasoning alone is committed too (R17.3): the history keeps
+	// Closed reasoning alone is committed too: the history keeps
 	// it. A codec that cannot send reasoning back leaves such a message out
 	// of the request, so no provider sees an empty assistant turn; Ollama
-	// sends it as the message's thinking (R14.1).
+	// sends it as the message's thinking.
 	return &chat.Message{Role: chat.Assistant, Content: content.String(), Reasoning: reasoning.String()}, discarded
 }

@@ -207,7 +207,7 @@ type ToolCallFragment struct {
 // Chunk is one delivered piece of a streamed completion.
 type Chunk struct {
 	// Frame is the index of the provider frame that produced the chunk
-	// among its attempt's valid frames, counting from 1 (R13.6).
+	// among its attempt's valid frames, counting from 1.
 	Frame int `json:"frame"`
 	// Content is assistant text.
 	Content string `json:"content,omitempty"`

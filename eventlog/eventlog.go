@@ -1,7 +1,7 @@
 // Package eventlog writes recourse's safe lifecycle events to a
 // *slog.Logger: one structured record per event, at a level chosen by the
-// event type, with only the safe fields of the event and its failure
-// (R10.5, R11). It never writes a credential, a prompt, a body, a header
+// event type, with only the safe fields of the event and its failure.
+// It never writes a credential, a prompt, a body, a header
 // value or a tool argument: those are not in an event in the first place,
 // and this package adds nothing but the event's own typed fields.
 //
@@ -72,7 +72,7 @@ func New(logger *slog.Logger) func(layer.Event) error {
 // upstream, resends, window_ms, fleet and the quota's safe text), the
 // fallback step of a target_started or fallback event (group "fallback"),
 // the HTTP status, the cursor of a background stream's resume (group
-// "resume": cursor, R19.10; never the response ID), and the failure's safe
+// "resume": cursor; never the response ID), and the failure's safe
 // fields (group "failure": category, reason, eligibility, acceptance, and
 // when set the HTTP status, phase, stall limit, honoured provider hint,
 // known provider code, valid provider request ID, Retry-After form, the

@@ -7,7 +7,7 @@ import (
 )
 
 // fallbackAttr is the "fallback" group of a target_started or fallback
-// event (R20.6): the targets' names, the target's index, and for a step
+// event: the targets' names, the target's index, and for a step
 // away from a target the outcome there, its wire attempts and whether it
 // was skipped.
 func fallbackAttr(f *layer.Fallback) slog.Attr {

@@ -18,16 +18,16 @@
 //	PerCall layers ──── any number, in order: see one logical completion
 //	  │                 (tracing, a request log, a cache, a quota)
 //	Engine (retry) ──┐  decision plane (retry.Decider), between attempts:
-//	  │ per attempt  │  classify (R4) → budget/deadline (R7) → [gate peek]
-//	  │ *Attempt     │  → admission (R8) → [gate reserve] → delay (R5, R6;
+//	  │ per attempt  │  classify → budget/deadline → [gate peek]
+//	  │ *Attempt     │  → admission → [gate reserve] → delay (backoff,
 //	  ▼ in context   │  ≥ the gate's horizon) → delay_scheduled → sleep
 //	                 │  → retry_started → resend → [gate settle]
-//	StageCapture ───── engine-owned: sensitive OnWire snapshots (R12)
-//	StageProgress ──── engine-owned: bytes and semantic evidence (R13.2)
+//	StageCapture ───── engine-owned: sensitive OnWire snapshots
+//	StageProgress ──── engine-owned: bytes and semantic evidence
 //	PerAttempt layers ─ any number, in order: see every wire attempt
 //	  │                 (a request signer, a stall limit, a fault injector)
-//	StageRedirectGuard  always: a 3xx becomes a *RedirectError (R2.2)
-//	StageSender ─────── always: one POST per attempt (R2.1)
+//	StageRedirectGuard  always: a 3xx becomes a *RedirectError
+//	StageSender ─────── always: one POST per attempt
 //	  ▼
 //	provider
 //
@@ -37,7 +37,8 @@
 // strings. Failures travel up the wire plane as typed errors
 // (*CaptureError, *RedirectError, transport errors) and become one safe
 // Failure record per attempt in the engine. Everything in a Failure, an
-// Event or the Error text of these types is safe to log (R10.5); private
+// Event or the Error text of these types is safe to log (CONTRACT.md
+// R10.5); private
 // evidence stays behind Inspect.
 //
 // # Values in a request's context
@@ -68,7 +69,7 @@
 //     request's context on (a changed request is req.Clone(req.Context()),
 //     never http.NewRequest or req.Clone(context.Background())): inside an
 //     engine the sender refuses a request that lost its attempt with
-//     ErrDetachedRequest and sends nothing (R2.1), and an engine that does
+//     ErrDetachedRequest and sends nothing, and an engine that does
 //     not recover a call marks its request (WithPassThrough) for the same
 //     reason.
 //   - the engine's per-call policy override (retry.WithPolicy), owned by
@@ -77,7 +78,8 @@
 //
 // # Configuration
 //
-// Every package of recourse configures its values in one way (R3.5):
+// Every package of recourse configures its values in one way (CONTRACT.md
+// R3.5):
 //
 //   - A policy or a set of limits is a value struct whose zero fields mean
 //     the documented defaults: retry.Policy, stall.Limits, fallback.Config,

@@ -191,7 +191,7 @@ func failureMarks(f *layer.Failure) []attribute.KeyValue {
 }
 
 // knownFinishReasons are the finish and done reasons the layer records;
-// any other value is dropped (response evidence is sensitive, R10.5).
+// any other value is dropped (response evidence is sensitive).
 var knownFinishReasons = []string{"stop", "length", "tool_calls", "content_filter", "function_call", "load", "unload", "error"}
 
 func safeFinishReason(s string) string {

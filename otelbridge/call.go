@@ -292,7 +292,7 @@ func (c *call) end(how endKind, err error) {
 	c.logical.End()
 }
 
-// The recourse.outcome values beside the outcomes of R10.4.
+// The recourse.outcome values beside the outcomes layer.Outcomes lists.
 const (
 	outcomeSuccess = "success"
 	outcomeClosed  = "closed"
@@ -376,7 +376,7 @@ func recoveryResult(o layer.Outcome, f *layer.Failure, err error, desc string) r
 	return r
 }
 
-// outcomeOf maps a terminal event back to its outcome (R11.2). exhausted
+// outcomeOf maps a terminal event back to its outcome. exhausted
 // also stands for deadline and delay_ceiling; the exact outcome comes from
 // the RecoveryError when there is one.
 func outcomeOf(t layer.EventType) layer.Outcome {

@@ -1,5 +1,5 @@
 // Package otelbridge is the tracing layer of a recourse chain: it turns the
-// retry layer's safe lifecycle events (R11) into OpenTelemetry spans and
+// retry layer's safe lifecycle events into OpenTelemetry spans and
 // metrics. It is the only package of the core module that imports
 // OpenTelemetry, and it imports only the API (go.opentelemetry.io/otel,
 // .../otel/trace and .../otel/metric); the application chooses the SDK and
@@ -35,7 +35,7 @@
 // RoundTrip returns an error. A response body that is neither drained nor
 // closed leaves the span open, as with otelhttp.
 //
-// recourse.outcome is "success", one of the outcomes of R10.4
+// recourse.outcome is "success", one of the outcomes layer.Outcomes lists
 // ("exhausted", "interrupted", "cancelled", "admission_required",
 // "admission_rejected", "admission_no_decision", "deadline",
 // "delay_ceiling"), "closed" for a body the caller closed before the
@@ -55,8 +55,8 @@
 // client placed in the request context, or one the layer adds itself. The
 // layer never asks for typed errors, so a drop-in SDK still gets a final
 // non-retryable response (a 400, a 404) passed through; Ollama stream usage
-// also comes from the metrics event. Because response evidence is sensitive
-// (R10.5), the finish reasons are kept only from a fixed set of known
+// also comes from the metrics event. Because response evidence is sensitive,
+// the finish reasons are kept only from a fixed set of known
 // values, and a response model is kept only when it equals the requested
 // model, or is a short model-like token that occurs neither in a request
 // header value nor in the request body.
@@ -77,7 +77,7 @@
 // idle_timeout), which is then its status description; a failure whose
 // classification honoured a provider hint (retry.Policy.ProviderHints)
 // carries recourse.failure.hint (x_should_retry_false or
-// insufficient_quota). The resume read of a background stream (R19.10) is
+// insufficient_quota). The resume read of a background stream is
 // an attempt span of its own with http.request.method GET and
 // recourse.resume.cursor, the sequence number it reads after; its url.full
 // stays the call's, which names no response.
@@ -106,7 +106,7 @@
 // http.response.status_code and, on terminal events, recourse.outcome.
 //
 // Nothing the layer records contains a prompt, completion text, tool
-// argument, header value, URL query or credential (R10.5).
+// argument, header value, URL query or credential.
 //
 // # Metrics
 //
@@ -145,7 +145,7 @@
 //     (attempt_failed, or an attempt left open by a call that failed, such
 //     as an observer error) or "closed" (an attempt the engine left without
 //     an attempt_succeeded or attempt_failed event; a stream the caller
-//     closes early is recorded as failed, R13.5).
+//     closes early is recorded as failed).
 //   - recourse.client.resends and recourse.client.retry.delay:
 //     recourse.failure.category of the failure that caused the resend, its
 //     http.response.status_code when it had one, and its
@@ -154,7 +154,7 @@
 //     "allowed", "rejected", "no_decision" or "required" (the codec's rule
 //     requires a hook and there is none). admission_pending is not a decision.
 //   - recourse.client.outcomes: recourse.outcome (the logical span's value:
-//     "success", an outcome of R10.4, "closed" or "error"), error.type
+//     "success", an outcome layer.Outcomes lists, "closed" or "error"), error.type
 //     when the completion failed, and the final failure's
 //     recourse.failure.stall and recourse.failure.hint when set, as on the
 //     terminal span event.
@@ -199,7 +199,7 @@
 //
 // By default the layer sends nothing: no traceparent or other header is
 // added, so every attempt stays byte-identical to what the caller built
-// (R2.3, R2.4) and a provider learns nothing about the caller's traces.
+// and a provider learns nothing about the caller's traces.
 // WithPropagation(p) opts in: the layer clones the request and injects the
 // logical span's context with p once, before the retry layer copies the
 // headers, so every attempt of one completion carries the same traceparent

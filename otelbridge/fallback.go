@@ -11,7 +11,7 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 )
 
-// The attribute keys of a call with fallback targets (R20.6).
+// The attribute keys of a call with fallback targets.
 const (
 	keyFallbackTarget  = attribute.Key("recourse.fallback.target")
 	keyFallbackIndex   = attribute.Key("recourse.fallback.index")

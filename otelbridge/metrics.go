@@ -136,7 +136,7 @@ func int64Counter(m metric.Meter, name, unit, desc string) metric.Int64Counter {
 // carries: gen_ai.operation.name, gen_ai.provider.name and
 // gen_ai.request.model once an event taught them, server.address and
 // server.port, and recourse.fallback.target on a call with fallback
-// targets (R20.6). No identifier of a call or attempt: cardinality stays
+// targets. No identifier of a call or attempt: cardinality stays
 // bounded by the configuration. extra is appended. c.mu must be held.
 func (c *call) metricAttributes(extra ...attribute.KeyValue) metric.MeasurementOption {
 	a := make([]attribute.KeyValue, 0, 6+len(extra))

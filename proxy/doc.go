@@ -19,8 +19,7 @@
 //     with stream=true), which are reads retried without admission. A
 //     background stream is resumed inside the proxy from its cursor, so an
 //     SSE client reads one stream, and a client that goes away from a
-//     background stream the proxy started has it cancelled upstream
-//     (R19.9–R19.13).
+//     background stream the proxy started has it cancelled upstream.
 //   - Every other path and method is forwarded once, untouched, without
 //     recovery; its body streams through unbuffered.
 //   - GET /healthz answers 200 "ok" without contacting the upstream.
@@ -59,7 +58,7 @@
 //     ignore and a UI may show. A resend after a stall limit names it:
 //     ": retrying after idle timeout (attempt 2/4 in 1.2s)". The failure
 //     and the wait read as in the broker's status line (layer.Failure.Text,
-//     layer.FormatDelay: "transport error", "2.0s", "800ms"; R21.6); an
+//     layer.FormatDelay: "transport error", "2.0s", "800ms"); an
 //     Ollama stream, NDJSON without comment lines, gets no notice.
 //   - With Config.Quota, a resend the retry quota refuses ends with outcome
 //     quota_exhausted like the other outcomes (the final upstream answer,

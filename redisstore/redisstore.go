@@ -299,7 +299,7 @@ func (s *Store) SetHorizon(ctx context.Context, key string, t time.Time) error {
 // the refresh. Reserve is the authoritative, atomic check. A count that is
 // a whole window older than now (Redis has not answered since) is 0: every
 // resend it counted has left the window, so an outage never keeps a spent
-// cap refusing (R18.5).
+// cap refusing.
 func (s *Store) Peek(_ context.Context, key string, now time.Time, window time.Duration) (int, error) {
 	l := s.copyOf(key)
 	if l == nil {

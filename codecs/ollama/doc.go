@@ -21,7 +21,7 @@
 // set the schema wins. Sampling controls go into "options" (temperature,
 // top_p, top_k, num_ctx, num_predict, stop, seed). The reasoning text of an
 // earlier assistant message is sent back as its "thinking", so that a turn
-// of reasoning alone (a broker continuation's, R17.3) is not empty; the
+// of reasoning alone (a broker continuation's) is not empty; the
 // reasoning of other messages is not sent.
 //
 // Options.ReasoningEffort is not supported: Ollama's "think" levels
@@ -42,9 +42,9 @@
 // For a streaming request NewObserver returns a layer.StreamDecoder of the
 // NDJSON stream: blank lines are keepalives, a line with "error" is an
 // in-band provider error (the status stays 200), a done:true line is the
-// terminal frame and carries the metrics (R13.3, R13.6): with done_reason
+// terminal frame and carries the metrics: with done_reason
 // "stop", or with none (an unknown finish, FinishReason ""), it is the
 // accepted end; any other done_reason ("length") ends the stream with an
 // incomplete_completion error whose FinishReason names it. Ollama sends whole tool calls; they become
-// completed calls only at the accepted end (R13.4).
+// completed calls only at the accepted end.
 package ollama

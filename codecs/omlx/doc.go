@@ -36,13 +36,13 @@
 // response_format (named "response" when unnamed) and JSON mode a
 // "json_object" one; when both are set the schema wins. Reasoning text of
 // earlier assistant messages is never sent back, and an assistant message
-// that holds only reasoning is left out (R14.1).
+// that holds only reasoning is left out.
 //
 // # Legacy timeout
 //
 // [Codec.LegacyTimeout] is the ordinary-request timeout that applies only
 // when recovery is disabled (300 s unless [WithLegacyTimeout] changes it).
-// Recovery-enabled calls never apply it (R7.2).
+// Recovery-enabled calls never apply it.
 //
 // # Streaming
 //
@@ -51,5 +51,5 @@
 // ": keep-alive" comments oMLX sends before and during a long prefill, and
 // {"model":"keepalive"}-style chunks, are keepalives; an error chunk ends
 // the stream even when "data: [DONE]" follows it; a finish of "stop" or
-// "tool_calls" followed by [DONE] is the accepted end (R13.3, R14.2).
+// "tool_calls" followed by [DONE] is the accepted end.
 package omlx

@@ -23,7 +23,7 @@
 //   - An assistant message carries its tool calls; its content is left out
 //     when it is empty and there are tool calls. Reasoning is never sent
 //     back, and an assistant message that holds only reasoning is left
-//     out (R14.1), so no empty assistant turn is sent. A tool call's Arguments are sent as the text of the JSON; an
+//     out, so no empty assistant turn is sent. A tool call's Arguments are sent as the text of the JSON; an
 //     Arguments value that is itself a JSON string is sent as that string's
 //     text, which is how [Codec.Decode] keeps arguments that were not valid
 //     JSON, so decoded history round-trips unchanged. Empty Arguments are
@@ -34,7 +34,7 @@
 // Images on a message other than a user message, and tool calls on a message
 // other than an assistant message, would be lost: they are an error.
 //
-// OpenAI treats reasoning models differently (R14.1). For a model that
+// OpenAI treats reasoning models differently. For a model that
 // [IsReasoningModel] reports (override it with [WithReasoningModel]), a
 // token cap is sent as max_completion_tokens, ReasoningEffort ("low",
 // "medium" or "high") as reasoning_effort, and Temperature or TopP are an
@@ -65,5 +65,5 @@
 // finish of "stop" or "tool_calls" followed by "data: [DONE]" is the
 // accepted end whose Completion carries the assembled tool calls, model and
 // usage; "length" ends the stream at once with an incomplete_completion
-// error (R13.3). Encode asks for usage in streams (stream_options).
+// error. Encode asks for usage in streams (stream_options).
 package openai

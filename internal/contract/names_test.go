@@ -419,10 +419,16 @@ func rootModuleGoFiles(t *testing.T, root string) []string {
 
 // otherLibraries are names of other libraries whose package has the name of
 // one of this repository's, as "document name": the OpenAI SDKs' error
-// types, which the README names to say what a client of the proxy sees.
+// types, which the README names to say what a client of the proxy sees, and
+// the openai-go names of the README's quick start (its Go snippets are
+// compiled by examples/docsnippets, which checks them against openai-go).
 var otherLibraries = map[string]bool{
-	"README.md openai.APIError": true, // the OpenAI Node SDK's
-	"README.md openai.Error":    true, // openai-go's
+	"README.md openai.APIError":                        true, // the OpenAI Node SDK's
+	"README.md openai.Error":                           true, // openai-go's
+	"README.md openai.NewClient":                       true, // openai-go's
+	"README.md openai.ChatCompletionNewParams":         true, // openai-go's
+	"README.md openai.ChatCompletionMessageParamUnion": true, // openai-go's
+	"README.md openai.UserMessage":                     true, // openai-go's
 }
 
 // TestDocsNameOnlyExistingGoNames: every `pkg.Ident`, `*pkg.Ident` and

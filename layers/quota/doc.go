@@ -38,7 +38,7 @@
 // T", in the Store. Every chain using the same store respects it: a
 // resend's delay is at least the time to the horizon, refused by the usual
 // rules when that is above the delay ceiling (delay_ceiling) or the time
-// left (deadline), exactly like a Retry-After (R5.5, R7); a first attempt
+// left (deadline), exactly like a Retry-After; a first attempt
 // waits for the horizon (event cooldown_wait) when it is within the delay
 // ceiling and the deadline, and is sent at once otherwise — the quota
 // never refuses a first attempt.

@@ -48,7 +48,7 @@
 // (name "response" when empty), JSONMode is text.format json_object, and
 // both together are an error. MaxTokens is max_output_tokens.
 //
-// As with chat completions (R14.1), the model family decides the sampling
+// As with chat completions, the model family decides the sampling
 // controls: for a model that [openai.IsReasoningModel] reports (override it
 // with [WithReasoningModel]) ReasoningEffort ("low", "medium" or "high") is
 // reasoning.effort and Temperature or TopP are an [*layer.UnsupportedError];
@@ -70,7 +70,7 @@
 // text, others as a JSON string holding the text. The model, the response
 // ID and the usage (input_tokens, output_tokens) are kept.
 //
-// The status decides the finish reason (R19.5). "completed" finishes
+// The status decides the finish reason. "completed" finishes
 // "tool_calls" when the output calls a tool, "refusal" when the model
 // refused (Decision: a refusal is delivered as content, so a caller
 // shows it, and marked by this finish reason, since chat.Message has no
@@ -83,13 +83,13 @@
 // unknown status are a [*layer.ProtocolError]: a foreground request is
 // answered when it is finished; the exception is the answer to a
 // background create ("background":true in the response), whose queued or
-// in_progress object is its acceptance (R19.14). A body with no status but
+// in_progress object is its acceptance. A body with no status but
 // with output (some compatible servers) reads as completed.
 //
 // # Streams
 //
 // For a streaming request [Codec.NewObserver] returns a [*StreamDecoder] of
-// the SSE event stream (R19.3): every event is one frame. Output events
+// the SSE event stream: every event is one frame. Output events
 // carry semantic evidence the moment their event is complete:
 // response.output_text.delta and response.refusal.delta are content,
 // response.reasoning_text.delta and response.reasoning_summary_text.delta
@@ -110,9 +110,9 @@
 // output_item.done win over its deltas), the model, ID, usage and the
 // finish reason a completed body would have. response.incomplete is
 // terminal at once with an incomplete_completion [*layer.StreamError]
-// (R13.3) whose FinishReason is mapped as above. response.failed and an
+// whose FinishReason is mapped as above. response.failed and an
 // error event (event: error, or data whose type is "error") are an in-band
-// [*layer.ProviderError], never resent (R4.7). A stream that reaches EOF
+// [*layer.ProviderError], never resent. A stream that reaches EOF
 // without one of these fails closed with [ErrIncomplete], and a
 // "data: [DONE]" before them is a [*layer.ProtocolError].
 //
@@ -125,14 +125,14 @@
 // # Background responses
 //
 // With [Background], a streamed request is sent with "background":true and
-// "store":true (R19.9); a drop-in body that says "background":true is
+// "store":true; a drop-in body that says "background":true is
 // treated the same. The Codec is a [layer.Resumer]: once the stream gave
 // the response's ID, the engine answers a cut, a stall or a transport
 // failure with a resume read, GET /v1/responses/{id}?stream=true&
 // starting_after={cursor}, whose decoder drops the events the consumer
 // already had and continues the text and tool calls, instead of sending
-// the request again (R19.9, R19.10, R19.13). A failure before the ID is
-// known is ambiguous unless it is a status answer (R19.11). When the caller
+// the request again. A failure before the ID is
+// known is ambiguous unless it is a status answer. When the caller
 // cancels, the engine sends POST /v1/responses/{id}/cancel, best effort,
-// unless the codec was built with [KeepRunning] (R19.12).
+// unless the codec was built with [KeepRunning] (CONTRACT.md R19).
 package responses
