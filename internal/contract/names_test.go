@@ -419,12 +419,12 @@ func rootModuleGoFiles(t *testing.T, root string) []string {
 
 // otherLibraries are names of other libraries whose package has the name of
 // one of this repository's, as "document name": the OpenAI SDKs' error
-// types, which the README names to say what a client of the proxy sees, and
-// the openai-go names of the README's quick start (its Go snippets are
-// compiled by examples/docsnippets, which checks them against openai-go).
+// types, which the documentation names to say what a client sees, and the
+// openai-go names of the README's quick start (its Go snippets are compiled
+// by examples/docsnippets, which checks them against openai-go).
 var otherLibraries = map[string]bool{
-	"README.md openai.APIError":                        true, // the OpenAI Node SDK's
-	"README.md openai.Error":                           true, // openai-go's
+	"docs/clients.md openai.APIError":                  true, // go-openai's
+	"docs/proxy.md openai.Error":                       true, // openai-go's
 	"README.md openai.NewClient":                       true, // openai-go's
 	"README.md openai.ChatCompletionNewParams":         true, // openai-go's
 	"README.md openai.ChatCompletionMessageParamUnion": true, // openai-go's
@@ -433,7 +433,8 @@ var otherLibraries = map[string]bool{
 
 // TestDocsNameOnlyExistingGoNames: every `pkg.Ident`, `*pkg.Ident` and
 // `pkg.Type.Member` that a comment of a non-test .go file of the root
-// module, a code span or block of README.md or CONTRACT.md names, where pkg
+// module, a code span or block of README.md, CONTRACT.md, CONTRIBUTING.md
+// or docs/*.md names, where pkg
 // is the last path element of one of the repository's packages, exists.
 func TestDocsNameOnlyExistingGoNames(t *testing.T) {
 	root := repoRoot(t)
@@ -448,7 +449,13 @@ func TestDocsNameOnlyExistingGoNames(t *testing.T) {
 		require.NoError(t, err)
 		unknown = append(unknown, idx.goCommentUnknownNames(t, repo.dirs[filepath.Dir(path)], path, filepath.ToSlash(rel))...)
 	}
-	for _, doc := range []string{"README.md", "CONTRACT.md"} {
+	docs := []string{"README.md", "CONTRACT.md", "CONTRIBUTING.md"}
+	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	for _, m := range more {
+		docs = append(docs, "docs/"+filepath.Base(m))
+	}
+	for _, doc := range docs {
 		text, err := os.ReadFile(filepath.Join(root, doc))
 		require.NoError(t, err)
 		unknown = append(unknown, idx.markdownUnknownNames(string(text), doc)...)
