@@ -69,7 +69,7 @@ type config struct {
 	stall stall.Limits
 }
 
-// Stall limits of the chat. A real provider gets the setting the README
+// Stall limits of the chat. A real provider gets the setting docs/streams.md
 // recommends for reasoning models: headers within 5 minutes (a local
 // server may load the model first), the first reasoning or content within
 // 10 minutes, and no silence longer than 5 minutes. The scripted provider

@@ -146,7 +146,7 @@ func (s simulation) runInBubble(t *testing.T) simResult {
 	return res
 }
 
-// The simulation of the README's table: 10 replicas × 120 calls (one per
+// The simulation of the table in docs/quota.md: 10 replicas × 120 calls (one per
 // replica per second) against a provider that fails every request for 40 s.
 // Without a quota every failed call is resent 3 times; with the quota each
 // replica resends at most max(3, 0.2 × its calls in the last 60 s), and a
@@ -184,7 +184,7 @@ func TestSimulationLowTrafficFleet(t *testing.T) {
 }
 
 // simTable runs base without a quota, with the quota, and with the quota
-// and a fleet cap, and logs the README's table.
+// and a fleet cap, and logs the table of docs/quota.md.
 func simTable(t *testing.T, base simulation, fleetCap int) []simResult {
 	type row struct {
 		name string

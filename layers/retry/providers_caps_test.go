@@ -200,15 +200,15 @@ func TestProviders_R15_2_CapabilitiesNeverChangeEligibilityOrAdmission(t *testin
 	}
 }
 
-// The README's Capabilities section states what the codecs declare: one
-// table per provider with the five values, the documentation URL of the
+// The Capabilities section of docs/wires.md states what the codecs declare:
+// one table per provider with the five values, the documentation URL of the
 // evidence and the inspection date.
-func TestProviders_R15_READMEStatesTheDeclarations(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+func TestProviders_R15_DocsStateTheDeclarations(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "wires.md"))
 	require.NoError(t, err)
 	readme := string(b)
 	start := strings.Index(readme, "\n## Capabilities\n")
-	require.GreaterOrEqual(t, start, 0, "README has a Capabilities section")
+	require.GreaterOrEqual(t, start, 0, "docs/wires.md has a Capabilities section")
 	end := strings.Index(readme[start+1:], "\n## ")
 	require.Positive(t, end)
 	section := readme[start : start+1+end]

@@ -48,12 +48,12 @@ func TestR19_8_CapabilitiesOfPOSTv1Responses(t *testing.T) {
 	caps.Values[layer.Idempotency] = layer.Supported
 	assert.Equal(t, layer.Unsupported, responses.New().Capabilities().Get(layer.Idempotency))
 
-	// The README's Capabilities section states the same table.
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	// The Capabilities section of docs/wires.md states the same table.
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "wires.md"))
 	require.NoError(t, err)
 	readme := string(b)
 	i := strings.Index(readme, "OpenAI Responses, `POST /v1/responses` (`codecs/openai/responses`")
-	require.GreaterOrEqual(t, i, 0, "README has a table for the Responses codec")
+	require.GreaterOrEqual(t, i, 0, "docs/wires.md has a table for the Responses codec")
 	caps = responses.New().Capabilities()
 	for _, k := range layer.AllCapabilities() {
 		ev := caps.Evidence[k]
