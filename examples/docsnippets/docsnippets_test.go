@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,8 +110,8 @@ func scratchModule(t *testing.T, dir string) {
 
 // check writes each snippet as a package of a scratch module, under a
 // //line directive naming its Markdown file and line, and builds and vets
-// them all. The error holds the go command's output, whose positions are
-// the Markdown file's.
+// them all. A snippet must be gofmt-formatted. The error holds the go
+// command's output, whose positions are the Markdown file's.
 func check(t *testing.T, snippets []snippet) error {
 	t.Helper()
 	dir := t.TempDir()
@@ -119,6 +120,12 @@ func check(t *testing.T, snippets []snippet) error {
 	for i, s := range snippets {
 		if !wholeFile(s.code) {
 			notFiles = append(notFiles, fmt.Sprintf("%s:%d: a go snippet must be a whole file that starts with its package clause", s.file, s.line))
+			continue
+		}
+		// A snippet that does not parse is left to the compiler, which
+		// says where.
+		if f, err := format.Source([]byte(s.code)); err == nil && !bytes.Equal(f, []byte(s.code)) {
+			notFiles = append(notFiles, fmt.Sprintf("%s:%d: the snippet is not gofmt-formatted", s.file, s.line))
 			continue
 		}
 		pkg := filepath.Join(dir, fmt.Sprintf("s%03d", i))
@@ -177,14 +184,14 @@ func TestDocSnippetsCompile(t *testing.T) {
 }
 
 // TestDocSnippetsReportFileAndLine proves the check fails, naming the
-// Markdown file and the snippet's line, when a snippet stops compiling or
-// is not a whole file.
+// Markdown file and the snippet's line, when a snippet stops compiling, is
+// not a whole file or is not gofmt-formatted.
 func TestDocSnippetsReportFileAndLine(t *testing.T) {
 	md := filepath.Join(t.TempDir(), "broken.md")
-	require.NoError(t, os.WriteFile(md, []byte("# Broken\n\ntext\n\n```go\npackage app\n\nimport \"github.com/recourse-dev/recourse/layers/retry\"\n\nvar p = retry.Policy{MaxAttempts: \"four\"}\n```\n\n```go\nx := 1\n```\n"), 0o644))
+	require.NoError(t, os.WriteFile(md, []byte("# Broken\n\ntext\n\n```go\npackage app\n\nimport \"github.com/recourse-dev/recourse/layers/retry\"\n\nvar p = retry.Policy{MaxAttempts: \"four\"}\n```\n\n```go\nx := 1\n```\n\n```go\npackage app\nvar  y = 1\n```\n"), 0o644))
 	s, err := extract(md, "broken.md")
 	require.NoError(t, err)
-	require.Len(t, s, 2)
+	require.Len(t, s, 3)
 	require.Equal(t, 6, s[0].line)
 
 	err = check(t, s[:1])
@@ -194,4 +201,8 @@ func TestDocSnippetsReportFileAndLine(t *testing.T) {
 	err = check(t, s[1:])
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "broken.md:14: a go snippet must be a whole file")
+
+	err = check(t, s[2:])
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "broken.md:18: the snippet is not gofmt-formatted")
 }
