@@ -206,3 +206,15 @@ func TestDocSnippetsReportFileAndLine(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "broken.md:18: the snippet is not gofmt-formatted")
 }
+
+// TestREADMEIsAFrontDoor keeps the README short and its first lines the
+// two commands that work on a fresh machine with Go.
+func TestREADMEIsAFrontDoor(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	require.NoError(t, err)
+	lines := strings.Split(string(b), "\n")
+	require.Less(t, len(lines), 300, "README.md's lines: the rest belongs in docs/")
+	head := strings.Join(lines[:min(len(lines), 8)], "\n")
+	require.Contains(t, head, "make demo")
+	require.Contains(t, head, "make test")
+}
