@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/capture"
 	"github.com/recourse-dev/recourse/layers/progress"
@@ -336,7 +337,7 @@ func (c *Chain) Policy() *retry.Policy {
 }
 
 // Codec returns the codec of the chain's engine, or nil.
-func (c *Chain) Codec() layer.Codec {
+func (c *Chain) Codec() codec.Codec {
 	if c.engine == nil {
 		return nil
 	}
@@ -423,8 +424,8 @@ func WithPerAttempt(ls ...layer.Layer) Option {
 // set. Start from retry.Recommended() for a chain that retries. Default
 // returns a *layer.PolicyError for an invalid policy and a
 // *CompositionError for a layer in the wrong position.
-func Default(codec layer.Codec, opts ...Option) (*Chain, error) {
-	if codec == nil {
+func Default(cdc codec.Codec, opts ...Option) (*Chain, error) {
+	if cdc == nil {
 		return nil, errors.New("chain: Default needs a codec")
 	}
 	cfg := config{}
@@ -438,7 +439,7 @@ func Default(codec layer.Codec, opts ...Option) (*Chain, error) {
 			pol = cfg.policy
 		}
 	}
-	engine, err := retry.New(codec, pol)
+	engine, err := retry.New(cdc, pol)
 	if err != nil {
 		return nil, err
 	}
