@@ -11,8 +11,8 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
-	"github.com/recourse-dev/recourse/internal/httpdate"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
 
 // MaxResponseBody bounds an ordinary response body; a larger body is a
