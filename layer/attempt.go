@@ -71,9 +71,9 @@ func (e *CaptureError) Error() string {
 	return "recourse: " + string(e.Direction) + " capture failed"
 }
 
-// BodyCapture is implemented by a response body while capture is on
-// (package layers/capture). By default the body of an ordinary or
-// structured response keeps its own copy of the bytes read, for its one
+// BodyCapture is implemented by a response body while capture is on (the
+// capture stage, which package chain installs). By default the body of an
+// ordinary or structured response keeps its own copy of the bytes read, for its one
 // response snapshot (R12.2). A reader that keeps the bytes itself — the
 // retry engine, which holds the whole body, or only the first bytes of a
 // body over its limit — calls KeepBytes before reading and CaptureBody once

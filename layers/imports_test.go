@@ -61,6 +61,11 @@ var rules = []rule{
 	{from: "internal/...", to: "broker/...", why: "nothing under internal/ imports the broker above it"},
 	{from: "internal/...", to: "proxy/...", why: "nothing under internal/ imports the proxy above it"},
 	{from: "...", to: "internal/rigtest", why: "the rig is for tests; no non-test code builds on it"},
+	// The engine's stages are the chain's: only package chain installs
+	// them, and they import the vocabulary only.
+	{from: "...", to: "internal/stage/...", why: "only the chain installs the engine's stages",
+		except: func(from, _ string) bool { return from == "chain" }},
+	{from: "internal/stage/...", to: "internal/...", why: "a stage imports the vocabulary, not another internal package"},
 }
 
 // std reports whether pkg is a package of the standard library.
@@ -154,7 +159,7 @@ func moduleGraph(t *testing.T) map[string][]string {
 // non-test code.
 func TestImportGraph(t *testing.T) {
 	graph := moduleGraph(t)
-	for _, must := range []string{"codec", "codec/codectest", "layers/retry", "layers/capture", "layers/stall", "otelbridge", "layer", "chain", "proxy", "recoursetest", "internal/rigtest"} {
+	for _, must := range []string{"codec", "codec/codectest", "layers/retry", "internal/stage/capture", "layers/stall", "otelbridge", "layer", "chain", "proxy", "recoursetest", "internal/rigtest"} {
 		if _, ok := graph[must]; !ok {
 			t.Fatalf("the graph has no package %s: the walk is broken", must)
 		}
@@ -169,8 +174,10 @@ func TestImportGraph(t *testing.T) {
 func TestImportRulesCatchForbiddenEdges(t *testing.T) {
 	for _, edge := range [][2]string{
 		{"layers/retry", "layers/admission"},
-		{"layers/capture", "layers/redirectguard"},
-		{"layers/stall", "layers/progress"},
+		{"internal/stage/capture", "internal/stage/redirectguard"},
+		{"layers/stall", "internal/stage/progress"},
+		{"layers/retry", "internal/stage/capture"},
+		{"proxy", "internal/stage/redirectguard"},
 		{"layers/retry", "layers/stall"},
 		{"layers/stall", "layers/retry/internal/httpdate"},
 		{"otelbridge", "layers/retry"},
@@ -201,7 +208,7 @@ func TestImportRulesCatchForbiddenEdges(t *testing.T) {
 		"codec/codectest":  {"chat", "codec", "testing"},
 		"codecs/openai":    {"codec", "chat", "codecs/internal/openaiwire"},
 		"otelbridge":       {"layer", "go.opentelemetry.io/otel/trace"},
-		"chain":            {"layers/retry", "layers/capture"},
+		"chain":            {"layers/retry", "internal/stage/capture", "layers/sender"},
 		"internal/rigtest": {"chain", "layers/retry", "recoursetest"},
 	}
 	if v := violations(allowed); len(v) != 0 {
