@@ -2,6 +2,12 @@ package layer
 
 import "time"
 
+// MaxDuration is the largest duration any recovery setting accepts: a
+// policy's delays and budget (package layers/retry) and a stall limit
+// (package layers/stall). It is the timer range of 2147483647
+// milliseconds (R3).
+const MaxDuration = 2147483647 * time.Millisecond
+
 // StallLimit names the per-attempt stall limit that ended an attempt. The
 // limits are opt-in (package layers/stall); the default chain has none, and
 // a Failure's Stall is then always empty.

@@ -255,8 +255,8 @@ func (s *settings) stallLayers() ([]layer.Layer, error) {
 		if f.d < 0 {
 			return nil, fmt.Errorf("%s is %v; want a positive duration, or 0 for no limit", f.name, f.d)
 		}
-		if f.d > stall.MaxLimit {
-			return nil, fmt.Errorf("%s is %v; the largest limit is %v", f.name, f.d, stall.MaxLimit)
+		if f.d > layer.MaxDuration {
+			return nil, fmt.Errorf("%s is %v; the largest limit is %v", f.name, f.d, layer.MaxDuration)
 		}
 	}
 	if lim == (stall.Limits{}) {
@@ -285,8 +285,8 @@ func (s *settings) quotaLayer() (*quota.Layer, error) {
 	if math.IsNaN(s.quotaRatio) || math.IsInf(s.quotaRatio, 0) || s.quotaRatio < 0 {
 		return nil, fmt.Errorf("-quota-ratio is %v; want a number of 0 or more, for example 0.2", s.quotaRatio)
 	}
-	if s.quotaWindow < 10*time.Millisecond {
-		return nil, fmt.Errorf("-quota-window is %v; want at least 10ms, for example 60s", s.quotaWindow)
+	if s.quotaWindow < quota.MinWindow {
+		return nil, fmt.Errorf("-quota-window is %v; want at least %v, for example 60s", s.quotaWindow, quota.MinWindow)
 	}
 	if s.quotaFloor < 0 {
 		return nil, fmt.Errorf("-quota-floor is %d; want 0 or more", s.quotaFloor)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/recourse-dev/recourse/codecs/internal/evidence"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -81,7 +82,7 @@ func (c *Codec) Capabilities() layer.Capabilities {
 	doc := layer.CapabilityEvidence{
 		Endpoint:         "POST /api/chat",
 		DocumentationURL: "https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion",
-		InspectedOn:      "2026-10-17",
+		InspectedOn:      evidence.InspectedOn,
 	}
 	var caps layer.Capabilities
 	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis(

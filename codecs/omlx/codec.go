@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/recourse-dev/recourse/codecs/internal/evidence"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -93,7 +94,7 @@ func (c *Codec) Capabilities() layer.Capabilities {
 	doc := layer.CapabilityEvidence{
 		Endpoint:         "POST /v1/chat/completions",
 		DocumentationURL: "https://github.com/jundot/omlx#api-compatibility",
-		InspectedOn:      "2026-10-17",
+		InspectedOn:      evidence.InspectedOn,
 	}
 	var caps layer.Capabilities
 	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis(

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codecs/internal/evidence"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -85,11 +86,10 @@ func (c *Codec) Path() string { return "/v1/chat/completions" }
 // or "" when there is none. A nil h has no request ID.
 func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
 
-// Capability evidence (R15.2), as inspected on 2026-10-17.
+// Capability evidence (R15.2), as inspected on evidence.InspectedOn.
 const (
-	capEndpoint    = "POST /v1/chat/completions"
-	capDocURL      = "https://platform.openai.com/docs/api-reference/chat/create"
-	capInspectedOn = "2026-10-17"
+	capEndpoint = "POST /v1/chat/completions"
+	capDocURL   = "https://platform.openai.com/docs/api-reference/chat/create"
 )
 
 // Capabilities returns the R15.2 declaration for POST /v1/chat/completions:
@@ -99,7 +99,7 @@ const (
 // host or proxy may differ. Every call returns new maps, so a caller may
 // modify the result.
 func (c *Codec) Capabilities() layer.Capabilities {
-	doc := layer.CapabilityEvidence{Endpoint: capEndpoint, DocumentationURL: capDocURL, InspectedOn: capInspectedOn}
+	doc := layer.CapabilityEvidence{Endpoint: capEndpoint, DocumentationURL: capDocURL, InspectedOn: evidence.InspectedOn}
 	var caps layer.Capabilities
 	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis(
 		"The create reference describes request parameters and streaming but not how a client aborts; local HTTP abort alone is not provider support."))

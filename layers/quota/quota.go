@@ -87,11 +87,14 @@ func WithRatio(r float64) Option {
 	}
 }
 
+// MinWindow is the shortest window WithWindow accepts.
+const MinWindow = 10 * time.Millisecond
+
 // WithWindow sets the window over which calls and resends are counted
-// (default 60 s); it must be at least 10 ms.
+// (default 60 s); it must be at least MinWindow (10 ms).
 func WithWindow(d time.Duration) Option {
 	return func(c *config) {
-		if d < 10*time.Millisecond {
+		if d < MinWindow {
 			c.reject("WithWindow")
 			return
 		}
