@@ -46,6 +46,7 @@ type Client struct {
 	fallback []FallbackTarget // WithFallback's targets
 	rules    fallback.Rules
 	cred     func(context.Context, http.Header) error // WithCredential's function
+	err      error                                    // an option's refusal, returned by NewClient
 }
 
 // ClientOption configures a Client.
@@ -79,6 +80,9 @@ func NewClient(baseURL string, ch *Chain, opts ...ClientOption) (*Client, error)
 	c := &Client{base: base, chain: ch, codec: ch.Codec(), header: http.Header{}}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.err != nil {
+		return nil, c.err
 	}
 	return c, nil
 }

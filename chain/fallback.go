@@ -42,9 +42,15 @@ type FallbackTarget struct {
 // target_started and fallback events go to the policy's OnEvent (the
 // per-call policy, else the chain's) and to the call's observers (the
 // broker's notices, tracing); a final *layer.RecoveryError keeps every
-// target's history (R20.7). A target with a nil Client is ignored.
+// target's history (R20.7). A target with a nil Client is ignored. Rules
+// that fallback.Rules.Validate refuses (a status outside 400–599) make
+// NewClient return its *fallback.ConfigError.
 func WithFallback(rules fallback.Rules, targets ...FallbackTarget) ClientOption {
 	return func(c *Client) {
+		if err := rules.Validate(); err != nil {
+			c.err = err
+			return
+		}
 		c.rules = rules
 		for _, t := range targets {
 			if t.Client != nil {

@@ -133,3 +133,25 @@ func TestR20_1_NativeTargetCredentialFromAFunction(t *testing.T) {
 	assert.NotContains(t, err.Error(), localKey)
 	assert.Equal(t, 1, rb.Server.Count(), "nothing sent")
 }
+
+// Every entry point refuses a fallback status outside 400–599 with the same
+// *fallback.ConfigError: a 307 is a redirect the engine refuses (R2.2), not
+// a failure another target may take, so the native client must not accept
+// the rule the drop-in layer and the proxy refuse.
+func TestR20_2_EveryEntryPointRefusesANonFailureStatus(t *testing.T) {
+	ra := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1})
+	rb := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1})
+	for _, st := range []int{307, 200, 399, 600} {
+		rules := fallback.Rules{Statuses: []int{404, st}}
+		_, nerr := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithFallback(rules, chain.FallbackTarget{Client: rb.Client, Model: "m"}))
+		var nce *fallback.ConfigError
+		require.ErrorAs(t, nerr, &nce, "native client, status %d", st)
+		_, derr := fallback.New(fallback.Config{Codec: openai.New(), Rules: rules, Targets: []fallback.Target{{Model: "m"}}})
+		var dce *fallback.ConfigError
+		require.ErrorAs(t, derr, &dce, "drop-in layer, status %d", st)
+		assert.Equal(t, dce.Error(), nce.Error(), "one validation")
+		assert.Equal(t, dce.Error(), rules.Validate().Error())
+	}
+	_, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithFallback(fallback.Rules{Statuses: []int{400, 404, 599}}, chain.FallbackTarget{Client: rb.Client, Model: "m"}))
+	assert.NoError(t, err)
+}

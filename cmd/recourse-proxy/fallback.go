@@ -37,6 +37,9 @@ func (s *settings) fallbackTargets() ([]fallback.Target, []int, error) {
 		if statuses, err = parseStatuses(s.fallbackStatuses); err != nil {
 			return nil, nil, fmt.Errorf("-fallback-statuses: %v", err)
 		}
+		if err := (fallback.Rules{Statuses: statuses}).Validate(); err != nil {
+			return nil, nil, fmt.Errorf("-fallback-statuses: %v", err)
+		}
 	}
 	var targets []fallback.Target
 	for i, item := range splitList(s.fallback) {

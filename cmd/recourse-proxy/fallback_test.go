@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/layers/fallback"
 )
 
 // -fallback names the targets in order: model names, upstream URLs of the
@@ -50,4 +52,17 @@ func TestR20_10_FallbackFlagNamesTheTargets(t *testing.T) {
 	_, err = s.config()
 	require.Error(t, err)
 	assert.Equal(t, `-fallback-statuses: "99" is not an HTTP status`, err.Error())
+}
+
+// -fallback-statuses refuses a status outside 400–599 with the same
+// validation as the library's entry points (fallback.Rules.Validate),
+// naming the flag.
+func TestR20_2_FallbackStatusesRefuseANonFailureStatus(t *testing.T) {
+	for _, st := range []string{"307", "200", "100"} {
+		s, err := parse([]string{"-upstream", "https://api.openai.com", "-fallback", "m", "-fallback-statuses", "404," + st}, env(nil), &bytes.Buffer{})
+		require.NoError(t, err)
+		_, err = s.config()
+		require.Error(t, err, st)
+		assert.Equal(t, "-fallback-statuses: "+fallback.Rules{Statuses: []int{307}}.Validate().Error(), err.Error(), st)
+	}
 }

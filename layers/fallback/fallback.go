@@ -188,12 +188,8 @@ func New(cfg Config) (*Layer, error) {
 	if cfg.Codec == nil {
 		return nil, &ConfigError{Index: -1, Field: "Codec", Problem: "is required"}
 	}
-	for _, s := range cfg.Rules.Statuses {
-		if s < 400 || s > 599 {
-			// Only a failure answer can leave a target: a 2xx is an
-			// answer the caller gets, a 3xx is refused (R2.2).
-			return nil, &ConfigError{Index: -1, Field: "Rules.Statuses", Problem: "holds a status outside 400–599"}
-		}
+	if err := cfg.Rules.Validate(); err != nil {
+		return nil, err
 	}
 	l := &Layer{codec: cfg.Codec, primary: cfg.Primary, rules: cfg.Rules, onEvent: cfg.OnEvent}
 	l.rules.Statuses = slices.Clone(cfg.Rules.Statuses)

@@ -26,6 +26,21 @@ type Rules struct {
 	Admit layer.AdmissionHook
 }
 
+// Validate reports whether the rules can be used: every status of Statuses
+// is a failure answer (400–599). It returns a *ConfigError naming the field,
+// never the value given, and is the one check of every entry point:
+// New, chain.WithFallback and the proxy's -fallback-statuses (R20.2).
+func (r Rules) Validate() error {
+	for _, s := range r.Statuses {
+		if s < 400 || s > 599 {
+			// Only a failure answer can leave a target: a 2xx is an
+			// answer the caller gets, a 3xx is refused (R2.2).
+			return &ConfigError{Index: -1, Field: "Rules.Statuses", Problem: "holds a status outside 400–599: only a failure answer can leave a target"}
+		}
+	}
+	return nil
+}
+
 // FallsBack reports whether e, the typed error of a target's run, lets the
 // call fall back (R20.2, R20.3): its outcome is exhausted, quota_exhausted
 // or delay_ceiling, or interrupted on an HTTP status of Statuses, and no
