@@ -155,6 +155,12 @@ func withFallback[T any](c *Client, ctx context.Context, req *chat.Request, once
 		v, err := once(cl, tctx, r)
 		var re *layer.RecoveryError
 		if err == nil || !errors.As(err, &re) {
+			if err == nil {
+				// A stream that opened is the caller's (R20.3); should it
+				// fail, its error still reports every target left
+				// behind (R20.7).
+				lc.Finish = run.Opened(i, lc.Result.LogicalID, lc.Finish)
+			}
 			return v, err
 		}
 		ev.Identity = layer.Identity{LogicalID: lc.Result.LogicalID, WireAttempt: lc.Result.WireAttempts}

@@ -155,3 +155,33 @@ func TestR20_2_EveryEntryPointRefusesANonFailureStatus(t *testing.T) {
 	_, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithFallback(fallback.Rules{Statuses: []int{400, 404, 599}}, chain.FallbackTarget{Client: rb.Client, Model: "m"}))
 	assert.NoError(t, err)
 }
+
+// A native stream whose fallback target opened and then failed — after its
+// output or before it — ends with an error that keeps every target's
+// outcome and history (R20.7), as a unary fallback's does.
+func TestR20_7_NativeFallbackStreamThatFailsKeepsEveryTarget(t *testing.T) {
+	evs := recoursetest.OllamaStream("str", "eamed")
+	afterOutput := recoursetest.NDJSON(evs...).Cut(len(evs[0]) + 1)
+	beforeOutput := recoursetest.NDJSON(evs...).Cut(1)
+	for name, b := range map[string][]recoursetest.Step{
+		"after output":  {afterOutput},
+		"before output": {beforeOutput},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, _, rb := nativeFallback(t, fallback.Rules{}, []recoursetest.Step{overloaded, overloaded}, b)
+			req := canaryRequest()
+			req.Stream = true
+			_, _, err := rigtest.Collect(t, c.Stream(t.Context(), req))
+			e := rigtest.AsRecoveryError(t, err)
+			assert.Equal(t, 1, rb.Server.Count())
+			require.Len(t, e.Targets, 2)
+			assert.Equal(t, "gpt-4o-mini", e.Targets[0].Target)
+			assert.Equal(t, layer.OutcomeExhausted, e.Targets[0].Outcome)
+			assert.Len(t, e.Targets[0].History, 2)
+			assert.Equal(t, "llama3", e.Targets[1].Target)
+			assert.Equal(t, e.Outcome, e.Targets[1].Outcome)
+			assert.Equal(t, e.History, e.Targets[1].History)
+			assert.Contains(t, e.Error(), "2 fallback targets tried: gpt-4o-mini (exhausted) → llama3")
+		})
+	}
+}

@@ -308,7 +308,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		e := lc.Result.Err
 		if e == nil || (resp != nil && resp.StatusCode/100 == 2) {
 			// A success, an error outside recovery, or a body already
-			// handed over: the call is the caller's (R20.3).
+			// handed over: the call is the caller's (R20.3). A stream of a
+			// later target that fails from here on still reports every
+			// target left behind (R20.7).
+			if resp != nil && w.run != nil {
+				lc.Finish = w.run.Opened(i, lc.Result.LogicalID, lc.Finish)
+			}
 			return resp, err
 		}
 		if w.run == nil {

@@ -427,6 +427,9 @@ func passable(status int) bool {
 }
 
 func (c *call) report(err *layer.RecoveryError) {
+	if err != nil && c.lc.Finish != nil {
+		c.lc.Finish(err)
+	}
 	r := &c.lc.Result
 	r.LogicalID, r.WireAttempts, r.Err = c.logical, c.wire, err
 }
