@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/layer"
@@ -52,6 +53,8 @@ func WithFallback(rules fallback.Rules, targets ...FallbackTarget) ClientOption 
 			return
 		}
 		c.rules = rules
+		c.rules.Statuses = slices.Clone(rules.Statuses)
+		c.rules.Codes, c.rules.NeverCodes = slices.Clone(rules.Codes), slices.Clone(rules.NeverCodes)
 		for _, t := range targets {
 			if t.Client != nil {
 				c.fallback = append(c.fallback, t)

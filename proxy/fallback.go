@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/recourse-dev/recourse/layer"
@@ -25,8 +26,10 @@ func fallbackLayer(cfg *Config, codec layer.Codec) (layer.Layer, error) {
 		}
 		targets[i] = t
 	}
-	l, err := fallback.New(fallback.Config{Codec: codec, Targets: targets, OnEvent: cfg.Policy.OnEvent,
-		Rules: fallback.Rules{Statuses: cfg.FallbackStatuses, Admit: cfg.Policy.Admit}})
+	rules := cfg.FallbackRules
+	rules.Statuses = append(slices.Clone(cfg.FallbackStatuses), rules.Statuses...)
+	rules.Admit = cfg.Policy.Admit
+	l, err := fallback.New(fallback.Config{Codec: codec, Targets: targets, OnEvent: cfg.Policy.OnEvent, Rules: rules})
 	if err != nil {
 		return nil, &ConfigError{Field: "Fallback", Problem: "is invalid: " + err.Error()}
 	}

@@ -66,3 +66,28 @@ func TestR20_2_FallbackStatusesRefuseANonFailureStatus(t *testing.T) {
 		assert.Equal(t, "-fallback-statuses: "+fallback.Rules{Statuses: []int{307}}.Validate().Error(), err.Error(), st)
 	}
 }
+
+// -fallback-codes and -fallback-never-codes (or their variables) name the
+// provider codes that fall back and those that never do; a code named by
+// both, and either flag without -fallback, is refused naming the flag.
+func TestR20_2_FallbackCodeFlags(t *testing.T) {
+	s, err := parse([]string{"-upstream", "https://api.openai.com", "-fallback", "gpt-4o", "-fallback-codes", "context_length_exceeded"},
+		env(map[string]string{"RECOURSE_PROXY_FALLBACK_NEVER_CODES": "content_policy_violation, content_filter"}), &bytes.Buffer{})
+	require.NoError(t, err)
+	cfg, err := s.config()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"context_length_exceeded"}, cfg.FallbackRules.Codes)
+	assert.Equal(t, []string{"content_policy_violation", "content_filter"}, cfg.FallbackRules.NeverCodes)
+
+	for want, args := range map[string][]string{
+		"-fallback-codes: fallback: config Rules.Codes names a code NeverCodes names too: a code either falls back or never does": {"-fallback", "m", "-fallback-codes", "x", "-fallback-never-codes", "x"},
+		"-fallback-codes is set but -fallback is empty; drop it, or name the targets":                                             {"-fallback-codes", "x"},
+		"-fallback-never-codes is set but -fallback is empty; drop it, or name the targets":                                       {"-fallback-never-codes", "x"},
+	} {
+		s, err := parse(append([]string{"-upstream", "https://api.openai.com"}, args...), env(nil), &bytes.Buffer{})
+		require.NoError(t, err)
+		_, err = s.config()
+		require.Error(t, err)
+		assert.Equal(t, want, err.Error())
+	}
+}

@@ -64,8 +64,10 @@ type settings struct {
 	log    *slog.Logger        // where the Redis store reports outages; nil: nowhere
 	fleet  *fleet              // the Redis store config made, closed at exit; nil without -redis
 
-	fallback         string
-	fallbackStatuses string
+	fallback           string
+	fallbackStatuses   string
+	fallbackCodes      string
+	fallbackNeverCodes string
 
 	set map[string]bool // the flags given, on the command line or in the environment
 
@@ -104,7 +106,7 @@ func define(fs *flag.FlagSet, s *settings) {
 
 	fs.BoolVar(&s.quota, "quota", true, "bound resends per upstream with a retry quota and share Retry-After cooldowns between this proxy's clients (-quota=false: off); a refused resend answers quota_exhausted, and a client's own retry (X-Stainless-Retry-Count above 0) is charged as a resend")
 	fs.Float64Var(&s.quotaRatio, "quota-ratio", quota.DefaultRatio, "resends allowed per window as a share of the window's calls (at least -quota-floor)")
-	fs.DurationVar(&s.quotaWindow, "quota-window", quota.DefaultWindow, "the window over which the quota counts calls and resends (at least 10ms)")
+	fs.DurationVar(&s.quotaWindow, "quota-window", quota.DefaultWindow, "the window over which the quota counts calls and resends (at least "+quota.MinWindow.String()+")")
 	fs.IntVar(&s.quotaFloor, "quota-floor", quota.DefaultFloor, "resends allowed per window whatever the traffic")
 	fs.BoolVar(&s.cooldown, "quota-cooldown", true, "with -quota, share a Retry-After (and, with -provider-hints, retry-after-ms) as a cooldown: every client's attempts to the upstream wait for it, within -delay-ceiling (-quota-cooldown=false: only the call that saw it waits)")
 	fs.StringVar(&s.quotaKey, "quota-key", "upstream", "what one quota counts: upstream (scheme, host and port), or narrowed by model, credential (the Authorization or API key header, kept only as a hash) or model,credential")
@@ -236,6 +238,11 @@ func (s *settings) config() (proxy.Config, error) {
 	}
 	if cfg.Fallback, cfg.FallbackStatuses, err = s.fallbackTargets(); err != nil {
 		return cfg, err
+	}
+	if cfg.Fallback != nil {
+		if cfg.FallbackRules, err = s.fallbackRules(cfg.FallbackStatuses); err != nil {
+			return cfg, err
+		}
 	}
 	cfg.StreamCommitAfter = s.commitAfter
 	if s.commitAfter == 0 {

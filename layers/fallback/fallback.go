@@ -193,6 +193,7 @@ func New(cfg Config) (*Layer, error) {
 	}
 	l := &Layer{codec: cfg.Codec, primary: cfg.Primary, rules: cfg.Rules, onEvent: cfg.OnEvent}
 	l.rules.Statuses = slices.Clone(cfg.Rules.Statuses)
+	l.rules.Codes, l.rules.NeverCodes = slices.Clone(cfg.Rules.Codes), slices.Clone(cfg.Rules.NeverCodes)
 	l.rewrite, _ = cfg.Codec.(layer.ModelRewriter)
 	for i, t := range cfg.Targets {
 		if c := t.Codec; c != nil && (c.Provider() != cfg.Codec.Provider() || c.Path() != cfg.Codec.Path()) {
