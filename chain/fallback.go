@@ -55,6 +55,7 @@ func WithFallback(rules fallback.Rules, targets ...FallbackTarget) ClientOption 
 		c.rules = rules
 		c.rules.Statuses = slices.Clone(rules.Statuses)
 		c.rules.Codes, c.rules.NeverCodes = slices.Clone(rules.Codes), slices.Clone(rules.NeverCodes)
+		c.rules.Stalls = slices.Clone(rules.Stalls)
 		for _, t := range targets {
 			if t.Client != nil {
 				c.fallback = append(c.fallback, t)
@@ -132,8 +133,9 @@ func withFallback[T any](c *Client, ctx context.Context, req *chat.Request, once
 		facts = append(facts, c.fallback[i].Client.codec.Facts())
 	}
 	run := fallback.NewRun(c.rules, names, facts, func(ev layer.Event) error { return lc.Emit(onEvent, ev) })
-	skip0 := lc.SkipOpenCircuit
-	defer func() { lc.SkipOpenCircuit = skip0 }()
+	skip0, leave0 := lc.SkipOpenCircuit, lc.LeaveOnStall
+	defer func() { lc.SkipOpenCircuit, lc.LeaveOnStall = skip0, leave0 }()
+	leave := layer.StallSetOf(c.rules.Stalls...)
 	op := factsOf(req).Operation
 	for i := 0; ; i++ {
 		cl, r, tctx := c, req, ctx
@@ -155,6 +157,10 @@ func withFallback[T any](c *Client, ctx context.Context, req *chat.Request, once
 		}
 		lc.Result = layer.CallResult{}
 		lc.SkipOpenCircuit = i < len(names)-1
+		lc.LeaveOnStall = leave0
+		if i < len(names)-1 {
+			lc.LeaveOnStall |= leave
+		}
 		v, err := once(cl, tctx, r)
 		var re *layer.RecoveryError
 		if err == nil || !errors.As(err, &re) {

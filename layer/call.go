@@ -58,6 +58,14 @@ type Call struct {
 	// drop-in call, R20.11); false (the default) fills both. An observer
 	// added with Observe turns it off, since events carry the evidence.
 	OutcomeOnly bool
+	// LeaveOnStall asks the engine to end the call at once, with outcome
+	// interrupted and no resend, when an attempt fails on one of these
+	// stall limits before any output (Failure.Stall), instead of spending
+	// the remaining attempts on a route that stalls: the fallback layer
+	// sets it for every target but the last, so that the next target takes
+	// the call (R20.12). The zero value (the default) retries a stall like
+	// any transport failure.
+	LeaveOnStall StallSet
 	// Finish, when set, is called by the engine with the call's typed
 	// error once recovery ends without success, before the error is
 	// reported in Result.Err or handed to the caller (a returned error, a

@@ -42,6 +42,36 @@ func (l StallLimit) Text() string {
 	return "stall"
 }
 
+// StallSet is a set of the three stall limits, one bit each; the zero
+// value is empty. It is a value and safe for concurrent use.
+type StallSet uint8
+
+// StallSetOf returns the set of limits. A value outside StallHeader,
+// StallFirstOutput and StallIdle is left out.
+func StallSetOf(limits ...StallLimit) StallSet {
+	var s StallSet
+	for _, l := range limits {
+		s |= l.bit()
+	}
+	return s
+}
+
+// Has reports whether l is in the set; a value outside the three limits
+// never is.
+func (s StallSet) Has(l StallLimit) bool { b := l.bit(); return b != 0 && s&b != 0 }
+
+func (l StallLimit) bit() StallSet {
+	switch l {
+	case StallHeader:
+		return 1
+	case StallFirstOutput:
+		return 2
+	case StallIdle:
+		return 4
+	}
+	return 0
+}
+
 // StallError is the error a per-attempt stall limit returns through the
 // wire plane when it ends an attempt: from RoundTrip for the header
 // timeout, from the response body's Read for the first-output and idle

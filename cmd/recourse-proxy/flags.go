@@ -68,6 +68,7 @@ type settings struct {
 	fallbackStatuses   string
 	fallbackCodes      string
 	fallbackNeverCodes string
+	fallbackOnStall    string
 
 	set map[string]bool // the flags given, on the command line or in the environment
 

@@ -170,6 +170,7 @@ type Layer struct {
 	targets []target
 	primary string
 	rules   Rules
+	leave   layer.StallSet // Rules.Stalls, for every target but the last
 	onEvent func(layer.Event) error
 }
 
@@ -194,6 +195,8 @@ func New(cfg Config) (*Layer, error) {
 	l := &Layer{codec: cfg.Codec, primary: cfg.Primary, rules: cfg.Rules, onEvent: cfg.OnEvent}
 	l.rules.Statuses = slices.Clone(cfg.Rules.Statuses)
 	l.rules.Codes, l.rules.NeverCodes = slices.Clone(cfg.Rules.Codes), slices.Clone(cfg.Rules.NeverCodes)
+	l.rules.Stalls = slices.Clone(cfg.Rules.Stalls)
+	l.leave = layer.StallSetOf(cfg.Rules.Stalls...)
 	l.rewrite, _ = cfg.Codec.(layer.ModelRewriter)
 	for i, t := range cfg.Targets {
 		if c := t.Codec; c != nil && (c.Provider() != cfg.Codec.Provider() || c.Path() != cfg.Codec.Path()) {
@@ -285,8 +288,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	facts0, gate0, skip0 := lc.Facts, lc.Gate, lc.SkipOpenCircuit
-	defer func() { lc.Facts, lc.Gate, lc.SkipOpenCircuit = facts0, gate0, skip0 }()
+	facts0, gate0, skip0, leave0 := lc.Facts, lc.Gate, lc.SkipOpenCircuit, lc.LeaveOnStall
+	defer func() { lc.Facts, lc.Gate, lc.SkipOpenCircuit, lc.LeaveOnStall = facts0, gate0, skip0, leave0 }()
 	last := len(l.targets)
 	for i := 0; ; i++ {
 		treq, model := req, w.info.Model
@@ -305,6 +308,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		lc.Result = layer.CallResult{}
 		lc.SkipOpenCircuit = i < last
+		lc.LeaveOnStall = leave0
+		if i < last {
+			lc.LeaveOnStall |= l.leave
+		}
 		resp, err := t.next.RoundTrip(treq)
 		e := lc.Result.Err
 		if e == nil || (resp != nil && resp.StatusCode/100 == 2) {

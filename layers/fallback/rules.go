@@ -33,6 +33,15 @@ type Rules struct {
 	// and which the caller must see as the provider's own error. A never
 	// code wins over every other rule. Nil means none.
 	NeverCodes []string
+	// Stalls are the stall limits (package layers/stall) after which a
+	// target other than the last is left at once for the next one: an
+	// attempt that fails on one of them before any output is not resent
+	// there, whatever attempts and quota remain (layer.Call's
+	// LeaveOnStall), and the interruption falls back (R20.12). Nil means
+	// none: a stall is retried on its target like any transport failure,
+	// and the call falls back only once recovery there ends. The last
+	// target, with nowhere to go, retries as without the rule.
+	Stalls []layer.StallLimit
 	// Admit is asked before a fallback from an ambiguous failure of a
 	// target that may still be running the request (layer.Facts'
 	// LocalInference with acceptance other than "no", R20.4); its request
@@ -42,8 +51,9 @@ type Rules struct {
 }
 
 // Validate reports whether the rules can be used: every status of Statuses
-// is a failure answer (400–599), every code is a non-empty word, and no
-// code is in both Codes and NeverCodes. It returns a *ConfigError naming the field,
+// is a failure answer (400–599), every code is a non-empty word, no code
+// is in both Codes and NeverCodes, and every stall is one of the three
+// limits. It returns a *ConfigError naming the field,
 // never the value given, and is the one check of every entry point:
 // New, chain.WithFallback and the proxy's -fallback-statuses (R20.2).
 func (r Rules) Validate() error {
@@ -64,6 +74,11 @@ func (r Rules) Validate() error {
 			}
 		}
 	}
+	for _, l := range r.Stalls {
+		if !layer.StallSetOf(l).Has(l) {
+			return &ConfigError{Index: -1, Field: "Rules.Stalls", Problem: "holds a value that is not header_timeout, first_output_timeout or idle_timeout"}
+		}
+	}
 	for _, code := range r.Codes {
 		if slices.Contains(r.NeverCodes, code) {
 			return &ConfigError{Index: -1, Field: "Rules.Codes", Problem: "names a code NeverCodes names too: a code either falls back or never does"}
@@ -76,8 +91,8 @@ func (r Rules) Validate() error {
 // call fall back (R20.2, R20.3): no attempt of the target delivered
 // semantic output to the caller, its final failure's provider code is not
 // one of NeverCodes, and its outcome is exhausted, quota_exhausted or
-// delay_ceiling, or interrupted on an HTTP status of Statuses or a
-// provider code of Codes. cancelled,
+// delay_ceiling, or interrupted on an HTTP status of Statuses, a provider
+// code of Codes or a stall limit of Stalls. cancelled,
 // deadline, admission outcomes and every other interruption never fall
 // back. A nil e never falls back.
 func (r Rules) FallsBack(e *layer.RecoveryError) bool {
@@ -97,6 +112,9 @@ func (r Rules) FallsBack(e *layer.RecoveryError) bool {
 	case layer.OutcomeInterrupted:
 		f := e.Failure
 		if code != "" && slices.Contains(r.Codes, code) {
+			return true
+		}
+		if f.Stall != "" && slices.Contains(r.Stalls, f.Stall) {
 			return true
 		}
 		return f.Category == layer.CategoryHTTP && f.HTTPStatus != 0 && slices.Contains(r.Statuses, f.HTTPStatus)

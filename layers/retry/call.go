@@ -323,7 +323,9 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 		resp, err = c.cancelled(f)
 		return resp, err, true
 	}
-	if !f.Classification.Eligible {
+	if !f.Classification.Eligible || c.lc.LeaveOnStall.Has(f.Stall) {
+		// Not resent; a stall the caller leaves on goes, unresent, to
+		// the next fallback target (R20.12).
 		resp, err = c.finish(layer.OutcomeInterrupted, f, pass)
 		return resp, err, true
 	}
