@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -20,11 +21,11 @@ type Rules struct {
 	// longer than the model's). Nil means none.
 	Statuses []int
 	// Codes are provider error codes, as the codec reads them from an
-	// error body (layer.Codec.ErrorCode: error.code on the OpenAI wires),
+	// error body (codec.Codec.ErrorCode: error.code on the OpenAI wires),
 	// whose interruption falls back whatever its HTTP status: for example
 	// context_length_exceeded, which a model with a longer context may
 	// take. A code is compared exactly; it need not be one of
-	// layer.KnownProviderCodes (the rules read the failure's private
+	// codec.KnownProviderCodes (the rules read the failure's private
 	// evidence and never output it). Nil means none.
 	Codes []string
 	// NeverCodes are provider error codes whose failure never falls back,
@@ -43,7 +44,7 @@ type Rules struct {
 	// target, with nowhere to go, retries as without the rule.
 	Stalls []layer.StallLimit
 	// Admit is asked before a fallback from an ambiguous failure of a
-	// target that may still be running the request (layer.Facts'
+	// target that may still be running the request (codec.Facts'
 	// LocalInference with acceptance other than "no", R20.4); its request
 	// has Fallback set. Nil means no hook: such a call does not fall back
 	// and ends with outcome admission_required.
@@ -154,8 +155,8 @@ func delivered(e *layer.RecoveryError) bool {
 // the empty outcome when the fallback may go, or the admission outcome
 // that ends the call. The hook's panic is its no decision, never the
 // caller's panic.
-func (r Rules) admit(ctx context.Context, facts layer.Facts, e *layer.RecoveryError, step *layer.Fallback, emit func(layer.EventType) error) (layer.Outcome, error) {
-	if !facts.AdmissionRequired(e.Failure) {
+func (r Rules) admit(ctx context.Context, facts codec.Facts, e *layer.RecoveryError, step *layer.Fallback, emit func(layer.EventType) error) (layer.Outcome, error) {
+	if !layer.AdmissionRequired(facts, e.Failure) {
 		return "", nil
 	}
 	if r.Admit == nil {
