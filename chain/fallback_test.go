@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,6 +20,7 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -185,4 +188,29 @@ func TestR20_7_NativeFallbackStreamThatFailsKeepsEveryTarget(t *testing.T) {
 			assert.Contains(t, e.Error(), "2 fallback targets tried: gpt-4o-mini (exhausted) → llama3")
 		})
 	}
+}
+
+// The native client fails over on a stall its rules name at once: a
+// primary whose headers never come is left after one header timeout,
+// unresent, and the fallback target answers (R20.12).
+func TestR20_12_NativeStallFailsOverWithoutAResend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		never := make(chan struct{})
+		defer close(never)
+		sl, err := stall.New(stall.Limits{Header: 30 * time.Second})
+		require.NoError(t, err)
+		ra := rigtest.NewMemoryWith(t, openai.New(), retry.Policy{MaxAttempts: 3}, []chain.Option{chain.WithPerAttempt(sl)},
+			recoursetest.JSON(200, recoursetest.OpenAIChat("never sent")).Gated(-1, never))
+		rb := rigtest.NewMemoryWith(t, openai.New(), retry.Policy{MaxAttempts: 1}, nil, okStep("from b"))
+		c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithFallback(fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}},
+			chain.FallbackTarget{Client: rb.Client, Model: "b"}))
+		require.NoError(t, err)
+		start := time.Now()
+		comp, err := c.Complete(t.Context(), canaryRequest())
+		require.NoError(t, err)
+		assert.Equal(t, 30*time.Second, time.Since(start))
+		assert.Equal(t, "from b", comp.Message.Content)
+		assert.Equal(t, 1, ra.Server.Count(), "the stalled primary was not resent")
+		assert.Equal(t, 1, rb.Server.Count())
+	})
 }

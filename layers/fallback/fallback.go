@@ -9,8 +9,10 @@
 // it once per target; every target's run is an ordinary logical
 // completion under every rule of the contract. It falls back after the
 // outcomes exhausted, quota_exhausted and delay_ceiling, and after an
-// interruption on an HTTP status the caller names (Rules.Statuses); never
-// after semantic output, never after cancelled or deadline (R20.2, R20.3).
+// interruption on an HTTP status or a provider error code the caller names
+// (Rules.Statuses, Rules.Codes), never on a code of Rules.NeverCodes, and
+// at once on a stall limit of Rules.Stalls (R20.12); never after semantic
+// output, never after cancelled or deadline (R20.2, R20.3).
 // Before a fallback from an ambiguous failure of a local provider it asks
 // the admission hook (R20.4). A target whose shared cooldown lies beyond
 // the delay ceiling is skipped without a request (R20.5).
