@@ -64,15 +64,23 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 // cannot be sent is answered here: outbound then returns nil and the
 // status written.
 func (h *Handler) outbound(ex *exchange, r *http.Request) (*http.Request, int) {
+	tooLarge := func() (*http.Request, int) {
+		h.writeError(ex.w, http.StatusRequestEntityTooLarge, "request_too_large",
+			"recourse-proxy: the request body is larger than the proxy's limit of "+strconv.FormatInt(h.maxBody, 10)+" bytes (-max-body); nothing was sent upstream", "")
+		return nil, http.StatusRequestEntityTooLarge
+	}
+	if r.ContentLength > h.maxBody {
+		// Refused on its header (R21.9): no body byte is read, so net/http
+		// sends no 100 Continue and the client sends no body.
+		return tooLarge()
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, h.maxBody+1))
 	if err != nil {
 		h.writeError(ex.w, http.StatusBadRequest, "request_body_unreadable", "recourse-proxy: the request body could not be read", "")
 		return nil, http.StatusBadRequest
 	}
 	if int64(len(body)) > h.maxBody {
-		h.writeError(ex.w, http.StatusRequestEntityTooLarge, "request_too_large",
-			"recourse-proxy: the request body is larger than the proxy's limit of "+strconv.FormatInt(h.maxBody, 10)+" bytes (-max-body); nothing was sent upstream", "")
-		return nil, http.StatusRequestEntityTooLarge
+		return tooLarge()
 	}
 	ctx := r.Context()
 	if h.deadline > 0 {

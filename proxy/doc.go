@@ -12,7 +12,9 @@
 //     omlx, POST /api/chat for ollama) goes through chain.Default with the
 //     Config's policy. Its body is read once, up to Config.MaxBodyBytes
 //     (DefaultMaxBodyBytes); a larger body is answered 413 and nothing is
-//     sent upstream.
+//     sent upstream. A body whose Content-Length is larger is refused on
+//     that header, before a byte of it is read and before any 100 Continue;
+//     a chunked body as soon as it crosses the limit.
 //   - For openai, the Responses API too, with a chain of its own (the
 //     Responses codec, the same Config): POST /v1/responses, foreground or
 //     background, and GET /v1/responses/{id} (a retrieve, or a stream read

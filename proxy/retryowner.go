@@ -192,7 +192,9 @@ func remembers(status int, h http.Header) bool {
 // answer without contacting the upstream; any other request goes to
 // complete, and its answer is remembered when it is a final failure.
 func (h *Handler) owned(w http.ResponseWriter, r *http.Request) {
-	if h.finals == nil {
+	if h.finals == nil || r.ContentLength > h.maxBody {
+		// complete refuses a declared length over the limit before
+		// reading a byte (R21.9).
 		h.complete(w, r)
 		return
 	}
