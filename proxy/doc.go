@@ -23,8 +23,15 @@
 //     SSE client reads one stream, and a client that goes away from a
 //     background stream the proxy started has it cancelled upstream
 //     (R19.9–R19.13).
+//   - A recovered endpoint spelled otherwise (//v1/chat/completions,
+//     /api/chat/, a dot segment, another letter case) is answered 400 with
+//     code path_not_canonical; nothing is sent upstream (R21.8).
 //   - Every other path and method is forwarded once, untouched, without
 //     recovery; its body streams through unbuffered.
+//
+// Endpoints returns the recovered endpoints of a provider: openai
+// POST /v1/chat/completions, POST /v1/responses and GET /v1/responses/{id};
+// ollama POST /api/chat; omlx POST /v1/chat/completions (R21.11).
 //   - GET /healthz answers 200 "ok" without contacting the upstream.
 //
 // Client headers (Authorization and the rest) go upstream as given, except

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +75,132 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	clear(p[:k])
 	c.read += k
 	return int(k), nil
+}
+
+// endpointCase is a request to a recovered endpoint and the upstream's
+// success for it.
+type endpointCase struct {
+	provider string
+	e        Endpoint
+	path     string // e.Path with {id} filled in
+	body     string // the request body; empty for a GET
+	ok       recoursetest.Step
+}
+
+// endpointCases returns one case per recovered endpoint of every provider,
+// from the proxy's own list (Endpoints).
+func endpointCases(t *testing.T) []endpointCase {
+	t.Helper()
+	var out []endpointCase
+	for _, p := range Providers() {
+		es, err := Endpoints(p)
+		require.NoError(t, err)
+		for _, e := range es {
+			c := endpointCase{provider: p, e: e, path: strings.ReplaceAll(e.Path, "{id}", "resp_1")}
+			switch {
+			case p == "ollama":
+				c.body, c.ok = ollamaBody, recoursetest.JSON(200, recoursetest.OllamaChat("hi"))
+			case strings.HasPrefix(e.Path, responsesPath) && e.Method == http.MethodPost:
+				c.body, c.ok = `{"model":"gpt-4o-mini","input":"hello"}`, recoursetest.JSON(200, recoursetest.ResponsesJSON("resp_1", "hi"))
+			case strings.HasPrefix(e.Path, responsesPath):
+				c.ok = recoursetest.JSON(200, recoursetest.ResponsesJSON("resp_1", "hi"))
+			default:
+				c.body, c.ok = chatBody, recoursetest.JSON(200, recoursetest.OpenAIChat("hi"))
+			}
+			out = append(out, c)
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// R21.11: every endpoint the proxy lists as recovered is recovered: a 503
+// then a 200 reaches the client as the 200, after two wire attempts.
+func TestR21_11_ListedEndpointsAreRecovered(t *testing.T) {
+	for _, c := range endpointCases(t) {
+		t.Run(c.provider+" "+c.e.String(), func(t *testing.T) {
+			r := newRig(t, c.provider, func(cfg *Config) { cfg.Policy.Admit = allowAll },
+				recoursetest.JSON(503, `{"error":{"message":"busy"}}`), c.ok)
+			got := r.do(t, c.e.Method, c.path, c.body)
+			require.NoError(t, got.err)
+			assert.Equal(t, http.StatusOK, got.status, got.body)
+			assert.Equal(t, 2, r.up.Count(), "recovered: two wire attempts")
+		})
+	}
+}
+
+// R21.8: a request that is a recovered endpoint in all but spelling is
+// refused with a clear error in the wire's shape, never forwarded once
+// without recovery; nothing reaches the upstream.
+func TestR21_8_MisspelledEndpointIsRefusedNotForwarded(t *testing.T) {
+	for _, c := range endpointCases(t) {
+		spellings := []string{"/" + c.path, c.path + "/", strings.Replace(c.path, "/", "/./", 2), strings.ToUpper(c.path[:3]) + c.path[3:],
+			strings.Replace(c.path, "/", "//", 2)}
+		for _, sp := range spellings {
+			t.Run(c.provider+" "+c.e.Method+" "+sp, func(t *testing.T) {
+				r := newRig(t, c.provider, func(cfg *Config) { cfg.Policy.Admit = allowAll },
+					recoursetest.JSON(503, `{"error":{"message":"busy"}}`), c.ok)
+				req, err := http.NewRequest(c.e.Method, r.proxy.URL, strings.NewReader(c.body))
+				require.NoError(t, err)
+				req.URL.Path, req.URL.RawPath = sp, ""
+				if c.body == "" {
+					req.Body, req.ContentLength = nil, 0
+				}
+				resp, err := r.client.Do(req)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				var b strings.Builder
+				_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+				assert.Equal(t, http.StatusBadRequest, resp.StatusCode, b.String())
+				assert.Contains(t, b.String(), c.e.String(), "the error names the endpoint")
+				assert.Contains(t, b.String(), "spelled otherwise")
+				assert.Equal(t, "false", resp.Header.Get("X-Should-Retry"))
+				assert.Zero(t, r.up.Count(), "nothing was forwarded")
+				r.logged(t, `"kind":"refused"`)
+			})
+		}
+	}
+}
+
+// R21.8: a path that is no recovered endpoint however it is spelled, or a
+// method the endpoint does not recover, is still forwarded as it is.
+func TestR21_8_OtherPathsAreStillForwarded(t *testing.T) {
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/models/"},
+		{http.MethodGet, "/v1/chat/completions/"},
+		{http.MethodPost, "/v1/responses/resp_1/cancel/"},
+		{http.MethodGet, "//v1/files"},
+	} {
+		r := newRig(t, "openai", nil, recoursetest.JSON(200, `{}`))
+		got := r.do(t, c.method, c.path, "")
+		assert.Equal(t, http.StatusOK, got.status, c.path)
+		assert.Equal(t, 1, r.up.Count(), c.path)
+	}
+}
+
+// R21.11: the package documentation and the CONTRACT name every endpoint
+// the proxy recovers (Endpoints), as the command's -h does.
+func TestR21_11_DocAndContractNameTheRecoveredEndpoints(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	contract, err := os.ReadFile("../CONTRACT.md")
+	require.NoError(t, err)
+	section := string(contract)
+	if i := strings.Index(section, "## R21."); i >= 0 {
+		section = section[i:]
+	}
+	flat := func(s string) string {
+		var b strings.Builder
+		for _, line := range strings.Split(s, "\n") {
+			b.WriteString(strings.TrimPrefix(strings.TrimSpace(line), "//"))
+			b.WriteByte(' ')
+		}
+		return strings.Join(strings.Fields(strings.ReplaceAll(b.String(), "`", "")), " ")
+	}
+	docText, contractText := flat(string(doc)), flat(section)
+	for _, c := range endpointCases(t) {
+		want := c.e.String()
+		assert.True(t, strings.Contains(docText, want), "doc.go names %s", want)
+		assert.True(t, strings.Contains(contractText, want), "CONTRACT R21 names %s", want)
+	}
 }

@@ -31,7 +31,8 @@ var ErrShutdown = errors.New("recourse-proxy: shutting down: the call was cut af
 // immutable after New and safe for concurrent use.
 //
 // It logs, on the Config's Logger, one line per request (message
-// "request"; attributes kind "completion" or "forward", method, path — the
+// "request"; attributes kind "completion", "forward" or "refused" (a
+// recovered endpoint spelled otherwise, R21.8), method, path — the
 // URL path only, never the query —, status, outcome when recovery ended
 // without success, client_retry when a client retry was charged to the
 // quota, call_id, duration_ms) and one line per lifecycle event of a
@@ -58,6 +59,7 @@ type Handler struct {
 	responses   *Handler                           // the Responses API of an openai proxy, or nil
 	finals      *finals                            // nil: every request goes through (Config.RepeatWindow < 0)
 	onRetry     func(context.Context, ClientRetry) // Config.OnClientRetry
+	endpoints   []Endpoint                         // the recovered endpoints (Endpoints)
 }
 
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
@@ -94,6 +96,7 @@ func New(cfg Config) (*Handler, error) {
 		quota:       cfg.Quota,
 		log:         cfg.Logger,
 		now:         cfg.Policy.WallClock,
+		endpoints:   d.endpoints(),
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -207,6 +210,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case h.responses != nil && h.responses.routes(r):
 		h.responses.owned(w, r)
 	default:
+		if e, ok := h.misspelled(r); ok {
+			start := time.Now()
+			h.refuseMisspelled(w, r, e)
+			h.logRequest(r, requestLine{kind: "refused", status: http.StatusBadRequest, start: start})
+			return
+		}
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		h.forward.ServeHTTP(rec, r)
