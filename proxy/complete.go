@@ -17,15 +17,18 @@ import (
 // complete serves the completion endpoint through the chain.
 func (h *Handler) complete(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	ex := &exchange{h: h, w: w, rc: http.NewResponseController(w)}
+	ex := &exchange{h: h}
+	hw := &headWriter{ResponseWriter: w, ex: ex}
+	ex.w, ex.rc = hw, http.NewResponseController(hw)
 	status, outcome := h.recover(ex, r)
+	hw.finish(ex.abort)
 	if ex.charged != nil {
 		// A client retry's resend is refunded when it succeeded, as the
 		// engine's own resends are.
 		ex.charged.Settle(status/100 == 2 && outcome == "" && !ex.abort)
 	}
 	h.logRequest(r, requestLine{kind: "completion", status: status, outcome: outcome, clientRetry: ex.clientRetry,
-		callID: ex.call.Result.LogicalID, start: start})
+		callID: ex.call.Result.LogicalID, start: start, tally: &ex.tally})
 	if ex.abort {
 		// The stream ended with an in-band error: close the connection
 		// without the chunked terminator as well, so that a client reading
@@ -227,6 +230,7 @@ type exchange struct {
 	charged     layer.Reservation // the resend a client retry was charged, or nil
 	model       string            // the call's model, from its events
 	body        []byte            // the request body, read once
+	tally       tally             // the call's attempts, resumes and fallbacks (R21.7)
 }
 
 var errClientGone = errors.New("recourse-proxy: the client went away")
@@ -289,6 +293,7 @@ func (ex *exchange) errorFrame(msg string) {
 // stream resumed after its 200), otherwise after committing it when the
 // wait is long enough (see Config.StreamCommitAfter).
 func (ex *exchange) onEvent(ev layer.Event) {
+	ex.tally.count(ev)
 	ex.h.logEvent(ev)
 	if ex.model == "" {
 		ex.model = ev.Model

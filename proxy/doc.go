@@ -45,6 +45,14 @@
 //   - Success: the upstream's status, headers and body byte for byte,
 //     streams flushed frame by frame (keepalives included), plus
 //     X-Recourse-Call-Id naming the logical call in the proxy's log.
+//   - On every completion answer, success or not, X-Recourse-Attempts: the
+//     wire attempts it took ("2" after a 503 and a 200), with
+//     X-Recourse-Resumes and X-Recourse-Fallbacks when a background stream
+//     was resumed or the call fell back (R21.7). A stream's status may
+//     leave before its recovery ends: its header then counts the attempts
+//     sent by then, and the stream, when it ends cleanly, carries the
+//     final counts as HTTP trailers of the same names. The request log
+//     line always has the final counts (attempts, resumes, fallbacks).
 //   - Recovery ended on an HTTP failure: the final upstream status and body,
 //     plus X-Should-Retry: false (OpenAI's SDKs then do not retry on top)
 //     and X-Recourse-Outcome naming the outcome (exhausted, interrupted,
