@@ -157,6 +157,14 @@ func (e *RecoveryError) text() string {
 	return b.String()
 }
 
+// ErrNoEndMarker is the error a stream decoder's End returns (wrapped, or
+// as itself) for a stream that reached HTTP EOF after its accepted finish
+// but before its end marker, such as OpenAI's data: [DONE] (R13.3): the
+// stream may hold everything, but it cannot be told from one cut just
+// before its end. The text of a RecoveryError whose failure it caused says
+// that the end marker was missing.
+var ErrNoEndMarker = errors.New("recourse: the stream ended after its finish but without its end marker")
+
 // safeFinishes are the finish and done reasons the providers document; only
 // these are named in an error's text, since a finish reason is the
 // provider's own string.
@@ -165,10 +173,15 @@ var safeFinishes = []string{"stop", "length", "content_filter", "tool_calls", "f
 // incompleteText returns ": incomplete completion (finish <reason>)" when
 // f's private cause is a stream that ended on a finish that is not an
 // accepted one (R13.3), naming the finish only when it is a documented
-// value, and "" otherwise: what was incomplete, in safe terms.
+// value; ": the stream ended after its finish without its end marker" when
+// the cause is ErrNoEndMarker; and "" otherwise: what was incomplete, in
+// safe terms.
 func incompleteText(f *Failure) string {
 	if f.ev == nil {
 		return ""
+	}
+	if errors.Is(f.ev.cause, ErrNoEndMarker) {
+		return ": the stream ended after its finish without its end marker"
 	}
 	var se *StreamError
 	if !errors.As(f.ev.cause, &se) || se.Reason != StreamIncompleteCompletion {

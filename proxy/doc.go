@@ -69,7 +69,9 @@
 //   - A stream that fails after output: the provider's in-band error frame
 //     (OpenAI: a data: {"error":…} event; Ollama: an {"error":…} line),
 //     then the connection is closed without the chunked terminator; never a
-//     silent end and never a synthesised [DONE] or "done":true.
+//     silent end and never a synthesised [DONE] or "done":true. A stream
+//     cut at shutdown says so: code "shutdown" (where the dialect has a
+//     code field) and ErrShutdown's text (R21.10).
 //   - While an OpenAI or oMLX stream waits in backoff after its response was
 //     committed: SSE comment lines, for example
 //     ": retrying after HTTP 503 (attempt 2/4 in 1.2s)", which SSE clients

@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,4 +206,109 @@ func TestR21_11_DocAndContractNameTheRecoveredEndpoints(t *testing.T) {
 		assert.True(t, strings.Contains(docText, want), "doc.go names %s", want)
 		assert.True(t, strings.Contains(contractText, want), "CONTRACT R21 names %s", want)
 	}
+}
+
+// R21.10: a stream that delivered its finish but ended before its end
+// marker (data: [DONE], R13.3) ends with an in-band error that says the end
+// marker was missing, on the chat wire of openai and omlx alike.
+func TestR21_10_FinishWithoutEndMarkerSaysSo(t *testing.T) {
+	for _, p := range []string{"openai", "omlx"} {
+		t.Run(p, func(t *testing.T) {
+			events := recoursetest.OpenAIStream("Hel", "lo")
+			r := newRig(t, p, nil, recoursetest.SSE(events[:len(events)-1]...))
+			got := r.post(t, "/v1/chat/completions", streamBody)
+			require.Error(t, got.err, "the stream does not end cleanly")
+			tail := got.body[strings.LastIndex(got.body, "data: "):]
+			assert.Contains(t, tail, `"error"`)
+			assert.Contains(t, tail, "without its end marker", tail)
+		})
+	}
+}
+
+// lockedWriter is a ResponseWriter a test may read while a handler writes.
+type lockedWriter struct {
+	mu     sync.Mutex
+	header http.Header
+	body   strings.Builder
+}
+
+func (w *lockedWriter) Header() http.Header { return w.header }
+func (w *lockedWriter) WriteHeader(int)     {}
+func (w *lockedWriter) Flush()              {}
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.body.Write(p)
+}
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.body.String()
+}
+
+// cutStream runs a streaming completion of provider whose upstream holds
+// after its first two frames, cancels the request's context with cause
+// once the first frame reached the client, and returns what the client got.
+func cutStream(t *testing.T, provider, path, body string, frames []string, cause error) string {
+	t.Helper()
+	gate := make(chan struct{})
+	defer close(gate)
+	up := recoursetest.NewServer(recoursetest.SSE(frames...).Gated(2, gate))
+	defer up.Close()
+	h, err := New(Config{Provider: provider, Upstream: up.URL, Policy: testPolicy(&sleeps{})})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, path, strings.NewReader(body))
+	w := &lockedWriter{header: http.Header{}}
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		h.ServeHTTP(w, req)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(w.String(), frames[1]) {
+		require.True(t, time.Now().Before(deadline), "the first frames never arrived")
+		time.Sleep(time.Millisecond)
+	}
+	cancel(cause)
+	select {
+	case p := <-done:
+		assert.Equal(t, http.ErrAbortHandler, p, "the stream is cut, not ended")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not return")
+	}
+	return w.String()[len(frames[0])+len(frames[1]):]
+}
+
+// R21.10: a stream cut by the proxy's shutdown ends with an in-band error
+// whose code is shutdown and whose text says so; a stream its client
+// cancelled does not carry that code.
+func TestR21_10_ShutdownCutIsToldFromAClientCancel(t *testing.T) {
+	chat := recoursetest.OpenAIStream("Hel", "lo")
+	for _, c := range []struct{ provider, path, body string }{
+		{"openai", "/v1/chat/completions", streamBody},
+		{"omlx", "/v1/chat/completions", streamBody},
+	} {
+		t.Run(c.provider, func(t *testing.T) {
+			tail := cutStream(t, c.provider, c.path, c.body, chat, ErrShutdown)
+			assert.Contains(t, tail, `"code":"shutdown"`, tail)
+			assert.Contains(t, tail, ErrShutdown.Error())
+			tail = cutStream(t, c.provider, c.path, c.body, chat, context.Canceled)
+			assert.NotContains(t, tail, "shutdown", tail)
+		})
+	}
+	t.Run("responses", func(t *testing.T) {
+		evs := recoursetest.ResponsesEvents("resp_1", "Hel", "lo")
+		body := `{"model":"gpt-4o-mini","input":"hello","stream":true}`
+		tail := cutStream(t, "openai", "/v1/responses", body, evs, ErrShutdown)
+		assert.Contains(t, tail, `"code":"shutdown"`, tail)
+		tail = cutStream(t, "openai", "/v1/responses", body, evs, context.Canceled)
+		assert.NotContains(t, tail, "shutdown", tail)
+	})
+	t.Run("ollama", func(t *testing.T) {
+		lines := recoursetest.OllamaStream("Hel", "lo")
+		tail := cutStream(t, "ollama", "/api/chat", `{"model":"llama3.2","messages":[{"role":"user","content":"hello"}]}`, lines, ErrShutdown)
+		assert.Contains(t, tail, ErrShutdown.Error(), "the dialect has no code: the text says it")
+	})
 }

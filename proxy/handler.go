@@ -24,7 +24,9 @@ import (
 const HeaderCallID = "X-Recourse-Call-Id"
 
 // ErrShutdown is the cause of the context of a request cut at shutdown,
-// after the grace period (see Serve).
+// after the grace period (see Serve). Its text is the message, and
+// "shutdown" the code, of the answer of such a request: the in-band error
+// of a stream, the error document of a request still waiting (R21.10).
 var ErrShutdown = errors.New("recourse-proxy: shutting down: the call was cut after the grace period")
 
 // Handler is the recovery proxy for one provider and one upstream. It is
@@ -244,8 +246,12 @@ func (h *Handler) forwardFailed(w http.ResponseWriter, r *http.Request, err erro
 		h.writeError(w, http.StatusBadGateway, "redirect_refused", rd.Error(), "")
 		return
 	}
+	if errors.Is(context.Cause(r.Context()), ErrShutdown) {
+		h.writeError(w, http.StatusServiceUnavailable, codeShutdown, ErrShutdown.Error(), "")
+		return
+	}
 	if r.Context().Err() != nil {
-		// The client went away, or the proxy cut the request at shutdown.
+		// The client went away.
 		h.writeError(w, http.StatusServiceUnavailable, "cancelled", "recourse-proxy: the request was cancelled before the upstream answered", "")
 		return
 	}

@@ -185,7 +185,7 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 		}
 		if v := getenv(envName(f.Name)); v != "" {
 			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s: %v", envName(f.Name), e)
+				err = envError(f, v)
 			}
 		}
 	})
@@ -195,6 +195,31 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 	s.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { s.set[f.Name] = true })
 	return s, nil
+}
+
+// envError is the error of a flag's environment variable whose value v
+// does not parse: the variable, the value (quoted, at most 64 bytes of
+// it), the flag, and the form the flag wants (R21.10).
+func envError(f *flag.Flag, v string) error {
+	form := "a valid value"
+	if g, ok := f.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case bool:
+			form = "true or false"
+		case time.Duration:
+			form = "a duration such as 500ms, 30s or 1m30s"
+		case int64:
+			form = "a whole number of bytes, for example 33554432"
+		case int, uint, uint64:
+			form = "an integer, for example " + f.DefValue
+		case float64:
+			form = "a number, for example " + f.DefValue
+		}
+	}
+	if len(v) > 64 {
+		v = v[:64] + "…"
+	}
+	return fmt.Errorf("%s is %q; want %s (it sets -%s)", envName(f.Name), v, form, f.Name)
 }
 
 // config returns the proxy's Config for s, or an error naming the bad

@@ -65,6 +65,12 @@ func (c *Codec) Facts() layer.Facts { return layer.Facts{LocalInference: true} }
 // carrying safe (layer.ErrorFramer).
 func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
 
+// ErrorFrameCode returns ErrorFrame's event with a "code" member too
+// (layer.CodedErrorFramer).
+func (c *Codec) ErrorFrameCode(code, safe string) []byte {
+	return openaiwire.ErrorFrameCode(code, safe)
+}
+
 // ErrorDocument returns the OpenAI-compatible error response body
 // {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
 // and a newline (layer.ErrorDocumenter).

@@ -71,6 +71,13 @@ func (c *Codec) Facts() layer.Facts { return layer.Facts{} }
 // (layer.ErrorFramer): the form openai-go and go-openai turn into an error.
 func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
 
+// ErrorFrameCode returns ErrorFrame's event with a "code" member too,
+// {"error":{"message":safe,"type":"recourse_error","code":code}}
+// (layer.CodedErrorFramer).
+func (c *Codec) ErrorFrameCode(code, safe string) []byte {
+	return openaiwire.ErrorFrameCode(code, safe)
+}
+
 // ErrorDocument returns OpenAI's error response body
 // {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
 // and a newline (layer.ErrorDocumenter): openai-go and go-openai read it as
