@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // PolicyErrorCode is the Code of every PolicyError.
@@ -157,14 +159,6 @@ func (e *RecoveryError) text() string {
 	return b.String()
 }
 
-// ErrNoEndMarker is the error a stream decoder's End returns (wrapped, or
-// as itself) for a stream that reached HTTP EOF after its accepted finish
-// but before its end marker, such as OpenAI's data: [DONE] (R13.3): the
-// stream may hold everything, but it cannot be told from one cut just
-// before its end. The text of a RecoveryError whose failure it caused says
-// that the end marker was missing.
-var ErrNoEndMarker = errors.New("recourse: the stream ended after its finish but without its end marker")
-
 // safeFinishes are the finish and done reasons the providers document; only
 // these are named in an error's text, since a finish reason is the
 // provider's own string.
@@ -174,13 +168,13 @@ var safeFinishes = []string{"stop", "length", "content_filter", "tool_calls", "f
 // f's private cause is a stream that ended on a finish that is not an
 // accepted one (R13.3), naming the finish only when it is a documented
 // value; ": the stream ended after its finish without its end marker" when
-// the cause is ErrNoEndMarker; and "" otherwise: what was incomplete, in
+// the cause is codec.ErrNoEndMarker; and "" otherwise: what was incomplete, in
 // safe terms.
 func incompleteText(f *Failure) string {
 	if f.ev == nil {
 		return ""
 	}
-	if errors.Is(f.ev.cause, ErrNoEndMarker) {
+	if errors.Is(f.ev.cause, codec.ErrNoEndMarker) {
 		return ": the stream ended after its finish without its end marker"
 	}
 	var se *StreamError
@@ -262,6 +256,17 @@ func (e *StreamError) Unwrap() error {
 		return e.Recovery
 	}
 	return e.Detail
+}
+
+// FrameError returns err, the Err of a frame a codec's stream decoder
+// queued, as the caller sees it: a *codec.IncompleteError becomes the
+// *StreamError with reason incomplete_completion and the same finish
+// reason (R13.3); any other error, nil included, is returned unchanged.
+func FrameError(err error) error {
+	if ie, ok := err.(*codec.IncompleteError); ok {
+		return &StreamError{Reason: StreamIncompleteCompletion, FinishReason: ie.FinishReason}
+	}
+	return err
 }
 
 // RedirectError reports a refused redirect (R2.2): a 301, 302, 303, 307 or

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -338,15 +339,15 @@ func (ex *exchange) copy(body io.Reader) error {
 
 // errorFrame writes the codec's in-band error frame carrying msg.
 func (ex *exchange) errorFrame(msg string) {
-	if ef, ok := ex.h.codec.(layer.ErrorFramer); ok {
+	if ef, ok := ex.h.codec.(codec.ErrorFramer); ok {
 		ex.send(ef.ErrorFrame(msg))
 	}
 }
 
 // codedErrorFrame writes the codec's in-band error frame carrying code and
-// msg (layer.CodedErrorFramer), or msg alone in a dialect without codes.
+// msg (codec.CodedErrorFramer), or msg alone in a dialect without codes.
 func (ex *exchange) codedErrorFrame(code, msg string) {
-	if cf, ok := ex.h.codec.(layer.CodedErrorFramer); ok {
+	if cf, ok := ex.h.codec.(codec.CodedErrorFramer); ok {
 		ex.send(cf.ErrorFrameCode(code, msg))
 		return
 	}
@@ -363,7 +364,7 @@ func (ex *exchange) onEvent(ev layer.Event) {
 	if ex.model == "" {
 		ex.model = ev.Model
 	}
-	if (ev.Type != layer.EventDelayScheduled && ev.Type != layer.EventCooldownWait) || ev.Operation != layer.Streaming || !ex.h.comments {
+	if (ev.Type != layer.EventDelayScheduled && ev.Type != layer.EventCooldownWait) || ev.Operation != codec.Streaming || !ex.h.comments {
 		return
 	}
 	if ex.status == 0 {
