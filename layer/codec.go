@@ -153,6 +153,12 @@ type ProviderError struct {
 	Code string
 	// Message is the provider's message; sensitive.
 	Message string
+	// Status is the HTTP status the error object names, for a wire whose
+	// in-band stream errors carry one (Gemini's
+	// data: {"error":{"code":503,…}}), or 0. An in-band error that names a
+	// status and arrives before any semantic output is a failure of that
+	// status, judged as the status would be (R23.3); 0 keeps R4.7.
+	Status int
 }
 
 // Error returns a safe message.

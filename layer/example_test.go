@@ -162,5 +162,5 @@ func ExampleCredentialHeaders() {
 	}
 	fmt.Println(len(h), h.Get("Content-Type"), layer.APIKeyHeaders())
 	// Output:
-	// 1 application/json [Authorization Api-Key X-Api-Key]
+	// 1 application/json [Authorization Api-Key X-Api-Key X-Goog-Api-Key]
 }

@@ -267,6 +267,10 @@ func Codec(t *testing.T, c layer.Codec, sample *chat.Request) {
 		t.Error("Encode is not deterministic")
 	}
 	info, err := c.Describe(a)
+	if rt, ok := c.(layer.Router); ok {
+		// The model is named in the path (R23.1).
+		info, err = describeRouted(rt, sample, a)
+	}
 	if err != nil {
 		t.Errorf("Describe(Encode(sample)): %v", err)
 	} else if info.Model != sample.Model {
@@ -319,6 +323,62 @@ func Codec(t *testing.T, c layer.Codec, sample *chat.Request) {
 	}
 	if rw, ok := c.(layer.ModelRewriter); ok {
 		modelRewriter(t, c, rw, a, sample.Model)
+	}
+	if rt, ok := c.(layer.Router); ok {
+		router(t, rt, sample, a)
+	}
+}
+
+// describeRouted describes body as sent to the path a Router builds for
+// sample's model and operation.
+func describeRouted(rt layer.Router, sample *chat.Request, body []byte) (layer.RequestInfo, error) {
+	op := layer.Ordinary
+	if sample.Stream {
+		op = layer.Streaming
+	}
+	u, err := url.Parse("https://example.invalid" + rt.RoutePath(sample.Model, op))
+	if err != nil {
+		return layer.RequestInfo{}, err
+	}
+	return rt.DescribeURL(u, body)
+}
+
+// router checks a Router (R23.1): each operation's path describes back
+// as that operation and model, WithModelURL names another model and keeps
+// every other part of the URL, and a URL that is no endpoint is refused.
+func router(t *testing.T, rt layer.Router, sample *chat.Request, body []byte) {
+	t.Helper()
+	for _, op := range []layer.Operation{layer.Ordinary, layer.Streaming} {
+		u, err := url.Parse("https://example.invalid/base" + rt.RoutePath(sample.Model, op))
+		if err != nil {
+			t.Errorf("RoutePath(%q, %s) is not a URL path: %v", sample.Model, op, err)
+			continue
+		}
+		if info, err := rt.DescribeURL(u, body); err != nil || info.Model != sample.Model || (op == layer.Streaming) != (info.Operation == layer.Streaming) {
+			t.Errorf("DescribeURL(RoutePath(%q, %s)) = %+v, %v", sample.Model, op, info, err)
+		}
+		other := sample.Model + "-other"
+		before := *u
+		nu, err := rt.WithModelURL(u, other)
+		if err != nil {
+			t.Errorf("WithModelURL: %v", err)
+			continue
+		}
+		if *u != before {
+			t.Error("WithModelURL changed its argument")
+		}
+		if info, err := rt.DescribeURL(nu, body); err != nil || info.Model != other || info.Operation != func() layer.Operation { i, _ := rt.DescribeURL(u, body); return i.Operation }() {
+			t.Errorf("DescribeURL(WithModelURL(u, %q)) = %+v, %v", other, info, err)
+		}
+		if nu.RawQuery != u.RawQuery || nu.Host != u.Host || nu.Scheme != u.Scheme {
+			t.Errorf("WithModelURL changed more than the model: %s", nu.Redacted())
+		}
+	}
+	if _, err := rt.DescribeURL(&url.URL{Path: "/elsewhere"}, body); err == nil {
+		t.Error("DescribeURL(/elsewhere) = nil error, want one")
+	}
+	if _, err := rt.WithModelURL(&url.URL{Path: "/elsewhere"}, "x"); err == nil {
+		t.Error("WithModelURL(/elsewhere) = nil error, want one")
 	}
 }
 

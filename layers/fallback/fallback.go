@@ -167,6 +167,7 @@ func (e *BodyError) Error() string {
 type Layer struct {
 	codec   layer.Codec
 	rewrite layer.ModelRewriter
+	router  layer.Router // a codec naming the model in the URL (R23.1)
 	targets []target
 	primary string
 	rules   Rules
@@ -198,6 +199,7 @@ func New(cfg Config) (*Layer, error) {
 	l := &Layer{codec: cfg.Codec, primary: cfg.Primary, rules: cfg.Rules, onEvent: cfg.OnEvent}
 	l.rules.Statuses = slices.Clone(cfg.Rules.Statuses)
 	l.rewrite, _ = cfg.Codec.(layer.ModelRewriter)
+	l.router, _ = cfg.Codec.(layer.Router)
 	for i, t := range cfg.Targets {
 		if c := t.Codec; c != nil && (c.Provider() != cfg.Codec.Provider() || c.Path() != cfg.Codec.Path()) {
 			return nil, &CrossWireError{Index: i, Want: cfg.Codec.Provider(), Got: c.Provider()}
@@ -205,7 +207,7 @@ func New(cfg Config) (*Layer, error) {
 		if t.Model == "" && t.Upstream == "" && t.Credential == nil && t.Gate == nil && t.Context == nil {
 			return nil, &ConfigError{Index: i, Field: "Model", Problem: "is empty, as are Upstream, Credential, Gate and Context: the target would be the one before it again"}
 		}
-		if t.Model != "" && l.rewrite == nil {
+		if t.Model != "" && l.rewrite == nil && l.router == nil {
 			return nil, &ConfigError{Index: i, Field: "Model", Problem: "needs a codec that can name another model (layer.ModelRewriter)"}
 		}
 		tg := target{Target: t, name: t.Name}
@@ -398,7 +400,7 @@ func (w *walk) take(body io.ReadCloser) error {
 	w.body = b
 	if lc.Facts != nil {
 		w.info = *lc.Facts
-	} else if in, err := l.codec.Describe(b); err == nil {
+	} else if in, err := layer.DescribeRequest(l.codec, req.URL, b); err == nil {
 		w.info = in
 	}
 	primary := l.primary
@@ -450,7 +452,7 @@ func (t *transport) request(req *http.Request, lc *layer.Call, i int, body []byt
 				ctx = layer.WithCall(ctx, lc)
 			}
 		}
-		if tg.Model != "" {
+		if tg.Model != "" && t.l.router == nil {
 			nb, err := t.l.rewrite.WithModel(body, tg.Model)
 			if err != nil {
 				return nil, "", &BodyError{Target: name}
@@ -474,6 +476,15 @@ func (t *transport) request(req *http.Request, lc *layer.Call, i int, body []byt
 			for _, k := range credentialHeaders {
 				h.Del(k)
 			}
+		}
+		if tg.Model != "" && t.l.router != nil {
+			// The wire names the model in the path (R23.1): the target's
+			// URL, upstream already applied, names its model instead.
+			nu, err := t.l.router.WithModelURL(u, tg.Model)
+			if err != nil {
+				return nil, "", &BodyError{Target: name}
+			}
+			u, model = nu, tg.Model
 		}
 		if tg.Credential != nil {
 			if err := credential(ctx, tg.Credential, h); err != nil {

@@ -44,7 +44,7 @@ func (in *request) read(req *http.Request, codec layer.Codec, facts *layer.Reque
 	case facts != nil:
 		in.info = *facts
 	case codec != nil:
-		if info, err := codec.Describe(in.body); err == nil {
+		if info, err := layer.DescribeRequest(codec, req.URL, in.body); err == nil {
 			in.info = info
 		} else {
 			in.info = layer.RequestInfo{Operation: layer.Ordinary}
