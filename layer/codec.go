@@ -217,6 +217,16 @@ var knownProviderCodes = []string{
 	"model_not_found",
 	"insufficient_quota",
 	"overloaded_error",
+	// The google.rpc.Code names a Gemini error's status carries (R23.2).
+	"RESOURCE_EXHAUSTED",
+	"UNAVAILABLE",
+	"INTERNAL",
+	"DEADLINE_EXCEEDED",
+	"INVALID_ARGUMENT",
+	"FAILED_PRECONDITION",
+	"PERMISSION_DENIED",
+	"UNAUTHENTICATED",
+	"NOT_FOUND",
 }
 
 // IsKnownProviderCode reports whether code is in KnownProviderCodes.

@@ -239,3 +239,13 @@ func (c *call) safeResponseModel(m string) string {
 	}
 	return m
 }
+
+// providerName returns the gen_ai.provider.name of a codec's provider: the
+// well-known "gcp.gemini" for layer.Gemini (R23.6), the provider's own name
+// otherwise ("openai" is the well-known value too).
+func providerName(p layer.Provider) string {
+	if p == layer.Gemini {
+		return "gcp.gemini"
+	}
+	return string(p)
+}
