@@ -5,8 +5,11 @@ import (
 	"strconv"
 )
 
-// GeminiModel is the model version the canned Gemini bodies name.
-const GeminiModel = "gemini-2.5-flash"
+// Values of the canned Gemini bodies.
+const (
+	// GeminiModel is the model version the canned Gemini bodies name.
+	GeminiModel = "gemini-2.5-flash"
+)
 
 // geminiUsage is the usageMetadata of the canned Gemini answers: 12 prompt
 // and 7 candidate tokens.
