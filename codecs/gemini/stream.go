@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"strings"
 	"unicode/utf8"
@@ -55,6 +54,7 @@ type streamDecoder struct {
 	id       string
 	usage    *chat.Usage
 	finish   string // the accepted finish reason, neutral; "" until one
+	parts    []part // the last event's parts, an array reused by the next
 	dropText bool
 	// sniffed: the first non-space byte arrived; plain: it was '{' or
 	// '[', so the answer is a JSON document, not an event stream, and its
@@ -172,49 +172,49 @@ func (d *streamDecoder) chunk(raw, data []byte) {
 		d.q.Push(protocolFrame(raw, "event data is not a JSON object", nil))
 		return
 	}
-	var r wireResponse
-	if err := json.Unmarshal(data, &r); err != nil {
+	c, err := parseChunk(data, d.model, d.id, d.parts)
+	d.parts = c.parts
+	if err != nil {
 		d.q.Push(protocolFrame(raw, "event does not match the GenerateContentResponse schema", err))
 		return
 	}
-	if r.Error != nil {
-		d.q.Push(layer.Frame{Raw: raw, Err: statusError(r.Error)})
+	if c.errv != nil {
+		pe := &layer.ProviderError{}
+		if st, ok := parseStatus(data); ok {
+			pe = statusError(&st)
+		}
+		d.q.Push(layer.Frame{Raw: raw, Err: pe})
 		return
 	}
-	if r.ModelVersion != "" {
-		d.model = r.ModelVersion
+	if c.model != "" {
+		d.model = c.model
 	}
-	if r.ResponseID != "" {
-		d.id = r.ResponseID
+	if c.id != "" {
+		d.id = c.id
 	}
-	if u := r.UsageMetadata; u != nil {
+	if u := c.usage; u != nil {
 		d.usage = &chat.Usage{InputTokens: u.PromptTokenCount, OutputTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount}
 	}
 	f := layer.Frame{Raw: raw}
-	finish := ""
-	if len(r.Candidates) > 0 {
-		cand := &r.Candidates[0]
-		if cand.Content != nil {
-			for _, p := range cand.Content.Parts {
-				switch {
-				case p.FunctionCall != nil:
-					tc, err := toolCall(p.FunctionCall.ID, p.FunctionCall.Name, p.FunctionCall.Args, len(d.calls))
-					if err != nil {
-						d.q.Push(layer.Frame{Raw: raw, Err: err})
-						return
-					}
-					f.Fragments = append(f.Fragments, chat.ToolCallFragment{Index: len(d.calls), ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments)})
-					d.calls = append(d.calls, tc)
-				case p.Text != nil && p.Thought:
-					f.Reasoning += *p.Text
-				case p.Text != nil:
-					f.Content += *p.Text
-				}
+	finish := c.finish
+	for _, p := range c.parts {
+		switch {
+		case p.call:
+			tc, err := toolCall(p.callID, p.callName, p.args, len(d.calls))
+			if err != nil {
+				d.q.Push(layer.Frame{Raw: raw, Err: err})
+				return
 			}
+			f.Fragments = append(f.Fragments, chat.ToolCallFragment{Index: len(d.calls), ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments)})
+			d.calls = append(d.calls, tc)
+		case p.hasText && p.thought:
+			f.Reasoning += p.text
+		case p.hasText:
+			f.Content += p.text
 		}
-		finish = cand.FinishReason
-	} else if pf := r.PromptFeedback; pf != nil && pf.BlockReason != "" {
-		finish = pf.BlockReason
+	}
+	if !c.hasCandidate && c.blockReason != "" {
+		finish = c.blockReason
 	}
 	if !d.dropText {
 		d.content.WriteString(f.Content)

@@ -151,3 +151,17 @@ func TestStreamFailures(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, frames[0].Keepalive)
 }
+
+// Events are decoded, not pattern-matched (R14.2): an escaped key means
+// what it decodes to, a member of the wrong type is a protocol error.
+func TestStreamChunksAreDecodedNotMatched(t *testing.T) {
+	frames, err, _ := decodeStream(t, ev(`{"candidates":[{"content":{"parts":[{"te\u0078t":"a\u00e9"},{"text":"\"text\":\"x\""}]},"finishReason":"STOP"}]}`), 4)
+	require.NoError(t, err)
+	assert.Equal(t, `aé"text":"x"`, frames[0].Content)
+	for _, bad := range []string{`{"candidates":"x"}`, `{"candidates":[{"content":{"parts":[{"text":5}]}}]}`, `{"usageMetadata":{"promptTokenCount":1.5}}`, `{"candidates":[{"content":{"parts":[{"thought":"yes"}]}}]}`, `{"error":"x"}`} {
+		frames, _, _ := decodeStream(t, ev(bad), 7)
+		require.Len(t, frames, 1, bad)
+		var pr *layer.ProtocolError
+		assert.True(t, errors.As(frames[0].Err, &pr), bad)
+	}
+}
