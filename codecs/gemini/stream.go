@@ -25,8 +25,9 @@ const maxDoc = 64 << 10
 //   - an event without data, or with blank data, is a keepalive;
 //   - data: {"error":{…}} is a *layer.ProviderError whose Status is the
 //     error's HTTP code (R23.3);
-//   - data: {GenerateContentResponse} is a frame: the first candidate's text
-//     parts are its Content, thought parts its Reasoning, each functionCall
+//   - data: {GenerateContentResponse} is a frame, read in one pass with its
+//     keys matched exactly (R14.2): the first candidate's text parts are
+//     its Content, thought parts its Reasoning, each functionCall
 //     part one whole tool-call fragment (the API sends a call whole);
 //   - a finish reason STOP or CONTINUATION is remembered, and the stream is
 //     accepted at HTTP EOF with a Done frame of its own (no Raw) whose
