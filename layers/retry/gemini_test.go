@@ -127,3 +127,49 @@ func TestR23_3_InBandErrorAfterOutputIsNotResent(t *testing.T) {
 	f := firstFailed(t, r.Rec.Events())
 	assert.Equal(t, layer.ReasonSemanticOutput, f.Classification.Reason)
 }
+
+// R23.4: an API key in the "key" query parameter reaches no safe output:
+// no event, no failure, no error text, whatever the provider answers (an
+// echo of the key, a redirect naming it, resets, an exhausted call, a
+// per-day quota, an in-band error). The canary scan covers the URL.
+func TestR23_4_KeyInTheQueryReachesNoSafeOutput(t *testing.T) {
+	echo := recoursetest.GeminiError(401, "UNAUTHENTICATED", "API key not valid: "+rigtest.Key)
+	busy := recoursetest.JSON(503, recoursetest.GeminiError(503, "UNAVAILABLE", "busy "+rigtest.Key))
+	inBand := recoursetest.SSE(recoursetest.GeminiEvent(recoursetest.GeminiError(503, "UNAVAILABLE", rigtest.Key)))
+	for name, sc := range map[string]struct {
+		stream bool
+		steps  []recoursetest.Step
+	}{
+		"401 echoing the key": {steps: []recoursetest.Step{recoursetest.JSON(401, echo)}},
+		"503 exhausted":       {steps: []recoursetest.Step{busy, busy, busy}},
+		"per-day 429":         {steps: []recoursetest.Step{recoursetest.GeminiRateLimit("1s", perDay)}},
+		"redirect naming the key": {steps: []recoursetest.Step{
+			recoursetest.Redirect(307, "http://127.0.0.1:1/v1beta/models/m:generateContent?key="+rigtest.Key)}},
+		"resets":                 {steps: []recoursetest.Step{recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset()}},
+		"in-band errors exhaust": {stream: true, steps: []recoursetest.Step{inBand, inBand, inBand}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pol := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
+			rec := wired(&pol)
+			r := rigtest.New(t, gemini.New(), pol, sc.steps...)
+			path := "/v1beta/models/gemini-2.5-flash:generateContent?key="
+			if sc.stream {
+				path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key="
+			}
+			req, err := http.NewRequest(http.MethodPost, r.Server.URL+path+rigtest.Key, strings.NewReader(`{"contents":[{"parts":[{"text":"`+rigtest.Prompt+`"}]}]}`))
+			require.NoError(t, err)
+			resp, err := r.Chain.RoundTrip(req)
+			if err == nil {
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			require.NotEmpty(t, rec.Events())
+			assert.Contains(t, r.Server.Requests()[0].RawQuery, rigtest.Key, "the key was really sent")
+			for _, s := range safeOutputs(err, rec.Events()) {
+				for _, b := range banned {
+					assert.NotContains(t, strings.ToLower(s), strings.ToLower(b), "R23.4: a safe output holds %q", b)
+				}
+			}
+		})
+	}
+}
