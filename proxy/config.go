@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recourse-dev/recourse/codecs/gemini"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -34,7 +35,7 @@ const DefaultStreamCommitAfter = 10 * time.Second
 // returns a new slice; changing it changes nothing else.
 func Providers() []string { return slices.Clone(providers) }
 
-var providers = []string{"openai", "ollama", "omlx"}
+var providers = []string{"openai", "ollama", "omlx", "gemini"}
 
 // Config configures a Handler. The zero value is not usable: Provider and
 // Upstream are required.
@@ -154,6 +155,8 @@ func dialectFor(provider string) (dialect, error) {
 		return dialect{codec: ollama.New()}, nil
 	case "omlx":
 		return dialect{codec: omlx.New()}, nil
+	case "gemini":
+		return dialect{codec: gemini.New()}, nil
 	}
 	return dialect{}, &ConfigError{Field: "Provider", Problem: fmt.Sprintf("is %q; want one of %s", provider, strings.Join(providers, ", "))}
 }

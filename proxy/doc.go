@@ -3,13 +3,15 @@
 // their base URL. The command recourse-proxy (cmd/recourse-proxy) serves
 // it; a Go program may embed it.
 //
-// A Handler serves one provider (openai, ollama or omlx) in front of one
+// A Handler serves one provider (openai, ollama, omlx or gemini) in front of one
 // upstream root URL, keeping the client's path (a client whose base URL is
 // http://127.0.0.1:8787/v1 reaches {upstream}/v1/chat/completions, never
 // /v1/v1):
 //
 //   - The completion endpoint (POST /v1/chat/completions for openai and
-//     omlx, POST /api/chat for ollama) goes through chain.Default with the
+//     omlx, POST /api/chat for ollama, POST …/models/{model}:generateContent
+//     and :streamGenerateContent under /v1beta or /v1 for gemini, every
+//     model) goes through chain.Default with the
 //     Config's policy. Its body is read once, up to Config.MaxBodyBytes
 //     (DefaultMaxBodyBytes); a larger body is answered 413 and nothing is
 //     sent upstream.

@@ -202,7 +202,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, "ok\n")
-	case r.URL.Path == h.codec.Path() && r.Method == http.MethodPost:
+	case r.Method == http.MethodPost && h.recovers(r.URL):
 		h.owned(w, r)
 	case h.responses != nil && h.responses.routes(r):
 		h.responses.owned(w, r)
@@ -213,6 +213,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.logRequest(r, requestLine{kind: "forward", status: rec.status, start: start})
 	}
 }
+
+// recovers reports whether a POST to u is a completion the proxy
+// recovers: the codec's endpoint path, or, for a codec that names the model
+// in the path (layer.Router, Gemini), any path it describes, such as
+// /v1beta/models/{model}:generateContent and /v1/models/{model}:streamGenerateContent
+// (R23.1).
+func (h *Handler) recovers(u *url.URL) bool {
+	if rt, ok := h.codec.(layer.Router); ok {
+		// An empty object describes whatever the path is; only the path
+		// can fail.
+		_, err := rt.DescribeURL(u, emptyObject)
+		return err == nil
+	}
+	return u.Path == h.codec.Path()
+}
+
+// emptyObject is the body recovers describes a path with.
+var emptyObject = []byte("{}")
 
 // errRedirect is what ModifyResponse returns for an upstream redirect.
 type errRedirect struct{ status int }
