@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/broker"
+	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/gemini"
 	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -60,4 +62,34 @@ func TestR23_BrokerToolLoopOverGeminiRunsTheToolOnce(t *testing.T) {
 	sleeps := r.Clock.Sleeps()
 	require.Len(t, sleeps, 2)
 	assert.Equal(t, 2*time.Second, sleeps[1], "the wait the 429's body named")
+}
+
+// R16.2 and R23: a chat session over the Gemini codec sends its system
+// prompt as the systemInstruction and its history as contents; a 503
+// before the answer is recovered, and the native client falls back to
+// another Gemini model by its path when the first is exhausted (R20.9).
+func TestR23_SessionOverGeminiWithFallbackToAnotherModel(t *testing.T) {
+	busy := recoursetest.JSON(503, recoursetest.GeminiError(503, "UNAVAILABLE", "overloaded"))
+	r := rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 2, Jitter: jitter(0)},
+		busy, recoursetest.JSON(200, recoursetest.GeminiChat("first answer")),
+		busy, busy, recoursetest.JSON(200, recoursetest.GeminiChat("from flash")))
+	c, err := chain.NewClient(r.Server.URL, r.Chain,
+		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: r.Client, Model: "gemini-2.5-flash"}))
+	require.NoError(t, err)
+	s := broker.NewSession(broker.New(c, broker.WithModel("gemini-2.5-pro")), "Be brief.")
+	got, err := s.Send(context.Background(), "hello")
+	require.NoError(t, err)
+	assert.Equal(t, "first answer", got)
+	got, err = s.Send(context.Background(), "again")
+	require.NoError(t, err)
+	assert.Equal(t, "from flash", got)
+	var paths []string
+	for _, q := range r.Server.Requests() {
+		paths = append(paths, q.Path)
+	}
+	pro, flash := "/v1beta/models/gemini-2.5-pro:generateContent", "/v1beta/models/gemini-2.5-flash:generateContent"
+	assert.Equal(t, []string{pro, pro, pro, pro, flash}, paths)
+	last := string(r.Server.Requests()[4].Body)
+	assert.Contains(t, last, `"systemInstruction":{"parts":[{"text":"Be brief."}]}`)
+	assert.Contains(t, last, `{"role":"model","parts":[{"text":"first answer"}]}`)
 }
