@@ -5,19 +5,19 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/gemini"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // geminiFrames is the number of content frames of the decoder benchmark.
 const geminiFrames = 1000
 
-// decodeAll writes the events of one stream to a fresh decoder of codec,
+// decodeAll writes the events of one stream to a fresh decoder of cdc,
 // takes every frame, and fails unless the stream was accepted.
-func decodeAll(codec layer.Codec, events [][]byte) error {
-	d := codec.NewObserver(layer.RequestInfo{Operation: layer.Streaming, DropText: true}).(layer.StreamDecoder)
+func decodeAll(cdc codec.Codec, events [][]byte) error {
+	d := cdc.NewObserver(codec.RequestInfo{Operation: codec.Streaming, DropText: true}).(codec.StreamDecoder)
 	done := false
 	take := func() {
 		for f, ok := d.Next(); ok; f, ok = d.Next() {

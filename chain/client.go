@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -40,7 +41,7 @@ func (e *StatusError) Error() string {
 type Client struct {
 	base   string
 	chain  *Chain
-	codec  layer.Codec
+	codec  codec.Codec
 	header http.Header
 
 	fallback []FallbackTarget // WithFallback's targets
@@ -124,7 +125,7 @@ func (c *Client) Chain() *Chain { return c.chain }
 // Complete runs an ordinary completion (a structured one when req.Schema or
 // JSON mode is set). It returns a *layer.RecoveryError when recovery ended
 // without success, a *layer.PolicyError for an invalid per-call policy, a
-// *layer.UnsupportedError for a control the provider does not support, and
+// *codec.UnsupportedError for a control the provider does not support, and
 // a *StatusError for a non-2xx answer when recovery is disabled. The
 // caller's request is never modified.
 func (c *Client) Complete(ctx context.Context, req *chat.Request) (*chat.Completion, error) {
@@ -255,7 +256,7 @@ func (c *Client) callHeader(ctx context.Context, accept bool) (http.Header, erro
 // facts, in one allocation.
 type nativeCall struct {
 	call  layer.Call
-	facts layer.RequestInfo
+	facts codec.RequestInfo
 }
 
 // callFor returns the per-call value of a native call: the *layer.Call the
@@ -264,12 +265,12 @@ type nativeCall struct {
 // one allocation.
 func callFor(ctx context.Context, req *chat.Request) *layer.Call {
 	lc := layer.CallFrom(ctx)
-	var facts *layer.RequestInfo
+	var facts *codec.RequestInfo
 	if lc == nil {
 		nc := &nativeCall{}
 		lc, facts = &nc.call, &nc.facts
 	} else {
-		facts = new(layer.RequestInfo)
+		facts = new(codec.RequestInfo)
 	}
 	*facts = factsOf(req)
 	lc.Facts, lc.TypedErrors = facts, true
@@ -279,19 +280,19 @@ func callFor(ctx context.Context, req *chat.Request) *layer.Call {
 // factsOf returns the request facts the engine needs, from the request the
 // client is about to encode: the model, and whether the call streams, asks
 // for structured output (a schema or JSON mode) or neither.
-func factsOf(req *chat.Request) layer.RequestInfo {
-	info := layer.RequestInfo{Model: req.Model, Operation: layer.Ordinary}
+func factsOf(req *chat.Request) codec.RequestInfo {
+	info := codec.RequestInfo{Model: req.Model, Operation: codec.Ordinary}
 	switch {
 	case req.Stream:
-		info.Operation = layer.Streaming
+		info.Operation = codec.Streaming
 	case req.Schema != nil || req.Options.JSONMode:
-		info.Operation = layer.Structured
+		info.Operation = codec.Structured
 	}
 	return info
 }
 
 // newRequest returns the POST of body to the codec's path on the client's
-// base URL (a layer.Router's path for the call's model and operation), for call, with the call's header (callHeader: the client's
+// base URL (a codec.Router's path for the call's model and operation), for call, with the call's header (callHeader: the client's
 // headers, its credential — an error of the credential hook is the
 // client's CredentialError — Content-Type application/json and, for a
 // unary call, Accept). Its body is a layer.RequestBody, which the engine
@@ -302,7 +303,7 @@ func factsOf(req *chat.Request) layer.RequestInfo {
 // (R2.8). It is the request of both the unary and the streamed call.
 func (c *Client) newRequest(ctx context.Context, call *layer.Call, body []byte, accept bool) (*http.Request, error) {
 	path := c.codec.Path()
-	if r, ok := c.codec.(layer.Router); ok && call.Facts != nil {
+	if r, ok := c.codec.(codec.Router); ok && call.Facts != nil {
 		// The wire names the model and the operation in the path (R23.1).
 		path = r.RoutePath(call.Facts.Model, call.Facts.Operation)
 	}

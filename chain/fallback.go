@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -117,7 +118,7 @@ func withFallback[T any](c *Client, ctx context.Context, req *chat.Request, once
 	}
 	onEvent := c.onEvent(ctx)
 	names := []string{req.Model}
-	facts := []layer.Facts{c.codec.Facts()}
+	facts := []codec.Facts{c.codec.Facts()}
 	for i := range c.fallback {
 		names = append(names, c.fallback[i].name())
 		facts = append(facts, c.fallback[i].Client.codec.Facts())

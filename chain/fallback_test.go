@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -56,7 +57,7 @@ func TestR20_9_NativeClientFallsBackAcrossCodecs(t *testing.T) {
 	fb := rigtest.EventsOf(ra.Rec.Events(), layer.EventFallback)
 	require.Len(t, fb, 1)
 	assert.Equal(t, layer.Fallback{From: "gpt-4o-mini", To: "llama3", Index: 1, Outcome: layer.OutcomeExhausted, Attempts: 2}, *fb[0].Fallback)
-	assert.Equal(t, layer.OpenAI, fb[0].Provider)
+	assert.Equal(t, codec.OpenAI, fb[0].Provider)
 }
 
 // A stream falls back while it has not opened; the typed stream of the
@@ -85,7 +86,7 @@ func TestR20_9_NativeErrorKeepsEveryTarget(t *testing.T) {
 	require.Len(t, e.Targets, 2)
 	assert.Equal(t, "gpt-4o-mini", e.Targets[0].Target)
 	assert.Equal(t, "llama3", e.Targets[1].Target)
-	assert.Equal(t, layer.Ollama, e.Failure.Provider)
+	assert.Equal(t, codec.Ollama, e.Failure.Provider)
 	assert.NotContains(t, e.Error(), rigtest.Key)
 	assert.NotContains(t, e.Error(), rigtest.Prompt)
 }

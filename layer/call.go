@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // Call is the typed per-call value of one logical completion. It travels in
@@ -29,7 +30,7 @@ type Call struct {
 	// Facts are the request facts the caller already knows; the engine then
 	// does not read them from the encoded body. Nil (drop-in calls) means
 	// the engine asks the codec to describe the body.
-	Facts *RequestInfo
+	Facts *codec.RequestInfo
 	// TypedErrors asks the engine for the *RecoveryError in every case: a
 	// final HTTP failure response (a 400, an exhausted 503) is then not
 	// passed through as a response, and Result.Err holds the error too.

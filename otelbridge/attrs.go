@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -241,10 +242,10 @@ func (c *call) safeResponseModel(m string) string {
 }
 
 // providerName returns the gen_ai.provider.name of a codec's provider: the
-// well-known "gcp.gemini" for layer.Gemini (R23.6), the provider's own name
+// well-known "gcp.gemini" for codec.Gemini (R23.6), the provider's own name
 // otherwise ("openai" is the well-known value too).
-func providerName(p layer.Provider) string {
-	if p == layer.Gemini {
+func providerName(p codec.Provider) string {
+	if p == codec.Gemini {
 		return "gcp.gemini"
 	}
 	return string(p)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -271,7 +272,7 @@ func (ex *exchange) copy(body io.Reader) error {
 
 // errorFrame writes the codec's in-band error frame carrying msg.
 func (ex *exchange) errorFrame(msg string) {
-	if ef, ok := ex.h.codec.(layer.ErrorFramer); ok {
+	if ef, ok := ex.h.codec.(codec.ErrorFramer); ok {
 		ex.send(ef.ErrorFrame(msg))
 	}
 }
@@ -285,7 +286,7 @@ func (ex *exchange) onEvent(ev layer.Event) {
 	if ex.model == "" {
 		ex.model = ev.Model
 	}
-	if (ev.Type != layer.EventDelayScheduled && ev.Type != layer.EventCooldownWait) || ev.Operation != layer.Streaming || !ex.h.comments {
+	if (ev.Type != layer.EventDelayScheduled && ev.Type != layer.EventCooldownWait) || ev.Operation != codec.Streaming || !ex.h.comments {
 		return
 	}
 	if ex.status == 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/gemini"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
@@ -142,9 +143,9 @@ func (e *ConfigError) Error() string { return "proxy: " + e.Field + " " + e.Prob
 // dialect is what a provider name chooses: the codec of the completion
 // endpoint, and the codec of a Responses API served beside it, or nil.
 // This is the one place the proxy reads a provider's name; everything
-// else it asks the codec (its Facts, layer.ErrorFramer,
-// layer.ErrorDocumenter).
-type dialect struct{ codec, responses layer.Codec }
+// else it asks the codec (its Facts, codec.ErrorFramer,
+// codec.ErrorDocumenter).
+type dialect struct{ codec, responses codec.Codec }
 
 // dialectFor returns the dialect of a provider name, or a *ConfigError.
 func dialectFor(provider string) (dialect, error) {
@@ -162,7 +163,7 @@ func dialectFor(provider string) (dialect, error) {
 }
 
 // parseUpstream checks and parses the upstream root URL for codec.
-func parseUpstream(raw string, codec layer.Codec) (*url.URL, error) {
+func parseUpstream(raw string, cdc codec.Codec) (*url.URL, error) {
 	if raw == "" {
 		return nil, &ConfigError{Field: "Upstream", Problem: "is empty; want the provider's root URL, for example https://api.openai.com"}
 	}
@@ -175,7 +176,7 @@ func parseUpstream(raw string, codec layer.Codec) (*url.URL, error) {
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
-	prefix := codec.Path()[:strings.Index(codec.Path()[1:], "/")+1] // "/v1" or "/api"
+	prefix := cdc.Path()[:strings.Index(cdc.Path()[1:], "/")+1] // "/v1" or "/api"
 	if strings.HasSuffix(u.Path, prefix) {
 		return nil, &ConfigError{Field: "Upstream", Problem: "ends in " + prefix + "; give the provider's root URL (the proxy keeps the client's path, so a client with base URL …" + prefix + " would reach " + prefix + prefix + ")"}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -43,7 +44,7 @@ var ErrShutdown = errors.New("recourse-proxy: shutting down: the call was cut af
 // group with category, reason, stall, hint and retry_after_header). No
 // line holds a header value, a body or a credential.
 type Handler struct {
-	codec       layer.Codec
+	codec       codec.Codec
 	upstream    *url.URL
 	chain       *chain.Chain
 	forward     *httputil.ReverseProxy
@@ -51,7 +52,7 @@ type Handler struct {
 	deadline    time.Duration
 	maxBody     int64
 	commitAfter time.Duration // < 0: never
-	comments    bool          // the stream dialect has comment lines (not layer.Facts.NoStreamComments)
+	comments    bool          // the stream dialect has comment lines (not codec.Facts.NoStreamComments)
 	quota       *quota.Layer  // nil: none
 	log         *slog.Logger
 	now         func() time.Time
@@ -68,8 +69,8 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	codec := d.codec
-	up, err := parseUpstream(cfg.Upstream, codec)
+	cdc := d.codec
+	up, err := parseUpstream(cfg.Upstream, cdc)
 	if err != nil {
 		return nil, err
 	}
@@ -84,13 +85,13 @@ func New(cfg Config) (*Handler, error) {
 		base = defaultTransport()
 	}
 	h := &Handler{
-		codec:       codec,
+		codec:       cdc,
 		upstream:    up,
 		policy:      cfg.Policy,
 		deadline:    cfg.Deadline,
 		maxBody:     cfg.MaxBodyBytes,
 		commitAfter: cfg.StreamCommitAfter,
-		comments:    !codec.Facts().NoStreamComments,
+		comments:    !cdc.Facts().NoStreamComments,
 		quota:       cfg.Quota,
 		log:         cfg.Logger,
 		now:         cfg.Policy.WallClock,
@@ -119,9 +120,9 @@ func New(cfg Config) (*Handler, error) {
 	// perCallFor returns the per-call layers of a chain of codec: the
 	// caller's, the fallback targets (with that codec's model swap), then
 	// the quota.
-	perCallFor := func(codec layer.Codec) ([]layer.Layer, error) {
+	perCallFor := func(cdc codec.Codec) ([]layer.Layer, error) {
 		perCall := cfg.PerCall[:len(cfg.PerCall):len(cfg.PerCall)]
-		if fl, err := fallbackLayer(&cfg, codec); err != nil {
+		if fl, err := fallbackLayer(&cfg, cdc); err != nil {
 			return nil, err
 		} else if fl != nil {
 			perCall = append(perCall, fl)
@@ -131,11 +132,11 @@ func New(cfg Config) (*Handler, error) {
 		}
 		return perCall, nil
 	}
-	perCall, err := perCallFor(codec)
+	perCall, err := perCallFor(cdc)
 	if err != nil {
 		return nil, err
 	}
-	h.chain, err = chain.Default(codec, chain.WithPolicy(cfg.Policy), chain.WithTransport(base),
+	h.chain, err = chain.Default(cdc, chain.WithPolicy(cfg.Policy), chain.WithTransport(base),
 		chain.WithPerCall(perCall...), chain.WithPerAttempt(cfg.PerAttempt...))
 	if err != nil {
 		return nil, err
@@ -216,11 +217,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // recovers reports whether a POST to u is a completion the proxy
 // recovers: the codec's endpoint path, or, for a codec that names the model
-// in the path (layer.Router, Gemini), any path it describes, such as
+// in the path (codec.Router, Gemini), any path it describes, such as
 // /v1beta/models/{model}:generateContent and /v1/models/{model}:streamGenerateContent
 // (R23.1).
 func (h *Handler) recovers(u *url.URL) bool {
-	if rt, ok := h.codec.(layer.Router); ok {
+	if rt, ok := h.codec.(codec.Router); ok {
 		// An empty object describes whatever the path is; only the path
 		// can fail.
 		_, err := rt.DescribeURL(u, emptyObject)
@@ -262,14 +263,14 @@ func (h *Handler) forwardFailed(w http.ResponseWriter, r *http.Request, err erro
 }
 
 // writeError writes a proxy error: the codec's error document
-// (layer.ErrorDocumenter) carrying code and msg, or msg as plain text for a
+// (codec.ErrorDocumenter) carrying code and msg, or msg as plain text for a
 // codec without one. outcome, when set, is sent as X-Recourse-Outcome, with
 // X-Should-Retry: false.
 func (h *Handler) writeError(w http.ResponseWriter, status int, code, msg, outcome string) {
 	hd := w.Header()
 	hd.Del("Location")
 	var body []byte
-	if ed, ok := h.codec.(layer.ErrorDocumenter); ok {
+	if ed, ok := h.codec.(codec.ErrorDocumenter); ok {
 		body = ed.ErrorDocument(code, msg)
 		hd.Set("Content-Type", "application/json")
 	} else {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -74,7 +75,7 @@ func (ex *exchange) charge(out *http.Request) (int, bool) {
 	h := ex.h
 	// The model as the engine reads it; a body the codec cannot describe
 	// keys the quota by upstream alone, as in the engine.
-	info, _ := layer.DescribeRequest(h.codec, out.URL, ex.body)
+	info, _ := codec.DescribeRequest(h.codec, out.URL, ex.body)
 	model := info.Model
 	res, v := h.quota.Bind(out.URL, model, out.Header).Reserve(out.Context())
 	if v.Refusal != nil {

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/gemini"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -23,12 +23,12 @@ func TestR23_CannedGeminiBodiesSpeakTheWire(t *testing.T) {
 	assert.Equal(t, recoursetest.GeminiModel, comp.Model)
 	assert.Equal(t, 19, comp.Usage.InputTokens+comp.Usage.OutputTokens)
 
-	d := c.NewObserver(layer.RequestInfo{Operation: layer.Streaming}).(layer.StreamDecoder)
+	d := c.NewObserver(codec.RequestInfo{Operation: codec.Streaming}).(codec.StreamDecoder)
 	for _, ev := range recoursetest.GeminiStream("Hel", "lo") {
 		d.Write([]byte(ev))
 	}
 	require.NoError(t, d.End())
-	var last layer.Frame
+	var last codec.Frame
 	for f, ok := d.Next(); ok; f, ok = d.Next() {
 		last = f
 	}
@@ -39,5 +39,5 @@ func TestR23_CannedGeminiBodiesSpeakTheWire(t *testing.T) {
 	st := recoursetest.GeminiRateLimit("58s", "GenerateRequestsPerDayPerProjectPerModel-FreeTier")
 	assert.Equal(t, 429, st.Status)
 	assert.Empty(t, st.Header.Get("Retry-After"))
-	assert.Equal(t, layer.BodyHints{RetryDelay: 58 * time.Second, HasRetryDelay: true, QuotaExhausted: true}, c.BodyHints(st.Chunks[0]))
+	assert.Equal(t, codec.BodyHints{RetryDelay: 58 * time.Second, HasRetryDelay: true, QuotaExhausted: true}, c.BodyHints(st.Chunks[0]))
 }

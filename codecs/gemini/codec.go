@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // endpointPrefix is the common prefix of the generateContent endpoints,
@@ -20,12 +20,12 @@ type Codec struct {
 }
 
 var (
-	_ layer.Codec           = (*Codec)(nil)
-	_ layer.Router          = (*Codec)(nil)
-	_ layer.BodyHinter      = (*Codec)(nil)
-	_ layer.Checker         = (*Codec)(nil)
-	_ layer.ErrorFramer     = (*Codec)(nil)
-	_ layer.ErrorDocumenter = (*Codec)(nil)
+	_ codec.Codec           = (*Codec)(nil)
+	_ codec.Router          = (*Codec)(nil)
+	_ codec.BodyHinter      = (*Codec)(nil)
+	_ codec.Checker         = (*Codec)(nil)
+	_ codec.ErrorFramer     = (*Codec)(nil)
+	_ codec.ErrorDocumenter = (*Codec)(nil)
 )
 
 // Option configures a Codec. It cannot fail (R3.5).
@@ -53,15 +53,15 @@ func New(opts ...Option) *Codec {
 	return c
 }
 
-// Provider returns layer.Gemini.
-func (c *Codec) Provider() layer.Provider { return layer.Gemini }
+// Provider returns codec.Gemini.
+func (c *Codec) Provider() codec.Provider { return codec.Gemini }
 
 // Facts declares a hosted provider whose stream has no comment lines its
 // clients skip: go-genai fails a stream on a line that is not a data line,
 // so keepalive comments are left out of a drop-in client's body and the
 // proxy writes no in-band notice into the stream.
-func (c *Codec) Facts() layer.Facts {
-	return layer.Facts{HideKeepalives: true, NoStreamComments: true}
+func (c *Codec) Facts() codec.Facts {
+	return codec.Facts{HideKeepalives: true, NoStreamComments: true}
 }
 
 // Path returns the common prefix of the endpoints, "/v1beta/models" (or
@@ -89,21 +89,21 @@ func (c *Codec) ErrorCode(body []byte) string {
 }
 
 // BodyHints reads the resend hints of a google.rpc.Status error body
-// (layer.BodyHinter, R23.2): the RetryInfo detail's retryDelay ("58s",
+// (codec.BodyHinter, R23.2): the RetryInfo detail's retryDelay ("58s",
 // "34.07s", "900ms") as the minimum delay, and an exhausted quota when a
 // QuotaFailure violation's quotaId names a per-day quota ("PerDay" or
 // "Daily"). Any other body holds no hints.
-func (c *Codec) BodyHints(body []byte) layer.BodyHints {
+func (c *Codec) BodyHints(body []byte) codec.BodyHints {
 	st, ok := parseStatus(body)
 	if !ok {
-		return layer.BodyHints{}
+		return codec.BodyHints{}
 	}
 	return st.hints()
 }
 
 // ErrorFrame returns the stream's in-band error event
 // data: {"error":{"code":500,"message":safe,"status":"INTERNAL"}} and its
-// blank line (layer.ErrorFramer): the shape the API itself sends when a
+// blank line (codec.ErrorFramer): the shape the API itself sends when a
 // stream fails after its 200.
 func (c *Codec) ErrorFrame(safe string) []byte {
 	var buf bytes.Buffer
@@ -115,7 +115,7 @@ func (c *Codec) ErrorFrame(safe string) []byte {
 
 // ErrorDocument returns a google.rpc.Status error body
 // {"error":{"message":safe,"status":code}} and a newline
-// (layer.ErrorDocumenter), the body the Gemini clients turn into their API
+// (codec.ErrorDocumenter), the body the Gemini clients turn into their API
 // error; an empty code leaves status out.
 func (c *Codec) ErrorDocument(code, safe string) []byte {
 	var buf bytes.Buffer
@@ -145,22 +145,22 @@ func writeStatus(buf *bytes.Buffer, code int, status, msg string) {
 // endpoints, as inspected on 2026-12-02: client abort unknown, remote
 // cancellation, in-flight status and idempotency unsupported, exact-attempt
 // termination unknown. It returns fresh maps on every call.
-func (c *Codec) Capabilities() layer.Capabilities {
-	doc := layer.CapabilityEvidence{
+func (c *Codec) Capabilities() codec.Capabilities {
+	doc := codec.CapabilityEvidence{
 		Endpoint:         "POST /v1beta/models/{model}:generateContent and :streamGenerateContent",
 		DocumentationURL: "https://ai.google.dev/api/generate-content",
 		InspectedOn:      "2026-12-02",
 	}
-	var caps layer.Capabilities
-	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis(
+	var caps codec.Capabilities
+	caps.Declare(codec.ClientAbort, codec.Unknown, doc.WithBasis(
 		"The reference describes no effect of closing the connection on generation or billing; a closed stream alone does not justify supported."))
-	caps.Declare(layer.RequestCancellation, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.RequestCancellation, codec.Unsupported, doc.WithBasis(
 		"The reference documents no method or field that cancels a generateContent request in flight."))
-	caps.Declare(layer.RequestStatus, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.RequestStatus, codec.Unsupported, doc.WithBasis(
 		"A generateContent request has no identifier that a status method can be asked about."))
-	caps.Declare(layer.Idempotency, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.Idempotency, codec.Unsupported, doc.WithBasis(
 		"The reference documents no idempotency key or header; a resend generates again and is billed again."))
-	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, doc.WithBasis(
+	caps.Declare(codec.ExactAttemptTermination, codec.Unknown, doc.WithBasis(
 		"Nothing in the reference confirms that generation stopped when an attempt's connection ended."))
 	return caps
 }

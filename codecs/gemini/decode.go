@@ -6,8 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // wireResponse is a GenerateContentResponse, or an error object in its place.
@@ -67,11 +67,11 @@ func neutralFinish(r string) string {
 	return r
 }
 
-// statusError is the *layer.ProviderError of a google.rpc.Status: its
+// statusError is the *codec.ProviderError of a google.rpc.Status: its
 // status (or ErrorInfo reason) as Code and its HTTP status as Status when
 // that is an HTTP error status.
-func statusError(st *status) *layer.ProviderError {
-	pe := &layer.ProviderError{Code: st.Status, Message: st.Message}
+func statusError(st *status) *codec.ProviderError {
+	pe := &codec.ProviderError{Code: st.Status, Message: st.Message}
 	if pe.Code == "" {
 		pe.Code = st.reason()
 	}
@@ -93,11 +93,11 @@ func statusError(st *status) *layer.ProviderError {
 // blockReason as finish reason. Usage counts candidates and thoughts as
 // output tokens.
 //
-// An "error" object is a *layer.ProviderError (its status as Code). A body
+// An "error" object is a *codec.ProviderError (its status as Code). A body
 // that is not valid UTF-8 or JSON, nests deeper than the observer scans, is
 // not an object (or an array of objects), or has neither a candidate nor a
 // blocked prompt, and a function call without a name or with arguments that
-// are not an object, is a *layer.ProtocolError.
+// are not an object, is a *codec.ProtocolError.
 func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	rs, err := parseResponses(body)
 	if err != nil {
@@ -150,14 +150,14 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 		}
 	}
 	if !answered {
-		return nil, &layer.ProtocolError{What: "response has no candidate"}
+		return nil, &codec.ProtocolError{What: "response has no candidate"}
 	}
 	out.Message.Content, out.Message.Reasoning = string(content), string(reasoning)
 	return out, nil
 }
 
 // Check returns exactly the error Decode returns for body, without building
-// the completion (layer.Checker).
+// the completion (codec.Checker).
 func (c *Codec) Check(body []byte) error {
 	_, err := c.Decode(body)
 	return err
@@ -167,12 +167,12 @@ func (c *Codec) Check(body []byte) error {
 // its answer.
 func toolCall(id, name string, args json.RawMessage, n int) (chat.ToolCall, error) {
 	if name == "" {
-		return chat.ToolCall{}, &layer.ProtocolError{What: "function call has no name"}
+		return chat.ToolCall{}, &codec.ProtocolError{What: "function call has no name"}
 	}
 	if t := jsonscan.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 		args = json.RawMessage("{}")
 	} else if t[0] != '{' {
-		return chat.ToolCall{}, &layer.ProtocolError{What: "function call arguments are not a JSON object"}
+		return chat.ToolCall{}, &codec.ProtocolError{What: "function call arguments are not a JSON object"}
 	}
 	if id == "" {
 		id = synthIDPrefix + strconv.Itoa(n)
@@ -184,35 +184,35 @@ func toolCall(id, name string, args json.RawMessage, n int) (chat.ToolCall, erro
 // them.
 func parseResponses(body []byte) ([]wireResponse, error) {
 	if !utf8.Valid(body) {
-		return nil, &layer.ProtocolError{What: "body is not valid UTF-8"}
+		return nil, &codec.ProtocolError{What: "body is not valid UTF-8"}
 	}
 	t := jsonscan.TrimSpace(body)
 	if len(t) == 0 {
-		return nil, &layer.ProtocolError{What: "body is empty"}
+		return nil, &codec.ProtocolError{What: "body is empty"}
 	}
 	if !json.Valid(t) {
 		var v any
-		return nil, &layer.ProtocolError{What: "body is not valid JSON", Err: json.Unmarshal(t, &v)}
+		return nil, &codec.ProtocolError{What: "body is not valid JSON", Err: json.Unmarshal(t, &v)}
 	}
 	// encoding/json accepts nesting far deeper than the observer scans; a
 	// body the observer cannot account for is not accepted either, so that
 	// everything Decode returns was also observed (R13.2).
 	if !jsonscan.Valid(t) {
-		return nil, &layer.ProtocolError{What: "response is nested too deeply"}
+		return nil, &codec.ProtocolError{What: "response is nested too deeply"}
 	}
 	switch t[0] {
 	case '{':
 		var r wireResponse
 		if err := json.Unmarshal(t, &r); err != nil {
-			return nil, &layer.ProtocolError{What: "response does not match the GenerateContentResponse schema", Err: err}
+			return nil, &codec.ProtocolError{What: "response does not match the GenerateContentResponse schema", Err: err}
 		}
 		return []wireResponse{r}, nil
 	case '[':
 		var rs []wireResponse
 		if err := json.Unmarshal(t, &rs); err != nil {
-			return nil, &layer.ProtocolError{What: "response does not match the GenerateContentResponse schema", Err: err}
+			return nil, &codec.ProtocolError{What: "response does not match the GenerateContentResponse schema", Err: err}
 		}
 		return rs, nil
 	}
-	return nil, &layer.ProtocolError{What: "body is not a JSON object"}
+	return nil, &codec.ProtocolError{What: "body is not a JSON object"}
 }

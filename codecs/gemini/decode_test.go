@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/gemini"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func TestDecodeAnswer(t *testing.T) {
@@ -36,13 +36,13 @@ func TestDecodeArrayOfResponses(t *testing.T) {
 
 func TestDecodeErrorsAreTyped(t *testing.T) {
 	_, err := gemini.New().Decode([]byte(`{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`))
-	var pe *layer.ProviderError
+	var pe *codec.ProviderError
 	require.True(t, errors.As(err, &pe))
 	assert.Equal(t, "UNAVAILABLE", pe.Code)
 	assert.Equal(t, 503, pe.Status)
 	for _, bad := range []string{`{}`, `{"candidates":[{"content":{"parts":[{"functionCall":{"args":{}}}]}}]}`, `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":"x"}}]}}]}`} {
 		_, err := gemini.New().Decode([]byte(bad))
-		var pr *layer.ProtocolError
+		var pr *codec.ProtocolError
 		assert.True(t, errors.As(err, &pr), bad)
 	}
 	comp, err := gemini.New().Decode([]byte(`{"promptFeedback":{"blockReason":"SAFETY"}}`))
@@ -59,13 +59,13 @@ func TestR23_2_ErrorBodyHints(t *testing.T) {
 		{"@type":"type.googleapis.com/google.rpc.Help","links":[]},
 		{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"58s"}]}}`
 	assert.Equal(t, "RESOURCE_EXHAUSTED", c.ErrorCode([]byte(perMinute)))
-	assert.Equal(t, layer.BodyHints{RetryDelay: 58 * time.Second, HasRetryDelay: true}, c.BodyHints([]byte(perMinute)))
+	assert.Equal(t, codec.BodyHints{RetryDelay: 58 * time.Second, HasRetryDelay: true}, c.BodyHints([]byte(perMinute)))
 	perDay := `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"34.07s"}]}}`
-	assert.Equal(t, layer.BodyHints{RetryDelay: 34070 * time.Millisecond, HasRetryDelay: true, QuotaExhausted: true}, c.BodyHints([]byte(perDay)))
-	assert.Equal(t, layer.BodyHints{RetryDelay: 900 * time.Millisecond, HasRetryDelay: true},
+	assert.Equal(t, codec.BodyHints{RetryDelay: 34070 * time.Millisecond, HasRetryDelay: true, QuotaExhausted: true}, c.BodyHints([]byte(perDay)))
+	assert.Equal(t, codec.BodyHints{RetryDelay: 900 * time.Millisecond, HasRetryDelay: true},
 		c.BodyHints([]byte(`data: {"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"900ms"}]}}`)))
 	for _, none := range []string{``, `{}`, `[`, `{"error":{"details":[{"@type":"x.RetryInfo","retryDelay":"-5s"}]}}`, `{"error":{"details":[{"@type":"x.RetryInfo","retryDelay":"soon"}]}}`} {
-		assert.Equal(t, layer.BodyHints{}, c.BodyHints([]byte(none)), none)
+		assert.Equal(t, codec.BodyHints{}, c.BodyHints([]byte(none)), none)
 	}
 	assert.Equal(t, "RATE_LIMIT_EXCEEDED", c.ErrorCode([]byte(`[{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMIT_EXCEEDED"}]}}]`)))
 }

@@ -4,14 +4,14 @@
 // (a stream of Server-Sent Events), and the same under /v1.
 //
 // The wire names the model and the operation in the URL path, not in the
-// body, so the Codec is a layer.Router: every stage describes a request by
-// its URL and body (layer.DescribeRequest), the native client posts to
+// body, so the Codec is a codec.Router: every stage describes a request by
+// its URL and body (codec.DescribeRequest), the native client posts to
 // RoutePath, and a fallback to another Gemini model rewrites the path
 // (WithModelURL), every byte of the body kept (R23.1).
 //
 // Errors follow google.rpc.Status, {"error":{"code","message","status",
 // "details"}}. ErrorCode returns the status ("RESOURCE_EXHAUSTED"); the
-// codec is a layer.BodyHinter: a RetryInfo.retryDelay in the body is a
+// codec is a codec.BodyHinter: a RetryInfo.retryDelay in the body is a
 // minimum delay with the force of Retry-After, and a QuotaFailure whose
 // quotaId names a per-day quota makes a 429 not eligible (R23.2).
 //
@@ -23,6 +23,6 @@
 // completion; CONTINUATION (a long decode's hop, whose client sends the
 // request again with the continuation token) is accepted at EOF and is
 // neither an incomplete finish nor a failure (R23.5). An in-band
-// data: {"error":{…}} event is a *layer.ProviderError naming its HTTP
+// data: {"error":{…}} event is a *codec.ProviderError naming its HTTP
 // status (R23.3). EOF before a finish reason is an incomplete stream.
 package gemini

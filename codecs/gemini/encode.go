@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/request"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // The wire structs fix the field order of an encoded request
@@ -81,7 +81,7 @@ type wireThinking struct {
 }
 
 // errs makes the encoding errors, "recourse: gemini: …".
-var errs = request.Errors{Provider: layer.Gemini}
+var errs = request.Errors{Provider: codec.Gemini}
 
 // synthIDPrefix starts the tool-call IDs Decode makes up for function calls
 // the API sent without an ID; Encode sends no such ID back.
@@ -102,7 +102,7 @@ const jsonMIME = "application/json"
 // A tool result's content is sent as its response when it is a JSON object
 // and as {"output": content} otherwise.
 //
-// Encode returns an *layer.UnsupportedError for Options.ReasoningEffort,
+// Encode returns an *codec.UnsupportedError for Options.ReasoningEffort,
 // ContextLength and KeepAlive, and a plain error for a nil request, one
 // without a model, and values the API cannot take (tool-call arguments or
 // schemas that are not JSON objects, an empty image, a tool or tool call
@@ -299,16 +299,16 @@ type describedRequest struct {
 // responseMimeType of application/json, a responseSchema or a
 // responseJsonSchema). The body names no model and no streaming choice:
 // DescribeURL reads those from the path, and every stage of recourse calls
-// it through layer.DescribeRequest. A body that is not one JSON object is a
-// *layer.ProtocolError.
-func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
+// it through codec.DescribeRequest. A body that is not one JSON object is a
+// *codec.ProtocolError.
+func (c *Codec) Describe(body []byte) (codec.RequestInfo, error) {
 	var r describedRequest
 	if err := request.Decode(body, &r, "Gemini GenerateContentRequest"); err != nil {
-		return layer.RequestInfo{Operation: layer.Ordinary}, err
+		return codec.RequestInfo{Operation: codec.Ordinary}, err
 	}
-	info := layer.RequestInfo{Operation: layer.Ordinary}
+	info := codec.RequestInfo{Operation: codec.Ordinary}
 	if g := r.GenerationConfig; g != nil && (strings.HasPrefix(g.ResponseMIMEType, jsonMIME) || present(g.ResponseSchema) || present(g.ResponseJSONSchema)) {
-		info.Operation = layer.Structured
+		info.Operation = codec.Structured
 	}
 	return info, nil
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/gemini"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // A whole conversation encodes to the GenerateContentRequest the API
@@ -42,7 +42,7 @@ func TestEncodeConversation(t *testing.T) {
 	assert.Equal(t, want, string(body))
 	info, err := gemini.New().Describe(body)
 	require.NoError(t, err)
-	assert.Equal(t, layer.Structured, info.Operation)
+	assert.Equal(t, codec.Structured, info.Operation)
 }
 
 // R14.1: controls the API does not take are refused by name.
@@ -54,10 +54,10 @@ func TestR14_1_GeminiRefusesUnsupportedControls(t *testing.T) {
 		"KeepAlive":       {KeepAlive: "5m"},
 	} {
 		_, err := gemini.New().Encode(&chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "x"}}, Options: o})
-		var ue *layer.UnsupportedError
+		var ue *codec.UnsupportedError
 		require.True(t, errors.As(err, &ue), control)
 		assert.Equal(t, control, ue.Control)
-		assert.Equal(t, layer.Gemini, ue.Provider)
+		assert.Equal(t, codec.Gemini, ue.Provider)
 	}
 }
 

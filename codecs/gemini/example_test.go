@@ -5,8 +5,8 @@ import (
 	"net/url"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/gemini"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func ExampleNew() {
@@ -25,9 +25,9 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	path := c.RoutePath("gemini-2.5-flash", layer.Streaming)
+	path := c.RoutePath("gemini-2.5-flash", codec.Streaming)
 	u, _ := url.Parse("https://generativelanguage.googleapis.com" + path)
-	info, _ := layer.DescribeRequest(c, u, body)
+	info, _ := codec.DescribeRequest(c, u, body)
 	fmt.Println("POST", path)
 	fmt.Println(string(body))
 	fmt.Println(info.Model, info.Operation)

@@ -7,15 +7,15 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/gemini"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // feed writes parts to a fresh stream decoder and returns its frames, End's
 // error and the counts.
-func feed(parts [][]byte) ([]layer.Frame, error, layer.Counts) {
-	d := gemini.New().NewObserver(layer.RequestInfo{Operation: layer.Streaming}).(layer.StreamDecoder)
-	var out []layer.Frame
+func feed(parts [][]byte) ([]codec.Frame, error, codec.Counts) {
+	d := gemini.New().NewObserver(codec.RequestInfo{Operation: codec.Streaming}).(codec.StreamDecoder)
+	var out []codec.Frame
 	take := func() {
 		for f, ok := d.Next(); ok; f, ok = d.Next() {
 			out = append(out, f)
@@ -39,7 +39,7 @@ type view struct {
 	ErrType                 string
 }
 
-func views(fs []layer.Frame) []view {
+func views(fs []codec.Frame) []view {
 	out := make([]view, 0, len(fs))
 	for _, f := range fs {
 		v := view{Index: f.Index, Keepalive: f.Keepalive, Done: f.Done, Content: f.Content, Reasoning: f.Reasoning, Fin: f.FinishReason, Frags: len(f.Fragments)}
@@ -72,7 +72,7 @@ func FuzzStreamDecoder(f *testing.F) {
 		}
 		base, baseErr, counts := feed([][]byte{data})
 		var raw []byte
-		var sum layer.Counts
+		var sum codec.Counts
 		for i, fr := range base {
 			raw = append(raw, fr.Raw...)
 			sum = sum.Add(fr.Semantic())
@@ -129,8 +129,8 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal("Check disagrees with Decode")
 		}
 		if err != nil {
-			var pe *layer.ProtocolError
-			var pv *layer.ProviderError
+			var pe *codec.ProtocolError
+			var pv *codec.ProviderError
 			if !errors.As(err, &pe) && !errors.As(err, &pv) || comp != nil {
 				t.Fatalf("Decode error %T with completion %v", err, comp)
 			}

@@ -1,9 +1,9 @@
 package gemini
 
 import (
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // rules selects the semantic output of a GenerateContentResponse (or of the
@@ -22,12 +22,12 @@ var rules = jsonscan.Compile(&jsonscan.Rules{
 // (a thought's too) and the functionCall parts, including what a body cut
 // mid-way already holds.
 //
-// For a streaming request it returns a layer.StreamDecoder of the SSE
+// For a streaming request it returns a codec.StreamDecoder of the SSE
 // stream (see the package documentation for its verdicts). With
 // info.DropText the terminal frame's Completion has empty Content and
 // Reasoning; with info.TypedFrames only error frames carry Raw.
-func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
-	if info.Operation == layer.Streaming {
+func (c *Codec) NewObserver(info codec.RequestInfo) codec.Observer {
+	if info.Operation == codec.Streaming {
 		return newStreamDecoder(info)
 	}
 	return bodyscan.New(rules)

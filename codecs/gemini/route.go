@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // The methods of the generateContent endpoints.
@@ -45,7 +45,7 @@ func parsePath(path string) (target, bool) {
 	return t, true
 }
 
-// DescribeURL reads a request from its URL and body (layer.Router): the
+// DescribeURL reads a request from its URL and body (codec.Router): the
 // model from the path's …/models/{model}: segment, streaming for
 // :streamGenerateContent with alt=sse, and, for :generateContent, structured
 // when the body's generationConfig asks for JSON (a responseMimeType of
@@ -53,37 +53,37 @@ func parsePath(path string) (target, bool) {
 // :streamGenerateContent without alt=sse answers one JSON array of
 // responses: it is an ordinary call, decoded whole. A path that is not one
 // of these endpoints is an error.
-func (c *Codec) DescribeURL(u *url.URL, body []byte) (layer.RequestInfo, error) {
+func (c *Codec) DescribeURL(u *url.URL, body []byte) (codec.RequestInfo, error) {
 	t, ok := parsePath(u.Path)
 	if !ok {
-		return layer.RequestInfo{}, errNotEndpoint
+		return codec.RequestInfo{}, errNotEndpoint
 	}
 	info, err := c.Describe(body)
 	info.Model = t.model
 	if t.method == methodStream && u.Query().Get("alt") == "sse" {
-		info.Operation = layer.Streaming
-	} else if t.method == methodStream && info.Operation == layer.Structured {
-		info.Operation = layer.Ordinary
+		info.Operation = codec.Streaming
+	} else if t.method == methodStream && info.Operation == codec.Structured {
+		info.Operation = codec.Ordinary
 	}
 	return info, err
 }
 
 // RoutePath returns the endpoint path of a request for model with
-// operation op (layer.Router): "/v1beta/models/{model}:generateContent", or
+// operation op (codec.Router): "/v1beta/models/{model}:generateContent", or
 // ":streamGenerateContent?alt=sse" for a stream. A model given as
 // "models/{name}", as the Gemini SDKs accept it, is named once; the model
 // is escaped as a path segment.
-func (c *Codec) RoutePath(model string, op layer.Operation) string {
+func (c *Codec) RoutePath(model string, op codec.Operation) string {
 	model = strings.TrimPrefix(model, "models/")
 	p := c.Path() + "/" + url.PathEscape(model)
-	if op == layer.Streaming {
+	if op == codec.Streaming {
 		return p + ":" + methodStream + "?alt=sse"
 	}
 	return p + ":" + methodUnary
 }
 
 // WithModelURL returns a copy of u whose path names model instead
-// (layer.Router): the method, the query (alt=sse, a key) and every other
+// (codec.Router): the method, the query (alt=sse, a key) and every other
 // part are kept, u is not modified. A path that is not a generateContent
 // endpoint, or a model that holds a "/" or ":", is an error.
 func (c *Codec) WithModelURL(u *url.URL, model string) (*url.URL, error) {

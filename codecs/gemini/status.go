@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // status is a google.rpc.Status error object as the Gemini API sends it.
@@ -74,8 +74,8 @@ func (s status) reason() string {
 }
 
 // hints reads the RetryInfo delay and a per-day QuotaFailure (R23.2).
-func (s status) hints() layer.BodyHints {
-	var h layer.BodyHints
+func (s status) hints() codec.BodyHints {
+	var h codec.BodyHints
 	for _, d := range s.Details {
 		switch {
 		case strings.HasSuffix(d.Type, ".RetryInfo"):

@@ -7,10 +7,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/frames"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/sse"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // ErrIncompleteStream is the End error of a stream that reached HTTP EOF
@@ -21,9 +21,9 @@ var ErrIncompleteStream = errors.New("recourse: gemini stream ended before a fin
 const maxDoc = 64 << 10
 
 // streamDecoder decodes a streamGenerateContent?alt=sse stream into
-// layer.Frame values (R23.5):
+// codec.Frame values (R23.5):
 //   - an event without data, or with blank data, is a keepalive;
-//   - data: {"error":{…}} is a *layer.ProviderError whose Status is the
+//   - data: {"error":{…}} is a *codec.ProviderError whose Status is the
 //     error's HTTP code (R23.3);
 //   - data: {GenerateContentResponse} is a frame, read in one pass with its
 //     keys matched exactly (R14.2): the first candidate's text parts are
@@ -35,19 +35,19 @@ const maxDoc = 64 << 10
 //     after the finish (usage alone) are ordinary frames;
 //   - MAX_TOKENS and every other finish reason, and a prompt blocked
 //     before any candidate, end the stream at once: the frame keeps its
-//     content, its error is a *layer.StreamError incomplete_completion with
+//     content, its error is a *codec.IncompleteError with
 //     the neutral finish reason ("length" for MAX_TOKENS), and its
 //     Completion holds only the evidence;
 //   - data that is not valid UTF-8 or JSON, or not a response object, is a
-//     *layer.ProtocolError.
+//     *codec.ProtocolError.
 //
 // At EOF without an accepted finish, End reports ErrIncompleteStream, or,
 // when the answer was one JSON error document instead of a stream, its
-// *layer.ProviderError.
+// *codec.ProviderError.
 type streamDecoder struct {
 	framer   *sse.Framer
 	q        frames.Queue
-	counts   layer.Counts
+	counts   codec.Counts
 	content  strings.Builder
 	think    strings.Builder
 	calls    []chat.ToolCall
@@ -64,25 +64,25 @@ type streamDecoder struct {
 	doc            []byte
 }
 
-func newStreamDecoder(info layer.RequestInfo) *streamDecoder {
+func newStreamDecoder(info codec.RequestInfo) *streamDecoder {
 	d := &streamDecoder{framer: sse.NewFramer(0), dropText: info.DropText}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
 
 var (
-	_ layer.StreamDecoder = (*streamDecoder)(nil)
-	_ layer.BufferFreer   = (*streamDecoder)(nil)
+	_ codec.StreamDecoder = (*streamDecoder)(nil)
+	_ codec.BufferFreer   = (*streamDecoder)(nil)
 )
 
-// FreeBuffers gives the decoder's line buffer back (layer.BufferFreer).
+// FreeBuffers gives the decoder's line buffer back (codec.BufferFreer).
 func (d *streamDecoder) FreeBuffers() { d.framer.Free() }
 
 // Observed returns the semantic evidence decoded so far.
-func (d *streamDecoder) Observed() layer.Counts { return d.counts }
+func (d *streamDecoder) Observed() codec.Counts { return d.counts }
 
 // Next returns the next queued frame.
-func (d *streamDecoder) Next() (layer.Frame, bool) { return d.q.Next() }
+func (d *streamDecoder) Next() (codec.Frame, bool) { return d.q.Next() }
 
 // Write frames and decodes p. Bytes after a terminal or error frame are
 // ignored.
@@ -102,7 +102,7 @@ func (d *streamDecoder) Write(p []byte) {
 	for !d.q.Ended() {
 		ev, ok, err := d.framer.Next()
 		if err != nil {
-			d.q.Push(layer.Frame{Err: &layer.ProtocolError{What: "oversized SSE event", Err: err}})
+			d.q.Push(codec.Frame{Err: &codec.ProtocolError{What: "oversized SSE event", Err: err}})
 			return
 		}
 		if !ok {
@@ -120,7 +120,7 @@ func (d *streamDecoder) End() error {
 		return nil
 	}
 	if d.finish != "" {
-		d.q.Push(layer.Frame{Done: true, FinishReason: d.finish, Completion: d.completion(true)})
+		d.q.Push(codec.Frame{Done: true, FinishReason: d.finish, Completion: d.completion(true)})
 		d.counts.CompletedToolCalls += int64(len(d.calls))
 		return nil
 	}
@@ -147,20 +147,20 @@ func (d *streamDecoder) event(ev sse.Event) {
 	data := jsonscan.TrimSpace(ev.Data)
 	switch {
 	case ev.Event == "error":
-		pe := &layer.ProviderError{}
+		pe := &codec.ProviderError{}
 		if st, ok := parseStatus(data); ok {
 			pe = statusError(&st)
 		}
-		d.q.Push(layer.Frame{Raw: raw, Err: pe})
+		d.q.Push(codec.Frame{Raw: raw, Err: pe})
 	case len(data) == 0:
-		d.q.Push(layer.Frame{Raw: raw, Keepalive: true})
+		d.q.Push(codec.Frame{Raw: raw, Keepalive: true})
 	default:
 		d.chunk(raw, data)
 	}
 }
 
-func protocolFrame(raw []byte, what string, err error) layer.Frame {
-	return layer.Frame{Raw: raw, Err: &layer.ProtocolError{What: what, Err: err}}
+func protocolFrame(raw []byte, what string, err error) codec.Frame {
+	return codec.Frame{Raw: raw, Err: &codec.ProtocolError{What: what, Err: err}}
 }
 
 // chunk decodes one data event.
@@ -180,11 +180,11 @@ func (d *streamDecoder) chunk(raw, data []byte) {
 		return
 	}
 	if c.errv != nil {
-		pe := &layer.ProviderError{}
+		pe := &codec.ProviderError{}
 		if st, ok := parseStatus(data); ok {
 			pe = statusError(&st)
 		}
-		d.q.Push(layer.Frame{Raw: raw, Err: pe})
+		d.q.Push(codec.Frame{Raw: raw, Err: pe})
 		return
 	}
 	if c.model != "" {
@@ -196,14 +196,14 @@ func (d *streamDecoder) chunk(raw, data []byte) {
 	if u := c.usage; u != nil {
 		d.usage = &chat.Usage{InputTokens: u.PromptTokenCount, OutputTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount}
 	}
-	f := layer.Frame{Raw: raw}
+	f := codec.Frame{Raw: raw}
 	finish := c.finish
 	for _, p := range c.parts {
 		switch {
 		case p.call:
 			tc, err := toolCall(p.callID, p.callName, p.args, len(d.calls))
 			if err != nil {
-				d.q.Push(layer.Frame{Raw: raw, Err: err})
+				d.q.Push(codec.Frame{Raw: raw, Err: err})
 				return
 			}
 			f.Fragments = append(f.Fragments, chat.ToolCallFragment{Index: len(d.calls), ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments)})
@@ -232,7 +232,7 @@ func (d *streamDecoder) chunk(raw, data []byte) {
 		f.FinishReason = d.finish
 	default:
 		f.FinishReason = neutralFinish(finish)
-		f.Err = &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: f.FinishReason}
+		f.Err = &codec.IncompleteError{FinishReason: f.FinishReason}
 		f.Completion = &chat.Completion{FinishReason: f.FinishReason, Model: d.model, ID: d.id, Usage: d.usage}
 	}
 	d.q.Push(f)

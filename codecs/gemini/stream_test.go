@@ -8,16 +8,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/gemini"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // decodeStream writes wire to a fresh stream decoder in pieces of n bytes
 // and returns its frames and End's error.
-func decodeStream(t *testing.T, wire string, n int) ([]layer.Frame, error, layer.Counts) {
+func decodeStream(t *testing.T, wire string, n int) ([]codec.Frame, error, codec.Counts) {
 	t.Helper()
-	d := gemini.New().NewObserver(layer.RequestInfo{Model: "m", Operation: layer.Streaming}).(layer.StreamDecoder)
-	var out []layer.Frame
+	d := gemini.New().NewObserver(codec.RequestInfo{Model: "m", Operation: codec.Streaming}).(codec.StreamDecoder)
+	var out []codec.Frame
 	take := func() {
 		for {
 			f, ok := d.Next()
@@ -93,9 +93,8 @@ func TestR23_5_MaxTokensIsIncomplete(t *testing.T) {
 		frames, err, _ := decodeStream(t, ev(chunkHel)+ev(`{"candidates":[{"content":{"parts":[{"text":"x"}]},"finishReason":"`+reason+`"}]}`)+ev(chunkUse), 3)
 		require.NoError(t, err)
 		require.Len(t, frames, 2, reason)
-		var se *layer.StreamError
+		var se *codec.IncompleteError
 		require.True(t, errors.As(frames[1].Err, &se), reason)
-		assert.Equal(t, layer.StreamIncompleteCompletion, se.Reason)
 		assert.Equal(t, want, se.FinishReason)
 		assert.Equal(t, "x", frames[1].Content, "the frame keeps its content")
 		assert.Empty(t, frames[1].Completion.Message.Content, "evidence only")
@@ -125,7 +124,7 @@ func TestR23_3_InBandErrorNamesItsStatus(t *testing.T) {
 	frames, err, _ := decodeStream(t, ev(chunkHel)+ev(`{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`), 9)
 	require.NoError(t, err)
 	require.Len(t, frames, 2)
-	var pe *layer.ProviderError
+	var pe *codec.ProviderError
 	require.True(t, errors.As(frames[1].Err, &pe))
 	assert.Equal(t, 503, pe.Status)
 	assert.Equal(t, "UNAVAILABLE", pe.Code)
@@ -140,11 +139,11 @@ func TestStreamFailures(t *testing.T) {
 	_, err, _ = decodeStream(t, ev(chunkHel)+"data: "+chunkLo, 2)
 	assert.ErrorIs(t, err, gemini.ErrIncompleteStream, "a finish without its blank line was cut")
 	frames, _, _ := decodeStream(t, ev(`{"candidates":[`), 2)
-	var pr *layer.ProtocolError
+	var pr *codec.ProtocolError
 	require.Len(t, frames, 1)
 	assert.True(t, errors.As(frames[0].Err, &pr))
 	_, err, _ = decodeStream(t, `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}`, 5)
-	var pe *layer.ProviderError
+	var pe *codec.ProviderError
 	require.True(t, errors.As(err, &pe))
 	assert.Equal(t, "RESOURCE_EXHAUSTED", pe.Code)
 	frames, err, _ = decodeStream(t, ": keepalive\n\n"+ev(chunkLo), 3)
@@ -161,7 +160,7 @@ func TestStreamChunksAreDecodedNotMatched(t *testing.T) {
 	for _, bad := range []string{`{"candidates":"x"}`, `{"candidates":[{"content":{"parts":[{"text":5}]}}]}`, `{"usageMetadata":{"promptTokenCount":1.5}}`, `{"candidates":[{"content":{"parts":[{"thought":"yes"}]}}]}`, `{"error":"x"}`} {
 		frames, _, _ := decodeStream(t, ev(bad), 7)
 		require.Len(t, frames, 1, bad)
-		var pr *layer.ProtocolError
+		var pr *codec.ProtocolError
 		assert.True(t, errors.As(frames[0].Err, &pr), bad)
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/gemini"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -49,9 +49,9 @@ func BenchmarkGenAIStreamParse(b *testing.B) {
 	for _, e := range events {
 		body = append(body, e...)
 	}
-	codec := gemini.New()
+	gc := gemini.New()
 	decode := func() {
-		d := codec.NewObserver(layer.RequestInfo{Operation: layer.Streaming, DropText: true}).(layer.StreamDecoder)
+		d := gc.NewObserver(codec.RequestInfo{Operation: codec.Streaming, DropText: true}).(codec.StreamDecoder)
 		for _, e := range events {
 			d.Write([]byte(e))
 			for _, ok := d.Next(); ok; _, ok = d.Next() {

@@ -33,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -46,7 +47,7 @@ type Target struct {
 	// credential.
 	Name string
 	// Model replaces the request's model ("" keeps it), through the
-	// codec's layer.ModelRewriter.
+	// codec's codec.ModelRewriter.
 	Model string
 	// Upstream is another root of the same wire, an absolute http or https
 	// URL with an optional path prefix and no query, fragment or user
@@ -74,17 +75,17 @@ type Target struct {
 	// Facts, when set, are the target's provider facts where they differ
 	// from the codec's: an oMLX server behind the OpenAI codec runs local
 	// inference (R20.4).
-	Facts *layer.Facts
+	Facts *codec.Facts
 	// Codec, when set, is the target's codec: one of another wire (another
 	// provider or path) is refused with a *CrossWireError.
-	Codec layer.Codec
+	Codec codec.Codec
 }
 
 // Config configures a fallback layer.
 type Config struct {
 	// Codec is the codec of the chain below (its engine's); required. Its
-	// layer.ModelRewriter swaps a target's model.
-	Codec layer.Codec
+	// codec.ModelRewriter swaps a target's model.
+	Codec codec.Codec
 	// Targets are tried in order after the request as given fails.
 	Targets []Target
 	// Primary names the first target (the request as given); empty means
@@ -127,7 +128,7 @@ type CrossWireError struct {
 	// Index is the target's index in Config.Targets.
 	Index int
 	// Want is the wire of the chain, Got the target's.
-	Want, Got layer.Provider
+	Want, Got codec.Provider
 }
 
 // Error returns a safe message.
@@ -165,9 +166,9 @@ func (e *BodyError) Error() string {
 // Layer is the fallback layer. It is immutable after New and safe for
 // concurrent use.
 type Layer struct {
-	codec   layer.Codec
-	rewrite layer.ModelRewriter
-	router  layer.Router // a codec naming the model in the URL (R23.1)
+	codec   codec.Codec
+	rewrite codec.ModelRewriter
+	router  codec.Router // a codec naming the model in the URL (R23.1)
 	targets []target
 	primary string
 	rules   Rules
@@ -198,8 +199,8 @@ func New(cfg Config) (*Layer, error) {
 	}
 	l := &Layer{codec: cfg.Codec, primary: cfg.Primary, rules: cfg.Rules, onEvent: cfg.OnEvent}
 	l.rules.Statuses = slices.Clone(cfg.Rules.Statuses)
-	l.rewrite, _ = cfg.Codec.(layer.ModelRewriter)
-	l.router, _ = cfg.Codec.(layer.Router)
+	l.rewrite, _ = cfg.Codec.(codec.ModelRewriter)
+	l.router, _ = cfg.Codec.(codec.Router)
 	for i, t := range cfg.Targets {
 		if c := t.Codec; c != nil && (c.Provider() != cfg.Codec.Provider() || c.Path() != cfg.Codec.Path()) {
 			return nil, &CrossWireError{Index: i, Want: cfg.Codec.Provider(), Got: c.Provider()}
@@ -208,7 +209,7 @@ func New(cfg Config) (*Layer, error) {
 			return nil, &ConfigError{Index: i, Field: "Model", Problem: "is empty, as are Upstream, Credential, Gate and Context: the target would be the one before it again"}
 		}
 		if t.Model != "" && l.rewrite == nil && l.router == nil {
-			return nil, &ConfigError{Index: i, Field: "Model", Problem: "needs a codec that can name another model (layer.ModelRewriter)"}
+			return nil, &ConfigError{Index: i, Field: "Model", Problem: "needs a codec that can name another model (codec.ModelRewriter)"}
 		}
 		tg := target{Target: t, name: t.Name}
 		if t.Upstream != "" {
@@ -361,7 +362,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // aim points the call lc at target i (0 is the first): the facts and gate
 // it came with, and for a fallback target that target's own gate and
 // model.
-func (l *Layer) aim(lc *layer.Call, i int, facts0 *layer.RequestInfo, gate0 layer.ResendGate) {
+func (l *Layer) aim(lc *layer.Call, i int, facts0 *codec.RequestInfo, gate0 layer.ResendGate) {
 	lc.Facts, lc.Gate = facts0, gate0
 	if i == 0 {
 		return
@@ -385,7 +386,7 @@ type walk struct {
 	req  *http.Request
 	lc   *layer.Call
 	body []byte
-	info layer.RequestInfo
+	info codec.RequestInfo
 	run  *Run
 }
 
@@ -400,7 +401,7 @@ func (w *walk) take(body io.ReadCloser) error {
 	w.body = b
 	if lc.Facts != nil {
 		w.info = *lc.Facts
-	} else if in, err := layer.DescribeRequest(l.codec, req.URL, b); err == nil {
+	} else if in, err := codec.DescribeRequest(l.codec, req.URL, b); err == nil {
 		w.info = in
 	}
 	primary := l.primary
@@ -412,7 +413,7 @@ func (w *walk) take(body io.ReadCloser) error {
 	}
 	names := make([]string, 1, len(l.targets)+1)
 	names[0] = primary
-	facts := make([]layer.Facts, 1, len(l.targets)+1)
+	facts := make([]codec.Facts, 1, len(l.targets)+1)
 	facts[0] = l.codec.Facts()
 	for _, tg := range l.targets {
 		names = append(names, tg.name)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -19,7 +20,7 @@ type Rules struct {
 	// longer than the model's). Nil means none.
 	Statuses []int
 	// Admit is asked before a fallback from an ambiguous failure of a
-	// target that may still be running the request (layer.Facts'
+	// target that may still be running the request (codec.Facts'
 	// LocalInference with acceptance other than "no", R20.4); its request
 	// has Fallback set. Nil means no hook: such a call does not fall back
 	// and ends with outcome admission_required.
@@ -65,8 +66,8 @@ func delivered(e *layer.RecoveryError) bool {
 // the empty outcome when the fallback may go, or the admission outcome
 // that ends the call. The hook's panic is its no decision, never the
 // caller's panic.
-func (r Rules) admit(ctx context.Context, facts layer.Facts, e *layer.RecoveryError, step *layer.Fallback, emit func(layer.EventType) error) (layer.Outcome, error) {
-	if !facts.AdmissionRequired(e.Failure) {
+func (r Rules) admit(ctx context.Context, facts codec.Facts, e *layer.RecoveryError, step *layer.Fallback, emit func(layer.EventType) error) (layer.Outcome, error) {
+	if !layer.AdmissionRequired(facts, e.Failure) {
 		return "", nil
 	}
 	if r.Admit == nil {

@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -15,7 +16,7 @@ import (
 type Run struct {
 	rules   Rules
 	names   []string
-	facts   []layer.Facts
+	facts   []codec.Facts
 	emit    func(layer.Event) error
 	records []layer.TargetRecord
 }
@@ -26,7 +27,7 @@ type Run struct {
 // fallback, and the admission events of R20.4); its error ends the call
 // with that error; a nil emit emits nothing. A target without facts (facts
 // shorter than names) has the zero Facts, a hosted provider's.
-func NewRun(rules Rules, names []string, facts []layer.Facts, emit func(layer.Event) error) *Run {
+func NewRun(rules Rules, names []string, facts []codec.Facts, emit func(layer.Event) error) *Run {
 	if emit == nil {
 		emit = func(layer.Event) error { return nil }
 	}
@@ -70,7 +71,7 @@ func (r *Run) After(ctx context.Context, i int, e *layer.RecoveryError, ev layer
 		x.Type, x.Failure, x.Fallback, x.NextAttempt = t, &f, step, 1
 		return r.emit(x)
 	}
-	var facts layer.Facts
+	var facts codec.Facts
 	if i < len(r.facts) {
 		facts = r.facts[i]
 	}

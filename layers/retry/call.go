@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -32,7 +33,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(req.WithContext(layer.WithPassThrough(req.Context())))
 	}
 	var read *readOf
-	if r, ok := t.l.codec.(layer.Resumer); ok && !r.Creates(req) {
+	if r, ok := t.l.codec.(codec.Resumer); ok && !r.Creates(req) {
 		var isRead bool
 		if read, isRead = readOfRequest(r, req); !isRead {
 			// A cancel or a delete: once, unjudged (R19.13), marked as a
@@ -58,7 +59,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := c.in.read(req, t.l.codec, facts); err != nil {
 		return nil, err
 	}
-	if c.in.info.Operation == layer.Streaming {
+	if c.in.info.Operation == codec.Streaming {
 		// The stream's consumer may close it from another goroutine while
 		// it waits: its Close cancels this context (R13.5). A call that
 		// opens no stream releases it as it returns.
@@ -76,7 +77,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.in.info.DropText, c.in.info.TypedFrames = !c.lc.TypedErrors, c.lc.TypedErrors
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
-		switch r, ok := t.l.codec.(layer.Resumer); {
+		switch r, ok := t.l.codec.(codec.Resumer); {
 		case read != nil:
 			read.start(c)
 		case ok && r.Background(c.in.body):
@@ -159,7 +160,7 @@ type call struct {
 	// stream is in (R13.5). Nil for other calls.
 	stop context.CancelCauseFunc
 
-	provider layer.Provider
+	provider codec.Provider
 	logical  string
 	start    time.Duration
 	history  []layer.Failure
@@ -174,7 +175,7 @@ type call struct {
 
 	// A background stream (R19.9): the codec that resumes it, and once a
 	// failure left it resumable, where the next read starts.
-	resumer    layer.Resumer
+	resumer    codec.Resumer
 	resume     *resumeState
 	cancelSent bool // the cancel request of R19.12 went out (or must not)
 	read       bool // the call reads a stored response (R19.13)
@@ -250,7 +251,7 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 			return nil, res.err
 		}
 		if res.failure == nil {
-			if c.in.info.Operation == layer.Streaming && c.cur.Decodes() {
+			if c.in.info.Operation == codec.Streaming && c.cur.Decodes() {
 				if c.stream {
 					return res.resp, nil
 				}

@@ -4,8 +4,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/recourse-dev/recourse/internal/httpdate"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
 
 // The millisecond retry hints, in the order they win (Policy.ProviderHints).
@@ -71,7 +72,7 @@ func (c *call) quotaHint(f *layer.Failure, code string) {
 // Failure.RetryAfter of kind body.
 const bodyFieldRetryDelay = "RetryInfo.retryDelay"
 
-// bodyHints records the resend hints a layer.BodyHinter codec finds in an
+// bodyHints records the resend hints a codec.BodyHinter codec finds in an
 // error body (R23.2), under every policy: a delay is a minimum like
 // Retry-After and replaces a shorter or absent one, so the longer of the
 // two waits is kept; an exhausted quota (a per-day quota) makes the
@@ -79,7 +80,7 @@ const bodyFieldRetryDelay = "RetryInfo.retryDelay"
 // already seen (then R4.4 names it). Only the parsed delay and a fixed
 // field name reach f.
 func (c *call) bodyHints(f *layer.Failure, body []byte) {
-	bh, ok := c.t.l.codec.(layer.BodyHinter)
+	bh, ok := c.t.l.codec.(codec.BodyHinter)
 	if !ok || len(body) == 0 {
 		return
 	}

@@ -74,7 +74,7 @@ type Policy struct {
 	// 502, 503, 504. 400, 401 and 403 are never eligible (R4.2).
 	RetryableStatuses []int
 	// Admit is the admission hook (R8), the one place it is set; nil applies
-	// the codec's default rule (layer.Facts.AdmissionRequired). Package
+	// the codec's default rule (layer.AdmissionRequired). Package
 	// layers/admission has ready-made hooks.
 	Admit layer.AdmissionHook
 	// OnEvent observes safe lifecycle events synchronously (R11). An error

@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -300,7 +301,7 @@ func TestR1_3_StructuredCallRecoversWithTheSamePolicy(t *testing.T) {
 	assert.Equal(t, `{"answer":42}`, comp.Message.Content)
 	assert.Equal(t, 2, r.Server.Count())
 	f := firstFailed(t, r.Rec.Events())
-	assert.Equal(t, layer.Structured, f.Operation, "R10.2: operation")
+	assert.Equal(t, codec.Structured, f.Operation, "R10.2: operation")
 }
 
 func TestR3_1_BoundaryValuesAreValid(t *testing.T) {

@@ -1,4 +1,4 @@
-package layer
+package codec
 
 import (
 	"net/url"
