@@ -60,7 +60,8 @@ type Config struct {
 	Deadline time.Duration
 	// MaxBodyBytes bounds a completion request body; zero means
 	// DefaultMaxBodyBytes, a negative value is an error. A larger body is
-	// answered 413 and nothing is sent upstream.
+	// answered 413 and nothing is sent upstream; a larger Content-Length
+	// is refused before the body is read (no 100 Continue is sent).
 	MaxBodyBytes int64
 	// StreamCommitAfter is how long a streaming client may wait without a
 	// byte before the proxy commits its 200 and writes retry notices (see
@@ -100,6 +101,12 @@ type Config struct {
 	// fall back too (fallback.Rules.Statuses), for example 404 for a model
 	// that is not found; nil means none.
 	FallbackStatuses []int
+	// FallbackRules are the fallback's further rules (fallback.Rules):
+	// the provider error codes that fall back (Codes) or never do
+	// (NeverCodes), and the stall limits after which a target is left at
+	// once (Stalls). Its Statuses are added to FallbackStatuses; its Admit
+	// is not used (Policy.Admit is asked). The zero value adds nothing.
+	FallbackRules fallback.Rules
 	// Transport is the base transport for upstream requests, for both the
 	// chain's sender and forwarded requests; nil means a private clone of
 	// http.DefaultTransport. It must not retry or follow redirects.
@@ -145,7 +152,16 @@ func (e *ConfigError) Error() string { return "proxy: " + e.Field + " " + e.Prob
 // This is the one place the proxy reads a provider's name; everything
 // else it asks the codec (its Facts, codec.ErrorFramer,
 // codec.ErrorDocumenter).
-type dialect struct{ codec, responses codec.Codec }
+type dialect struct {
+	codec, responses codec.Codec
+	// routes are the completion paths of a codec that names the model in
+	// the path (codec.Router), "{model}" standing for the model segment;
+	// nil for a codec with one fixed Path.
+	routes []string
+}
+
+// modelToken stands for the model in a route built by a codec.Router.
+const modelToken = "MODEL"
 
 // dialectFor returns the dialect of a provider name, or a *ConfigError.
 func dialectFor(provider string) (dialect, error) {
@@ -157,7 +173,15 @@ func dialectFor(provider string) (dialect, error) {
 	case "omlx":
 		return dialect{codec: omlx.New()}, nil
 	case "gemini":
-		return dialect{codec: gemini.New()}, nil
+		// Both endpoints, under v1beta and v1 (R23.8).
+		var routes []string
+		for _, c := range []*gemini.Codec{gemini.New(), gemini.New(gemini.WithAPIVersion("v1"))} {
+			for _, op := range []codec.Operation{codec.Ordinary, codec.Streaming} {
+				p, _, _ := strings.Cut(c.RoutePath(modelToken, op), "?")
+				routes = append(routes, strings.Replace(p, modelToken, "{model}", 1))
+			}
+		}
+		return dialect{codec: gemini.New(), routes: routes}, nil
 	}
 	return dialect{}, &ConfigError{Field: "Provider", Problem: fmt.Sprintf("is %q; want one of %s", provider, strings.Join(providers, ", "))}
 }

@@ -25,14 +25,17 @@ import (
 const HeaderCallID = "X-Recourse-Call-Id"
 
 // ErrShutdown is the cause of the context of a request cut at shutdown,
-// after the grace period (see Serve).
+// after the grace period (see Serve). Its text is the message, and
+// "shutdown" the code, of the answer of such a request: the in-band error
+// of a stream, the error document of a request still waiting (R21.10).
 var ErrShutdown = errors.New("recourse-proxy: shutting down: the call was cut after the grace period")
 
 // Handler is the recovery proxy for one provider and one upstream. It is
 // immutable after New and safe for concurrent use.
 //
 // It logs, on the Config's Logger, one line per request (message
-// "request"; attributes kind "completion" or "forward", method, path — the
+// "request"; attributes kind "completion", "forward" or "refused" (a
+// recovered endpoint spelled otherwise, R21.8), method, path — the
 // URL path only, never the query —, status, outcome when recovery ended
 // without success, client_retry when a client retry was charged to the
 // quota, call_id, duration_ms) and one line per lifecycle event of a
@@ -59,6 +62,8 @@ type Handler struct {
 	responses   *Handler                           // the Responses API of an openai proxy, or nil
 	finals      *finals                            // nil: every request goes through (Config.RepeatWindow < 0)
 	onRetry     func(context.Context, ClientRetry) // Config.OnClientRetry
+	endpoints   []Endpoint                         // the recovered endpoints (Endpoints)
+	routed      bool                               // the codec names the model in the path: its routes are the endpoints (R23.8)
 }
 
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
@@ -95,6 +100,8 @@ func New(cfg Config) (*Handler, error) {
 		quota:       cfg.Quota,
 		log:         cfg.Logger,
 		now:         cfg.Policy.WallClock,
+		endpoints:   d.endpoints(),
+		routed:      d.routes != nil,
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -208,6 +215,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case h.responses != nil && h.responses.routes(r):
 		h.responses.owned(w, r)
 	default:
+		if e, ok := h.misspelled(r); ok {
+			start := time.Now()
+			h.refuseMisspelled(w, r, e)
+			h.logRequest(r, requestLine{kind: "refused", status: http.StatusBadRequest, start: start})
+			return
+		}
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		h.forward.ServeHTTP(rec, r)
@@ -216,22 +229,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // recovers reports whether a POST to u is a completion the proxy
-// recovers: the codec's endpoint path, or, for a codec that names the model
-// in the path (codec.Router, Gemini), any path it describes, such as
-// /v1beta/models/{model}:generateContent and /v1/models/{model}:streamGenerateContent
-// (R23.1).
+// recovers: the codec's endpoint path or, for a codec that names the model
+// in the path (codec.Router, Gemini), one of its routes for any model,
+// spelled exactly (R21.8, R23.8).
 func (h *Handler) recovers(u *url.URL) bool {
-	if rt, ok := h.codec.(codec.Router); ok {
-		// An empty object describes whatever the path is; only the path
-		// can fail.
-		_, err := rt.DescribeURL(u, emptyObject)
-		return err == nil
+	if h.routed {
+		for _, e := range h.endpoints {
+			if e.Method == http.MethodPost && e.matches(u.Path, false) {
+				return true
+			}
+		}
+		return false
 	}
 	return u.Path == h.codec.Path()
 }
-
-// emptyObject is the body recovers describes a path with.
-var emptyObject = []byte("{}")
 
 // errRedirect is what ModifyResponse returns for an upstream redirect.
 type errRedirect struct{ status int }
@@ -254,8 +265,12 @@ func (h *Handler) forwardFailed(w http.ResponseWriter, r *http.Request, err erro
 		h.writeError(w, http.StatusBadGateway, "redirect_refused", rd.Error(), "")
 		return
 	}
+	if errors.Is(context.Cause(r.Context()), ErrShutdown) {
+		h.writeError(w, http.StatusServiceUnavailable, codeShutdown, ErrShutdown.Error(), "")
+		return
+	}
 	if r.Context().Err() != nil {
-		// The client went away, or the proxy cut the request at shutdown.
+		// The client went away.
 		h.writeError(w, http.StatusServiceUnavailable, "cancelled", "recourse-proxy: the request was cancelled before the upstream answered", "")
 		return
 	}
