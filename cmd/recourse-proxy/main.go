@@ -12,7 +12,10 @@
 // proxy.Endpoints. Every other request is forwarded once, untouched. Every flag has an environment variable,
 // RECOURSE_PROXY_ and the flag's name in capitals with underscores
 // (-max-attempts is RECOURSE_PROXY_MAX_ATTEMPTS); run with -h for the
-// list. It listens on loopback unless -allow-remote is given, logs one
+// list. It listens on loopback unless -allow-remote or -client-keys is
+// given; with -client-keys it admits only clients with a proxy key, and
+// with -upstream-key-file (or RECOURSE_PROXY_UPSTREAM_KEY) it holds the
+// upstream's key itself (see docs/proxy-keys.md). It logs one
 // structured line per request and per lifecycle event on stderr, and on
 // SIGTERM or SIGINT stops accepting, closes the connections with no
 // request in flight at once, lets in-flight calls finish within -grace,
@@ -62,7 +65,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	log, err := s.logger(stderr)
 	if err == nil {
-		err = checkListen(s.listen, s.allowRemote)
+		err = checkListen(s.listen, s.remoteAllowed())
 	}
 	var cfg proxy.Config
 	if err == nil {
