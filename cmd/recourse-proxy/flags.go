@@ -69,7 +69,8 @@ type settings struct {
 
 	set map[string]bool // the flags given, on the command line or in the environment
 
-	keys keySettings // the keys the proxy holds and admits (keys.go)
+	keys    keySettings // the keys the proxy holds and admits (keys.go)
+	version bool        // -version: print the version and exit (ready.go)
 
 	maxBody      int64
 	commitAfter  time.Duration
@@ -113,6 +114,7 @@ func define(fs *flag.FlagSet, s *settings) {
 
 	defineFallback(fs, s)
 	defineKeys(fs, s)
+	defineVersion(fs, s)
 	fs.StringVar(&s.redis, "redis", "", "share the quota's cooldown horizon and -quota-fleet-cap between every proxy of a fleet through this Redis: host:port, or a redis:// or rediss:// (TLS) URL without a password; the password is read from "+envRedisPassword+" (and a username from "+envRedisUsername+", TLS for a host:port from "+envRedisTLS+"=true), never from the command line. When Redis fails or is slow the quota fails open: each proxy decides alone (empty: each proxy keeps its own)")
 	fs.IntVar(&s.fleetCap, "quota-fleet-cap", 0, "with -redis, the most resends per -quota-window that every proxy of the fleet together may send to one upstream, whatever the ratio and floor allow each (0: none)")
 	fs.Int64Var(&s.maxBody, "max-body", proxy.DefaultMaxBodyBytes, "the largest completion request body in bytes; a larger one is answered 413")
@@ -149,7 +151,8 @@ recourse's default chain, by -provider:
 // usageTail follows the list of recovered endpoints in -h.
 const usageTail = `One of them spelled otherwise (a doubled or trailing slash, a dot segment,
 another letter case) is refused with 400 path_not_canonical; every other
-request is forwarded once, untouched. GET /healthz answers "ok".
+request is forwarded once, untouched. GET /healthz answers "ok"; GET /readyz
+says whether the proxy is ready and whether Redis (-redis) answers.
 
 Usage:
   recourse-proxy -upstream https://api.openai.com -provider openai -max-attempts 4
@@ -168,7 +171,11 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 	fs := flag.NewFlagSet("recourse-proxy", flag.ContinueOnError)
 	fs.SetOutput(out)
 	define(fs, s)
-	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [" + envName(f.Name) + "]" })
+	fs.VisitAll(func(f *flag.Flag) {
+		if !noEnv[f.Name] {
+			f.Usage += " [" + envName(f.Name) + "]"
+		}
+	})
 	fs.Usage = func() {
 		fmt.Fprint(out, usageHead())
 		fs.PrintDefaults()
@@ -183,7 +190,7 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || set[f.Name] {
+		if err != nil || set[f.Name] || noEnv[f.Name] {
 			return
 		}
 		if v := getenv(envName(f.Name)); v != "" {

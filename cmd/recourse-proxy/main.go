@@ -28,7 +28,9 @@
 // hints (-provider-hints) are off unless set; the retry quota (-quota,
 // -quota-ratio, -quota-window, -quota-floor, -quota-key, -quota-cooldown) is on, because one
 // proxy serves many clients whose resends would otherwise add up during an
-// outage. See package proxy for what clients see.
+// outage. GET /readyz answers whether the proxy is ready and whether Redis
+// answers (R21.13); -version prints the module version from the build
+// information. See package proxy for what clients see.
 package main
 
 import (
@@ -62,6 +64,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if err != nil {
 		fmt.Fprintln(stderr, "recourse-proxy:", err)
 		return 2
+	}
+	if s.version {
+		printVersion(stdout)
+		return 0
 	}
 	log, err := s.logger(stderr)
 	if err == nil {
@@ -109,7 +115,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		slog.String("idle_timeout", s.idleTimeout.String()),
 		slog.String("redis", redisAddr(s.redis)), slog.Int("quota_fleet_cap", s.fleetCap))
 	code := 0
-	if err := proxy.Serve(ctx, ln, tel.handler(h), s.grace, log); err != nil {
+	if err := proxy.Serve(ctx, ln, readiness(s.fleet, tel.handler(h)), s.grace, log); err != nil {
 		fmt.Fprintln(stderr, "recourse-proxy:", err)
 		code = 1
 	}
