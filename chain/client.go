@@ -47,6 +47,7 @@ type Client struct {
 	fallback []FallbackTarget // WithFallback's targets
 	rules    fallback.Rules
 	cred     func(context.Context, http.Header) error // WithCredential's function
+	err      error                                    // an option's refusal, returned by NewClient
 }
 
 // ClientOption configures a Client.
@@ -80,6 +81,9 @@ func NewClient(baseURL string, ch *Chain, opts ...ClientOption) (*Client, error)
 	c := &Client{base: base, chain: ch, codec: ch.Codec(), header: http.Header{}}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.err != nil {
+		return nil, c.err
 	}
 	return c, nil
 }

@@ -232,6 +232,10 @@ var knownProviderCodes = []string{
 	"model_not_found",
 	"insufficient_quota",
 	"overloaded_error",
+	// Codes that name why a request was refused, never what it held: a
+	// fallback rule may name them (R20.2), and the caller sees them.
+	"context_length_exceeded",
+	"content_policy_violation",
 }
 
 // IsKnownProviderCode reports whether code is in KnownProviderCodes.

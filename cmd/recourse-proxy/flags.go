@@ -64,8 +64,11 @@ type settings struct {
 	log    *slog.Logger        // where the Redis store reports outages; nil: nowhere
 	fleet  *fleet              // the Redis store config made, closed at exit; nil without -redis
 
-	fallback         string
-	fallbackStatuses string
+	fallback           string
+	fallbackStatuses   string
+	fallbackCodes      string
+	fallbackNeverCodes string
+	fallbackOnStall    string
 
 	set map[string]bool // the flags given, on the command line or in the environment
 
@@ -107,7 +110,7 @@ func define(fs *flag.FlagSet, s *settings) {
 
 	fs.BoolVar(&s.quota, "quota", true, "bound resends per upstream with a retry quota and share Retry-After cooldowns between this proxy's clients (-quota=false: off); a refused resend answers quota_exhausted, and a client's own retry (X-Stainless-Retry-Count above 0) is charged as a resend")
 	fs.Float64Var(&s.quotaRatio, "quota-ratio", quota.DefaultRatio, "resends allowed per window as a share of the window's calls (at least -quota-floor)")
-	fs.DurationVar(&s.quotaWindow, "quota-window", quota.DefaultWindow, "the window over which the quota counts calls and resends (at least 10ms)")
+	fs.DurationVar(&s.quotaWindow, "quota-window", quota.DefaultWindow, "the window over which the quota counts calls and resends (at least "+quota.MinWindow.String()+")")
 	fs.IntVar(&s.quotaFloor, "quota-floor", quota.DefaultFloor, "resends allowed per window whatever the traffic")
 	fs.BoolVar(&s.cooldown, "quota-cooldown", true, "with -quota, share a Retry-After (and, with -provider-hints, retry-after-ms) as a cooldown: every client's attempts to the upstream wait for it, within -delay-ceiling (-quota-cooldown=false: only the call that saw it waits)")
 	fs.StringVar(&s.quotaKey, "quota-key", "upstream", "what one quota counts: upstream (scheme, host and port), or narrowed by model, credential (the Authorization or API key header, kept only as a hash) or model,credential")
@@ -293,6 +296,11 @@ func (s *settings) config() (proxy.Config, error) {
 	if cfg.Fallback, cfg.FallbackStatuses, err = s.fallbackTargets(); err != nil {
 		return cfg, err
 	}
+	if cfg.Fallback != nil {
+		if cfg.FallbackRules, err = s.fallbackRules(cfg.FallbackStatuses); err != nil {
+			return cfg, err
+		}
+	}
 	cfg.StreamCommitAfter = s.commitAfter
 	if s.commitAfter == 0 {
 		cfg.StreamCommitAfter = time.Nanosecond // commit at the first backoff
@@ -311,8 +319,8 @@ func (s *settings) stallLayers() ([]layer.Layer, error) {
 		if f.d < 0 {
 			return nil, fmt.Errorf("%s is %v; want a positive duration, or 0 for no limit", f.name, f.d)
 		}
-		if f.d > stall.MaxLimit {
-			return nil, fmt.Errorf("%s is %v; the largest limit is %v", f.name, f.d, stall.MaxLimit)
+		if f.d > layer.MaxDuration {
+			return nil, fmt.Errorf("%s is %v; the largest limit is %v", f.name, f.d, layer.MaxDuration)
 		}
 	}
 	if lim == (stall.Limits{}) {
@@ -341,8 +349,8 @@ func (s *settings) quotaLayer() (*quota.Layer, error) {
 	if math.IsNaN(s.quotaRatio) || math.IsInf(s.quotaRatio, 0) || s.quotaRatio < 0 {
 		return nil, fmt.Errorf("-quota-ratio is %v; want a number of 0 or more, for example 0.2", s.quotaRatio)
 	}
-	if s.quotaWindow < 10*time.Millisecond {
-		return nil, fmt.Errorf("-quota-window is %v; want at least 10ms, for example 60s", s.quotaWindow)
+	if s.quotaWindow < quota.MinWindow {
+		return nil, fmt.Errorf("-quota-window is %v; want at least %v, for example 60s", s.quotaWindow, quota.MinWindow)
 	}
 	if s.quotaFloor < 0 {
 		return nil, fmt.Errorf("-quota-floor is %d; want 0 or more", s.quotaFloor)

@@ -89,6 +89,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		if tel, err = newTelemetry(context.Background(), s, getenv); err == nil {
 			cfg.PerCall = append(cfg.PerCall, tel.layer())
 			cfg.OnClientRetry = tel.onClientRetry()
+			tel.breakers(cfg.Quota)
 		}
 	}
 	var h *proxy.Handler

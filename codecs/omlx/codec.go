@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/internal/evidence"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 )
 
@@ -99,7 +100,7 @@ func (c *Codec) Capabilities() codec.Capabilities {
 	doc := codec.CapabilityEvidence{
 		Endpoint:         "POST /v1/chat/completions",
 		DocumentationURL: "https://github.com/jundot/omlx#api-compatibility",
-		InspectedOn:      "2026-10-17",
+		InspectedOn:      evidence.InspectedOn,
 	}
 	var caps codec.Capabilities
 	caps.Declare(codec.ClientAbort, codec.Unknown, doc.WithBasis(
