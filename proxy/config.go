@@ -125,6 +125,22 @@ type Config struct {
 	// memory keeps at most 1024 answers of up to 16 KiB of body, and the
 	// requests only as hashes.
 	RepeatWindow time.Duration
+	// UpstreamKey, when set, is the upstream's key the proxy holds
+	// (R21.12): every request it sends upstream, recovered or forwarded,
+	// carries it as Authorization: Bearer <key>, in place of whatever the
+	// client sent there. It never appears in a log line, metric, event,
+	// span or error. Empty: the client's own credential headers pass
+	// through.
+	UpstreamKey string
+	// ClientKeys, when set, are the only keys the proxy admits (R21.12): a
+	// client presents one as Authorization: Bearer <key>; a request without
+	// a known key is answered 401, one whose key does not allow its route
+	// 403, both in the wire's error document with X-Should-Retry: false and
+	// nothing sent upstream. An admitted client's key is removed before
+	// the request goes upstream. Keys are compared by SHA-256, in constant
+	// time. GET /healthz needs no key. Nil admits every client; an empty
+	// non-nil slice is an error.
+	ClientKeys []ClientKey
 	// OnClientRetry, when set, is told of every client retry and how the
 	// proxy answered it (ClientRetryReplayed, ClientRetryCharged,
 	// ClientRetryRefused), for a metric: the command counts them as

@@ -38,7 +38,11 @@
 // ollama POST /api/chat; omlx POST /v1/chat/completions (R21.11).
 //   - GET /healthz answers 200 "ok" without contacting the upstream.
 //
-// Client headers (Authorization and the rest) go upstream as given, except
+// Optionally the proxy holds the upstream's key (Config.UpstreamKey) and
+// admits only clients that present a proxy key of their own
+// (Config.ClientKeys, a key's SHA-256 and the routes it may use): see
+// R21.12. Without them, client headers (Authorization and the rest) go
+// upstream as given, except
 // the hop-by-hop headers a reverse proxy must drop (and, on the completion
 // endpoint, Accept-Encoding: the chain reads the body it recovers, so the
 // proxy asks for the encoding itself and hands the client the decoded
