@@ -59,7 +59,8 @@ type Config struct {
 	Deadline time.Duration
 	// MaxBodyBytes bounds a completion request body; zero means
 	// DefaultMaxBodyBytes, a negative value is an error. A larger body is
-	// answered 413 and nothing is sent upstream.
+	// answered 413 and nothing is sent upstream; a larger Content-Length
+	// is refused before the body is read (no 100 Continue is sent).
 	MaxBodyBytes int64
 	// StreamCommitAfter is how long a streaming client may wait without a
 	// byte before the proxy commits its 200 and writes retry notices (see

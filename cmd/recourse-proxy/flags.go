@@ -125,13 +125,31 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.BoolVar(&s.metrics, "metrics", true, "serve the metrics (attempts, resends, outcomes, stalls, hints, quota, client retries) in the Prometheus text format on GET /metrics at the listen address (-metrics=false: not)")
 }
 
-// usageHead is printed by -h before the flags.
-const usageHead = `recourse-proxy: a local recovery proxy for LLM completion calls.
+// usageHead returns what -h prints before the flags; its list of recovered
+// endpoints is the proxy's own (proxy.Endpoints, R21.11).
+func usageHead() string {
+	var b strings.Builder
+	b.WriteString(`recourse-proxy: a local recovery proxy for LLM completion calls.
 
-Clients change only their base URL. The completion endpoint
-(POST /v1/chat/completions for openai and omlx, POST /api/chat for ollama)
-is recovered with recourse's default chain; every other request is forwarded
-once, untouched. GET /healthz answers "ok".
+Clients change only their base URL. These requests are recovered with
+recourse's default chain, by -provider:
+`)
+	for _, p := range proxy.Providers() {
+		es, _ := proxy.Endpoints(p)
+		names := make([]string, len(es))
+		for i, e := range es {
+			names[i] = e.String()
+		}
+		b.WriteString("  " + p + ": " + strings.Join(names, ", ") + "\n")
+	}
+	b.WriteString(usageTail)
+	return b.String()
+}
+
+// usageTail follows the list of recovered endpoints in -h.
+const usageTail = `One of them spelled otherwise (a doubled or trailing slash, a dot segment,
+another letter case) is refused with 400 path_not_canonical; every other
+request is forwarded once, untouched. GET /healthz answers "ok".
 
 Usage:
   recourse-proxy -upstream https://api.openai.com -provider openai -max-attempts 4
@@ -152,7 +170,7 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 	define(fs, s)
 	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [" + envName(f.Name) + "]" })
 	fs.Usage = func() {
-		fmt.Fprint(out, usageHead)
+		fmt.Fprint(out, usageHead())
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -170,7 +188,7 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 		}
 		if v := getenv(envName(f.Name)); v != "" {
 			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s: %v", envName(f.Name), e)
+				err = envError(f, v)
 			}
 		}
 	})
@@ -180,6 +198,31 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 	s.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { s.set[f.Name] = true })
 	return s, nil
+}
+
+// envError is the error of a flag's environment variable whose value v
+// does not parse: the variable, the value (quoted, at most 64 bytes of
+// it), the flag, and the form the flag wants (R21.10).
+func envError(f *flag.Flag, v string) error {
+	form := "a valid value"
+	if g, ok := f.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case bool:
+			form = "true or false"
+		case time.Duration:
+			form = "a duration such as 500ms, 30s or 1m30s"
+		case int64:
+			form = "a whole number of bytes, for example 33554432"
+		case int, uint, uint64:
+			form = "an integer, for example " + f.DefValue
+		case float64:
+			form = "a number, for example " + f.DefValue
+		}
+	}
+	if len(v) > 64 {
+		v = v[:64] + "…"
+	}
+	return fmt.Errorf("%s is %q; want %s (it sets -%s)", envName(f.Name), v, form, f.Name)
 }
 
 // config returns the proxy's Config for s, or an error naming the bad

@@ -66,6 +66,12 @@ func (c *Codec) Facts() codec.Facts { return codec.Facts{LocalInference: true} }
 // carrying safe (codec.ErrorFramer).
 func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
 
+// ErrorFrameCode returns ErrorFrame's event with a "code" member too
+// (codec.CodedErrorFramer).
+func (c *Codec) ErrorFrameCode(code, safe string) []byte {
+	return openaiwire.ErrorFrameCode(code, safe)
+}
+
 // ErrorDocument returns the OpenAI-compatible error response body
 // {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
 // and a newline (codec.ErrorDocumenter).

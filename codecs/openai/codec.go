@@ -72,6 +72,13 @@ func (c *Codec) Facts() codec.Facts { return codec.Facts{} }
 // (codec.ErrorFramer): the form openai-go and go-openai turn into an error.
 func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
 
+// ErrorFrameCode returns ErrorFrame's event with a "code" member too,
+// {"error":{"message":safe,"type":"recourse_error","code":code}}
+// (codec.CodedErrorFramer).
+func (c *Codec) ErrorFrameCode(code, safe string) []byte {
+	return openaiwire.ErrorFrameCode(code, safe)
+}
+
 // ErrorDocument returns OpenAI's error response body
 // {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
 // and a newline (codec.ErrorDocumenter): openai-go and go-openai read it as
