@@ -125,7 +125,7 @@ func (f layerFunc) Wrap(next http.RoundTripper) http.RoundTripper {
 
 // TestR11_1_AttemptStartedCostsNoAllocationOfItsOwn pins the cost of the
 // attempt_started notification: the engine's call is its attempts'
-// notification target (layer.NewAttemptFor), not a method value made for
+// notification target (attempt.NewFor), not a method value made for
 // each call, so a drop-in call through a direct chain allocates at most
 // 13 times in the chain (see TestR2_8_DirectChainSendsTheAttemptWithoutReplay
 // for the others), and the event is still emitted once per attempt.
@@ -361,7 +361,7 @@ func (f *failingFirst) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // TestR2_1_FirstAttemptLivesInItsCall pins that the engine keeps a call's
-// first attempt in the call itself (layer.InitAttemptFor): a drop-in call
+// first attempt in the call itself (attempt.InitFor): a drop-in call
 // through a direct chain allocates at most 12 times in the chain (13 with
 // an attempt of its own). A call with a resend still gets a new attempt
 // for its second wire attempt, with its own ID and its own progress, and

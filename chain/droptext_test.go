@@ -30,7 +30,7 @@ func (r *infoRecorder) layer() layer.Layer {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if a := layer.AttemptFrom(req.Context()); a != nil {
 				r.mu.Lock()
-				r.infos = append(r.infos, a.Info)
+				r.infos = append(r.infos, a.Info())
 				r.mu.Unlock()
 			}
 			return next.RoundTrip(req)

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/recourse-dev/recourse/codec"
 )
 
 // PolicyErrorCode is the Code of every PolicyError.
@@ -251,17 +249,6 @@ func (e *StreamError) Unwrap() error {
 		return e.Recovery
 	}
 	return e.Detail
-}
-
-// FrameError returns err, the Err of a frame a codec's stream decoder
-// queued, as the caller sees it: a *codec.IncompleteError becomes the
-// *StreamError with reason incomplete_completion and the same finish
-// reason (R13.3); any other error, nil included, is returned unchanged.
-func FrameError(err error) error {
-	if ie, ok := err.(*codec.IncompleteError); ok {
-		return &StreamError{Reason: StreamIncompleteCompletion, FinishReason: ie.FinishReason}
-	}
-	return err
 }
 
 // RedirectError reports a refused redirect (R2.2): a 301, 302, 303, 307 or

@@ -65,7 +65,16 @@ var rules = []rule{
 	// them, and they import the vocabulary only.
 	{from: "...", to: "internal/stage/...", why: "only the chain installs the engine's stages",
 		except: func(from, _ string) bool { return from == "chain" }},
-	{from: "internal/stage/...", to: "internal/...", why: "a stage imports the vocabulary, not another internal package"},
+	{from: "internal/stage/...", to: "internal/...", why: "a stage imports the vocabulary and the attempt's wire state, not another internal package",
+		except: func(_, to string) bool { return to == "internal/attempt" }},
+	// An attempt's wire state is the engine's: the engine, its stages, the
+	// sender and the chain reach it; a layer reads layer.Attempt.
+	{from: "...", to: "internal/attempt", why: "only the engine, its stages, the sender and the chain reach an attempt's wire state",
+		except: func(from, _ string) bool {
+			return from == "chain" || from == "layers/retry" || from == "layers/sender" || match("internal/stage/...", from)
+		}},
+	{from: "...", to: "internal/attemptkey", why: "only layer and internal/attempt share the attempt's context key",
+		except: func(from, _ string) bool { return from == "layer" || from == "internal/attempt" }},
 }
 
 // std reports whether pkg is a package of the standard library.
@@ -159,7 +168,7 @@ func moduleGraph(t *testing.T) map[string][]string {
 // non-test code.
 func TestImportGraph(t *testing.T) {
 	graph := moduleGraph(t)
-	for _, must := range []string{"codec", "codec/codectest", "layers/retry", "internal/stage/capture", "layers/stall", "otelbridge", "layer", "chain", "proxy", "recoursetest", "internal/rigtest"} {
+	for _, must := range []string{"codec", "codec/codectest", "internal/attempt", "layers/retry", "internal/stage/capture", "layers/stall", "otelbridge", "layer", "chain", "proxy", "recoursetest", "internal/rigtest"} {
 		if _, ok := graph[must]; !ok {
 			t.Fatalf("the graph has no package %s: the walk is broken", must)
 		}
@@ -176,6 +185,9 @@ func TestImportRulesCatchForbiddenEdges(t *testing.T) {
 		{"layers/retry", "layers/admission"},
 		{"internal/stage/capture", "internal/stage/redirectguard"},
 		{"layers/stall", "internal/stage/progress"},
+		{"layers/stall", "internal/attempt"},
+		{"otelbridge", "internal/attempt"},
+		{"layers/retry", "internal/attemptkey"},
 		{"layers/retry", "internal/stage/capture"},
 		{"proxy", "internal/stage/redirectguard"},
 		{"layers/retry", "layers/stall"},

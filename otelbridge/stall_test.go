@@ -15,6 +15,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -51,7 +52,7 @@ func TestStallAndHintAttributes(t *testing.T) {
 		return layer.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if first {
 				first = false
-				if err := layer.AttemptFrom(req.Context()).Begin(); err != nil {
+				if err := attempt.From(req.Context()).Begin(); err != nil {
 					return nil, err
 				}
 				return nil, &layer.StallError{Limit: layer.StallHeader, After: time.Second}

@@ -425,14 +425,15 @@ var otherLibraries = map[string]bool{
 	"README.md openai.Error":    true, // openai-go's
 }
 
-// movedFromLayer are names README.md still gives to what moved from
-// package layer to package codec (see CHANGELOG.md): the README's next
-// version names codec.X; delete each entry once it does.
+// movedFromLayer are names README.md still gives to what left package
+// layer (see CHANGELOG.md): the README's next version names where they
+// went; delete each entry once it does.
 var movedFromLayer = map[string]bool{
 	"README.md layer.Facts":              true,
 	"README.md layer.ErrorFramer":        true,
 	"README.md layer.KnownProviderCodes": true,
 	"README.md layer.AllCapabilities":    true,
+	"README.md layer.InitAttemptFor":     true,
 }
 
 // TestDocsNameOnlyExistingGoNames: every `pkg.Ident`, `*pkg.Ident` and
