@@ -68,7 +68,7 @@ func WithTools(tools ...Tool) Option {
 func WithMaxToolDepth(n int) Option { return func(b *Broker) { b.maxDepth = max(n, 1) } }
 
 // WithPolicy sets the recovery policy applied to every completion of the
-// broker through chain.WithCallPolicy (R1.3), and the admission hook, the
+// broker through retry.WithPolicy (R1.3), and the admission hook, the
 // backoff, the jitter, the budget and deadline, the clocks and the Sleep of
 // continuations. Without it every completion and every continuation uses
 // the chain's own policy.
@@ -259,7 +259,7 @@ func (r *run) begin(ctx context.Context) (context.Context, int) {
 	r.seen = nil
 	r.activity(ActivityCompletionStarted, idx)
 	if r.b.policy != nil {
-		ctx = chain.WithCallPolicy(ctx, r.b.policy)
+		ctx = retry.WithPolicy(ctx, r.b.policy)
 	}
 	if notify := r.b.notify; notify != nil {
 		// The completion's per-call value: the native client uses it, and

@@ -338,7 +338,7 @@ func TestR2_8_RecoveredNativeCallBuildsNoReplay(t *testing.T) {
 	assert.Contains(t, string(replay), `"Say hi."`, "a layer above the engine can read the body again")
 
 	c, base := newClient(t)
-	complete(t, c, chain.WithCallPolicy(context.Background(), nil))
+	complete(t, c, retry.WithPolicy(context.Background(), nil))
 	assert.Equal(t, "Bearer sk-test", base.lastHeader.Get("Authorization"), "a call without recovery is sent")
 }
 

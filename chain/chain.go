@@ -97,7 +97,7 @@ type Chain struct {
 //
 // A chain with such a layer counts each attempt's progress for it also
 // when recovery is off for a call (WithoutRecovery's engine, or
-// WithCallPolicy(ctx, nil)), so that its limit works the same way: the
+// retry.WithPolicy(ctx, nil)), so that its limit works the same way: the
 // call then gets an attempt of its own for the layers below the engine,
 // with no identity, events or captures.
 //

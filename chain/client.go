@@ -144,13 +144,6 @@ func (c *Client) CompleteStructured(ctx context.Context, req *chat.Request, sche
 	return c.do(ctx, &r)
 }
 
-// WithCallPolicy returns a context whose calls through any chain use p for
-// recovery instead of the chain's policy (nil disables recovery). The
-// context keeps a deep copy of p (retry.WithPolicy, R3.4).
-func WithCallPolicy(ctx context.Context, p *retry.Policy) context.Context {
-	return retry.WithPolicy(ctx, p)
-}
-
 // legacyTimeout is implemented by codecs whose provider has a timeout that
 // applies only while recovery is disabled (oMLX).
 type legacyTimeout interface{ LegacyTimeout() time.Duration }

@@ -27,7 +27,7 @@ type FallbackTarget struct {
 	// means Model, else the client's host. It must be safe to log.
 	Name string
 	// Policy, when set, is the target's recovery policy for the call,
-	// above a per-call policy of the context (WithCallPolicy, a broker's
+	// above a per-call policy of the context (retry.WithPolicy, a broker's
 	// WithPolicy) and the target chain's own; nil keeps those.
 	Policy *retry.Policy
 }
@@ -138,7 +138,7 @@ func withFallback[T any](c *Client, ctx context.Context, req *chat.Request, once
 				r = &cp
 			}
 			if t.Policy != nil {
-				tctx = WithCallPolicy(tctx, t.Policy)
+				tctx = retry.WithPolicy(tctx, t.Policy)
 			}
 		}
 		ev := layer.Event{Provider: cl.codec.Provider(), Operation: op, Model: r.Model}

@@ -53,7 +53,7 @@ func TestR1_1_PerCallNilPolicyDisablesRecovery(t *testing.T) {
 	p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
 	rec := wired(&p)
 	r := rigtest.New(t, openai.New(), p, statusStep(503), okStep("never"))
-	ctx := chain.WithCallPolicy(context.Background(), nil)
+	ctx := retry.WithPolicy(context.Background(), nil)
 
 	_, err := r.Client.Complete(ctx, canaryRequest())
 

@@ -90,14 +90,14 @@ func TestR3_4_ChainKeepsADeepCopyOfItsPolicy(t *testing.T) {
 }
 
 // TestR3_4_CallPolicyIsADeepCopy: changing the slices and pointers of a
-// per-call policy after chain.WithCallPolicy placed it in the context
+// per-call policy after retry.WithPolicy placed it in the context
 // changes nothing for the calls made with that context.
 func TestR3_4_CallPolicyIsADeepCopy(t *testing.T) {
 	var slept []time.Duration
 	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithoutRecovery())
 	require.NoError(t, err)
 	p := copyPolicy(&slept)
-	ctx := chain.WithCallPolicy(context.Background(), &p)
+	ctx := retry.WithPolicy(context.Background(), &p)
 
 	spoil(&p)
 

@@ -70,7 +70,7 @@ type Target struct {
 	// replaces it: put per-target quotas here and no quota layer below.
 	Gate layer.ResendGate
 	// Context, when set, derives the context of the target's run: a
-	// per-target recovery policy is chain.WithCallPolicy(ctx, &policy).
+	// per-target recovery policy is retry.WithPolicy(ctx, &policy).
 	Context func(ctx context.Context) context.Context
 	// Facts, when set, are the target's provider facts where they differ
 	// from the codec's: an oMLX server behind the OpenAI codec runs local

@@ -174,7 +174,7 @@ func TestR1_1_DetachingLayerWithoutRecovery(t *testing.T) {
 		ctx  context.Context
 	}{
 		{"WithoutRecovery", off, context.Background()},
-		{"call policy nil", on, chain.WithCallPolicy(context.Background(), nil)},
+		{"call policy nil", on, retry.WithPolicy(context.Background(), nil)},
 	} {
 		t.Run(c.name+"/context kept", func(t *testing.T) {
 			srv := startServer(t, okStep("plain"))

@@ -21,6 +21,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -155,7 +156,7 @@ func TestR1_1_StreamDataWithEOFCompletes(t *testing.T) {
 		ctx  func(context.Context) context.Context
 	}{
 		{"without_recovery", []chain.Option{chain.WithoutRecovery()}, func(ctx context.Context) context.Context { return ctx }},
-		{"nil_call_policy", []chain.Option{chain.WithPolicy(exPolicy())}, func(ctx context.Context) context.Context { return chain.WithCallPolicy(ctx, nil) }},
+		{"nil_call_policy", []chain.Option{chain.WithPolicy(exPolicy())}, func(ctx context.Context) context.Context { return retry.WithPolicy(ctx, nil) }},
 		{"recovering", []chain.Option{chain.WithPolicy(exPolicy())}, func(ctx context.Context) context.Context { return ctx }},
 	}
 	for _, p := range exProviders() {

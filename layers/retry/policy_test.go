@@ -114,7 +114,7 @@ func TestR3_1_InvalidFieldFromPerCallPolicy(t *testing.T) {
 			p := retry.Policy{MaxAttempts: 3, Sleep: r.Clock.Sleep, WallClock: r.Clock.Now, MonotonicClock: r.Clock.Mono}
 			rec := wired(&p)
 			tc.mutate(&p)
-			ctx := chain.WithCallPolicy(context.Background(), &p)
+			ctx := retry.WithPolicy(context.Background(), &p)
 
 			_, err := r.Client.Complete(ctx, canaryRequest())
 			checkPolicyError(t, err, tc.field, tc.values)

@@ -424,7 +424,7 @@ func TestProviders_OMLX_R7_2_LegacyTimeoutOnlyWithoutRecovery(t *testing.T) {
 		srv := startServer(t, step)
 		cl := client(t, srv, chain.WithoutRecovery())
 		succeeds(t, srv, release, func() (*chat.Completion, error) {
-			return cl.Complete(chain.WithCallPolicy(context.Background(), &pol), p.request())
+			return cl.Complete(retry.WithPolicy(context.Background(), &pol), p.request())
 		})
 	})
 	t.Run("WithoutRecovery: the legacy timeout applies", func(t *testing.T) {
@@ -444,7 +444,7 @@ func TestProviders_OMLX_R7_2_LegacyTimeoutOnlyWithoutRecovery(t *testing.T) {
 		srv := startServer(t, step)
 		cl := client(t, srv, chain.WithPolicy(pol))
 		timesOut(t, srv, release, func() (*chat.Completion, error) {
-			return cl.Complete(chain.WithCallPolicy(context.Background(), nil), p.request())
+			return cl.Complete(retry.WithPolicy(context.Background(), nil), p.request())
 		})
 	})
 }

@@ -986,7 +986,7 @@ func TestR3_3_StreamInvalidPerCallPolicy(t *testing.T) {
 			r := rigtest.New(t, p.codec(), scPolicy(true), p.step(p.full("x")...))
 			rec := &rigtest.Recorder{}
 			bad := &retry.Policy{MaxAttempts: -1, OnEvent: rec.OnEvent, OnWire: rec.OnWire}
-			ctx := chain.WithCallPolicy(context.Background(), bad)
+			ctx := retry.WithPolicy(context.Background(), bad)
 
 			run := scCollect(r.Client.Stream(ctx, p.request()))
 			assert.Equal(t, 1, run.items, "first and only item")
