@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -92,7 +92,7 @@ func WithContinuation(c Continuation) Option { return func(b *Broker) { b.cont =
 // Broker runs the tool loop over a native client (R16.1). It is immutable
 // after New and safe for concurrent use; each call is an independent run.
 type Broker struct {
-	client   *chain.Client
+	client   *client.Client
 	model    string
 	options  chat.Options
 	tools    []Tool
@@ -103,8 +103,8 @@ type Broker struct {
 }
 
 // New returns a broker that sends through client.
-func New(client *chain.Client, opts ...Option) *Broker {
-	b := &Broker{client: client, maxDepth: DefaultMaxToolDepth}
+func New(cl *client.Client, opts ...Option) *Broker {
+	b := &Broker{client: cl, maxDepth: DefaultMaxToolDepth}
 	for _, o := range opts {
 		o(b)
 	}

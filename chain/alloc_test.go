@@ -17,6 +17,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -274,7 +275,7 @@ func TestR2_3_NativeCallCopiesItsHeaderOnce(t *testing.T) {
 	base := &answering{answer: answer, header: http.Header{"Content-Type": {"application/json"}}}
 	ch, err := chain.Default(openai.New(), chain.WithTransport(base))
 	require.NoError(t, err)
-	c, err := chain.NewClient("http://provider.test", ch, chain.WithAPIKey("sk-test"), chain.WithHeader("X-Team", "a"))
+	c, err := client.New("http://provider.test", ch, client.WithAPIKey("sk-test"), client.WithHeader("X-Team", "a"))
 	require.NoError(t, err)
 	req := &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "Say hi."}}}
 	var got string
@@ -303,15 +304,15 @@ func TestR2_3_NativeCallCopiesItsHeaderOnce(t *testing.T) {
 func TestR2_8_RecoveredNativeCallBuildsNoReplay(t *testing.T) {
 	answer := []byte(recoursetest.OpenAIChat("hi"))
 	req := &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "Say hi."}}}
-	newClient := func(t *testing.T, opts ...chain.Option) (*chain.Client, *answering) {
+	newClient := func(t *testing.T, opts ...chain.Option) (*client.Client, *answering) {
 		base := &answering{answer: answer, header: http.Header{"Content-Type": {"application/json"}}}
 		ch, err := chain.Default(openai.New(), append(opts, chain.WithTransport(base))...)
 		require.NoError(t, err)
-		c, err := chain.NewClient("http://provider.test", ch, chain.WithAPIKey("sk-test"))
+		c, err := client.New("http://provider.test", ch, client.WithAPIKey("sk-test"))
 		require.NoError(t, err)
 		return c, base
 	}
-	complete := func(t *testing.T, c *chain.Client, ctx context.Context) {
+	complete := func(t *testing.T, c *client.Client, ctx context.Context) {
 		comp, err := c.Complete(ctx, req)
 		require.NoError(t, err)
 		require.Equal(t, "hi", comp.Message.Content)

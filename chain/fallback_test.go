@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -23,12 +23,12 @@ import (
 
 // nativeFallback is a native OpenAI client that falls back to an Ollama
 // client (another codec, its own upstream, policy and credential).
-func nativeFallback(t *testing.T, rules fallback.Rules, a, b []recoursetest.Step) (*chain.Client, *rigtest.Rig, *rigtest.Rig) {
+func nativeFallback(t *testing.T, rules fallback.Rules, a, b []recoursetest.Step) (*client.Client, *rigtest.Rig, *rigtest.Rig) {
 	t.Helper()
 	ra := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2}, a...)
 	rb := rigtest.New(t, ollama.New(), retry.Policy{MaxAttempts: 1}, b...)
-	c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithAPIKey(rigtest.Key),
-		chain.WithFallback(rules, chain.FallbackTarget{Client: rb.Client, Model: "llama3"}))
+	c, err := client.New(ra.Server.URL, ra.Chain, client.WithAPIKey(rigtest.Key),
+		client.WithFallback(rules, client.FallbackTarget{Client: rb.Client, Model: "llama3"}))
 	require.NoError(t, err)
 	return c, ra, rb
 }
@@ -111,20 +111,20 @@ func TestR20_1_NativeTargetCredentialFromAFunction(t *testing.T) {
 	const localKey = "sk-LOCALTARGETCANARY-3e"
 	ra := rigtest.New(t, openai.New(), retry.Policy{}, overloaded)
 	rb := rigtest.New(t, ollama.New(), retry.Policy{}, recoursetest.JSON(200, recoursetest.OllamaChat("ok")))
-	target, err := chain.NewClient(rb.Server.URL, rb.Chain, chain.WithCredential(func(_ context.Context, h http.Header) error {
+	target, err := client.New(rb.Server.URL, rb.Chain, client.WithCredential(func(_ context.Context, h http.Header) error {
 		h.Set("Authorization", "Bearer "+localKey)
 		return nil
 	}))
 	require.NoError(t, err)
-	c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithAPIKey(rigtest.Key),
-		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: target, Model: "llama3"}))
+	c, err := client.New(ra.Server.URL, ra.Chain, client.WithAPIKey(rigtest.Key),
+		client.WithFallback(fallback.Rules{}, client.FallbackTarget{Client: target, Model: "llama3"}))
 	require.NoError(t, err)
 	_, err = c.Complete(t.Context(), canaryRequest())
 	require.NoError(t, err)
 	require.Equal(t, 1, rb.Server.Count())
 	assert.Equal(t, "Bearer "+localKey, rb.Server.Requests()[0].Header.Get("Authorization"))
 
-	failing, err := chain.NewClient(rb.Server.URL, rb.Chain, chain.WithCredential(func(context.Context, http.Header) error {
+	failing, err := client.New(rb.Server.URL, rb.Chain, client.WithCredential(func(context.Context, http.Header) error {
 		return errors.New("vault: " + localKey)
 	}))
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -46,7 +47,7 @@ func spoil(p *retry.Policy) {
 func recovers503(t *testing.T, ctx context.Context, ch *chain.Chain, slept *[]time.Duration) {
 	t.Helper()
 	srv := startServer(t, statusStep(503), okStep("recovered"))
-	cl, err := chain.NewClient(srv.URL, ch)
+	cl, err := client.New(srv.URL, ch)
 	require.NoError(t, err)
 	*slept = nil
 	comp, err := cl.Complete(ctx, canaryRequest())

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -67,9 +68,9 @@ func TestStallAndHintAttributes(t *testing.T) {
 		chain.WithPolicy(retry.Policy{MaxAttempts: 3, ProviderHints: true, WallClock: clock.Now, MonotonicClock: clock.Mono, Sleep: clock.Sleep}),
 		chain.WithPerAttempt(stalling), chain.WithTransport(base))
 	require.NoError(t, err)
-	client, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey(rigtest.Key))
+	cl, err := client.New(srv.URL, ch, client.WithAPIKey(rigtest.Key))
 	require.NoError(t, err)
-	_, err = client.Complete(context.Background(), request("gpt-4o-mini"))
+	_, err = cl.Complete(context.Background(), request("gpt-4o-mini"))
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, layer.ReasonProviderNoRetry, re.Failure.Classification.Reason)

@@ -435,6 +435,15 @@ var renamed = map[string]bool{
 	"README.md layer.AllCapabilities":    true,
 	"README.md layer.InitAttemptFor":     true,
 	"README.md chain.WithCallPolicy":     true,
+	"README.md chain.NewClient":          true,
+	"README.md chain.WithAPIKey":         true,
+	"README.md chain.WithFallback":       true,
+	"README.md chain.WithReasoning":      true,
+	// README.md's code calls its native client variable client, now also
+	// the package's name.
+	"README.md client.Complete":  true,
+	"README.md client.Stream":    true,
+	"README.md client.Responses": true,
 }
 
 // TestDocsNameOnlyExistingGoNames: every `pkg.Ident`, `*pkg.Ident` and

@@ -17,7 +17,7 @@
 //
 // A drop-in caller gets the response of the target that answered, in its
 // own wire format; a target of another wire is refused by New with a
-// *CrossWireError (the native client takes those: chain.WithFallback).
+// *CrossWireError (the native client takes those: client.WithFallback).
 // Each step is visible (R20.6): target_started and fallback lifecycle
 // events, a span per target (package otelbridge), a broker notice, and a
 // final *layer.RecoveryError that keeps every target's history (R20.7).
@@ -123,7 +123,7 @@ func (e *ConfigError) Error() string {
 
 // CrossWireError reports a target of another wire given to the drop-in
 // layer (R20.8): an SDK reads only its own wire format, so such a target
-// needs the native client (chain.WithFallback) or the broker.
+// needs the native client (client.WithFallback) or the broker.
 type CrossWireError struct {
 	// Index is the target's index in Config.Targets.
 	Index int
@@ -134,7 +134,7 @@ type CrossWireError struct {
 // Error returns a safe message.
 func (e *CrossWireError) Error() string {
 	return "fallback: target " + strconv.Itoa(e.Index) + " speaks " + string(e.Got) +
-		", not the chain's " + string(e.Want) + ": a drop-in call cannot cross wires (use chain.WithFallback with the native client, or the broker)"
+		", not the chain's " + string(e.Want) + ": a drop-in call cannot cross wires (use client.WithFallback with the native client, or the broker)"
 }
 
 // CredentialError reports that a target's Credential function failed. It

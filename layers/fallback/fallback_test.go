@@ -438,7 +438,7 @@ func TestR20_8_CrossWireRefusedAtConstruction(t *testing.T) {
 	assert.Equal(t, 1, cw.Index)
 	assert.Equal(t, codec.Ollama, cw.Got)
 	assert.Equal(t, codec.OpenAI, cw.Want)
-	assert.Contains(t, err.Error(), "chain.WithFallback")
+	assert.Contains(t, err.Error(), "client.WithFallback")
 
 	_, err = fallback.New(fallback.Config{Codec: openai.New(), Targets: []fallback.Target{{Codec: openai.New(), Model: "m"}}})
 	assert.NoError(t, err, "a target of the same wire is welcome")

@@ -1,4 +1,4 @@
-package chain
+package client
 
 import (
 	"context"
@@ -44,7 +44,7 @@ type FallbackTarget struct {
 // per-call policy, else the chain's) and to the call's observers (the
 // broker's notices, tracing); a final *layer.RecoveryError keeps every
 // target's history (R20.7). A target with a nil Client is ignored.
-func WithFallback(rules fallback.Rules, targets ...FallbackTarget) ClientOption {
+func WithFallback(rules fallback.Rules, targets ...FallbackTarget) Option {
 	return func(c *Client) {
 		c.rules = rules
 		for _, t := range targets {
@@ -62,7 +62,7 @@ func WithFallback(rules fallback.Rules, targets ...FallbackTarget) ClientOption 
 // a panic of f ends the call, before anything is sent, with a
 // *fallback.CredentialError that names the client's host only. A nil f
 // sets nothing.
-func WithCredential(f func(ctx context.Context, h http.Header) error) ClientOption {
+func WithCredential(f func(ctx context.Context, h http.Header) error) Option {
 	return func(c *Client) { c.cred = f }
 }
 
