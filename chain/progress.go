@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -38,15 +39,15 @@ type passiveAttempt struct {
 
 func (p *passiveAttempt) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	if layer.AttemptFrom(ctx) != nil {
+	if attempt.From(ctx) != nil {
 		return p.next.RoundTrip(req)
 	}
 	info, out, err := p.describe(req)
 	if err != nil {
 		return nil, err
 	}
-	a := layer.NewAttempt(layer.Identity{}, info, p.codec, nil, nil)
-	return p.next.RoundTrip(out.WithContext(layer.WithAttempt(ctx, a)))
+	a := attempt.New(layer.Identity{}, info, p.codec, nil, nil)
+	return p.next.RoundTrip(out.WithContext(attempt.With(ctx, a)))
 }
 
 // describe returns the facts of req — the caller's (the native client
@@ -85,7 +86,7 @@ func (p *passiveAttempt) describe(req *http.Request) (codec.RequestInfo, *http.R
 		out.ContentLength = int64(len(b))
 		req = &out
 	}
-	info, err := p.codec.Describe(body)
+	info, err := codec.DescribeRequest(p.codec, req.URL, body)
 	if err != nil {
 		// As the engine does: a body the codec cannot describe is an
 		// ordinary request, and the provider judges it.

@@ -24,7 +24,9 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/gemini"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
@@ -108,9 +110,9 @@ func (d *demo) scenario(name, narration string, cdc codec.Codec, model string, p
 		fmt.Fprintln(d.out, "  chain:", err)
 		return
 	}
-	client, _ := chain.NewClient(srv.URL, ch, chain.WithAPIKey("demo-key-not-a-secret"))
+	cl, _ := client.New(srv.URL, ch, client.WithAPIKey("demo-key-not-a-secret"))
 	ctx := context.Background()
-	comp, err := client.Complete(ctx, request(model))
+	comp, err := cl.Complete(ctx, request(model))
 	r := row{name: name, posts: srv.Count(), target: "-"}
 	if target != nil {
 		r.target = fmt.Sprint(target.Hits())
@@ -200,6 +202,18 @@ func (d *demo) run() {
 		ollama.New(), "llama3.2", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
 		recoursetest.JSON(503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`),
 		recoursetest.JSON(200, recoursetest.OllamaChat("Hello from a local model.")))
+
+	d.geminiScene(retry.Policy{MaxAttempts: 3, BaseDelay: quick})
+}
+
+// geminiScene is a Gemini 429 RESOURCE_EXHAUSTED without a Retry-After
+// header: the wait is in its body (RetryInfo.retryDelay), and the codec
+// hands it to the engine as a minimum delay (R23.2).
+func (d *demo) geminiScene(p retry.Policy) {
+	d.scenario("Gemini 429, wait in the body", "Gemini names its wait in the error body (RetryInfo.retryDelay \"1s\"), with no Retry-After header; it is a minimum all the same.",
+		gemini.New(), "gemini-2.5-flash", p, nil,
+		recoursetest.GeminiRateLimit("1s", "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"),
+		recoursetest.JSON(200, recoursetest.GeminiChat("Hello from Gemini after the wait its 429 named.")))
 }
 
 const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
@@ -224,7 +238,7 @@ func (d *demo) toolLoop() {
 	srv := recoursetest.NewServer(recoursetest.JSON(200, call), busy, busy, recoursetest.JSON(200, recoursetest.OpenAIChat("It is 12:00.")))
 	defer srv.Close()
 	ch, _ := chain.Default(openai.New())
-	client, _ := chain.NewClient(srv.URL, ch)
+	cl, _ := client.New(srv.URL, ch)
 	runs := 0
 	clock := broker.Tool{
 		Spec: chat.ToolSpec{Name: "clock", Description: "The current time.", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)},
@@ -234,7 +248,7 @@ func (d *demo) toolLoop() {
 			return "12:00", nil
 		},
 	}
-	b := broker.New(client, broker.WithModel("gpt-4o-mini"), broker.WithTools(clock), broker.WithNotices(d.notices),
+	b := broker.New(cl, broker.WithModel("gpt-4o-mini"), broker.WithTools(clock), broker.WithNotices(d.notices),
 		broker.WithPolicy(retry.Policy{MaxAttempts: 3, BaseDelay: new(20 * time.Millisecond)}))
 	history := []chat.Message{{Role: chat.User, Content: "What time is it?"}}
 	comp, err := b.Generate(context.Background(), &history)
@@ -276,8 +290,8 @@ func (d *demo) continuation() {
 	srv := recoursetest.NewServer(cut, rest)
 	defer srv.Close()
 	ch, _ := chain.Default(openai.New())
-	client, _ := chain.NewClient(srv.URL, ch)
-	b := broker.New(client, broker.WithModel("gpt-4o-mini"), broker.WithNotices(d.notices),
+	cl, _ := client.New(srv.URL, ch)
+	b := broker.New(cl, broker.WithModel("gpt-4o-mini"), broker.WithNotices(d.notices),
 		broker.WithContinuation(broker.Continuation{Max: 3}),
 		broker.WithPolicy(retry.Policy{MaxAttempts: 1, BaseDelay: new(20 * time.Millisecond)}))
 	history := []chat.Message{{Role: chat.User, Content: "What time is it?"}}
@@ -318,8 +332,8 @@ func (d *demo) backgroundResume(p retry.Policy) {
 		fmt.Fprintln(d.out, "  chain:", err)
 		return
 	}
-	client, _ := chain.NewClient(srv.URL, ch)
-	b := broker.New(client, broker.WithModel("gpt-4.1-mini"), broker.WithPolicy(p),
+	cl, _ := client.New(srv.URL, ch)
+	b := broker.New(cl, broker.WithModel("gpt-4.1-mini"), broker.WithPolicy(p),
 		broker.WithNotices(func(n broker.Notice) {
 			if n.Event == broker.EventRetry {
 				fmt.Fprintf(d.out, "\n  status: %s\n  ", broker.FormatRetry(*n.Retry))
@@ -381,11 +395,11 @@ func (d *demo) streamScenario(name, narration string, p retry.Policy, steps ...r
 		fmt.Fprintln(d.out, "  chain:", err)
 		return
 	}
-	client, _ := chain.NewClient(srv.URL, ch)
+	cl, _ := client.New(srv.URL, ch)
 	fmt.Fprint(d.out, "  ")
 	r := row{name: name, target: "-", outcome: "success"}
 	var text strings.Builder
-	for chunk, err := range client.Stream(context.Background(), request("gpt-4o-mini")) {
+	for chunk, err := range cl.Stream(context.Background(), request("gpt-4o-mini")) {
 		if err != nil {
 			var re *layer.RecoveryError
 			if errors.As(err, &re) {
@@ -421,10 +435,10 @@ func (d *demo) real() {
 		fmt.Fprintln(d.out, "  chain:", err)
 		return
 	}
-	client, _ := chain.NewClient(base, ch, chain.WithAPIKey(key))
+	cl, _ := client.New(base, ch, client.WithAPIKey(key))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	comp, err := client.Complete(ctx, request(model))
+	comp, err := cl.Complete(ctx, request(model))
 	r := row{name: "real provider", outcome: "success", target: "-"}
 	if err != nil {
 		r.outcome = "error"

@@ -1,4 +1,4 @@
-package chain
+package client
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -179,7 +180,7 @@ func streamError(err error) *layer.StreamError {
 
 // open sends a streaming request and returns its frame reader.
 func (c *Client) open(ctx context.Context, req *chat.Request) (layer.FrameReader, error) {
-	return withFallback(c, ctx, req, (*Client).openOnce)
+	return c.openWithFallback(ctx, req)
 }
 
 // openOnce opens a streaming request on the client alone.
@@ -239,7 +240,7 @@ func (p *plainFrames) NextFrame() (codec.Frame, error) {
 		}
 		if f, ok := p.dec.Next(); ok {
 			if f.Err != nil {
-				p.err = layer.FrameError(f.Err)
+				p.err = attempt.FrameError(f.Err)
 				continue
 			}
 			if f.Done {
