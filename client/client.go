@@ -48,6 +48,7 @@ type Client struct {
 	fallback []FallbackTarget // WithFallback's targets
 	rules    fallback.Rules
 	cred     func(context.Context, http.Header) error // WithCredential's function
+	err      error                                    // an option's refusal, returned by New
 }
 
 // Option configures a Client.
@@ -81,6 +82,9 @@ func New(baseURL string, ch *chain.Chain, opts ...Option) (*Client, error) {
 	c := &Client{base: base, chain: ch, codec: ch.Codec(), header: http.Header{}}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.err != nil {
+		return nil, c.err
 	}
 	return c, nil
 }

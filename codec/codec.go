@@ -132,6 +132,18 @@ type ErrorFramer interface {
 	ErrorFrame(safe string) []byte
 }
 
+// CodedErrorFramer is implemented by a codec whose in-band error frame can
+// carry a machine-readable code beside its message, as its error document
+// does (ErrorDocumenter): the recovery proxy ends a stream it cuts at its
+// own shutdown with code "shutdown", so that a client tells it from a
+// failure of the provider (R21.10). A dialect without a code field does not
+// implement it; the message then says what happened.
+type CodedErrorFramer interface {
+	// ErrorFrameCode returns one whole frame carrying code and message
+	// safe, both written as JSON strings, escaped, whatever they hold.
+	ErrorFrameCode(code, safe string) []byte
+}
+
 // ErrorDocumenter is implemented by a codec that can write an error
 // response body in its provider's dialect, the body the provider's own
 // clients parse into an error: the recovery proxy answers its own failures
@@ -220,6 +232,10 @@ var knownProviderCodes = []string{
 	"model_not_found",
 	"insufficient_quota",
 	"overloaded_error",
+	// Codes that name why a request was refused, never what it held: a
+	// fallback rule may name them (R20.2), and the caller sees them.
+	"context_length_exceeded",
+	"content_policy_violation",
 }
 
 // IsKnownProviderCode reports whether code is in KnownProviderCodes.

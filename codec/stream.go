@@ -1,6 +1,18 @@
 package codec
 
-import "github.com/recourse-dev/recourse/chat"
+import (
+	"errors"
+
+	"github.com/recourse-dev/recourse/chat"
+)
+
+// ErrNoEndMarker is the error a stream decoder's End returns (wrapped, or
+// as itself) for a stream that reached HTTP EOF after its accepted finish
+// but before its end marker, such as OpenAI's data: [DONE] (R13.3): the
+// stream may hold everything, but it cannot be told from one cut just
+// before its end. The text of a layer.RecoveryError whose failure it caused says
+// that the end marker was missing.
+var ErrNoEndMarker = errors.New("recourse: the stream ended after its finish but without its end marker")
 
 // Frame is one decoded frame of a streamed response.
 type Frame struct {

@@ -52,6 +52,9 @@ type Event struct {
 	Metrics *codec.Metrics `json:"metrics,omitempty"`
 	// Fallback is set on target_started and fallback events (R20).
 	Fallback *Fallback `json:"fallback,omitempty"`
+	// Breaker is set on a breaker event: the upstream's breaker state
+	// after the change.
+	Breaker *Breaker `json:"breaker,omitempty"`
 	// Resume is set on the events of a background stream's resume read
 	// (R19.10): the delay_scheduled and retry_started before it, and its
 	// attempt_started, attempt_failed or attempt_succeeded.

@@ -111,3 +111,10 @@ func ExampleCredentialHeaders() {
 	// Output:
 	// 1 application/json [Authorization Api-Key X-Api-Key]
 }
+
+// A fallback leaves a target at once on the stall limits of a set.
+func ExampleStallSetOf() {
+	s := layer.StallSetOf(layer.StallHeader, layer.StallFirstOutput)
+	fmt.Println(s.Has(layer.StallHeader), s.Has(layer.StallIdle), s.Has("slow"))
+	// Output: true false false
+}

@@ -173,10 +173,15 @@ const (
 	// until its upstream's shared cooldown horizon (a Retry-After another
 	// call saw).
 	EventCooldownWait EventType = "cooldown_wait"
+	// EventBreaker reports a change of an upstream's breaker (its Breaker):
+	// its resends began or ceased to be refused, or its shared cooldown
+	// was raised or ran out. It is emitted once per change, on the call
+	// that saw it, not on every call (R18.7).
+	EventBreaker EventType = "breaker"
 )
 
 // EventTypes returns every lifecycle event type of R11.1. Each call returns
 // a new slice; changing it changes nothing else.
 func EventTypes() []EventType { return slices.Clone(eventTypes) }
 
-var eventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventTelemetry, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait, EventTargetStarted, EventFallback}
+var eventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventTelemetry, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait, EventTargetStarted, EventFallback, EventBreaker}

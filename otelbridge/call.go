@@ -187,7 +187,7 @@ func (c *call) observe(ev layer.Event) {
 			c.attempt = nil
 		}
 	case layer.EventAdmissionPending, layer.EventAdmissionAllowed, layer.EventDelayScheduled, layer.EventRetryStarted,
-		layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventCooldownWait:
+		layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventCooldownWait, layer.EventBreaker:
 		c.logical.AddEvent(eventName(ev.Type), trace.WithTimestamp(now), trace.WithAttributes(eventAttributes(&ev)...))
 	case layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired,
 		layer.EventExhausted, layer.EventInterrupted, layer.EventCancelled:

@@ -59,7 +59,8 @@ type Config struct {
 	Deadline time.Duration
 	// MaxBodyBytes bounds a completion request body; zero means
 	// DefaultMaxBodyBytes, a negative value is an error. A larger body is
-	// answered 413 and nothing is sent upstream.
+	// answered 413 and nothing is sent upstream; a larger Content-Length
+	// is refused before the body is read (no 100 Continue is sent).
 	MaxBodyBytes int64
 	// StreamCommitAfter is how long a streaming client may wait without a
 	// byte before the proxy commits its 200 and writes retry notices (see
@@ -99,6 +100,12 @@ type Config struct {
 	// fall back too (fallback.Rules.Statuses), for example 404 for a model
 	// that is not found; nil means none.
 	FallbackStatuses []int
+	// FallbackRules are the fallback's further rules (fallback.Rules):
+	// the provider error codes that fall back (Codes) or never do
+	// (NeverCodes), and the stall limits after which a target is left at
+	// once (Stalls). Its Statuses are added to FallbackStatuses; its Admit
+	// is not used (Policy.Admit is asked). The zero value adds nothing.
+	FallbackRules fallback.Rules
 	// Transport is the base transport for upstream requests, for both the
 	// chain's sender and forwarded requests; nil means a private clone of
 	// http.DefaultTransport. It must not retry or follow redirects.

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/recourse-dev/recourse/codec"
@@ -26,8 +27,10 @@ func fallbackLayer(cfg *Config, cdc codec.Codec) (layer.Layer, error) {
 		}
 		targets[i] = t
 	}
-	l, err := fallback.New(fallback.Config{Codec: cdc, Targets: targets, OnEvent: cfg.Policy.OnEvent,
-		Rules: fallback.Rules{Statuses: cfg.FallbackStatuses, Admit: cfg.Policy.Admit}})
+	rules := cfg.FallbackRules
+	rules.Statuses = append(slices.Clone(cfg.FallbackStatuses), rules.Statuses...)
+	rules.Admit = cfg.Policy.Admit
+	l, err := fallback.New(fallback.Config{Codec: cdc, Targets: targets, OnEvent: cfg.Policy.OnEvent, Rules: rules})
 	if err != nil {
 		return nil, &ConfigError{Field: "Fallback", Problem: "is invalid: " + err.Error()}
 	}

@@ -25,14 +25,17 @@ import (
 const HeaderCallID = "X-Recourse-Call-Id"
 
 // ErrShutdown is the cause of the context of a request cut at shutdown,
-// after the grace period (see Serve).
+// after the grace period (see Serve). Its text is the message, and
+// "shutdown" the code, of the answer of such a request: the in-band error
+// of a stream, the error document of a request still waiting (R21.10).
 var ErrShutdown = errors.New("recourse-proxy: shutting down: the call was cut after the grace period")
 
 // Handler is the recovery proxy for one provider and one upstream. It is
 // immutable after New and safe for concurrent use.
 //
 // It logs, on the Config's Logger, one line per request (message
-// "request"; attributes kind "completion" or "forward", method, path — the
+// "request"; attributes kind "completion", "forward" or "refused" (a
+// recovered endpoint spelled otherwise, R21.8), method, path — the
 // URL path only, never the query —, status, outcome when recovery ended
 // without success, client_retry when a client retry was charged to the
 // quota, call_id, duration_ms) and one line per lifecycle event of a
@@ -59,6 +62,7 @@ type Handler struct {
 	responses   *Handler                           // the Responses API of an openai proxy, or nil
 	finals      *finals                            // nil: every request goes through (Config.RepeatWindow < 0)
 	onRetry     func(context.Context, ClientRetry) // Config.OnClientRetry
+	endpoints   []Endpoint                         // the recovered endpoints (Endpoints)
 }
 
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
@@ -95,6 +99,7 @@ func New(cfg Config) (*Handler, error) {
 		quota:       cfg.Quota,
 		log:         cfg.Logger,
 		now:         cfg.Policy.WallClock,
+		endpoints:   d.endpoints(),
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -208,6 +213,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case h.responses != nil && h.responses.routes(r):
 		h.responses.owned(w, r)
 	default:
+		if e, ok := h.misspelled(r); ok {
+			start := time.Now()
+			h.refuseMisspelled(w, r, e)
+			h.logRequest(r, requestLine{kind: "refused", status: http.StatusBadRequest, start: start})
+			return
+		}
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		h.forward.ServeHTTP(rec, r)
@@ -236,8 +247,12 @@ func (h *Handler) forwardFailed(w http.ResponseWriter, r *http.Request, err erro
 		h.writeError(w, http.StatusBadGateway, "redirect_refused", rd.Error(), "")
 		return
 	}
+	if errors.Is(context.Cause(r.Context()), ErrShutdown) {
+		h.writeError(w, http.StatusServiceUnavailable, codeShutdown, ErrShutdown.Error(), "")
+		return
+	}
 	if r.Context().Err() != nil {
-		// The client went away, or the proxy cut the request at shutdown.
+		// The client went away.
 		h.writeError(w, http.StatusServiceUnavailable, "cancelled", "recourse-proxy: the request was cancelled before the upstream answered", "")
 		return
 	}

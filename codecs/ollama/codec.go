@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/internal/evidence"
 )
 
 // endpointPath is the path of Ollama's native chat API, relative to the
@@ -81,7 +82,7 @@ func (c *Codec) Capabilities() codec.Capabilities {
 	doc := codec.CapabilityEvidence{
 		Endpoint:         "POST /api/chat",
 		DocumentationURL: "https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion",
-		InspectedOn:      "2026-10-17",
+		InspectedOn:      evidence.InspectedOn,
 	}
 	var caps codec.Capabilities
 	caps.Declare(codec.ClientAbort, codec.Unknown, doc.WithBasis(

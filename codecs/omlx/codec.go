@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/internal/evidence"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 )
 
@@ -65,6 +66,12 @@ func (c *Codec) Facts() codec.Facts { return codec.Facts{LocalInference: true} }
 // carrying safe (codec.ErrorFramer).
 func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
 
+// ErrorFrameCode returns ErrorFrame's event with a "code" member too
+// (codec.CodedErrorFramer).
+func (c *Codec) ErrorFrameCode(code, safe string) []byte {
+	return openaiwire.ErrorFrameCode(code, safe)
+}
+
 // ErrorDocument returns the OpenAI-compatible error response body
 // {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
 // and a newline (codec.ErrorDocumenter).
@@ -93,7 +100,7 @@ func (c *Codec) Capabilities() codec.Capabilities {
 	doc := codec.CapabilityEvidence{
 		Endpoint:         "POST /v1/chat/completions",
 		DocumentationURL: "https://github.com/jundot/omlx#api-compatibility",
-		InspectedOn:      "2026-10-17",
+		InspectedOn:      evidence.InspectedOn,
 	}
 	var caps codec.Capabilities
 	caps.Declare(codec.ClientAbort, codec.Unknown, doc.WithBasis(

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/internal/evidence"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 )
 
@@ -71,6 +72,13 @@ func (c *Codec) Facts() codec.Facts { return codec.Facts{} }
 // (codec.ErrorFramer): the form openai-go and go-openai turn into an error.
 func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
 
+// ErrorFrameCode returns ErrorFrame's event with a "code" member too,
+// {"error":{"message":safe,"type":"recourse_error","code":code}}
+// (codec.CodedErrorFramer).
+func (c *Codec) ErrorFrameCode(code, safe string) []byte {
+	return openaiwire.ErrorFrameCode(code, safe)
+}
+
 // ErrorDocument returns OpenAI's error response body
 // {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
 // and a newline (codec.ErrorDocumenter): openai-go and go-openai read it as
@@ -85,11 +93,10 @@ func (c *Codec) Path() string { return "/v1/chat/completions" }
 // or "" when there is none. A nil h has no request ID.
 func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
 
-// Capability evidence (R15.2), as inspected on 2026-10-17.
+// Capability evidence (R15.2), as inspected on evidence.InspectedOn.
 const (
-	capEndpoint    = "POST /v1/chat/completions"
-	capDocURL      = "https://platform.openai.com/docs/api-reference/chat/create"
-	capInspectedOn = "2026-10-17"
+	capEndpoint = "POST /v1/chat/completions"
+	capDocURL   = "https://platform.openai.com/docs/api-reference/chat/create"
 )
 
 // Capabilities returns the R15.2 declaration for POST /v1/chat/completions:
@@ -99,7 +106,7 @@ const (
 // host or proxy may differ. Every call returns new maps, so a caller may
 // modify the result.
 func (c *Codec) Capabilities() codec.Capabilities {
-	doc := codec.CapabilityEvidence{Endpoint: capEndpoint, DocumentationURL: capDocURL, InspectedOn: capInspectedOn}
+	doc := codec.CapabilityEvidence{Endpoint: capEndpoint, DocumentationURL: capDocURL, InspectedOn: evidence.InspectedOn}
 	var caps codec.Capabilities
 	caps.Declare(codec.ClientAbort, codec.Unknown, doc.WithBasis(
 		"The create reference describes request parameters and streaming but not how a client aborts; local HTTP abort alone is not provider support."))

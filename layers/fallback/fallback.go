@@ -9,8 +9,10 @@
 // it once per target; every target's run is an ordinary logical
 // completion under every rule of the contract. It falls back after the
 // outcomes exhausted, quota_exhausted and delay_ceiling, and after an
-// interruption on an HTTP status the caller names (Rules.Statuses); never
-// after semantic output, never after cancelled or deadline (R20.2, R20.3).
+// interruption on an HTTP status or a provider error code the caller names
+// (Rules.Statuses, Rules.Codes), never on a code of Rules.NeverCodes, and
+// at once on a stall limit of Rules.Stalls (R20.12); never after semantic
+// output, never after cancelled or deadline (R20.2, R20.3).
 // Before a fallback from an ambiguous failure of a local provider it asks
 // the admission hook (R20.4). A target whose shared cooldown lies beyond
 // the delay ceiling is skipped without a request (R20.5).
@@ -171,6 +173,7 @@ type Layer struct {
 	targets []target
 	primary string
 	rules   Rules
+	leave   layer.StallSet // Rules.Stalls, for every target but the last
 	onEvent func(layer.Event) error
 }
 
@@ -189,15 +192,14 @@ func New(cfg Config) (*Layer, error) {
 	if cfg.Codec == nil {
 		return nil, &ConfigError{Index: -1, Field: "Codec", Problem: "is required"}
 	}
-	for _, s := range cfg.Rules.Statuses {
-		if s < 400 || s > 599 {
-			// Only a failure answer can leave a target: a 2xx is an
-			// answer the caller gets, a 3xx is refused (R2.2).
-			return nil, &ConfigError{Index: -1, Field: "Rules.Statuses", Problem: "holds a status outside 400–599"}
-		}
+	if err := cfg.Rules.Validate(); err != nil {
+		return nil, err
 	}
 	l := &Layer{codec: cfg.Codec, primary: cfg.Primary, rules: cfg.Rules, onEvent: cfg.OnEvent}
 	l.rules.Statuses = slices.Clone(cfg.Rules.Statuses)
+	l.rules.Codes, l.rules.NeverCodes = slices.Clone(cfg.Rules.Codes), slices.Clone(cfg.Rules.NeverCodes)
+	l.rules.Stalls = slices.Clone(cfg.Rules.Stalls)
+	l.leave = layer.StallSetOf(cfg.Rules.Stalls...)
 	l.rewrite, _ = cfg.Codec.(codec.ModelRewriter)
 	for i, t := range cfg.Targets {
 		if c := t.Codec; c != nil && (c.Provider() != cfg.Codec.Provider() || c.Path() != cfg.Codec.Path()) {
@@ -289,8 +291,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	facts0, gate0, skip0 := lc.Facts, lc.Gate, lc.SkipOpenCircuit
-	defer func() { lc.Facts, lc.Gate, lc.SkipOpenCircuit = facts0, gate0, skip0 }()
+	facts0, gate0, skip0, leave0 := lc.Facts, lc.Gate, lc.SkipOpenCircuit, lc.LeaveOnStall
+	defer func() { lc.Facts, lc.Gate, lc.SkipOpenCircuit, lc.LeaveOnStall = facts0, gate0, skip0, leave0 }()
 	last := len(l.targets)
 	for i := 0; ; i++ {
 		treq, model := req, w.info.Model
@@ -309,11 +311,20 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		lc.Result = layer.CallResult{}
 		lc.SkipOpenCircuit = i < last
+		lc.LeaveOnStall = leave0
+		if i < last {
+			lc.LeaveOnStall |= l.leave
+		}
 		resp, err := t.next.RoundTrip(treq)
 		e := lc.Result.Err
 		if e == nil || (resp != nil && resp.StatusCode/100 == 2) {
 			// A success, an error outside recovery, or a body already
-			// handed over: the call is the caller's (R20.3).
+			// handed over: the call is the caller's (R20.3). A stream of a
+			// later target that fails from here on still reports every
+			// target left behind (R20.7).
+			if resp != nil && w.run != nil {
+				lc.Finish = w.run.Opened(i, lc.Result.LogicalID, lc.Finish)
+			}
 			return resp, err
 		}
 		if w.run == nil {

@@ -330,6 +330,19 @@ func TestR20_5_OpenCircuitSkippedWithoutRequest(t *testing.T) {
 		steps := fallbacks(f.rec, layer.EventFallback)
 		require.Len(t, steps, 2)
 		assert.Equal(t, layer.Fallback{From: "a", To: "b", Index: 1, Outcome: layer.OutcomeDelayCeiling, Skipped: true}, steps[1])
+		// The breaker counts the call that went straight to b (R20.13),
+		// and its cooldown was an event once, with its horizon.
+		snap := q.Breakers(time.Now())
+		require.Len(t, snap, 1, "a and b share one upstream host")
+		assert.Equal(t, int64(1), snap[0].Skipped)
+		assert.True(t, snap[0].CooldownUntil.After(time.Now()))
+		var seen int
+		for _, ev := range f.rec.Events() {
+			if ev.Type == layer.EventBreaker && ev.Breaker != nil && !ev.Breaker.CooldownUntil.IsZero() {
+				seen++
+			}
+		}
+		assert.Equal(t, 1, seen, "the cooldown is reported once, not per call")
 
 		// Once the horizon passed, a is contacted again.
 		time.Sleep(12 * time.Second)

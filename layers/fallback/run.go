@@ -92,6 +92,36 @@ func (r *Run) After(ctx context.Context, i int, e *layer.RecoveryError, ev layer
 	return true, nil, nil
 }
 
+// Opened returns, for target i whose response was handed to the caller
+// (a stream that opened), the function that completes the error its run
+// may still end with: it records the target's outcome and sets the error's
+// Targets, as After does for a target that failed before (R20.7). prev, a
+// layer.Call's earlier Finish, runs after it. For the first target, with
+// no target left behind, it returns prev.
+//
+// logicalID is the logical ID of the target's run: an error of another
+// logical completion (a *layer.Call used again) is left to prev alone.
+func (r *Run) Opened(i int, logicalID string, prev func(*layer.RecoveryError)) func(*layer.RecoveryError) {
+	if i == 0 || len(r.records) != i {
+		return prev
+	}
+	name := r.names[i]
+	left := r.records
+	return func(e *layer.RecoveryError) {
+		if logicalID != "" && e.Failure.LogicalID != "" && e.Failure.LogicalID != logicalID {
+			if prev != nil {
+				prev(e)
+			}
+			return
+		}
+		rec := layer.TargetRecord{Target: name, Outcome: e.Outcome, Failure: e.Failure, History: e.History}
+		e.Targets = append(append(make([]layer.TargetRecord, 0, len(left)+1), left...), rec)
+		if prev != nil {
+			prev(e)
+		}
+	}
+}
+
 // final sets e's Targets when the call tried more than one.
 func (r *Run) final(e *layer.RecoveryError) *layer.RecoveryError {
 	if len(r.records) > 1 {

@@ -101,6 +101,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ug := g.Bind(req.URL, c.in.info.Model, req.Header)
 		ug.Deposit()
 		c.d.Bind(ug)
+		if err := c.breaker(); err != nil {
+			c.report(nil)
+			return nil, err
+		}
 		if c.lc.SkipOpenCircuit && c.d.OpenCircuit() {
 			return c.openCircuit()
 		}
@@ -320,12 +324,19 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 		closeResp(pass)
 		return nil, err, true
 	}
+	if err := c.breaker(); err != nil {
+		closeResp(pass)
+		c.report(nil)
+		return nil, err, true
+	}
 	if f.Category == layer.CategoryCancellation {
 		closeResp(pass)
 		resp, err = c.cancelled(f)
 		return resp, err, true
 	}
-	if !f.Classification.Eligible {
+	if !f.Classification.Eligible || c.lc.LeaveOnStall.Has(f.Stall) {
+		// Not resent; a stall the caller leaves on goes, unresent, to
+		// the next fallback target (R20.12).
 		resp, err = c.finish(layer.OutcomeInterrupted, f, pass)
 		return resp, err, true
 	}
@@ -336,6 +347,9 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 		return resp, err, true
 	}
 	o, err := c.d.Resend(c.ctx, f, n, n+1, c.emit)
+	if err == nil {
+		err = c.breaker()
+	}
 	switch {
 	case err != nil:
 		closeResp(pass)
@@ -429,8 +443,35 @@ func passable(status int) bool {
 }
 
 func (c *call) report(err *layer.RecoveryError) {
+	if err != nil {
+		if bg, ok := c.d.gate.(layer.BreakerGate); ok {
+			// The upstream's breaker counts the call: skipped, its circuit
+			// open, or failed — a stream that failed after its 200 too.
+			skipped := err.Outcome == layer.OutcomeDelayCeiling && c.wire == 0 && c.lc.SkipOpenCircuit
+			bg.Ended(skipped, !skipped && err.Outcome != layer.OutcomeCancelled)
+		}
+		if c.lc.Finish != nil {
+			c.lc.Finish(err)
+		}
+	}
 	r := &c.lc.Result
 	r.LogicalID, r.WireAttempts, r.Err = c.logical, c.wire, err
+}
+
+// breaker emits a breaker event when the bound gate keeps a breaker whose
+// state changed (R20.13): once per change, on the call that saw it.
+func (c *call) breaker() error {
+	bg, ok := c.d.gate.(layer.BreakerGate)
+	if !ok {
+		return nil
+	}
+	b, changed := bg.Changed(c.d.r.wall())
+	if !changed || (c.d.r.onEvent == nil && len(c.lc.Observers()) == 0) {
+		return nil
+	}
+	ev := c.event(layer.EventBreaker)
+	ev.Breaker = &b
+	return c.send(ev)
 }
 
 // cancelled ends the call with outcome cancelled (R9). f is the failure of

@@ -175,7 +175,7 @@ func TestR3_1_NewDeciderValidates(t *testing.T) {
 		"MaxAttempts":  {MaxAttempts: retry.MaxAttemptsLimit + 1},
 		"Jitter":       {MaxAttempts: 3, Jitter: func() float64 { return 2 }},
 		"BaseDelay":    {BaseDelay: new(-time.Second)},
-		"DelayCeiling": {DelayCeiling: new(retry.MaxDuration + 1)},
+		"DelayCeiling": {DelayCeiling: new(layer.MaxDuration + 1)},
 	} {
 		var pe *layer.PolicyError
 		_, err := p.NewDecider(codec.Facts{}, max(p.MaxAttempts, 1)-1)

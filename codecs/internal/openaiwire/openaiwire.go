@@ -465,6 +465,17 @@ func ErrorFrame(safe string) []byte {
 	return append(b, `,"type":"recourse_error"}}`+"\n\n"...)
 }
 
+// ErrorFrameCode returns ErrorFrame's event with a "code" member as well:
+// data: {"error":{"message":…,"type":"recourse_error","code":…}} and a
+// blank line.
+func ErrorFrameCode(code, safe string) []byte {
+	b := []byte(`data: {"error":{"message":`)
+	b = AppendJSONString(b, safe)
+	b = append(b, `,"type":"recourse_error","code":`...)
+	b = AppendJSONString(b, code)
+	return append(b, "}}\n\n"...)
+}
+
 // ErrorDocument returns OpenAI's error response body carrying the code and
 // message safe, {"error":{"message":…,"type":"recourse_error","param":null,"code":…}}
 // and a newline: the shape openai-go and go-openai parse into an API error.

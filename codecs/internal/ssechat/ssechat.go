@@ -14,7 +14,8 @@
 // event named "error" (with or without data) is an in-band
 // *codec.ProviderError, even when [DONE] follows. EOF before acceptance is an
 // incomplete stream (End returns ErrIncomplete); that includes a [DONE] event
-// whose terminating blank line never arrived.
+// whose terminating blank line never arrived. After an accepted finish, that
+// error is also codec.ErrNoEndMarker.
 //
 // Keepalives (R14.2) carry no semantics and no Index: SSE comments (":
 // keep-alive", ": OPENROUTER PROCESSING"), events with no data or only
@@ -43,6 +44,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -57,6 +59,11 @@ import (
 // ErrIncomplete is the End error of a stream that reached HTTP EOF before
 // its terminal frame.
 var ErrIncomplete = errors.New("recourse: stream ended before its terminal frame")
+
+// errNoEndMarker is the End error of a stream that reached HTTP EOF after
+// an accepted finish but before [DONE]: it is ErrIncomplete and
+// codec.ErrNoEndMarker, so that the failure's text says what was missing.
+var errNoEndMarker = fmt.Errorf("%w: %w", ErrIncomplete, codec.ErrNoEndMarker)
 
 // Decoder is a codec.StreamDecoder for one attempt. It is not safe for
 // concurrent use.
@@ -133,6 +140,10 @@ func (d *Decoder) End() error {
 		if pe := jsonError(d.doc); pe != nil {
 			return pe
 		}
+	}
+	switch d.finish {
+	case "stop", "tool_calls", "function_call":
+		return errNoEndMarker
 	}
 	return ErrIncomplete
 }

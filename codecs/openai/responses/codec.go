@@ -101,11 +101,21 @@ func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
 // openai-go's stream reader (ssestream) fails a stream only on data that
 // has one, so the frame carries both shapes. The stream decoder reads it
 // back as a *codec.ProviderError.
-func (c *Codec) ErrorFrame(safe string) []byte {
+func (c *Codec) ErrorFrame(safe string) []byte { return c.ErrorFrameCode("recourse_error", safe) }
+
+// ErrorFrameCode returns ErrorFrame's event with code in place of
+// "recourse_error" as the event's and the error object's code
+// (codec.CodedErrorFramer).
+func (c *Codec) ErrorFrameCode(code, safe string) []byte {
 	msg := openaiwire.AppendJSONString(nil, safe)
-	b := []byte("event: error\ndata: {\"type\":\"error\",\"code\":\"recourse_error\",\"message\":")
+	cd := openaiwire.AppendJSONString(nil, code)
+	b := []byte("event: error\ndata: {\"type\":\"error\",\"code\":")
+	b = append(b, cd...)
+	b = append(b, ",\"message\":"...)
 	b = append(b, msg...)
-	b = append(b, ",\"param\":null,\"error\":{\"type\":\"recourse_error\",\"code\":\"recourse_error\",\"message\":"...)
+	b = append(b, ",\"param\":null,\"error\":{\"type\":\"recourse_error\",\"code\":"...)
+	b = append(b, cd...)
+	b = append(b, ",\"message\":"...)
 	b = append(b, msg...)
 	return append(b, "}}\n\n"...)
 }
