@@ -118,6 +118,13 @@ type Facts struct {
 	// answers (R21.6). False, the zero value, is SSE, whose ": …" lines
 	// every client skips.
 	NoStreamComments bool
+	// OverloadStatus is a status outside the standard set that the
+	// provider answers when it is overloaded (Anthropic's 529), or 0. A
+	// policy whose RetryableStatuses is the default (nil) treats it as
+	// eligible like a 503; a policy with statuses of its own decides alone
+	// (R22.1). It is an int16, which holds every HTTP status, to keep
+	// Facts (copied into every call) small.
+	OverloadStatus int16
 }
 
 // ErrorFramer is implemented by a codec whose stream format has an in-band
@@ -153,6 +160,15 @@ type ProviderError struct {
 	Code string
 	// Message is the provider's message; sensitive.
 	Message string
+	// Status is the HTTP status the provider documents for this error's
+	// type, set by a codec whose stream carries typed in-band errors
+	// (Anthropic's overloaded_error is 529, R22.2); 0 when the codec
+	// names none. An in-band error that ends a 2xx stream before any
+	// semantic output is classified as an HTTP failure of this status, so
+	// an overload is resent like the status answer it stands for; after
+	// semantic output, or with Status 0, it is a provider error object,
+	// never eligible (R4.7).
+	Status int
 }
 
 // Error returns a safe message.

@@ -10,6 +10,8 @@ const (
 	OpenAI Provider = "openai"
 	Ollama Provider = "ollama"
 	OMLX   Provider = "omlx"
+	// Anthropic is Claude's Messages API (codecs/anthropic, R22).
+	Anthropic Provider = "anthropic"
 )
 
 // Operation is the kind of completion call (R10.2).

@@ -328,6 +328,12 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 			b.tail = fr.Raw
 			c.noteCode(&f, &ev, pe.Code)
 			c.quotaHint(&f, pe.Code)
+			if pe.Status != 0 && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
+				// A typed in-band error before any output stands for the
+				// status its type names: an overload is resent like a 529
+				// (R22.2).
+				f.Category, f.HTTPStatus = layer.CategoryHTTP, pe.Status
+			}
 		}
 		ev.Response.FinishReason = fr.FinishReason
 		if fr.Completion != nil {
@@ -350,6 +356,9 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		b.err = err
 		return
 	}
+	// A resent attempt's error frame is not the call's: only the last
+	// attempt's is handed over (R22.2).
+	b.tail = nil
 	b.n, b.a, b.resp, b.readErr = c.wire, c.cur, resp, nil
 	b.atEOF, b.endErr = false, nil
 }
