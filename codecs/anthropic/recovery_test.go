@@ -233,3 +233,27 @@ func TestR22_2_ADropInStreamThatFailsEndsWithAnErrorEvent(t *testing.T) {
 	assert.NotContains(t, tail, rigtest.Prompt)
 	assert.NotContains(t, tail, rigtest.Key)
 }
+
+// TestR22_2_AResentAttemptsErrorEventIsNeverHandedOver: the first
+// attempt's in-band overload is resent; the second is cut after content.
+// The drop-in body ends with the codec's own error frame, never with the
+// first attempt's overload event, and the first attempt's failure keeps
+// what message_start said it cost.
+func TestR22_2_AResentAttemptsErrorEventIsNeverHandedOver(t *testing.T) {
+	evs := recoursetest.AnthropicEvents("Hel", "lo")
+	overload := recoursetest.AnthropicStream(append(recoursetest.AnthropicStart(), recoursetest.AnthropicErrorEvent("overloaded_error", "Overloaded"))...)
+	r := rigtest.New(t, codec(), policy(), overload, recoursetest.AnthropicStream(evs...).CutEvents(4))
+	req, err := http.NewRequest(http.MethodPost, r.Server.URL+"/v1/messages", strings.NewReader(`{"model":"m","max_tokens":5,"stream":true,"messages":[]}`))
+	require.NoError(t, err)
+	resp, err := r.HTTP.Do(req)
+	require.NoError(t, err)
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.NotContains(t, string(got), "overloaded_error")
+	assert.Contains(t, string(got), `"type":"recourse_error"`)
+	assert.Equal(t, 2, r.Server.Count())
+	f := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)[0].Failure
+	ev := layer.Inspect(f)
+	require.NotNil(t, ev.Response.Usage, "the discarded attempt's usage is kept")
+	assert.Equal(t, 12, ev.Response.Usage.InputTokens)
+}

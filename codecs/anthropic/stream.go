@@ -252,6 +252,9 @@ func (d *StreamDecoder) typed(typ string, top openaiwire.Object, f *layer.Frame)
 			pe = &layer.ProviderError{}
 		}
 		f.Err = pe
+		// What the attempt cost so far (message_start's input usage)
+		// stays in the failure's evidence, even when it is resent.
+		f.Completion = &chat.Completion{Model: d.model, ID: d.id, Usage: d.Usage()}
 	}
 	// Any other event is one the provider may add: no output (R22.4).
 	return ""
