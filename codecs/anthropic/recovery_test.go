@@ -17,10 +17,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/anthropic"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -256,4 +258,24 @@ func TestR22_2_AResentAttemptsErrorEventIsNeverHandedOver(t *testing.T) {
 	ev := layer.Inspect(f)
 	require.NotNil(t, ev.Response.Usage, "the discarded attempt's usage is kept")
 	assert.Equal(t, 12, ev.Response.Usage.InputTokens)
+}
+
+// TestR22_1_FallbackBetweenClaudeModels: a Claude model overloaded to
+// exhaustion falls back to another Claude model (chain.WithFallback); the
+// target's request names its model and nothing else changes.
+func TestR22_1_FallbackBetweenClaudeModels(t *testing.T) {
+	primary := rigtest.New(t, codec(), retry.Policy{MaxAttempts: 2, Jitter: func() float64 { return 0 }},
+		recoursetest.AnthropicOverloaded(), recoursetest.AnthropicOverloaded())
+	target := rigtest.New(t, codec(), policy(), recoursetest.JSON(200, recoursetest.AnthropicMessage("From haiku.")))
+	client, err := chain.NewClient(primary.Server.URL, primary.Chain, chain.WithHeader("x-api-key", rigtest.Key),
+		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: target.Client, Model: "claude-haiku-4-5"}))
+	require.NoError(t, err)
+	comp, err := client.Complete(context.Background(), userRequest())
+	require.NoError(t, err)
+	assert.Equal(t, "From haiku.", comp.Message.Content)
+	assert.Equal(t, 2, primary.Server.Count())
+	require.Equal(t, 1, target.Server.Count())
+	first, second := string(primary.Server.Requests()[0].Body), string(target.Server.Requests()[0].Body)
+	assert.Equal(t, strings.Replace(first, `"model":"`+recoursetest.AnthropicModel+`"`, `"model":"claude-haiku-4-5"`, 1), second)
+	assert.Equal(t, rigtest.Key, primary.Server.Requests()[0].Header.Get("x-api-key"))
 }

@@ -1,0 +1,62 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/broker"
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/anthropic"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
+)
+
+// claudeToolUse is a Messages API answer that thinks, then calls get_time.
+const claudeToolUse = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[` +
+	`{"type":"thinking","thinking":"I need the time.","signature":"SIG1"},` +
+	`{"type":"tool_use","id":"toolu_01","name":"get_time","input":{"zone":"UTC"}}],` +
+	`"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":5}}`
+
+// TestR22_3_BrokerToolLoopOverTheMessagesAPI: the broker's tool loop on
+// Claude, with a 529 before each answer: the tool runs once, its result
+// goes back as a tool_result answering the tool_use, and the thinking
+// block goes back with its signature.
+func TestR22_3_BrokerToolLoopOverTheMessagesAPI(t *testing.T) {
+	r := rigtest.New(t, anthropic.New(anthropic.WithDefaultMaxTokens(512)), retry.Policy{},
+		recoursetest.AnthropicOverloaded(), recoursetest.JSON(200, claudeToolUse),
+		recoursetest.AnthropicOverloaded(), recoursetest.JSON(200, recoursetest.AnthropicMessage("It is noon.")))
+	var runs atomic.Int32
+	tool := broker.Tool{
+		Spec: chat.ToolSpec{Name: "get_time", Parameters: json.RawMessage(`{"type":"object","properties":{"zone":{"type":"string"}}}`)},
+		Run: func(_ context.Context, args json.RawMessage) (string, error) {
+			runs.Add(1)
+			assert.JSONEq(t, `{"zone":"UTC"}`, string(args))
+			return "12:00", nil
+		},
+	}
+	b := broker.New(r.Client, broker.WithModel(recoursetest.AnthropicModel), broker.WithTools(tool),
+		broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 2, Jitter: jitter(0)})))
+	h := []chat.Message{{Role: chat.User, Content: "What time is it?"}}
+	comp, err := b.Generate(context.Background(), &h)
+	require.NoError(t, err)
+	assert.Equal(t, "It is noon.", comp.Message.Content)
+	assert.Equal(t, int32(1), runs.Load(), "the tool ran once")
+	require.Len(t, h, 4)
+	assert.Equal(t, "SIG1", h[1].ReasoningSignature)
+	assert.Equal(t, "toolu_01", h[2].ToolCallID)
+	reqs := r.Server.Requests()
+	require.Len(t, reqs, 4)
+	assert.Equal(t, reqs[0].Body, reqs[1].Body)
+	assert.Equal(t, reqs[2].Body, reqs[3].Body)
+	second := string(reqs[2].Body)
+	assert.Contains(t, second, `{"role":"assistant","content":[{"type":"thinking","thinking":"I need the time.","signature":"SIG1"},{"type":"tool_use","id":"toolu_01","name":"get_time","input":{"zone":"UTC"}}]}`)
+	assert.Contains(t, second, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":"12:00"}]}`)
+	assert.Equal(t, 1, strings.Count(second, `"tool_use_id"`))
+}
