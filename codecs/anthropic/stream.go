@@ -55,6 +55,10 @@ type StreamDecoder struct {
 	usage           *chat.Usage
 	sniffed, plain  bool
 	doc             []byte
+	// scratch unescapes the text of the fast path (fast.go); reference,
+	// set by tests only, turns that path off.
+	scratch   []byte
+	reference bool
 }
 
 var (
@@ -179,6 +183,17 @@ func (d *StreamDecoder) malformed(raw []byte, what string, err error) {
 // event decodes one SSE event into one frame.
 func (d *StreamDecoder) event(ev sse.Event) {
 	raw := ev.Raw // Push copies what it keeps
+	if !d.reference {
+		if fe, ok := fastDelta(ev, &d.scratch); ok {
+			f := layer.Frame{Raw: raw}
+			if what := d.applyDelta(fe.index, fe.typ, fe.text, &f); what != "" {
+				d.malformed(raw, what, nil)
+				return
+			}
+			d.push(f)
+			return
+		}
+	}
 	data := jsonscan.TrimSpace(ev.Data)
 	switch {
 	case len(data) == 0 && ev.Event == "error":
@@ -343,38 +358,65 @@ func (d *StreamDecoder) blockDelta(top openaiwire.Object, f *layer.Frame) string
 	if err := top.Get("index", &idx); err != nil {
 		return "content_block_delta index is not an integer"
 	}
-	b := d.blocks[idx]
-	if b == nil || b.closed {
-		return "content_block_delta for a block that is not open"
-	}
 	var delta openaiwire.Object
 	if err := top.Get("delta", &delta); err != nil || delta == nil {
+		if d.open(idx) == nil {
+			return "content_block_delta for a block that is not open"
+		}
 		return "content_block_delta delta is not an object"
 	}
-	switch delta.Str("type") {
-	case "text_delta":
-		if err := delta.Get("text", &f.Content); err != nil {
-			return "text_delta text is not a string"
+	typ := delta.Str("type")
+	field := deltaField[typ]
+	var text string
+	if field != "" {
+		if err := delta.Get(field, &text); err != nil {
+			if d.open(idx) == nil {
+				return "content_block_delta for a block that is not open"
+			}
+			return typ + " " + field + " is not a string"
 		}
-	case "thinking_delta":
-		if err := delta.Get("thinking", &f.Reasoning); err != nil {
-			return "thinking_delta thinking is not a string"
-		}
-		b.thinking.WriteString(f.Reasoning)
-	case "signature_delta":
+	}
+	if typ == "signature_delta" {
 		var sig string
 		if err := delta.Get("signature", &sig); err != nil {
 			return "signature_delta signature is not a string"
 		}
-		b.signature += sig
+		text = sig
+	}
+	return d.applyDelta(idx, typ, text, f)
+}
+
+// deltaField names the text field of each delta type that carries one.
+var deltaField = map[string]string{"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
+
+// open returns the open block of index idx, or nil.
+func (d *StreamDecoder) open(idx int) *block {
+	if b := d.blocks[idx]; b != nil && !b.closed {
+		return b
+	}
+	return nil
+}
+
+// applyDelta applies a delta of type typ carrying text (the text,
+// thinking, partial JSON or signature) to block idx, setting f's
+// evidence; it returns what makes the event malformed, or "".
+func (d *StreamDecoder) applyDelta(idx int, typ, text string, f *layer.Frame) string {
+	b := d.open(idx)
+	if b == nil {
+		return "content_block_delta for a block that is not open"
+	}
+	switch typ {
+	case "text_delta":
+		f.Content = text
+	case "thinking_delta":
+		f.Reasoning = text
+		b.thinking.WriteString(text)
+	case "signature_delta":
+		b.signature += text
 	case "input_json_delta":
-		var s string
-		if err := delta.Get("partial_json", &s); err != nil {
-			return "input_json_delta partial_json is not a string"
-		}
 		if b.typ == "tool_use" {
-			b.args.WriteString(s)
-			f.Fragments = []chat.ToolCallFragment{{Index: idx, Arguments: s}}
+			b.args.WriteString(text)
+			f.Fragments = []chat.ToolCallFragment{{Index: idx, Arguments: text}}
 		} else {
 			d.counts.ToolFragments++
 		}
