@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recourse-dev/recourse/codecs/anthropic"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -34,12 +35,12 @@ const DefaultStreamCommitAfter = 10 * time.Second
 // returns a new slice; changing it changes nothing else.
 func Providers() []string { return slices.Clone(providers) }
 
-var providers = []string{"openai", "ollama", "omlx"}
+var providers = []string{"openai", "ollama", "omlx", "anthropic"}
 
 // Config configures a Handler. The zero value is not usable: Provider and
 // Upstream are required.
 type Config struct {
-	// Provider is "openai", "ollama" or "omlx": it chooses the codec, the
+	// Provider is "openai", "ollama", "omlx" or "anthropic": it chooses the codec, the
 	// completion endpoint and the dialect of the proxy's own error bodies.
 	Provider string
 	// Upstream is the provider's root URL, for example
@@ -154,6 +155,8 @@ func dialectFor(provider string) (dialect, error) {
 		return dialect{codec: ollama.New()}, nil
 	case "omlx":
 		return dialect{codec: omlx.New()}, nil
+	case "anthropic":
+		return dialect{codec: anthropic.New()}, nil
 	}
 	return dialect{}, &ConfigError{Field: "Provider", Problem: fmt.Sprintf("is %q; want one of %s", provider, strings.Join(providers, ", "))}
 }
