@@ -60,3 +60,59 @@ func TestR22_3_BrokerToolLoopOverTheMessagesAPI(t *testing.T) {
 	assert.Contains(t, second, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":"12:00"}]}`)
 	assert.Equal(t, 1, strings.Count(second, `"tool_use_id"`))
 }
+
+func pausedTurn(text string) string {
+	return `{"id":"msg_p","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[` +
+		`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"q"}},` +
+		`{"type":"text","text":` + strconvQuote(text) + `}],"stop_reason":"pause_turn","usage":{"input_tokens":10,"output_tokens":5}}`
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestR22_7_PauseTurnIsContinuedBySendingTheContentBack: a paused turn's
+// text goes back as the last assistant message of a new request (never a
+// resend of the same bytes), and the run ends with the answer that
+// follows.
+func TestR22_7_PauseTurnIsContinuedBySendingTheContentBack(t *testing.T) {
+	r := rigtest.New(t, anthropic.New(anthropic.WithDefaultMaxTokens(512)), retry.Policy{},
+		recoursetest.JSON(200, pausedTurn("Searching. ")), recoursetest.JSON(200, recoursetest.AnthropicMessage("Found it.")))
+	b := broker.New(r.Client, broker.WithModel(recoursetest.AnthropicModel))
+	h := []chat.Message{{Role: chat.User, Content: "Look it up."}}
+	comp, err := b.Generate(context.Background(), &h)
+	require.NoError(t, err)
+	assert.Equal(t, "Found it.", comp.Message.Content)
+	require.Len(t, h, 3)
+	assert.Equal(t, chat.Message{Role: chat.Assistant, Content: "Searching. "}, h[1])
+	reqs := r.Server.Requests()
+	require.Len(t, reqs, 2)
+	assert.NotEqual(t, reqs[0].Body, reqs[1].Body, "a continuation, never a resend")
+	assert.True(t, strings.HasSuffix(string(reqs[1].Body), `{"role":"assistant","content":[{"type":"text","text":"Searching. "}]}]}`), string(reqs[1].Body))
+}
+
+// TestR22_7_PauseTurnsAreBounded: each pause is a round of
+// WithMaxToolDepth.
+func TestR22_7_PauseTurnsAreBounded(t *testing.T) {
+	r := rigtest.New(t, anthropic.New(anthropic.WithDefaultMaxTokens(512)), retry.Policy{},
+		recoursetest.JSON(200, pausedTurn("a")), recoursetest.JSON(200, pausedTurn("b")), recoursetest.JSON(200, pausedTurn("c")))
+	b := broker.New(r.Client, broker.WithModel(recoursetest.AnthropicModel), broker.WithMaxToolDepth(2))
+	h := []chat.Message{{Role: chat.User, Content: "Look it up."}}
+	_, err := b.Generate(context.Background(), &h)
+	var de *broker.ToolDepthError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, 3, r.Server.Count())
+}
+
+// TestR22_7_APausedTurnWithNothingToSendBackEndsTheRun: no text to send
+// back (only server tool blocks, which a chat.Message cannot hold): the
+// run ends with the paused completion instead of sending the same
+// conversation again.
+func TestR22_7_APausedTurnWithNothingToSendBackEndsTheRun(t *testing.T) {
+	r := rigtest.New(t, anthropic.New(anthropic.WithDefaultMaxTokens(512)), retry.Policy{},
+		recoursetest.JSON(200, pausedTurn("")), recoursetest.JSON(200, recoursetest.AnthropicMessage("unused")))
+	b := broker.New(r.Client, broker.WithModel(recoursetest.AnthropicModel))
+	h := []chat.Message{{Role: chat.User, Content: "Look it up."}}
+	comp, err := b.Generate(context.Background(), &h)
+	require.NoError(t, err)
+	assert.Equal(t, broker.FinishPauseTurn, comp.FinishReason)
+	assert.Equal(t, 1, r.Server.Count())
+}
