@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/recourse-dev/recourse/chat"
 )
@@ -150,6 +151,20 @@ type ErrorDocumenter interface {
 	// written as JSON strings, escaped, whatever they hold. A dialect
 	// without a code field leaves code out.
 	ErrorDocument(code, safe string) []byte
+}
+
+// ResetHinter is implemented by a codec whose provider says, in response
+// headers of its own, when an exhausted rate limit resets (Anthropic's
+// anthropic-ratelimit-*-reset). With retry.Policy.ProviderHints on, the
+// engine asks it about a 429 that carries no valid Retry-After or
+// millisecond hint: the reset is then a minimum delay of kind date, held
+// to the ceiling and the time left like a Retry-After date (R22.6).
+type ResetHinter interface {
+	// ResetHint returns the instant a resend of a failure with status and
+	// response headers h may succeed at, and the name of the header it
+	// came from; ok is false when the headers name none. It must be safe
+	// for concurrent use and must not keep h.
+	ResetHint(status int, h http.Header) (at time.Time, header string, ok bool)
 }
 
 // ProviderError is an error object a provider returned inside a response

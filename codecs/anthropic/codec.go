@@ -2,6 +2,8 @@ package anthropic
 
 import (
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/recourse-dev/recourse/codecs/internal/jsonmember"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
@@ -26,6 +28,7 @@ var (
 	_ layer.ErrorFramer     = (*Codec)(nil)
 	_ layer.ErrorDocumenter = (*Codec)(nil)
 	_ layer.ModelRewriter   = (*Codec)(nil)
+	_ layer.ResetHinter     = (*Codec)(nil)
 )
 
 // Option configures a [Codec] in [New]. Options are applied in order, so a
@@ -144,4 +147,35 @@ func (c *Codec) Capabilities() layer.Capabilities {
 	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, ev.WithBasis(
 		"No documented evidence ties an abort to the end of one attempt's inference."))
 	return caps
+}
+
+// rateLimits are the limits whose anthropic-ratelimit-<limit>-remaining
+// and -reset headers ResetHint reads.
+var rateLimits = [...]string{"requests", "tokens", "input-tokens", "output-tokens"}
+
+// ResetHint returns, for a 429, the latest reset of the rate limits the
+// response says are exhausted: anthropic-ratelimit-<limit>-reset (RFC
+// 3339) of each limit whose -remaining is 0, for requests, tokens,
+// input-tokens and output-tokens (layer.ResetHinter). It reports false
+// for any other status, or when no exhausted limit names a valid reset.
+// The engine reads it only with retry.Policy.ProviderHints on, and only
+// when the response has no valid retry-after (R22.6).
+func (c *Codec) ResetHint(status int, h http.Header) (at time.Time, header string, ok bool) {
+	if status != http.StatusTooManyRequests {
+		return time.Time{}, "", false
+	}
+	for _, l := range rateLimits {
+		prefix := "anthropic-ratelimit-" + l
+		if strings.TrimSpace(h.Get(prefix+"-remaining")) != "0" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, strings.TrimSpace(h.Get(prefix+"-reset")))
+		if err != nil {
+			continue
+		}
+		if !ok || t.After(at) {
+			at, header, ok = t, prefix+"-reset", true
+		}
+	}
+	return at, header, ok
 }

@@ -279,3 +279,53 @@ func TestR22_1_FallbackBetweenClaudeModels(t *testing.T) {
 	assert.Equal(t, strings.Replace(first, `"model":"`+recoursetest.AnthropicModel+`"`, `"model":"claude-haiku-4-5"`, 1), second)
 	assert.Equal(t, rigtest.Key, primary.Server.Requests()[0].Header.Get("x-api-key"))
 }
+
+// TestR22_6_RateLimitResetIsAMinimumWithProviderHints: a 429 without
+// retry-after whose tokens limit is exhausted waits until that limit's
+// reset, with ProviderHints on; without them the reset is not read.
+func TestR22_6_RateLimitResetIsAMinimumWithProviderHints(t *testing.T) {
+	limited := func() recoursetest.Step {
+		return recoursetest.JSON(429, recoursetest.AnthropicError("rate_limit_error", "slow"),
+			"anthropic-ratelimit-tokens-remaining", "0",
+			"anthropic-ratelimit-tokens-reset", rigtest.Epoch.Add(5*time.Second).Format(time.RFC3339),
+			"anthropic-ratelimit-requests-remaining", "10",
+			"anthropic-ratelimit-requests-reset", rigtest.Epoch.Add(50*time.Second).Format(time.RFC3339))
+	}
+	for _, hints := range []bool{true, false} {
+		p := policy()
+		p.ProviderHints = hints
+		r := rigtest.New(t, codec(), p, limited(), recoursetest.JSON(200, recoursetest.AnthropicMessage("ok")))
+		_, err := r.Client.Complete(context.Background(), userRequest())
+		require.NoError(t, err)
+		want := time.Duration(0)
+		if hints {
+			want = 5 * time.Second
+		}
+		assert.Equal(t, []time.Duration{want}, r.Clock.Sleeps(), "hints %v", hints)
+		f := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)[0].Failure
+		if hints {
+			assert.Equal(t, "anthropic-ratelimit-tokens-reset", f.RetryAfter.Header)
+		} else {
+			assert.False(t, f.RetryAfter.Valid())
+		}
+	}
+}
+
+func TestR22_6_ResetHintReadsOnlyExhaustedLimitsOfA429(t *testing.T) {
+	c := anthropic.New()
+	h := http.Header{}
+	h.Set("anthropic-ratelimit-input-tokens-remaining", "0")
+	h.Set("anthropic-ratelimit-input-tokens-reset", "2026-12-02T10:00:03Z")
+	h.Set("anthropic-ratelimit-output-tokens-remaining", "0")
+	h.Set("anthropic-ratelimit-output-tokens-reset", "2026-12-02T10:00:09Z")
+	h.Set("anthropic-ratelimit-requests-remaining", "0")
+	h.Set("anthropic-ratelimit-requests-reset", "tomorrow")
+	at, name, ok := c.ResetHint(429, h)
+	assert.True(t, ok)
+	assert.Equal(t, "anthropic-ratelimit-output-tokens-reset", name)
+	assert.Equal(t, time.Date(2026, 12, 2, 10, 0, 9, 0, time.UTC), at.UTC())
+	_, _, ok = c.ResetHint(529, h)
+	assert.False(t, ok)
+	_, _, ok = c.ResetHint(429, http.Header{})
+	assert.False(t, ok)
+}
