@@ -116,3 +116,57 @@ func TestR22_7_APausedTurnWithNothingToSendBackEndsTheRun(t *testing.T) {
 	assert.Equal(t, broker.FinishPauseTurn, comp.FinishReason)
 	assert.Equal(t, 1, r.Server.Count())
 }
+
+// thinkingEvents is a Claude stream that thinks "plan" (signed SIG), then
+// starts its text with "Partial " and completes it with "answer.".
+func thinkingEvents() []string {
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	return append(recoursetest.AnthropicStart(),
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`),
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"plan"}}`),
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"SIG"}}`),
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`),
+		ev("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`),
+		ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Partial "}}`),
+		ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"answer."}}`),
+		ev("content_block_stop", `{"type":"content_block_stop","index":1}`),
+		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}`),
+		ev("message_stop", `{"type":"message_stop"}`))
+}
+
+// TestR22_7_AClosedThinkingBlockIsCommittedWithItsSignature: a stream
+// cut inside its text, after the provider closed a signed thinking block,
+// is continued with that block — its text and signature — as the last
+// assistant message; the open text block is never committed.
+func TestR22_7_AClosedThinkingBlockIsCommittedWithItsSignature(t *testing.T) {
+	evs := thinkingEvents()
+	r := rigtest.New(t, anthropic.New(anthropic.WithDefaultMaxTokens(512)), retry.Policy{},
+		recoursetest.AnthropicStream(evs...).CutEvents(8), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Done.")...))
+	b := broker.New(r.Client, broker.WithModel(recoursetest.AnthropicModel), broker.WithContinuation(broker.Continuation{Max: 2}),
+		broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 1, Jitter: jitter(0)})))
+	h := []chat.Message{{Role: chat.User, Content: "Think."}}
+	_, err := drain(b.GenerateStream(context.Background(), &h))
+	require.NoError(t, err)
+	require.Len(t, h, 3)
+	assert.Equal(t, chat.Message{Role: chat.Assistant, Reasoning: "plan", ReasoningSignature: "SIG"}, h[1], "the closed block with its signature, not the open text")
+	reqs := r.Server.Requests()
+	require.Len(t, reqs, 2)
+	assert.Contains(t, string(reqs[1].Body), `{"role":"assistant","content":[{"type":"thinking","thinking":"plan","signature":"SIG"}]}],"stream":true}`)
+}
+
+// TestR22_7_AnOpenThinkingBlockIsNeverCommitted: a cut inside the thinking
+// block commits nothing; the same conversation is sent again.
+func TestR22_7_AnOpenThinkingBlockIsNeverCommitted(t *testing.T) {
+	evs := thinkingEvents()
+	r := rigtest.New(t, anthropic.New(anthropic.WithDefaultMaxTokens(512)), retry.Policy{},
+		recoursetest.AnthropicStream(evs...).CutEvents(5), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Done.")...))
+	b := broker.New(r.Client, broker.WithModel(recoursetest.AnthropicModel), broker.WithContinuation(broker.Continuation{Max: 2}),
+		broker.WithPolicy(wire(r, retry.Policy{MaxAttempts: 1, Jitter: jitter(0)})))
+	h := []chat.Message{{Role: chat.User, Content: "Think."}}
+	_, err := drain(b.GenerateStream(context.Background(), &h))
+	require.NoError(t, err)
+	require.Len(t, h, 2)
+	reqs := r.Server.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, reqs[0].Body, reqs[1].Body, "nothing was committed: a restart")
+}

@@ -218,6 +218,10 @@ type Chunk struct {
 	Content string `json:"content,omitempty"`
 	// Reasoning is reasoning text; delivered only when asked for.
 	Reasoning string `json:"reasoning,omitempty"`
+	// ReasoningSignature is the provider's signature of the reasoning
+	// block this chunk closes (Anthropic's signed thinking block), or "";
+	// delivered with reasoning only.
+	ReasoningSignature string `json:"reasoning_signature,omitempty"`
 	// ToolCallFragments are tool-call pieces; delivered only when asked for.
 	ToolCallFragments []ToolCallFragment `json:"tool_call_fragments,omitempty"`
 	// Done marks the accepted terminal chunk; Completion then holds the

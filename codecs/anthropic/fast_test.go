@@ -43,7 +43,7 @@ func sameDecoding(t *testing.T, body []byte) {
 	}
 	for i := range fast {
 		a, b := fast[i], ref[i]
-		if !reflect.DeepEqual(a.Raw, b.Raw) || a.Content != b.Content || a.Reasoning != b.Reasoning || a.Done != b.Done ||
+		if !reflect.DeepEqual(a.Raw, b.Raw) || a.Content != b.Content || a.Reasoning != b.Reasoning || a.ReasoningSignature != b.ReasoningSignature || a.Done != b.Done ||
 			!reflect.DeepEqual(a.Fragments, b.Fragments) || !reflect.DeepEqual(a.Completion, b.Completion) || (a.Err == nil) != (b.Err == nil) {
 			t.Fatalf("frame %d: fast %+v, reference %+v", i, a, b)
 		}

@@ -251,8 +251,12 @@ func (d *StreamDecoder) typed(typ string, top openaiwire.Object, f *layer.Frame)
 		if err := top.Get("index", &idx); err != nil {
 			return "content_block_stop index is not an integer"
 		}
-		if b := d.blocks[idx]; b != nil {
+		if b := d.blocks[idx]; b != nil && !b.closed {
 			b.closed = true
+			if b.typ == "thinking" {
+				// The block's text is final: its signature goes with it.
+				f.ReasoningSignature = b.signature
+			}
 		}
 	case "message_delta":
 		return d.messageDelta(top, f)

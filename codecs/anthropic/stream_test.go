@@ -127,9 +127,15 @@ func TestR22_4_ToolCallsCompleteOnlyAtTheEnd(t *testing.T) {
 	if text, sig := d.ClosedReasoning(); text != "plan" || sig != "SIG" {
 		t.Errorf("ClosedReasoning = %q, %q", text, sig)
 	}
-	frags := 0
+	frags, signed := 0, 0
 	for _, f := range frames[:len(frames)-1] {
 		frags += len(f.Fragments)
+		if f.ReasoningSignature == "SIG" {
+			signed++
+		}
+	}
+	if signed != 1 {
+		t.Errorf("%d frames carry the closed thinking block's signature, want 1 (its content_block_stop)", signed)
 	}
 	last := frames[len(frames)-1].Completion
 	if frags != 3 || last.FinishReason != "tool_calls" || len(last.Message.ToolCalls) != 1 || string(last.Message.ToolCalls[0].Arguments) != `{"a":1}` {
