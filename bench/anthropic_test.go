@@ -5,20 +5,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/anthropic"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // decoderSide returns a side that writes payload, a whole stream, to a new
-// stream decoder of codec (as the engine does for a drop-in stream: text
+// stream decoder of c (as the engine does for a drop-in stream: text
 // dropped, bytes kept) in reads of 4 KiB, takes every frame, and checks
 // that the stream ended accepted.
-func decoderSide(name string, codec layer.Codec, payload []byte) side {
+func decoderSide(name string, c codec.Codec, payload []byte) side {
 	return timed(name, func() error {
-		o := codec.NewObserver(layer.RequestInfo{Model: "m", Operation: layer.Streaming, DropText: true})
-		d := o.(layer.StreamDecoder)
+		o := c.NewObserver(codec.RequestInfo{Model: "m", Operation: codec.Streaming, DropText: true})
+		d := o.(codec.StreamDecoder)
 		done := false
 		for i := 0; i < len(payload); i += 4 << 10 {
 			d.Write(payload[i:min(len(payload), i+4<<10)])
@@ -32,7 +32,7 @@ func decoderSide(name string, codec layer.Codec, payload []byte) side {
 		if err := d.End(); err != nil || !done {
 			return errors.Join(err, errors.New("bench: the stream did not end accepted"))
 		}
-		if fr, ok := d.(layer.BufferFreer); ok {
+		if fr, ok := d.(codec.BufferFreer); ok {
 			fr.FreeBuffers()
 		}
 		return nil

@@ -3,8 +3,8 @@ package anthropic_test
 import (
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/anthropic"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func TestR22_8_CapabilitiesWithEvidence(t *testing.T) {
@@ -12,9 +12,9 @@ func TestR22_8_CapabilitiesWithEvidence(t *testing.T) {
 	if err := caps.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	want := map[layer.Capability]layer.Support{
-		layer.ClientAbort: layer.Unknown, layer.RequestCancellation: layer.Unsupported, layer.RequestStatus: layer.Unsupported,
-		layer.Idempotency: layer.Unsupported, layer.ExactAttemptTermination: layer.Unknown,
+	want := map[codec.Capability]codec.Support{
+		codec.ClientAbort: codec.Unknown, codec.RequestCancellation: codec.Unsupported, codec.RequestStatus: codec.Unsupported,
+		codec.Idempotency: codec.Unsupported, codec.ExactAttemptTermination: codec.Unknown,
 	}
 	for k, v := range want {
 		if caps.Get(k) != v {
@@ -24,18 +24,18 @@ func TestR22_8_CapabilitiesWithEvidence(t *testing.T) {
 			t.Errorf("%s evidence %+v", k, ev)
 		}
 	}
-	caps.Values[layer.ClientAbort] = layer.Supported
-	if anthropic.New().Capabilities().Get(layer.ClientAbort) != layer.Unknown {
+	caps.Values[codec.ClientAbort] = codec.Supported
+	if anthropic.New().Capabilities().Get(codec.ClientAbort) != codec.Unknown {
 		t.Error("Capabilities shares its maps")
 	}
 }
 
 func TestR22_1_FactsDeclareTheOverloadStatus(t *testing.T) {
 	f := anthropic.New().Facts()
-	if f != (layer.Facts{OverloadStatus: 529}) {
+	if f != (codec.Facts{OverloadStatus: 529}) {
 		t.Errorf("Facts = %+v", f)
 	}
-	if anthropic.New().Provider() != layer.Anthropic || anthropic.New().Path() != "/v1/messages" {
+	if anthropic.New().Provider() != codec.Anthropic || anthropic.New().Path() != "/v1/messages" {
 		t.Error("provider or path")
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonmember"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // OverloadStatus is the status Anthropic answers when its API is
@@ -23,12 +23,13 @@ type Codec struct {
 }
 
 var (
-	_ layer.Codec           = (*Codec)(nil)
-	_ layer.Checker         = (*Codec)(nil)
-	_ layer.ErrorFramer     = (*Codec)(nil)
-	_ layer.ErrorDocumenter = (*Codec)(nil)
-	_ layer.ModelRewriter   = (*Codec)(nil)
-	_ layer.ResetHinter     = (*Codec)(nil)
+	_ codec.Codec            = (*Codec)(nil)
+	_ codec.Checker          = (*Codec)(nil)
+	_ codec.ErrorFramer      = (*Codec)(nil)
+	_ codec.CodedErrorFramer = (*Codec)(nil)
+	_ codec.ErrorDocumenter  = (*Codec)(nil)
+	_ codec.ModelRewriter    = (*Codec)(nil)
+	_ codec.ResetHinter      = (*Codec)(nil)
 )
 
 // Option configures a [Codec] in [New]. Options are applied in order, so a
@@ -38,7 +39,7 @@ type Option func(*Codec)
 // WithDefaultMaxTokens makes Encode send max_tokens n for a request whose
 // Options.MaxTokens is not set. The Messages API requires max_tokens, and
 // without this option such a request is refused with a
-// *layer.UnsupportedError naming MaxTokens, so that no output bound is
+// *codec.UnsupportedError naming MaxTokens, so that no output bound is
 // chosen silently. An n that is not positive keeps the refusal.
 func WithDefaultMaxTokens(n int) Option {
 	return func(c *Codec) { c.maxTokens = max(n, 0) }
@@ -47,7 +48,7 @@ func WithDefaultMaxTokens(n int) Option {
 // WithThinkingBudget makes Encode turn extended thinking on for a request
 // whose Options.Think is true: "thinking":{"type":"enabled",
 // "budget_tokens":n}. Without it (or with an n that is not positive) Think
-// true is refused with a *layer.UnsupportedError, since the API needs a
+// true is refused with a *codec.UnsupportedError, since the API needs a
 // budget the request does not carry. Think false or unset sends nothing.
 func WithThinkingBudget(n int) Option {
 	return func(c *Codec) { c.budget = max(n, 0) }
@@ -67,13 +68,13 @@ func New(opts ...Option) *Codec {
 	return c
 }
 
-// Provider returns [layer.Anthropic].
-func (c *Codec) Provider() layer.Provider { return layer.Anthropic }
+// Provider returns [codec.Anthropic].
+func (c *Codec) Provider() codec.Provider { return codec.Anthropic }
 
 // Facts declares a hosted provider whose overload status is 529: a resend
 // needs no admission, the stream carries no telemetry, and a 529 is
 // eligible under the policy's default statuses (R22.1).
-func (c *Codec) Facts() layer.Facts { return layer.Facts{OverloadStatus: OverloadStatus} }
+func (c *Codec) Facts() codec.Facts { return codec.Facts{OverloadStatus: OverloadStatus} }
 
 // Path returns "/v1/messages", the endpoint path relative to a base URL
 // given without /v1.
@@ -84,7 +85,7 @@ func (c *Codec) Path() string { return "/v1/messages" }
 func (c *Codec) RequestID(h http.Header) string { return h.Get("Request-Id") }
 
 // WithModel returns a copy of body, a request body of POST /v1/messages,
-// whose top-level "model" member names model (layer.ModelRewriter): every
+// whose top-level "model" member names model (codec.ModelRewriter): every
 // other byte is kept, cache_control marks included. body is never
 // modified; a body that is not a JSON object is an error. A fallback
 // target of the same wire uses it (R20.1).
@@ -93,19 +94,30 @@ func (*Codec) WithModel(body []byte, model string) ([]byte, error) {
 }
 
 // ErrorFrame returns Anthropic's in-band stream error event carrying safe
-// (layer.ErrorFramer): "event: error" with data {"type":"error","error":
+// (codec.ErrorFramer): "event: error" with data {"type":"error","error":
 // {"type":"recourse_error","message":safe}}. Anthropic's SDKs turn an
 // error event into an API error. Its type names no status, so the stream
-// decoder reads it back as a *layer.ProviderError that is never resent.
-func (c *Codec) ErrorFrame(safe string) []byte {
-	b := []byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"recourse_error\",\"message\":")
+// decoder reads it back as a *codec.ProviderError that is never resent.
+func (c *Codec) ErrorFrame(safe string) []byte { return c.ErrorFrameCode("recourse_error", safe) }
+
+// ErrorFrameCode returns the in-band error event of ErrorFrame whose
+// error type is code (codec.CodedErrorFramer): the recovery proxy ends a
+// stream it cuts at its shutdown with code "shutdown" (R21.10). An empty
+// code is "recourse_error".
+func (c *Codec) ErrorFrameCode(code, safe string) []byte {
+	if code == "" {
+		code = "recourse_error"
+	}
+	b := []byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":")
+	b = openaiwire.AppendJSONString(b, code)
+	b = append(b, `,"message":`...)
 	b = openaiwire.AppendJSONString(b, safe)
 	return append(b, "}}\n\n"...)
 }
 
 // ErrorDocument returns Anthropic's error response body
 // {"type":"error","error":{"type":code,"message":safe}} and a newline
-// (layer.ErrorDocumenter): the error's type is its code, "api_error" when
+// (codec.ErrorDocumenter): the error's type is its code, "api_error" when
 // code is empty.
 func (c *Codec) ErrorDocument(code, safe string) []byte {
 	if code == "" {
@@ -133,18 +145,18 @@ const (
 // unknown, each with its evidence. The values describe Anthropic's
 // documentation; a custom host or proxy may differ. Every call returns new
 // maps, so a caller may modify the result.
-func (c *Codec) Capabilities() layer.Capabilities {
-	ev := layer.CapabilityEvidence{Endpoint: capCreate, DocumentationURL: capCreateURL, InspectedOn: capInspectedOn}
-	var caps layer.Capabilities
-	caps.Declare(layer.ClientAbort, layer.Unknown, ev.WithBasis(
+func (c *Codec) Capabilities() codec.Capabilities {
+	ev := codec.CapabilityEvidence{Endpoint: capCreate, DocumentationURL: capCreateURL, InspectedOn: capInspectedOn}
+	var caps codec.Capabilities
+	caps.Declare(codec.ClientAbort, codec.Unknown, ev.WithBasis(
 		"The streaming guide ("+capStreamURL+") documents the event stream but not what closing the connection does to generation or billing; local HTTP abort alone is not provider support."))
-	caps.Declare(layer.RequestCancellation, layer.Unsupported, ev.WithBasis(
+	caps.Declare(codec.RequestCancellation, codec.Unsupported, ev.WithBasis(
 		"No cancel endpoint is documented for a message; only message batches can be cancelled."))
-	caps.Declare(layer.RequestStatus, layer.Unsupported, ev.WithBasis(
+	caps.Declare(codec.RequestStatus, codec.Unsupported, ev.WithBasis(
 		"No retrieval of an in-flight message is documented; a message has no stored status."))
-	caps.Declare(layer.Idempotency, layer.Unsupported, ev.WithBasis(
+	caps.Declare(codec.Idempotency, codec.Unsupported, ev.WithBasis(
 		"No idempotency key is documented for this endpoint ("+capErrorsURL+" lists the request-id header for support only); none is sent."))
-	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, ev.WithBasis(
+	caps.Declare(codec.ExactAttemptTermination, codec.Unknown, ev.WithBasis(
 		"No documented evidence ties an abort to the end of one attempt's inference."))
 	return caps
 }
@@ -156,7 +168,7 @@ var rateLimits = [...]string{"requests", "tokens", "input-tokens", "output-token
 // ResetHint returns, for a 429, the latest reset of the rate limits the
 // response says are exhausted: anthropic-ratelimit-<limit>-reset (RFC
 // 3339) of each limit whose -remaining is 0, for requests, tokens,
-// input-tokens and output-tokens (layer.ResetHinter). It reports false
+// input-tokens and output-tokens (codec.ResetHinter). It reports false
 // for any other status, or when no exhausted limit names a valid reset.
 // The engine reads it only with retry.Policy.ProviderHints on, and only
 // when the response has no valid retry-after (R22.6).

@@ -6,9 +6,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // errorStatuses maps the error types of Anthropic's error documentation to
@@ -59,19 +59,19 @@ func FinishReason(stop string) string {
 // length finish, R22.4).
 func incomplete(stop string) bool { return FinishReason(stop) == finishLength }
 
-// providerError returns the *layer.ProviderError of an error document or
+// providerError returns the *codec.ProviderError of an error document or
 // event {"type":"error","error":{"type","message"}}, or nil when top is
 // not one.
-func providerError(top openaiwire.Object) *layer.ProviderError {
+func providerError(top openaiwire.Object) *codec.ProviderError {
 	var e openaiwire.Object
 	if top.Get("error", &e) != nil || e == nil {
 		if top.Str("type") == "error" {
-			return &layer.ProviderError{}
+			return &codec.ProviderError{}
 		}
 		return nil
 	}
 	typ := e.Str("type")
-	return &layer.ProviderError{Code: typ, Message: e.Str("message"), Status: errorStatuses[typ]}
+	return &codec.ProviderError{Code: typ, Message: e.Str("message"), Status: errorStatuses[typ]}
 }
 
 // ErrorCode returns the error type of an error body
@@ -87,7 +87,7 @@ func (c *Codec) ErrorCode(body []byte) string {
 	return ""
 }
 
-// Check returns exactly the error Decode returns for body (layer.Checker).
+// Check returns exactly the error Decode returns for body (codec.Checker).
 func (c *Codec) Check(body []byte) error {
 	_, err := c.Decode(body)
 	return err
@@ -108,8 +108,8 @@ type message struct {
 // signature of a single thinking block), its tool_use blocks the tool
 // calls with their input as arguments; model, ID, usage (input tokens
 // counting cache reads and writes) and the finish reason of
-// [FinishReason]. An error document is a *layer.ProviderError; anything
-// else that is not a message a *layer.ProtocolError.
+// [FinishReason]. An error document is a *codec.ProviderError; anything
+// else that is not a message a *codec.ProtocolError.
 func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	if !utf8.Valid(body) {
 		return nil, openaiwire.ProtocolError("response is not valid UTF-8", nil)

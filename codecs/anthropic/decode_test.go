@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/anthropic"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func TestR22_5_DecodeReadsBlocksStopReasonAndUsage(t *testing.T) {
@@ -55,7 +55,7 @@ func TestR22_5_ErrorBodyAndRequestID(t *testing.T) {
 		t.Errorf("ErrorCode = %q", got)
 	}
 	_, err := c.Decode(body)
-	var pe *layer.ProviderError
+	var pe *codec.ProviderError
 	if !errors.As(err, &pe) || pe.Code != "overloaded_error" || pe.Message != "Overloaded" || pe.Status != 529 {
 		t.Errorf("Decode error = %#v", err)
 	}
@@ -81,7 +81,7 @@ func TestR22_5_DecodeRefusesWhatIsNotAMessage(t *testing.T) {
 		`{"type":"message","content":[],"stop_reason":"end_turn","usage":{"input_tokens":-1}}`,
 	} {
 		_, err := anthropic.New().Decode([]byte(body))
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		if !errors.As(err, &pe) {
 			t.Errorf("Decode(%s) = %v, want a *ProtocolError", body, err)
 		}
@@ -100,9 +100,12 @@ func TestR22_9_ErrorFrameAndDocumentAreAnthropicShapes(t *testing.T) {
 	if string(fr) != "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"recourse_error\",\"message\":\"recourse: not retried\"}}\n\n" {
 		t.Errorf("ErrorFrame = %q", fr)
 	}
+	if got := string(c.ErrorFrameCode("shutdown", "bye")); got != "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"shutdown\",\"message\":\"bye\"}}\n\n" {
+		t.Errorf("ErrorFrameCode = %q", got)
+	}
 	frames, _, _ := decode(t, ev("message_start", msgStart)+string(fr), 0)
 	last := frames[len(frames)-1]
-	var pe *layer.ProviderError
+	var pe *codec.ProviderError
 	if !errors.As(last.Err, &pe) || pe.Code != "recourse_error" || pe.Status != 0 {
 		t.Errorf("the frame reads back as %#v, want a provider error that names no status", last.Err)
 	}

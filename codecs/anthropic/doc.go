@@ -15,13 +15,13 @@
 //   - message_stop after a stop reason is the accepted end; a max_tokens
 //     or model_context_window_exceeded stop reason is the length finish;
 //     EOF without message_stop is an incomplete stream;
-//   - an error event is a *layer.ProviderError whose Status is the one its
+//   - an error event is a *codec.ProviderError whose Status is the one its
 //     type names (overloaded_error 529, rate_limit_error 429, api_error
 //     500): before any content block the engine treats it as that status,
 //     so an overload is resent like a 529.
 //
 // The codec declares the 529 overload status as a fact of the provider
-// (layer.Facts.OverloadStatus), eligible under the policy's default
+// (codec.Facts.OverloadStatus), eligible under the policy's default
 // statuses. Its in-band error frame and error document are Anthropic's
 // shapes, so the provider's own SDKs report a failed recovery as an error.
 //

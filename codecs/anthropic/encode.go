@@ -7,13 +7,13 @@ import (
 	"strconv"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/codecs/internal/request"
-	"github.com/recourse-dev/recourse/layer"
 )
 
-var errs = request.Errors{Provider: layer.Anthropic}
+var errs = request.Errors{Provider: codec.Anthropic}
 
 // wireRequest is the request body of POST /v1/messages, members in the
 // order they are written.
@@ -96,7 +96,7 @@ var emptyObject = json.RawMessage(`{}`)
 // [WithDefaultMaxTokens]); Temperature, TopP, TopK, Stop, tools and Think
 // (see [WithThinkingBudget]) are sent; Seed, ContextLength,
 // ReasoningEffort, KeepAlive, JSONMode and Schema have no field on this
-// endpoint and are each a *layer.UnsupportedError. Other errors name the
+// endpoint and are each a *codec.UnsupportedError. Other errors name the
 // offending part by index, never by value.
 func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 	if err := errs.Check(req); err != nil {
@@ -296,27 +296,27 @@ func isObject(raw []byte) bool {
 // streaming when "stream" is true, structured when it asks for an output
 // format ("output_format", or "output_config" with a "format"), ordinary
 // otherwise. A body that is not a JSON object, or whose model or stream
-// has the wrong type, is a *layer.ProtocolError.
-func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
+// has the wrong type, is a *codec.ProtocolError.
+func (c *Codec) Describe(body []byte) (codec.RequestInfo, error) {
 	o, err := openaiwire.ParseObject(body, "request")
 	if err != nil {
-		return layer.RequestInfo{}, err
+		return codec.RequestInfo{}, err
 	}
 	if o == nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request is not a JSON object", nil)
+		return codec.RequestInfo{}, openaiwire.ProtocolError("request is not a JSON object", nil)
 	}
 	model, stream, err := openaiwire.RequestHead(o)
 	if err != nil {
-		return layer.RequestInfo{}, err
+		return codec.RequestInfo{}, err
 	}
-	info := layer.RequestInfo{Model: model, Operation: layer.Ordinary}
+	info := codec.RequestInfo{Model: model, Operation: codec.Ordinary}
 	var cfg openaiwire.Object
 	_ = o.Get("output_config", &cfg) // not an object: no format
 	switch {
 	case stream:
-		info.Operation = layer.Streaming
+		info.Operation = codec.Streaming
 	case o.Has("output_format") || cfg.Has("format"):
-		info.Operation = layer.Structured
+		info.Operation = codec.Structured
 	}
 	return info, nil
 }

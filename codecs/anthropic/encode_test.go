@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/anthropic"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -49,7 +49,7 @@ func TestR22_3_EncodeIsExact(t *testing.T) {
 		t.Errorf("Encode:\n got %s\nwant %s", got, want)
 	}
 	info, err := anthropic.New().Describe(got)
-	if err != nil || info.Model != "claude-m" || info.Operation != layer.Streaming {
+	if err != nil || info.Model != "claude-m" || info.Operation != codec.Streaming {
 		t.Errorf("Describe = %+v, %v", info, err)
 	}
 }
@@ -57,8 +57,8 @@ func TestR22_3_EncodeIsExact(t *testing.T) {
 func TestR22_3_MaxTokensIsRequiredUnlessADefaultIsGiven(t *testing.T) {
 	req := &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "x"}}}
 	_, err := anthropic.New().Encode(req)
-	var ue *layer.UnsupportedError
-	if !errors.As(err, &ue) || ue.Provider != layer.Anthropic {
+	var ue *codec.UnsupportedError
+	if !errors.As(err, &ue) || ue.Provider != codec.Anthropic {
 		t.Fatalf("Encode without MaxTokens = %v, want an *UnsupportedError", err)
 	}
 	body, err := anthropic.New(anthropic.WithDefaultMaxTokens(77)).Encode(req)
@@ -78,13 +78,13 @@ func TestR22_3_UnsupportedControlsAreRefused(t *testing.T) {
 	} {
 		o.MaxTokens = ptr(10)
 		_, err := anthropic.New().Encode(&chat.Request{Model: "m", Options: o, Messages: []chat.Message{{Role: chat.User, Content: "x"}}})
-		var ue *layer.UnsupportedError
+		var ue *codec.UnsupportedError
 		if !errors.As(err, &ue) {
 			t.Errorf("%s: Encode = %v, want an *UnsupportedError", name, err)
 		}
 	}
 	_, err := anthropic.New().Encode(&chat.Request{Model: "m", Schema: &chat.Schema{Schema: json.RawMessage(`{}`)}, Options: chat.Options{MaxTokens: ptr(1)}, Messages: []chat.Message{{Role: chat.User, Content: "x"}}})
-	var ue *layer.UnsupportedError
+	var ue *codec.UnsupportedError
 	if !errors.As(err, &ue) {
 		t.Errorf("Schema: Encode = %v, want an *UnsupportedError", err)
 	}
@@ -121,11 +121,11 @@ func containsCanary(s string) bool {
 
 func TestR22_3_DescribeReadsTheOperation(t *testing.T) {
 	c := anthropic.New()
-	for body, want := range map[string]layer.Operation{
-		`{"model":"m","max_tokens":1,"messages":[]}`:                                                layer.Ordinary,
-		`{"model":"m","stream":true,"messages":[],"cache_control":{"type":"ephemeral"}}`:            layer.Streaming,
-		`{"model":"m","output_format":{"type":"json_schema","schema":{}},"messages":[]}`:            layer.Structured,
-		`{"model":"m","output_config":{"format":{"type":"json_schema","schema":{}}},"messages":[]}`: layer.Structured,
+	for body, want := range map[string]codec.Operation{
+		`{"model":"m","max_tokens":1,"messages":[]}`:                                                codec.Ordinary,
+		`{"model":"m","stream":true,"messages":[],"cache_control":{"type":"ephemeral"}}`:            codec.Streaming,
+		`{"model":"m","output_format":{"type":"json_schema","schema":{}},"messages":[]}`:            codec.Structured,
+		`{"model":"m","output_config":{"format":{"type":"json_schema","schema":{}}},"messages":[]}`: codec.Structured,
 	} {
 		info, err := c.Describe([]byte(body))
 		if err != nil || info.Operation != want || info.Model != "m" {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/anthropic"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func ExampleNew() {
@@ -23,12 +23,12 @@ func ExampleNew() {
 }
 
 func ExampleNewStreamDecoder() {
-	d := anthropic.NewStreamDecoder(layer.RequestInfo{Model: "claude-sonnet-4-5", Operation: layer.Streaming})
+	d := anthropic.NewStreamDecoder(codec.RequestInfo{Model: "claude-sonnet-4-5", Operation: codec.Streaming})
 	d.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":12}}}\n\n"))
 	fmt.Println("after message_start, output:", d.Observed().Any())
 	d.Write([]byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"))
 	for f, ok := d.Next(); ok; f, ok = d.Next() {
-		var pe *layer.ProviderError
+		var pe *codec.ProviderError
 		if errors.As(f.Err, &pe) {
 			fmt.Println("in-band", pe.Code, "stands for", pe.Status)
 		}

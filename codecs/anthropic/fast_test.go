@@ -6,16 +6,16 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // decodeBoth decodes body with the fast path on and off and returns both
 // runs' frames, counts and End errors.
-func decodeBoth(body []byte, step int) (fast, ref []layer.Frame, fc, rc layer.Counts, fe, re error) {
-	run := func(reference bool) ([]layer.Frame, layer.Counts, error) {
-		d := NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming})
+func decodeBoth(body []byte, step int) (fast, ref []codec.Frame, fc, rc codec.Counts, fe, re error) {
+	run := func(reference bool) ([]codec.Frame, codec.Counts, error) {
+		d := NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming})
 		d.reference = reference
-		var out []layer.Frame
+		var out []codec.Frame
 		for i := 0; i < len(body); i += step {
 			d.Write(body[i:min(len(body), i+step)])
 			for f, ok := d.Next(); ok; f, ok = d.Next() {

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/anthropic"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // seeds adds every file of testdata/seeds matching pattern to f.
@@ -27,8 +27,8 @@ func seeds(f *testing.F, pattern string) {
 }
 
 // FuzzDecode checks that Decode never panics, returns exactly one of a
-// completion and an error, only *layer.ProviderError or
-// *layer.ProtocolError, accepts only JSON objects, agrees with ErrorCode,
+// completion and an error, only *codec.ProviderError or
+// *codec.ProtocolError, accepts only JSON objects, agrees with ErrorCode,
 // returns arguments that are JSON, and never returns more text than its
 // observer counted (R13.2). Seeds: testdata/seeds/*.json.
 func FuzzDecode(f *testing.F) {
@@ -40,8 +40,8 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode returned %v and %v", comp, err)
 		}
 		if err != nil {
-			var pv *layer.ProviderError
-			var pr *layer.ProtocolError
+			var pv *codec.ProviderError
+			var pr *codec.ProtocolError
 			if !errors.As(err, &pv) && !errors.As(err, &pr) {
 				t.Fatalf("Decode error %T", err)
 			}
@@ -62,7 +62,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("arguments %q are not JSON", tc.Arguments)
 			}
 		}
-		o := c.NewObserver(layer.RequestInfo{Operation: layer.Ordinary})
+		o := c.NewObserver(codec.RequestInfo{Operation: codec.Ordinary})
 		o.Write(body)
 		got := o.Observed()
 		if got.ContentBytes < int64(len(comp.Message.Content)) || got.ReasoningBytes < int64(len(comp.Message.Reasoning)) {
@@ -80,10 +80,10 @@ func FuzzDecode(f *testing.F) {
 func FuzzStreamDecoder(f *testing.F) {
 	seeds(f, "*.sse")
 	f.Fuzz(func(t *testing.T, body []byte) {
-		run := func(step int) ([]layer.Frame, layer.Counts, error) {
-			d := anthropic.NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming})
-			var out []layer.Frame
-			var prev layer.Counts
+		run := func(step int) ([]codec.Frame, codec.Counts, error) {
+			d := anthropic.NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming})
+			var out []codec.Frame
+			var prev codec.Counts
 			for i := 0; i < len(body); i += step {
 				d.Write(body[i:min(len(body), i+step)])
 				now := d.Observed()

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/anthropic"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // ev is one SSE event of the Messages API stream, as Anthropic writes it.
@@ -39,10 +39,10 @@ func textStream() string {
 
 // decode writes s to a new stream decoder in chunks of n bytes (the whole
 // at once when n is 0) and returns its frames and End's error.
-func decode(t *testing.T, s string, n int) ([]layer.Frame, *anthropic.StreamDecoder, error) {
+func decode(t *testing.T, s string, n int) ([]codec.Frame, *anthropic.StreamDecoder, error) {
 	t.Helper()
-	d := anthropic.NewStreamDecoder(layer.RequestInfo{Model: "claude-m", Operation: layer.Streaming})
-	var out []layer.Frame
+	d := anthropic.NewStreamDecoder(codec.RequestInfo{Model: "claude-m", Operation: codec.Streaming})
+	var out []codec.Frame
 	take := func() {
 		for f, ok := d.Next(); ok; f, ok = d.Next() {
 			out = append(out, f)

@@ -1,9 +1,9 @@
 package anthropic
 
 import (
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // unaryRules are the evidence paths of a message: the text of text blocks
@@ -21,8 +21,8 @@ var unaryRules = jsonscan.Compile(&jsonscan.Rules{
 // after JSON unescaping; tool_use blocks count nothing (a cut ordinary
 // body is never resent whatever it holds, R4.6). NewObserver is safe for
 // concurrent use; each returned Observer is used by one attempt and is not.
-func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
-	if info.Operation == layer.Streaming {
+func (c *Codec) NewObserver(info codec.RequestInfo) codec.Observer {
+	if info.Operation == codec.Streaming {
 		return NewStreamDecoder(info)
 	}
 	return bodyscan.New(unaryRules)

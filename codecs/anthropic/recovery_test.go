@@ -29,7 +29,7 @@ import (
 
 func policy() retry.Policy { return retry.Policy{MaxAttempts: 3, Jitter: func() float64 { return 0 }} }
 
-func codec() *anthropic.Codec { return anthropic.New(anthropic.WithDefaultMaxTokens(256)) }
+func claudeCodec() *anthropic.Codec { return anthropic.New(anthropic.WithDefaultMaxTokens(256)) }
 
 func userRequest() *chat.Request {
 	return &chat.Request{Model: recoursetest.AnthropicModel, Messages: []chat.Message{{Role: chat.User, Content: rigtest.Prompt}}}
@@ -57,7 +57,7 @@ func noCanary(t *testing.T, r *rigtest.Rig, err error) {
 
 func TestR22_1_529IsResentByDefault(t *testing.T) {
 	t.Run("complete", func(t *testing.T) {
-		r := rigtest.New(t, codec(), policy(), recoursetest.AnthropicOverloaded(), recoursetest.JSON(200, recoursetest.AnthropicMessage("Hello.")))
+		r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicOverloaded(), recoursetest.JSON(200, recoursetest.AnthropicMessage("Hello.")))
 		comp, err := r.Client.Complete(context.Background(), userRequest())
 		require.NoError(t, err)
 		assert.Equal(t, "Hello.", comp.Message.Content)
@@ -70,7 +70,7 @@ func TestR22_1_529IsResentByDefault(t *testing.T) {
 		noCanary(t, r, err)
 	})
 	t.Run("stream", func(t *testing.T) {
-		r := rigtest.New(t, codec(), policy(), recoursetest.AnthropicOverloaded(), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Hel", "lo")...))
+		r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicOverloaded(), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Hel", "lo")...))
 		text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		require.NoError(t, err)
 		assert.Equal(t, "Hello", text)
@@ -82,7 +82,7 @@ func TestR22_1_529IsResentByDefault(t *testing.T) {
 func TestR22_1_APolicyWithItsOwnStatusesDecidesAlone(t *testing.T) {
 	p := policy()
 	p.RetryableStatuses = []int{503}
-	r := rigtest.New(t, codec(), p, recoursetest.AnthropicOverloaded(), recoursetest.JSON(200, recoursetest.AnthropicMessage("Hello.")))
+	r := rigtest.New(t, claudeCodec(), p, recoursetest.AnthropicOverloaded(), recoursetest.JSON(200, recoursetest.AnthropicMessage("Hello.")))
 	_, err := r.Client.Complete(context.Background(), userRequest())
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -93,7 +93,7 @@ func TestR22_1_APolicyWithItsOwnStatusesDecidesAlone(t *testing.T) {
 
 func TestR22_2_AnOverloadEventBeforeContentIsResentLikeA529(t *testing.T) {
 	overload := recoursetest.AnthropicStream(append(recoursetest.AnthropicStart(), recoursetest.AnthropicErrorEvent("overloaded_error", "Overloaded"))...)
-	r := rigtest.New(t, codec(), policy(), overload, recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Hel", "lo")...))
+	r := rigtest.New(t, claudeCodec(), policy(), overload, recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Hel", "lo")...))
 	text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	require.NoError(t, err)
 	assert.Equal(t, "Hello", text)
@@ -120,7 +120,7 @@ func TestR22_2_ErrorEventTypesStandForTheirStatuses(t *testing.T) {
 	} {
 		t.Run(typ, func(t *testing.T) {
 			first := recoursetest.AnthropicStream(append(recoursetest.AnthropicStart(), recoursetest.AnthropicErrorEvent(typ, "x"))...)
-			r := rigtest.New(t, codec(), policy(), first, recoursetest.AnthropicStream(recoursetest.AnthropicEvents("ok")...))
+			r := rigtest.New(t, claudeCodec(), policy(), first, recoursetest.AnthropicStream(recoursetest.AnthropicEvents("ok")...))
 			_, _, _ = rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 			assert.Equal(t, want.sends, r.Server.Count())
 			f := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)[0].Failure
@@ -137,7 +137,7 @@ func TestR22_2_ErrorEventTypesStandForTheirStatuses(t *testing.T) {
 func TestR22_2_AnErrorEventAfterAContentBlockIsNeverResent(t *testing.T) {
 	evs := recoursetest.AnthropicEvents("Hel", "lo")
 	broken := recoursetest.AnthropicStream(append(evs[:4:4], recoursetest.AnthropicErrorEvent("overloaded_error", "Overloaded"))...)
-	r := rigtest.New(t, codec(), policy(), broken, recoursetest.AnthropicStream(evs...))
+	r := rigtest.New(t, claudeCodec(), policy(), broken, recoursetest.AnthropicStream(evs...))
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -147,7 +147,7 @@ func TestR22_2_AnErrorEventAfterAContentBlockIsNeverResent(t *testing.T) {
 
 func TestR22_4_ACutAfterMessageStartIsResent(t *testing.T) {
 	evs := recoursetest.AnthropicEvents("Hel", "lo")
-	r := rigtest.New(t, codec(), policy(), recoursetest.AnthropicStream(evs...).CutEvents(2), recoursetest.AnthropicStream(evs...))
+	r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicStream(evs...).CutEvents(2), recoursetest.AnthropicStream(evs...))
 	text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	require.NoError(t, err)
 	assert.Equal(t, "Hello", text)
@@ -156,7 +156,7 @@ func TestR22_4_ACutAfterMessageStartIsResent(t *testing.T) {
 
 func TestR22_4_ACutAfterAServerToolUseIsInterrupted(t *testing.T) {
 	evs := append(recoursetest.AnthropicStart(), recoursetest.AnthropicServerToolUse(0))
-	r := rigtest.New(t, codec(), policy(), recoursetest.AnthropicStream(evs...).CutEvents(3), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("x")...))
+	r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicStream(evs...).CutEvents(3), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("x")...))
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -166,7 +166,7 @@ func TestR22_4_ACutAfterAServerToolUseIsInterrupted(t *testing.T) {
 
 func TestR22_4_EOFWithoutMessageStopIsNeverASuccess(t *testing.T) {
 	evs := recoursetest.AnthropicEvents("Hi")
-	r := rigtest.New(t, codec(), policy(), recoursetest.AnthropicStream(evs[:len(evs)-1]...))
+	r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicStream(evs[:len(evs)-1]...))
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -175,7 +175,7 @@ func TestR22_4_EOFWithoutMessageStopIsNeverASuccess(t *testing.T) {
 
 func TestR22_6_RetryAfterIsAMinimum(t *testing.T) {
 	limited := recoursetest.JSON(429, recoursetest.AnthropicError("rate_limit_error", "slow"), "retry-after", "3")
-	r := rigtest.New(t, codec(), policy(), limited, recoursetest.JSON(200, recoursetest.AnthropicMessage("ok")))
+	r := rigtest.New(t, claudeCodec(), policy(), limited, recoursetest.JSON(200, recoursetest.AnthropicMessage("ok")))
 	_, err := r.Client.Complete(context.Background(), userRequest())
 	require.NoError(t, err)
 	assert.Equal(t, []time.Duration{3 * time.Second}, r.Clock.Sleeps())
@@ -184,7 +184,7 @@ func TestR22_6_RetryAfterIsAMinimum(t *testing.T) {
 func TestR22_6_ShouldRetryFalseIsHonouredWithProviderHints(t *testing.T) {
 	p := policy()
 	p.ProviderHints = true
-	r := rigtest.New(t, codec(), p, recoursetest.AnthropicOverloaded().WithHeader("x-should-retry", "false"), recoursetest.JSON(200, recoursetest.AnthropicMessage("ok")))
+	r := rigtest.New(t, claudeCodec(), p, recoursetest.AnthropicOverloaded().WithHeader("x-should-retry", "false"), recoursetest.JSON(200, recoursetest.AnthropicMessage("ok")))
 	_, err := r.Client.Complete(context.Background(), userRequest())
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, layer.ReasonProviderNoRetry, re.Failure.Classification.Reason)
@@ -196,7 +196,7 @@ func TestR22_6_ShouldRetryFalseIsHonouredWithProviderHints(t *testing.T) {
 // client's x-api-key with it.
 func TestR22_1_DropInResendIsByteExact(t *testing.T) {
 	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"system":[{"type":"text","text":"long","cache_control":{"type":"ephemeral"}}],"metadata":{"user_id":"u"},"tool_choice":{"type":"auto"},"messages":[{"role":"user","content":"hi"}],"stream":true}`
-	r := rigtest.New(t, codec(), policy(), recoursetest.AnthropicOverloaded(), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Hel", "lo")...))
+	r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicOverloaded(), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Hel", "lo")...))
 	req, err := http.NewRequest(http.MethodPost, r.Server.URL+"/v1/messages", strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("x-api-key", rigtest.Key)
@@ -220,7 +220,7 @@ func TestR22_1_DropInResendIsByteExact(t *testing.T) {
 // carrying only the safe text, so an SDK that reads events fails.
 func TestR22_2_ADropInStreamThatFailsEndsWithAnErrorEvent(t *testing.T) {
 	evs := recoursetest.AnthropicEvents("Hel", "lo")
-	r := rigtest.New(t, codec(), policy(), recoursetest.AnthropicStream(evs...).CutEvents(4))
+	r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicStream(evs...).CutEvents(4))
 	req, err := http.NewRequest(http.MethodPost, r.Server.URL+"/v1/messages", strings.NewReader(`{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"`+rigtest.Prompt+`"}]}`))
 	require.NoError(t, err)
 	req.Header.Set("x-api-key", rigtest.Key)
@@ -244,7 +244,7 @@ func TestR22_2_ADropInStreamThatFailsEndsWithAnErrorEvent(t *testing.T) {
 func TestR22_2_AResentAttemptsErrorEventIsNeverHandedOver(t *testing.T) {
 	evs := recoursetest.AnthropicEvents("Hel", "lo")
 	overload := recoursetest.AnthropicStream(append(recoursetest.AnthropicStart(), recoursetest.AnthropicErrorEvent("overloaded_error", "Overloaded"))...)
-	r := rigtest.New(t, codec(), policy(), overload, recoursetest.AnthropicStream(evs...).CutEvents(4))
+	r := rigtest.New(t, claudeCodec(), policy(), overload, recoursetest.AnthropicStream(evs...).CutEvents(4))
 	req, err := http.NewRequest(http.MethodPost, r.Server.URL+"/v1/messages", strings.NewReader(`{"model":"m","max_tokens":5,"stream":true,"messages":[]}`))
 	require.NoError(t, err)
 	resp, err := r.HTTP.Do(req)
@@ -264,9 +264,9 @@ func TestR22_2_AResentAttemptsErrorEventIsNeverHandedOver(t *testing.T) {
 // exhaustion falls back to another Claude model (chain.WithFallback); the
 // target's request names its model and nothing else changes.
 func TestR22_1_FallbackBetweenClaudeModels(t *testing.T) {
-	primary := rigtest.New(t, codec(), retry.Policy{MaxAttempts: 2, Jitter: func() float64 { return 0 }},
+	primary := rigtest.New(t, claudeCodec(), retry.Policy{MaxAttempts: 2, Jitter: func() float64 { return 0 }},
 		recoursetest.AnthropicOverloaded(), recoursetest.AnthropicOverloaded())
-	target := rigtest.New(t, codec(), policy(), recoursetest.JSON(200, recoursetest.AnthropicMessage("From haiku.")))
+	target := rigtest.New(t, claudeCodec(), policy(), recoursetest.JSON(200, recoursetest.AnthropicMessage("From haiku.")))
 	client, err := chain.NewClient(primary.Server.URL, primary.Chain, chain.WithHeader("x-api-key", rigtest.Key),
 		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: target.Client, Model: "claude-haiku-4-5"}))
 	require.NoError(t, err)
@@ -294,7 +294,7 @@ func TestR22_6_RateLimitResetIsAMinimumWithProviderHints(t *testing.T) {
 	for _, hints := range []bool{true, false} {
 		p := policy()
 		p.ProviderHints = hints
-		r := rigtest.New(t, codec(), p, limited(), recoursetest.JSON(200, recoursetest.AnthropicMessage("ok")))
+		r := rigtest.New(t, claudeCodec(), p, limited(), recoursetest.JSON(200, recoursetest.AnthropicMessage("ok")))
 		_, err := r.Client.Complete(context.Background(), userRequest())
 		require.NoError(t, err)
 		want := time.Duration(0)

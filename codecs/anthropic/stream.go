@@ -8,11 +8,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/frames"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/codecs/internal/sse"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // ErrIncomplete is the End error of a stream that reached HTTP EOF before
@@ -33,19 +33,19 @@ type block struct {
 	closed    bool
 }
 
-// StreamDecoder is the layer.StreamDecoder of one attempt of a streamed
+// StreamDecoder is the codec.StreamDecoder of one attempt of a streamed
 // Messages API request: it frames the SSE stream and queues one
-// layer.Frame per event (R22.4). message_start, ping and unknown events
+// codec.Frame per event (R22.4). message_start, ping and unknown events
 // carry no output; any content_block_start or content_block_delta does; a
 // message_stop after a stop reason is the accepted end; a max_tokens or
 // model_context_window_exceeded stop reason ends the stream at once as a
-// length finish; an error event is a *layer.ProviderError whose Status is
+// length finish; an error event is a *codec.ProviderError whose Status is
 // the one its type names. A StreamDecoder is used by one attempt and is
 // not safe for concurrent use; the Attempt serializes access to it.
 type StreamDecoder struct {
 	framer *sse.Framer
 	q      frames.Queue
-	counts layer.Counts
+	counts codec.Counts
 
 	discardText     bool
 	content, reason strings.Builder
@@ -62,22 +62,22 @@ type StreamDecoder struct {
 }
 
 var (
-	_ layer.StreamDecoder = (*StreamDecoder)(nil)
-	_ layer.BufferFreer   = (*StreamDecoder)(nil)
+	_ codec.StreamDecoder = (*StreamDecoder)(nil)
+	_ codec.BufferFreer   = (*StreamDecoder)(nil)
 )
 
 // NewStreamDecoder returns the stream decoder for a request described by
 // info: with info.DropText its terminal Completion has empty Content and
 // Reasoning, and with info.TypedFrames only error frames carry Raw.
 // [Codec.NewObserver] returns one for a streaming request.
-func NewStreamDecoder(info layer.RequestInfo) *StreamDecoder {
+func NewStreamDecoder(info codec.RequestInfo) *StreamDecoder {
 	d := &StreamDecoder{framer: sse.NewFramer(0), discardText: info.DropText}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
 
 // FreeBuffers gives the decoder's line buffer back for the next stream's
-// decoder (layer.BufferFreer).
+// decoder (codec.BufferFreer).
 func (d *StreamDecoder) FreeBuffers() { d.framer.Free() }
 
 // Observed returns the semantic evidence decoded so far (R13.2): the sum
@@ -86,10 +86,10 @@ func (d *StreamDecoder) FreeBuffers() { d.framer.Free() }
 // text or thinking start, a redacted thinking block, a server tool's use
 // or result, a citation), so that any content block makes a failure not
 // resendable.
-func (d *StreamDecoder) Observed() layer.Counts { return d.counts }
+func (d *StreamDecoder) Observed() codec.Counts { return d.counts }
 
 // Next returns the next queued frame, or ok=false when none is queued.
-func (d *StreamDecoder) Next() (layer.Frame, bool) { return d.q.Next() }
+func (d *StreamDecoder) Next() (codec.Frame, bool) { return d.q.Next() }
 
 // MessageID returns the ID of the message that message_start announced,
 // or "".
@@ -125,7 +125,7 @@ func (d *StreamDecoder) ClosedReasoning() (text, signature string) {
 // End reports an incomplete stream unless its terminal frame was decoded.
 // After an error frame it returns nil: the frame carries the error. A
 // streaming request answered with a plain JSON error document instead of
-// an event stream ends with its *layer.ProviderError.
+// an event stream ends with its *codec.ProviderError.
 func (d *StreamDecoder) End() error {
 	if d.q.Ended() {
 		return nil
@@ -157,7 +157,7 @@ func (d *StreamDecoder) Write(p []byte) {
 	for !d.q.Ended() {
 		ev, ok, err := d.framer.Next()
 		if err != nil {
-			d.push(layer.Frame{Err: &layer.ProtocolError{What: "oversized SSE event", Err: err}})
+			d.push(codec.Frame{Err: &codec.ProtocolError{What: "oversized SSE event", Err: err}})
 			return
 		}
 		if !ok {
@@ -167,7 +167,7 @@ func (d *StreamDecoder) Write(p []byte) {
 	}
 }
 
-func (d *StreamDecoder) push(f layer.Frame) {
+func (d *StreamDecoder) push(f codec.Frame) {
 	d.counts = d.counts.Add(f.Semantic())
 	if !d.discardText {
 		d.content.WriteString(f.Content)
@@ -177,7 +177,7 @@ func (d *StreamDecoder) push(f layer.Frame) {
 }
 
 func (d *StreamDecoder) malformed(raw []byte, what string, err error) {
-	d.push(layer.Frame{Raw: raw, Err: openaiwire.ProtocolError(what, err)})
+	d.push(codec.Frame{Raw: raw, Err: openaiwire.ProtocolError(what, err)})
 }
 
 // event decodes one SSE event into one frame.
@@ -185,7 +185,7 @@ func (d *StreamDecoder) event(ev sse.Event) {
 	raw := ev.Raw // Push copies what it keeps
 	if !d.reference {
 		if fe, ok := fastDelta(ev, &d.scratch); ok {
-			f := layer.Frame{Raw: raw}
+			f := codec.Frame{Raw: raw}
 			if what := d.applyDelta(fe.index, fe.typ, fe.text, &f); what != "" {
 				d.malformed(raw, what, nil)
 				return
@@ -197,11 +197,11 @@ func (d *StreamDecoder) event(ev sse.Event) {
 	data := jsonscan.TrimSpace(ev.Data)
 	switch {
 	case len(data) == 0 && ev.Event == "error":
-		d.push(layer.Frame{Raw: raw, Err: &layer.ProviderError{}})
+		d.push(codec.Frame{Raw: raw, Err: &codec.ProviderError{}})
 		return
 	case len(data) == 0:
 		// Comments, an event field alone, blank data (R14.2).
-		d.push(layer.Frame{Raw: raw, Keepalive: true})
+		d.push(codec.Frame{Raw: raw, Keepalive: true})
 		return
 	case !utf8.Valid(data):
 		d.malformed(raw, "stream event is not valid UTF-8", nil)
@@ -210,7 +210,7 @@ func (d *StreamDecoder) event(ev sse.Event) {
 	top, err := openaiwire.ParseObject(data, "stream event")
 	if err != nil || top == nil {
 		if ev.Event == "error" {
-			d.push(layer.Frame{Raw: raw, Err: &layer.ProviderError{}})
+			d.push(codec.Frame{Raw: raw, Err: &codec.ProviderError{}})
 			return
 		}
 		d.malformed(raw, "stream event is not a JSON object", err)
@@ -224,7 +224,7 @@ func (d *StreamDecoder) event(ev sse.Event) {
 	if typ == "" {
 		typ = ev.Event
 	}
-	f := layer.Frame{Raw: raw}
+	f := codec.Frame{Raw: raw}
 	if what := d.typed(typ, top, &f); what != "" {
 		d.malformed(raw, what, nil)
 		return
@@ -234,7 +234,7 @@ func (d *StreamDecoder) event(ev sse.Event) {
 
 // typed decodes the event top of type typ into f; it returns what makes
 // the event malformed, or "".
-func (d *StreamDecoder) typed(typ string, top openaiwire.Object, f *layer.Frame) string {
+func (d *StreamDecoder) typed(typ string, top openaiwire.Object, f *codec.Frame) string {
 	switch typ {
 	case "":
 		return "stream event has no type"
@@ -268,7 +268,7 @@ func (d *StreamDecoder) typed(typ string, top openaiwire.Object, f *layer.Frame)
 	case "error":
 		pe := providerError(top)
 		if pe == nil {
-			pe = &layer.ProviderError{}
+			pe = &codec.ProviderError{}
 		}
 		f.Err = pe
 		// What the attempt cost so far (message_start's input usage)
@@ -302,7 +302,7 @@ func (d *StreamDecoder) messageStart(top openaiwire.Object) string {
 }
 
 // blockStart decodes content_block_start: every block start is output.
-func (d *StreamDecoder) blockStart(top openaiwire.Object, f *layer.Frame) string {
+func (d *StreamDecoder) blockStart(top openaiwire.Object, f *codec.Frame) string {
 	var idx int
 	if err := top.Get("index", &idx); err != nil || !top.Has("index") || idx < 0 {
 		return "content_block_start index is not a non-negative integer"
@@ -357,7 +357,7 @@ func (d *StreamDecoder) blockStart(top openaiwire.Object, f *layer.Frame) string
 }
 
 // blockDelta decodes content_block_delta: every delta is output.
-func (d *StreamDecoder) blockDelta(top openaiwire.Object, f *layer.Frame) string {
+func (d *StreamDecoder) blockDelta(top openaiwire.Object, f *codec.Frame) string {
 	var idx int
 	if err := top.Get("index", &idx); err != nil {
 		return "content_block_delta index is not an integer"
@@ -404,7 +404,7 @@ func (d *StreamDecoder) open(idx int) *block {
 // applyDelta applies a delta of type typ carrying text (the text,
 // thinking, partial JSON or signature) to block idx, setting f's
 // evidence; it returns what makes the event malformed, or "".
-func (d *StreamDecoder) applyDelta(idx int, typ, text string, f *layer.Frame) string {
+func (d *StreamDecoder) applyDelta(idx int, typ, text string, f *codec.Frame) string {
 	b := d.open(idx)
 	if b == nil {
 		return "content_block_delta for a block that is not open"
@@ -437,7 +437,7 @@ func (d *StreamDecoder) applyDelta(idx int, typ, text string, f *layer.Frame) st
 // model_context_window_exceeded) ends the stream at once: a
 // *layer.StreamError with reason incomplete_completion and finish
 // "length", provider evidence only (R13.3, R22.4).
-func (d *StreamDecoder) messageDelta(top openaiwire.Object, f *layer.Frame) string {
+func (d *StreamDecoder) messageDelta(top openaiwire.Object, f *codec.Frame) string {
 	var delta openaiwire.Object
 	if err := top.Get("delta", &delta); err != nil {
 		return "message_delta delta is not an object"
@@ -460,14 +460,14 @@ func (d *StreamDecoder) messageDelta(top openaiwire.Object, f *layer.Frame) stri
 		finish := FinishReason(d.stop)
 		f.FinishReason = finish
 		f.Completion = &chat.Completion{FinishReason: finish, Model: d.model, ID: d.id, Usage: d.Usage()}
-		f.Err = &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: finish}
+		f.Err = &codec.IncompleteError{FinishReason: finish}
 	}
 	return ""
 }
 
 // done makes f the accepted terminal frame: the streamed text, the tool
 // calls in block order, model, ID, usage and finish reason.
-func (d *StreamDecoder) done(f *layer.Frame) {
+func (d *StreamDecoder) done(f *codec.Frame) {
 	msg := chat.Message{Role: chat.Assistant, Content: d.content.String(), Reasoning: d.reason.String()}
 	thinking := 0
 	for _, i := range d.order {

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/anthropic"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func TestR22_4_AWholeStreamIsAccepted(t *testing.T) {
@@ -64,8 +64,8 @@ func TestR22_4_LengthFinishEndsAtOnce(t *testing.T) {
 			ev("content_block_stop", blockStop0) + ev("message_delta", msgDelta(stop, 9))
 		frames, _, err := decode(t, s, 0)
 		last := frames[len(frames)-1]
-		var se *layer.StreamError
-		if err != nil || !errors.As(last.Err, &se) || se.Reason != layer.StreamIncompleteCompletion || se.FinishReason != "length" {
+		var se *codec.IncompleteError
+		if err != nil || !errors.As(last.Err, &se) || se.FinishReason != "length" {
 			t.Fatalf("%s: last %+v, End %v", stop, last, err)
 		}
 		if last.Completion == nil || last.Completion.Message.Content != "" || last.Completion.Usage.OutputTokens != 9 {
@@ -91,7 +91,7 @@ func TestR22_4_EOFWithoutMessageStopFails(t *testing.T) {
 
 func TestR22_4_MessageStopWithoutStopReasonIsMalformed(t *testing.T) {
 	frames, _, _ := decode(t, ev("message_start", msgStart)+ev("message_stop", msgStop), 0)
-	var pe *layer.ProtocolError
+	var pe *codec.ProtocolError
 	if !errors.As(frames[len(frames)-1].Err, &pe) {
 		t.Errorf("last frame %+v, want a protocol error", frames[len(frames)-1])
 	}
@@ -100,7 +100,7 @@ func TestR22_4_MessageStopWithoutStopReasonIsMalformed(t *testing.T) {
 func TestR22_2_ErrorEventNamesItsStatus(t *testing.T) {
 	frames, _, err := decode(t, ev("message_start", msgStart)+ev("ping", ping)+ev("error", overloaded), 3)
 	last := frames[len(frames)-1]
-	var pe *layer.ProviderError
+	var pe *codec.ProviderError
 	if err != nil || !errors.As(last.Err, &pe) || pe.Code != "overloaded_error" || pe.Status != 529 {
 		t.Fatalf("last %+v, End %v", last, err)
 	}
@@ -158,7 +158,7 @@ func TestR22_7_AnOpenThinkingBlockIsNeverClosedReasoning(t *testing.T) {
 
 func TestR22_4_PlainErrorDocumentInPlaceOfAStream(t *testing.T) {
 	_, _, err := decode(t, `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`, 0)
-	var pe *layer.ProviderError
+	var pe *codec.ProviderError
 	if !errors.As(err, &pe) || pe.Code != "rate_limit_error" {
 		t.Errorf("End = %v", err)
 	}
@@ -173,7 +173,7 @@ func TestR22_4_MalformedEventsAreProtocolErrors(t *testing.T) {
 		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":1}}`),
 	} {
 		frames, _, _ := decode(t, s, 0)
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		if len(frames) == 0 || !errors.As(frames[len(frames)-1].Err, &pe) {
 			t.Errorf("%q: frames %+v, want a protocol error", s, frames)
 		}
@@ -181,9 +181,9 @@ func TestR22_4_MalformedEventsAreProtocolErrors(t *testing.T) {
 }
 
 func TestR22_4_DropTextKeepsNoText(t *testing.T) {
-	d := anthropic.NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming, DropText: true, TypedFrames: true})
+	d := anthropic.NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming, DropText: true, TypedFrames: true})
 	d.Write([]byte(textStream()))
-	var last layer.Frame
+	var last codec.Frame
 	for f, ok := d.Next(); ok; f, ok = d.Next() {
 		if f.Raw != nil {
 			t.Error("a typed frame carries Raw")

@@ -13,7 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	anthropiccodec "github.com/recourse-dev/recourse/codecs/anthropic"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -29,7 +29,7 @@ func payload() []byte {
 // recourseParse decodes p with the codec's stream decoder, as the engine
 // does under a drop-in client (text dropped, frames kept).
 func recourseParse(p []byte) error {
-	d := anthropiccodec.NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming, DropText: true})
+	d := anthropiccodec.NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming, DropText: true})
 	for i := 0; i < len(p); i += 4 << 10 {
 		d.Write(p[i:min(len(p), i+4<<10)])
 		for f, ok := d.Next(); ok; f, ok = d.Next() {

@@ -4,8 +4,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/recourse-dev/recourse/internal/httpdate"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
 
 // The millisecond retry hints, in the order they win (Policy.ProviderHints).
@@ -75,12 +76,12 @@ func (c *call) quotaHint(f *layer.Failure, code string) {
 	}
 }
 
-// resetHinter returns the call's codec as a layer.ResetHinter, if it is
+// resetHinter returns the call's codec as a codec.ResetHinter, if it is
 // one.
-func (c *call) resetHinter() (layer.ResetHinter, bool) {
+func (c *call) resetHinter() (codec.ResetHinter, bool) {
 	if c.t == nil || c.t.l == nil || c.t.l.codec == nil {
 		return nil, false
 	}
-	rh, ok := c.t.l.codec.(layer.ResetHinter)
+	rh, ok := c.t.l.codec.(codec.ResetHinter)
 	return rh, ok
 }
