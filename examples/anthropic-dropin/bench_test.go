@@ -12,8 +12,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
-	anthropiccodec "github.com/recourse-dev/recourse/codecs/anthropic"
 	"github.com/recourse-dev/recourse/codec"
+	anthropiccodec "github.com/recourse-dev/recourse/codecs/anthropic"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
