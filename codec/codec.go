@@ -196,14 +196,14 @@ type ProviderError struct {
 	Code string
 	// Message is the provider's message; sensitive.
 	Message string
-	// Status is the HTTP status the provider documents for this error's
-	// type, set by a codec whose stream carries typed in-band errors
-	// (Anthropic's overloaded_error is 529, R22.2); 0 when the codec
-	// names none. An in-band error that ends a 2xx stream before any
-	// semantic output is classified as an HTTP failure of this status, so
-	// an overload is resent like the status answer it stands for; after
-	// semantic output, or with Status 0, it is a provider error object,
-	// never eligible (R4.7).
+	// Status is the HTTP status the error object names, for a wire whose
+	// in-band stream errors carry one (Gemini's
+	// data: {"error":{"code":503,…}}), or the status the provider
+	// documents for the error's type (Anthropic's overloaded_error is 529,
+	// R22.2), or 0. An in-band error that names a status and arrives
+	// before any semantic output is a failure of that status, judged as
+	// the status would be (R23.3, R22.2), so an overload is resent like
+	// the status answer it stands for; 0 keeps R4.7.
 	Status int
 }
 
@@ -267,6 +267,16 @@ var knownProviderCodes = []string{
 	// fallback rule may name them (R20.2), and the caller sees them.
 	"context_length_exceeded",
 	"content_policy_violation",
+	// The google.rpc.Code names a Gemini error's status carries (R23.2).
+	"RESOURCE_EXHAUSTED",
+	"UNAVAILABLE",
+	"INTERNAL",
+	"DEADLINE_EXCEEDED",
+	"INVALID_ARGUMENT",
+	"FAILED_PRECONDITION",
+	"PERMISSION_DENIED",
+	"UNAUTHENTICATED",
+	"NOT_FOUND",
 }
 
 // IsKnownProviderCode reports whether code is in KnownProviderCodes.

@@ -10,6 +10,8 @@ const (
 	OMLX   Provider = "omlx"
 	// Anthropic is Claude's Messages API (codecs/anthropic, R22).
 	Anthropic Provider = "anthropic"
+	// Gemini is Google's Gemini API (generateContent).
+	Gemini Provider = "gemini"
 )
 
 // Operation is the kind of completion call (R10.2).

@@ -328,13 +328,14 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		if errors.As(cause, &pe) {
 			b.tail = fr.Raw
 			c.noteCode(&f, &ev, pe.Code)
-			c.quotaHint(&f, pe.Code)
-			if pe.Status != 0 && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
-				// A typed in-band error before any output stands for the
-				// status its type names: an overload is resent like a 529
-				// (R22.2).
+			if pe.Status >= 400 && pe.Status <= 599 && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
+				// An in-band error that names its status, before any
+				// output: the failure that status is (R23.3), so an
+				// overload is resent like a 529 (R22.2).
 				f.Category, f.HTTPStatus = layer.CategoryHTTP, pe.Status
+				c.bodyHints(&f, fr.Raw)
 			}
+			c.quotaHint(&f, pe.Code)
 		}
 		ev.Response.FinishReason = fr.FinishReason
 		if fr.Completion != nil {
@@ -357,11 +358,9 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		b.err = err
 		return
 	}
-	// A resent attempt's error frame is not the call's: only the last
-	// attempt's is handed over (R22.2).
-	b.tail = nil
 	b.n, b.a, b.resp, b.readErr = c.wire, c.cur, resp, nil
 	b.atEOF, b.endErr = false, nil
+	b.tail = nil // the failed attempt's in-band error frame is not the new one's
 }
 
 // Deliver records evidence handed to the consumer.
