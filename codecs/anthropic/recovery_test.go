@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/anthropic"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -261,16 +261,16 @@ func TestR22_2_AResentAttemptsErrorEventIsNeverHandedOver(t *testing.T) {
 }
 
 // TestR22_1_FallbackBetweenClaudeModels: a Claude model overloaded to
-// exhaustion falls back to another Claude model (chain.WithFallback); the
+// exhaustion falls back to another Claude model (client.WithFallback); the
 // target's request names its model and nothing else changes.
 func TestR22_1_FallbackBetweenClaudeModels(t *testing.T) {
 	primary := rigtest.New(t, claudeCodec(), retry.Policy{MaxAttempts: 2, Jitter: func() float64 { return 0 }},
 		recoursetest.AnthropicOverloaded(), recoursetest.AnthropicOverloaded())
 	target := rigtest.New(t, claudeCodec(), policy(), recoursetest.JSON(200, recoursetest.AnthropicMessage("From haiku.")))
-	client, err := chain.NewClient(primary.Server.URL, primary.Chain, chain.WithHeader("x-api-key", rigtest.Key),
-		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: target.Client, Model: "claude-haiku-4-5"}))
+	cl, err := client.New(primary.Server.URL, primary.Chain, client.WithHeader("x-api-key", rigtest.Key),
+		client.WithFallback(fallback.Rules{}, client.FallbackTarget{Client: target.Client, Model: "claude-haiku-4-5"}))
 	require.NoError(t, err)
-	comp, err := client.Complete(context.Background(), userRequest())
+	comp, err := cl.Complete(context.Background(), userRequest())
 	require.NoError(t, err)
 	assert.Equal(t, "From haiku.", comp.Message.Content)
 	assert.Equal(t, 2, primary.Server.Count())
