@@ -435,7 +435,7 @@ func (d *StreamDecoder) applyDelta(idx int, typ, text string, f *codec.Frame) st
 // messageDelta keeps the stop reason and usage of message_delta. A stop
 // reason that says the output was cut (max_tokens,
 // model_context_window_exceeded) ends the stream at once: a
-// *layer.StreamError with reason incomplete_completion and finish
+// *codec.IncompleteError (the engine's incomplete_completion) with finish
 // "length", provider evidence only (R13.3, R22.4).
 func (d *StreamDecoder) messageDelta(top openaiwire.Object, f *codec.Frame) string {
 	var delta openaiwire.Object
