@@ -28,6 +28,11 @@ type Frame struct {
 	// Reasoning is the frame's decoded reasoning delta (Ollama "thinking",
 	// "reasoning_content" or "reasoning" of compatible servers), or "".
 	Reasoning string
+	// ReasoningSignature is the provider's signature of a reasoning block
+	// that this frame closes (Anthropic's content_block_stop of a signed
+	// thinking block), or "": the block's text is then final and may be
+	// sent back with it (R22.7).
+	ReasoningSignature string
 	// Content is the frame's decoded content delta, or "".
 	Content string
 	// Fragments are the tool-call fragments of the frame (legacy

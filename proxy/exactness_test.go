@@ -105,6 +105,8 @@ func endpointCases(t *testing.T) []endpointCase {
 				c.body, c.ok = geminiBody, recoursetest.JSON(200, recoursetest.GeminiChat("hi"))
 			case p == "ollama":
 				c.body, c.ok = ollamaBody, recoursetest.JSON(200, recoursetest.OllamaChat("hi"))
+			case p == "anthropic":
+				c.body, c.ok = claudeBody, recoursetest.JSON(200, recoursetest.AnthropicMessage("hi"))
 			case strings.HasPrefix(e.Path, responsesPath) && e.Method == http.MethodPost:
 				c.body, c.ok = `{"model":"gpt-4o-mini","input":"hello"}`, recoursetest.JSON(200, recoursetest.ResponsesJSON("resp_1", "hi"))
 			case strings.HasPrefix(e.Path, responsesPath):

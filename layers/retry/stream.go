@@ -331,7 +331,8 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 			c.noteCode(&f, &ev, pe.Code)
 			if pe.Status >= 400 && pe.Status <= 599 && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
 				// An in-band error that names its status, before any
-				// output: the failure that status is (R23.3).
+				// output: the failure that status is (R23.3), so an
+				// overload is resent like a 529 (R22.2).
 				f.Category, f.HTTPStatus = layer.CategoryHTTP, pe.Status
 				c.bodyHints(&f, fr.Raw)
 			}
