@@ -120,6 +120,11 @@ func (ex *exchange) answer(out *http.Request, resp *http.Response) (int, string)
 		}
 	} else {
 		ex.writeHead(out, resp)
+		if resp.ContentLength < 0 {
+			// A stream's opening frames may be held until its first output
+			// (R13.9): its status and headers reach the client now.
+			ex.send(nil)
+		}
 	}
 	outcome := ""
 	if resp.StatusCode/100 != 2 {
@@ -129,6 +134,12 @@ func (ex *exchange) answer(out *http.Request, resp *http.Response) (int, string)
 		var re *layer.RecoveryError
 		if errors.As(rerr, &re) {
 			outcome = string(re.Outcome)
+			if re.Outcome == layer.OutcomeCancelled {
+				// A cancelled body hands its caller no in-band frame
+				// (R9.1): the proxy's client, still reading when the proxy
+				// itself stops (a shutdown), gets one here.
+				ex.errorFrame(re.Error())
+			}
 		} else if !errors.Is(rerr, errClientGone) {
 			ex.errorFrame("recourse-proxy: the stream ended without its end")
 		}

@@ -46,7 +46,23 @@ type streamBody struct {
 	// decoder was ended; endErr is the decoder's verdict.
 	atEOF  bool
 	endErr error
+	// held holds, for a drop-in reader, the bytes of the frames without
+	// semantic evidence read since the stream began — its preamble: a
+	// chat stream's role chunk, the Responses API's response.created,
+	// response.in_progress and the first output item — until the first
+	// frame with evidence or the terminal frame comes, so that a resend
+	// before output drops them and the reader sees one preamble (R13.9).
+	held []byte
+	// shown says that a frame with evidence or the terminal frame was
+	// handed over, or that the preamble outgrew maxHeld: nothing is held
+	// after it.
+	shown bool
 }
+
+// maxHeld bounds the preamble a drop-in stream holds (R13.9): a provider's
+// preamble is a few hundred bytes to a few KiB; beyond this bound it is
+// handed over as it stands, and holding ends.
+const maxHeld = 1 << 20
 
 func (c *call) openStream(n int, resp *http.Response) *http.Response {
 	c.stream = true
@@ -350,6 +366,11 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		b.err = err
 		return
 	}
+	if c.resume == nil {
+		// A resend: its own preamble replaces the held one (R13.9). A
+		// resume read continues after the held frames, which stay.
+		b.held = b.held[:0]
+	}
 	b.n, b.a, b.resp, b.readErr = c.wire, c.cur, resp, nil
 	b.atEOF, b.endErr = false, nil
 }
@@ -357,15 +378,20 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 // Deliver records evidence handed to the consumer.
 func (b *streamBody) Deliver(cnt layer.Counts) { b.a.Deliver(cnt) }
 
-// Read returns the exact bytes of whole frames (drop-in use). Three
-// deliberate exceptions: NDJSON blank keepalive lines are left out (they
+// Read returns the exact bytes of whole frames (drop-in use). The frames
+// without evidence that open the stream are held until its first frame
+// with evidence or its terminal frame, and a resend drops them, so that
+// the reader sees one preamble (R13.9). Three deliberate exceptions to
+// the exact bytes: NDJSON blank keepalive lines are left out (they
 // mean nothing, and the official Ollama client fails on them); an in-band
 // provider error frame that ended the stream is handed over before the
 // typed error, so the client reports the provider's error itself; and
-// otherwise, when the stream ends with a *layer.RecoveryError and the codec
-// is a layer.ErrorFramer, its in-band error frame carrying the error's safe
-// text comes before the read error, so a client that ignores its reader's
-// error still fails.
+// otherwise, when the stream ends with a *layer.RecoveryError other than a
+// cancellation and the codec is a layer.ErrorFramer, its in-band error
+// frame carrying the error's safe text comes before the read error, so a
+// client that ignores its reader's error still fails. A cancelled stream
+// returns the *layer.RecoveryError alone, which unwraps to the context's
+// error (R9.1).
 func (b *streamBody) Read(p []byte) (int, error) {
 	if !b.enter() {
 		return 0, b.closedErr()
@@ -381,6 +407,17 @@ func (b *streamBody) read(p []byte) (int, error) {
 	for len(b.raw) == 0 {
 		f, err := b.nextFrame()
 		if err != nil {
+			if len(b.held) > 0 {
+				// The stream ends: a held preamble comes before what ends
+				// it, as the provider sent it, but abort wins over it
+				// (R13.5).
+				held := b.held
+				b.held = nil
+				if !b.cancelled(err) {
+					b.raw = held
+					break
+				}
+			}
 			if len(b.tail) > 0 && err != io.EOF {
 				b.raw, b.tail = b.tail, nil
 				b.framed = true
@@ -392,25 +429,53 @@ func (b *streamBody) read(p []byte) (int, error) {
 			}
 			return 0, err
 		}
-		if f.Keepalive && b.c.d.facts.HideKeepalives {
+		if f.Keepalive {
+			// A keepalive is never held: it is what keeps a client's idle
+			// timer from expiring while the preamble waits.
+			if !b.c.d.facts.HideKeepalives {
+				b.raw = f.Raw
+			}
 			continue
 		}
 		sem := f.Semantic()
 		sem.CompletedToolCalls = 0
+		if !b.shown && !f.Done && !sem.Any() {
+			b.held = append(b.held, f.Raw...)
+			if len(b.held) > maxHeld {
+				b.shown = true
+				b.raw, b.held = b.held, nil
+			}
+			continue
+		}
+		b.shown = true
 		b.a.Deliver(sem)
-		b.raw = f.Raw
+		if len(b.held) > 0 {
+			b.raw, b.held = append(b.held, f.Raw...), nil
+		} else {
+			b.raw = f.Raw
+		}
 	}
 	n := copy(p, b.raw)
 	b.raw = b.raw[n:]
 	return n, nil
 }
 
+// cancelled reports whether the stream's final error err is its
+// cancellation: the call ended cancelled, or the reader closed the body.
+func (b *streamBody) cancelled(err error) bool {
+	var re *layer.RecoveryError
+	return b.state.Load() >= closing || errors.Is(err, errClosed) ||
+		(errors.As(err, &re) && re.Outcome == layer.OutcomeCancelled)
+}
+
 // errorFrame returns the codec's in-band error frame for the stream's final
 // error err, once, or nil: none after a provider's own error frame, after
-// Close, or for an error that is not a *layer.RecoveryError.
+// Close, for an error that is not a *layer.RecoveryError, or for a
+// cancellation — the caller who cancelled reads its context's error, which
+// the *layer.RecoveryError unwraps to, as it would without recourse (R9.1).
 func (b *streamBody) errorFrame(err error) []byte {
 	var re *layer.RecoveryError
-	if b.framed || b.state.Load() >= closing || !errors.As(err, &re) {
+	if b.framed || b.state.Load() >= closing || !errors.As(err, &re) || re.Outcome == layer.OutcomeCancelled {
 		return nil
 	}
 	ef, ok := b.c.t.l.codec.(layer.ErrorFramer)
