@@ -162,6 +162,11 @@ func (e *RecoveryError) text() string {
 // provider's own string.
 var safeFinishes = []string{"stop", "length", "content_filter", "tool_calls", "function_call", "load", "unload"}
 
+// DocumentedFinish reports whether reason is a finish or done reason a
+// provider documents: stop, length, content_filter, tool_calls,
+// function_call (OpenAI's chat completions) or load, unload (Ollama).
+func DocumentedFinish(reason string) bool { return slices.Contains(safeFinishes, reason) }
+
 // incompleteText returns ": incomplete completion (finish <reason>)" when
 // f's private cause is a stream that ended on a finish that is not an
 // accepted one (R13.3), naming the finish only when it is a documented
@@ -174,7 +179,7 @@ func incompleteText(f *Failure) string {
 	if !errors.As(f.ev.cause, &se) || se.Reason != StreamIncompleteCompletion {
 		return ""
 	}
-	if slices.Contains(safeFinishes, se.FinishReason) {
+	if DocumentedFinish(se.FinishReason) {
 		return ": incomplete completion (finish " + se.FinishReason + ")"
 	}
 	return ": incomplete completion (an undocumented finish)"

@@ -1065,15 +1065,21 @@ func withFinish(finish string, done bool, content ...string) []string {
 	return out
 }
 
-// TestR13_3_EngineLengthFinishIsTerminalAndNeverResent: a finish other
-// than stop or tool_calls ends the stream at once, without [DONE], as an
-// incomplete completion that is never resent. The body stalls after the
-// length frame: an engine that waited for [DONE] would block the bubble.
+// TestR13_3_EngineLengthFinishIsTerminalAndNeverResent: for the typed
+// API, a finish other than stop or tool_calls ends the stream at once,
+// without [DONE], as an incomplete completion that is never resent. The
+// body stalls after the length frame: an engine that waited for [DONE]
+// would block the bubble. (A drop-in reader gets the provider's answer as
+// sent: TestR13_3_DropInDocumentedFinishPassesThrough.)
 func TestR13_3_EngineLengthFinishIsTerminalAndNeverResent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWire(events(withFinish("length", false, "Hel")...).stalled(len(strings.Join(withFinish("length", false, "Hel"), ""))),
 			events(recoursetest.OpenAIStream("never")...))
-		_, err, _ := streamCall(t, context.Background(), retry.Policy{MaxAttempts: 3, Jitter: one}, w)
+		r := roundTripCall(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one}, w, openAIURL, openAIStreamBody,
+			&layer.Call{TypedErrors: true})
+		require.NoError(t, r.err)
+		defer r.resp.Body.Close()
+		_, err := io.ReadAll(r.resp.Body)
 
 		var re *layer.RecoveryError
 		require.ErrorAs(t, err, &re)

@@ -8,7 +8,11 @@
 // without [DONE]: the frame keeps its content and its finish reason, its
 // Completion holds only the provider evidence seen so far (model, id, usage;
 // no message), and its error is a *layer.StreamError with reason
-// incomplete_completion. [DONE]
+// incomplete_completion. With layer.RequestInfo.ProviderFinish (a drop-in
+// stream), a documented finish ("length", "content_filter") is the
+// provider's answer instead: its chunk is an ordinary frame and [DONE]
+// ends the stream with a Done frame whose Completion keeps that finish,
+// the text and the provider evidence, but no tool call. [DONE]
 // without an accepted finish is a *layer.ProtocolError. A data event with a
 // top-level "error" other than null, a vLLM {"object":"error"} event, or any
 // event named "error" (with or without data) is an in-band
@@ -75,6 +79,10 @@ type Decoder struct {
 	// discardText leaves the terminal Completion's Content and Reasoning
 	// empty instead of accumulating them (layer.RequestInfo.DropText).
 	discardText bool
+	// providerFinish ends a stream with a documented finish other than an
+	// accepted one at its [DONE] like an accepted finish
+	// (layer.RequestInfo.ProviderFinish).
+	providerFinish bool
 	// sniffed: the first non-space byte arrived; plain: it was '{', so
 	// the answer is a JSON document, not an event stream, and its first
 	// bytes are kept in doc (at most maxDoc) for End.
@@ -97,7 +105,7 @@ func New() *Decoder { return NewFor(layer.RequestInfo{}) }
 // text is accumulated), and with info.TypedFrames only error frames carry
 // Raw.
 func NewFor(info layer.RequestInfo) *Decoder {
-	d := &Decoder{framer: sse.NewFramer(0), discardText: info.DropText}
+	d := &Decoder{framer: sse.NewFramer(0), discardText: info.DropText, providerFinish: info.ProviderFinish}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }

@@ -155,7 +155,7 @@ func (c *Codec) ResumeObserver(obs layer.Observer, p layer.ResumePoint) layer.Ob
 	prev, _ := obs.(*StreamDecoder)
 	info := layer.RequestInfo{Operation: layer.Streaming, Background: true}
 	if prev != nil {
-		info.DropText, info.TypedFrames = prev.discardText, prev.q.ErrorRawOnly
+		info.DropText, info.TypedFrames, info.ProviderFinish = prev.discardText, prev.q.ErrorRawOnly, prev.providerFinish
 	}
 	d := NewStreamDecoder(info)
 	d.skip = p.Cursor

@@ -260,3 +260,62 @@ func TestR19_14_NodeBackgroundCreateThenPoll(t *testing.T) {
 	assert.Equal(t, int32(2), r.calls.Load(), "the SDK sent the create and one poll")
 	assert.Equal(t, 4, r.up.Count())
 }
+
+// R13.3: the official SDK's streamed chat.completions.create with
+// max_tokens, answered with a length finish, the usage chunk and [DONE]:
+// the SDK reads every chunk and the finish, no error, one request.
+func TestR13_3_NodeChatLengthFinishPassesThrough(t *testing.T) {
+	r := newRig(t, recoursetest.SSE(recoursetest.OpenAIStreamFinish("length", "Hel", "lo")...))
+	res := r.node(t, "openai-chat-stream")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello", res.Text)
+	require.NotNil(t, res.Finish)
+	assert.Equal(t, "length", *res.Finish)
+	assert.Equal(t, 5, res.Events, "role, two contents, finish, usage")
+	assert.Equal(t, 1, r.up.Count())
+	assert.Equal(t, int32(1), r.calls.Load())
+}
+
+// R13.3: the Vercel AI SDK's streamText on the chat completions model,
+// answered with a length finish: text, finish reason "length", no error.
+func TestR13_3_VercelAISDKChatLengthFinishPassesThrough(t *testing.T) {
+	r := newRig(t, recoursetest.SSE(recoursetest.OpenAIStreamFinish("length", "Hel", "lo")...))
+	res := r.node(t, "ai-chat-stream")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello", res.Text)
+	require.NotNil(t, res.Finish)
+	assert.Equal(t, "length", *res.Finish)
+	assert.NotContains(t, res.Parts, "error")
+	assert.Equal(t, 1, r.up.Count())
+}
+
+// R19.4: the official SDK's streamed responses.create answered with
+// response.incomplete (max_output_tokens): every event, the response's
+// status incomplete and its reason, no error, one request.
+func TestR19_4_NodeResponsesIncompletePassesThrough(t *testing.T) {
+	evs := recoursetest.ResponsesIncompleteEvents(id, "max_output_tokens", "Hello", ", world", "!")
+	r := newRig(t, recoursetest.SSE(evs...))
+	res := r.node(t, "openai-stream")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello, world!", res.Text)
+	assert.Equal(t, len(evs), res.Events)
+	require.NotNil(t, res.Status)
+	assert.Equal(t, "incomplete", *res.Status)
+	require.NotNil(t, res.Finish)
+	assert.Equal(t, "max_output_tokens", *res.Finish)
+	assert.Equal(t, 1, r.up.Count())
+}
+
+// R19.4: the Vercel AI SDK's streamText on the default Responses path,
+// answered with response.incomplete: text, finish reason "length", no
+// error.
+func TestR19_4_VercelAISDKResponsesIncompletePassesThrough(t *testing.T) {
+	r := newRig(t, recoursetest.SSE(recoursetest.ResponsesIncompleteEvents(id, "max_output_tokens", "Hello", ", world", "!")...))
+	res := r.node(t, "ai-stream")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello, world!", res.Text)
+	require.NotNil(t, res.Finish)
+	assert.Equal(t, "length", *res.Finish)
+	assert.NotContains(t, res.Parts, "error")
+	assert.Equal(t, 1, r.up.Count())
+}
