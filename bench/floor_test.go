@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -112,13 +113,13 @@ func (t *floorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.trace.GotConn = func(httptrace.GotConnInfo) { c.connected = true }
 	c.reqBody.Reset(body)
 	ctx, stop := req.Context(), context.CancelCauseFunc(func(error) {})
-	if info.Operation == layer.Streaming {
+	if info.Operation == codec.Streaming {
 		// A stream's Close from another goroutine ends a wait the stream
 		// is in, through a context of the call's own (R13.5).
 		ctx, stop = context.WithCancelCause(ctx)
 	}
 	defer func() {
-		if info.Operation != layer.Streaming {
+		if info.Operation != codec.Streaming {
 			stop(nil)
 		}
 	}()
@@ -132,7 +133,7 @@ func (t *floorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	obs := t.codec.NewObserver(info)
-	if dec, ok := obs.(layer.StreamDecoder); ok && info.Operation == layer.Streaming {
+	if dec, ok := obs.(codec.StreamDecoder); ok && info.Operation == codec.Streaming {
 		resp.Body = &floorStream{rc: resp.Body, dec: dec, stop: stop}
 		return resp, nil
 	}
@@ -152,7 +153,7 @@ func (t *floorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // readObserved reads r to its end into one buffer sized from hint (a
 // Content-Length; -1 when unknown), handing every read to obs as it
 // arrives.
-func readObserved(r io.Reader, hint int64, obs layer.Observer) ([]byte, error) {
+func readObserved(r io.Reader, hint int64, obs codec.Observer) ([]byte, error) {
 	if hint < 0 {
 		hint = 512
 	}
@@ -182,7 +183,7 @@ func readObserved(r io.Reader, hint int64, obs layer.Observer) ([]byte, error) {
 // ends the read with it.
 type floorStream struct {
 	rc      io.ReadCloser
-	dec     layer.StreamDecoder
+	dec     codec.StreamDecoder
 	scratch [4096]byte
 	raw     []byte // the rest of the frame being read
 	eof     bool

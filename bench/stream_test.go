@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -127,7 +127,7 @@ func newFirstChunk(tb testing.TB) *firstChunk {
 	br := bufio.NewReader(nil)
 	errNoChunk := errors.New("no content chunk")
 
-	floorc, codec := rawClient(tb), openai.New()
+	floorc, cdc := rawClient(tb), openai.New()
 	var ids string
 	return &firstChunk{
 		floor: side{name: "floor", run: func() (time.Duration, error) {
@@ -152,7 +152,7 @@ func newFirstChunk(tb testing.TB) *firstChunk {
 			if resp.StatusCode != http.StatusOK || !connected || ids == "" {
 				return 0, fmt.Errorf("HTTP %d", resp.StatusCode)
 			}
-			dec := codec.NewObserver(layer.RequestInfo{Model: chatRequest.Model, Operation: layer.Streaming}).(layer.StreamDecoder)
+			dec := cdc.NewObserver(codec.RequestInfo{Model: chatRequest.Model, Operation: codec.Streaming}).(codec.StreamDecoder)
 			var first time.Duration
 			var buf [4096]byte
 			for done := false; !done; {

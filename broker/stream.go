@@ -9,6 +9,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -159,7 +160,7 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, dec **retry.De
 		} else if cp := b.client.Chain().Policy(); cp != nil {
 			p = *cp
 		}
-		var facts layer.Facts
+		var facts codec.Facts
 		if c := b.client.Chain().Codec(); c != nil {
 			facts = c.Facts()
 		}

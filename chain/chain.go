@@ -25,10 +25,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/stage/capture"
+	"github.com/recourse-dev/recourse/internal/stage/progress"
+	"github.com/recourse-dev/recourse/internal/stage/redirectguard"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/capture"
-	"github.com/recourse-dev/recourse/layers/progress"
-	"github.com/recourse-dev/recourse/layers/redirectguard"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/sender"
 )
@@ -77,16 +78,16 @@ type Chain struct {
 // layers (in the order given), at most one engine (a *retry.Layer),
 // per-attempt layers (in the order given), and the chain's own stages. The
 // arguments must be in position order. With an engine, New installs the
-// capture and progress stages it depends on unless they are given; it
-// always installs a redirect guard and a sender (over a private HTTP/1.1
-// transport) unless given, so a Chain never follows a redirect and never
-// sends an attempt twice. With an engine the sender also refuses a request
+// capture and progress stages it depends on; it always installs a redirect
+// guard, and a sender (over a private HTTP/1.1 transport) unless one is
+// given (sender.New), so a Chain never follows a redirect and never sends
+// an attempt twice. The capture, progress and redirect-guard stages are the
+// module's own: no layer built outside it can take their positions. With an engine the sender also refuses a request
 // that a per-attempt layer detached from its attempt (a new context) with
 // layer.ErrDetachedRequest, sending nothing (sender.Layer.WrapInEngine). It
 // refuses, with a *CompositionError:
 //   - a nil layer, a layer out of position order, a stage or an engine
 //     given twice;
-//   - capture or progress without an engine (they would have nothing to do);
 //   - a layer of another type that claims the engine's position or a
 //     stage's (only this module's engine and stages may take them);
 //   - a per-attempt layer that reads semantic progress
@@ -336,7 +337,7 @@ func (c *Chain) Policy() *retry.Policy {
 }
 
 // Codec returns the codec of the chain's engine, or nil.
-func (c *Chain) Codec() layer.Codec {
+func (c *Chain) Codec() codec.Codec {
 	if c.engine == nil {
 		return nil
 	}
@@ -423,8 +424,8 @@ func WithPerAttempt(ls ...layer.Layer) Option {
 // set. Start from retry.Recommended() for a chain that retries. Default
 // returns a *layer.PolicyError for an invalid policy and a
 // *CompositionError for a layer in the wrong position.
-func Default(codec layer.Codec, opts ...Option) (*Chain, error) {
-	if codec == nil {
+func Default(cdc codec.Codec, opts ...Option) (*Chain, error) {
+	if cdc == nil {
 		return nil, errors.New("chain: Default needs a codec")
 	}
 	cfg := config{}
@@ -438,7 +439,7 @@ func Default(codec layer.Codec, opts ...Option) (*Chain, error) {
 			pol = cfg.policy
 		}
 	}
-	engine, err := retry.New(codec, pol)
+	engine, err := retry.New(cdc, pol)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -40,12 +41,13 @@ func (e *StatusError) Error() string {
 type Client struct {
 	base   string
 	chain  *Chain
-	codec  layer.Codec
+	codec  codec.Codec
 	header http.Header
 
 	fallback []FallbackTarget // WithFallback's targets
 	rules    fallback.Rules
 	cred     func(context.Context, http.Header) error // WithCredential's function
+	err      error                                    // an option's refusal, returned by NewClient
 }
 
 // ClientOption configures a Client.
@@ -79,6 +81,9 @@ func NewClient(baseURL string, ch *Chain, opts ...ClientOption) (*Client, error)
 	c := &Client{base: base, chain: ch, codec: ch.Codec(), header: http.Header{}}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.err != nil {
+		return nil, c.err
 	}
 	return c, nil
 }
@@ -124,7 +129,7 @@ func (c *Client) Chain() *Chain { return c.chain }
 // Complete runs an ordinary completion (a structured one when req.Schema or
 // JSON mode is set). It returns a *layer.RecoveryError when recovery ended
 // without success, a *layer.PolicyError for an invalid per-call policy, a
-// *layer.UnsupportedError for a control the provider does not support, and
+// *codec.UnsupportedError for a control the provider does not support, and
 // a *StatusError for a non-2xx answer when recovery is disabled. The
 // caller's request is never modified.
 func (c *Client) Complete(ctx context.Context, req *chat.Request) (*chat.Completion, error) {
@@ -255,7 +260,7 @@ func (c *Client) callHeader(ctx context.Context, accept bool) (http.Header, erro
 // facts, in one allocation.
 type nativeCall struct {
 	call  layer.Call
-	facts layer.RequestInfo
+	facts codec.RequestInfo
 }
 
 // callFor returns the per-call value of a native call: the *layer.Call the
@@ -264,12 +269,12 @@ type nativeCall struct {
 // one allocation.
 func callFor(ctx context.Context, req *chat.Request) *layer.Call {
 	lc := layer.CallFrom(ctx)
-	var facts *layer.RequestInfo
+	var facts *codec.RequestInfo
 	if lc == nil {
 		nc := &nativeCall{}
 		lc, facts = &nc.call, &nc.facts
 	} else {
-		facts = new(layer.RequestInfo)
+		facts = new(codec.RequestInfo)
 	}
 	*facts = factsOf(req)
 	lc.Facts, lc.TypedErrors = facts, true
@@ -279,13 +284,13 @@ func callFor(ctx context.Context, req *chat.Request) *layer.Call {
 // factsOf returns the request facts the engine needs, from the request the
 // client is about to encode: the model, and whether the call streams, asks
 // for structured output (a schema or JSON mode) or neither.
-func factsOf(req *chat.Request) layer.RequestInfo {
-	info := layer.RequestInfo{Model: req.Model, Operation: layer.Ordinary}
+func factsOf(req *chat.Request) codec.RequestInfo {
+	info := codec.RequestInfo{Model: req.Model, Operation: codec.Ordinary}
 	switch {
 	case req.Stream:
-		info.Operation = layer.Streaming
+		info.Operation = codec.Streaming
 	case req.Schema != nil || req.Options.JSONMode:
-		info.Operation = layer.Structured
+		info.Operation = codec.Structured
 	}
 	return info
 }

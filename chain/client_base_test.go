@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -19,7 +19,7 @@ import (
 // never to /v1/v1/….
 func TestNewClientBaseWithOrWithoutTheAPIPrefix(t *testing.T) {
 	for _, tc := range []struct {
-		codec  layer.Codec
+		codec  codec.Codec
 		suffix string
 		body   string
 		path   string

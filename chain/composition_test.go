@@ -17,10 +17,10 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/stage/capture"
+	"github.com/recourse-dev/recourse/internal/stage/progress"
+	"github.com/recourse-dev/recourse/internal/stage/redirectguard"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/capture"
-	"github.com/recourse-dev/recourse/layers/progress"
-	"github.com/recourse-dev/recourse/layers/redirectguard"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/sender"
 	"github.com/recourse-dev/recourse/recoursetest"

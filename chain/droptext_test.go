@@ -12,6 +12,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -21,7 +22,7 @@ import (
 // every attempt it sees.
 type infoRecorder struct {
 	mu    sync.Mutex
-	infos []layer.RequestInfo
+	infos []codec.RequestInfo
 }
 
 func (r *infoRecorder) layer() layer.Layer {
@@ -82,7 +83,7 @@ func TestStreamFactsFollowTheReader(t *testing.T) {
 	require.Len(t, rec.infos, 2)
 	require.True(t, rec.infos[0].DropText, "drop-in stream")
 	require.False(t, rec.infos[0].TypedFrames, "drop-in stream")
-	require.Equal(t, layer.Streaming, rec.infos[0].Operation)
+	require.Equal(t, codec.Streaming, rec.infos[0].Operation)
 	require.False(t, rec.infos[1].DropText, "native stream")
 	require.True(t, rec.infos[1].TypedFrames, "native stream")
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/capture"
-	"github.com/recourse-dev/recourse/layers/progress"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -37,14 +35,11 @@ func ExampleNew() {
 	}
 	fmt.Println(ch.Order())
 
-	_, err = chain.New(capture.New(), engine)
-	fmt.Println(err)
-	_, err = chain.New(progress.New())
+	_, err = chain.New(layer.NewPerAttempt("signer", pass), engine)
 	fmt.Println(err)
 	// Output:
 	// request-log > retry > capture > progress > signer > redirectguard > sender
-	// chain: layer 1 (retry, engine) must come before the capture layers (order: per-call, engine, capture, progress, per-attempt, redirect guard, sender)
-	// chain: layer 0 (progress, progress) needs the retry engine above it (without one it has nothing to do)
+	// chain: layer 1 (retry, engine) must come before the per-attempt layers (order: per-call, engine, capture, progress, per-attempt, redirect guard, sender)
 }
 
 // Default drops into a plain http.Client: a 503 is retried once and the

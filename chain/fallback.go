@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -42,10 +44,19 @@ type FallbackTarget struct {
 // target_started and fallback events go to the policy's OnEvent (the
 // per-call policy, else the chain's) and to the call's observers (the
 // broker's notices, tracing); a final *layer.RecoveryError keeps every
-// target's history (R20.7). A target with a nil Client is ignored.
+// target's history (R20.7). A target with a nil Client is ignored. Rules
+// that fallback.Rules.Validate refuses (a status outside 400–599) make
+// NewClient return its *fallback.ConfigError.
 func WithFallback(rules fallback.Rules, targets ...FallbackTarget) ClientOption {
 	return func(c *Client) {
+		if err := rules.Validate(); err != nil {
+			c.err = err
+			return
+		}
 		c.rules = rules
+		c.rules.Statuses = slices.Clone(rules.Statuses)
+		c.rules.Codes, c.rules.NeverCodes = slices.Clone(rules.Codes), slices.Clone(rules.NeverCodes)
+		c.rules.Stalls = slices.Clone(rules.Stalls)
 		for _, t := range targets {
 			if t.Client != nil {
 				c.fallback = append(c.fallback, t)
@@ -117,14 +128,15 @@ func withFallback[T any](c *Client, ctx context.Context, req *chat.Request, once
 	}
 	onEvent := c.onEvent(ctx)
 	names := []string{req.Model}
-	facts := []layer.Facts{c.codec.Facts()}
+	facts := []codec.Facts{c.codec.Facts()}
 	for i := range c.fallback {
 		names = append(names, c.fallback[i].name())
 		facts = append(facts, c.fallback[i].Client.codec.Facts())
 	}
 	run := fallback.NewRun(c.rules, names, facts, func(ev layer.Event) error { return lc.Emit(onEvent, ev) })
-	skip0 := lc.SkipOpenCircuit
-	defer func() { lc.SkipOpenCircuit = skip0 }()
+	skip0, leave0 := lc.SkipOpenCircuit, lc.LeaveOnStall
+	defer func() { lc.SkipOpenCircuit, lc.LeaveOnStall = skip0, leave0 }()
+	leave := layer.StallSetOf(c.rules.Stalls...)
 	op := factsOf(req).Operation
 	for i := 0; ; i++ {
 		cl, r, tctx := c, req, ctx
@@ -146,9 +158,19 @@ func withFallback[T any](c *Client, ctx context.Context, req *chat.Request, once
 		}
 		lc.Result = layer.CallResult{}
 		lc.SkipOpenCircuit = i < len(names)-1
+		lc.LeaveOnStall = leave0
+		if i < len(names)-1 {
+			lc.LeaveOnStall |= leave
+		}
 		v, err := once(cl, tctx, r)
 		var re *layer.RecoveryError
 		if err == nil || !errors.As(err, &re) {
+			if err == nil {
+				// A stream that opened is the caller's (R20.3); should it
+				// fail, its error still reports every target left
+				// behind (R20.7).
+				lc.Finish = run.Opened(i, lc.Result.LogicalID, lc.Finish)
+			}
 			return v, err
 		}
 		ev.Identity = layer.Identity{LogicalID: lc.Result.LogicalID, WireAttempt: lc.Result.WireAttempts}

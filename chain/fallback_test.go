@@ -6,17 +6,21 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -56,7 +60,7 @@ func TestR20_9_NativeClientFallsBackAcrossCodecs(t *testing.T) {
 	fb := rigtest.EventsOf(ra.Rec.Events(), layer.EventFallback)
 	require.Len(t, fb, 1)
 	assert.Equal(t, layer.Fallback{From: "gpt-4o-mini", To: "llama3", Index: 1, Outcome: layer.OutcomeExhausted, Attempts: 2}, *fb[0].Fallback)
-	assert.Equal(t, layer.OpenAI, fb[0].Provider)
+	assert.Equal(t, codec.OpenAI, fb[0].Provider)
 }
 
 // A stream falls back while it has not opened; the typed stream of the
@@ -85,7 +89,7 @@ func TestR20_9_NativeErrorKeepsEveryTarget(t *testing.T) {
 	require.Len(t, e.Targets, 2)
 	assert.Equal(t, "gpt-4o-mini", e.Targets[0].Target)
 	assert.Equal(t, "llama3", e.Targets[1].Target)
-	assert.Equal(t, layer.Ollama, e.Failure.Provider)
+	assert.Equal(t, codec.Ollama, e.Failure.Provider)
 	assert.NotContains(t, e.Error(), rigtest.Key)
 	assert.NotContains(t, e.Error(), rigtest.Prompt)
 }
@@ -132,4 +136,81 @@ func TestR20_1_NativeTargetCredentialFromAFunction(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.NotContains(t, err.Error(), localKey)
 	assert.Equal(t, 1, rb.Server.Count(), "nothing sent")
+}
+
+// Every entry point refuses a fallback status outside 400–599 with the same
+// *fallback.ConfigError: a 307 is a redirect the engine refuses (R2.2), not
+// a failure another target may take, so the native client must not accept
+// the rule the drop-in layer and the proxy refuse.
+func TestR20_2_EveryEntryPointRefusesANonFailureStatus(t *testing.T) {
+	ra := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1})
+	rb := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1})
+	for _, st := range []int{307, 200, 399, 600} {
+		rules := fallback.Rules{Statuses: []int{404, st}}
+		_, nerr := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithFallback(rules, chain.FallbackTarget{Client: rb.Client, Model: "m"}))
+		var nce *fallback.ConfigError
+		require.ErrorAs(t, nerr, &nce, "native client, status %d", st)
+		_, derr := fallback.New(fallback.Config{Codec: openai.New(), Rules: rules, Targets: []fallback.Target{{Model: "m"}}})
+		var dce *fallback.ConfigError
+		require.ErrorAs(t, derr, &dce, "drop-in layer, status %d", st)
+		assert.Equal(t, dce.Error(), nce.Error(), "one validation")
+		assert.Equal(t, dce.Error(), rules.Validate().Error())
+	}
+	_, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithFallback(fallback.Rules{Statuses: []int{400, 404, 599}}, chain.FallbackTarget{Client: rb.Client, Model: "m"}))
+	assert.NoError(t, err)
+}
+
+// A native stream whose fallback target opened and then failed — after its
+// output or before it — ends with an error that keeps every target's
+// outcome and history (R20.7), as a unary fallback's does.
+func TestR20_7_NativeFallbackStreamThatFailsKeepsEveryTarget(t *testing.T) {
+	evs := recoursetest.OllamaStream("str", "eamed")
+	afterOutput := recoursetest.NDJSON(evs...).Cut(len(evs[0]) + 1)
+	beforeOutput := recoursetest.NDJSON(evs...).Cut(1)
+	for name, b := range map[string][]recoursetest.Step{
+		"after output":  {afterOutput},
+		"before output": {beforeOutput},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, _, rb := nativeFallback(t, fallback.Rules{}, []recoursetest.Step{overloaded, overloaded}, b)
+			req := canaryRequest()
+			req.Stream = true
+			_, _, err := rigtest.Collect(t, c.Stream(t.Context(), req))
+			e := rigtest.AsRecoveryError(t, err)
+			assert.Equal(t, 1, rb.Server.Count())
+			require.Len(t, e.Targets, 2)
+			assert.Equal(t, "gpt-4o-mini", e.Targets[0].Target)
+			assert.Equal(t, layer.OutcomeExhausted, e.Targets[0].Outcome)
+			assert.Len(t, e.Targets[0].History, 2)
+			assert.Equal(t, "llama3", e.Targets[1].Target)
+			assert.Equal(t, e.Outcome, e.Targets[1].Outcome)
+			assert.Equal(t, e.History, e.Targets[1].History)
+			assert.Contains(t, e.Error(), "2 fallback targets tried: gpt-4o-mini (exhausted) → llama3")
+		})
+	}
+}
+
+// The native client fails over on a stall its rules name at once: a
+// primary whose headers never come is left after one header timeout,
+// unresent, and the fallback target answers (R20.12).
+func TestR20_12_NativeStallFailsOverWithoutAResend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		never := make(chan struct{})
+		defer close(never)
+		sl, err := stall.New(stall.Limits{Header: 30 * time.Second})
+		require.NoError(t, err)
+		ra := rigtest.NewMemoryWith(t, openai.New(), retry.Policy{MaxAttempts: 3}, []chain.Option{chain.WithPerAttempt(sl)},
+			recoursetest.JSON(200, recoursetest.OpenAIChat("never sent")).Gated(-1, never))
+		rb := rigtest.NewMemoryWith(t, openai.New(), retry.Policy{MaxAttempts: 1}, nil, okStep("from b"))
+		c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithFallback(fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}},
+			chain.FallbackTarget{Client: rb.Client, Model: "b"}))
+		require.NoError(t, err)
+		start := time.Now()
+		comp, err := c.Complete(t.Context(), canaryRequest())
+		require.NoError(t, err)
+		assert.Equal(t, 30*time.Second, time.Since(start))
+		assert.Equal(t, "from b", comp.Message.Content)
+		assert.Equal(t, 1, ra.Server.Count(), "the stalled primary was not resent")
+		assert.Equal(t, 1, rb.Server.Count())
+	})
 }

@@ -109,3 +109,26 @@ func TestR13_3_PlainOllamaStreamAcceptsAnUnterminatedDoneLine(t *testing.T) {
 	assert.True(t, last.Done, "the unterminated done line is the terminal chunk")
 	assert.Equal(t, 1, srv.Count())
 }
+
+// TestR13_3_PlainStreamLengthFinishIsAStreamError: without recovery (R1.1)
+// too, a stream that ends on a length finish ends with the typed
+// *layer.StreamError of reason incomplete_completion and the finish, as a
+// recovering one does, and is sent once.
+func TestR13_3_PlainStreamLengthFinishIsAStreamError(t *testing.T) {
+	ev := `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"abc"},"finish_reason":"length"}]}` + "\n\n"
+	srv := startServer(t, recoursetest.SSE(ev))
+	cl, _ := plainClient(t, srv.URL)
+	var err error
+	for _, e := range cl.Stream(context.Background(), canaryRequest()) {
+		if e != nil {
+			err = e
+			break
+		}
+	}
+	var se *layer.StreamError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, layer.StreamIncompleteCompletion, se.Reason)
+	assert.Equal(t, "length", se.FinishReason)
+	assert.Nil(t, se.Recovery, "R1.1: no recovery ran")
+	assert.Equal(t, 1, srv.Count())
+}

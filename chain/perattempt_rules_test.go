@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -84,7 +85,7 @@ func TestR10_7_AnAttemptRefusedByAPerAttemptLayerIsNumberedAndCounted(t *testing
 func TestR10_8_APerAttemptLayersErrorIsATransportFailureThatSentNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		codec layer.Codec
+		codec codec.Codec
 		ok    recoursetest.Step
 	}{
 		{"openai", openai.New(), okStep("ok")},

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -32,7 +33,7 @@ func progressReader(ls []layer.Layer) (layer.Layer, string) {
 // A request that carries the engine's attempt passes through unchanged.
 type passiveAttempt struct {
 	next  http.RoundTripper
-	codec layer.Codec
+	codec codec.Codec
 }
 
 func (p *passiveAttempt) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -52,7 +53,7 @@ func (p *passiveAttempt) RoundTrip(req *http.Request) (*http.Response, error) {
 // knows them) or the codec's description of the body — and the request to
 // send: req itself, or a shallow copy over the body's bytes when the body
 // had to be read and could not be read again.
-func (p *passiveAttempt) describe(req *http.Request) (layer.RequestInfo, *http.Request, error) {
+func (p *passiveAttempt) describe(req *http.Request) (codec.RequestInfo, *http.Request, error) {
 	if c := layer.CallFrom(req.Context()); c != nil && c.Facts != nil {
 		return *c.Facts, req, nil
 	}
@@ -64,18 +65,18 @@ func (p *passiveAttempt) describe(req *http.Request) (layer.RequestInfo, *http.R
 	case req.GetBody != nil:
 		rc, err := req.GetBody()
 		if err != nil {
-			return layer.RequestInfo{}, nil, err
+			return codec.RequestInfo{}, nil, err
 		}
 		body, err = io.ReadAll(rc)
 		rc.Close()
 		if err != nil {
-			return layer.RequestInfo{}, nil, err
+			return codec.RequestInfo{}, nil, err
 		}
 	default:
 		b, err := io.ReadAll(req.Body)
 		req.Body.Close()
 		if err != nil {
-			return layer.RequestInfo{}, nil, err
+			return codec.RequestInfo{}, nil, err
 		}
 		body = b
 		out := *req
@@ -88,7 +89,7 @@ func (p *passiveAttempt) describe(req *http.Request) (layer.RequestInfo, *http.R
 	if err != nil {
 		// As the engine does: a body the codec cannot describe is an
 		// ordinary request, and the provider judges it.
-		info = layer.RequestInfo{Operation: layer.Ordinary}
+		info = codec.RequestInfo{Operation: codec.Ordinary}
 	}
 	return info, req, nil
 }

@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -44,9 +45,9 @@ func (c *Client) Stream(ctx context.Context, req *chat.Request, opts ...StreamOp
 	}
 	return func(yield func(chat.Chunk, error) bool) {
 		fail := func(err error) { yield(chat.Chunk{}, err) }
-		c.eachFrame(ctx, req, fail, func(fr layer.FrameReader, f layer.Frame) bool {
+		c.eachFrame(ctx, req, fail, func(fr layer.FrameReader, f codec.Frame) bool {
 			ch := chat.Chunk{Frame: f.Index, Content: f.Content}
-			d := layer.Counts{ContentBytes: int64(len(f.Content))}
+			d := codec.Counts{ContentBytes: int64(len(f.Content))}
 			if cfg.reasoning {
 				ch.Reasoning = f.Reasoning
 				d.ReasoningBytes = int64(len(f.Reasoning))
@@ -101,9 +102,9 @@ func (c *Client) StreamEvents(ctx context.Context, req *chat.Request) iter.Seq[S
 			return
 		}
 		fail := func(err error) { yield(StreamEvent{Type: EventError, Err: streamError(err)}) }
-		c.eachFrame(ctx, req, fail, func(fr layer.FrameReader, f layer.Frame) bool {
+		c.eachFrame(ctx, req, fail, func(fr layer.FrameReader, f codec.Frame) bool {
 			if f.Done {
-				fr.Deliver(layer.Counts{ContentBytes: int64(len(f.Content))})
+				fr.Deliver(codec.Counts{ContentBytes: int64(len(f.Content))})
 				if f.Content != "" && !yield(StreamEvent{Type: EventContent, Text: f.Content}) {
 					return false
 				}
@@ -113,7 +114,7 @@ func (c *Client) StreamEvents(ctx context.Context, req *chat.Request) iter.Seq[S
 			if f.Content == "" {
 				return true
 			}
-			fr.Deliver(layer.Counts{ContentBytes: int64(len(f.Content))})
+			fr.Deliver(codec.Counts{ContentBytes: int64(len(f.Content))})
 			return yield(StreamEvent{Type: EventContent, Text: f.Content})
 		})
 	}
@@ -124,7 +125,7 @@ func (c *Client) StreamEvents(ctx context.Context, req *chat.Request) iter.Seq[S
 // ends (io.EOF). The error that opening or reading ends with goes to fail,
 // while the reader is still open; the reader is closed before eachFrame
 // returns. It is the frame loop of Stream and StreamEvents.
-func (c *Client) eachFrame(ctx context.Context, req *chat.Request, fail func(error), frame func(layer.FrameReader, layer.Frame) bool) {
+func (c *Client) eachFrame(ctx context.Context, req *chat.Request, fail func(error), frame func(layer.FrameReader, codec.Frame) bool) {
 	fr, err := c.open(ctx, req)
 	if err != nil {
 		fail(err)
@@ -210,7 +211,7 @@ func (c *Client) openOnce(ctx context.Context, req *chat.Request) (layer.FrameRe
 		resp.Body.Close()
 		return nil, &StatusError{StatusCode: resp.StatusCode, Body: b}
 	}
-	dec, ok := c.codec.NewObserver(*call.Facts).(layer.StreamDecoder)
+	dec, ok := c.codec.NewObserver(*call.Facts).(codec.StreamDecoder)
 	if !ok {
 		resp.Body.Close()
 		return nil, errors.New("recourse: the codec decodes no stream frames")
@@ -223,7 +224,7 @@ func (c *Client) openOnce(ctx context.Context, req *chat.Request) (layer.FrameRe
 type plainFrames struct {
 	ctx     context.Context
 	body    io.ReadCloser
-	dec     layer.StreamDecoder
+	dec     codec.StreamDecoder
 	buf     []byte
 	readErr error // the body's error, taken once the frames read with it are handed over
 	ended   bool  // End was called (at HTTP EOF)
@@ -231,14 +232,14 @@ type plainFrames struct {
 	err     error
 }
 
-func (p *plainFrames) NextFrame() (layer.Frame, error) {
+func (p *plainFrames) NextFrame() (codec.Frame, error) {
 	for {
 		if p.err != nil {
-			return layer.Frame{}, p.err
+			return codec.Frame{}, p.err
 		}
 		if f, ok := p.dec.Next(); ok {
 			if f.Err != nil {
-				p.err = f.Err
+				p.err = layer.FrameError(f.Err)
 				continue
 			}
 			if f.Done {
@@ -272,6 +273,6 @@ func (p *plainFrames) NextFrame() (layer.Frame, error) {
 	}
 }
 
-func (p *plainFrames) Deliver(layer.Counts) {}
+func (p *plainFrames) Deliver(codec.Counts) {}
 
 func (p *plainFrames) Close() error { return p.body.Close() }

@@ -11,7 +11,7 @@
 // Levels: Debug for attempt_started, attempt_succeeded and Ollama's progress
 // and metrics; Info for admission_pending, admission_allowed,
 // delay_scheduled, retry_started, cooldown_wait and cancelled; Warn for
-// attempt_failed, quota_refused, quota_unavailable and fallback (target_started
+// attempt_failed, quota_refused, quota_unavailable, fallback and breaker (target_started
 // is Info);
 // Error for the terminal outcomes that end a call without success
 // (exhausted, interrupted) and for admission_rejected,
@@ -34,7 +34,7 @@ func Level(t layer.EventType) slog.Level {
 	switch t {
 	case layer.EventAttemptStarted, layer.EventAttemptSucceeded, layer.EventTelemetry, layer.EventMetrics:
 		return slog.LevelDebug
-	case layer.EventAttemptFailed, layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventFallback:
+	case layer.EventAttemptFailed, layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventFallback, layer.EventBreaker:
 		return slog.LevelWarn
 	case layer.EventExhausted, layer.EventInterrupted,
 		layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired:
@@ -106,6 +106,14 @@ func Attrs(ev layer.Event) []slog.Attr {
 			slog.Bool("fleet", q.Fleet),
 			slog.String("text", q.Text()),
 		))
+	}
+	if b := ev.Breaker; b != nil {
+		ba := []any{slog.String("upstream", b.Upstream), slog.Bool("refusing", b.Refusing)}
+		if !b.CooldownUntil.IsZero() {
+			ba = append(ba, slog.Time("cooldown_until", b.CooldownUntil.UTC()))
+		}
+		ba = append(ba, slog.Int64("skipped", b.Skipped), slog.Int64("failures", b.Failures))
+		a = append(a, slog.Group("breaker", ba...))
 	}
 	if ev.NextAttempt != 0 {
 		a = append(a, slog.Int("next_attempt", ev.NextAttempt))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/eventlog"
@@ -41,17 +42,17 @@ func canaryRequest() *chat.Request {
 
 // run makes one call through a rig whose policy logs to a JSON handler at
 // Debug, and returns the log.
-func run(t *testing.T, codec layer.Codec, p retry.Policy, stream bool, steps ...recoursetest.Step) string {
+func run(t *testing.T, cdc codec.Codec, p retry.Policy, stream bool, steps ...recoursetest.Step) string {
 	t.Helper()
-	return runWith(t, codec, p, nil, stream, steps...)
+	return runWith(t, cdc, p, nil, stream, steps...)
 }
 
 // runWith is run with more options for the chain (per-call layers).
-func runWith(t *testing.T, codec layer.Codec, p retry.Policy, opts []chain.Option, stream bool, steps ...recoursetest.Step) string {
+func runWith(t *testing.T, cdc codec.Codec, p retry.Policy, opts []chain.Option, stream bool, steps ...recoursetest.Step) string {
 	t.Helper()
 	var buf bytes.Buffer
 	p.OnEvent = eventlog.New(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	r := rigtest.NewWith(t, codec, p, opts, steps...)
+	r := rigtest.NewWith(t, cdc, p, opts, steps...)
 	req := canaryRequest()
 	if stream {
 		for _, err := range r.Client.Stream(context.Background(), req) {

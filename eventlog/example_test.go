@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -24,7 +25,7 @@ func ExampleNew() {
 	_ = onEvent(layer.Event{
 		Type:     layer.EventDelayScheduled,
 		Identity: layer.Identity{LogicalID: "5d1c2a40-0000-4000-8000-000000000000", WireAttempt: 1},
-		Provider: layer.OpenAI, Operation: layer.Ordinary, MaxAttempts: 4,
+		Provider: codec.OpenAI, Operation: codec.Ordinary, MaxAttempts: 4,
 		Delay: 1200 * time.Millisecond, NextAttempt: 2,
 		Failure: &layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 504, Acceptance: layer.AcceptanceUnknown,
 			Classification: layer.Classification{Eligible: true, Reason: layer.ReasonTransient}},

@@ -1,6 +1,10 @@
 package layer
 
-import "context"
+import (
+	"context"
+
+	"github.com/recourse-dev/recourse/codec"
+)
 
 // Decision is an admission hook's answer (R8). The zero value is "no
 // decision": only an explicit Allow authorizes a resend.
@@ -23,8 +27,8 @@ type AdmissionRequest struct {
 	// NextAttempt is the wire attempt that would be sent next.
 	NextAttempt int
 	// Facts are the codec's facts, so that a hook can ask only where the
-	// default rule would stop: Facts.AdmissionRequired(Failure).
-	Facts Facts
+	// default rule would stop: AdmissionRequired(Facts, Failure).
+	Facts codec.Facts
 	// Fallback, when set, says that the hook is asked about a fallback to
 	// another target (R20.4), not a resend to the same one: the target
 	// left may still be running the request. Nil for a resend.
@@ -38,3 +42,12 @@ type AdmissionRequest struct {
 // the call with outcome admission_no_decision and is kept as private
 // evidence (Evidence.AdmissionCause); it is never read as a refusal.
 type AdmissionHook func(ctx context.Context, req AdmissionRequest) (Decision, error)
+
+// AdmissionRequired is the default admission rule (R8.3): without a hook,
+// the eligible failure f of a provider with the given facts may be resent
+// only when the provider runs no local inference, or when nothing was
+// provably sent (acceptance "no"). Otherwise the call stops with
+// admission_required.
+func AdmissionRequired(facts codec.Facts, f Failure) bool {
+	return facts.LocalInference && f.Acceptance != AcceptanceNo
+}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // Direction says which way a wire snapshot went.
@@ -69,9 +71,9 @@ func (e *CaptureError) Error() string {
 	return "recourse: " + string(e.Direction) + " capture failed"
 }
 
-// BodyCapture is implemented by a response body while capture is on
-// (package layers/capture). By default the body of an ordinary or
-// structured response keeps its own copy of the bytes read, for its one
+// BodyCapture is implemented by a response body while capture is on (the
+// capture stage, which package chain installs). By default the body of an
+// ordinary or structured response keeps its own copy of the bytes read, for its one
 // response snapshot (R12.2). A reader that keeps the bytes itself — the
 // retry engine, which holds the whole body, or only the first bytes of a
 // body over its limit — calls KeepBytes before reading and CaptureBody once
@@ -101,9 +103,9 @@ type Attempt struct {
 	// Identity is the attempt's identity (R10.1).
 	Identity Identity
 	// Info describes the request.
-	Info RequestInfo
+	Info codec.RequestInfo
 	// Codec is the provider codec of the call.
-	Codec Codec
+	Codec codec.Codec
 	// OnWire is the sensitive capture hook, nil when capture is off.
 	OnWire WireHook
 
@@ -112,7 +114,7 @@ type Attempt struct {
 	began    bool
 	beginErr error
 	progress Progress
-	observer Observer
+	observer codec.Observer
 	phase    Phase
 	dialed   bool
 	sent     bool
@@ -123,12 +125,12 @@ type Attempt struct {
 
 // NewAttempt returns attempt state. onBegin, if not nil, runs once when the
 // request is about to leave (see Begin).
-func NewAttempt(id Identity, info RequestInfo, codec Codec, onWire WireHook, onBegin func() error) *Attempt {
+func NewAttempt(id Identity, info codec.RequestInfo, cdc codec.Codec, onWire WireHook, onBegin func() error) *Attempt {
 	var b Beginner
 	if onBegin != nil {
 		b = beginFunc(onBegin)
 	}
-	return NewAttemptFor(id, info, codec, onWire, b)
+	return NewAttemptFor(id, info, cdc, onWire, b)
 }
 
 // NewAttemptFor is NewAttempt with the notification as a Beginner, whose
@@ -136,8 +138,8 @@ func NewAttempt(id Identity, info RequestInfo, codec Codec, onWire WireHook, onB
 // leave (see Begin). A caller that already holds a value with such a
 // method (the retry engine's call) passes it instead of a method value,
 // which would cost an allocation per call.
-func NewAttemptFor(id Identity, info RequestInfo, codec Codec, onWire WireHook, b Beginner) *Attempt {
-	return InitAttemptFor(new(Attempt), id, info, codec, onWire, b)
+func NewAttemptFor(id Identity, info codec.RequestInfo, cdc codec.Codec, onWire WireHook, b Beginner) *Attempt {
+	return InitAttemptFor(new(Attempt), id, info, cdc, onWire, b)
 }
 
 // InitAttemptFor is NewAttemptFor in place: it sets up the attempt at a,
@@ -146,10 +148,10 @@ func NewAttemptFor(id Identity, info RequestInfo, codec Codec, onWire WireHook, 
 // keeps its first one) saves the attempt's allocation; a must then live as
 // long as anything may hold the attempt (a request's context, a response
 // body), which a field of a heap value does.
-func InitAttemptFor(a *Attempt, id Identity, info RequestInfo, codec Codec, onWire WireHook, b Beginner) *Attempt {
-	a.Identity, a.Info, a.Codec, a.OnWire, a.onBegin, a.phase = id, info, codec, onWire, b, PhaseConnecting
-	if codec != nil {
-		a.observer = codec.NewObserver(info)
+func InitAttemptFor(a *Attempt, id Identity, info codec.RequestInfo, cdc codec.Codec, onWire WireHook, b Beginner) *Attempt {
+	a.Identity, a.Info, a.Codec, a.OnWire, a.onBegin, a.phase = id, info, cdc, onWire, b, PhaseConnecting
+	if cdc != nil {
+		a.observer = cdc.NewObserver(info)
 	}
 	return a
 }
@@ -282,7 +284,7 @@ func (a *Attempt) ClientTrace() *httptrace.ClientTrace {
 func (a *Attempt) FreeBuffers() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if f, ok := a.observer.(BufferFreer); ok {
+	if f, ok := a.observer.(codec.BufferFreer); ok {
 		f.FreeBuffers()
 	}
 }
@@ -341,14 +343,14 @@ func (b *countingBody) Read(p []byte) (int, error) {
 func (b *countingBody) Close() error { return b.rc.Close() }
 
 // Deliver adds c to the delivered counters.
-func (a *Attempt) Deliver(c Counts) {
+func (a *Attempt) Deliver(c codec.Counts) {
 	a.mu.Lock()
 	a.progress.Delivered = a.progress.Delivered.Add(c)
 	a.mu.Unlock()
 }
 
 // SetDelivered sets the delivered counters.
-func (a *Attempt) SetDelivered(c Counts) {
+func (a *Attempt) SetDelivered(c codec.Counts) {
 	a.mu.Lock()
 	a.progress.Delivered = c
 	a.mu.Unlock()
@@ -442,20 +444,25 @@ func AttemptFrom(ctx context.Context) *Attempt {
 }
 
 // NextFrame returns the next decoded frame of a streaming attempt, or
-// ok=false when none is queued (or the codec decodes no frames).
-func (a *Attempt) NextFrame() (f Frame, ok bool) {
+// ok=false when none is queued (or the codec decodes no frames). A frame's
+// Err is the one FrameError returns for the decoder's.
+func (a *Attempt) NextFrame() (f codec.Frame, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	d, isDec := a.observer.(StreamDecoder)
+	d, isDec := a.observer.(codec.StreamDecoder)
 	if !isDec {
-		return Frame{}, false
+		return codec.Frame{}, false
 	}
-	return d.Next()
+	f, ok = d.Next()
+	if f.Err != nil {
+		f.Err = FrameError(f.Err)
+	}
+	return f, ok
 }
 
 // Observer returns the attempt's observer: the one its codec returned, or
 // the one UseObserver set; nil without a codec.
-func (a *Attempt) Observer() Observer {
+func (a *Attempt) Observer() codec.Observer {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.observer
@@ -464,7 +471,7 @@ func (a *Attempt) Observer() Observer {
 // UseObserver replaces the attempt's observer with o (a resume read's
 // decoder, R19.9). It must be called before the attempt's request is sent;
 // a nil o is ignored.
-func (a *Attempt) UseObserver(o Observer) {
+func (a *Attempt) UseObserver(o codec.Observer) {
 	if o == nil {
 		return
 	}
@@ -477,7 +484,7 @@ func (a *Attempt) UseObserver(o Observer) {
 func (a *Attempt) Decodes() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, ok := a.observer.(StreamDecoder)
+	_, ok := a.observer.(codec.StreamDecoder)
 	return ok
 }
 
@@ -488,7 +495,7 @@ func (a *Attempt) Decodes() bool {
 func (a *Attempt) EndStream() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if d, ok := a.observer.(StreamDecoder); ok {
+	if d, ok := a.observer.(codec.StreamDecoder); ok {
 		return d.End()
 	}
 	return nil
@@ -500,7 +507,7 @@ func (a *Attempt) EndStream() error {
 // io.EOF — or the call's final typed error. Deliver records what the
 // consumer handed on (R13.2). Close releases the stream.
 type FrameReader interface {
-	NextFrame() (Frame, error)
-	Deliver(c Counts)
+	NextFrame() (codec.Frame, error)
+	Deliver(c codec.Counts)
 	Close() error
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -27,7 +28,7 @@ func (c *closeCounter) Close() error { c.closed++; return nil }
 // distinct, and closing a wrapper closes its body.
 func TestCountBodyAccountsEveryByte(t *testing.T) {
 	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
-		layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, nil)
+		codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	first := &closeCounter{Reader: strings.NewReader("hello")}
 	second := &closeCounter{Reader: strings.NewReader(" world!")}
 	b1 := a.CountBody(first)
@@ -57,7 +58,7 @@ type ctxKey string
 // cancellation.
 func TestWithAttemptCarriesTheAttemptAndItsTrace(t *testing.T) {
 	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
-		layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, nil)
+		codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	parent, cancel := context.WithDeadline(context.WithValue(context.Background(), ctxKey("k"), "v"), time.Now().Add(time.Hour))
 	ctx := layer.WithAttempt(parent, a)
 
@@ -86,7 +87,7 @@ func TestWithAttemptCarriesTheAttemptAndItsTrace(t *testing.T) {
 // still answers the caller's trace.
 func TestWithAttemptKeepsACallersTrace(t *testing.T) {
 	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
-		layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, nil)
+		codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	own := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {}}
 	ctx := layer.WithAttempt(httptrace.WithClientTrace(context.Background(), own), a)
 	assert.Same(t, a, layer.AttemptFrom(ctx))

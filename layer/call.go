@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // Call is the typed per-call value of one logical completion. It travels in
@@ -29,7 +30,12 @@ type Call struct {
 	// Facts are the request facts the caller already knows; the engine then
 	// does not read them from the encoded body. Nil (drop-in calls) means
 	// the engine asks the codec to describe the body.
-	Facts *RequestInfo
+	Facts *codec.RequestInfo
+	// Gate is the call's resend gate (a retry quota and shared cooldown),
+	// set by a per-call layer (package layers/quota) before the request
+	// reaches the engine; nil means none. The engine binds it to the call's
+	// upstream and its decision plane consults it on every resend.
+	Gate ResendGate
 	// TypedErrors asks the engine for the *RecoveryError in every case: a
 	// final HTTP failure response (a 400, an exhausted 503) is then not
 	// passed through as a response, and Result.Err holds the error too.
@@ -37,11 +43,6 @@ type Call struct {
 	// SDK sees the final response it would see without recourse and builds
 	// its own error, while Result.Err holds the typed one.
 	TypedErrors bool
-	// Gate is the call's resend gate (a retry quota and shared cooldown),
-	// set by a per-call layer (package layers/quota) before the request
-	// reaches the engine; nil means none. The engine binds it to the call's
-	// upstream and its decision plane consults it on every resend.
-	Gate ResendGate
 	// SkipOpenCircuit asks the engine not to send the call's first attempt
 	// when its bound Gate's shared cooldown horizon lies beyond the delay
 	// ceiling (that upstream's circuit is open): the call then ends at once
@@ -58,6 +59,24 @@ type Call struct {
 	// drop-in call, R20.11); false (the default) fills both. An observer
 	// added with Observe turns it off, since events carry the evidence.
 	OutcomeOnly bool
+	// LeaveOnStall asks the engine to end the call at once, with outcome
+	// interrupted and no resend, when an attempt fails on one of these
+	// stall limits before any output (Failure.Stall), instead of spending
+	// the remaining attempts on a route that stalls: the fallback layer
+	// sets it for every target but the last, so that the next target takes
+	// the call (R20.12). The zero value (the default) retries a stall like
+	// any transport failure.
+	LeaveOnStall StallSet
+	// Finish, when set, is called by the engine with the call's typed
+	// error once recovery ends without success, before the error is
+	// reported in Result.Err or handed to the caller (a returned error, a
+	// stream's read error or its in-band error frame), so that a per-call
+	// layer can complete it with what only that layer knows: the fallback
+	// layer adds the targets the call already left (R20.7) when the stream
+	// of a later target opened and then failed. It runs on the goroutine
+	// that ends the call (for a stream, the reader's) and must not block.
+	// Nil means none.
+	Finish func(*RecoveryError)
 
 	// Result is what the engine reports about the call.
 	Result CallResult

@@ -2,10 +2,11 @@
 // its positions, the per-call and per-attempt values, call identity,
 // failures, progress, outcomes, lifecycle events, admission's decision and
 // hook, the typed errors (RecoveryError, PolicyError, StreamError,
-// RedirectError, ObserverError, CaptureError, StallError), the explicit sensitive
-// inspection function (Inspect), and the codec, facts and capability
-// interfaces. Every layer and codec package imports this package and no
-// other layer's; a user's own layer or codec needs nothing else.
+// RedirectError, ObserverError, CaptureError, StallError) and the explicit
+// sensitive inspection function (Inspect). Every layer package imports this
+// package and no other layer's; a user's own layer needs nothing else. The
+// interface a provider codec implements is package codec, which this
+// package builds on and which imports nothing of it.
 //
 // # Positions
 //

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // PolicyErrorCode is the Code of every PolicyError.
@@ -157,29 +158,24 @@ func (e *RecoveryError) text() string {
 	return b.String()
 }
 
-// safeFinishes are the finish and done reasons the providers document; only
-// these are named in an error's text, since a finish reason is the
-// provider's own string.
-var safeFinishes = []string{"stop", "length", "content_filter", "tool_calls", "function_call", "load", "unload"}
-
-// DocumentedFinish reports whether reason is a finish or done reason a
-// provider documents: stop, length, content_filter, tool_calls,
-// function_call (OpenAI's chat completions) or load, unload (Ollama).
-func DocumentedFinish(reason string) bool { return slices.Contains(safeFinishes, reason) }
-
 // incompleteText returns ": incomplete completion (finish <reason>)" when
 // f's private cause is a stream that ended on a finish that is not an
 // accepted one (R13.3), naming the finish only when it is a documented
-// value, and "" otherwise: what was incomplete, in safe terms.
+// value; ": the stream ended after its finish without its end marker" when
+// the cause is codec.ErrNoEndMarker; and "" otherwise: what was incomplete, in
+// safe terms.
 func incompleteText(f *Failure) string {
 	if f.ev == nil {
 		return ""
+	}
+	if errors.Is(f.ev.cause, codec.ErrNoEndMarker) {
+		return ": the stream ended after its finish without its end marker"
 	}
 	var se *StreamError
 	if !errors.As(f.ev.cause, &se) || se.Reason != StreamIncompleteCompletion {
 		return ""
 	}
-	if DocumentedFinish(se.FinishReason) {
+	if codec.DocumentedFinish(se.FinishReason) {
 		return ": incomplete completion (finish " + se.FinishReason + ")"
 	}
 	return ": incomplete completion (an undocumented finish)"
@@ -254,6 +250,17 @@ func (e *StreamError) Unwrap() error {
 		return e.Recovery
 	}
 	return e.Detail
+}
+
+// FrameError returns err, the Err of a frame a codec's stream decoder
+// queued, as the caller sees it: a *codec.IncompleteError becomes the
+// *StreamError with reason incomplete_completion and the same finish
+// reason (R13.3); any other error, nil included, is returned unchanged.
+func FrameError(err error) error {
+	if ie, ok := err.(*codec.IncompleteError); ok {
+		return &StreamError{Reason: StreamIncompleteCompletion, FinishReason: ie.FinishReason}
+	}
+	return err
 }
 
 // RedirectError reports a refused redirect (R2.2): a 301, 302, 303, 307 or

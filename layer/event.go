@@ -3,30 +3,9 @@ package layer
 import (
 	"encoding/json"
 	"time"
-)
 
-// Metrics are the numeric durations and token counts of an Ollama done frame
-// (R13.6). Durations are as reported (nanoseconds on the wire).
-type Metrics struct {
-	// TotalDuration is Ollama's total_duration: the time spent on the whole
-	// request, model load included. Like every field, it is zero when
-	// Ollama left it out.
-	TotalDuration time.Duration `json:"total_duration_ns"`
-	// LoadDuration is Ollama's load_duration: the time spent loading the
-	// model.
-	LoadDuration time.Duration `json:"load_duration_ns"`
-	// PromptEvalCount is Ollama's prompt_eval_count: the number of prompt
-	// tokens evaluated.
-	PromptEvalCount int `json:"prompt_eval_count"`
-	// PromptEvalDuration is Ollama's prompt_eval_duration: the time spent
-	// evaluating the prompt.
-	PromptEvalDuration time.Duration `json:"prompt_eval_duration_ns"`
-	// EvalCount is Ollama's eval_count: the number of tokens generated.
-	EvalCount int `json:"eval_count"`
-	// EvalDuration is Ollama's eval_duration: the time spent generating
-	// them.
-	EvalDuration time.Duration `json:"eval_duration_ns"`
-}
+	"github.com/recourse-dev/recourse/codec"
+)
 
 // Event is a safe lifecycle event (R11). Every event carries the complete
 // identity and the progress of the current attempt; failure-bearing events
@@ -41,9 +20,9 @@ type Event struct {
 	// current (or last) wire attempt.
 	Identity
 	// Provider is the provider of the call's codec.
-	Provider Provider `json:"provider"`
+	Provider codec.Provider `json:"provider"`
 	// Operation is the kind of call: Ordinary, Structured or Streaming.
-	Operation Operation `json:"operation"`
+	Operation codec.Operation `json:"operation"`
 	// Model is the requested model (it names tracing spans).
 	Model string `json:"model,omitempty"`
 	// Progress is what the current (or last) attempt has received so far
@@ -70,9 +49,12 @@ type Event struct {
 	// attempt's valid frames from 1, restarting with every attempt (R13.6).
 	Frame int `json:"frame,omitempty"`
 	// Metrics is set on an Ollama metrics event.
-	Metrics *Metrics `json:"metrics,omitempty"`
+	Metrics *codec.Metrics `json:"metrics,omitempty"`
 	// Fallback is set on target_started and fallback events (R20).
 	Fallback *Fallback `json:"fallback,omitempty"`
+	// Breaker is set on a breaker event: the upstream's breaker state
+	// after the change.
+	Breaker *Breaker `json:"breaker,omitempty"`
 	// Resume is set on the events of a background stream's resume read
 	// (R19.10): the delay_scheduled and retry_started before it, and its
 	// attempt_started, attempt_failed or attempt_succeeded.
@@ -92,4 +74,12 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		v.DelayMS = &ms
 	}
 	return json.Marshal(v)
+}
+
+// Resume is what an event of a resume read carries (R19.10): the cursor the
+// read starts after. It holds no provider identifier.
+type Resume struct {
+	// Cursor is the sequence number of the last event the consumer had, or
+	// -1 when none carried one.
+	Cursor int64 `json:"cursor"`
 }

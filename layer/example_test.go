@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -22,7 +23,7 @@ func ExampleNewPolicyError() {
 func ExampleNewRecoveryError() {
 	f := layer.Failure{
 		Identity: layer.Identity{LogicalID: "5d1c2a40-0000-4000-8000-000000000000", WireAttempt: 3},
-		Provider: layer.OpenAI, Operation: layer.Ordinary, Category: layer.CategoryHTTP, HTTPStatus: 503,
+		Provider: codec.OpenAI, Operation: codec.Ordinary, Category: layer.CategoryHTTP, HTTPStatus: 503,
 		Acceptance: layer.AcceptanceUnknown, Classification: layer.Classification{Eligible: true, Reason: layer.ReasonTransient},
 	}
 	f.Attach(layer.Evidence{Bytes: []byte(`{"error":{"message":"secret prompt echoed"}}`)})
@@ -38,7 +39,7 @@ func ExampleNewRecoveryError() {
 // NewAttempt is the per-attempt state wire-plane layers reach with
 // AttemptFrom; Begin runs the attempt_started notification once.
 func ExampleNewAttempt() {
-	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, func() error {
+	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, func() error {
 		fmt.Println("attempt_started")
 		return nil
 	})
@@ -64,7 +65,7 @@ func (s *starts) BeginAttempt() error {
 func ExampleNewAttemptFor() {
 	s := &starts{}
 	for n := 1; n <= 2; n++ {
-		a := layer.NewAttemptFor(layer.Identity{WireAttempt: n}, layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, s)
+		a := layer.NewAttemptFor(layer.Identity{WireAttempt: n}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, s)
 		_ = a.Begin()
 		_ = a.Begin() // idempotent: BeginAttempt ran once for this attempt
 	}
@@ -81,7 +82,7 @@ func ExampleInitAttemptFor() {
 		first layer.Attempt
 	}
 	c := &callState{}
-	a := layer.InitAttemptFor(&c.first, layer.Identity{WireAttempt: 1}, layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, &c.starts)
+	a := layer.InitAttemptFor(&c.first, layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, &c.starts)
 	_ = a.Begin()
 	a.Received([]byte("hello"))
 	fmt.Println(a == &c.first, c.n, a.Progress().RawBytes)
@@ -133,19 +134,19 @@ func ExampleFormatDelay() {
 // WithBasis gives each value its reason while the endpoint, documentation
 // and inspection date are written once.
 func ExampleCapabilities_Declare() {
-	doc := layer.CapabilityEvidence{
+	doc := codec.CapabilityEvidence{
 		Endpoint:         "POST /v1/chat",
 		DocumentationURL: "https://gateway.example/docs/chat",
 		InspectedOn:      "2026-12-01",
 	}
-	var caps layer.Capabilities
-	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis("The page does not say what a disconnect does."))
-	fmt.Println(caps.Get(layer.ClientAbort), caps.Validate() != nil)
-	caps.Declare(layer.RequestCancellation, layer.Unsupported, doc.WithBasis("No cancel endpoint is documented."))
-	caps.Declare(layer.RequestStatus, layer.Unsupported, doc.WithBasis("No status endpoint is documented."))
-	caps.Declare(layer.Idempotency, layer.Unsupported, doc.WithBasis("No idempotency key is documented."))
-	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, doc.WithBasis("Nothing ties an abort to the end of inference."))
-	fmt.Println(caps.Validate(), caps.Evidence[layer.Idempotency].Basis)
+	var caps codec.Capabilities
+	caps.Declare(codec.ClientAbort, codec.Unknown, doc.WithBasis("The page does not say what a disconnect does."))
+	fmt.Println(caps.Get(codec.ClientAbort), caps.Validate() != nil)
+	caps.Declare(codec.RequestCancellation, codec.Unsupported, doc.WithBasis("No cancel endpoint is documented."))
+	caps.Declare(codec.RequestStatus, codec.Unsupported, doc.WithBasis("No status endpoint is documented."))
+	caps.Declare(codec.Idempotency, codec.Unsupported, doc.WithBasis("No idempotency key is documented."))
+	caps.Declare(codec.ExactAttemptTermination, codec.Unknown, doc.WithBasis("Nothing ties an abort to the end of inference."))
+	fmt.Println(caps.Validate(), caps.Evidence[codec.Idempotency].Basis)
 	// Output:
 	// unknown true
 	// <nil> No idempotency key is documented.
@@ -163,4 +164,11 @@ func ExampleCredentialHeaders() {
 	fmt.Println(len(h), h.Get("Content-Type"), layer.APIKeyHeaders())
 	// Output:
 	// 1 application/json [Authorization Api-Key X-Api-Key]
+}
+
+// A fallback leaves a target at once on the stall limits of a set.
+func ExampleStallSetOf() {
+	s := layer.StallSetOf(layer.StallHeader, layer.StallFirstOutput)
+	fmt.Println(s.Has(layer.StallHeader), s.Has(layer.StallIdle), s.Has("slow"))
+	// Output: true false false
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // Identity is the local identity of one wire attempt of one logical
@@ -24,31 +25,6 @@ type Identity struct {
 	WireAttempt int `json:"wire_attempt"`
 }
 
-// Counts are semantic byte and fragment counters (R13.2). Byte counts are
-// UTF-8 bytes of decoded strings: "é🙂" counts 6.
-type Counts struct {
-	// ReasoningBytes is the number of UTF-8 bytes of decoded reasoning text.
-	ReasoningBytes int64 `json:"reasoning_bytes"`
-	// ContentBytes is the number of UTF-8 bytes of decoded assistant
-	// content.
-	ContentBytes int64 `json:"content_bytes"`
-	// ToolFragments is the number of streamed tool-call fragments.
-	ToolFragments int64 `json:"tool_fragments"`
-	// CompletedToolCalls is the number of completed tool calls: those of an
-	// ordinary body, or of a stream's accepted terminal frame.
-	CompletedToolCalls int64 `json:"completed_tool_calls"`
-}
-
-// Any reports whether any semantic evidence was counted.
-func (c Counts) Any() bool {
-	return c.ReasoningBytes > 0 || c.ContentBytes > 0 || c.ToolFragments > 0 || c.CompletedToolCalls > 0
-}
-
-// Add returns the sum of c and d.
-func (c Counts) Add(d Counts) Counts {
-	return Counts{c.ReasoningBytes + d.ReasoningBytes, c.ContentBytes + d.ContentBytes, c.ToolFragments + d.ToolFragments, c.CompletedToolCalls + d.CompletedToolCalls}
-}
-
 // Progress is what one attempt received (R13.2): whether response headers
 // arrived, the raw body bytes, and the semantic evidence observed on the wire
 // and delivered to the consumer.
@@ -60,11 +36,11 @@ type Progress struct {
 	RawBytes int64 `json:"raw_bytes"`
 	// Observed is the semantic evidence decoded from the bytes received,
 	// whether or not it reached the consumer.
-	Observed Counts `json:"observed"`
+	Observed codec.Counts `json:"observed"`
 	// Delivered is the semantic evidence handed to the consumer.
 	// chain.Client.StreamEvents delivers no reasoning, so there its
 	// ReasoningBytes stay 0.
-	Delivered Counts `json:"delivered"`
+	Delivered codec.Counts `json:"delivered"`
 }
 
 // RetryAfterKind is the form of a parsed Retry-After header (R5.5).
@@ -208,10 +184,10 @@ type Failure struct {
 	// Identity is the identity of the failed attempt (R10.1).
 	Identity
 	// Provider is the provider of the call's codec.
-	Provider Provider `json:"provider"`
+	Provider codec.Provider `json:"provider"`
 	// Operation is the kind of call that failed: Ordinary, Structured or
 	// Streaming.
-	Operation Operation `json:"operation"`
+	Operation codec.Operation `json:"operation"`
 	// Category is the kind of failure, for example CategoryTransport or
 	// CategoryHTTP.
 	Category Category `json:"category"`

@@ -77,13 +77,3 @@ func targetsText(ts []TargetRecord) string {
 	}
 	return b.String()
 }
-
-// ModelRewriter is implemented by a codec that can name another model in a
-// request body it encoded or described, without touching anything else of
-// it: the fallback of a drop-in call uses it to send an SDK's request to
-// another model of the same wire (R20.1). WithModel returns a new body and
-// never modifies body; a body that is not a JSON object is an error. It
-// must be safe for concurrent use.
-type ModelRewriter interface {
-	WithModel(body []byte, model string) ([]byte, error)
-}

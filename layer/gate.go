@@ -127,3 +127,44 @@ func (r QuotaRefusal) MarshalJSON() ([]byte, error) {
 		WindowMS int64 `json:"window_ms"`
 	}{plain(r), r.Window.Milliseconds()})
 }
+
+// Breaker is the state of one upstream's breaker: its retry quota and
+// shared cooldown (package layers/quota) seen as a circuit breaker
+// (R18.7). Its fields are safe: the upstream's host, flags, a time and
+// counts.
+type Breaker struct {
+	// Upstream is the host (and non-default port) of the upstream, for
+	// example "api.openai.com".
+	Upstream string `json:"upstream"`
+	// Refusing reports that the upstream's resends are being refused: the
+	// last resend decision of its quota refused (quota_exhausted).
+	Refusing bool `json:"refusing"`
+	// CooldownUntil is the shared cooldown horizon (a Retry-After) before
+	// which nothing is sent to the upstream; zero when none holds.
+	CooldownUntil time.Time `json:"cooldown_until,omitzero"`
+	// Skipped counts the calls that went straight to a fallback target
+	// without a request to the upstream, its circuit open (R20.5).
+	Skipped int64 `json:"skipped"`
+	// Failures counts the calls to the upstream that ended in failure (any
+	// outcome but cancelled), a stream that failed after its 200 included.
+	Failures int64 `json:"failures"`
+}
+
+// Open reports whether the breaker keeps calls from the upstream: its
+// resends are refused or its cooldown holds at now.
+func (b Breaker) Open(now time.Time) bool { return b.Refusing || b.CooldownUntil.After(now) }
+
+// BreakerGate is an optional interface of an UpstreamGate that keeps its
+// upstream's Breaker; the engine (package layers/retry) uses it when the
+// bound gate has it. Implementations must be safe for concurrent use.
+type BreakerGate interface {
+	// Changed returns the upstream's breaker and true when its state
+	// (Refusing, CooldownUntil as seen at now) changed since the last
+	// report, to exactly one caller per change; otherwise false. The
+	// engine asks after each gate decision and emits a breaker event.
+	Changed(now time.Time) (Breaker, bool)
+	// Ended records how a logical completion to the upstream ended:
+	// skipped (sent nothing, its circuit open) and failed (any outcome but
+	// cancelled, a stream that failed after its 200 included).
+	Ended(skipped, failed bool)
+}

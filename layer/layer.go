@@ -31,16 +31,19 @@ const (
 	PerCall Position = iota + 1
 	// Engine is the recovery engine's position (package layers/retry).
 	Engine
-	// StageCapture is the capture stage (package layers/capture).
+	// StageCapture is the capture stage, which package chain installs
+	// under an engine; no other layer may take it.
 	StageCapture
-	// StageProgress is the progress stage (package layers/progress).
+	// StageProgress is the progress stage, which package chain installs
+	// under an engine; no other layer may take it.
 	StageProgress
 	// PerAttempt layers run inside the engine, once per wire attempt, below
 	// capture and progress: a request signer, a stall limit, a fault
 	// injector. What they return is counted and captured like a provider's
 	// answer; the redirect guard and the sender are below them.
 	PerAttempt
-	// StageRedirectGuard is the redirect guard (package layers/redirectguard).
+	// StageRedirectGuard is the redirect guard, which package chain
+	// installs in every chain; no other layer may take it.
 	StageRedirectGuard
 	// StageSender is the sender (package layers/sender).
 	StageSender

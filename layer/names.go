@@ -2,26 +2,6 @@ package layer
 
 import "slices"
 
-// Provider names the provider family a codec speaks to.
-type Provider string
-
-// The providers recourse ships codecs for.
-const (
-	OpenAI Provider = "openai"
-	Ollama Provider = "ollama"
-	OMLX   Provider = "omlx"
-)
-
-// Operation is the kind of completion call (R10.2).
-type Operation string
-
-// The operations of R10.2.
-const (
-	Ordinary   Operation = "ordinary"
-	Structured Operation = "structured"
-	Streaming  Operation = "streaming"
-)
-
 // Category is the failure category of R10.2.
 type Category string
 
@@ -193,10 +173,15 @@ const (
 	// until its upstream's shared cooldown horizon (a Retry-After another
 	// call saw).
 	EventCooldownWait EventType = "cooldown_wait"
+	// EventBreaker reports a change of an upstream's breaker (its Breaker):
+	// its resends began or ceased to be refused, or its shared cooldown
+	// was raised or ran out. It is emitted once per change, on the call
+	// that saw it, not on every call (R18.7).
+	EventBreaker EventType = "breaker"
 )
 
 // EventTypes returns every lifecycle event type of R11.1. Each call returns
 // a new slice; changing it changes nothing else.
 func EventTypes() []EventType { return slices.Clone(eventTypes) }
 
-var eventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventTelemetry, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait, EventTargetStarted, EventFallback}
+var eventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventTelemetry, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait, EventTargetStarted, EventFallback, EventBreaker}

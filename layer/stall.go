@@ -2,6 +2,12 @@ package layer
 
 import "time"
 
+// MaxDuration is the largest duration any recovery setting accepts: a
+// policy's delays and budget (package layers/retry) and a stall limit
+// (package layers/stall). It is the timer range of 2147483647
+// milliseconds (R3).
+const MaxDuration = 2147483647 * time.Millisecond
+
 // StallLimit names the per-attempt stall limit that ended an attempt. The
 // limits are opt-in (package layers/stall); the default chain has none, and
 // a Failure's Stall is then always empty.
@@ -34,6 +40,36 @@ func (l StallLimit) Text() string {
 		return "idle timeout"
 	}
 	return "stall"
+}
+
+// StallSet is a set of the three stall limits, one bit each; the zero
+// value is empty. It is a value and safe for concurrent use.
+type StallSet uint8
+
+// StallSetOf returns the set of limits. A value outside StallHeader,
+// StallFirstOutput and StallIdle is left out.
+func StallSetOf(limits ...StallLimit) StallSet {
+	var s StallSet
+	for _, l := range limits {
+		s |= l.bit()
+	}
+	return s
+}
+
+// Has reports whether l is in the set; a value outside the three limits
+// never is.
+func (s StallSet) Has(l StallLimit) bool { b := l.bit(); return b != 0 && s&b != 0 }
+
+func (l StallLimit) bit() StallSet {
+	switch l {
+	case StallHeader:
+		return 1
+	case StallFirstOutput:
+		return 2
+	case StallIdle:
+		return 4
+	}
+	return 0
 }
 
 // StallError is the error a per-attempt stall limit returns through the

@@ -1,6 +1,7 @@
 package layers_test
 
 import (
+	"go/build"
 	"go/parser"
 	"go/token"
 	"os"
@@ -25,14 +26,18 @@ type rule struct {
 // rules is the import discipline of the module's non-test code: layer
 // packages import the vocabulary (layer/, chat/) and internal helpers,
 // never each other; only otelbridge imports OpenTelemetry; the vocabulary
-// imports no layer, codec or chain; codecs import no layer.
+// imports no layer, codec or chain; the codec interface imports only the
+// standard library and chat; codecs import neither the vocabulary nor a layer.
 var rules = []rule{
 	{from: "layers/...", to: "layers/...", why: "layer packages import the vocabulary, never each other",
-		except: func(from, to string) bool { return from == to }},
+		except: func(from, to string) bool { return from == to || strings.HasPrefix(to, from+"/internal/") }},
 	{from: "otelbridge", to: "layers/...", why: "tracing reads events and the per-call value, not a layer's package"},
 	{from: "layer/...", to: "layers/...", why: "the vocabulary depends on no layer"},
 	{from: "layer/...", to: "codecs/...", why: "the vocabulary depends on no codec"},
 	{from: "layer/...", to: "chain", why: "the vocabulary depends on no chain"},
+	{from: "codec/...", to: "...", why: "the codec interface imports only the standard library and package chat",
+		except: func(_, to string) bool { return to == "chat" || match("codec/...", to) || std(to) }},
+	{from: "codecs/...", to: "layer/...", why: "codecs implement package codec; the recovery vocabulary is the engine's"},
 	{from: "codecs/...", to: "layers/...", why: "codecs declare facts; they do not call the layers"},
 	{from: "codecs/...", to: "chain", why: "codecs do not assemble chains"},
 	{from: "...", to: "go.opentelemetry.io/...", why: "only otelbridge imports OpenTelemetry",
@@ -56,6 +61,17 @@ var rules = []rule{
 	{from: "internal/...", to: "broker/...", why: "nothing under internal/ imports the broker above it"},
 	{from: "internal/...", to: "proxy/...", why: "nothing under internal/ imports the proxy above it"},
 	{from: "...", to: "internal/rigtest", why: "the rig is for tests; no non-test code builds on it"},
+	// The engine's stages are the chain's: only package chain installs
+	// them, and they import the vocabulary only.
+	{from: "...", to: "internal/stage/...", why: "only the chain installs the engine's stages",
+		except: func(from, _ string) bool { return from == "chain" }},
+	{from: "internal/stage/...", to: "internal/...", why: "a stage imports the vocabulary, not another internal package"},
+}
+
+// std reports whether pkg is a package of the standard library.
+func std(pkg string) bool {
+	p, err := build.Default.Import(pkg, "", build.FindOnly)
+	return err == nil && p.Goroot
 }
 
 func match(pattern, pkg string) bool {
@@ -143,7 +159,7 @@ func moduleGraph(t *testing.T) map[string][]string {
 // non-test code.
 func TestImportGraph(t *testing.T) {
 	graph := moduleGraph(t)
-	for _, must := range []string{"layers/retry", "layers/capture", "layers/stall", "otelbridge", "layer", "chain", "proxy", "recoursetest", "internal/rigtest"} {
+	for _, must := range []string{"codec", "codec/codectest", "layers/retry", "internal/stage/capture", "layers/stall", "otelbridge", "layer", "chain", "proxy", "recoursetest", "internal/rigtest"} {
 		if _, ok := graph[must]; !ok {
 			t.Fatalf("the graph has no package %s: the walk is broken", must)
 		}
@@ -158,9 +174,12 @@ func TestImportGraph(t *testing.T) {
 func TestImportRulesCatchForbiddenEdges(t *testing.T) {
 	for _, edge := range [][2]string{
 		{"layers/retry", "layers/admission"},
-		{"layers/capture", "layers/redirectguard"},
-		{"layers/stall", "layers/progress"},
+		{"internal/stage/capture", "internal/stage/redirectguard"},
+		{"layers/stall", "internal/stage/progress"},
+		{"layers/retry", "internal/stage/capture"},
+		{"proxy", "internal/stage/redirectguard"},
 		{"layers/retry", "layers/stall"},
+		{"layers/stall", "layers/retry/internal/httpdate"},
 		{"otelbridge", "layers/retry"},
 		{"layer", "layers/retry"},
 		{"codecs/ollama", "layers/retry"},
@@ -170,15 +189,26 @@ func TestImportRulesCatchForbiddenEdges(t *testing.T) {
 		{"recoursetest", "internal/scripted"},
 		{"internal/scripted", "chain"},
 		{"cmd/recourse-demo", "internal/rigtest"},
+		{"codec", "layer"},
+		{"codec", "layers/retry"},
+		{"codec", "codecs/openai"},
+		{"codec", "github.com/google/uuid"},
+		{"codec/codectest", "layer"},
+		{"codec/codectest", "layer/layertest"},
+		{"codecs/ollama", "layer"},
+		{"codecs/internal/ssechat", "layer"},
 	} {
 		if v := violations(map[string][]string{edge[0]: {edge[1]}}); len(v) == 0 {
 			t.Errorf("%s → %s is not refused", edge[0], edge[1])
 		}
 	}
 	allowed := map[string][]string{
-		"layers/retry":     {"layer", "chat", "internal/httpdate"},
+		"layers/retry":     {"layer", "chat", "layers/retry/internal/httpdate"},
+		"codec":            {"chat", "net/http", "regexp"},
+		"codec/codectest":  {"chat", "codec", "testing"},
+		"codecs/openai":    {"codec", "chat", "codecs/internal/openaiwire"},
 		"otelbridge":       {"layer", "go.opentelemetry.io/otel/trace"},
-		"chain":            {"layers/retry", "layers/capture"},
+		"chain":            {"layers/retry", "internal/stage/capture", "layers/sender"},
 		"internal/rigtest": {"chain", "layers/retry", "recoursetest"},
 	}
 	if v := violations(allowed); len(v) != 0 {

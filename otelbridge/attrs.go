@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -52,6 +53,12 @@ const (
 	keyQuotaUpstream   = attribute.Key("recourse.quota.upstream")
 	keyQuotaResends    = attribute.Key("recourse.quota.resends")
 	keyResumeCursor    = attribute.Key("recourse.resume.cursor")
+
+	keyBreakerUpstream = attribute.Key("recourse.breaker.upstream")
+	keyBreakerRefusing = attribute.Key("recourse.breaker.refusing")
+	keyBreakerCooldown = attribute.Key("recourse.breaker.cooldown_until")
+	keyBreakerSkipped  = attribute.Key("recourse.breaker.skipped")
+	keyBreakerFailures = attribute.Key("recourse.breaker.failures")
 )
 
 // target is what the spans say about the request's destination: never the
@@ -164,6 +171,13 @@ func eventAttributes(ev *layer.Event) []attribute.KeyValue {
 	}
 	if r := ev.Resume; r != nil {
 		a = append(a, keyResumeCursor.Int64(r.Cursor))
+	}
+	if b := ev.Breaker; b != nil {
+		a = append(a, keyBreakerUpstream.String(b.Upstream), keyBreakerRefusing.Bool(b.Refusing),
+			keyBreakerSkipped.Int64(b.Skipped), keyBreakerFailures.Int64(b.Failures))
+		if !b.CooldownUntil.IsZero() {
+			a = append(a, keyBreakerCooldown.String(b.CooldownUntil.UTC().Format(time.RFC3339Nano)))
+		}
 	}
 	return a
 }

@@ -3,6 +3,7 @@ package otelbridge
 import (
 	"io"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -39,7 +40,7 @@ type frames struct {
 	c *call
 }
 
-func (f *frames) NextFrame() (layer.Frame, error) {
+func (f *frames) NextFrame() (codec.Frame, error) {
 	fr, err := f.FrameReader.NextFrame()
 	switch {
 	case err == nil:

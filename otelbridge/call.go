@@ -13,6 +13,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -32,7 +33,7 @@ type call struct {
 	lctx     context.Context
 	named    bool           // the logical span has its model name and attributes
 	model    string         // the requested model
-	provider layer.Provider // the codec's provider
+	provider codec.Provider // the codec's provider
 	attempt  trace.Span
 	attempts int
 	// succeeded: attempt_succeeded was seen.
@@ -42,7 +43,7 @@ type call struct {
 	// span ends, with the exact outcome.
 	terminal     *layer.Event
 	terminalTime time.Time
-	metrics      *layer.Metrics
+	metrics      *codec.Metrics
 	status       int // the response status RoundTrip returned
 	// outputSeen: the time to first output was recorded.
 	outputSeen bool
@@ -102,7 +103,7 @@ func (c *call) genAIAttributes(ev *layer.Event) []attribute.KeyValue {
 	if ev.Operation != "" {
 		a = append(a, keyOperation.String(string(ev.Operation)))
 	}
-	if ev.Operation == layer.Streaming {
+	if ev.Operation == codec.Streaming {
 		a = append(a, keyRequestStream.Bool(true))
 	}
 	if ev.LogicalID != "" {
@@ -186,7 +187,7 @@ func (c *call) observe(ev layer.Event) {
 			c.attempt = nil
 		}
 	case layer.EventAdmissionPending, layer.EventAdmissionAllowed, layer.EventDelayScheduled, layer.EventRetryStarted,
-		layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventCooldownWait:
+		layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventCooldownWait, layer.EventBreaker:
 		c.logical.AddEvent(eventName(ev.Type), trace.WithTimestamp(now), trace.WithAttributes(eventAttributes(&ev)...))
 	case layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired,
 		layer.EventExhausted, layer.EventInterrupted, layer.EventCancelled:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // fake clock.
 type fixture struct {
 	t      *testing.T
-	codec  layer.Codec
+	codec  codec.Codec
 	srv    *recoursetest.Server
 	sr     *tracetest.SpanRecorder
 	reader *sdkmetric.ManualReader
@@ -46,42 +47,42 @@ type fixture struct {
 	http   *http.Client
 }
 
-func newFixture(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, steps ...recoursetest.Step) *fixture {
+func newFixture(t *testing.T, cdc codec.Codec, p retry.Policy, opts []otelbridge.Option, steps ...recoursetest.Step) *fixture {
 	t.Helper()
-	return newFixtureWith(t, codec, p, opts, nil, steps...)
+	return newFixtureWith(t, cdc, p, opts, nil, steps...)
 }
 
 // newFixtureWith is newFixture with more per-call layers inside tracing.
-func newFixtureWith(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, perCall []layer.Layer, steps ...recoursetest.Step) *fixture {
+func newFixtureWith(t *testing.T, cdc codec.Codec, p retry.Policy, opts []otelbridge.Option, perCall []layer.Layer, steps ...recoursetest.Step) *fixture {
 	t.Helper()
-	return newFixtureLayers(t, codec, p, opts, perCall, nil, steps...)
+	return newFixtureLayers(t, cdc, p, opts, perCall, nil, steps...)
 }
 
 // newFixtureLayers is newFixtureWith with per-attempt layers too.
-func newFixtureLayers(t *testing.T, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, perCall, perAttempt []layer.Layer, steps ...recoursetest.Step) *fixture {
+func newFixtureLayers(t *testing.T, cdc codec.Codec, p retry.Policy, opts []otelbridge.Option, perCall, perAttempt []layer.Layer, steps ...recoursetest.Step) *fixture {
 	t.Helper()
-	return newFixtureOn(t, recoursetest.NewServer(steps...), codec, p, opts, perCall, perAttempt)
+	return newFixtureOn(t, recoursetest.NewServer(steps...), cdc, p, opts, perCall, perAttempt)
 }
 
 // newMemoryFixtureLayers is newFixtureLayers with the provider on
 // recoursetest.NewMemoryServer; call it inside a testing/synctest bubble,
 // whose clock the layers' own timers (a stall limit) then follow.
-func newMemoryFixtureLayers(t *testing.T, codec layer.Codec, p retry.Policy, perAttempt []layer.Layer, steps ...recoursetest.Step) *fixture {
+func newMemoryFixtureLayers(t *testing.T, cdc codec.Codec, p retry.Policy, perAttempt []layer.Layer, steps ...recoursetest.Step) *fixture {
 	t.Helper()
-	return newFixtureOn(t, recoursetest.NewMemoryServer(steps...), codec, p, nil, nil, perAttempt)
+	return newFixtureOn(t, recoursetest.NewMemoryServer(steps...), cdc, p, nil, nil, perAttempt)
 }
 
 // newFixtureOn builds the fixture around the provider srv.
-func newFixtureOn(t *testing.T, srv *recoursetest.Server, codec layer.Codec, p retry.Policy, opts []otelbridge.Option, perCall, perAttempt []layer.Layer) *fixture {
+func newFixtureOn(t *testing.T, srv *recoursetest.Server, cdc codec.Codec, p retry.Policy, opts []otelbridge.Option, perCall, perAttempt []layer.Layer) *fixture {
 	t.Helper()
-	f := &fixture{t: t, codec: codec, srv: srv, sr: tracetest.NewSpanRecorder(),
+	f := &fixture{t: t, codec: cdc, srv: srv, sr: tracetest.NewSpanRecorder(),
 		reader: sdkmetric.NewManualReader(), clock: rigtest.NewClock(), rec: &rigtest.Recorder{}}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.sr))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(f.reader))
 	p.WallClock, p.MonotonicClock, p.Sleep, p.OnEvent = f.clock.Now, f.clock.Mono, f.clock.Sleep, f.rec.OnEvent
 	base := srv.Transport()
 	tl := otelbridge.New(append([]otelbridge.Option{otelbridge.WithTracerProvider(tp), otelbridge.WithMeterProvider(mp)}, opts...)...)
-	ch, err := chain.Default(codec, chain.WithPerCall(tl), chain.WithPerCall(perCall...), chain.WithPerAttempt(perAttempt...), chain.WithPolicy(p), chain.WithTransport(base))
+	ch, err := chain.Default(cdc, chain.WithPerCall(tl), chain.WithPerCall(perCall...), chain.WithPerAttempt(perAttempt...), chain.WithPolicy(p), chain.WithTransport(base))
 	require.NoError(t, err)
 	f.chain = ch
 	f.client, err = chain.NewClient(f.srv.URL, ch, chain.WithAPIKey(rigtest.Key))

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -227,7 +228,7 @@ func (c *call) measure(ev *layer.Event) {
 }
 
 // semantic reports whether n counts any semantic output.
-func semantic(n layer.Counts) bool {
+func semantic(n codec.Counts) bool {
 	return n.ContentBytes > 0 || n.ReasoningBytes > 0 || n.ToolFragments > 0 || n.CompletedToolCalls > 0
 }
 
@@ -242,7 +243,7 @@ func (c *call) firstOutput() {
 }
 
 // frameOutput is told about every frame a native stream hands over.
-func (c *call) frameOutput(f *layer.Frame) {
+func (c *call) frameOutput(f *codec.Frame) {
 	if f.Keepalive {
 		return
 	}

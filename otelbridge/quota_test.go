@@ -27,9 +27,14 @@ func TestR18_3_QuotaExhaustedOutcome(t *testing.T) {
 	la := attrs(logical.Attributes())
 	assert.Equal(t, "quota_exhausted", la["recourse.outcome"].AsString())
 	names := eventNames(logical)
-	require.GreaterOrEqual(t, len(names), 2)
-	assert.Equal(t, []string{"recourse.quota.refused", "recourse.exhausted"}, names[len(names)-2:])
-	ev := attrs(logical.Events()[len(names)-2].Attributes)
+	require.GreaterOrEqual(t, len(names), 3)
+	assert.Equal(t, []string{"recourse.quota.refused", "recourse.breaker", "recourse.exhausted"}, names[len(names)-3:])
+	ev := attrs(logical.Events()[len(names)-3].Attributes)
 	assert.Equal(t, int64(0), ev["recourse.quota.resends"].AsInt64())
 	assert.NotEmpty(t, ev["recourse.quota.upstream"].AsString())
+	// The breaker's change is on the span too: its resends are refused
+	// (R20.13).
+	br := attrs(logical.Events()[len(names)-2].Attributes)
+	assert.True(t, br["recourse.breaker.refusing"].AsBool())
+	assert.Equal(t, ev["recourse.quota.upstream"].AsString(), br["recourse.breaker.upstream"].AsString())
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -17,15 +18,21 @@ import (
 // complete serves the completion endpoint through the chain.
 func (h *Handler) complete(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	ex := &exchange{h: h, w: w, rc: http.NewResponseController(w)}
+	ex := &exchange{h: h}
+	hw := &headWriter{ResponseWriter: w, ex: ex}
+	ex.w, ex.rc = hw, http.NewResponseController(hw)
 	status, outcome := h.recover(ex, r)
+	if ex.release != nil {
+		ex.release()
+	}
+	hw.finish(ex.abort)
 	if ex.charged != nil {
 		// A client retry's resend is refunded when it succeeded, as the
 		// engine's own resends are.
 		ex.charged.Settle(status/100 == 2 && outcome == "" && !ex.abort)
 	}
 	h.logRequest(r, requestLine{kind: "completion", status: status, outcome: outcome, clientRetry: ex.clientRetry,
-		callID: ex.call.Result.LogicalID, start: start})
+		callID: ex.call.Result.LogicalID, start: start, tally: &ex.tally})
 	if ex.abort {
 		// The stream ended with an in-band error: close the connection
 		// without the chunked terminator as well, so that a client reading
@@ -54,6 +61,14 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 		return ex.failed(r, err)
 	}
 	defer resp.Body.Close()
+	ex.mu.Lock()
+	ex.respBody = resp.Body
+	cut := ex.shutdown
+	ex.mu.Unlock()
+	if cut {
+		// Shutdown cut the call as its answer arrived (see cutAt).
+		resp.Body.Close()
+	}
 	return ex.answer(out, resp)
 }
 
@@ -64,17 +79,31 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 // cannot be sent is answered here: outbound then returns nil and the
 // status written.
 func (h *Handler) outbound(ex *exchange, r *http.Request) (*http.Request, int) {
+	tooLarge := func() (*http.Request, int) {
+		h.writeError(ex.w, http.StatusRequestEntityTooLarge, "request_too_large",
+			"recourse-proxy: the request body is larger than the proxy's limit of "+strconv.FormatInt(h.maxBody, 10)+" bytes (-max-body); nothing was sent upstream", "")
+		return nil, http.StatusRequestEntityTooLarge
+	}
+	if r.ContentLength > h.maxBody {
+		// Refused on its header (R21.9): no body byte is read, so net/http
+		// sends no 100 Continue and the client sends no body.
+		return tooLarge()
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, h.maxBody+1))
 	if err != nil {
 		h.writeError(ex.w, http.StatusBadRequest, "request_body_unreadable", "recourse-proxy: the request body could not be read", "")
 		return nil, http.StatusBadRequest
 	}
 	if int64(len(body)) > h.maxBody {
-		h.writeError(ex.w, http.StatusRequestEntityTooLarge, "request_too_large",
-			"recourse-proxy: the request body is larger than the proxy's limit of "+strconv.FormatInt(h.maxBody, 10)+" bytes (-max-body); nothing was sent upstream", "")
-		return nil, http.StatusRequestEntityTooLarge
+		return tooLarge()
 	}
-	ctx := r.Context()
+	// The chain's context ends when the request's does, but not at the
+	// same instant: at shutdown the stream is closed first, so that the
+	// engine writes no in-band error of its own and the proxy writes its
+	// shutdown frame (R21.10).
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	stop := context.AfterFunc(r.Context(), func() { ex.cutAt(context.Cause(r.Context()), cancel) })
+	ex.release = func() { stop(); cancel(nil) }
 	if h.deadline > 0 {
 		p := h.policy
 		p.Deadline = h.now().Add(h.deadline)
@@ -132,15 +161,13 @@ func (ex *exchange) answer(out *http.Request, resp *http.Response) (int, string)
 	}
 	if rerr := ex.copy(resp.Body); rerr != nil {
 		var re *layer.RecoveryError
-		if errors.As(rerr, &re) {
+		switch {
+		case ex.isShutdown():
+			outcome = string(layer.OutcomeCancelled)
+			ex.codedErrorFrame(codeShutdown, ErrShutdown.Error())
+		case errors.As(rerr, &re):
 			outcome = string(re.Outcome)
-			if re.Outcome == layer.OutcomeCancelled {
-				// A cancelled body hands its caller no in-band frame
-				// (R9.1): the proxy's client, still reading when the proxy
-				// itself stops (a shutdown), gets one here.
-				ex.errorFrame(re.Error())
-			}
-		} else if !errors.Is(rerr, errClientGone) {
+		case !errors.Is(rerr, errClientGone):
 			ex.errorFrame("recourse-proxy: the stream ended without its end")
 		}
 		ex.abort = true
@@ -186,17 +213,17 @@ func (ex *exchange) failed(r *http.Request, err error) (int, string) {
 		return http.StatusBadGateway, ""
 	}
 	outcome := string(re.Outcome)
-	msg := re.Error()
+	msg, code := re.Error(), outcome
 	if re.Outcome == layer.OutcomeCancelled && errors.Is(context.Cause(r.Context()), ErrShutdown) {
-		msg = ErrShutdown.Error()
+		msg, code = ErrShutdown.Error(), codeShutdown
 	}
 	if ex.committed {
-		ex.errorFrame(msg)
+		ex.codedErrorFrame(code, msg)
 		ex.abort = true
 		return http.StatusOK, outcome
 	}
 	f := &re.Failure
-	status, code := http.StatusBadGateway, outcome
+	status := http.StatusBadGateway
 	switch {
 	case f.Category == layer.CategoryHTTP && layer.IsRedirect(f.HTTPStatus):
 		code = "redirect_refused"
@@ -230,6 +257,41 @@ type exchange struct {
 	charged     layer.Reservation // the resend a client retry was charged, or nil
 	model       string            // the call's model, from its events
 	body        []byte            // the request body, read once
+	tally       tally             // the call's attempts, resumes and fallbacks (R21.7)
+
+	release  func()        // stops watching the request's context and ends the chain's
+	respBody io.ReadCloser // the chain's answer, once it arrived; guarded by mu
+	shutdown bool          // the request was cut at shutdown; guarded by mu
+}
+
+// codeShutdown is the code of the in-band error of a stream cut at the
+// proxy's shutdown, and of the error document of a request cut before its
+// answer (R21.10): a client tells it from a provider's failure and from a
+// cancel of its own.
+const codeShutdown = "shutdown"
+
+// cutAt ends the chain's context with cause when the request's context
+// ended. At shutdown it closes the chain's answer first, if one arrived:
+// the engine then hands out no in-band error of its own, and answer writes
+// the shutdown frame.
+func (ex *exchange) cutAt(cause error, cancel context.CancelCauseFunc) {
+	if errors.Is(cause, ErrShutdown) {
+		ex.mu.Lock()
+		ex.shutdown = true
+		body := ex.respBody
+		ex.mu.Unlock()
+		if body != nil {
+			body.Close()
+		}
+	}
+	cancel(cause)
+}
+
+// isShutdown reports whether the request was cut at shutdown.
+func (ex *exchange) isShutdown() bool {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.shutdown
 }
 
 var errClientGone = errors.New("recourse-proxy: the client went away")
@@ -282,9 +344,19 @@ func (ex *exchange) copy(body io.Reader) error {
 
 // errorFrame writes the codec's in-band error frame carrying msg.
 func (ex *exchange) errorFrame(msg string) {
-	if ef, ok := ex.h.codec.(layer.ErrorFramer); ok {
+	if ef, ok := ex.h.codec.(codec.ErrorFramer); ok {
 		ex.send(ef.ErrorFrame(msg))
 	}
+}
+
+// codedErrorFrame writes the codec's in-band error frame carrying code and
+// msg (codec.CodedErrorFramer), or msg alone in a dialect without codes.
+func (ex *exchange) codedErrorFrame(code, msg string) {
+	if cf, ok := ex.h.codec.(codec.CodedErrorFramer); ok {
+		ex.send(cf.ErrorFrameCode(code, msg))
+		return
+	}
+	ex.errorFrame(msg)
 }
 
 // onEvent logs a lifecycle event and, for a stream waiting in backoff,
@@ -292,11 +364,12 @@ func (ex *exchange) errorFrame(msg string) {
 // stream resumed after its 200), otherwise after committing it when the
 // wait is long enough (see Config.StreamCommitAfter).
 func (ex *exchange) onEvent(ev layer.Event) {
+	ex.tally.count(ev)
 	ex.h.logEvent(ev)
 	if ex.model == "" {
 		ex.model = ev.Model
 	}
-	if (ev.Type != layer.EventDelayScheduled && ev.Type != layer.EventCooldownWait) || ev.Operation != layer.Streaming || !ex.h.comments {
+	if (ev.Type != layer.EventDelayScheduled && ev.Type != layer.EventCooldownWait) || ev.Operation != codec.Streaming || !ex.h.comments {
 		return
 	}
 	if ex.status == 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -58,7 +59,8 @@ type Config struct {
 	Deadline time.Duration
 	// MaxBodyBytes bounds a completion request body; zero means
 	// DefaultMaxBodyBytes, a negative value is an error. A larger body is
-	// answered 413 and nothing is sent upstream.
+	// answered 413 and nothing is sent upstream; a larger Content-Length
+	// is refused before the body is read (no 100 Continue is sent).
 	MaxBodyBytes int64
 	// StreamCommitAfter is how long a streaming client may wait without a
 	// byte before the proxy commits its 200 and writes retry notices (see
@@ -98,6 +100,12 @@ type Config struct {
 	// fall back too (fallback.Rules.Statuses), for example 404 for a model
 	// that is not found; nil means none.
 	FallbackStatuses []int
+	// FallbackRules are the fallback's further rules (fallback.Rules):
+	// the provider error codes that fall back (Codes) or never do
+	// (NeverCodes), and the stall limits after which a target is left at
+	// once (Stalls). Its Statuses are added to FallbackStatuses; its Admit
+	// is not used (Policy.Admit is asked). The zero value adds nothing.
+	FallbackRules fallback.Rules
 	// Transport is the base transport for upstream requests, for both the
 	// chain's sender and forwarded requests; nil means a private clone of
 	// http.DefaultTransport. It must not retry or follow redirects.
@@ -141,9 +149,9 @@ func (e *ConfigError) Error() string { return "proxy: " + e.Field + " " + e.Prob
 // dialect is what a provider name chooses: the codec of the completion
 // endpoint, and the codec of a Responses API served beside it, or nil.
 // This is the one place the proxy reads a provider's name; everything
-// else it asks the codec (its Facts, layer.ErrorFramer,
-// layer.ErrorDocumenter).
-type dialect struct{ codec, responses layer.Codec }
+// else it asks the codec (its Facts, codec.ErrorFramer,
+// codec.ErrorDocumenter).
+type dialect struct{ codec, responses codec.Codec }
 
 // dialectFor returns the dialect of a provider name, or a *ConfigError.
 func dialectFor(provider string) (dialect, error) {
@@ -159,7 +167,7 @@ func dialectFor(provider string) (dialect, error) {
 }
 
 // parseUpstream checks and parses the upstream root URL for codec.
-func parseUpstream(raw string, codec layer.Codec) (*url.URL, error) {
+func parseUpstream(raw string, cdc codec.Codec) (*url.URL, error) {
 	if raw == "" {
 		return nil, &ConfigError{Field: "Upstream", Problem: "is empty; want the provider's root URL, for example https://api.openai.com"}
 	}
@@ -172,7 +180,7 @@ func parseUpstream(raw string, codec layer.Codec) (*url.URL, error) {
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
-	prefix := codec.Path()[:strings.Index(codec.Path()[1:], "/")+1] // "/v1" or "/api"
+	prefix := cdc.Path()[:strings.Index(cdc.Path()[1:], "/")+1] // "/v1" or "/api"
 	if strings.HasSuffix(u.Path, prefix) {
 		return nil, &ConfigError{Field: "Upstream", Problem: "ends in " + prefix + "; give the provider's root URL (the proxy keeps the client's path, so a client with base URL …" + prefix + " would reach " + prefix + prefix + ")"}
 	}

@@ -12,7 +12,9 @@
 //     omlx, POST /api/chat for ollama) goes through chain.Default with the
 //     Config's policy. Its body is read once, up to Config.MaxBodyBytes
 //     (DefaultMaxBodyBytes); a larger body is answered 413 and nothing is
-//     sent upstream.
+//     sent upstream. A body whose Content-Length is larger is refused on
+//     that header, before a byte of it is read and before any 100 Continue;
+//     a chunked body as soon as it crosses the limit.
 //   - For openai, the Responses API too, with a chain of its own (the
 //     Responses codec, the same Config): POST /v1/responses, foreground or
 //     background, and GET /v1/responses/{id} (a retrieve, or a stream read
@@ -21,8 +23,15 @@
 //     SSE client reads one stream, and a client that goes away from a
 //     background stream the proxy started has it cancelled upstream
 //     (R19.9–R19.13).
+//   - A recovered endpoint spelled otherwise (//v1/chat/completions,
+//     /api/chat/, a dot segment, another letter case) is answered 400 with
+//     code path_not_canonical; nothing is sent upstream (R21.8).
 //   - Every other path and method is forwarded once, untouched, without
 //     recovery; its body streams through unbuffered.
+//
+// Endpoints returns the recovered endpoints of a provider: openai
+// POST /v1/chat/completions, POST /v1/responses and GET /v1/responses/{id};
+// ollama POST /api/chat; omlx POST /v1/chat/completions (R21.11).
 //   - GET /healthz answers 200 "ok" without contacting the upstream.
 //
 // Client headers (Authorization and the rest) go upstream as given, except
@@ -36,6 +45,14 @@
 //   - Success: the upstream's status, headers and body byte for byte,
 //     streams flushed frame by frame (keepalives included), plus
 //     X-Recourse-Call-Id naming the logical call in the proxy's log.
+//   - On every completion answer, success or not, X-Recourse-Attempts: the
+//     wire attempts it took ("2" after a 503 and a 200), with
+//     X-Recourse-Resumes and X-Recourse-Fallbacks when a background stream
+//     was resumed or the call fell back (R21.7). A stream's status may
+//     leave before its recovery ends: its header then counts the attempts
+//     sent by then, and the stream, when it ends cleanly, carries the
+//     final counts as HTTP trailers of the same names. The request log
+//     line always has the final counts (attempts, resumes, fallbacks).
 //   - Recovery ended on an HTTP failure: the final upstream status and body,
 //     plus X-Should-Retry: false (OpenAI's SDKs then do not retry on top)
 //     and X-Recourse-Outcome naming the outcome (exhausted, interrupted,
@@ -52,7 +69,9 @@
 //   - A stream that fails after output: the provider's in-band error frame
 //     (OpenAI: a data: {"error":…} event; Ollama: an {"error":…} line),
 //     then the connection is closed without the chunked terminator; never a
-//     silent end and never a synthesised [DONE] or "done":true.
+//     silent end and never a synthesised [DONE] or "done":true. A stream
+//     cut at shutdown says so: code "shutdown" (where the dialect has a
+//     code field) and ErrShutdown's text (R21.10).
 //   - While an OpenAI or oMLX stream waits in backoff after its response was
 //     committed: SSE comment lines, for example
 //     ": retrying after HTTP 503 (attempt 2/4 in 1.2s)", which SSE clients

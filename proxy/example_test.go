@@ -84,3 +84,19 @@ func ExampleServe() {
 	// 200 ok
 	// Serve returned: <nil>
 }
+
+// The endpoints an openai proxy recovers; every other request is
+// forwarded once.
+func ExampleEndpoints() {
+	es, err := proxy.Endpoints("openai")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range es {
+		fmt.Println(e)
+	}
+	// Output:
+	// POST /v1/chat/completions
+	// POST /v1/responses
+	// GET /v1/responses/{id}
+}

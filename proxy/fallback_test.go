@@ -85,3 +85,32 @@ func TestR20_10_ProxyFallsBackOnTheResponsesAPI(t *testing.T) {
 	assert.Equal(t, 503, got.status, "the read's own final answer")
 	assert.Equal(t, 5, r.up.Count(), "MaxAttempts reads, nothing sent to another target")
 }
+
+// Through the proxy, of two 400s the one whose provider code a rule names
+// is answered by the fallback target, and the one a never rule names
+// reaches the client unrouted as the provider's own error.
+func TestR20_10_ProxyFallsBackByProviderCode(t *testing.T) {
+	rules := fallback.Rules{Codes: []string{"context_length_exceeded"}, NeverCodes: []string{"content_policy_violation"}}
+	setup := func(c *Config) {
+		c.Policy.MaxAttempts = 3
+		c.Fallback = []fallback.Target{{Model: "gpt-4o"}}
+		c.FallbackStatuses = []int{400}
+		c.FallbackRules = rules
+	}
+	long := recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "context_length_exceeded", "too long"))
+	r := newRig(t, "openai", setup, long, recoursetest.JSON(200, recoursetest.OpenAIChat("from gpt-4o")))
+	res := r.post(t, "/v1/chat/completions", chatBody)
+	require.NoError(t, res.err)
+	assert.Equal(t, 200, res.status)
+	assert.Contains(t, res.body, "from gpt-4o")
+	assert.Equal(t, 2, r.up.Count())
+
+	refused := recoursetest.OpenAIError("invalid_request_error", "content_policy_violation", "refused")
+	r = newRig(t, "openai", setup, recoursetest.JSON(400, refused), recoursetest.JSON(200, recoursetest.OpenAIChat("must not be asked")))
+	res = r.post(t, "/v1/chat/completions", chatBody)
+	require.NoError(t, res.err)
+	assert.Equal(t, 400, res.status)
+	assert.JSONEq(t, refused, res.body, "the provider's own error")
+	assert.Equal(t, 1, r.up.Count(), "no fallback target was asked")
+	assert.NotContains(t, r.logs.String(), `"type":"fallback"`)
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -24,14 +25,17 @@ import (
 const HeaderCallID = "X-Recourse-Call-Id"
 
 // ErrShutdown is the cause of the context of a request cut at shutdown,
-// after the grace period (see Serve).
+// after the grace period (see Serve). Its text is the message, and
+// "shutdown" the code, of the answer of such a request: the in-band error
+// of a stream, the error document of a request still waiting (R21.10).
 var ErrShutdown = errors.New("recourse-proxy: shutting down: the call was cut after the grace period")
 
 // Handler is the recovery proxy for one provider and one upstream. It is
 // immutable after New and safe for concurrent use.
 //
 // It logs, on the Config's Logger, one line per request (message
-// "request"; attributes kind "completion" or "forward", method, path — the
+// "request"; attributes kind "completion", "forward" or "refused" (a
+// recovered endpoint spelled otherwise, R21.8), method, path — the
 // URL path only, never the query —, status, outcome when recovery ended
 // without success, client_retry when a client retry was charged to the
 // quota, call_id, duration_ms) and one line per lifecycle event of a
@@ -43,7 +47,7 @@ var ErrShutdown = errors.New("recourse-proxy: shutting down: the call was cut af
 // group with category, reason, stall, hint and retry_after_header). No
 // line holds a header value, a body or a credential.
 type Handler struct {
-	codec       layer.Codec
+	codec       codec.Codec
 	upstream    *url.URL
 	chain       *chain.Chain
 	forward     *httputil.ReverseProxy
@@ -51,13 +55,14 @@ type Handler struct {
 	deadline    time.Duration
 	maxBody     int64
 	commitAfter time.Duration // < 0: never
-	comments    bool          // the stream dialect has comment lines (not layer.Facts.NoStreamComments)
+	comments    bool          // the stream dialect has comment lines (not codec.Facts.NoStreamComments)
 	quota       *quota.Layer  // nil: none
 	log         *slog.Logger
 	now         func() time.Time
 	responses   *Handler                           // the Responses API of an openai proxy, or nil
 	finals      *finals                            // nil: every request goes through (Config.RepeatWindow < 0)
 	onRetry     func(context.Context, ClientRetry) // Config.OnClientRetry
+	endpoints   []Endpoint                         // the recovered endpoints (Endpoints)
 }
 
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
@@ -68,8 +73,8 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	codec := d.codec
-	up, err := parseUpstream(cfg.Upstream, codec)
+	cdc := d.codec
+	up, err := parseUpstream(cfg.Upstream, cdc)
 	if err != nil {
 		return nil, err
 	}
@@ -84,16 +89,17 @@ func New(cfg Config) (*Handler, error) {
 		base = defaultTransport()
 	}
 	h := &Handler{
-		codec:       codec,
+		codec:       cdc,
 		upstream:    up,
 		policy:      cfg.Policy,
 		deadline:    cfg.Deadline,
 		maxBody:     cfg.MaxBodyBytes,
 		commitAfter: cfg.StreamCommitAfter,
-		comments:    !codec.Facts().NoStreamComments,
+		comments:    !cdc.Facts().NoStreamComments,
 		quota:       cfg.Quota,
 		log:         cfg.Logger,
 		now:         cfg.Policy.WallClock,
+		endpoints:   d.endpoints(),
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -119,9 +125,9 @@ func New(cfg Config) (*Handler, error) {
 	// perCallFor returns the per-call layers of a chain of codec: the
 	// caller's, the fallback targets (with that codec's model swap), then
 	// the quota.
-	perCallFor := func(codec layer.Codec) ([]layer.Layer, error) {
+	perCallFor := func(cdc codec.Codec) ([]layer.Layer, error) {
 		perCall := cfg.PerCall[:len(cfg.PerCall):len(cfg.PerCall)]
-		if fl, err := fallbackLayer(&cfg, codec); err != nil {
+		if fl, err := fallbackLayer(&cfg, cdc); err != nil {
 			return nil, err
 		} else if fl != nil {
 			perCall = append(perCall, fl)
@@ -131,11 +137,11 @@ func New(cfg Config) (*Handler, error) {
 		}
 		return perCall, nil
 	}
-	perCall, err := perCallFor(codec)
+	perCall, err := perCallFor(cdc)
 	if err != nil {
 		return nil, err
 	}
-	h.chain, err = chain.Default(codec, chain.WithPolicy(cfg.Policy), chain.WithTransport(base),
+	h.chain, err = chain.Default(cdc, chain.WithPolicy(cfg.Policy), chain.WithTransport(base),
 		chain.WithPerCall(perCall...), chain.WithPerAttempt(cfg.PerAttempt...))
 	if err != nil {
 		return nil, err
@@ -207,6 +213,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case h.responses != nil && h.responses.routes(r):
 		h.responses.owned(w, r)
 	default:
+		if e, ok := h.misspelled(r); ok {
+			start := time.Now()
+			h.refuseMisspelled(w, r, e)
+			h.logRequest(r, requestLine{kind: "refused", status: http.StatusBadRequest, start: start})
+			return
+		}
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		h.forward.ServeHTTP(rec, r)
@@ -235,8 +247,12 @@ func (h *Handler) forwardFailed(w http.ResponseWriter, r *http.Request, err erro
 		h.writeError(w, http.StatusBadGateway, "redirect_refused", rd.Error(), "")
 		return
 	}
+	if errors.Is(context.Cause(r.Context()), ErrShutdown) {
+		h.writeError(w, http.StatusServiceUnavailable, codeShutdown, ErrShutdown.Error(), "")
+		return
+	}
 	if r.Context().Err() != nil {
-		// The client went away, or the proxy cut the request at shutdown.
+		// The client went away.
 		h.writeError(w, http.StatusServiceUnavailable, "cancelled", "recourse-proxy: the request was cancelled before the upstream answered", "")
 		return
 	}
@@ -244,14 +260,14 @@ func (h *Handler) forwardFailed(w http.ResponseWriter, r *http.Request, err erro
 }
 
 // writeError writes a proxy error: the codec's error document
-// (layer.ErrorDocumenter) carrying code and msg, or msg as plain text for a
+// (codec.ErrorDocumenter) carrying code and msg, or msg as plain text for a
 // codec without one. outcome, when set, is sent as X-Recourse-Outcome, with
 // X-Should-Retry: false.
 func (h *Handler) writeError(w http.ResponseWriter, status int, code, msg, outcome string) {
 	hd := w.Header()
 	hd.Del("Location")
 	var body []byte
-	if ed, ok := h.codec.(layer.ErrorDocumenter); ok {
+	if ed, ok := h.codec.(codec.ErrorDocumenter); ok {
 		body = ed.ErrorDocument(code, msg)
 		hd.Set("Content-Type", "application/json")
 	} else {

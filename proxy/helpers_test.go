@@ -168,6 +168,8 @@ type result struct {
 	header http.Header
 	body   string
 	err    error // the body's read error
+	// trailer is the answer's trailer, read after its body.
+	trailer http.Header
 }
 
 // post sends body to path through the proxy with the given headers (name,
@@ -197,7 +199,7 @@ func (r *rig) do(t *testing.T, method, path, body string, kv ...string) result {
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, rerr := io.ReadAll(resp.Body)
-	return result{status: resp.StatusCode, header: resp.Header, body: string(b), err: rerr}
+	return result{status: resp.StatusCode, header: resp.Header, body: string(b), err: rerr, trailer: resp.Trailer}
 }
 
 // requestContext bounds a request of a loopback rig to 10 s, a guard

@@ -20,14 +20,16 @@ type requestLine struct {
 	replayed    bool   // answered from the memory of final failures (R21.3)
 	callID      string
 	start       time.Time
+	tally       *tally // a completion's counts (R21.7); nil on other lines
 }
 
 // logRequest writes the line of request r, "request", at level Info: kind,
 // method, path (never the query), status, then outcome, client_retry,
-// replayed and call_id when set, and duration_ms. Every request line of
-// the proxy is written here.
+// replayed and call_id when set, then on a completion's line attempts, and
+// resumes and fallbacks when not zero (R21.7), and duration_ms. Every
+// request line of the proxy is written here.
 func (h *Handler) logRequest(r *http.Request, l requestLine) {
-	attrs := make([]slog.Attr, 0, 9) // room for every attribute, so that the line needs one allocation
+	attrs := make([]slog.Attr, 0, 12) // room for every attribute, so that the line needs one allocation
 	attrs = append(attrs, slog.String("kind", l.kind), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.Int("status", l.status))
 	if l.outcome != "" {
@@ -41,6 +43,15 @@ func (h *Handler) logRequest(r *http.Request, l requestLine) {
 	}
 	if l.callID != "" {
 		attrs = append(attrs, slog.String("call_id", l.callID))
+	}
+	if t := l.tally; t != nil {
+		attrs = append(attrs, slog.Int64("attempts", t.attempts.Load()))
+		if n := t.resumes.Load(); n > 0 {
+			attrs = append(attrs, slog.Int64("resumes", n))
+		}
+		if n := t.fallbacks.Load(); n > 0 {
+			attrs = append(attrs, slog.Int64("fallbacks", n))
+		}
 	}
 	attrs = append(attrs, slog.Int64("duration_ms", time.Since(l.start).Milliseconds()))
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)

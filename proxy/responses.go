@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -17,9 +18,9 @@ const responsesPath = "/v1/responses"
 // proxy: h's configuration with codec, the Responses codec, and a chain of its own
 // built from the same policy, transport and layers. A drop-in body
 // decides foreground or background itself ("background":true).
-func (h *Handler) withResponses(codec layer.Codec, base http.RoundTripper, perCall, perAttempt []layer.Layer) (*Handler, error) {
+func (h *Handler) withResponses(cdc codec.Codec, base http.RoundTripper, perCall, perAttempt []layer.Layer) (*Handler, error) {
 	rh := *h
-	rh.codec = codec
+	rh.codec = cdc
 	rh.responses = nil
 	var err error
 	rh.chain, err = chain.Default(rh.codec, chain.WithPolicy(h.policy), chain.WithTransport(base),

@@ -192,7 +192,9 @@ func remembers(status int, h http.Header) bool {
 // answer without contacting the upstream; any other request goes to
 // complete, and its answer is remembered when it is a final failure.
 func (h *Handler) owned(w http.ResponseWriter, r *http.Request) {
-	if h.finals == nil {
+	if h.finals == nil || r.ContentLength > h.maxBody {
+		// complete refuses a declared length over the limit before
+		// reading a byte (R21.9).
 		h.complete(w, r)
 		return
 	}
@@ -228,12 +230,14 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, e *final) {
 	}
 	hd.Set(HeaderReplayed, "true")
 	hd.Set("Content-Length", strconv.Itoa(len(e.body)))
+	var none tally // a repeat from memory sends nothing (R21.7)
+	none.set(hd)
 	w.WriteHeader(e.status)
 	w.Write(e.body)
 	h.clientRetry(r.Context(), ClientRetryReplayed)
 	// A remembered answer always has an outcome (isFinal).
 	h.logRequest(r, requestLine{kind: "completion", status: e.status, outcome: e.header.Get(retry.HeaderOutcome),
-		clientRetry: true, replayed: true, callID: e.header.Get(HeaderCallID), start: start})
+		clientRetry: true, replayed: true, callID: e.header.Get(HeaderCallID), start: start, tally: &none})
 }
 
 // errReader returns err, or io.EOF when err is nil.

@@ -140,7 +140,7 @@ func TestShutdownCutsAfterTheGracePeriod(t *testing.T) {
 	s.stop()
 	rest, err := io.ReadAll(br)
 	require.Error(t, err, "a cut stream does not end cleanly")
-	assert.Contains(t, string(rest), `data: {"error":{"message":"recourse: recovery cancelled`)
+	assert.Contains(t, string(rest), `data: {"error":{"message":"`+ErrShutdown.Error()+`","type":"recourse_error","code":"shutdown"}}`, "R21.10")
 	assert.NotContains(t, string(rest), "[DONE]")
 
 	got := <-unary
@@ -148,6 +148,7 @@ func TestShutdownCutsAfterTheGracePeriod(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, got.status)
 	assert.Equal(t, "cancelled", got.header.Get("X-Recourse-Outcome"))
 	assert.Contains(t, got.body, ErrShutdown.Error())
+	assert.Contains(t, got.body, `"code":"shutdown"`, "R21.10")
 	s.exit(t)
 	assert.Contains(t, s.logs.String(), "grace period over")
 }

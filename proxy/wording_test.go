@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/broker"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -52,7 +53,7 @@ func TestR21_6_StreamNoticesSpeakTheBrokersWording(t *testing.T) {
 // sequence number says "from the start", as the broker does, not a cursor
 // of -1.
 func TestR21_6_ResumeNoticeFromTheStart(t *testing.T) {
-	ev := layer.Event{Type: layer.EventDelayScheduled, Operation: layer.Streaming, NextAttempt: 2, MaxAttempts: 4,
+	ev := layer.Event{Type: layer.EventDelayScheduled, Operation: codec.Streaming, NextAttempt: 2, MaxAttempts: 4,
 		Delay: 1200 * time.Millisecond, Failure: &layer.Failure{Category: layer.CategoryTransport, Stall: layer.StallIdle},
 		Resume: &layer.Resume{Cursor: -1}}
 	assert.Equal(t, ": resuming after idle timeout from the start (attempt 2/4 in 1.2s)\n", notice(ev))
@@ -60,7 +61,7 @@ func TestR21_6_ResumeNoticeFromTheStart(t *testing.T) {
 	assert.Equal(t, ": resuming after idle timeout from event 57 (attempt 2/4 in 1.2s)\n", notice(ev))
 	assert.Contains(t, broker.FormatRetry(broker.RetryNotice{Error: broker.FailureText(ev.Failure), Resume: ev.Resume}),
 		"after idle timeout (from event 57)", "the broker names the same failure")
-	ev = layer.Event{Type: layer.EventDelayScheduled, Operation: layer.Streaming, NextAttempt: 2, MaxAttempts: 4, Delay: 800 * time.Millisecond}
+	ev = layer.Event{Type: layer.EventDelayScheduled, Operation: codec.Streaming, NextAttempt: 2, MaxAttempts: 4, Delay: 800 * time.Millisecond}
 	assert.Equal(t, ": retrying after error (attempt 2/4 in 800ms)\n", notice(ev), "an event without a failure")
 }
 
@@ -69,7 +70,7 @@ func TestR21_6_ResumeNoticeFromTheStart(t *testing.T) {
 func TestR21_6_ErrorAnswersAreTheCodecsDocument(t *testing.T) {
 	for _, c := range []struct {
 		provider, path, body string
-		codec                layer.ErrorDocumenter
+		codec                codec.ErrorDocumenter
 	}{
 		{"openai", "/v1/chat/completions", chatBody, openai.New()},
 		{"omlx", "/v1/chat/completions", chatBody, omlx.New()},
@@ -87,7 +88,7 @@ func TestR21_6_ErrorAnswersAreTheCodecsDocument(t *testing.T) {
 			assert.Zero(t, r.up.Count())
 		})
 	}
-	for _, ed := range []layer.ErrorDocumenter{openai.New(), omlx.New(), ollama.New()} {
+	for _, ed := range []codec.ErrorDocumenter{openai.New(), omlx.New(), ollama.New()} {
 		odd := "a \"quoted\"\n\\ <html> \u2028 \x01 message"
 		var doc struct {
 			Error json.RawMessage `json:"error"`

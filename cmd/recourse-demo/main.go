@@ -24,6 +24,7 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
@@ -97,12 +98,12 @@ func allow(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 }
 
 // scenario runs one native completion against a fresh scripted provider.
-func (d *demo) scenario(name, narration string, codec layer.Codec, model string, p retry.Policy, target *recoursetest.Target, steps ...recoursetest.Step) {
+func (d *demo) scenario(name, narration string, cdc codec.Codec, model string, p retry.Policy, target *recoursetest.Target, steps ...recoursetest.Step) {
 	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, narration)
 	srv := recoursetest.NewServer(steps...)
 	defer srv.Close()
 	p.OnEvent = d.events("")
-	ch, err := chain.Default(codec, chain.WithPolicy(p))
+	ch, err := chain.Default(cdc, chain.WithPolicy(p))
 	if err != nil {
 		fmt.Fprintln(d.out, "  chain:", err)
 		return

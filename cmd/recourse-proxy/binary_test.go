@@ -25,6 +25,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/recourse-dev/recourse/proxy"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -249,7 +250,7 @@ func TestBinarySIGTERM(t *testing.T) {
 			rest, err := io.ReadAll(resp.Body)
 			if tc.cut {
 				require.Error(t, err)
-				assert.Contains(t, string(rest), `data: {"error":{"message":"recourse: recovery cancelled`)
+				assert.Contains(t, string(rest), `data: {"error":{"message":"`+proxy.ErrShutdown.Error()+`","type":"recourse_error","code":"shutdown"}}`, "R21.10")
 				assert.NotContains(t, string(rest), "[DONE]")
 			} else {
 				require.NoError(t, err)

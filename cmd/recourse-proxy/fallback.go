@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 )
 
@@ -19,15 +22,61 @@ func fallbackKeyEnv(n int) string { return envPrefix + "FALLBACK_KEY_" + strconv
 // defineFallback registers the fallback flags (R20.10).
 func defineFallback(fs *flag.FlagSet, s *settings) {
 	fs.StringVar(&s.fallback, "fallback", "", "comma-separated fallback targets, tried in order when recovery on -upstream ends exhausted, quota_exhausted or delay_ceiling: a model name (same upstream, the client's key), an upstream root URL of the same wire, or URL#model; a target with another upstream never gets the client's key, only "+fallbackKeyEnv(1)+" (…_2 for the second target, …) as a bearer key when set (empty: no fallback)")
+	fs.StringVar(&s.fallbackCodes, "fallback-codes", "", "with -fallback, comma-separated provider error codes (error.code of the error body) whose failure falls back whatever its HTTP status, for example context_length_exceeded; empty: none")
+	fs.StringVar(&s.fallbackNeverCodes, "fallback-never-codes", "", "with -fallback, comma-separated provider error codes whose failure never falls back, whatever -fallback-statuses or -fallback-codes say, for example content_policy_violation: the client gets the provider's own error; empty: none")
+	fs.StringVar(&s.fallbackOnStall, "fallback-on-stall", "", "with -fallback, comma-separated stall limits after which a target but the last is left at once for the next, unresent whatever attempts and quota remain: header_timeout (needs -header-timeout), first_output_timeout (-first-output-timeout; for a stream only while its 200 is not yet sent) or idle_timeout (-idle-timeout), before any output; empty: a stall is retried on its target first")
 	fs.StringVar(&s.fallbackStatuses, "fallback-statuses", "", "with -fallback, comma-separated HTTP statuses of a failure recovery does not retry that fall back too, for example 404 (a model not found) or 400 (a context too long for the model); empty: none")
+}
+
+// fallbackOnly are the settings that only mean something with -fallback.
+var fallbackOnly = []string{"fallback-statuses", "fallback-codes", "fallback-never-codes", "fallback-on-stall"}
+
+// fallbackRules returns the rules of -fallback-codes, -fallback-never-codes
+// and -fallback-on-stall, checked with the statuses of -fallback-statuses
+// by the library's one validation (fallback.Rules.Validate).
+func (s *settings) fallbackRules(statuses []int) (fallback.Rules, error) {
+	r := fallback.Rules{Codes: splitList(s.fallbackCodes), NeverCodes: splitList(s.fallbackNeverCodes)}
+	for _, name := range splitList(s.fallbackOnStall) {
+		l := layer.StallLimit(name)
+		var limit time.Duration
+		switch l {
+		case layer.StallHeader:
+			limit = s.headerTimeout
+		case layer.StallFirstOutput:
+			limit = s.firstOutputTimeout
+		case layer.StallIdle:
+			limit = s.idleTimeout
+		default:
+			return r, fmt.Errorf("-fallback-on-stall: %q is not header_timeout, first_output_timeout or idle_timeout", name)
+		}
+		if limit == 0 {
+			return r, fmt.Errorf("-fallback-on-stall names %s but its limit is off; set -%s", name, strings.ReplaceAll(name, "_", "-"))
+		}
+		r.Stalls = append(r.Stalls, l)
+	}
+	if err := (fallback.Rules{Statuses: statuses, Codes: r.Codes, NeverCodes: r.NeverCodes}).Validate(); err != nil {
+		var ce *fallback.ConfigError
+		if errors.As(err, &ce) {
+			switch ce.Field {
+			case "Rules.Codes":
+				return r, fmt.Errorf("-fallback-codes: %v", err)
+			case "Rules.NeverCodes":
+				return r, fmt.Errorf("-fallback-never-codes: %v", err)
+			}
+		}
+		return r, fmt.Errorf("-fallback-statuses: %v", err)
+	}
+	return r, nil
 }
 
 // fallbackTargets returns the targets and statuses of -fallback and
 // -fallback-statuses.
 func (s *settings) fallbackTargets() ([]fallback.Target, []int, error) {
 	if s.fallback == "" {
-		if s.fallbackStatuses != "" {
-			return nil, nil, fmt.Errorf("-fallback-statuses is set but -fallback is empty; drop it, or name the targets")
+		for _, name := range fallbackOnly {
+			if s.set[name] {
+				return nil, nil, fmt.Errorf("-%s is set but -fallback is empty; drop it, or name the targets", name)
+			}
 		}
 		return nil, nil, nil
 	}

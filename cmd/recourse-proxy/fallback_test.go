@@ -7,6 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/fallback"
 )
 
 // -fallback names the targets in order: model names, upstream URLs of the
@@ -50,4 +53,66 @@ func TestR20_10_FallbackFlagNamesTheTargets(t *testing.T) {
 	_, err = s.config()
 	require.Error(t, err)
 	assert.Equal(t, `-fallback-statuses: "99" is not an HTTP status`, err.Error())
+}
+
+// -fallback-statuses refuses a status outside 400–599 with the same
+// validation as the library's entry points (fallback.Rules.Validate),
+// naming the flag.
+func TestR20_2_FallbackStatusesRefuseANonFailureStatus(t *testing.T) {
+	for _, st := range []string{"307", "200", "100"} {
+		s, err := parse([]string{"-upstream", "https://api.openai.com", "-fallback", "m", "-fallback-statuses", "404," + st}, env(nil), &bytes.Buffer{})
+		require.NoError(t, err)
+		_, err = s.config()
+		require.Error(t, err, st)
+		assert.Equal(t, "-fallback-statuses: "+fallback.Rules{Statuses: []int{307}}.Validate().Error(), err.Error(), st)
+	}
+}
+
+// -fallback-codes and -fallback-never-codes (or their variables) name the
+// provider codes that fall back and those that never do; a code named by
+// both, and either flag without -fallback, is refused naming the flag.
+func TestR20_2_FallbackCodeFlags(t *testing.T) {
+	s, err := parse([]string{"-upstream", "https://api.openai.com", "-fallback", "gpt-4o", "-fallback-codes", "context_length_exceeded"},
+		env(map[string]string{"RECOURSE_PROXY_FALLBACK_NEVER_CODES": "content_policy_violation, content_filter"}), &bytes.Buffer{})
+	require.NoError(t, err)
+	cfg, err := s.config()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"context_length_exceeded"}, cfg.FallbackRules.Codes)
+	assert.Equal(t, []string{"content_policy_violation", "content_filter"}, cfg.FallbackRules.NeverCodes)
+
+	for want, args := range map[string][]string{
+		"-fallback-codes: fallback: config Rules.Codes names a code NeverCodes names too: a code either falls back or never does": {"-fallback", "m", "-fallback-codes", "x", "-fallback-never-codes", "x"},
+		"-fallback-codes is set but -fallback is empty; drop it, or name the targets":                                             {"-fallback-codes", "x"},
+		"-fallback-never-codes is set but -fallback is empty; drop it, or name the targets":                                       {"-fallback-never-codes", "x"},
+	} {
+		s, err := parse(append([]string{"-upstream", "https://api.openai.com"}, args...), env(nil), &bytes.Buffer{})
+		require.NoError(t, err)
+		_, err = s.config()
+		require.Error(t, err)
+		assert.Equal(t, want, err.Error())
+	}
+}
+
+// -fallback-on-stall (or its variable) names the stall limits after which
+// a target is left at once; a limit that is off, or a name that is no
+// limit, is refused naming the flag.
+func TestR20_12_FallbackOnStallFlag(t *testing.T) {
+	s, err := parse([]string{"-upstream", "https://api.openai.com", "-fallback", "gpt-4o", "-header-timeout", "30s", "-first-output-timeout", "10s"},
+		env(map[string]string{"RECOURSE_PROXY_FALLBACK_ON_STALL": "header_timeout,first_output_timeout"}), &bytes.Buffer{})
+	require.NoError(t, err)
+	cfg, err := s.config()
+	require.NoError(t, err)
+	assert.Equal(t, []layer.StallLimit{layer.StallHeader, layer.StallFirstOutput}, cfg.FallbackRules.Stalls)
+
+	for want, args := range map[string][]string{
+		"-fallback-on-stall names header_timeout but its limit is off; set -header-timeout":      {"-fallback", "m", "-fallback-on-stall", "header_timeout"},
+		`-fallback-on-stall: "slow" is not header_timeout, first_output_timeout or idle_timeout`: {"-fallback", "m", "-fallback-on-stall", "slow"},
+		"-fallback-on-stall is set but -fallback is empty; drop it, or name the targets":         {"-fallback-on-stall", "header_timeout", "-header-timeout", "1s"},
+	} {
+		s, err := parse(append([]string{"-upstream", "https://api.openai.com"}, args...), env(nil), &bytes.Buffer{})
+		require.NoError(t, err)
+		_, err = s.config()
+		require.Error(t, err)
+		assert.Equal(t, want, err.Error())
+	}
 }

@@ -64,8 +64,11 @@ type settings struct {
 	log    *slog.Logger        // where the Redis store reports outages; nil: nowhere
 	fleet  *fleet              // the Redis store config made, closed at exit; nil without -redis
 
-	fallback         string
-	fallbackStatuses string
+	fallback           string
+	fallbackStatuses   string
+	fallbackCodes      string
+	fallbackNeverCodes string
+	fallbackOnStall    string
 
 	set map[string]bool // the flags given, on the command line or in the environment
 
@@ -104,7 +107,7 @@ func define(fs *flag.FlagSet, s *settings) {
 
 	fs.BoolVar(&s.quota, "quota", true, "bound resends per upstream with a retry quota and share Retry-After cooldowns between this proxy's clients (-quota=false: off); a refused resend answers quota_exhausted, and a client's own retry (X-Stainless-Retry-Count above 0) is charged as a resend")
 	fs.Float64Var(&s.quotaRatio, "quota-ratio", quota.DefaultRatio, "resends allowed per window as a share of the window's calls (at least -quota-floor)")
-	fs.DurationVar(&s.quotaWindow, "quota-window", quota.DefaultWindow, "the window over which the quota counts calls and resends (at least 10ms)")
+	fs.DurationVar(&s.quotaWindow, "quota-window", quota.DefaultWindow, "the window over which the quota counts calls and resends (at least "+quota.MinWindow.String()+")")
 	fs.IntVar(&s.quotaFloor, "quota-floor", quota.DefaultFloor, "resends allowed per window whatever the traffic")
 	fs.BoolVar(&s.cooldown, "quota-cooldown", true, "with -quota, share a Retry-After (and, with -provider-hints, retry-after-ms) as a cooldown: every client's attempts to the upstream wait for it, within -delay-ceiling (-quota-cooldown=false: only the call that saw it waits)")
 	fs.StringVar(&s.quotaKey, "quota-key", "upstream", "what one quota counts: upstream (scheme, host and port), or narrowed by model, credential (the Authorization or API key header, kept only as a hash) or model,credential")
@@ -122,13 +125,31 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.BoolVar(&s.metrics, "metrics", true, "serve the metrics (attempts, resends, outcomes, stalls, hints, quota, client retries) in the Prometheus text format on GET /metrics at the listen address (-metrics=false: not)")
 }
 
-// usageHead is printed by -h before the flags.
-const usageHead = `recourse-proxy: a local recovery proxy for LLM completion calls.
+// usageHead returns what -h prints before the flags; its list of recovered
+// endpoints is the proxy's own (proxy.Endpoints, R21.11).
+func usageHead() string {
+	var b strings.Builder
+	b.WriteString(`recourse-proxy: a local recovery proxy for LLM completion calls.
 
-Clients change only their base URL. The completion endpoint
-(POST /v1/chat/completions for openai and omlx, POST /api/chat for ollama)
-is recovered with recourse's default chain; every other request is forwarded
-once, untouched. GET /healthz answers "ok".
+Clients change only their base URL. These requests are recovered with
+recourse's default chain, by -provider:
+`)
+	for _, p := range proxy.Providers() {
+		es, _ := proxy.Endpoints(p)
+		names := make([]string, len(es))
+		for i, e := range es {
+			names[i] = e.String()
+		}
+		b.WriteString("  " + p + ": " + strings.Join(names, ", ") + "\n")
+	}
+	b.WriteString(usageTail)
+	return b.String()
+}
+
+// usageTail follows the list of recovered endpoints in -h.
+const usageTail = `One of them spelled otherwise (a doubled or trailing slash, a dot segment,
+another letter case) is refused with 400 path_not_canonical; every other
+request is forwarded once, untouched. GET /healthz answers "ok".
 
 Usage:
   recourse-proxy -upstream https://api.openai.com -provider openai -max-attempts 4
@@ -149,7 +170,7 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 	define(fs, s)
 	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [" + envName(f.Name) + "]" })
 	fs.Usage = func() {
-		fmt.Fprint(out, usageHead)
+		fmt.Fprint(out, usageHead())
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -167,7 +188,7 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 		}
 		if v := getenv(envName(f.Name)); v != "" {
 			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s: %v", envName(f.Name), e)
+				err = envError(f, v)
 			}
 		}
 	})
@@ -177,6 +198,31 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 	s.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { s.set[f.Name] = true })
 	return s, nil
+}
+
+// envError is the error of a flag's environment variable whose value v
+// does not parse: the variable, the value (quoted, at most 64 bytes of
+// it), the flag, and the form the flag wants (R21.10).
+func envError(f *flag.Flag, v string) error {
+	form := "a valid value"
+	if g, ok := f.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case bool:
+			form = "true or false"
+		case time.Duration:
+			form = "a duration such as 500ms, 30s or 1m30s"
+		case int64:
+			form = "a whole number of bytes, for example 33554432"
+		case int, uint, uint64:
+			form = "an integer, for example " + f.DefValue
+		case float64:
+			form = "a number, for example " + f.DefValue
+		}
+	}
+	if len(v) > 64 {
+		v = v[:64] + "…"
+	}
+	return fmt.Errorf("%s is %q; want %s (it sets -%s)", envName(f.Name), v, form, f.Name)
 }
 
 // config returns the proxy's Config for s, or an error naming the bad
@@ -237,6 +283,11 @@ func (s *settings) config() (proxy.Config, error) {
 	if cfg.Fallback, cfg.FallbackStatuses, err = s.fallbackTargets(); err != nil {
 		return cfg, err
 	}
+	if cfg.Fallback != nil {
+		if cfg.FallbackRules, err = s.fallbackRules(cfg.FallbackStatuses); err != nil {
+			return cfg, err
+		}
+	}
 	cfg.StreamCommitAfter = s.commitAfter
 	if s.commitAfter == 0 {
 		cfg.StreamCommitAfter = time.Nanosecond // commit at the first backoff
@@ -255,8 +306,8 @@ func (s *settings) stallLayers() ([]layer.Layer, error) {
 		if f.d < 0 {
 			return nil, fmt.Errorf("%s is %v; want a positive duration, or 0 for no limit", f.name, f.d)
 		}
-		if f.d > stall.MaxLimit {
-			return nil, fmt.Errorf("%s is %v; the largest limit is %v", f.name, f.d, stall.MaxLimit)
+		if f.d > layer.MaxDuration {
+			return nil, fmt.Errorf("%s is %v; the largest limit is %v", f.name, f.d, layer.MaxDuration)
 		}
 	}
 	if lim == (stall.Limits{}) {
@@ -285,8 +336,8 @@ func (s *settings) quotaLayer() (*quota.Layer, error) {
 	if math.IsNaN(s.quotaRatio) || math.IsInf(s.quotaRatio, 0) || s.quotaRatio < 0 {
 		return nil, fmt.Errorf("-quota-ratio is %v; want a number of 0 or more, for example 0.2", s.quotaRatio)
 	}
-	if s.quotaWindow < 10*time.Millisecond {
-		return nil, fmt.Errorf("-quota-window is %v; want at least 10ms, for example 60s", s.quotaWindow)
+	if s.quotaWindow < quota.MinWindow {
+		return nil, fmt.Errorf("-quota-window is %v; want at least %v, for example 60s", s.quotaWindow, quota.MinWindow)
 	}
 	if s.quotaFloor < 0 {
 		return nil, fmt.Errorf("-quota-floor is %d; want 0 or more", s.quotaFloor)

@@ -73,7 +73,7 @@ func TestBadSettings(t *testing.T) {
 		{[]string{"-upstream", "x", "-retry-statuses", "5xx"}, nil, `"5xx" is not an HTTP status`},
 		{[]string{"-upstream", "x", "-retry-categories", "network"}, nil, `"network" is not a category`},
 		{[]string{"-upstream", "x", "-max-body", "0"}, nil, "-max-body must be positive"},
-		{[]string{"-upstream", "x"}, map[string]string{"RECOURSE_PROXY_MAX_ATTEMPTS": "many"}, "RECOURSE_PROXY_MAX_ATTEMPTS: parse error"},
+		{[]string{"-upstream", "x"}, map[string]string{"RECOURSE_PROXY_MAX_ATTEMPTS": "many"}, `RECOURSE_PROXY_MAX_ATTEMPTS is "many"; want an integer, for example 4 (it sets -max-attempts)`},
 		{[]string{"-upstream", "x", "extra"}, nil, `unexpected argument "extra"`},
 	} {
 		s, err := parse(tc.args, env(tc.env), &bytes.Buffer{})
@@ -291,9 +291,9 @@ func TestBadStallAndQuotaSettings(t *testing.T) {
 		{[]string{"-quota=false", "-quota-floor", "5"}, nil, "-quota-floor is set but -quota is false"},
 		{[]string{"-quota=false", "-quota-cooldown=false"}, nil, "-quota-cooldown is set but -quota is false"},
 		{nil, map[string]string{"RECOURSE_PROXY_QUOTA": "false", "RECOURSE_PROXY_QUOTA_RATIO": "0.5"}, "-quota-ratio is set but -quota is false"},
-		{nil, map[string]string{"RECOURSE_PROXY_IDLE_TIMEOUT": "30"}, "RECOURSE_PROXY_IDLE_TIMEOUT: parse error"},
-		{nil, map[string]string{"RECOURSE_PROXY_PROVIDER_HINTS": "maybe"}, "RECOURSE_PROXY_PROVIDER_HINTS: parse error"},
-		{nil, map[string]string{"RECOURSE_PROXY_QUOTA_RATIO": "a fifth"}, "RECOURSE_PROXY_QUOTA_RATIO: parse error"},
+		{nil, map[string]string{"RECOURSE_PROXY_IDLE_TIMEOUT": "30"}, `RECOURSE_PROXY_IDLE_TIMEOUT is "30"; want a duration`},
+		{nil, map[string]string{"RECOURSE_PROXY_PROVIDER_HINTS": "maybe"}, `RECOURSE_PROXY_PROVIDER_HINTS is "maybe"; want true or false`},
+		{nil, map[string]string{"RECOURSE_PROXY_QUOTA_RATIO": "a fifth"}, `RECOURSE_PROXY_QUOTA_RATIO is "a fifth"; want a number`},
 	} {
 		s, err := parse(append([]string{"-upstream", "https://api.openai.com"}, tc.args...), env(tc.env), &bytes.Buffer{})
 		if err == nil {

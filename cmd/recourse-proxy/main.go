@@ -7,8 +7,9 @@
 //	OPENAI_BASE_URL=http://127.0.0.1:8787/v1 node app.js
 //
 // The completion endpoint (POST /v1/chat/completions for openai and omlx,
-// POST /api/chat for ollama) is recovered; every other request is
-// forwarded once, untouched. Every flag has an environment variable,
+// POST /api/chat for ollama) is recovered, and for openai the Responses API
+// too (POST /v1/responses, GET /v1/responses/{id}); -h lists them, from
+// proxy.Endpoints. Every other request is forwarded once, untouched. Every flag has an environment variable,
 // RECOURSE_PROXY_ and the flag's name in capitals with underscores
 // (-max-attempts is RECOURSE_PROXY_MAX_ATTEMPTS); run with -h for the
 // list. It listens on loopback unless -allow-remote is given, logs one
@@ -79,6 +80,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		if tel, err = newTelemetry(context.Background(), s, getenv); err == nil {
 			cfg.PerCall = append(cfg.PerCall, tel.layer())
 			cfg.OnClientRetry = tel.onClientRetry()
+			tel.breakers(cfg.Quota)
 		}
 	}
 	var h *proxy.Handler

@@ -106,6 +106,13 @@ func TestR21_5_MetricsAreScrapedAfterScriptedFailures(t *testing.T) {
 	assert.Equal(t, 1.0, sum(m, "recourse_client_outcomes_total", `recourse_outcome="quota_exhausted"`), "the quota")
 	assert.Equal(t, 1.0, sum(m, "recourse_proxy_client_retries_total", `recourse_client_retry_answer="replayed"`))
 	assert.Equal(t, 4.0, sum(m, "gen_ai_client_operation_duration_seconds_count"), "four calls reached the chain")
+	// The breaker in view (R20.13): call 4's resend was refused, so the
+	// upstream's resends are refused now; calls 2, 3 and 4 failed.
+	host := strings.TrimPrefix(up.URL, "http://")
+	assert.Equal(t, 1.0, sum(m, "recourse_breaker_refusing", `recourse_breaker_upstream="`+host+`"`), m)
+	assert.Equal(t, 3.0, sum(m, "recourse_breaker_failures_total", `recourse_breaker_upstream="`+host+`"`))
+	assert.Equal(t, 0.0, sum(m, "recourse_breaker_skipped_total", `recourse_breaker_upstream="`+host+`"`))
+	assert.Contains(t, m, "recourse_breaker_cooldown_until_seconds{")
 	for _, never := range []string{canary, "call_id", "attempt_id", "logical_request_id", "Bearer"} {
 		assert.NotContains(t, m, never)
 	}

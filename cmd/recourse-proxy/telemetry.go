@@ -23,6 +23,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/otelbridge"
 	"github.com/recourse-dev/recourse/proxy"
 )
@@ -132,6 +133,63 @@ func (t *telemetry) onClientRetry() func(context.Context, proxy.ClientRetry) {
 		if o, ok := sets[a]; ok {
 			c.Add(ctx, 1, o)
 		}
+	}
+}
+
+// The breaker metrics (R20.13): one series per upstream host of the retry
+// quota, the proxy's own and every fallback target's, labelled
+// recourse.breaker.upstream (a host, never a credential or a model).
+const (
+	metricBreakerRefusing = "recourse.breaker.refusing"
+	metricBreakerCooldown = "recourse.breaker.cooldown_until"
+	metricBreakerSkipped  = "recourse.breaker.skipped"
+	metricBreakerFailures = "recourse.breaker.failures"
+)
+
+// breakers publishes the breaker of every upstream of q, read at each
+// collection (a scrape of /metrics, an OTLP export): whether its resends
+// are refused (1) or not (0), until when its shared cooldown holds (Unix
+// seconds, 0 for none), how many calls went straight to a fallback target
+// and how many failed (a stream that failed after its 200 included). A nil
+// q publishes nothing.
+func (t *telemetry) breakers(q *quota.Layer) {
+	if q == nil {
+		return
+	}
+	m := t.mp.Meter("github.com/recourse-dev/recourse/cmd/recourse-proxy")
+	refusing, err1 := m.Int64ObservableGauge(metricBreakerRefusing,
+		metric.WithDescription("1 while the upstream's resends are refused by the retry quota, else 0."))
+	cooldown, err2 := m.Float64ObservableGauge(metricBreakerCooldown, metric.WithUnit("s"),
+		metric.WithDescription("Unix time until which the upstream's shared cooldown (a Retry-After) holds; 0 when none holds."))
+	skipped, err3 := m.Int64ObservableCounter(metricBreakerSkipped, metric.WithUnit("{call}"),
+		metric.WithDescription("Calls that went straight to a fallback target without a request to the upstream, its circuit open."))
+	failures, err4 := m.Int64ObservableCounter(metricBreakerFailures, metric.WithUnit("{call}"),
+		metric.WithDescription("Calls to the upstream that ended in failure, a stream that failed after its 200 included."))
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		otel.Handle(err)
+		return
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		now := time.Now()
+		for _, b := range q.Breakers(now) {
+			set := metric.WithAttributeSet(attribute.NewSet(attribute.String("recourse.breaker.upstream", b.Upstream)))
+			var ref int64
+			if b.Refusing {
+				ref = 1
+			}
+			o.ObserveInt64(refusing, ref, set)
+			until := 0.0
+			if !b.CooldownUntil.IsZero() {
+				until = float64(b.CooldownUntil.UnixNano()) / 1e9
+			}
+			o.ObserveFloat64(cooldown, until, set)
+			o.ObserveInt64(skipped, b.Skipped, set)
+			o.ObserveInt64(failures, b.Failures, set)
+		}
+		return nil
+	}, refusing, cooldown, skipped, failures)
+	if err != nil {
+		otel.Handle(err)
 	}
 }
 

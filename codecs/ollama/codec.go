@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/internal/evidence"
 )
 
 // endpointPath is the path of Ollama's native chat API, relative to the
@@ -16,7 +17,7 @@ const endpointPath = "/api/chat"
 // state: one Codec may be shared by any number of goroutines.
 type Codec struct{}
 
-var _ layer.Codec = (*Codec)(nil)
+var _ codec.Codec = (*Codec)(nil)
 
 // Option configures a Codec. It cannot fail (R3.5); only this package can
 // set a Codec's fields. There are none yet; New accepts them so that adding
@@ -34,25 +35,25 @@ func New(opts ...Option) *Codec {
 	return c
 }
 
-// Provider returns layer.Ollama.
-func (c *Codec) Provider() layer.Provider { return layer.Ollama }
+// Provider returns codec.Ollama.
+func (c *Codec) Provider() codec.Provider { return codec.Ollama }
 
 // Facts declares that Ollama runs inference on a server the caller operates
 // (a resend needs admission, R8.3), that its stream frames carry progress and
 // metrics (R13.6), and that its blank keepalive lines are left out of the
 // body a drop-in client reads (the official client fails on them), and that
 // its NDJSON stream has no comment lines.
-func (c *Codec) Facts() layer.Facts {
-	return layer.Facts{LocalInference: true, FrameTelemetry: true, HideKeepalives: true, NoStreamComments: true}
+func (c *Codec) Facts() codec.Facts {
+	return codec.Facts{LocalInference: true, FrameTelemetry: true, HideKeepalives: true, NoStreamComments: true}
 }
 
 // ErrorDocument returns Ollama's error response body {"error":safe} and a
-// newline (layer.ErrorDocumenter), the body the official client returns
+// newline (codec.ErrorDocumenter), the body the official client returns
 // as an error. Ollama's errors have no code field, so code is left out.
 func (c *Codec) ErrorDocument(code, safe string) []byte { return c.ErrorFrame(safe) }
 
 // ErrorFrame returns Ollama's in-band stream error line {"error":safe}
-// (layer.ErrorFramer): the official client returns its text as an error.
+// (codec.ErrorFramer): the official client returns its text as an error.
 func (c *Codec) ErrorFrame(safe string) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -77,22 +78,22 @@ func (c *Codec) RequestID(http.Header) string { return "" }
 // on 2026-10-17: client abort unknown, remote cancellation, in-flight status
 // and idempotency unsupported, exact-attempt termination unknown. It returns
 // fresh maps on every call, so a caller may modify the result.
-func (c *Codec) Capabilities() layer.Capabilities {
-	doc := layer.CapabilityEvidence{
+func (c *Codec) Capabilities() codec.Capabilities {
+	doc := codec.CapabilityEvidence{
 		Endpoint:         "POST /api/chat",
 		DocumentationURL: "https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion",
-		InspectedOn:      "2026-10-17",
+		InspectedOn:      evidence.InspectedOn,
 	}
-	var caps layer.Capabilities
-	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis(
+	var caps codec.Capabilities
+	caps.Declare(codec.ClientAbort, codec.Unknown, doc.WithBasis(
 		"The chat reference describes streaming, keep_alive and response fields without an abort facility; closing the local request alone does not justify supported."))
-	caps.Declare(layer.RequestCancellation, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.RequestCancellation, codec.Unsupported, doc.WithBasis(
 		"The chat reference documents no endpoint or field that cancels a request in flight."))
-	caps.Declare(layer.RequestStatus, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.RequestStatus, codec.Unsupported, doc.WithBasis(
 		"The chat reference documents no way to ask for the status of a request in flight."))
-	caps.Declare(layer.Idempotency, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.Idempotency, codec.Unsupported, doc.WithBasis(
 		"The chat reference documents no idempotency key or header; a resend runs inference again."))
-	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, doc.WithBasis(
+	caps.Declare(codec.ExactAttemptTermination, codec.Unknown, doc.WithBasis(
 		"Model unload, loaded-model lists and aggregate activity are not attempt evidence, so the end of one attempt's inference cannot be confirmed."))
 	return caps
 }

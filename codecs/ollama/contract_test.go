@@ -4,15 +4,15 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codec/codectest"
 	"github.com/recourse-dev/recourse/codecs/ollama"
-	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layer/layertest"
 )
 
-// The codec is a layer.ModelRewriter, so a fallback target of the same
-// wire can take its requests; layertest.Codec checks its WithModel (R20.1).
-var _ layer.ModelRewriter = ollama.New()
+// The codec is a codec.ModelRewriter, so a fallback target of the same
+// wire can take its requests; codectest.Codec checks its WithModel (R20.1).
+var _ codec.ModelRewriter = ollama.New()
 
 func TestCodecContract(t *testing.T) {
-	layertest.Codec(t, ollama.New(), &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+	codectest.Codec(t, ollama.New(), &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
 }

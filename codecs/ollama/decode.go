@@ -6,10 +6,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/request"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // Describe reads an encoded /api/chat request body. A body without "stream"
@@ -17,21 +17,21 @@ import (
 // body with "stream":false and a "format" that is the string "json" or an
 // object is structured; anything else is ordinary. A body that is not a JSON
 // object with a string "model" and a boolean "stream" is a
-// *layer.ProtocolError.
-func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
+// *codec.ProtocolError.
+func (c *Codec) Describe(body []byte) (codec.RequestInfo, error) {
 	var d struct {
 		request.Head
 		Format json.RawMessage `json:"format"`
 	}
 	if err := request.Decode(body, &d, "/api/chat"); err != nil {
-		return layer.RequestInfo{}, err
+		return codec.RequestInfo{}, err
 	}
-	info := layer.RequestInfo{Model: d.Model, Operation: layer.Ordinary}
+	info := codec.RequestInfo{Model: d.Model, Operation: codec.Ordinary}
 	switch {
 	case d.Stream == nil || *d.Stream:
-		info.Operation = layer.Streaming
+		info.Operation = codec.Streaming
 	case isStructuredFormat(d.Format):
-		info.Operation = layer.Structured
+		info.Operation = codec.Structured
 	}
 	return info, nil
 }
@@ -97,13 +97,13 @@ type wireReplyToolCall struct {
 // Decode decodes the complete body of a 2xx reply to a "stream":false
 // request. Leading and trailing whitespace is accepted.
 //
-// A top-level "error" that is a string is returned as a *layer.ProviderError
+// A top-level "error" that is a string is returned as a *codec.ProviderError
 // with that Message and an empty Code (Ollama has no codes); an "error"
 // object (as a proxy may send) gives the object's "message". A body that is
 // not valid UTF-8 or JSON, nests more than 512 objects and arrays deep
 // (deeper than its observer scans), is not an object, has no "message",
 // does not say "done":true, or holds a tool call without a function name or with
-// arguments that are not a JSON object is a *layer.ProtocolError.
+// arguments that are not a JSON object is a *codec.ProtocolError.
 //
 // The Completion carries the content, the reasoning ("thinking"), the tool
 // calls (Arguments is the argument object as sent; an absent or null one is
@@ -117,20 +117,20 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	// body the observer cannot account for is not accepted either, so that
 	// everything Decode returns was also observed (R13.2).
 	if !jsonscan.Valid(body) {
-		return nil, &layer.ProtocolError{What: "response is nested too deeply"}
+		return nil, &codec.ProtocolError{What: "response is nested too deeply"}
 	}
 	if err := providerError(body); err != nil {
 		return nil, err
 	}
 	var r wireResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, &layer.ProtocolError{What: "response does not match the /api/chat schema", Err: err}
+		return nil, &codec.ProtocolError{What: "response does not match the /api/chat schema", Err: err}
 	}
 	if r.Message == nil {
-		return nil, &layer.ProtocolError{What: "response has no message"}
+		return nil, &codec.ProtocolError{What: "response has no message"}
 	}
 	if r.Done == nil || !*r.Done {
-		return nil, &layer.ProtocolError{What: "response is not done"}
+		return nil, &codec.ProtocolError{What: "response is not done"}
 	}
 	role := chat.Role(r.Message.Role)
 	if role == "" {
@@ -147,13 +147,13 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	}
 	for _, tc := range r.Message.ToolCalls {
 		if tc.Function == nil || tc.Function.Name == "" {
-			return nil, &layer.ProtocolError{What: "tool call has no function name"}
+			return nil, &codec.ProtocolError{What: "tool call has no function name"}
 		}
 		args := tc.Function.Arguments
 		if t := jsonscan.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 			args = json.RawMessage("{}")
 		} else if t[0] != '{' {
-			return nil, &layer.ProtocolError{What: "tool call arguments are not a JSON object"}
+			return nil, &codec.ProtocolError{What: "tool call arguments are not a JSON object"}
 		}
 		out.Message.ToolCalls = append(out.Message.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
@@ -161,17 +161,17 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	return out, nil
 }
 
-// checkObject returns a *layer.ProtocolError unless body is valid UTF-8 and
+// checkObject returns a *codec.ProtocolError unless body is valid UTF-8 and
 // one JSON object, optionally surrounded by whitespace.
 func checkObject(body []byte) error {
 	if !utf8.Valid(body) {
-		return &layer.ProtocolError{What: "body is not valid UTF-8"}
+		return &codec.ProtocolError{What: "body is not valid UTF-8"}
 	}
 	return bodyscan.CheckObject(body)
 }
 
-// providerError returns the *layer.ProviderError of a body with a top-level
-// "error", nil when there is none (or it is null), or a *layer.ProtocolError
+// providerError returns the *codec.ProviderError of a body with a top-level
+// "error", nil when there is none (or it is null), or a *codec.ProtocolError
 // when "error" is neither a string nor an object. body is a valid object.
 func providerError(body []byte) error {
 	var probe struct {
@@ -188,7 +188,7 @@ func providerError(body []byte) error {
 	case '"':
 		var msg string
 		_ = json.Unmarshal(t, &msg)
-		return &layer.ProviderError{Message: msg}
+		return &codec.ProviderError{Message: msg}
 	case '{':
 		var obj struct {
 			Message json.RawMessage `json:"message"`
@@ -196,9 +196,9 @@ func providerError(body []byte) error {
 		_ = json.Unmarshal(t, &obj)
 		var msg string
 		_ = json.Unmarshal(obj.Message, &msg)
-		return &layer.ProviderError{Message: msg}
+		return &codec.ProviderError{Message: msg}
 	}
-	return &layer.ProtocolError{What: "error field is neither a string nor an object"}
+	return &codec.ProtocolError{What: "error field is neither a string nor an object"}
 }
 
 // DecodeMetrics reads the durations and token counts of an Ollama done
@@ -206,10 +206,10 @@ func providerError(body []byte) error {
 // total_duration, load_duration, prompt_eval_count, prompt_eval_duration,
 // eval_count and eval_duration. Durations are nanoseconds on the wire.
 // Ollama leaves zero values out, so an absent field is zero. DecodeMetrics
-// does not check "done"; it returns a *layer.ProtocolError for a body that is
+// does not check "done"; it returns a *codec.ProtocolError for a body that is
 // not valid UTF-8, not one JSON object, or holds a field that is not an
 // integer.
-func DecodeMetrics(body []byte) (*layer.Metrics, error) {
+func DecodeMetrics(body []byte) (*codec.Metrics, error) {
 	if err := checkObject(body); err != nil {
 		return nil, err
 	}
@@ -222,9 +222,9 @@ func DecodeMetrics(body []byte) (*layer.Metrics, error) {
 		EvalDuration       int64 `json:"eval_duration"`
 	}
 	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, &layer.ProtocolError{What: "metrics are not integers", Err: err}
+		return nil, &codec.ProtocolError{What: "metrics are not integers", Err: err}
 	}
-	return &layer.Metrics{
+	return &codec.Metrics{
 		TotalDuration:      time.Duration(m.TotalDuration),
 		LoadDuration:       time.Duration(m.LoadDuration),
 		PromptEvalCount:    m.PromptEvalCount,

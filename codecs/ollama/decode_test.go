@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,19 +21,19 @@ func TestR10_2_OllamaDescribe(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want layer.RequestInfo
+		want codec.RequestInfo
 	}{
-		{"no stream key is streaming (Ollama's default)", `{"model":"m","messages":[]}`, layer.RequestInfo{Model: "m", Operation: layer.Streaming}},
-		{"stream null is streaming", `{"model":"m","stream":null}`, layer.RequestInfo{Model: "m", Operation: layer.Streaming}},
-		{"stream true", `{"model":"m","stream":true}`, layer.RequestInfo{Model: "m", Operation: layer.Streaming}},
-		{"stream true with format is streaming", `{"model":"m","stream":true,"format":"json"}`, layer.RequestInfo{Model: "m", Operation: layer.Streaming}},
-		{"stream false", `{"model":"m","stream":false}`, layer.RequestInfo{Model: "m", Operation: layer.Ordinary}},
-		{"format json", `{"model":"m","stream":false,"format":"json"}`, layer.RequestInfo{Model: "m", Operation: layer.Structured}},
-		{"format escaped json", `{"model":"m","stream":false,"format":"\u006ason"}`, layer.RequestInfo{Model: "m", Operation: layer.Structured}},
-		{"format schema object", `{"model":"m","stream":false,"format":{"type":"object"}}`, layer.RequestInfo{Model: "m", Operation: layer.Structured}},
-		{"format empty string is none", `{"model":"m","stream":false,"format":""}`, layer.RequestInfo{Model: "m", Operation: layer.Ordinary}},
-		{"format null is none", `{"model":"m","stream":false,"format":null}`, layer.RequestInfo{Model: "m", Operation: layer.Ordinary}},
-		{"surrounding whitespace", " \n{\"stream\":false}\n", layer.RequestInfo{Operation: layer.Ordinary}},
+		{"no stream key is streaming (Ollama's default)", `{"model":"m","messages":[]}`, codec.RequestInfo{Model: "m", Operation: codec.Streaming}},
+		{"stream null is streaming", `{"model":"m","stream":null}`, codec.RequestInfo{Model: "m", Operation: codec.Streaming}},
+		{"stream true", `{"model":"m","stream":true}`, codec.RequestInfo{Model: "m", Operation: codec.Streaming}},
+		{"stream true with format is streaming", `{"model":"m","stream":true,"format":"json"}`, codec.RequestInfo{Model: "m", Operation: codec.Streaming}},
+		{"stream false", `{"model":"m","stream":false}`, codec.RequestInfo{Model: "m", Operation: codec.Ordinary}},
+		{"format json", `{"model":"m","stream":false,"format":"json"}`, codec.RequestInfo{Model: "m", Operation: codec.Structured}},
+		{"format escaped json", `{"model":"m","stream":false,"format":"\u006ason"}`, codec.RequestInfo{Model: "m", Operation: codec.Structured}},
+		{"format schema object", `{"model":"m","stream":false,"format":{"type":"object"}}`, codec.RequestInfo{Model: "m", Operation: codec.Structured}},
+		{"format empty string is none", `{"model":"m","stream":false,"format":""}`, codec.RequestInfo{Model: "m", Operation: codec.Ordinary}},
+		{"format null is none", `{"model":"m","stream":false,"format":null}`, codec.RequestInfo{Model: "m", Operation: codec.Ordinary}},
+		{"surrounding whitespace", " \n{\"stream\":false}\n", codec.RequestInfo{Operation: codec.Ordinary}},
 	}
 	c := ollama.New()
 	for _, tt := range tests {
@@ -51,9 +51,9 @@ func TestR10_2_OllamaDescribeMalformed(t *testing.T) {
 	t.Parallel()
 	for _, body := range []string{``, `   `, `{`, `null`, `[]`, `"json"`, `{"model":1}`, `{"stream":"yes"}`, `{"model":"m"} x`} {
 		_, err := ollama.New().Describe([]byte(body))
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		if !errors.As(err, &pe) {
-			t.Errorf("Describe(%q) error = %v, want *layer.ProtocolError", body, err)
+			t.Errorf("Describe(%q) error = %v, want *codec.ProtocolError", body, err)
 		}
 	}
 }
@@ -63,12 +63,12 @@ func TestR10_2_OllamaDescribeReadsEncode(t *testing.T) {
 	c := ollama.New()
 	tests := []struct {
 		req  chat.Request
-		want layer.Operation
+		want codec.Operation
 	}{
-		{chat.Request{Model: "m"}, layer.Ordinary},
-		{chat.Request{Model: "m", Stream: true}, layer.Streaming},
-		{chat.Request{Model: "m", Options: chat.Options{JSONMode: true}}, layer.Structured},
-		{chat.Request{Model: "m", Schema: &chat.Schema{Schema: json.RawMessage(`{}`)}}, layer.Structured},
+		{chat.Request{Model: "m"}, codec.Ordinary},
+		{chat.Request{Model: "m", Stream: true}, codec.Streaming},
+		{chat.Request{Model: "m", Options: chat.Options{JSONMode: true}}, codec.Structured},
+		{chat.Request{Model: "m", Schema: &chat.Schema{Schema: json.RawMessage(`{}`)}}, codec.Structured},
 	}
 	for _, tt := range tests {
 		body, err := c.Encode(&tt.req)
@@ -76,7 +76,7 @@ func TestR10_2_OllamaDescribeReadsEncode(t *testing.T) {
 			t.Fatal(err)
 		}
 		info, err := c.Describe(body)
-		if err != nil || info != (layer.RequestInfo{Model: "m", Operation: tt.want}) {
+		if err != nil || info != (codec.RequestInfo{Model: "m", Operation: tt.want}) {
 			t.Errorf("Describe(Encode(%+v)) = %+v, %v; want operation %s", tt.req, info, err, tt.want)
 		}
 	}
@@ -156,9 +156,9 @@ func TestR4_7_OllamaDecodeErrorBodies(t *testing.T) {
 			if got != nil {
 				t.Errorf("Decode returned a completion with an error: %+v", got)
 			}
-			var pe *layer.ProviderError
+			var pe *codec.ProviderError
 			if !errors.As(err, &pe) {
-				t.Fatalf("Decode error = %v, want *layer.ProviderError", err)
+				t.Fatalf("Decode error = %v, want *codec.ProviderError", err)
 			}
 			if pe.Message != tt.msg || pe.Code != "" {
 				t.Errorf("ProviderError = {Code:%q Message:%q}, want {Code:\"\" Message:%q}", pe.Code, pe.Message, tt.msg)
@@ -210,9 +210,9 @@ func TestR4_5_OllamaDecodeMalformed(t *testing.T) {
 			if got != nil {
 				t.Errorf("Decode returned a completion: %+v", got)
 			}
-			var pe *layer.ProtocolError
+			var pe *codec.ProtocolError
 			if !errors.As(err, &pe) {
-				t.Fatalf("Decode error = %v, want *layer.ProtocolError", err)
+				t.Fatalf("Decode error = %v, want *codec.ProtocolError", err)
 			}
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("Error() quotes the body: %q", err)
@@ -226,9 +226,9 @@ func TestR4_6_OllamaDecodeEveryTruncatedPrefixFails(t *testing.T) {
 	c := ollama.New()
 	for n := range len(okBody) {
 		got, err := c.Decode([]byte(okBody[:n]))
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		if got != nil || !errors.As(err, &pe) {
-			t.Fatalf("Decode(prefix %d) = %v, %v; want *layer.ProtocolError", n, got, err)
+			t.Fatalf("Decode(prefix %d) = %v, %v; want *codec.ProtocolError", n, got, err)
 		}
 	}
 }
@@ -251,15 +251,15 @@ func TestR13_6_OllamaDecodeMetrics(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want layer.Metrics
+		want codec.Metrics
 	}{
-		{"done object", okBody, layer.Metrics{
+		{"done object", okBody, codec.Metrics{
 			TotalDuration: 5191566416 * time.Nanosecond, LoadDuration: 2154458 * time.Nanosecond,
 			PromptEvalCount: 26, PromptEvalDuration: 383809 * time.Microsecond,
 			EvalCount: 298, EvalDuration: 4799921 * time.Microsecond,
 		}},
-		{"absent fields are zero (Ollama omits zero values)", `{"done":true,"eval_count":3}`, layer.Metrics{EvalCount: 3}},
-		{"length done", `{"done":true,"done_reason":"length","total_duration":1000}`, layer.Metrics{TotalDuration: time.Microsecond}},
+		{"absent fields are zero (Ollama omits zero values)", `{"done":true,"eval_count":3}`, codec.Metrics{EvalCount: 3}},
+		{"length done", `{"done":true,"done_reason":"length","total_duration":1000}`, codec.Metrics{TotalDuration: time.Microsecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,9 +272,9 @@ func TestR13_6_OllamaDecodeMetrics(t *testing.T) {
 	}
 	for _, body := range []string{``, `{`, `[]`, "{\"x\":\"\xff\"}", `{"total_duration":1.5}`, `{"eval_count":"3"}`} {
 		got, err := ollama.DecodeMetrics([]byte(body))
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		if got != nil || !errors.As(err, &pe) {
-			t.Errorf("DecodeMetrics(%q) = %v, %v; want *layer.ProtocolError", body, got, err)
+			t.Errorf("DecodeMetrics(%q) = %v, %v; want *codec.ProtocolError", body, got, err)
 		}
 	}
 }
@@ -289,7 +289,7 @@ func TestR13_2_OllamaDecodeRejectsWhatTheObserverCannotScan(t *testing.T) {
 	deep := func(n int) string {
 		return `{"x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `,"model":"m","message":{"role":"assistant","content":"deep"},"done":true}`
 	}
-	info := layer.RequestInfo{Model: "m", Operation: layer.Ordinary}
+	info := codec.RequestInfo{Model: "m", Operation: codec.Ordinary}
 	c := ollama.New()
 
 	comp, err := c.Decode([]byte(deep(100)))
@@ -299,7 +299,7 @@ func TestR13_2_OllamaDecodeRejectsWhatTheObserverCannotScan(t *testing.T) {
 
 	comp, err = c.Decode([]byte(deep(600)))
 	assert.Nil(t, comp, "no completion with the error")
-	var pe *layer.ProtocolError
+	var pe *codec.ProtocolError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, pe.What, "nested too deeply")
 	assert.Zero(t, observe(info, deep(600)).ContentBytes, "the observer cannot count what lies past its depth")

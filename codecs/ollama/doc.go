@@ -26,20 +26,20 @@
 //
 // Options.ReasoningEffort is not supported: Ollama's "think" levels
 // ("low", "medium", "high") are not mapped from it, so Encode returns an
-// [*layer.UnsupportedError] instead of dropping it. Use Options.Think.
+// [*codec.UnsupportedError] instead of dropping it. Use Options.Think.
 //
 // # Responses
 //
 // Decode accepts the single object of a "stream":false reply, which must
 // carry a message and "done":true. A top-level "error" is a
-// [*layer.ProviderError]; Ollama has no error codes, so its Code is empty and
+// [*codec.ProviderError]; Ollama has no error codes, so its Code is empty and
 // [Codec.ErrorCode] always returns "". Ollama sends no request ID header, so
 // [Codec.RequestID] always returns "".
 //
 // # Streaming
 //
 // Describe treats a body without "stream" as streaming, as Ollama does.
-// For a streaming request NewObserver returns a layer.StreamDecoder of the
+// For a streaming request NewObserver returns a codec.StreamDecoder of the
 // NDJSON stream: blank lines are keepalives, a line with "error" is an
 // in-band provider error (the status stays 200), a done:true line is the
 // terminal frame and carries the metrics (R13.3, R13.6): with done_reason
@@ -47,6 +47,6 @@
 // accepted end; any other done_reason ("length") ends the stream with an
 // incomplete_completion error whose FinishReason names it — for a drop-in
 // client a documented one ("length", "load", "unload") is the accepted end
-// instead, without tool calls (layer.RequestInfo.ProviderFinish). Ollama sends whole tool calls; they become
+// instead, without tool calls (codec.RequestInfo.ProviderFinish). Ollama sends whole tool calls; they become
 // completed calls only at the accepted end (R13.4).
 package ollama

@@ -8,9 +8,9 @@ import (
 	"strconv"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/request"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // The wire structs fix the field order of an encoded request.
@@ -71,7 +71,7 @@ type wireFunction struct {
 var jsonFormat = json.RawMessage(`"json"`)
 
 // errs makes the encoding errors, "recourse: ollama: …".
-var errs = request.Errors{Provider: layer.Ollama}
+var errs = request.Errors{Provider: codec.Ollama}
 
 // Encode encodes req as the body of a POST /api/chat request. An assistant
 // message's Reasoning is sent as its "thinking"; the reasoning of other
@@ -79,7 +79,7 @@ var errs = request.Errors{Provider: layer.Ollama}
 // a fresh slice that shares no memory with req, so later changes to req
 // cannot reach it; encoding the same request twice yields identical bytes.
 //
-// Encode returns an *layer.UnsupportedError naming the control when
+// Encode returns an *codec.UnsupportedError naming the control when
 // Options.ReasoningEffort is set, and a plain error when req is nil, has no
 // model, or holds a value Ollama cannot accept (tool-call arguments that are
 // not a JSON object, an empty image, a schema or tool parameters that are

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -22,8 +22,8 @@ const secret = "sk-canary-4f2d"
 func TestCodecIdentity(t *testing.T) {
 	t.Parallel()
 	c := ollama.New()
-	if got := c.Provider(); got != layer.Ollama {
-		t.Errorf("Provider() = %q, want %q", got, layer.Ollama)
+	if got := c.Provider(); got != codec.Ollama {
+		t.Errorf("Provider() = %q, want %q", got, codec.Ollama)
 	}
 	if got := c.Path(); got != "/api/chat" {
 		t.Errorf("Path() = %q, want /api/chat", got)
@@ -149,11 +149,11 @@ func TestR14_1_OllamaUnsupportedControls(t *testing.T) {
 			if body != nil {
 				t.Errorf("Encode returned a body with an error: %s", body)
 			}
-			var ue *layer.UnsupportedError
+			var ue *codec.UnsupportedError
 			if !errors.As(err, &ue) {
-				t.Fatalf("Encode error = %v, want *layer.UnsupportedError", err)
+				t.Fatalf("Encode error = %v, want *codec.UnsupportedError", err)
 			}
-			if ue.Provider != layer.Ollama || ue.Control != tt.control {
+			if ue.Provider != codec.Ollama || ue.Control != tt.control {
 				t.Errorf("UnsupportedError = %+v, want provider ollama, control %s", ue, tt.control)
 			}
 			if msg := err.Error(); !strings.Contains(msg, tt.control) || strings.Contains(msg, secret) {
@@ -196,7 +196,7 @@ func TestR14_1_OllamaEncodeRejectsInvalidRequests(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Encode succeeded: %s", body)
 			}
-			var ue *layer.UnsupportedError
+			var ue *codec.UnsupportedError
 			if errors.As(err, &ue) {
 				t.Errorf("Encode error is an UnsupportedError: %v", err)
 			}

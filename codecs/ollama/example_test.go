@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func ExampleNew() {
@@ -40,7 +40,7 @@ func ExampleCodec_Encode_unsupported() {
 		Messages: []chat.Message{{Role: chat.User, Content: "Hi"}},
 		Options:  chat.Options{ReasoningEffort: "high"},
 	})
-	var ue *layer.UnsupportedError
+	var ue *codec.UnsupportedError
 	if errors.As(err, &ue) {
 		fmt.Println(ue.Control)
 		fmt.Println(err)

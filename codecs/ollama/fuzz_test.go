@@ -4,13 +4,13 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // FuzzDecode checks that Decode never panics and returns exactly one of a
-// completion and an error, the error being a *layer.ProviderError or a
-// *layer.ProtocolError. It also runs the observer and DecodeMetrics on the
+// completion and an error, the error being a *codec.ProviderError or a
+// *codec.ProtocolError. It also runs the observer and DecodeMetrics on the
 // same bytes, which must not panic either.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
@@ -36,13 +36,13 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode = %v, %v: want exactly one of completion and error", got, err)
 		}
 		if err != nil {
-			var prov *layer.ProviderError
-			var prot *layer.ProtocolError
+			var prov *codec.ProviderError
+			var prot *codec.ProtocolError
 			if !errors.As(err, &prov) && !errors.As(err, &prot) {
 				t.Fatalf("Decode error %T is neither a ProviderError nor a ProtocolError", err)
 			}
 		}
-		o := c.NewObserver(layer.RequestInfo{Operation: layer.Ordinary})
+		o := c.NewObserver(codec.RequestInfo{Operation: codec.Ordinary})
 		o.Write(body)
 		_ = o.Observed()
 		_, _ = ollama.DecodeMetrics(body)

@@ -1,9 +1,9 @@
 package ollama
 
 import (
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // rules selects the semantic output of an /api/chat reply object.
@@ -22,14 +22,14 @@ var rules = jsonscan.Compile(&jsonscan.Rules{
 // Whitespace counts nothing, and after the first byte that cannot continue a
 // JSON object the counts stay frozen.
 //
-// For a streaming request it returns a layer.StreamDecoder of the NDJSON
+// For a streaming request it returns a codec.StreamDecoder of the NDJSON
 // stream (see streamDecoder): blank lines are keepalives, each valid line is
 // a frame whose content, thinking and whole tool calls are counted. With
 // info.DropText (a drop-in stream) it does not accumulate the text: the
 // terminal frame's Completion has empty Content and Reasoning; with
 // info.TypedFrames (a native stream) only error frames carry Raw.
-func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
-	if info.Operation == layer.Streaming {
+func (c *Codec) NewObserver(info codec.RequestInfo) codec.Observer {
+	if info.Operation == codec.Streaming {
 		return newStreamDecoder(info)
 	}
 	return bodyscan.New(rules)

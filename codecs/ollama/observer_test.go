@@ -3,14 +3,14 @@ package ollama_test
 import (
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
-	"github.com/recourse-dev/recourse/layer"
 )
 
-var ordinary = layer.RequestInfo{Model: "m", Operation: layer.Ordinary}
+var ordinary = codec.RequestInfo{Model: "m", Operation: codec.Ordinary}
 
 // observe feeds body to a fresh ordinary observer in one Write.
-func observe(info layer.RequestInfo, body string) layer.Counts {
+func observe(info codec.RequestInfo, body string) codec.Counts {
 	o := ollama.New().NewObserver(info)
 	o.Write([]byte(body))
 	return o.Observed()
@@ -21,20 +21,20 @@ func TestR13_2_OllamaObserverCounts(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want layer.Counts
+		want codec.Counts
 	}{
-		{"content in UTF-8 bytes", okBody, layer.Counts{ContentBytes: int64(len("Hello é🙂"))}},
-		{"thinking is reasoning", `{"message":{"role":"assistant","content":"4","thinking":"2+2"},"done":true}`, layer.Counts{ReasoningBytes: 3, ContentBytes: 1}},
-		{"escaped content counts decoded bytes", `{"message":{"content":"\u00e9\ud83d\ude42"},"done":true}`, layer.Counts{ContentBytes: 6}},
-		{"escaped keys are matched", `{"m\u0065ssage":{"con\u0074ent":"ab"}}`, layer.Counts{ContentBytes: 2}},
+		{"content in UTF-8 bytes", okBody, codec.Counts{ContentBytes: int64(len("Hello é🙂"))}},
+		{"thinking is reasoning", `{"message":{"role":"assistant","content":"4","thinking":"2+2"},"done":true}`, codec.Counts{ReasoningBytes: 3, ContentBytes: 1}},
+		{"escaped content counts decoded bytes", `{"message":{"content":"\u00e9\ud83d\ude42"},"done":true}`, codec.Counts{ContentBytes: 6}},
+		{"escaped keys are matched", `{"m\u0065ssage":{"con\u0074ent":"ab"}}`, codec.Counts{ContentBytes: 2}},
 		{"tool calls", `{"message":{"content":"","tool_calls":[{"function":{"name":"a","arguments":{"content":"not counted"}}},{"function":{"name":"b","arguments":{}}}]},"done":true}`,
-			layer.Counts{ToolFragments: 2, CompletedToolCalls: 2}},
-		{"a cut tool call is a fragment", `{"message":{"tool_calls":[{"function":{"name":"a"`, layer.Counts{ToolFragments: 1}},
-		{"a cut string counts what arrived", `{"message":{"content":"Hel`, layer.Counts{ContentBytes: 3}},
-		{"error body counts nothing", `{"error":"model 'content' not found"}`, layer.Counts{}},
-		{"look-alike keys elsewhere count nothing", `{"model":"content","x":{"message":{"content":"no"}},"message_content":"no"}`, layer.Counts{}},
-		{"whitespace counts nothing", " \n\t ", layer.Counts{}},
-		{"garbage freezes the counts", `{"message":{"content":"ab"} oops "content":"cd"}`, layer.Counts{ContentBytes: 2}},
+			codec.Counts{ToolFragments: 2, CompletedToolCalls: 2}},
+		{"a cut tool call is a fragment", `{"message":{"tool_calls":[{"function":{"name":"a"`, codec.Counts{ToolFragments: 1}},
+		{"a cut string counts what arrived", `{"message":{"content":"Hel`, codec.Counts{ContentBytes: 3}},
+		{"error body counts nothing", `{"error":"model 'content' not found"}`, codec.Counts{}},
+		{"look-alike keys elsewhere count nothing", `{"model":"content","x":{"message":{"content":"no"}},"message_content":"no"}`, codec.Counts{}},
+		{"whitespace counts nothing", " \n\t ", codec.Counts{}},
+		{"garbage freezes the counts", `{"message":{"content":"ab"} oops "content":"cd"}`, codec.Counts{ContentBytes: 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,7 +42,7 @@ func TestR13_2_OllamaObserverCounts(t *testing.T) {
 			if got := observe(ordinary, tt.body); got != tt.want {
 				t.Errorf("Observed = %+v, want %+v", got, tt.want)
 			}
-			structured := layer.RequestInfo{Operation: layer.Structured}
+			structured := codec.RequestInfo{Operation: codec.Structured}
 			if got := observe(structured, tt.body); got != tt.want {
 				t.Errorf("structured Observed = %+v, want %+v", got, tt.want)
 			}
@@ -55,11 +55,11 @@ func TestR13_2_OllamaObserverEveryPrefixIsMonotonic(t *testing.T) {
 	body := `{"model":"m","message":{"role":"assistant","content":"é🙂 \"x\"","thinking":"hmm\u00e9",` +
 		`"tool_calls":[{"function":{"name":"a","arguments":{"k":"v"}}},{"id":"c","function":{"name":"b","arguments":{}}}]},"done":true,"eval_count":3}`
 	full := observe(ordinary, body)
-	want := layer.Counts{ContentBytes: int64(len(`é🙂 "x"`)), ReasoningBytes: 5, ToolFragments: 2, CompletedToolCalls: 2}
+	want := codec.Counts{ContentBytes: int64(len(`é🙂 "x"`)), ReasoningBytes: 5, ToolFragments: 2, CompletedToolCalls: 2}
 	if full != want {
 		t.Fatalf("Observed = %+v, want %+v", full, want)
 	}
-	var prev layer.Counts
+	var prev codec.Counts
 	for n := 0; n <= len(body); n++ {
 		// One Write of the prefix, and the same prefix byte by byte.
 		got := observe(ordinary, body[:n])

@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // TestR13_3_ProviderFinishDoneLengthIsTheEnd: with
@@ -17,17 +17,17 @@ import (
 // incomplete_completion error; an undocumented done_reason stays an error.
 func TestR13_3_ProviderFinishDoneLengthIsTheEnd(t *testing.T) {
 	in := toolLine(`[{"function":{"name":"f","arguments":{"a":1}}}]`) + contentOf("abc") + doneLine("length")
-	decode := func(info layer.RequestInfo, in string) ([]layer.Frame, error, layer.Counts) {
-		info.Operation = layer.Streaming
-		d := ollama.New().NewObserver(info).(layer.StreamDecoder)
+	decode := func(info codec.RequestInfo, in string) ([]codec.Frame, error, codec.Counts) {
+		info.Operation = codec.Streaming
+		d := ollama.New().NewObserver(info).(codec.StreamDecoder)
 		d.Write([]byte(in))
-		var out []layer.Frame
+		var out []codec.Frame
 		for f, ok := d.Next(); ok; f, ok = d.Next() {
 			out = append(out, f)
 		}
 		return out, d.End(), d.Observed()
 	}
-	frames, end, obs := decode(layer.RequestInfo{ProviderFinish: true}, in)
+	frames, end, obs := decode(codec.RequestInfo{ProviderFinish: true}, in)
 	require.NoError(t, end)
 	require.Len(t, frames, 3)
 	last := frames[2]
@@ -42,11 +42,11 @@ func TestR13_3_ProviderFinishDoneLengthIsTheEnd(t *testing.T) {
 	require.NotNil(t, last.Metrics, "metrics still reported (R13.6)")
 	require.NotNil(t, last.Completion.Usage)
 
-	frames, _, _ = decode(layer.RequestInfo{}, in)
-	var se *layer.StreamError
+	frames, _, _ = decode(codec.RequestInfo{}, in)
+	var se *codec.IncompleteError
 	require.ErrorAs(t, frames[2].Err, &se)
 	assert.Equal(t, "length", se.FinishReason)
 
-	frames, _, _ = decode(layer.RequestInfo{ProviderFinish: true}, contentOf("abc")+doneLine("oom"))
+	frames, _, _ = decode(codec.RequestInfo{ProviderFinish: true}, contentOf("abc")+doneLine("oom"))
 	require.ErrorAs(t, frames[1].Err, &se, "an undocumented done_reason stays incomplete")
 }

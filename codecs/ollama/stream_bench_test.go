@@ -3,22 +3,22 @@ package ollama_test
 import (
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // contentLine is a typical /api/chat streaming line (wire-and-peers.md §2.2).
 var contentLine = []byte(`{"model":"llama3.2","created_at":"2026-10-17T09:12:44.123456789Z","message":{"role":"assistant","content":" Hello"},"done":false}` + "\n")
 
-func newStream(b testing.TB) layer.StreamDecoder {
-	d, ok := ollama.New().NewObserver(layer.RequestInfo{Model: "llama3.2", Operation: layer.Streaming}).(layer.StreamDecoder)
+func newStream(b testing.TB) codec.StreamDecoder {
+	d, ok := ollama.New().NewObserver(codec.RequestInfo{Model: "llama3.2", Operation: codec.Streaming}).(codec.StreamDecoder)
 	if !ok {
-		b.Fatal("streaming observer is not a layer.StreamDecoder")
+		b.Fatal("streaming observer is not a codec.StreamDecoder")
 	}
 	return d
 }
 
-func drainStream(d layer.StreamDecoder) int {
+func drainStream(d codec.StreamDecoder) int {
 	n := 0
 	for {
 		if _, ok := d.Next(); !ok {

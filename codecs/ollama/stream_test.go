@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -48,7 +48,7 @@ func doneLine(reason string) string {
 const midStreamError = `{"error":"an error was encountered while running the model"}` + "\n"
 
 // fullMetrics are doneLine's metrics.
-var fullMetrics = &layer.Metrics{
+var fullMetrics = &codec.Metrics{
 	TotalDuration: 5043500667 * time.Nanosecond, LoadDuration: 5025959 * time.Nanosecond,
 	PromptEvalCount: 26, PromptEvalDuration: 325953000 * time.Nanosecond,
 	EvalCount: 290, EvalDuration: 4709213000 * time.Nanosecond,
@@ -70,15 +70,15 @@ type nview struct {
 	FinishReason string
 	Done         bool
 	Completion   *chat.Completion
-	Metrics      *layer.Metrics
+	Metrics      *codec.Metrics
 	Err          string
 }
 
 func nerrView(err error) string {
 	var (
-		pe *layer.ProtocolError
-		ve *layer.ProviderError
-		se *layer.StreamError
+		pe *codec.ProtocolError
+		ve *codec.ProviderError
+		ie *codec.IncompleteError
 	)
 	switch {
 	case err == nil:
@@ -87,13 +87,13 @@ func nerrView(err error) string {
 		return "protocol"
 	case errors.As(err, &ve):
 		return "provider code=" + ve.Code + " message=" + ve.Message
-	case errors.As(err, &se):
-		return "stream " + string(se.Reason) + " finish=" + se.FinishReason
+	case errors.As(err, &ie):
+		return "stream incomplete_completion finish=" + ie.FinishReason
 	}
 	return fmt.Sprintf("%T", err)
 }
 
-func nviews(fs []layer.Frame) []nview {
+func nviews(fs []codec.Frame) []nview {
 	out := make([]nview, 0, len(fs))
 	for _, f := range fs {
 		out = append(out, nview{
@@ -107,9 +107,9 @@ func nviews(fs []layer.Frame) []nview {
 
 // nresult is what a decoder produced for one way of writing a stream.
 type nresult struct {
-	frames   []layer.Frame
-	observed []layer.Counts // Observed after each Write
-	final    layer.Counts
+	frames   []codec.Frame
+	observed []codec.Counts // Observed after each Write
+	final    codec.Counts
 	end      error
 }
 
@@ -157,7 +157,7 @@ func streamPlans(in []byte) map[string][][]byte {
 	return ps
 }
 
-func rawOf(fs []layer.Frame) []byte {
+func rawOf(fs []codec.Frame) []byte {
 	var b []byte
 	for _, f := range fs {
 		b = append(b, f.Raw...)
@@ -180,7 +180,7 @@ func streamInvariants(t testing.TB, r nresult) {
 			t.Fatalf("Observed decreased after write %d: %+v -> %+v", i, prev, cur)
 		}
 	}
-	var sum layer.Counts
+	var sum codec.Counts
 	next := 1
 	for i, f := range r.frames {
 		sum = sum.Add(f.Semantic())
@@ -193,7 +193,7 @@ func streamInvariants(t testing.TB, r nresult) {
 		if f.Done && f.Completion == nil {
 			t.Fatalf("Done frame %d has no Completion", i)
 		}
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		if f.Keepalive || errors.As(f.Err, &pe) {
 			if f.Index != 0 || f.Semantic().Any() || f.Metrics != nil {
 				t.Fatalf("keepalive or malformed frame %d has Index %d, semantics %+v or metrics", i, f.Index, f.Semantic())
@@ -307,7 +307,7 @@ func ncompletion(content, thinking string, u *chat.Usage, calls ...chat.ToolCall
 	}
 }
 
-func ndone(i int, c *chat.Completion, m *layer.Metrics) nview {
+func ndone(i int, c *chat.Completion, m *codec.Metrics) nview {
 	return nview{Index: i, Done: true, FinishReason: "stop", Completion: c, Metrics: m}
 }
 
@@ -331,12 +331,12 @@ func TestR13_3_OllamaDoneStopIsAccepted(t *testing.T) {
 			name: "the done line may carry content; zero metrics are left out",
 			in:   `{"model":"llama3.2","message":{"role":"assistant","content":"!"},"done":true,"done_reason":"stop","eval_count":1}` + "\n",
 			want: []nview{{Index: 1, Content: "!", Done: true, FinishReason: "stop",
-				Completion: ncompletion("!", "", &chat.Usage{OutputTokens: 1}), Metrics: &layer.Metrics{EvalCount: 1}}},
+				Completion: ncompletion("!", "", &chat.Usage{OutputTokens: 1}), Metrics: &codec.Metrics{EvalCount: 1}}},
 		},
 		{
 			name: "no counts, no usage",
 			in:   `{"model":"llama3.2","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}` + "\n",
-			want: []nview{ndone(1, ncompletion("", "", nil), &layer.Metrics{})},
+			want: []nview{ndone(1, ncompletion("", "", nil), &codec.Metrics{})},
 		},
 		{
 			name: "lines after done are not consumed",
@@ -364,14 +364,14 @@ func TestR13_3_OllamaDoneWithoutReasonIsAccepted(t *testing.T) {
 			in:   contentOf("a") + `{"model":"llama3.2","message":{"role":"assistant","content":"b"},"done":true,"eval_count":2}` + "\n",
 			tail: contentOf("never"),
 			want: []nview{ncontent(1, "a"), {Index: 2, Content: "b", Done: true,
-				Completion: unknown(ncompletion("ab", "", &chat.Usage{OutputTokens: 2})), Metrics: &layer.Metrics{EvalCount: 2}}},
+				Completion: unknown(ncompletion("ab", "", &chat.Usage{OutputTokens: 2})), Metrics: &codec.Metrics{EvalCount: 2}}},
 		},
 		{
 			name: "a tool call completes at a done without a done_reason",
 			in:   toolLine(`[{"function":{"name":"f","arguments":{}}}]`) + `{"model":"llama3.2","message":{"role":"assistant","content":""},"done":true}` + "\n",
 			want: []nview{
 				nfrag(1, chat.ToolCallFragment{Name: "f", Arguments: "{}"}),
-				{Index: 2, Done: true, Completion: unknown(ncompletion("", "", nil, chat.ToolCall{Name: "f", Arguments: []byte("{}")})), Metrics: &layer.Metrics{}},
+				{Index: 2, Done: true, Completion: unknown(ncompletion("", "", nil, chat.ToolCall{Name: "f", Arguments: []byte("{}")})), Metrics: &codec.Metrics{}},
 			},
 		},
 	})
@@ -403,7 +403,7 @@ func TestR13_3_OllamaLengthIsIncompleteCompletionWithMetrics(t *testing.T) {
 		{
 			name: "done_reason load",
 			in:   `{"model":"llama3.2","created_at":"2026-10-17T09:12:44Z","message":{"role":"assistant","content":""},"done_reason":"load","done":true}` + "\n",
-			want: []nview{{Index: 1, FinishReason: "load", Completion: &chat.Completion{FinishReason: "load", Model: "llama3.2"}, Metrics: &layer.Metrics{}, Err: "stream incomplete_completion finish=load"}},
+			want: []nview{{Index: 1, FinishReason: "load", Completion: &chat.Completion{FinishReason: "load", Model: "llama3.2"}, Metrics: &codec.Metrics{}, Err: "stream incomplete_completion finish=load"}},
 		},
 	})
 }
@@ -545,7 +545,7 @@ func TestR13_4_OllamaWholeToolCallsCompleteOnlyAtDone(t *testing.T) {
 		},
 	})
 	r := feedStream(t, [][]byte{[]byte(toolLine(`[{"function":{"name":"a","arguments":{}}}]`))})
-	if want := (layer.Counts{ToolFragments: 1}); r.final != want {
+	if want := (codec.Counts{ToolFragments: 1}); r.final != want {
 		t.Errorf("before done: Observed = %+v, want %+v", r.final, want)
 	}
 }
@@ -570,7 +570,7 @@ func TestR13_2_OllamaCountsAreDecodedUTF8Bytes(t *testing.T) {
 		},
 	})
 	r := feedStream(t, [][]byte{[]byte(thinkingOf("é🙂") + contentOf("é🙂"))})
-	if want := (layer.Counts{ReasoningBytes: 6, ContentBytes: 6}); r.final != want {
+	if want := (codec.Counts{ReasoningBytes: 6, ContentBytes: 6}); r.final != want {
 		t.Errorf("Observed = %+v, want %+v", r.final, want)
 	}
 }
@@ -631,7 +631,7 @@ func TestR4_7_OllamaInBandErrorsEndTheStream(t *testing.T) {
 		{
 			name: "error null is no error",
 			in:   `{"error":null,"message":{"content":"a"},"done":true,"done_reason":"stop"}` + "\n",
-			want: []nview{{Index: 1, Content: "a", FinishReason: "stop", Done: true, Metrics: &layer.Metrics{},
+			want: []nview{{Index: 1, Content: "a", FinishReason: "stop", Done: true, Metrics: &codec.Metrics{},
 				Completion: &chat.Completion{Message: chat.Message{Role: chat.Assistant, Content: "a"}, FinishReason: "stop"}}},
 		},
 	})
@@ -669,7 +669,7 @@ func TestR4_5_OllamaOversizedLineIsProtocolError(t *testing.T) {
 	d.Write([]byte(contentOf("a")))
 	d.Write([]byte(`{"message":{"content":"`))
 	d.Write(bytes.Repeat([]byte("x"), 8<<20+1))
-	var fs []layer.Frame
+	var fs []codec.Frame
 	for f, ok := d.Next(); ok; f, ok = d.Next() {
 		fs = append(fs, f)
 	}
@@ -691,7 +691,7 @@ func TestR12_2_OllamaRawIsExactAndOwned(t *testing.T) {
 	d := newStream(t)
 	d.Write(buf)
 	clear(buf) // the decoder must not retain the caller's buffer
-	var fs []layer.Frame
+	var fs []codec.Frame
 	for f, ok := d.Next(); ok; f, ok = d.Next() {
 		fs = append(fs, f)
 	}
@@ -727,10 +727,10 @@ func TestR12_2_OllamaRawIsExactAndOwned(t *testing.T) {
 func TestDropTextKeepsAllButTheAccumulatedText(t *testing.T) {
 	t.Parallel()
 	stream := thinkingOf("2+2") + contentOf("Hel") + "\n" + contentOf("lo") + doneLine("stop")
-	decode := func(drop bool) ([]layer.Frame, layer.Counts) {
-		d := ollama.New().NewObserver(layer.RequestInfo{Model: "llama3.2", Operation: layer.Streaming, DropText: drop}).(layer.StreamDecoder)
+	decode := func(drop bool) ([]codec.Frame, codec.Counts) {
+		d := ollama.New().NewObserver(codec.RequestInfo{Model: "llama3.2", Operation: codec.Streaming, DropText: drop}).(codec.StreamDecoder)
 		d.Write([]byte(stream))
-		var fs []layer.Frame
+		var fs []codec.Frame
 		for f, ok := d.Next(); ok; f, ok = d.Next() {
 			fs = append(fs, f)
 		}

@@ -3,8 +3,8 @@ package omlx_test
 import (
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/omlx"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func TestR15_2_OMLXCapabilities(t *testing.T) {
@@ -14,14 +14,14 @@ func TestR15_2_OMLXCapabilities(t *testing.T) {
 	if err := caps.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	want := map[layer.Capability]layer.Support{
-		layer.ClientAbort:             layer.Unknown,
-		layer.RequestCancellation:     layer.Unsupported,
-		layer.RequestStatus:           layer.Unsupported,
-		layer.Idempotency:             layer.Unsupported,
-		layer.ExactAttemptTermination: layer.Unknown,
+	want := map[codec.Capability]codec.Support{
+		codec.ClientAbort:             codec.Unknown,
+		codec.RequestCancellation:     codec.Unsupported,
+		codec.RequestStatus:           codec.Unsupported,
+		codec.Idempotency:             codec.Unsupported,
+		codec.ExactAttemptTermination: codec.Unknown,
 	}
-	for _, k := range layer.AllCapabilities() {
+	for _, k := range codec.AllCapabilities() {
 		if got := caps.Get(k); got != want[k] {
 			t.Errorf("%s = %q, want %q", k, got, want[k])
 		}
@@ -32,12 +32,12 @@ func TestR15_2_OMLXCapabilities(t *testing.T) {
 			t.Errorf("%s evidence = %+v", k, ev)
 		}
 	}
-	if len(caps.Values) != len(layer.AllCapabilities()) || len(caps.Evidence) != len(layer.AllCapabilities()) {
-		t.Errorf("declared %d values and %d evidence entries, want %d", len(caps.Values), len(caps.Evidence), len(layer.AllCapabilities()))
+	if len(caps.Values) != len(codec.AllCapabilities()) || len(caps.Evidence) != len(codec.AllCapabilities()) {
+		t.Errorf("declared %d values and %d evidence entries, want %d", len(caps.Values), len(caps.Evidence), len(codec.AllCapabilities()))
 	}
-	caps.Values[layer.ClientAbort] = layer.Supported
-	delete(caps.Evidence, layer.Idempotency)
-	if again := c.Capabilities(); again.Get(layer.ClientAbort) != layer.Unknown || again.Validate() != nil {
+	caps.Values[codec.ClientAbort] = codec.Supported
+	delete(caps.Evidence, codec.Idempotency)
+	if again := c.Capabilities(); again.Get(codec.ClientAbort) != codec.Unknown || again.Validate() != nil {
 		t.Error("mutating a returned Capabilities changed the codec's declaration")
 	}
 }

@@ -4,8 +4,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/internal/evidence"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // endpointPath is the path of oMLX's chat endpoint, relative to the base URL.
@@ -21,7 +22,7 @@ type Codec struct {
 	legacyTimeout time.Duration
 }
 
-var _ layer.Codec = (*Codec)(nil)
+var _ codec.Codec = (*Codec)(nil)
 
 // Option configures a Codec. It cannot fail (R3.5); only this package can
 // set a Codec's fields.
@@ -54,20 +55,26 @@ func New(opts ...Option) *Codec {
 // generation (R7.2).
 func (c *Codec) LegacyTimeout() time.Duration { return c.legacyTimeout }
 
-// Provider returns layer.OMLX.
-func (c *Codec) Provider() layer.Provider { return layer.OMLX }
+// Provider returns codec.OMLX.
+func (c *Codec) Provider() codec.Provider { return codec.OMLX }
 
 // Facts declares that oMLX runs inference on a server the caller operates,
 // so a resend needs admission (R8.3); its stream carries no telemetry.
-func (c *Codec) Facts() layer.Facts { return layer.Facts{LocalInference: true} }
+func (c *Codec) Facts() codec.Facts { return codec.Facts{LocalInference: true} }
 
 // ErrorFrame returns the OpenAI-compatible in-band stream error event
-// carrying safe (layer.ErrorFramer).
+// carrying safe (codec.ErrorFramer).
 func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
+
+// ErrorFrameCode returns ErrorFrame's event with a "code" member too
+// (codec.CodedErrorFramer).
+func (c *Codec) ErrorFrameCode(code, safe string) []byte {
+	return openaiwire.ErrorFrameCode(code, safe)
+}
 
 // ErrorDocument returns the OpenAI-compatible error response body
 // {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
-// and a newline (layer.ErrorDocumenter).
+// and a newline (codec.ErrorDocumenter).
 func (c *Codec) ErrorDocument(code, safe string) []byte { return openaiwire.ErrorDocument(code, safe) }
 
 // Path returns "/v1/chat/completions".
@@ -89,22 +96,22 @@ func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
 // cancellation, in-flight status and idempotency unsupported, exact-attempt
 // termination unknown. It returns fresh maps on every call, so a caller may
 // modify the result.
-func (c *Codec) Capabilities() layer.Capabilities {
-	doc := layer.CapabilityEvidence{
+func (c *Codec) Capabilities() codec.Capabilities {
+	doc := codec.CapabilityEvidence{
 		Endpoint:         "POST /v1/chat/completions",
 		DocumentationURL: "https://github.com/jundot/omlx#api-compatibility",
-		InspectedOn:      "2026-10-17",
+		InspectedOn:      evidence.InspectedOn,
 	}
-	var caps layer.Capabilities
-	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis(
+	var caps codec.Capabilities
+	caps.Declare(codec.ClientAbort, codec.Unknown, doc.WithBasis(
 		"The API Compatibility section lists streaming Chat Completions without documenting client abort; closing the local request alone does not justify supported."))
-	caps.Declare(layer.RequestCancellation, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.RequestCancellation, codec.Unsupported, doc.WithBasis(
 		"The API Compatibility section documents no endpoint or field that cancels a chat completion in flight."))
-	caps.Declare(layer.RequestStatus, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.RequestStatus, codec.Unsupported, doc.WithBasis(
 		"The API Compatibility section documents no way to ask for the status of a chat completion in flight."))
-	caps.Declare(layer.Idempotency, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.Idempotency, codec.Unsupported, doc.WithBasis(
 		"The API Compatibility section documents no idempotency key or header; a resend runs inference again."))
-	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, doc.WithBasis(
+	caps.Declare(codec.ExactAttemptTermination, codec.Unknown, doc.WithBasis(
 		"Model unload, loaded-model lists and aggregate activity are not attempt evidence, so the end of one attempt's inference cannot be confirmed."))
 	return caps
 }

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/request"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // Describe reads an encoded /v1/chat/completions request body.
@@ -15,22 +15,22 @@ import (
 // "json_object", or a non-null "structured_outputs" (oMLX's vLLM-style
 // extension), is structured; anything else is ordinary. A body that is not a
 // JSON object with a string "model" and a boolean "stream" is a
-// *layer.ProtocolError.
-func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
+// *codec.ProtocolError.
+func (c *Codec) Describe(body []byte) (codec.RequestInfo, error) {
 	var d struct {
 		request.Head
 		ResponseFormat    json.RawMessage `json:"response_format"`
 		StructuredOutputs json.RawMessage `json:"structured_outputs"`
 	}
 	if err := request.Decode(body, &d, "chat completions"); err != nil {
-		return layer.RequestInfo{}, err
+		return codec.RequestInfo{}, err
 	}
-	info := layer.RequestInfo{Model: d.Model, Operation: layer.Ordinary}
+	info := codec.RequestInfo{Model: d.Model, Operation: codec.Ordinary}
 	switch {
 	case d.Stream != nil && *d.Stream:
-		info.Operation = layer.Streaming
+		info.Operation = codec.Streaming
 	case isStructuredFormat(d.ResponseFormat) || isObject(d.StructuredOutputs):
-		info.Operation = layer.Structured
+		info.Operation = codec.Structured
 	}
 	return info, nil
 }
@@ -60,16 +60,16 @@ func isObject(raw json.RawMessage) bool {
 // as the OpenAI codec does (one decoder, openaiwire's Dialect.Decode), in
 // oMLX's reading. Leading and trailing whitespace is accepted: oMLX sends
 // spaces before the JSON while it generates; a whitespace-only body is a
-// *layer.ProtocolError.
+// *codec.ProtocolError.
 //
-// A top-level "error" object is a *layer.ProviderError with its "message"
+// A top-level "error" object is a *codec.ProviderError with its "message"
 // and, when it is a string, its "code"; an "error" string is a
-// *layer.ProviderError with that message; an "error" of another type is a
-// *layer.ProtocolError. A body that is not valid UTF-8 or JSON, is not an
+// *codec.ProviderError with that message; an "error" of another type is a
+// *codec.ProtocolError. A body that is not valid UTF-8 or JSON, is not an
 // object, is nested deeper than the observer scans (512 levels), has no
 // choices or no message in the first choice, has members of the wrong
 // types, or holds a tool call without a function name or whose arguments
-// are not a JSON object encoded as a string is a *layer.ProtocolError.
+// are not a JSON object encoded as a string is a *codec.ProtocolError.
 // Keys are matched exactly after unescaping, as the observer counts them.
 //
 // The Completion is the assistant message of the first choice: content,
@@ -81,8 +81,8 @@ func isObject(raw json.RawMessage) bool {
 func (c *Codec) Decode(body []byte) (*chat.Completion, error) { return dialect.Decode(body) }
 
 // Check returns the error Decode returns for body, nil when Decode would
-// succeed, without building the completion (layer.Checker). It is safe for
+// succeed, without building the completion (codec.Checker). It is safe for
 // concurrent use.
 func (c *Codec) Check(body []byte) error { return dialect.Check(body) }
 
-var _ layer.Checker = (*Codec)(nil)
+var _ codec.Checker = (*Codec)(nil)

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/omlx"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func TestR10_2_OMLXDescribe(t *testing.T) {
@@ -21,19 +21,19 @@ func TestR10_2_OMLXDescribe(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want layer.RequestInfo
+		want codec.RequestInfo
 	}{
-		{"no stream key is ordinary", `{"model":"m","messages":[]}`, layer.RequestInfo{Model: "m", Operation: layer.Ordinary}},
-		{"stream false", `{"model":"m","stream":false}`, layer.RequestInfo{Model: "m", Operation: layer.Ordinary}},
-		{"stream null", `{"model":"m","stream":null}`, layer.RequestInfo{Model: "m", Operation: layer.Ordinary}},
-		{"stream true", `{"model":"m","stream":true}`, layer.RequestInfo{Model: "m", Operation: layer.Streaming}},
-		{"stream true with response_format is streaming", `{"model":"m","stream":true,"response_format":{"type":"json_object"}}`, layer.RequestInfo{Model: "m", Operation: layer.Streaming}},
-		{"json_object", `{"model":"m","response_format":{"type":"json_object"}}`, layer.RequestInfo{Model: "m", Operation: layer.Structured}},
-		{"json_schema", `{"model":"m","response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{}}}}`, layer.RequestInfo{Model: "m", Operation: layer.Structured}},
-		{"text format is ordinary", `{"model":"m","response_format":{"type":"text"}}`, layer.RequestInfo{Model: "m", Operation: layer.Ordinary}},
-		{"response_format of another type is ordinary", `{"model":"m","response_format":"json_object"}`, layer.RequestInfo{Model: "m", Operation: layer.Ordinary}},
-		{"structured_outputs extension", `{"model":"m","structured_outputs":{"regex":"a+"}}`, layer.RequestInfo{Model: "m", Operation: layer.Structured}},
-		{"structured_outputs null", `{"model":"m","structured_outputs":null}`, layer.RequestInfo{Model: "m", Operation: layer.Ordinary}},
+		{"no stream key is ordinary", `{"model":"m","messages":[]}`, codec.RequestInfo{Model: "m", Operation: codec.Ordinary}},
+		{"stream false", `{"model":"m","stream":false}`, codec.RequestInfo{Model: "m", Operation: codec.Ordinary}},
+		{"stream null", `{"model":"m","stream":null}`, codec.RequestInfo{Model: "m", Operation: codec.Ordinary}},
+		{"stream true", `{"model":"m","stream":true}`, codec.RequestInfo{Model: "m", Operation: codec.Streaming}},
+		{"stream true with response_format is streaming", `{"model":"m","stream":true,"response_format":{"type":"json_object"}}`, codec.RequestInfo{Model: "m", Operation: codec.Streaming}},
+		{"json_object", `{"model":"m","response_format":{"type":"json_object"}}`, codec.RequestInfo{Model: "m", Operation: codec.Structured}},
+		{"json_schema", `{"model":"m","response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{}}}}`, codec.RequestInfo{Model: "m", Operation: codec.Structured}},
+		{"text format is ordinary", `{"model":"m","response_format":{"type":"text"}}`, codec.RequestInfo{Model: "m", Operation: codec.Ordinary}},
+		{"response_format of another type is ordinary", `{"model":"m","response_format":"json_object"}`, codec.RequestInfo{Model: "m", Operation: codec.Ordinary}},
+		{"structured_outputs extension", `{"model":"m","structured_outputs":{"regex":"a+"}}`, codec.RequestInfo{Model: "m", Operation: codec.Structured}},
+		{"structured_outputs null", `{"model":"m","structured_outputs":null}`, codec.RequestInfo{Model: "m", Operation: codec.Ordinary}},
 	}
 	c := omlx.New()
 	for _, tt := range tests {
@@ -47,9 +47,9 @@ func TestR10_2_OMLXDescribe(t *testing.T) {
 	}
 	for _, body := range []string{``, `  `, `{`, `null`, `[]`, `{"model":1}`, `{"stream":"true"}`} {
 		_, err := c.Describe([]byte(body))
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		if !errors.As(err, &pe) {
-			t.Errorf("Describe(%q) error = %v, want *layer.ProtocolError", body, err)
+			t.Errorf("Describe(%q) error = %v, want *codec.ProtocolError", body, err)
 		}
 	}
 }
@@ -59,12 +59,12 @@ func TestR10_2_OMLXDescribeReadsEncode(t *testing.T) {
 	c := omlx.New()
 	tests := []struct {
 		req  chat.Request
-		want layer.Operation
+		want codec.Operation
 	}{
-		{chat.Request{Model: "m"}, layer.Ordinary},
-		{chat.Request{Model: "m", Stream: true}, layer.Streaming},
-		{chat.Request{Model: "m", Options: chat.Options{JSONMode: true}}, layer.Structured},
-		{chat.Request{Model: "m", Schema: &chat.Schema{Schema: json.RawMessage(`{}`)}}, layer.Structured},
+		{chat.Request{Model: "m"}, codec.Ordinary},
+		{chat.Request{Model: "m", Stream: true}, codec.Streaming},
+		{chat.Request{Model: "m", Options: chat.Options{JSONMode: true}}, codec.Structured},
+		{chat.Request{Model: "m", Schema: &chat.Schema{Schema: json.RawMessage(`{}`)}}, codec.Structured},
 	}
 	for _, tt := range tests {
 		body, err := c.Encode(&tt.req)
@@ -72,7 +72,7 @@ func TestR10_2_OMLXDescribeReadsEncode(t *testing.T) {
 			t.Fatal(err)
 		}
 		info, err := c.Describe(body)
-		if err != nil || info != (layer.RequestInfo{Model: "m", Operation: tt.want}) {
+		if err != nil || info != (codec.RequestInfo{Model: "m", Operation: tt.want}) {
 			t.Errorf("Describe(Encode(%+v)) = %+v, %v; want operation %s", tt.req, info, err, tt.want)
 		}
 	}
@@ -162,9 +162,9 @@ func TestR4_7_OMLXDecodeErrorBodies(t *testing.T) {
 			if got != nil {
 				t.Errorf("Decode returned a completion with an error: %+v", got)
 			}
-			var pe *layer.ProviderError
+			var pe *codec.ProviderError
 			if !errors.As(err, &pe) {
-				t.Fatalf("Decode error = %v, want *layer.ProviderError", err)
+				t.Fatalf("Decode error = %v, want *codec.ProviderError", err)
 			}
 			if pe.Code != tt.code || pe.Message != tt.msg {
 				t.Errorf("ProviderError = {Code:%q Message:%q}, want {Code:%q Message:%q}", pe.Code, pe.Message, tt.code, tt.msg)
@@ -259,9 +259,9 @@ func TestR4_5_OMLXDecodeMalformed(t *testing.T) {
 			if got != nil {
 				t.Errorf("Decode returned a completion: %+v", got)
 			}
-			var pe *layer.ProtocolError
+			var pe *codec.ProtocolError
 			if !errors.As(err, &pe) {
-				t.Fatalf("Decode error = %v, want *layer.ProtocolError", err)
+				t.Fatalf("Decode error = %v, want *codec.ProtocolError", err)
 			}
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("Error() quotes the body: %q", err)
@@ -276,9 +276,9 @@ func TestR4_6_OMLXDecodeEveryTruncatedPrefixFails(t *testing.T) {
 	body := "  \n" + okBody
 	for n := range len(body) {
 		got, err := c.Decode([]byte(body[:n]))
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		if got != nil || !errors.As(err, &pe) {
-			t.Fatalf("Decode(prefix %d) = %v, %v; want *layer.ProtocolError", n, got, err)
+			t.Fatalf("Decode(prefix %d) = %v, %v; want *codec.ProtocolError", n, got, err)
 		}
 	}
 }
@@ -293,7 +293,7 @@ func TestR13_2_OMLXDecodeRejectsWhatTheObserverCannotScan(t *testing.T) {
 	deep := func(n int) []byte {
 		return []byte(`  {"x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `,"choices":[{"message":{"content":"deep"}}]}`)
 	}
-	info := layer.RequestInfo{Model: "m", Operation: layer.Ordinary}
+	info := codec.RequestInfo{Model: "m", Operation: codec.Ordinary}
 	c := omlx.New()
 
 	comp, err := c.Decode(deep(100))
@@ -303,7 +303,7 @@ func TestR13_2_OMLXDecodeRejectsWhatTheObserverCannotScan(t *testing.T) {
 
 	comp, err = c.Decode(deep(600))
 	assert.Nil(t, comp, "no completion with the error")
-	var pe *layer.ProtocolError
+	var pe *codec.ProtocolError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, pe.What, "nested too deeply")
 	assert.Zero(t, observe(info, string(deep(600))).ContentBytes, "the observer cannot count what lies past its depth")
@@ -324,10 +324,10 @@ func TestR13_2_OMLXDecodeRefusesNestingTheObserverCannotScan(t *testing.T) {
 	assert.Equal(t, "deep", got.Message.Content)
 	got, err = c.Decode(deep(600))
 	assert.Nil(t, got)
-	var pe *layer.ProtocolError
+	var pe *codec.ProtocolError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, pe.What, "nested too deeply")
-	assert.Zero(t, observe(layer.RequestInfo{Operation: layer.Ordinary}, string(deep(600))).ContentBytes,
+	assert.Zero(t, observe(codec.RequestInfo{Operation: codec.Ordinary}, string(deep(600))).ContentBytes,
 		"the observer counts nothing of a body it cannot scan")
 }
 
@@ -343,14 +343,14 @@ func TestR13_2_OMLXDecodeMatchesKeysAsTheObserverDoes(t *testing.T) {
 	} {
 		got, err := c.Decode([]byte(body))
 		assert.Nil(t, got, body)
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		assert.ErrorAs(t, err, &pe, body)
 	}
 	body := `{"choices":[{"message":{"Content":"hidden","con\u0074ent":"seen","REASONING":"r"}}]}`
 	got, err := c.Decode([]byte(body))
 	require.NoError(t, err)
 	assert.Equal(t, chat.Message{Role: chat.Assistant, Content: "seen"}, got.Message)
-	counts := observe(layer.RequestInfo{Operation: layer.Ordinary}, body)
+	counts := observe(codec.RequestInfo{Operation: codec.Ordinary}, body)
 	assert.Equal(t, int64(len("seen")), counts.ContentBytes)
 	assert.Zero(t, counts.ReasoningBytes)
 }

@@ -9,7 +9,7 @@
 //   - "top_k" and "reasoning_effort" ("low", "medium" or "high") are sent as
 //     top-level fields.
 //   - Seed, ContextLength, Think and KeepAlive are not supported: Encode
-//     returns an [*layer.UnsupportedError] naming the control instead of
+//     returns an [*codec.UnsupportedError] naming the control instead of
 //     dropping it.
 //   - Reasoning comes back as "reasoning_content" (oMLX) or "reasoning"
 //     (other compatible servers); both are decoded and observed.
@@ -46,7 +46,7 @@
 //
 // # Streaming
 //
-// For a streaming request NewObserver returns a layer.StreamDecoder of the
+// For a streaming request NewObserver returns a codec.StreamDecoder of the
 // SSE chat.completion.chunk stream, shared with the OpenAI codec: the
 // ": keep-alive" comments oMLX sends before and during a long prefill, and
 // {"model":"keepalive"}-style chunks, are keepalives; an error chunk ends

@@ -2,9 +2,9 @@ package omlx
 
 import (
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/codecs/internal/request"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // The wire structs fix the field order of an encoded request.
@@ -40,21 +40,21 @@ type wireMessage struct {
 // reply it takes only an object or a string as "error", and tool calls
 // with a name and arguments that are a JSON object.
 var dialect = openaiwire.Dialect{
-	Provider:    layer.OMLX,
+	Provider:    codec.OMLX,
 	CheckImages: true,
 	Objects:     true,
 	StrictError: true,
 }
 
 // errs makes the encoding errors, "recourse: omlx: …".
-var errs = request.Errors{Provider: layer.OMLX}
+var errs = request.Errors{Provider: codec.OMLX}
 
 // Encode encodes req as the body of a POST /v1/chat/completions request. The
 // result is a fresh slice that shares no memory with req, so later changes
 // to req cannot reach it; encoding the same request twice yields identical
 // bytes.
 //
-// Encode returns an *layer.UnsupportedError naming the control when Seed,
+// Encode returns an *codec.UnsupportedError naming the control when Seed,
 // ContextLength, Think or KeepAlive is set (checked in that order), and a
 // plain error when req is nil, has no model, or holds a value oMLX cannot
 // accept (a reasoning effort other than "low", "medium" or "high", images on

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/omlx"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -23,8 +23,8 @@ const secret = "sk-canary-4f2d"
 func TestCodecIdentity(t *testing.T) {
 	t.Parallel()
 	c := omlx.New()
-	if got := c.Provider(); got != layer.OMLX {
-		t.Errorf("Provider() = %q, want %q", got, layer.OMLX)
+	if got := c.Provider(); got != codec.OMLX {
+		t.Errorf("Provider() = %q, want %q", got, codec.OMLX)
 	}
 	if got := c.Path(); got != "/v1/chat/completions" {
 		t.Errorf("Path() = %q, want /v1/chat/completions", got)
@@ -169,11 +169,11 @@ func TestR14_1_OMLXUnsupportedControls(t *testing.T) {
 			if body != nil {
 				t.Errorf("Encode returned a body with an error: %s", body)
 			}
-			var ue *layer.UnsupportedError
+			var ue *codec.UnsupportedError
 			if !errors.As(err, &ue) {
-				t.Fatalf("Encode error = %v, want *layer.UnsupportedError", err)
+				t.Fatalf("Encode error = %v, want *codec.UnsupportedError", err)
 			}
-			if ue.Provider != layer.OMLX || ue.Control != tt.control {
+			if ue.Provider != codec.OMLX || ue.Control != tt.control {
 				t.Errorf("UnsupportedError = %+v, want provider omlx, control %s", ue, tt.control)
 			}
 			msg := err.Error()
@@ -227,7 +227,7 @@ func TestR14_1_OMLXEncodeRejectsInvalidRequests(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Encode succeeded: %s", body)
 			}
-			var ue *layer.UnsupportedError
+			var ue *codec.UnsupportedError
 			if errors.As(err, &ue) {
 				t.Errorf("Encode error is an UnsupportedError: %v", err)
 			}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/omlx"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func ExampleNew() {
@@ -38,7 +38,7 @@ func ExampleCodec_Encode_unsupported() {
 		Messages: []chat.Message{{Role: chat.User, Content: "Hi"}},
 		Options:  chat.Options{ContextLength: &numCtx},
 	})
-	var ue *layer.UnsupportedError
+	var ue *codec.UnsupportedError
 	if errors.As(err, &ue) {
 		fmt.Println(ue.Control)
 		fmt.Println(err)

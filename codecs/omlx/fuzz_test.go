@@ -5,13 +5,13 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/omlx"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // FuzzDecode checks that Decode never panics and returns exactly one of a
-// completion and an error, the error being a *layer.ProviderError or a
-// *layer.ProtocolError, and that Check returns the same error. It also runs
+// completion and an error, the error being a *codec.ProviderError or a
+// *codec.ProtocolError, and that Check returns the same error. It also runs
 // the observer, ErrorCode and Describe on the same bytes, which must not
 // panic either.
 func FuzzDecode(f *testing.F) {
@@ -42,13 +42,13 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Check = %v, Decode error %v", cerr, err)
 		}
 		if err != nil {
-			var prov *layer.ProviderError
-			var prot *layer.ProtocolError
+			var prov *codec.ProviderError
+			var prot *codec.ProtocolError
 			if !errors.As(err, &prov) && !errors.As(err, &prot) {
 				t.Fatalf("Decode error %T is neither a ProviderError nor a ProtocolError", err)
 			}
 		}
-		o := c.NewObserver(layer.RequestInfo{Operation: layer.Ordinary})
+		o := c.NewObserver(codec.RequestInfo{Operation: codec.Ordinary})
 		o.Write(body)
 		_ = o.Observed()
 		_ = c.ErrorCode(body)

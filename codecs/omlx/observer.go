@@ -1,8 +1,8 @@
 package omlx
 
 import (
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // NewObserver returns an Observer for the reply body of one attempt.
@@ -16,10 +16,10 @@ import (
 // before the JSON counts nothing, and after the first byte that cannot
 // continue a JSON document the counts stay frozen.
 //
-// For a streaming request it returns a layer.StreamDecoder of the SSE
+// For a streaming request it returns a codec.StreamDecoder of the SSE
 // chat.completion.chunk stream (package codecs/internal/ssechat): ": keep-alive"
 // comments and {"model":"keepalive"}-style chunks are keepalives, and an
 // error chunk ends the stream even when [DONE] follows.
-func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
+func (c *Codec) NewObserver(info codec.RequestInfo) codec.Observer {
 	return openaiwire.NewObserver(info)
 }

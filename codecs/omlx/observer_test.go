@@ -3,13 +3,13 @@ package omlx_test
 import (
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/omlx"
-	"github.com/recourse-dev/recourse/layer"
 )
 
-var ordinary = layer.RequestInfo{Model: "m", Operation: layer.Ordinary}
+var ordinary = codec.RequestInfo{Model: "m", Operation: codec.Ordinary}
 
-func observe(info layer.RequestInfo, chunks ...string) layer.Counts {
+func observe(info codec.RequestInfo, chunks ...string) codec.Counts {
 	o := omlx.New().NewObserver(info)
 	for _, c := range chunks {
 		o.Write([]byte(c))
@@ -22,18 +22,18 @@ func TestR13_2_OMLXObserverCounts(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want layer.Counts
+		want codec.Counts
 	}{
-		{"content and reasoning_content in UTF-8 bytes", okBody, layer.Counts{ContentBytes: int64(len("Hello é🙂")), ReasoningBytes: 5}},
-		{"reasoning field", `{"choices":[{"message":{"content":"4","reasoning":"2+2"}}]}`, layer.Counts{ContentBytes: 1, ReasoningBytes: 3}},
-		{"escaped keys are matched", `{"choices":[{"message":{"reasoning\u005fcontent":"ab"}}]}`, layer.Counts{ReasoningBytes: 2}},
+		{"content and reasoning_content in UTF-8 bytes", okBody, codec.Counts{ContentBytes: int64(len("Hello é🙂")), ReasoningBytes: 5}},
+		{"reasoning field", `{"choices":[{"message":{"content":"4","reasoning":"2+2"}}]}`, codec.Counts{ContentBytes: 1, ReasoningBytes: 3}},
+		{"escaped keys are matched", `{"choices":[{"message":{"reasoning\u005fcontent":"ab"}}]}`, codec.Counts{ReasoningBytes: 2}},
 		{"tool calls", `{"choices":[{"message":{"content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{\"content\":\"x\"}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}]}}]}`,
-			layer.Counts{ToolFragments: 2, CompletedToolCalls: 2}},
-		{"legacy function_call is a tool call", `{"choices":[{"message":{"function_call":{"name":"f","arguments":"{}"}}}]}`, layer.Counts{ToolFragments: 1, CompletedToolCalls: 1}},
-		{"a cut string counts what arrived", `{"choices":[{"message":{"content":"Hel`, layer.Counts{ContentBytes: 3}},
-		{"error body counts nothing", `{"error":{"message":"content","type":"server_error"}}`, layer.Counts{}},
-		{"look-alike keys elsewhere count nothing", `{"model":"content","message":{"content":"no"},"choices":[{"delta":{"content":"no"}}]}`, layer.Counts{}},
-		{"keep-alive whitespace counts nothing", "     \n   ", layer.Counts{}},
+			codec.Counts{ToolFragments: 2, CompletedToolCalls: 2}},
+		{"legacy function_call is a tool call", `{"choices":[{"message":{"function_call":{"name":"f","arguments":"{}"}}}]}`, codec.Counts{ToolFragments: 1, CompletedToolCalls: 1}},
+		{"a cut string counts what arrived", `{"choices":[{"message":{"content":"Hel`, codec.Counts{ContentBytes: 3}},
+		{"error body counts nothing", `{"error":{"message":"content","type":"server_error"}}`, codec.Counts{}},
+		{"look-alike keys elsewhere count nothing", `{"model":"content","message":{"content":"no"},"choices":[{"delta":{"content":"no"}}]}`, codec.Counts{}},
+		{"keep-alive whitespace counts nothing", "     \n   ", codec.Counts{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestR13_2_OMLXObserverCounts(t *testing.T) {
 			if got := observe(ordinary, tt.body); got != tt.want {
 				t.Errorf("Observed = %+v, want %+v", got, tt.want)
 			}
-			if got := observe(layer.RequestInfo{Operation: layer.Structured}, tt.body); got != tt.want {
+			if got := observe(codec.RequestInfo{Operation: codec.Structured}, tt.body); got != tt.want {
 				t.Errorf("structured Observed = %+v, want %+v", got, tt.want)
 			}
 		})
@@ -68,11 +68,11 @@ func TestR13_2_OMLXObserverEveryPrefixIsMonotonic(t *testing.T) {
 	t.Parallel()
 	body := "   \n  " + `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"é🙂 \"x\"","reasoning_content":"hm\u00e9",` +
 		`"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{\"k\":\"v\"}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1}}`
-	want := layer.Counts{ContentBytes: int64(len(`é🙂 "x"`)), ReasoningBytes: 4, ToolFragments: 2, CompletedToolCalls: 2}
+	want := codec.Counts{ContentBytes: int64(len(`é🙂 "x"`)), ReasoningBytes: 4, ToolFragments: 2, CompletedToolCalls: 2}
 	if got := observe(ordinary, body); got != want {
 		t.Fatalf("Observed = %+v, want %+v", got, want)
 	}
-	var prev layer.Counts
+	var prev codec.Counts
 	for n := 0; n <= len(body); n++ {
 		got := observe(ordinary, body[:n])
 		chunks := make([]string, n)

@@ -4,8 +4,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/internal/evidence"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // Codec is the OpenAI chat completions codec. The zero value is not usable;
@@ -14,7 +15,7 @@ type Codec struct {
 	reasoning func(model string) bool
 }
 
-var _ layer.Codec = (*Codec)(nil)
+var _ codec.Codec = (*Codec)(nil)
 
 // Option configures a [Codec] in [New]. Options are applied in order, so a
 // later option overrides an earlier one; a nil Option is ignored.
@@ -60,20 +61,27 @@ func IsReasoningModel(model string) bool {
 	return false
 }
 
-// Provider returns [layer.OpenAI].
-func (c *Codec) Provider() layer.Provider { return layer.OpenAI }
+// Provider returns [codec.OpenAI].
+func (c *Codec) Provider() codec.Provider { return codec.OpenAI }
 
 // Facts declares a hosted provider: a resend needs no admission, and the
-// stream carries no telemetry (the zero layer.Facts).
-func (c *Codec) Facts() layer.Facts { return layer.Facts{} }
+// stream carries no telemetry (the zero codec.Facts).
+func (c *Codec) Facts() codec.Facts { return codec.Facts{} }
 
 // ErrorFrame returns the OpenAI in-band stream error event carrying safe
-// (layer.ErrorFramer): the form openai-go and go-openai turn into an error.
+// (codec.ErrorFramer): the form openai-go and go-openai turn into an error.
 func (c *Codec) ErrorFrame(safe string) []byte { return openaiwire.ErrorFrame(safe) }
+
+// ErrorFrameCode returns ErrorFrame's event with a "code" member too,
+// {"error":{"message":safe,"type":"recourse_error","code":code}}
+// (codec.CodedErrorFramer).
+func (c *Codec) ErrorFrameCode(code, safe string) []byte {
+	return openaiwire.ErrorFrameCode(code, safe)
+}
 
 // ErrorDocument returns OpenAI's error response body
 // {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
-// and a newline (layer.ErrorDocumenter): openai-go and go-openai read it as
+// and a newline (codec.ErrorDocumenter): openai-go and go-openai read it as
 // an API error with that code.
 func (c *Codec) ErrorDocument(code, safe string) []byte { return openaiwire.ErrorDocument(code, safe) }
 
@@ -85,11 +93,10 @@ func (c *Codec) Path() string { return "/v1/chat/completions" }
 // or "" when there is none. A nil h has no request ID.
 func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
 
-// Capability evidence (R15.2), as inspected on 2026-10-17.
+// Capability evidence (R15.2), as inspected on evidence.InspectedOn.
 const (
-	capEndpoint    = "POST /v1/chat/completions"
-	capDocURL      = "https://platform.openai.com/docs/api-reference/chat/create"
-	capInspectedOn = "2026-10-17"
+	capEndpoint = "POST /v1/chat/completions"
+	capDocURL   = "https://platform.openai.com/docs/api-reference/chat/create"
 )
 
 // Capabilities returns the R15.2 declaration for POST /v1/chat/completions:
@@ -98,18 +105,18 @@ const (
 // carries its evidence. The values describe OpenAI's documentation; a custom
 // host or proxy may differ. Every call returns new maps, so a caller may
 // modify the result.
-func (c *Codec) Capabilities() layer.Capabilities {
-	doc := layer.CapabilityEvidence{Endpoint: capEndpoint, DocumentationURL: capDocURL, InspectedOn: capInspectedOn}
-	var caps layer.Capabilities
-	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis(
+func (c *Codec) Capabilities() codec.Capabilities {
+	doc := codec.CapabilityEvidence{Endpoint: capEndpoint, DocumentationURL: capDocURL, InspectedOn: evidence.InspectedOn}
+	var caps codec.Capabilities
+	caps.Declare(codec.ClientAbort, codec.Unknown, doc.WithBasis(
 		"The create reference describes request parameters and streaming but not how a client aborts; local HTTP abort alone is not provider support."))
-	caps.Declare(layer.RequestCancellation, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.RequestCancellation, codec.Unsupported, doc.WithBasis(
 		"The endpoint documentation describes no remote cancellation facility for chat completions."))
-	caps.Declare(layer.RequestStatus, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.RequestStatus, codec.Unsupported, doc.WithBasis(
 		"Stored chat completion retrieval is a completed artifact, not in-flight status."))
-	caps.Declare(layer.Idempotency, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.Idempotency, codec.Unsupported, doc.WithBasis(
 		"No idempotency facility is documented for this endpoint; no key is sent."))
-	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, doc.WithBasis(
+	caps.Declare(codec.ExactAttemptTermination, codec.Unknown, doc.WithBasis(
 		"No documented evidence ties an abort to the end of one attempt's inference."))
 	return caps
 }

@@ -3,15 +3,15 @@ package openai_test
 import (
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func TestProviderAndPath(t *testing.T) {
 	t.Parallel()
 	c := openai.New()
-	if got := c.Provider(); got != layer.OpenAI {
-		t.Errorf("Provider = %q, want %q", got, layer.OpenAI)
+	if got := c.Provider(); got != codec.OpenAI {
+		t.Errorf("Provider = %q, want %q", got, codec.OpenAI)
 	}
 	if got := c.Path(); got != "/v1/chat/completions" {
 		t.Errorf("Path = %q, want /v1/chat/completions", got)
@@ -25,12 +25,12 @@ func TestR15_2_Capabilities(t *testing.T) {
 	if err := caps.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	want := map[layer.Capability]layer.Support{
-		layer.ClientAbort:             layer.Unknown,
-		layer.RequestCancellation:     layer.Unsupported,
-		layer.RequestStatus:           layer.Unsupported,
-		layer.Idempotency:             layer.Unsupported,
-		layer.ExactAttemptTermination: layer.Unknown,
+	want := map[codec.Capability]codec.Support{
+		codec.ClientAbort:             codec.Unknown,
+		codec.RequestCancellation:     codec.Unsupported,
+		codec.RequestStatus:           codec.Unsupported,
+		codec.Idempotency:             codec.Unsupported,
+		codec.ExactAttemptTermination: codec.Unknown,
 	}
 	if len(caps.Values) != len(want) || len(caps.Evidence) != len(want) {
 		t.Errorf("declared %d values and %d evidence entries, want %d each", len(caps.Values), len(caps.Evidence), len(want))
@@ -59,11 +59,11 @@ func TestR15_2_CapabilitiesAreFreshCopies(t *testing.T) {
 	t.Parallel()
 	c := openai.New()
 	caps := c.Capabilities()
-	caps.Values[layer.Idempotency] = layer.Supported
-	delete(caps.Evidence, layer.ClientAbort)
+	caps.Values[codec.Idempotency] = codec.Supported
+	delete(caps.Evidence, codec.ClientAbort)
 	again := c.Capabilities()
-	if again.Get(layer.Idempotency) != layer.Unsupported {
-		t.Errorf("Idempotency = %q after a caller modified an earlier result", again.Get(layer.Idempotency))
+	if again.Get(codec.Idempotency) != codec.Unsupported {
+		t.Errorf("Idempotency = %q after a caller modified an earlier result", again.Get(codec.Idempotency))
 	}
 	if err := again.Validate(); err != nil {
 		t.Errorf("Validate after a caller modified an earlier result: %v", err)

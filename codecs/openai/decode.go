@@ -2,16 +2,16 @@ package openai
 
 import (
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // Describe reads the model and operation of an encoded request body:
 // streaming when "stream" is true, structured when response_format has type
 // json_schema or json_object, ordinary otherwise. A body that is not a JSON
 // object, or whose model, stream or response_format has the wrong type, is
-// a *[layer.ProtocolError]. Describe is safe for concurrent use.
-func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
+// a *[codec.ProtocolError]. Describe is safe for concurrent use.
+func (c *Codec) Describe(body []byte) (codec.RequestInfo, error) {
 	if info, ok := fastDescribe(body); ok {
 		return info, nil
 	}
@@ -20,34 +20,34 @@ func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
 
 // describe is the reference implementation of Describe: it handles every
 // body, and fastDescribe returns what it returns, only for fewer bodies.
-func describe(body []byte) (layer.RequestInfo, error) {
+func describe(body []byte) (codec.RequestInfo, error) {
 	o, err := openaiwire.ParseObject(body, "request")
 	if err != nil {
-		return layer.RequestInfo{}, err
+		return codec.RequestInfo{}, err
 	}
 	model, stream, err := openaiwire.RequestHead(o)
 	if err != nil {
-		return layer.RequestInfo{}, err
+		return codec.RequestInfo{}, err
 	}
 	var (
 		format openaiwire.Object
 		typ    string
 	)
 	if err := o.Get("response_format", &format); err != nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request response_format is not an object", err)
+		return codec.RequestInfo{}, openaiwire.ProtocolError("request response_format is not an object", err)
 	}
 	if err := format.Get("type", &typ); err != nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request response_format type is not a string", err)
+		return codec.RequestInfo{}, openaiwire.ProtocolError("request response_format type is not a string", err)
 	}
-	return layer.RequestInfo{Model: model, Operation: openaiwire.Operation(stream, typ)}, nil
+	return codec.RequestInfo{Model: model, Operation: openaiwire.Operation(stream, typ)}, nil
 }
 
 // Decode decodes a complete 2xx response body. A body with a top-level
 // error (an "error" value other than null, or vLLM's {"object":"error"}) is
-// a *[layer.ProviderError]. A body that is not valid UTF-8, not a JSON
+// a *[codec.ProviderError]. A body that is not valid UTF-8, not a JSON
 // object, nested deeper than the observer scans (512 levels), has no
 // choices[0].message, or whose fields have the wrong types is a
-// *[layer.ProtocolError]. Otherwise Decode returns the assistant message
+// *[codec.ProtocolError]. Otherwise Decode returns the assistant message
 // of choices[0] with its finish reason, the model, the completion ID and
 // the usage (nil when the body has none). Tool-call arguments that are a
 // string holding valid JSON are kept as that JSON, other strings as a JSON
@@ -56,12 +56,12 @@ func describe(body []byte) (layer.RequestInfo, error) {
 func (c *Codec) Decode(body []byte) (*chat.Completion, error) { return dialect.Decode(body) }
 
 // Check returns the error Decode returns for body, nil when Decode would
-// succeed, without building the completion (layer.Checker): the engine
+// succeed, without building the completion (codec.Checker): the engine
 // calls it for a drop-in call whose decoded completion nobody reads. It is
 // safe for concurrent use.
 func (c *Codec) Check(body []byte) error { return dialect.Check(body) }
 
-var _ layer.Checker = (*Codec)(nil)
+var _ codec.Checker = (*Codec)(nil)
 
 // ErrorCode returns error.code of an error body when it is a string, or the
 // top-level code of a vLLM error body ({"object":"error"}) when that is a

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // TestR10_2_DescribeOperation checks the operation Describe reads from an
@@ -30,25 +30,25 @@ func TestR10_2_DescribeOperation(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want layer.RequestInfo
+		want codec.RequestInfo
 	}{
 		{"encoded ordinary", encoded(chat.Request{Model: "gpt-4o", Messages: msgs}),
-			layer.RequestInfo{Model: "gpt-4o", Operation: layer.Ordinary}},
+			codec.RequestInfo{Model: "gpt-4o", Operation: codec.Ordinary}},
 		{"encoded schema", encoded(chat.Request{Model: "gpt-4o", Messages: msgs, Schema: &chat.Schema{Schema: json.RawMessage(`{}`)}}),
-			layer.RequestInfo{Model: "gpt-4o", Operation: layer.Structured}},
+			codec.RequestInfo{Model: "gpt-4o", Operation: codec.Structured}},
 		{"encoded json mode", encoded(chat.Request{Model: "o3", Messages: msgs, Options: chat.Options{JSONMode: true}}),
-			layer.RequestInfo{Model: "o3", Operation: layer.Structured}},
+			codec.RequestInfo{Model: "o3", Operation: codec.Structured}},
 		{"encoded stream", encoded(chat.Request{Model: "gpt-4o", Messages: msgs, Stream: true}),
-			layer.RequestInfo{Model: "gpt-4o", Operation: layer.Streaming}},
+			codec.RequestInfo{Model: "gpt-4o", Operation: codec.Streaming}},
 		{"streamed schema is streaming", encoded(chat.Request{Model: "gpt-4o", Messages: msgs, Stream: true,
 			Schema: &chat.Schema{Schema: json.RawMessage(`{}`)}}),
-			layer.RequestInfo{Model: "gpt-4o", Operation: layer.Streaming}},
+			codec.RequestInfo{Model: "gpt-4o", Operation: codec.Streaming}},
 		{"text response_format is ordinary", `{"model":"m","response_format":{"type":"text"}}`,
-			layer.RequestInfo{Model: "m", Operation: layer.Ordinary}},
-		{"stream false", `{"model":"m","stream":false}`, layer.RequestInfo{Model: "m", Operation: layer.Ordinary}},
-		{"nulls", `{"model":null,"stream":null,"response_format":null}`, layer.RequestInfo{Operation: layer.Ordinary}},
-		{"escaped keys", `{"mod\u0065l":"m","str\u0065am":true}`, layer.RequestInfo{Model: "m", Operation: layer.Streaming}},
-		{"keys are case-sensitive", `{"Model":"m","Stream":true}`, layer.RequestInfo{Operation: layer.Ordinary}},
+			codec.RequestInfo{Model: "m", Operation: codec.Ordinary}},
+		{"stream false", `{"model":"m","stream":false}`, codec.RequestInfo{Model: "m", Operation: codec.Ordinary}},
+		{"nulls", `{"model":null,"stream":null,"response_format":null}`, codec.RequestInfo{Operation: codec.Ordinary}},
+		{"escaped keys", `{"mod\u0065l":"m","str\u0065am":true}`, codec.RequestInfo{Model: "m", Operation: codec.Streaming}},
+		{"keys are case-sensitive", `{"Model":"m","Stream":true}`, codec.RequestInfo{Operation: codec.Ordinary}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestR4_5_DescribeMalformed(t *testing.T) {
 			t.Parallel()
 			info, err := openai.New().Describe([]byte(tt.body))
 			wantProtocolError(t, err, tt.what)
-			if info != (layer.RequestInfo{}) {
+			if info != (codec.RequestInfo{}) {
 				t.Errorf("Describe = %+v with an error, want the zero value", info)
 			}
 		})
@@ -221,23 +221,23 @@ func TestR4_7_DecodeProviderError(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want layer.ProviderError
+		want codec.ProviderError
 	}{
 		{"code string", `{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
-			layer.ProviderError{Code: "rate_limit_exceeded", Message: "Rate limit reached"}},
+			codec.ProviderError{Code: "rate_limit_exceeded", Message: "Rate limit reached"}},
 		{"code null", `{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}`,
-			layer.ProviderError{Message: "The server had an error"}},
-		{"code absent", `{"error":{"message":"m","type":"t"}}`, layer.ProviderError{Message: "m"}},
-		{"code not a string", `{"error":{"message":"m","code":429}}`, layer.ProviderError{Message: "m"}},
+			codec.ProviderError{Message: "The server had an error"}},
+		{"code absent", `{"error":{"message":"m","type":"t"}}`, codec.ProviderError{Message: "m"}},
+		{"code not a string", `{"error":{"message":"m","code":429}}`, codec.ProviderError{Message: "m"}},
 		{"error beside choices", `{"choices":[{"message":{"content":"x"}}],"error":{"code":"server_error"}}`,
-			layer.ProviderError{Code: "server_error"}},
-		{"error as a string", `{"error":"model not loaded"}`, layer.ProviderError{Message: "model not loaded"}},
-		{"empty error object", `{"error":{}}`, layer.ProviderError{}},
-		{"escaped error key", `{"\u0065rror":{"c\u006fde":"server_error"}}`, layer.ProviderError{Code: "server_error"}},
+			codec.ProviderError{Code: "server_error"}},
+		{"error as a string", `{"error":"model not loaded"}`, codec.ProviderError{Message: "model not loaded"}},
+		{"empty error object", `{"error":{}}`, codec.ProviderError{}},
+		{"escaped error key", `{"\u0065rror":{"c\u006fde":"server_error"}}`, codec.ProviderError{Code: "server_error"}},
 		{"vLLM", `{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}`,
-			layer.ProviderError{Message: "This model's maximum context length is 4096 tokens."}},
+			codec.ProviderError{Message: "This model's maximum context length is 4096 tokens."}},
 		{"vLLM string code", `{"object":"error","message":"m","code":"model_not_found"}`,
-			layer.ProviderError{Code: "model_not_found", Message: "m"}},
+			codec.ProviderError{Code: "model_not_found", Message: "m"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -246,9 +246,9 @@ func TestR4_7_DecodeProviderError(t *testing.T) {
 			if comp != nil {
 				t.Errorf("Decode returned a completion with an error")
 			}
-			var pe *layer.ProviderError
+			var pe *codec.ProviderError
 			if !errors.As(err, &pe) {
-				t.Fatalf("error = %#v, want *layer.ProviderError", err)
+				t.Fatalf("error = %#v, want *codec.ProviderError", err)
 			}
 			if *pe != tt.want {
 				t.Errorf("ProviderError = %+v, want %+v", *pe, tt.want)

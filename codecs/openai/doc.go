@@ -38,9 +38,9 @@
 // [IsReasoningModel] reports (override it with [WithReasoningModel]), a
 // token cap is sent as max_completion_tokens, ReasoningEffort ("low",
 // "medium" or "high") as reasoning_effort, and Temperature or TopP are an
-// [*layer.UnsupportedError]. For any other model the cap is sent as
+// [*codec.UnsupportedError]. For any other model the cap is sent as
 // max_tokens, with temperature, top_p, seed and stop, and ReasoningEffort is
-// an [*layer.UnsupportedError]. TopK, ContextLength, Think and KeepAlive are
+// an [*codec.UnsupportedError]. TopK, ContextLength, Think and KeepAlive are
 // never supported. No control is ever dropped silently.
 //
 // # Responses
@@ -58,7 +58,7 @@
 //
 // # Streams
 //
-// For a streaming request [Codec.NewObserver] returns a layer.StreamDecoder
+// For a streaming request [Codec.NewObserver] returns a codec.StreamDecoder
 // of the SSE chat.completion.chunk stream: comments are keepalives,
 // content, reasoning and tool-call fragments are counted the moment their
 // event is complete, a "data: {"error":…}" event ends the stream, and a
@@ -67,5 +67,5 @@
 // usage; "length" ends the stream at once with an incomplete_completion
 // error (R13.3), except for a drop-in client, which reads a documented
 // finish as the provider sent it, up to its [DONE]
-// (layer.RequestInfo.ProviderFinish). Encode asks for usage in streams (stream_options).
+// (codec.RequestInfo.ProviderFinish). Encode asks for usage in streams (stream_options).
 package openai

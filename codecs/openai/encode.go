@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // wireRequest is the request body. Field order is the encoding order.
@@ -32,7 +32,7 @@ type wireRequest struct {
 // parameters, schema and arguments, and "strict" always sent. Of a reply it
 // reads vLLM's error body too, and keeps tool-call arguments as sent.
 var dialect = openaiwire.Dialect{
-	Provider:           layer.OpenAI,
+	Provider:           codec.OpenAI,
 	KnownRoles:         true,
 	AssistantToolCalls: true,
 	ToolCallIDs:        true,
@@ -42,7 +42,7 @@ var dialect = openaiwire.Dialect{
 }
 
 // Encode encodes req to the OpenAI request body. It returns an
-// *[layer.UnsupportedError] for a control that OpenAI, or the requested
+// *[codec.UnsupportedError] for a control that OpenAI, or the requested
 // model family, does not take (see the package documentation), and a plain
 // error for a request that cannot be encoded: a nil request, an empty model,
 // an unknown role, images or tool calls on a role that cannot carry them, a

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 var weatherParams = json.RawMessage(`{ "type": "object",
@@ -264,7 +264,7 @@ func TestR14_1_IsReasoningModel(t *testing.T) {
 }
 
 // TestR14_1_UnsupportedControlsAreErrors checks that a control OpenAI (or
-// the model family) does not take is an *layer.UnsupportedError naming the
+// the model family) does not take is an *codec.UnsupportedError naming the
 // control and never its value, not a silent drop.
 func TestR14_1_UnsupportedControlsAreErrors(t *testing.T) {
 	t.Parallel()
@@ -292,12 +292,12 @@ func TestR14_1_UnsupportedControlsAreErrors(t *testing.T) {
 			if b != nil {
 				t.Errorf("Encode returned bytes with an error")
 			}
-			var ue *layer.UnsupportedError
+			var ue *codec.UnsupportedError
 			if !errors.As(err, &ue) {
-				t.Fatalf("error = %#v, want *layer.UnsupportedError", err)
+				t.Fatalf("error = %#v, want *codec.UnsupportedError", err)
 			}
-			if ue.Provider != layer.OpenAI {
-				t.Errorf("Provider = %q, want %q", ue.Provider, layer.OpenAI)
+			if ue.Provider != codec.OpenAI {
+				t.Errorf("Provider = %q, want %q", ue.Provider, codec.OpenAI)
 			}
 			if !strings.HasPrefix(ue.Control, tt.control) {
 				t.Errorf("Control = %q, want it to start with %q", ue.Control, tt.control)
@@ -360,9 +360,9 @@ func TestEncodeRejectsInvalidRequests(t *testing.T) {
 			if b != nil {
 				t.Errorf("Encode returned bytes with an error")
 			}
-			var ue *layer.UnsupportedError
+			var ue *codec.UnsupportedError
 			if errors.As(err, &ue) {
-				t.Errorf("error = %v, want a plain error, not *layer.UnsupportedError", err)
+				t.Errorf("error = %v, want a plain error, not *codec.UnsupportedError", err)
 			}
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("Error() = %q quotes request content", err)

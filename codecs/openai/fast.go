@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"sync/atomic"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // fastDescribe below reads the common shapes of a request body without
@@ -21,8 +21,8 @@ import (
 // have one decoder, openaiwire's Dialect.Decode, exact and fast alike.
 
 // fastDescribe is the fast path of Describe.
-func fastDescribe(body []byte) (layer.RequestInfo, bool) {
-	var info layer.RequestInfo
+func fastDescribe(body []byte) (codec.RequestInfo, bool) {
+	var info codec.RequestInfo
 	i := jsonscan.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return info, false
@@ -83,11 +83,11 @@ func fastDescribe(body []byte) (layer.RequestInfo, bool) {
 	}
 	switch {
 	case string(stream) == "true":
-		info.Operation = layer.Streaming
+		info.Operation = codec.Streaming
 	case string(typ) == `"json_schema"` || string(typ) == `"json_object"`:
-		info.Operation = layer.Structured
+		info.Operation = codec.Structured
 	default:
-		info.Operation = layer.Ordinary
+		info.Operation = codec.Ordinary
 	}
 	return info, true
 }

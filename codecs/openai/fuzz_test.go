@@ -7,8 +7,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // decodeSeeds are added to both fuzz targets; more live in
@@ -33,8 +33,8 @@ var decodeSeeds = []string{
 }
 
 // FuzzDecode checks that Decode never panics, returns exactly one of a
-// completion and an error, returns only *layer.ProviderError or
-// *layer.ProtocolError, and that a decoded completion was also counted by
+// completion and an error, returns only *codec.ProviderError or
+// *codec.ProtocolError, and that a decoded completion was also counted by
 // the observer (it never under-reports what Decode finds).
 func FuzzDecode(f *testing.F) {
 	for _, s := range decodeSeeds {
@@ -51,10 +51,10 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Check = %v, Decode error %v", cerr, err)
 		}
 		if err != nil {
-			var pv *layer.ProviderError
-			var pr *layer.ProtocolError
+			var pv *codec.ProviderError
+			var pr *codec.ProtocolError
 			if !errors.As(err, &pv) && !errors.As(err, &pr) {
-				t.Fatalf("Decode error %T, want *layer.ProviderError or *layer.ProtocolError", err)
+				t.Fatalf("Decode error %T, want *codec.ProviderError or *codec.ProtocolError", err)
 			}
 			return
 		}
@@ -69,7 +69,7 @@ func FuzzDecode(f *testing.F) {
 				t.Errorf("tool call arguments %q are not valid JSON", tc.Arguments)
 			}
 		}
-		o := c.NewObserver(layer.RequestInfo{Operation: layer.Ordinary})
+		o := c.NewObserver(codec.RequestInfo{Operation: codec.Ordinary})
 		o.Write(body)
 		got := o.Observed()
 		m := comp.Message
@@ -82,7 +82,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 // FuzzErrorCode checks that ErrorCode never panics and that a code it finds
-// is the code of the *layer.ProviderError that Decode returns.
+// is the code of the *codec.ProviderError that Decode returns.
 func FuzzErrorCode(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
@@ -94,7 +94,7 @@ func FuzzErrorCode(f *testing.F) {
 			return
 		}
 		_, err := c.Decode(body)
-		var pv *layer.ProviderError
+		var pv *codec.ProviderError
 		if !errors.As(err, &pv) || pv.Code != code {
 			t.Errorf("ErrorCode = %q but Decode returned %v", code, err)
 		}

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -24,13 +24,13 @@ func mustEncode(t *testing.T, req *chat.Request) string {
 	return string(b)
 }
 
-// wantProtocolError fails unless err is a *layer.ProtocolError whose What
+// wantProtocolError fails unless err is a *codec.ProtocolError whose What
 // contains what.
 func wantProtocolError(t *testing.T, err error, what string) {
 	t.Helper()
-	var pe *layer.ProtocolError
+	var pe *codec.ProtocolError
 	if !errors.As(err, &pe) {
-		t.Fatalf("error = %#v, want *layer.ProtocolError", err)
+		t.Fatalf("error = %#v, want *codec.ProtocolError", err)
 	}
 	if !strings.Contains(pe.What, what) {
 		t.Errorf("ProtocolError.What = %q, want it to contain %q", pe.What, what)

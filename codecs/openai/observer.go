@@ -1,8 +1,8 @@
 package openai
 
 import (
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // NewObserver returns an Observer for the response body of one attempt of
@@ -16,7 +16,7 @@ import (
 // never decrease, do not depend on how the body is split across writes, and
 // freeze at the first byte that cannot belong to a JSON document.
 //
-// For a streaming request the observer is a layer.StreamDecoder of
+// For a streaming request the observer is a codec.StreamDecoder of
 // chat.completion.chunk events (package codecs/internal/ssechat): it frames
 // the SSE stream, decodes each event and counts its evidence. When
 // info.DropText is set (a drop-in stream) it does not accumulate the text,
@@ -26,6 +26,6 @@ import (
 //
 // NewObserver is safe for concurrent use; each returned Observer is used by
 // one attempt and is not.
-func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
+func (c *Codec) NewObserver(info codec.RequestInfo) codec.Observer {
 	return openaiwire.NewObserver(info)
 }

@@ -3,11 +3,11 @@ package openai_test
 import (
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 )
 
-var ordinaryInfo = layer.RequestInfo{Model: "gpt-4o", Operation: layer.Ordinary}
+var ordinaryInfo = codec.RequestInfo{Model: "gpt-4o", Operation: codec.Ordinary}
 
 // observerBody carries every kind of evidence: 6 content bytes, 3 reasoning
 // bytes, two tool_calls elements and one legacy function_call. The tool
@@ -18,9 +18,9 @@ const observerBody = `{"id":"content","choices":[{"index":0,"message":{"role":"a
 	`"function_call":{"name":"g","arguments":"{}"}},"finish_reason":"tool_calls"}],` +
 	`"usage":{"prompt_tokens":1,"completion_tokens":2}}`
 
-var observerWant = layer.Counts{ContentBytes: 6, ReasoningBytes: 3, ToolFragments: 3, CompletedToolCalls: 3}
+var observerWant = codec.Counts{ContentBytes: 6, ReasoningBytes: 3, ToolFragments: 3, CompletedToolCalls: 3}
 
-func observe(info layer.RequestInfo, writes ...string) layer.Counts {
+func observe(info codec.RequestInfo, writes ...string) codec.Counts {
 	o := openai.New().NewObserver(info)
 	for _, w := range writes {
 		o.Write([]byte(w))
@@ -34,26 +34,26 @@ func TestR13_2_ObserverCounts(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		info layer.RequestInfo
+		info codec.RequestInfo
 		body string
-		want layer.Counts
+		want codec.Counts
 	}{
 		{"every kind of evidence", ordinaryInfo, observerBody, observerWant},
-		{"structured", layer.RequestInfo{Operation: layer.Structured}, observerBody, observerWant},
-		{"é🙂 counts 6", ordinaryInfo, `{"choices":[{"message":{"content":"é🙂"}}]}`, layer.Counts{ContentBytes: 6}},
-		{"escaped é🙂 counts 6", ordinaryInfo, `{"choices":[{"message":{"content":"\u00e9\ud83d\ude42"}}]}`, layer.Counts{ContentBytes: 6}},
+		{"structured", codec.RequestInfo{Operation: codec.Structured}, observerBody, observerWant},
+		{"é🙂 counts 6", ordinaryInfo, `{"choices":[{"message":{"content":"é🙂"}}]}`, codec.Counts{ContentBytes: 6}},
+		{"escaped é🙂 counts 6", ordinaryInfo, `{"choices":[{"message":{"content":"\u00e9\ud83d\ude42"}}]}`, codec.Counts{ContentBytes: 6}},
 		{"escaped keys", ordinaryInfo, `{"ch\u006fices":[{"m\u0065ssage":{"con\u0074ent":"abc","reas\u006fning":"d"}}]}`,
-			layer.Counts{ContentBytes: 3, ReasoningBytes: 1}},
+			codec.Counts{ContentBytes: 3, ReasoningBytes: 1}},
 		{"keys are matched exactly", ordinaryInfo,
 			`{"choices":[{"message":{"Content":"xx","content":"y","text":"content"}}],"content":"zz","x":"\"content\": \"zz\""}`,
-			layer.Counts{ContentBytes: 1}},
-		{"null content and empty tool_calls", ordinaryInfo, `{"choices":[{"message":{"content":null,"tool_calls":[]}}]}`, layer.Counts{}},
-		{"error body", ordinaryInfo, `{"error":{"message":"content","code":"server_error"}}`, layer.Counts{}},
-		{"leading keepalive whitespace", ordinaryInfo, "  \n{\"choices\":[{\"message\":{\"content\":\"hi\"}}]}", layer.Counts{ContentBytes: 2}},
-		{"streaming counts SSE deltas", layer.RequestInfo{Operation: layer.Streaming},
+			codec.Counts{ContentBytes: 1}},
+		{"null content and empty tool_calls", ordinaryInfo, `{"choices":[{"message":{"content":null,"tool_calls":[]}}]}`, codec.Counts{}},
+		{"error body", ordinaryInfo, `{"error":{"message":"content","code":"server_error"}}`, codec.Counts{}},
+		{"leading keepalive whitespace", ordinaryInfo, "  \n{\"choices\":[{\"message\":{\"content\":\"hi\"}}]}", codec.Counts{ContentBytes: 2}},
+		{"streaming counts SSE deltas", codec.RequestInfo{Operation: codec.Streaming},
 			`data: {"choices":[{"delta":{"content":"hi"}}]}` + "\n\n" + `: keep-alive` + "\n\n" +
 				`  data: {"choices":[{"delta":{"reasoning_content":"é🙂","tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":""}}]}}]}` + "\n\n",
-			layer.Counts{ContentBytes: 2, ReasoningBytes: 6, ToolFragments: 1}},
+			codec.Counts{ContentBytes: 2, ReasoningBytes: 6, ToolFragments: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +72,7 @@ func TestR13_2_ObserverCounts(t *testing.T) {
 func TestR13_2_ObserverCountsTruncatedPrefixes(t *testing.T) {
 	t.Parallel()
 	for _, body := range []string{observerBody, fullResponse} {
-		var prev layer.Counts
+		var prev codec.Counts
 		for i := 0; i <= len(body); i++ {
 			got := observe(ordinaryInfo, body[:i])
 			if got.ContentBytes < prev.ContentBytes || got.ReasoningBytes < prev.ReasoningBytes ||
@@ -99,7 +99,7 @@ func TestR13_2_ObserverCountsTruncatedPrefixes(t *testing.T) {
 		t.Errorf("truncated body: ContentBytes = %d, want 13", got.ContentBytes)
 	}
 	cutTool := `{"choices":[{"message":{"content":null,"tool_calls":[{"id":"c","function":{"name":"f","argu`
-	if got := observe(ordinaryInfo, cutTool); got != (layer.Counts{ToolFragments: 1}) {
+	if got := observe(ordinaryInfo, cutTool); got != (codec.Counts{ToolFragments: 1}) {
 		t.Errorf("body cut inside a tool call: Observed = %+v, want one fragment", got)
 	}
 }
@@ -127,10 +127,10 @@ func TestR13_2_ObserverIgnoresSplits(t *testing.T) {
 func TestR13_2_ObserverFreezesOnSyntaxError(t *testing.T) {
 	t.Parallel()
 	got := observe(ordinaryInfo, `{"choices":[{"message":{"content":"ab"}}]}`, `}{"choices":[{"message":{"content":"cd"}}]}`)
-	if got != (layer.Counts{ContentBytes: 2}) {
+	if got != (codec.Counts{ContentBytes: 2}) {
 		t.Errorf("Observed = %+v, want ContentBytes 2", got)
 	}
-	if got := observe(ordinaryInfo, "<html>", `{"choices":[{"message":{"content":"ab"}}]}`); got != (layer.Counts{}) {
+	if got := observe(ordinaryInfo, "<html>", `{"choices":[{"message":{"content":"ab"}}]}`); got != (codec.Counts{}) {
 		t.Errorf("Observed after a non-JSON start = %+v, want nothing", got)
 	}
 }

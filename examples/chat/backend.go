@@ -16,6 +16,7 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -93,7 +94,7 @@ type backend struct {
 // receives the broker's notices and admit decides resends (R8).
 func openBackend(cfg config, notify func(broker.Notice), admit layer.AdmissionHook) (*backend, error) {
 	be := &backend{close: func() {}}
-	var codec layer.Codec
+	var cdc codec.Codec
 	base := cfg.baseURL
 	switch cfg.provider {
 	case providerScripted:
@@ -102,9 +103,9 @@ func openBackend(cfg config, notify func(broker.Notice), admit layer.AdmissionHo
 			return nil, err
 		}
 		be.scripted, base = srv, srv.URL
-		codec = openai.New()
+		cdc = openai.New()
 		if cfg.dialect == dialectOllama {
-			codec = ollama.New()
+			cdc = ollama.New()
 		}
 		faults := "faults off"
 		if cfg.faults {
@@ -112,13 +113,13 @@ func openBackend(cfg config, notify func(broker.Notice), admit layer.AdmissionHo
 		}
 		be.title = fmt.Sprintf("scripted provider (%s dialect, %s)", cfg.dialect, faults)
 	case providerOpenAI:
-		codec = openai.New()
+		cdc = openai.New()
 		be.title = "OpenAI at " + base
 	case providerOllama:
-		codec = ollama.New()
+		cdc = ollama.New()
 		be.title = "Ollama at " + base
 	case providerOMLX:
-		codec = omlx.New()
+		cdc = omlx.New()
 		be.title = "oMLX at " + base
 	default:
 		return nil, errors.New("unknown provider " + strconv.Quote(cfg.provider))
@@ -135,7 +136,7 @@ func openBackend(cfg config, notify func(broker.Notice), admit layer.AdmissionHo
 		release()
 		return nil, err
 	}
-	ch, err := chain.Default(codec, chain.WithTransport(tr), chain.WithPerAttempt(limits))
+	ch, err := chain.Default(cdc, chain.WithTransport(tr), chain.WithPerAttempt(limits))
 	if err != nil {
 		release()
 		return nil, err

@@ -132,7 +132,7 @@ func (m *Model) notify(n broker.Notice) {
 // allowed at once; an ambiguous one (Ollama, oMLX: the model may have run)
 // is put to the user, and the hook waits for the answer or for ctx.
 func (m *Model) admit(ctx context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
-	if !req.Facts.AdmissionRequired(req.Failure) {
+	if !layer.AdmissionRequired(req.Facts, req.Failure) {
 		return layer.Allow, nil
 	}
 	reply := make(chan layer.Decision, 1)

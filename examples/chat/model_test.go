@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/broker"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
@@ -214,7 +215,7 @@ func askOllama(t *testing.T, m *Model, ctx context.Context) (tea.Msg, <-chan lay
 	decision, errc := make(chan layer.Decision, 1), make(chan error, 1)
 	go func() {
 		d, err := m.admit(ctx, layer.AdmissionRequest{NextAttempt: 2, Facts: ollama.New().Facts(), Failure: layer.Failure{
-			Provider: layer.Ollama, Category: layer.CategoryHTTP, HTTPStatus: 504, Acceptance: layer.AcceptanceUnknown,
+			Provider: codec.Ollama, Category: layer.CategoryHTTP, HTTPStatus: 504, Acceptance: layer.AcceptanceUnknown,
 		}})
 		decision <- d
 		errc <- err
@@ -301,8 +302,8 @@ func TestR8AdmissionClearedByActivity(t *testing.T) {
 func TestR8UnambiguousFailuresAreNotAsked(t *testing.T) {
 	m := newTestModel(t)
 	for _, req := range []layer.AdmissionRequest{
-		{Facts: openai.New().Facts(), Failure: layer.Failure{Provider: layer.OpenAI, Category: layer.CategoryHTTP, HTTPStatus: 504, Acceptance: layer.AcceptanceUnknown}},
-		{Facts: ollama.New().Facts(), Failure: layer.Failure{Provider: layer.Ollama, Category: layer.CategoryTransport, Acceptance: layer.AcceptanceNo}},
+		{Facts: openai.New().Facts(), Failure: layer.Failure{Provider: codec.OpenAI, Category: layer.CategoryHTTP, HTTPStatus: 504, Acceptance: layer.AcceptanceUnknown}},
+		{Facts: ollama.New().Facts(), Failure: layer.Failure{Provider: codec.Ollama, Category: layer.CategoryTransport, Acceptance: layer.AcceptanceNo}},
 	} {
 		req.NextAttempt = 2
 		d, err := m.admit(context.Background(), req)

@@ -5,14 +5,14 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // Gateway is the provider name the gateway codec declares. It names the
 // provider in failures, events and spans; recovery never reads it (it reads
 // the codec's Facts).
-const Gateway layer.Provider = "gateway"
+const Gateway codec.Provider = "gateway"
 
 // gatewayPath is the gateway's chat endpoint, relative to its base URL.
 const gatewayPath = "/openai/v1/chat"
@@ -35,15 +35,15 @@ type GatewayCodec struct {
 	wire *openai.Codec
 }
 
-var _ layer.Codec = (*GatewayCodec)(nil)
+var _ codec.Codec = (*GatewayCodec)(nil)
 
 // NewGatewayCodec returns the gateway codec.
 func NewGatewayCodec() *GatewayCodec { return &GatewayCodec{wire: openai.New()} }
 
 // Provider returns Gateway.
-func (c *GatewayCodec) Provider() layer.Provider { return Gateway }
+func (c *GatewayCodec) Provider() codec.Provider { return Gateway }
 
-// Facts declares a hosted provider: the zero layer.Facts. The gateway is a
+// Facts declares a hosted provider: the zero codec.Facts. The gateway is a
 // service the caller does not operate, like OpenAI behind it, so an eligible
 // failure (a 503, a reset connection) is resent without an admission hook;
 // its streams are OpenAI server-sent events, which carry no progress or
@@ -51,26 +51,26 @@ func (c *GatewayCodec) Provider() layer.Provider { return Gateway }
 // itself. A gateway in front of a model server the caller runs would set
 // LocalInference instead, and every ambiguous resend would then need an
 // admission hook (R8.3).
-func (c *GatewayCodec) Facts() layer.Facts { return layer.Facts{} }
+func (c *GatewayCodec) Facts() codec.Facts { return codec.Facts{} }
 
 // Path returns "/openai/v1/chat", the endpoint path relative to the
 // gateway's base URL.
 func (c *GatewayCodec) Path() string { return gatewayPath }
 
 // Encode encodes req as an OpenAI chat completions body. A control the
-// gateway does not support is an *layer.UnsupportedError that names the
+// gateway does not support is an *codec.UnsupportedError that names the
 // gateway (not OpenAI), so that the caller sees which endpoint refused it.
 func (c *GatewayCodec) Encode(req *chat.Request) ([]byte, error) {
 	b, err := c.wire.Encode(req)
-	var ue *layer.UnsupportedError
+	var ue *codec.UnsupportedError
 	if errors.As(err, &ue) {
-		return nil, &layer.UnsupportedError{Provider: Gateway, Control: ue.Control}
+		return nil, &codec.UnsupportedError{Provider: Gateway, Control: ue.Control}
 	}
 	return b, err
 }
 
 // Describe reads the model and the operation from an encoded body.
-func (c *GatewayCodec) Describe(body []byte) (layer.RequestInfo, error) {
+func (c *GatewayCodec) Describe(body []byte) (codec.RequestInfo, error) {
 	return c.wire.Describe(body)
 }
 
@@ -92,7 +92,7 @@ func (c *GatewayCodec) RequestID(h http.Header) string {
 
 // NewObserver returns OpenAI's observer, which counts the semantic evidence
 // of a body (and decodes the frames of a stream) as it arrives.
-func (c *GatewayCodec) NewObserver(info layer.RequestInfo) layer.Observer {
+func (c *GatewayCodec) NewObserver(info codec.RequestInfo) codec.Observer {
 	return c.wire.NewObserver(info)
 }
 
@@ -111,18 +111,18 @@ const (
 // remote cancellation, in-flight status and idempotency unsupported. Every
 // call returns new maps, so a caller may modify the result. Capabilities
 // describe the endpoint; they never change what recovery resends.
-func (c *GatewayCodec) Capabilities() layer.Capabilities {
-	doc := layer.CapabilityEvidence{Endpoint: capEndpoint, DocumentationURL: capDocURL, InspectedOn: capInspectedOn}
-	var caps layer.Capabilities
-	caps.Declare(layer.ClientAbort, layer.Unknown, doc.WithBasis(
+func (c *GatewayCodec) Capabilities() codec.Capabilities {
+	doc := codec.CapabilityEvidence{Endpoint: capEndpoint, DocumentationURL: capDocURL, InspectedOn: capInspectedOn}
+	var caps codec.Capabilities
+	caps.Declare(codec.ClientAbort, codec.Unknown, doc.WithBasis(
 		"The chat page does not say whether the gateway stops its upstream request when the client disconnects; closing the local request alone proves nothing."))
-	caps.Declare(layer.RequestCancellation, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.RequestCancellation, codec.Unsupported, doc.WithBasis(
 		"The chat page documents no endpoint or header that cancels a request in flight."))
-	caps.Declare(layer.RequestStatus, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.RequestStatus, codec.Unsupported, doc.WithBasis(
 		"The chat page documents no way to ask about a request in flight; X-Gateway-Request-Id is for support tickets only."))
-	caps.Declare(layer.Idempotency, layer.Unsupported, doc.WithBasis(
+	caps.Declare(codec.Idempotency, codec.Unsupported, doc.WithBasis(
 		"The chat page documents no idempotency key; the gateway forwards every signed request it accepts to its upstream."))
-	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, doc.WithBasis(
+	caps.Declare(codec.ExactAttemptTermination, codec.Unknown, doc.WithBasis(
 		"Nothing on the chat page ties a client abort to the end of one attempt's inference upstream."))
 	return caps
 }

@@ -12,9 +12,10 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codec/codectest"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layer/layertest"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -22,7 +23,7 @@ import (
 // evidence, deterministic encoding, Describe reading back Encode, typed
 // errors for hostile bodies, an observer (a stream decoder) per operation.
 func TestGatewayCodecContract(t *testing.T) {
-	layertest.Codec(t, NewGatewayCodec(), &chat.Request{
+	codectest.Codec(t, NewGatewayCodec(), &chat.Request{
 		Model:    "gpt-4o-mini",
 		Messages: []chat.Message{{Role: chat.System, Content: "Be brief."}, {Role: chat.User, Content: "hi"}},
 	})
@@ -32,23 +33,23 @@ func TestGatewayCodecContract(t *testing.T) {
 // each with the gateway's evidence, and returns new maps on every call.
 func TestGatewayCodecDeclarations(t *testing.T) {
 	c := NewGatewayCodec()
-	assert.Equal(t, layer.Provider("gateway"), c.Provider())
+	assert.Equal(t, codec.Provider("gateway"), c.Provider())
 	assert.Equal(t, "/openai/v1/chat", c.Path())
-	assert.Equal(t, layer.Facts{}, c.Facts(), "a hosted gateway: resends need no admission")
+	assert.Equal(t, codec.Facts{}, c.Facts(), "a hosted gateway: resends need no admission")
 
 	caps := c.Capabilities()
 	require.NoError(t, caps.Validate())
-	want := map[layer.Capability]layer.Support{
-		layer.ClientAbort:             layer.Unknown,
-		layer.RequestCancellation:     layer.Unsupported,
-		layer.RequestStatus:           layer.Unsupported,
-		layer.Idempotency:             layer.Unsupported,
-		layer.ExactAttemptTermination: layer.Unknown,
+	want := map[codec.Capability]codec.Support{
+		codec.ClientAbort:             codec.Unknown,
+		codec.RequestCancellation:     codec.Unsupported,
+		codec.RequestStatus:           codec.Unsupported,
+		codec.Idempotency:             codec.Unsupported,
+		codec.ExactAttemptTermination: codec.Unknown,
 	}
-	assert.Len(t, caps.Values, len(layer.AllCapabilities()))
-	assert.Len(t, caps.Evidence, len(layer.AllCapabilities()))
+	assert.Len(t, caps.Values, len(codec.AllCapabilities()))
+	assert.Len(t, caps.Evidence, len(codec.AllCapabilities()))
 	bases := map[string]bool{}
-	for _, k := range layer.AllCapabilities() {
+	for _, k := range codec.AllCapabilities() {
 		assert.Equal(t, want[k], caps.Get(k), k)
 		ev := caps.Evidence[k]
 		assert.Equal(t, "POST /openai/v1/chat", ev.Endpoint, k)
@@ -59,10 +60,10 @@ func TestGatewayCodecDeclarations(t *testing.T) {
 		bases[ev.Basis] = true
 	}
 
-	caps.Values[layer.Idempotency] = layer.Supported
-	delete(caps.Evidence, layer.ClientAbort)
+	caps.Values[codec.Idempotency] = codec.Supported
+	delete(caps.Evidence, codec.ClientAbort)
 	again := c.Capabilities()
-	assert.Equal(t, layer.Unsupported, again.Get(layer.Idempotency))
+	assert.Equal(t, codec.Unsupported, again.Get(codec.Idempotency))
 	assert.NoError(t, again.Validate(), "a caller changed the codec's declaration")
 }
 
@@ -84,7 +85,7 @@ func TestGatewayCodecDelegates(t *testing.T) {
 
 	topK := 40
 	_, err = c.Encode(&chat.Request{Model: "gpt-4o-mini", Messages: req.Messages, Options: chat.Options{TopK: &topK}})
-	var ue *layer.UnsupportedError
+	var ue *codec.UnsupportedError
 	require.True(t, errors.As(err, &ue), "got %T: %v", err, err)
 	assert.Equal(t, Gateway, ue.Provider)
 	assert.Equal(t, "recourse: gateway does not support "+ue.Control, err.Error())
@@ -103,7 +104,7 @@ func TestGatewayCodecInAChain(t *testing.T) {
 	key := []byte("k")
 	gw := newGateway(key, busyThenHello()...)
 	t.Cleanup(gw.Close)
-	var providers []layer.Provider
+	var providers []codec.Provider
 	ch, err := buildChain(nil, key, func(ev layer.Event) error {
 		providers = append(providers, ev.Provider)
 		if ev.Failure != nil {

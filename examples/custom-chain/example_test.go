@@ -10,7 +10,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -96,13 +96,13 @@ func ExampleNewSigner() {
 // The gateway codec speaks OpenAI's bodies at its own path and declares its
 // own provider and capabilities.
 func ExampleNewGatewayCodec() {
-	codec := NewGatewayCodec()
-	fmt.Println(codec.Provider(), "POST", codec.Path())
-	caps := codec.Capabilities()
-	for _, k := range layer.AllCapabilities() {
+	gw := NewGatewayCodec()
+	fmt.Println(gw.Provider(), "POST", gw.Path())
+	caps := gw.Capabilities()
+	for _, k := range codec.AllCapabilities() {
 		fmt.Printf("  %s: %s\n", k, caps.Get(k))
 	}
-	body, _ := codec.Encode(&chat.Request{Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+	body, _ := gw.Encode(&chat.Request{Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
 	fmt.Println(string(body))
 	// Output:
 	// gateway POST /openai/v1/chat

@@ -3,7 +3,7 @@
 // per-attempt layer (an HMAC request signer, signer.go) and a codec of its
 // own (an OpenAI-compatible gateway with its own path, codec.go). Each part
 // is written against recourse's public API only and proves the layer or
-// codec contract with layer/layertest in its tests.
+// codec contract in its tests (layer/layertest, codec/codectest).
 //
 // The program prints the chain's order, shows a composition chain.New
 // refuses, and runs one completion through the native client against a
@@ -34,6 +34,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -52,8 +53,8 @@ func main() { demo.Main("custom-chain", run) }
 // newEngine returns the engine for codec: at most 3 wire attempts, a short
 // base delay, events sent to onEvent. The gateway codec's Facts declare a
 // hosted provider, so no admission hook is needed for the resend.
-func newEngine(codec layer.Codec, onEvent func(layer.Event) error) (*retry.Layer, error) {
-	return retry.New(codec, &retry.Policy{
+func newEngine(cdc codec.Codec, onEvent func(layer.Event) error) (*retry.Layer, error) {
+	return retry.New(cdc, &retry.Policy{
 		MaxAttempts: 3,
 		BaseDelay:   new(50 * time.Millisecond),
 		OnEvent:     onEvent,

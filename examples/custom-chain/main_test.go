@@ -13,7 +13,6 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/capture"
 	"github.com/recourse-dev/recourse/layers/sender"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -88,8 +87,8 @@ func TestComposition(t *testing.T) {
 			"must come before the per-attempt layers (order: per-call, engine, capture, progress, per-attempt, redirect guard, sender)"},
 		{"request log inside the engine", []layer.Layer{engine, NewRequestLog(nil)}, 1,
 			"must come before the engine layers (order: per-call, engine, capture, progress, per-attempt, redirect guard, sender)"},
-		{"signer above capture", []layer.Layer{engine, NewSigner(key), capture.New()}, 2,
-			"must come before the per-attempt layers (order: per-call, engine, capture, progress, per-attempt, redirect guard, sender)"},
+		{"signer below the sender", []layer.Layer{engine, sender.New(nil), NewSigner(key)}, 2,
+			"must come before the sender layers (order: per-call, engine, capture, progress, per-attempt, redirect guard, sender)"},
 		{"a nil layer", []layer.Layer{NewRequestLog(nil), nil, engine}, 1, "is nil"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -150,7 +151,7 @@ func TestOllama503Then200WithAllowingHook(t *testing.T) {
 	require.Len(t, asked, 1)
 	assert.Equal(t, 2, asked[0].NextAttempt)
 	assert.Equal(t, 503, asked[0].Failure.HTTPStatus)
-	assert.Equal(t, layer.Ollama, asked[0].Failure.Provider)
+	assert.Equal(t, codec.Ollama, asked[0].Failure.Provider)
 
 	assert.Equal(t, []layer.EventType{
 		layer.EventAttemptStarted, layer.EventAttemptFailed,

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -161,16 +162,16 @@ const (
 
 // New starts a rig. The policy gets the rig's clock, sleep and recorder
 // unless it sets its own; MaxAttempts etc. come from p.
-func New(t testing.TB, codec layer.Codec, p retry.Policy, steps ...recoursetest.Step) *Rig {
+func New(t testing.TB, cdc codec.Codec, p retry.Policy, steps ...recoursetest.Step) *Rig {
 	t.Helper()
-	return NewWith(t, codec, p, nil, steps...)
+	return NewWith(t, cdc, p, nil, steps...)
 }
 
 // NewWith is New with more options for the default chain, for example
 // chain.WithPerAttempt.
-func NewWith(t testing.TB, codec layer.Codec, p retry.Policy, opts []chain.Option, steps ...recoursetest.Step) *Rig {
+func NewWith(t testing.TB, cdc codec.Codec, p retry.Policy, opts []chain.Option, steps ...recoursetest.Step) *Rig {
 	t.Helper()
-	return newOn(t, recoursetest.NewServer(steps...), codec, p, opts)
+	return newOn(t, recoursetest.NewServer(steps...), cdc, p, opts)
 }
 
 // NewMemoryWith is NewWith with the provider on
@@ -178,12 +179,12 @@ func NewWith(t testing.TB, codec layer.Codec, p retry.Policy, opts []chain.Optio
 // the timers of the chain's own layers (a stall limit) then run on the
 // bubble's clock, while the policy still gets the rig's clock unless it
 // sets its own.
-func NewMemoryWith(t testing.TB, codec layer.Codec, p retry.Policy, opts []chain.Option, steps ...recoursetest.Step) *Rig {
+func NewMemoryWith(t testing.TB, cdc codec.Codec, p retry.Policy, opts []chain.Option, steps ...recoursetest.Step) *Rig {
 	t.Helper()
-	return newOn(t, recoursetest.NewMemoryServer(steps...), codec, p, opts)
+	return newOn(t, recoursetest.NewMemoryServer(steps...), cdc, p, opts)
 }
 
-func newOn(t testing.TB, srv *recoursetest.Server, codec layer.Codec, p retry.Policy, opts []chain.Option) *Rig {
+func newOn(t testing.TB, srv *recoursetest.Server, cdc codec.Codec, p retry.Policy, opts []chain.Option) *Rig {
 	t.Helper()
 	r := &Rig{T: t, Server: srv, Clock: NewClock(), Rec: &Recorder{}}
 	if p.WallClock == nil {
@@ -199,7 +200,7 @@ func newOn(t testing.TB, srv *recoursetest.Server, codec layer.Codec, p retry.Po
 		p.OnEvent = r.Rec.OnEvent
 	}
 	r.base = srv.Transport()
-	ch, err := chain.Default(codec, append([]chain.Option{chain.WithPolicy(p), chain.WithTransport(r.base)}, opts...)...)
+	ch, err := chain.Default(cdc, append([]chain.Option{chain.WithPolicy(p), chain.WithTransport(r.base)}, opts...)...)
 	if err != nil {
 		t.Fatalf("chain.Default: %v", err)
 	}

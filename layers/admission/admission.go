@@ -14,7 +14,7 @@
 // wait ends for any reason (deadline, budget, cancellation), and those keep
 // their own outcomes.
 //
-// Without a hook the codec's facts decide (layer.Facts.AdmissionRequired):
+// Without a hook the codec's facts decide (layer.AdmissionRequired):
 // eligible failures of a hosted provider (OpenAI) may be resent, while
 // eligible failures of a provider that runs inference locally (Ollama,
 // oMLX) are ambiguous — the model may still be running — and stop with

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
@@ -63,7 +64,7 @@ func ExampleNew() {
 // the call may go on to the next.
 func ExampleNewRun() {
 	run := fallback.NewRun(fallback.Rules{Statuses: []int{404}}, []string{"gpt-4o", "gpt-4o-mini", "llama3"},
-		[]layer.Facts{{}, {}, {LocalInference: true}}, nil)
+		[]codec.Facts{{}, {}, {LocalInference: true}}, nil)
 	notFound := layer.NewRecoveryError(layer.OutcomeInterrupted, layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 404}, nil, nil)
 	next, _, _ := run.After(context.Background(), 0, notFound, layer.Event{})
 	fmt.Println("after a named 404:", next)

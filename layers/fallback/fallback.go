@@ -9,8 +9,10 @@
 // it once per target; every target's run is an ordinary logical
 // completion under every rule of the contract. It falls back after the
 // outcomes exhausted, quota_exhausted and delay_ceiling, and after an
-// interruption on an HTTP status the caller names (Rules.Statuses); never
-// after semantic output, never after cancelled or deadline (R20.2, R20.3).
+// interruption on an HTTP status or a provider error code the caller names
+// (Rules.Statuses, Rules.Codes), never on a code of Rules.NeverCodes, and
+// at once on a stall limit of Rules.Stalls (R20.12); never after semantic
+// output, never after cancelled or deadline (R20.2, R20.3).
 // Before a fallback from an ambiguous failure of a local provider it asks
 // the admission hook (R20.4). A target whose shared cooldown lies beyond
 // the delay ceiling is skipped without a request (R20.5).
@@ -33,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -46,7 +49,7 @@ type Target struct {
 	// credential.
 	Name string
 	// Model replaces the request's model ("" keeps it), through the
-	// codec's layer.ModelRewriter.
+	// codec's codec.ModelRewriter.
 	Model string
 	// Upstream is another root of the same wire, an absolute http or https
 	// URL with an optional path prefix and no query, fragment or user
@@ -74,17 +77,17 @@ type Target struct {
 	// Facts, when set, are the target's provider facts where they differ
 	// from the codec's: an oMLX server behind the OpenAI codec runs local
 	// inference (R20.4).
-	Facts *layer.Facts
+	Facts *codec.Facts
 	// Codec, when set, is the target's codec: one of another wire (another
 	// provider or path) is refused with a *CrossWireError.
-	Codec layer.Codec
+	Codec codec.Codec
 }
 
 // Config configures a fallback layer.
 type Config struct {
 	// Codec is the codec of the chain below (its engine's); required. Its
-	// layer.ModelRewriter swaps a target's model.
-	Codec layer.Codec
+	// codec.ModelRewriter swaps a target's model.
+	Codec codec.Codec
 	// Targets are tried in order after the request as given fails.
 	Targets []Target
 	// Primary names the first target (the request as given); empty means
@@ -127,7 +130,7 @@ type CrossWireError struct {
 	// Index is the target's index in Config.Targets.
 	Index int
 	// Want is the wire of the chain, Got the target's.
-	Want, Got layer.Provider
+	Want, Got codec.Provider
 }
 
 // Error returns a safe message.
@@ -165,11 +168,12 @@ func (e *BodyError) Error() string {
 // Layer is the fallback layer. It is immutable after New and safe for
 // concurrent use.
 type Layer struct {
-	codec   layer.Codec
-	rewrite layer.ModelRewriter
+	codec   codec.Codec
+	rewrite codec.ModelRewriter
 	targets []target
 	primary string
 	rules   Rules
+	leave   layer.StallSet // Rules.Stalls, for every target but the last
 	onEvent func(layer.Event) error
 }
 
@@ -188,16 +192,15 @@ func New(cfg Config) (*Layer, error) {
 	if cfg.Codec == nil {
 		return nil, &ConfigError{Index: -1, Field: "Codec", Problem: "is required"}
 	}
-	for _, s := range cfg.Rules.Statuses {
-		if s < 400 || s > 599 {
-			// Only a failure answer can leave a target: a 2xx is an
-			// answer the caller gets, a 3xx is refused (R2.2).
-			return nil, &ConfigError{Index: -1, Field: "Rules.Statuses", Problem: "holds a status outside 400–599"}
-		}
+	if err := cfg.Rules.Validate(); err != nil {
+		return nil, err
 	}
 	l := &Layer{codec: cfg.Codec, primary: cfg.Primary, rules: cfg.Rules, onEvent: cfg.OnEvent}
 	l.rules.Statuses = slices.Clone(cfg.Rules.Statuses)
-	l.rewrite, _ = cfg.Codec.(layer.ModelRewriter)
+	l.rules.Codes, l.rules.NeverCodes = slices.Clone(cfg.Rules.Codes), slices.Clone(cfg.Rules.NeverCodes)
+	l.rules.Stalls = slices.Clone(cfg.Rules.Stalls)
+	l.leave = layer.StallSetOf(cfg.Rules.Stalls...)
+	l.rewrite, _ = cfg.Codec.(codec.ModelRewriter)
 	for i, t := range cfg.Targets {
 		if c := t.Codec; c != nil && (c.Provider() != cfg.Codec.Provider() || c.Path() != cfg.Codec.Path()) {
 			return nil, &CrossWireError{Index: i, Want: cfg.Codec.Provider(), Got: c.Provider()}
@@ -206,7 +209,7 @@ func New(cfg Config) (*Layer, error) {
 			return nil, &ConfigError{Index: i, Field: "Model", Problem: "is empty, as are Upstream, Credential, Gate and Context: the target would be the one before it again"}
 		}
 		if t.Model != "" && l.rewrite == nil {
-			return nil, &ConfigError{Index: i, Field: "Model", Problem: "needs a codec that can name another model (layer.ModelRewriter)"}
+			return nil, &ConfigError{Index: i, Field: "Model", Problem: "needs a codec that can name another model (codec.ModelRewriter)"}
 		}
 		tg := target{Target: t, name: t.Name}
 		if t.Upstream != "" {
@@ -288,8 +291,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	facts0, gate0, skip0 := lc.Facts, lc.Gate, lc.SkipOpenCircuit
-	defer func() { lc.Facts, lc.Gate, lc.SkipOpenCircuit = facts0, gate0, skip0 }()
+	facts0, gate0, skip0, leave0 := lc.Facts, lc.Gate, lc.SkipOpenCircuit, lc.LeaveOnStall
+	defer func() { lc.Facts, lc.Gate, lc.SkipOpenCircuit, lc.LeaveOnStall = facts0, gate0, skip0, leave0 }()
 	last := len(l.targets)
 	for i := 0; ; i++ {
 		treq, model := req, w.info.Model
@@ -308,11 +311,20 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		lc.Result = layer.CallResult{}
 		lc.SkipOpenCircuit = i < last
+		lc.LeaveOnStall = leave0
+		if i < last {
+			lc.LeaveOnStall |= l.leave
+		}
 		resp, err := t.next.RoundTrip(treq)
 		e := lc.Result.Err
 		if e == nil || (resp != nil && resp.StatusCode/100 == 2) {
 			// A success, an error outside recovery, or a body already
-			// handed over: the call is the caller's (R20.3).
+			// handed over: the call is the caller's (R20.3). A stream of a
+			// later target that fails from here on still reports every
+			// target left behind (R20.7).
+			if resp != nil && w.run != nil {
+				lc.Finish = w.run.Opened(i, lc.Result.LogicalID, lc.Finish)
+			}
 			return resp, err
 		}
 		if w.run == nil {
@@ -359,7 +371,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // aim points the call lc at target i (0 is the first): the facts and gate
 // it came with, and for a fallback target that target's own gate and
 // model.
-func (l *Layer) aim(lc *layer.Call, i int, facts0 *layer.RequestInfo, gate0 layer.ResendGate) {
+func (l *Layer) aim(lc *layer.Call, i int, facts0 *codec.RequestInfo, gate0 layer.ResendGate) {
 	lc.Facts, lc.Gate = facts0, gate0
 	if i == 0 {
 		return
@@ -383,7 +395,7 @@ type walk struct {
 	req  *http.Request
 	lc   *layer.Call
 	body []byte
-	info layer.RequestInfo
+	info codec.RequestInfo
 	run  *Run
 }
 
@@ -410,7 +422,7 @@ func (w *walk) take(body io.ReadCloser) error {
 	}
 	names := make([]string, 1, len(l.targets)+1)
 	names[0] = primary
-	facts := make([]layer.Facts, 1, len(l.targets)+1)
+	facts := make([]codec.Facts, 1, len(l.targets)+1)
 	facts[0] = l.codec.Facts()
 	for _, tg := range l.targets {
 		names = append(names, tg.name)

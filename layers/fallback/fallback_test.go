@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
@@ -243,7 +244,7 @@ func TestR20_3_NoSecondAnswerAfterOutput(t *testing.T) {
 
 	// The rule itself: output delivered by any attempt forbids a fallback.
 	e := layer.NewRecoveryError(layer.OutcomeExhausted, layer.Failure{Category: layer.CategoryTransport},
-		[]layer.Failure{{Progress: layer.Progress{Delivered: layer.Counts{ContentBytes: 1}}}, {Category: layer.CategoryTransport}}, nil)
+		[]layer.Failure{{Progress: layer.Progress{Delivered: codec.Counts{ContentBytes: 1}}}, {Category: layer.CategoryTransport}}, nil)
 	assert.False(t, fallback.Rules{}.FallsBack(e))
 	assert.False(t, fallback.Rules{Statuses: []int{200}}.FallsBack(e), "not even when the caller's rules name the answer's status")
 }
@@ -329,6 +330,19 @@ func TestR20_5_OpenCircuitSkippedWithoutRequest(t *testing.T) {
 		steps := fallbacks(f.rec, layer.EventFallback)
 		require.Len(t, steps, 2)
 		assert.Equal(t, layer.Fallback{From: "a", To: "b", Index: 1, Outcome: layer.OutcomeDelayCeiling, Skipped: true}, steps[1])
+		// The breaker counts the call that went straight to b (R20.13),
+		// and its cooldown was an event once, with its horizon.
+		snap := q.Breakers(time.Now())
+		require.Len(t, snap, 1, "a and b share one upstream host")
+		assert.Equal(t, int64(1), snap[0].Skipped)
+		assert.True(t, snap[0].CooldownUntil.After(time.Now()))
+		var seen int
+		for _, ev := range f.rec.Events() {
+			if ev.Type == layer.EventBreaker && ev.Breaker != nil && !ev.Breaker.CooldownUntil.IsZero() {
+				seen++
+			}
+		}
+		assert.Equal(t, 1, seen, "the cooldown is reported once, not per call")
 
 		// Once the horizon passed, a is contacted again.
 		time.Sleep(12 * time.Second)
@@ -435,8 +449,8 @@ func TestR20_8_CrossWireRefusedAtConstruction(t *testing.T) {
 	var cw *fallback.CrossWireError
 	require.ErrorAs(t, err, &cw)
 	assert.Equal(t, 1, cw.Index)
-	assert.Equal(t, layer.Ollama, cw.Got)
-	assert.Equal(t, layer.OpenAI, cw.Want)
+	assert.Equal(t, codec.Ollama, cw.Got)
+	assert.Equal(t, codec.OpenAI, cw.Want)
 	assert.Contains(t, err.Error(), "chain.WithFallback")
 
 	_, err = fallback.New(fallback.Config{Codec: openai.New(), Targets: []fallback.Target{{Codec: openai.New(), Model: "m"}}})
@@ -458,7 +472,7 @@ func TestR20_8_CrossWireRefusedAtConstruction(t *testing.T) {
 }
 
 // noRewrite hides the codec's ModelRewriter.
-type noRewrite struct{ layer.Codec }
+type noRewrite struct{ codec.Codec }
 
 // The caller's credential headers never follow the request to another
 // upstream: a target without a credential function sends none.

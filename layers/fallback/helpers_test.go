@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
@@ -30,20 +31,20 @@ type fixture struct {
 	rec *rigtest.Recorder
 }
 
-func newFixture(t *testing.T, codec layer.Codec, p retry.Policy, cfg fallback.Config, steps ...recoursetest.Step) *fixture {
+func newFixture(t *testing.T, cdc codec.Codec, p retry.Policy, cfg fallback.Config, steps ...recoursetest.Step) *fixture {
 	t.Helper()
-	return newFixtureWith(t, codec, p, cfg, nil, steps...)
+	return newFixtureWith(t, cdc, p, cfg, nil, steps...)
 }
 
-func newFixtureWith(t *testing.T, codec layer.Codec, p retry.Policy, cfg fallback.Config, before []layer.Layer, steps ...recoursetest.Step) *fixture {
+func newFixtureWith(t *testing.T, cdc codec.Codec, p retry.Policy, cfg fallback.Config, before []layer.Layer, steps ...recoursetest.Step) *fixture {
 	t.Helper()
 	rec := &rigtest.Recorder{}
 	p.OnEvent = rec.OnEvent
-	cfg.Codec = codec
+	cfg.Codec = cdc
 	cfg.OnEvent = rec.OnEvent
 	l, err := fallback.New(cfg)
 	require.NoError(t, err)
-	r := rigtest.NewWith(t, codec, p, []chain.Option{chain.WithPerCall(append(before, l)...)}, steps...)
+	r := rigtest.NewWith(t, cdc, p, []chain.Option{chain.WithPerCall(append(before, l)...)}, steps...)
 	return &fixture{Rig: r, rec: rec}
 }
 
@@ -51,17 +52,17 @@ func newFixtureWith(t *testing.T, codec layer.Codec, p retry.Policy, cfg fallbac
 // a test inside a testing/synctest bubble: the policy's clocks and Sleep
 // stay the bubble's unless p sets them. Call it inside the bubble; the
 // server is closed when the test ends.
-func newMemoryFixture(t *testing.T, codec layer.Codec, p retry.Policy, cfg fallback.Config, before []layer.Layer, steps ...recoursetest.Step) *fixture {
+func newMemoryFixture(t *testing.T, cdc codec.Codec, p retry.Policy, cfg fallback.Config, before []layer.Layer, steps ...recoursetest.Step) *fixture {
 	t.Helper()
 	rec := &rigtest.Recorder{}
 	p.OnEvent = rec.OnEvent
-	cfg.Codec = codec
+	cfg.Codec = cdc
 	cfg.OnEvent = rec.OnEvent
 	l, err := fallback.New(cfg)
 	require.NoError(t, err)
 	srv := recoursetest.NewMemoryServer(steps...)
 	t.Cleanup(srv.Close)
-	ch, err := chain.Default(codec, chain.WithPolicy(p), chain.WithTransport(srv.Transport()), chain.WithPerCall(append(before, l)...))
+	ch, err := chain.Default(cdc, chain.WithPolicy(p), chain.WithTransport(srv.Transport()), chain.WithPerCall(append(before, l)...))
 	require.NoError(t, err)
 	return &fixture{Rig: &rigtest.Rig{T: t, Server: srv, Rec: rec, Chain: ch, HTTP: &http.Client{Transport: ch}}, rec: rec}
 }

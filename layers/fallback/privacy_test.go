@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -31,7 +32,7 @@ func TestR20_7_PrivacyCanaryThroughTheFallback(t *testing.T) {
 				asked = append(asked, r)
 				return layer.Allow, nil
 			}},
-			Targets: []fallback.Target{{Model: "b", Facts: &layer.Facts{LocalInference: true},
+			Targets: []fallback.Target{{Model: "b", Facts: &codec.Facts{LocalInference: true},
 				Credential: func(_ context.Context, h http.Header) error {
 					h.Set("Authorization", "Bearer "+targetKey)
 					return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -18,22 +20,91 @@ type Rules struct {
 	// may take (404 for a model that is not found, 400 for a context
 	// longer than the model's). Nil means none.
 	Statuses []int
+	// Codes are provider error codes, as the codec reads them from an
+	// error body (codec.Codec.ErrorCode: error.code on the OpenAI wires),
+	// whose interruption falls back whatever its HTTP status: for example
+	// context_length_exceeded, which a model with a longer context may
+	// take. A code is compared exactly; it need not be one of
+	// codec.KnownProviderCodes (the rules read the failure's private
+	// evidence and never output it). Nil means none.
+	Codes []string
+	// NeverCodes are provider error codes whose failure never falls back,
+	// whatever Statuses, Codes or the outcome say: for example
+	// content_policy_violation, which every other target would refuse too
+	// and which the caller must see as the provider's own error. A never
+	// code wins over every other rule. Nil means none.
+	NeverCodes []string
+	// Stalls are the stall limits (package layers/stall) after which a
+	// target other than the last is left at once for the next one: an
+	// attempt that fails on one of them before any output is not resent
+	// there, whatever attempts and quota remain (layer.Call's
+	// LeaveOnStall), and the interruption falls back (R20.12). Nil means
+	// none: a stall is retried on its target like any transport failure,
+	// and the call falls back only once recovery there ends. The last
+	// target, with nowhere to go, retries as without the rule.
+	Stalls []layer.StallLimit
 	// Admit is asked before a fallback from an ambiguous failure of a
-	// target that may still be running the request (layer.Facts'
+	// target that may still be running the request (codec.Facts'
 	// LocalInference with acceptance other than "no", R20.4); its request
 	// has Fallback set. Nil means no hook: such a call does not fall back
 	// and ends with outcome admission_required.
 	Admit layer.AdmissionHook
 }
 
+// Validate reports whether the rules can be used: every status of Statuses
+// is a failure answer (400–599), every code is a non-empty word, no code
+// is in both Codes and NeverCodes, and every stall is one of the three
+// limits. It returns a *ConfigError naming the field,
+// never the value given, and is the one check of every entry point:
+// New, chain.WithFallback and the proxy's -fallback-statuses (R20.2).
+func (r Rules) Validate() error {
+	for _, s := range r.Statuses {
+		if s < 400 || s > 599 {
+			// Only a failure answer can leave a target: a 2xx is an
+			// answer the caller gets, a 3xx is refused (R2.2).
+			return &ConfigError{Index: -1, Field: "Rules.Statuses", Problem: "holds a status outside 400–599: only a failure answer can leave a target"}
+		}
+	}
+	for _, c := range []struct {
+		field string
+		codes []string
+	}{{"Rules.Codes", r.Codes}, {"Rules.NeverCodes", r.NeverCodes}} {
+		for _, code := range c.codes {
+			if code == "" || strings.TrimSpace(code) != code {
+				return &ConfigError{Index: -1, Field: c.field, Problem: "holds an empty code or one with surrounding spaces"}
+			}
+		}
+	}
+	for _, l := range r.Stalls {
+		if !layer.StallSetOf(l).Has(l) {
+			return &ConfigError{Index: -1, Field: "Rules.Stalls", Problem: "holds a value that is not header_timeout, first_output_timeout or idle_timeout"}
+		}
+	}
+	for _, code := range r.Codes {
+		if slices.Contains(r.NeverCodes, code) {
+			return &ConfigError{Index: -1, Field: "Rules.Codes", Problem: "names a code NeverCodes names too: a code either falls back or never does"}
+		}
+	}
+	return nil
+}
+
 // FallsBack reports whether e, the typed error of a target's run, lets the
-// call fall back (R20.2, R20.3): its outcome is exhausted, quota_exhausted
-// or delay_ceiling, or interrupted on an HTTP status of Statuses, and no
-// attempt of the target delivered semantic output to the caller. cancelled,
+// call fall back (R20.2, R20.3): no attempt of the target delivered
+// semantic output to the caller, its final failure's provider code is not
+// one of NeverCodes, and its outcome is exhausted, quota_exhausted or
+// delay_ceiling, or interrupted on an HTTP status of Statuses, a provider
+// code of Codes or a stall limit of Stalls. cancelled,
 // deadline, admission outcomes and every other interruption never fall
 // back. A nil e never falls back.
 func (r Rules) FallsBack(e *layer.RecoveryError) bool {
 	if e == nil || delivered(e) {
+		return false
+	}
+	var code string
+	if len(r.Codes) > 0 || len(r.NeverCodes) > 0 {
+		code = providerCode(&e.Failure)
+	}
+	if code != "" && slices.Contains(r.NeverCodes, code) {
 		return false
 	}
 	switch e.Outcome {
@@ -41,9 +112,28 @@ func (r Rules) FallsBack(e *layer.RecoveryError) bool {
 		return true
 	case layer.OutcomeInterrupted:
 		f := e.Failure
+		if code != "" && slices.Contains(r.Codes, code) {
+			return true
+		}
+		if f.Stall != "" && slices.Contains(r.Stalls, f.Stall) {
+			return true
+		}
 		return f.Category == layer.CategoryHTTP && f.HTTPStatus != 0 && slices.Contains(r.Statuses, f.HTTPStatus)
 	}
 	return false
+}
+
+// providerCode returns the provider error code of f as the codec read it:
+// its safe ProviderCode when the code is a known one, else the code kept
+// in its private evidence. The code only decides; it is never output.
+func providerCode(f *layer.Failure) string {
+	if f.ProviderCode != "" {
+		return f.ProviderCode
+	}
+	if ev := layer.Inspect(f); ev != nil {
+		return ev.Response.Code
+	}
+	return ""
 }
 
 // delivered reports whether any attempt of e handed semantic output to the
@@ -65,8 +155,8 @@ func delivered(e *layer.RecoveryError) bool {
 // the empty outcome when the fallback may go, or the admission outcome
 // that ends the call. The hook's panic is its no decision, never the
 // caller's panic.
-func (r Rules) admit(ctx context.Context, facts layer.Facts, e *layer.RecoveryError, step *layer.Fallback, emit func(layer.EventType) error) (layer.Outcome, error) {
-	if !facts.AdmissionRequired(e.Failure) {
+func (r Rules) admit(ctx context.Context, facts codec.Facts, e *layer.RecoveryError, step *layer.Fallback, emit func(layer.EventType) error) (layer.Outcome, error) {
+	if !layer.AdmissionRequired(facts, e.Failure) {
 		return "", nil
 	}
 	if r.Admit == nil {

@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -15,7 +16,7 @@ import (
 type Run struct {
 	rules   Rules
 	names   []string
-	facts   []layer.Facts
+	facts   []codec.Facts
 	emit    func(layer.Event) error
 	records []layer.TargetRecord
 }
@@ -26,7 +27,7 @@ type Run struct {
 // fallback, and the admission events of R20.4); its error ends the call
 // with that error; a nil emit emits nothing. A target without facts (facts
 // shorter than names) has the zero Facts, a hosted provider's.
-func NewRun(rules Rules, names []string, facts []layer.Facts, emit func(layer.Event) error) *Run {
+func NewRun(rules Rules, names []string, facts []codec.Facts, emit func(layer.Event) error) *Run {
 	if emit == nil {
 		emit = func(layer.Event) error { return nil }
 	}
@@ -70,7 +71,7 @@ func (r *Run) After(ctx context.Context, i int, e *layer.RecoveryError, ev layer
 		x.Type, x.Failure, x.Fallback, x.NextAttempt = t, &f, step, 1
 		return r.emit(x)
 	}
-	var facts layer.Facts
+	var facts codec.Facts
 	if i < len(r.facts) {
 		facts = r.facts[i]
 	}
@@ -89,6 +90,36 @@ func (r *Run) After(ctx context.Context, i int, e *layer.RecoveryError, ev layer
 		return false, nil, err
 	}
 	return true, nil, nil
+}
+
+// Opened returns, for target i whose response was handed to the caller
+// (a stream that opened), the function that completes the error its run
+// may still end with: it records the target's outcome and sets the error's
+// Targets, as After does for a target that failed before (R20.7). prev, a
+// layer.Call's earlier Finish, runs after it. For the first target, with
+// no target left behind, it returns prev.
+//
+// logicalID is the logical ID of the target's run: an error of another
+// logical completion (a *layer.Call used again) is left to prev alone.
+func (r *Run) Opened(i int, logicalID string, prev func(*layer.RecoveryError)) func(*layer.RecoveryError) {
+	if i == 0 || len(r.records) != i {
+		return prev
+	}
+	name := r.names[i]
+	left := r.records
+	return func(e *layer.RecoveryError) {
+		if logicalID != "" && e.Failure.LogicalID != "" && e.Failure.LogicalID != logicalID {
+			if prev != nil {
+				prev(e)
+			}
+			return
+		}
+		rec := layer.TargetRecord{Target: name, Outcome: e.Outcome, Failure: e.Failure, History: e.History}
+		e.Targets = append(append(make([]layer.TargetRecord, 0, len(left)+1), left...), rec)
+		if prev != nil {
+			prev(e)
+		}
+	}
 }
 
 // final sets e's Targets when the call tried more than one.

@@ -40,7 +40,7 @@ func (c *countingCodec) Check(b []byte) error {
 
 // A drop-in call through the fallback layer whose first target answers is
 // judged as without the layer: nobody reads its completion, so the engine
-// only checks the body (layer.Checker) and the SDK gets it as sent.
+// only checks the body (codec.Checker) and the SDK gets it as sent.
 func TestR20_11_DropInSuccessIsOnlyChecked(t *testing.T) {
 	codec := &countingCodec{Codec: openai.New()}
 	answer := recoursetest.OpenAIChat("first target")

@@ -32,16 +32,22 @@ func TestR18_4_RetryAfterDelaysOtherChains(t *testing.T) {
 		require.NoError(t, b.call())
 		assert.Equal(t, 4*time.Second, time.Since(start), "the first attempt waited for the horizon")
 		evs := b.take()
-		require.NotEmpty(t, evs)
-		assert.Equal(t, layer.EventCooldownWait, evs[0].Type)
-		assert.Equal(t, 4*time.Second, evs[0].Delay)
-		assert.Equal(t, 1, evs[0].NextAttempt)
-		j, err := json.Marshal(evs[0])
+		require.Greater(t, len(evs), 1)
+		// The breaker of b's quota first sees the cooldown a set (R20.13).
+		assert.Equal(t, layer.EventBreaker, evs[0].Type)
+		require.NotNil(t, evs[0].Breaker)
+		assert.Equal(t, start.Add(4*time.Second), evs[0].Breaker.CooldownUntil)
+		assert.False(t, evs[0].Breaker.Refusing)
+		assert.Equal(t, layer.EventCooldownWait, evs[1].Type)
+		assert.Equal(t, 4*time.Second, evs[1].Delay)
+		assert.Equal(t, 1, evs[1].NextAttempt)
+		j, err := json.Marshal(evs[1])
 		require.NoError(t, err)
 		assert.Contains(t, string(j), `"delay_ms":4000`)
-		// Once the horizon passed, nothing waits.
+		// Once the horizon passed, nothing waits, and the breaker reports
+		// the cooldown's end once.
 		require.NoError(t, b.call())
-		assert.Equal(t, []string{"attempt_started", "attempt_succeeded"}, b.types())
+		assert.Equal(t, []string{"breaker", "attempt_started", "attempt_succeeded"}, b.types())
 	})
 }
 
@@ -98,7 +104,7 @@ func TestR18_4_RefusedByCeilingAndDeadline(t *testing.T) {
 				assert.Zero(t, time.Since(start), "nothing waited")
 				assert.Equal(t, tc.want, re.Outcome)
 				assert.Equal(t, tc.text, re.Error())
-				assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, r.types(), "the first attempt was not held")
+				assert.Equal(t, []string{"breaker", "attempt_started", "attempt_failed", "exhausted"}, r.types(), "the first attempt was not held")
 				assert.Equal(t, 1, p.Count())
 			})
 		})
@@ -230,7 +236,7 @@ func TestR18_4_CancelDuringCooldownWait(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- r.callCtx(ctx) }()
 		synctest.Wait()
-		assert.Equal(t, []string{"cooldown_wait"}, r.types(), "the first attempt waits for the horizon")
+		assert.Equal(t, []string{"breaker", "cooldown_wait"}, r.types(), "the first attempt waits for the horizon")
 		time.Sleep(time.Second)
 		cancel()
 		err := <-done

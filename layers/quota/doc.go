@@ -58,6 +58,16 @@
 // is this process's alone and the engine emits quota_unavailable; an
 // outage of the store never blocks or fails a completion.
 //
+// # The breaker in view
+//
+// Each upstream's quota and cooldown act as its circuit breaker, and its
+// state is visible (R20.13): whether its resends are being refused, until
+// when its cooldown holds, how many calls went straight to a fallback
+// target and how many failed (a stream that failed after its 200
+// included). The engine emits a breaker event once per change, on the call
+// that saw it; Layer.Breakers is the snapshot per upstream host that a
+// metrics collector reads.
+//
 // A Layer is safe for concurrent use; chains given the same Layer share its
 // quotas, and chains given different Layers share only their store.
 package quota

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,11 +88,14 @@ func WithRatio(r float64) Option {
 	}
 }
 
+// MinWindow is the shortest window WithWindow accepts.
+const MinWindow = 10 * time.Millisecond
+
 // WithWindow sets the window over which calls and resends are counted
-// (default 60 s); it must be at least 10 ms.
+// (default 60 s); it must be at least MinWindow (10 ms).
 func WithWindow(d time.Duration) Option {
 	return func(c *config) {
-		if d < 10*time.Millisecond {
+		if d < MinWindow {
 			c.reject("WithWindow")
 			return
 		}
@@ -388,6 +392,17 @@ type upstream struct {
 	key   string                 // the store key
 	width time.Duration
 
+	// The breaker view (layer.BreakerGate): whether the last resend
+	// decision refused, the calls skipped and failed, and the state last
+	// reported by Changed (seenH: the horizon in Unix nanoseconds, 0 for
+	// none), written with bmu held.
+	refusing atomic.Bool
+	skipped  atomic.Int64
+	failures atomic.Int64
+	seenRef  atomic.Bool
+	seenH    atomic.Int64
+	bmu      sync.Mutex
+
 	mu    sync.Mutex
 	epoch [slots]atomic.Int64 // the bucket index each slot holds; written with mu held
 	calls [slots]atomic.Int64 // deposits: added without mu (a deposit racing a slot's reset may be lost, which only lowers the quota)
@@ -476,6 +491,84 @@ func (u *upstream) Horizon() time.Time {
 	return u.l.cfg.store.Horizon(u.key)
 }
 
+// Changed returns the upstream's breaker and true when whether it refuses
+// resends, or its cooldown horizon as seen at now, changed since the last
+// report; exactly one caller gets each change (layer.BreakerGate).
+func (u *upstream) Changed(now time.Time) (layer.Breaker, bool) {
+	ref, h := u.refusing.Load(), u.horizonAt(now)
+	if ref == u.seenRef.Load() && h == u.seenH.Load() {
+		return layer.Breaker{}, false
+	}
+	u.bmu.Lock()
+	defer u.bmu.Unlock()
+	if ref == u.seenRef.Load() && h == u.seenH.Load() {
+		return layer.Breaker{}, false
+	}
+	u.seenRef.Store(ref)
+	u.seenH.Store(h)
+	return u.breaker(ref, h), true
+}
+
+// Ended records how a logical completion to the upstream ended.
+func (u *upstream) Ended(skipped, failed bool) {
+	if skipped {
+		u.skipped.Add(1)
+	}
+	if failed {
+		u.failures.Add(1)
+	}
+}
+
+// horizonAt returns the cooldown horizon in Unix nanoseconds when it lies
+// after now, else 0.
+func (u *upstream) horizonAt(now time.Time) int64 {
+	if h := u.Horizon(); h.After(now) {
+		return h.UnixNano()
+	}
+	return 0
+}
+
+// breaker returns the upstream's breaker for the refusing flag ref and the
+// horizon h (Unix nanoseconds, 0 for none).
+func (u *upstream) breaker(ref bool, h int64) layer.Breaker {
+	b := layer.Breaker{Upstream: u.name, Refusing: ref, Skipped: u.skipped.Load(), Failures: u.failures.Load()}
+	if h != 0 {
+		b.CooldownUntil = time.Unix(0, h)
+	}
+	return b
+}
+
+// Breakers returns the breaker of every upstream the layer has seen, one
+// per upstream host (the quotas of one host narrowed by model or
+// credential merged: refusing when any refuses, the furthest horizon, the
+// counts summed), sorted by host, as seen at now (R20.13). It is safe for
+// concurrent use; a metrics scrape reads it.
+func (l *Layer) Breakers(now time.Time) []layer.Breaker {
+	by := map[string]*layer.Breaker{}
+	l.upstreams.Range(func(_, v any) bool {
+		u := v.(*upstream)
+		b := u.breaker(u.refusing.Load(), u.horizonAt(now))
+		m, ok := by[b.Upstream]
+		if !ok {
+			by[b.Upstream] = &b
+			return true
+		}
+		m.Refusing = m.Refusing || b.Refusing
+		if b.CooldownUntil.After(m.CooldownUntil) {
+			m.CooldownUntil = b.CooldownUntil
+		}
+		m.Skipped += b.Skipped
+		m.Failures += b.Failures
+		return true
+	})
+	out := make([]layer.Breaker, 0, len(by))
+	for _, b := range by {
+		out = append(out, *b)
+	}
+	slices.SortFunc(out, func(a, b layer.Breaker) int { return strings.Compare(a.Upstream, b.Upstream) })
+	return out
+}
+
 // refusal returns the refusal of the ratio for sent resends.
 func (u *upstream) refusal(sent int, fleet bool) *layer.QuotaRefusal {
 	return &layer.QuotaRefusal{Upstream: u.name, Resends: sent, Window: u.l.cfg.window, Fleet: fleet}
@@ -491,10 +584,12 @@ func (u *upstream) Peek(ctx context.Context) layer.GateVerdict {
 		calls, sent := u.totals(e)
 		u.mu.Unlock()
 		if sent >= u.allowed(calls) {
+			u.refusing.Store(true)
 			return layer.GateVerdict{Refusal: u.refusal(sent, false)}
 		}
 	}
 	if u.l.cfg.limit <= 0 {
+		u.refusing.Store(false)
 		return layer.GateVerdict{}
 	}
 	sctx, cancel := context.WithTimeout(ctx, u.l.cfg.storeTimeout)
@@ -504,8 +599,10 @@ func (u *upstream) Peek(ctx context.Context) layer.GateVerdict {
 		return layer.GateVerdict{Unavailable: true}
 	}
 	if n >= u.l.cfg.limit {
+		u.refusing.Store(true)
 		return layer.GateVerdict{Refusal: u.refusal(n, true)}
 	}
+	u.refusing.Store(false)
 	return layer.GateVerdict{}
 }
 
@@ -521,6 +618,7 @@ func (u *upstream) Reserve(ctx context.Context) (layer.Reservation, layer.GateVe
 		calls, sent := u.totals(e)
 		if sent >= u.allowed(calls) {
 			u.mu.Unlock()
+			u.refusing.Store(true)
 			return nil, layer.GateVerdict{Refusal: u.refusal(sent, false)}
 		}
 		u.sent[s]++
@@ -535,8 +633,10 @@ func (u *upstream) Reserve(ctx context.Context) (layer.Reservation, layer.GateVe
 	}
 	if !res.OK {
 		r.Settle(true)
+		u.refusing.Store(true)
 		return nil, layer.GateVerdict{Refusal: u.refusal(res.Count, true), Horizon: res.Horizon}
 	}
+	u.refusing.Store(false)
 	r.id = res.ID
 	if u.l.cfg.noCooldown {
 		return r, layer.GateVerdict{}

@@ -54,7 +54,7 @@ func TestR18_2_PeekRefusesBeforeAdmission(t *testing.T) {
 		for _, ev := range evs {
 			types = append(types, string(ev.Type))
 		}
-		assert.Equal(t, []string{"attempt_started", "attempt_failed", "quota_refused", "exhausted"}, types)
+		assert.Equal(t, []string{"attempt_started", "attempt_failed", "quota_refused", "breaker", "exhausted"}, types)
 		require.NotNil(t, evs[2].Quota)
 		assert.Equal(t, 2, evs[2].NextAttempt)
 		host := strings.TrimPrefix(p.URL, "http://")
@@ -86,7 +86,7 @@ func TestR18_2_ReserveLostRaceAfterAllow(t *testing.T) {
 		re := recoveryError(t, r.call())
 		assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, otherErr).Outcome, "its failed resend stays counted")
 		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
-		assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed", "quota_refused", "exhausted"}, r.types())
+		assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed", "quota_refused", "breaker", "exhausted"}, r.types())
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started", "attempt_started", "attempt_failed", "exhausted"}, other.types())
 		assert.Equal(t, 3, p.Count())
 		require.NotNil(t, re.Quota, "a quota refused")

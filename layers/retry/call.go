@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -32,7 +33,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(req.WithContext(layer.WithPassThrough(req.Context())))
 	}
 	var read *readOf
-	if r, ok := t.l.codec.(layer.Resumer); ok && !r.Creates(req) {
+	if r, ok := t.l.codec.(codec.Resumer); ok && !r.Creates(req) {
 		var isRead bool
 		if read, isRead = readOfRequest(r, req); !isRead {
 			// A cancel or a delete: once, unjudged (R19.13), marked as a
@@ -58,7 +59,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := c.in.read(req, t.l.codec, facts); err != nil {
 		return nil, err
 	}
-	if c.in.info.Operation == layer.Streaming {
+	if c.in.info.Operation == codec.Streaming {
 		// The stream's consumer may close it from another goroutine while
 		// it waits: its Close cancels this context (R13.5). A call that
 		// opens no stream releases it as it returns.
@@ -80,7 +81,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.in.info.ProviderFinish = !c.lc.TypedErrors
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
-		switch r, ok := t.l.codec.(layer.Resumer); {
+		switch r, ok := t.l.codec.(codec.Resumer); {
 		case read != nil:
 			read.start(c)
 		case ok && r.Background(c.in.body):
@@ -103,6 +104,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ug := g.Bind(req.URL, c.in.info.Model, req.Header)
 		ug.Deposit()
 		c.d.Bind(ug)
+		if err := c.breaker(); err != nil {
+			c.report(nil)
+			return nil, err
+		}
 		if c.lc.SkipOpenCircuit && c.d.OpenCircuit() {
 			return c.openCircuit()
 		}
@@ -163,7 +168,7 @@ type call struct {
 	// stream is in (R13.5). Nil for other calls.
 	stop context.CancelCauseFunc
 
-	provider layer.Provider
+	provider codec.Provider
 	logical  string
 	start    time.Duration
 	history  []layer.Failure
@@ -178,7 +183,7 @@ type call struct {
 
 	// A background stream (R19.9): the codec that resumes it, and once a
 	// failure left it resumable, where the next read starts.
-	resumer    layer.Resumer
+	resumer    codec.Resumer
 	resume     *resumeState
 	cancelSent bool // the cancel request of R19.12 went out (or must not)
 	read       bool // the call reads a stored response (R19.13)
@@ -254,7 +259,7 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 			return nil, res.err
 		}
 		if res.failure == nil {
-			if c.in.info.Operation == layer.Streaming && c.cur.Decodes() {
+			if c.in.info.Operation == codec.Streaming && c.cur.Decodes() {
 				if c.stream {
 					return res.resp, nil
 				}
@@ -322,12 +327,19 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 		closeResp(pass)
 		return nil, err, true
 	}
+	if err := c.breaker(); err != nil {
+		closeResp(pass)
+		c.report(nil)
+		return nil, err, true
+	}
 	if f.Category == layer.CategoryCancellation {
 		closeResp(pass)
 		resp, err = c.cancelled(f)
 		return resp, err, true
 	}
-	if !f.Classification.Eligible {
+	if !f.Classification.Eligible || c.lc.LeaveOnStall.Has(f.Stall) {
+		// Not resent; a stall the caller leaves on goes, unresent, to
+		// the next fallback target (R20.12).
 		resp, err = c.finish(layer.OutcomeInterrupted, f, pass)
 		return resp, err, true
 	}
@@ -338,6 +350,9 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 		return resp, err, true
 	}
 	o, err := c.d.Resend(c.ctx, f, n, n+1, c.emit)
+	if err == nil {
+		err = c.breaker()
+	}
 	switch {
 	case err != nil:
 		closeResp(pass)
@@ -431,8 +446,35 @@ func passable(status int) bool {
 }
 
 func (c *call) report(err *layer.RecoveryError) {
+	if err != nil {
+		if bg, ok := c.d.gate.(layer.BreakerGate); ok {
+			// The upstream's breaker counts the call: skipped, its circuit
+			// open, or failed — a stream that failed after its 200 too.
+			skipped := err.Outcome == layer.OutcomeDelayCeiling && c.wire == 0 && c.lc.SkipOpenCircuit
+			bg.Ended(skipped, !skipped && err.Outcome != layer.OutcomeCancelled)
+		}
+		if c.lc.Finish != nil {
+			c.lc.Finish(err)
+		}
+	}
 	r := &c.lc.Result
 	r.LogicalID, r.WireAttempts, r.Err = c.logical, c.wire, err
+}
+
+// breaker emits a breaker event when the bound gate keeps a breaker whose
+// state changed (R20.13): once per change, on the call that saw it.
+func (c *call) breaker() error {
+	bg, ok := c.d.gate.(layer.BreakerGate)
+	if !ok {
+		return nil
+	}
+	b, changed := bg.Changed(c.d.r.wall())
+	if !changed || (c.d.r.onEvent == nil && len(c.lc.Observers()) == 0) {
+		return nil
+	}
+	ev := c.event(layer.EventBreaker)
+	ev.Breaker = &b
+	return c.send(ev)
 }
 
 // cancelled ends the call with outcome cancelled (R9). f is the failure of

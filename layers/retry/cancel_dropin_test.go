@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -22,7 +23,7 @@ import (
 // errors.As — and no in-band error frame before it, as without recourse.
 func TestR9_1_DropInStreamCancelledByItsCallerReturnsTheContextError(t *testing.T) {
 	rows := exProviders()
-	rows = append(rows, exProv{name: "responses", codec: func() layer.Codec { return responses.New() }, model: "gpt-4.1-mini",
+	rows = append(rows, exProv{name: "responses", codec: func() codec.Codec { return responses.New() }, model: "gpt-4.1-mini",
 		full: func(cs ...string) []string { return recoursetest.ResponsesEvents("resp_c", cs...) }})
 	for _, p := range rows {
 		t.Run(p.name, func(t *testing.T) {

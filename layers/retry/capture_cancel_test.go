@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -125,7 +126,7 @@ func TestR9_1_CancelInResponseCaptureWinsOverCaptureFailure(t *testing.T) {
 				re := exCheckCancelledInCapture(t, err, rec, r.Server.Count())
 				pr := re.Failure.Progress
 				assert.Equal(t, int64(len("Hi")), pr.Observed.ContentBytes, "R12.3: the observed progress is kept")
-				assert.Equal(t, layer.Counts{}, pr.Delivered, "nothing is delivered")
+				assert.Equal(t, codec.Counts{}, pr.Delivered, "nothing is delivered")
 			})
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -120,11 +121,11 @@ func TestR4_ClassificationTable(t *testing.T) {
 			}
 			assert.Equal(t, layer.Classification{Eligible: tc.eligible, Reason: tc.reason}, f.Classification)
 			assert.False(t, f.RemoteTerminationConfirmed, "R10.2")
-			assert.Equal(t, layer.OpenAI, f.Provider)
+			assert.Equal(t, codec.OpenAI, f.Provider)
 			if tc.structured {
-				assert.Equal(t, layer.Structured, f.Operation)
+				assert.Equal(t, codec.Structured, f.Operation)
 			} else {
-				assert.Equal(t, layer.Ordinary, f.Operation)
+				assert.Equal(t, codec.Ordinary, f.Operation)
 			}
 			if tc.eligible {
 				require.NoError(t, err, "an eligible OpenAI failure is retried without a hook (R8.3)")

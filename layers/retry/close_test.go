@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/layer"
@@ -31,11 +32,11 @@ type closeRig struct {
 	at     []time.Duration
 }
 
-func newCloseRig(t *testing.T, codec layer.Codec, steps ...recoursetest.Step) *closeRig {
+func newCloseRig(t *testing.T, cdc codec.Codec, steps ...recoursetest.Step) *closeRig {
 	t.Helper()
 	r := &closeRig{srv: recoursetest.NewMemoryServer(steps...), start: time.Now()}
 	t.Cleanup(r.srv.Close)
-	ch, err := chain.Default(codec, chain.WithTransport(r.srv.Transport()), chain.WithPolicy(retry.Policy{
+	ch, err := chain.Default(cdc, chain.WithTransport(r.srv.Transport()), chain.WithPolicy(retry.Policy{
 		MaxAttempts: 3, BaseDelay: new(10 * time.Second), Jitter: func() float64 { return 1 },
 		OnEvent: func(e layer.Event) error {
 			r.mu.Lock()

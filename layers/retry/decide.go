@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -18,7 +19,7 @@ import (
 // retry. A Decider is used by one goroutine at a time.
 type Decider struct {
 	r      resolved
-	facts  layer.Facts
+	facts  codec.Facts
 	failed bool          // a failure completed: the budget runs
 	first  time.Duration // the monotonic time of the first completed failure
 
@@ -117,7 +118,7 @@ func (d *Decider) OpenCircuit() bool {
 // The engine asks for MaxAttempts-1; the broker for its continuation
 // budget. facts are the codec's (the admission default of R8.3). An invalid
 // policy or jitter sample is a *layer.PolicyError.
-func (p *Policy) NewDecider(facts layer.Facts, resends int) (*Decider, error) {
+func (p *Policy) NewDecider(facts codec.Facts, resends int) (*Decider, error) {
 	d := &Decider{facts: facts}
 	if err := d.r.resolve(p, resends); err != nil {
 		return nil, err
@@ -290,7 +291,7 @@ func (d *Decider) admit(ctx context.Context, f *layer.Failure, next int, emit Em
 	}
 	hook := d.r.admit
 	if hook == nil {
-		if d.facts.AdmissionRequired(*f) || d.ambiguous(f) {
+		if layer.AdmissionRequired(d.facts, *f) || d.ambiguous(f) {
 			return layer.OutcomeAdmissionRequired, nil
 		}
 		return "", nil

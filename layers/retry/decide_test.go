@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -41,7 +42,7 @@ func TestR6_2_ResendSchedulesSleepsAndStarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		samples := 0
 		p := retry.Policy{MaxAttempts: 3, Jitter: func() float64 { samples++; return 1 }}
-		d, err := p.NewDecider(layer.Facts{}, 2)
+		d, err := p.NewDecider(codec.Facts{}, 2)
 		require.NoError(t, err)
 		require.Equal(t, 2, samples, "jitter sampled before anything (R3.2)")
 		var r recorder
@@ -63,13 +64,13 @@ func TestR6_2_ResendSchedulesSleepsAndStarts(t *testing.T) {
 // needs no admission.
 func TestR8_3_DefaultRuleComesFromTheCodecFacts(t *testing.T) {
 	for _, tc := range []struct {
-		facts layer.Facts
+		facts codec.Facts
 		acc   layer.Acceptance
 		want  layer.Outcome
 	}{
-		{layer.Facts{}, layer.AcceptanceUnknown, ""},
-		{layer.Facts{LocalInference: true}, layer.AcceptanceUnknown, layer.OutcomeAdmissionRequired},
-		{layer.Facts{LocalInference: true}, layer.AcceptanceNo, ""},
+		{codec.Facts{}, layer.AcceptanceUnknown, ""},
+		{codec.Facts{LocalInference: true}, layer.AcceptanceUnknown, layer.OutcomeAdmissionRequired},
+		{codec.Facts{LocalInference: true}, layer.AcceptanceNo, ""},
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			p := retry.Policy{MaxAttempts: 2, Jitter: one}
@@ -100,7 +101,7 @@ func TestR7_3_AdmissionWaitDoesNotUseTheSleepHook(t *testing.T) {
 				sleeps = append(sleeps, d)
 				return ctx.Err()
 			}}
-		d, err := p.NewDecider(layer.Facts{LocalInference: true}, 1)
+		d, err := p.NewDecider(codec.Facts{LocalInference: true}, 1)
 		require.NoError(t, err)
 		d.Failed()
 		var r recorder
@@ -124,7 +125,7 @@ func TestR7_3_PendingAdmissionEndsAtTheBudget(t *testing.T) {
 				hookDone <- ctx.Err()
 				return "", ctx.Err()
 			}}
-		d, err := p.NewDecider(layer.Facts{}, 1)
+		d, err := p.NewDecider(codec.Facts{}, 1)
 		require.NoError(t, err)
 		d.Failed()
 		start := time.Now()
@@ -152,7 +153,7 @@ func TestR5_5_RetryAfterIsAMinimumCheckedAgainstCeilingAndBudget(t *testing.T) {
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			p := retry.Policy{MaxAttempts: 2, Jitter: one, Budget: new(time.Second)}
-			d, err := p.NewDecider(layer.Facts{}, 1)
+			d, err := p.NewDecider(codec.Facts{}, 1)
 			require.NoError(t, err)
 			d.Failed()
 			f := eligible503()
@@ -174,10 +175,10 @@ func TestR3_1_NewDeciderValidates(t *testing.T) {
 		"MaxAttempts":  {MaxAttempts: retry.MaxAttemptsLimit + 1},
 		"Jitter":       {MaxAttempts: 3, Jitter: func() float64 { return 2 }},
 		"BaseDelay":    {BaseDelay: new(-time.Second)},
-		"DelayCeiling": {DelayCeiling: new(retry.MaxDuration + 1)},
+		"DelayCeiling": {DelayCeiling: new(layer.MaxDuration + 1)},
 	} {
 		var pe *layer.PolicyError
-		_, err := p.NewDecider(layer.Facts{}, max(p.MaxAttempts, 1)-1)
+		_, err := p.NewDecider(codec.Facts{}, max(p.MaxAttempts, 1)-1)
 		require.ErrorAs(t, err, &pe, name)
 		assert.Equal(t, name, pe.Field)
 	}
@@ -192,7 +193,7 @@ func TestR9_1_ResendHonoursCancellationAndSleepFailures(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p := retry.Policy{MaxAttempts: 2, Jitter: one}
-	d, err := p.NewDecider(layer.Facts{}, 1)
+	d, err := p.NewDecider(codec.Facts{}, 1)
 	require.NoError(t, err)
 	var r recorder
 	o, _ := d.Resend(ctx, eligible503(), 1, 2, r.emit)
@@ -200,7 +201,7 @@ func TestR9_1_ResendHonoursCancellationAndSleepFailures(t *testing.T) {
 
 	broken := errors.New("broken sleep")
 	p.Sleep = func(context.Context, time.Duration) error { return broken }
-	d, err = p.NewDecider(layer.Facts{}, 1)
+	d, err = p.NewDecider(codec.Facts{}, 1)
 	require.NoError(t, err)
 	f := eligible503()
 	o, _ = d.Resend(context.Background(), f, 1, 2, r.emit)
@@ -210,7 +211,7 @@ func TestR9_1_ResendHonoursCancellationAndSleepFailures(t *testing.T) {
 	assert.Same(t, broken, ev.DelayCause, "the Sleep error is the DelayCause")
 
 	p.Sleep = func(context.Context, time.Duration) error { panic("x") }
-	d, err = p.NewDecider(layer.Facts{}, 1)
+	d, err = p.NewDecider(codec.Facts{}, 1)
 	require.NoError(t, err)
 	f = eligible503()
 	o, _ = d.Resend(context.Background(), f, 1, 2, r.emit)
@@ -229,7 +230,7 @@ func TestR9_1_ResendCancelledDuringTheDefaultTimer(t *testing.T) {
 		defer cancel()
 		time.AfterFunc(30*time.Millisecond, cancel)
 		p := retry.Policy{MaxAttempts: 2, Jitter: one}
-		d, err := p.NewDecider(layer.Facts{}, 1)
+		d, err := p.NewDecider(codec.Facts{}, 1)
 		require.NoError(t, err)
 		start := time.Now()
 		var r recorder
@@ -252,12 +253,12 @@ func TestR3_1_HugeMaxAttemptsIsAPolicyErrorBeforeSampling(t *testing.T) {
 		_, err := retry.New(nil, &p)
 		require.ErrorAs(t, err, &pe, "MaxAttempts %d: New", n)
 		assert.Equal(t, "MaxAttempts", pe.Field)
-		_, err = p.NewDecider(layer.Facts{}, n-1)
+		_, err = p.NewDecider(codec.Facts{}, n-1)
 		require.ErrorAs(t, err, &pe, "MaxAttempts %d: NewDecider", n)
 		assert.Equal(t, "MaxAttempts", pe.Field)
 		assert.Equal(t, 0, sampled, "MaxAttempts %d: no jitter sampled", n)
 	}
 	p := retry.Policy{MaxAttempts: retry.MaxAttemptsLimit, Jitter: func() float64 { return 0.5 }}
-	_, err := p.NewDecider(layer.Facts{}, retry.MaxAttemptsLimit-1)
+	_, err := p.NewDecider(codec.Facts{}, retry.MaxAttemptsLimit-1)
 	assert.NoError(t, err, "MaxAttempts at the limit")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -321,16 +322,16 @@ func (r engineRun) recoveryErr(t *testing.T) *layer.RecoveryError {
 
 // roundTrip sends body to url through retry.New(codec, &p) over w, as a
 // native call (typed errors) with the call's *layer.Call in ctx.
-func roundTrip(t *testing.T, ctx context.Context, codec layer.Codec, p retry.Policy, w *wire, url, body string) engineRun {
+func roundTrip(t *testing.T, ctx context.Context, cdc codec.Codec, p retry.Policy, w *wire, url, body string) engineRun {
 	t.Helper()
-	return roundTripCall(t, ctx, codec, p, w, url, body, &layer.Call{TypedErrors: true})
+	return roundTripCall(t, ctx, cdc, p, w, url, body, &layer.Call{TypedErrors: true})
 }
 
 // roundTripCall is roundTrip with the call's own *layer.Call: a drop-in
 // call (TypedErrors false) or one with a resend gate.
-func roundTripCall(t *testing.T, ctx context.Context, codec layer.Codec, p retry.Policy, w *wire, url, body string, lc *layer.Call) engineRun {
+func roundTripCall(t *testing.T, ctx context.Context, cdc codec.Codec, p retry.Policy, w *wire, url, body string, lc *layer.Call) engineRun {
 	t.Helper()
-	eng, err := retry.New(codec, &p)
+	eng, err := retry.New(cdc, &p)
 	require.NoError(t, err)
 	req, err := http.NewRequestWithContext(layer.WithCall(ctx, lc), http.MethodPost, url, bytes.NewReader([]byte(body)))
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -36,7 +37,7 @@ var exUsage = chat.Usage{InputTokens: 12, OutputTokens: 7}
 // exProv is one streaming provider row.
 type exProv struct {
 	name   string
-	codec  func() layer.Codec
+	codec  func() codec.Codec
 	model  string // the requested model
 	answer string // the model the provider reports
 	ndjson bool
@@ -79,13 +80,13 @@ func exSSEChunk(model, delta, finish, usage string) string {
 
 const exSSEUsage = `{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19}`
 
-func exSSEProv(name string, codec func() layer.Codec, model string) exProv {
+func exSSEProv(name string, cdc func() codec.Codec, model string) exProv {
 	answer := model + "-2026"
 	ch := func(delta, finish, usage string) string { return exSSEChunk(answer, delta, finish, usage) }
 	content := func(s string) string { return ch(`{"content":`+exQuote(s)+`}`, "", "") }
 	role := ch(`{"role":"assistant","content":""}`, "", "")
 	return exProv{
-		name: name, codec: codec, model: model, answer: answer, content: content,
+		name: name, codec: cdc, model: model, answer: answer, content: content,
 		full: func(cs ...string) []string {
 			out := []string{role}
 			for _, c := range cs {
@@ -112,7 +113,7 @@ func exOllamaLine(content, doneReason string) string {
 
 func exOllamaProv() exProv {
 	return exProv{
-		name: "ollama", codec: func() layer.Codec { return ollama.New() }, model: "llama3.2", answer: "llama3.2", ndjson: true,
+		name: "ollama", codec: func() codec.Codec { return ollama.New() }, model: "llama3.2", answer: "llama3.2", ndjson: true,
 		content: func(s string) string { return exOllamaLine(s, "") },
 		full: func(cs ...string) []string {
 			var out []string
@@ -128,8 +129,8 @@ func exOllamaProv() exProv {
 // exProviders returns the OpenAI, oMLX and Ollama rows.
 func exProviders() []exProv {
 	return []exProv{
-		exSSEProv("openai", func() layer.Codec { return openai.New() }, "gpt-4o-mini"),
-		exSSEProv("omlx", func() layer.Codec { return omlx.New() }, "qwen3-8b"),
+		exSSEProv("openai", func() codec.Codec { return openai.New() }, "gpt-4o-mini"),
+		exSSEProv("omlx", func() codec.Codec { return omlx.New() }, "qwen3-8b"),
 		exOllamaProv(),
 	}
 }
@@ -171,11 +172,11 @@ func (r *exRecorder) setHook(h func(layer.Event)) {
 }
 
 // exRig returns a rig whose events go to a fresh exRecorder.
-func exRig(t *testing.T, codec layer.Codec, pol retry.Policy, steps ...recoursetest.Step) (*rigtest.Rig, *exRecorder) {
+func exRig(t *testing.T, cdc codec.Codec, pol retry.Policy, steps ...recoursetest.Step) (*rigtest.Rig, *exRecorder) {
 	t.Helper()
 	rec := &exRecorder{}
 	pol.OnEvent = rec.OnEvent
-	return rigtest.New(t, codec, pol, steps...), rec
+	return rigtest.New(t, cdc, pol, steps...), rec
 }
 
 // exLifecycle returns the event types without Ollama's telemetry.

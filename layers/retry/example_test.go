@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -51,7 +52,7 @@ func ExampleRecommended() {
 func ExamplePolicy_NewDecider() {
 	p := retry.Policy{MaxAttempts: 2, Jitter: func() float64 { return 1 },
 		Sleep: func(context.Context, time.Duration) error { return nil }}
-	d, err := p.NewDecider(layer.Facts{}, 1)
+	d, err := p.NewDecider(codec.Facts{}, 1)
 	if err != nil {
 		panic(err)
 	}

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/recourse-dev/recourse/internal/httpdate"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
 
 // The millisecond retry hints, in the order they win (Policy.ProviderHints).

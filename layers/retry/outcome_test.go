@@ -13,6 +13,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -394,8 +395,8 @@ func TestR11_2_EveryEventCarriesTheIdentity(t *testing.T) {
 		assert.NotEmpty(t, e.AttemptID, "%s", e.Type)
 		assert.Positive(t, e.WireAttempt, "%s", e.Type)
 		assert.Equal(t, 3, e.MaxAttempts)
-		assert.Equal(t, layer.OpenAI, e.Provider)
-		assert.Equal(t, layer.Ordinary, e.Operation)
+		assert.Equal(t, codec.OpenAI, e.Provider)
+		assert.Equal(t, codec.Ordinary, e.Operation)
 		switch e.Type {
 		case layer.EventAttemptStarted, layer.EventAttemptSucceeded:
 		default:

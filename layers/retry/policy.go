@@ -10,10 +10,6 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 )
 
-// MaxDuration is the largest duration a policy accepts: the timer range of
-// 2147483647 milliseconds (R3).
-const MaxDuration = 2147483647 * time.Millisecond
-
 // Default values of a Policy (R3).
 const (
 	DefaultBaseDelay    = 100 * time.Millisecond
@@ -74,7 +70,7 @@ type Policy struct {
 	// 502, 503, 504. 400, 401 and 403 are never eligible (R4.2).
 	RetryableStatuses []int
 	// Admit is the admission hook (R8), the one place it is set; nil applies
-	// the codec's default rule (layer.Facts.AdmissionRequired). Package
+	// the codec's default rule (layer.AdmissionRequired). Package
 	// layers/admission has ready-made hooks.
 	Admit layer.AdmissionHook
 	// OnEvent observes safe lifecycle events synchronously (R11). An error
@@ -156,7 +152,7 @@ func (p *Policy) Validate() error {
 		name string
 		d    *time.Duration
 	}{{"BaseDelay", p.BaseDelay}, {"DelayCeiling", p.DelayCeiling}, {"Budget", p.Budget}} {
-		if f.d != nil && (*f.d < 0 || *f.d > MaxDuration) {
+		if f.d != nil && (*f.d < 0 || *f.d > layer.MaxDuration) {
 			return layer.NewPolicyError(f.name)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -34,7 +35,7 @@ func policyErrorCases() []struct {
 	values []string
 } {
 	neg := -1234567 * time.Nanosecond
-	over := retry.MaxDuration + time.Millisecond
+	over := layer.MaxDuration + time.Millisecond
 	durValues := func(d time.Duration) []string {
 		return []string{d.String(), strconv.FormatInt(int64(d), 10), strconv.FormatInt(d.Milliseconds(), 10)}
 	}
@@ -226,7 +227,7 @@ func expBackoff(n int, base, ceiling time.Duration) time.Duration {
 }
 
 func TestR6_1_BackoffTable(t *testing.T) {
-	near := retry.MaxDuration - time.Nanosecond
+	near := layer.MaxDuration - time.Nanosecond
 	rows := []struct {
 		n             int
 		base, ceiling time.Duration
@@ -235,16 +236,16 @@ func TestR6_1_BackoffTable(t *testing.T) {
 	}{
 		{1, 0, 30 * time.Second, 1, 0},
 		{7, 0, 30 * time.Second, 1, 0},
-		{10_000, 0, retry.MaxDuration, 1, 0},
+		{10_000, 0, layer.MaxDuration, 1, 0},
 		{10_000, 100 * time.Millisecond, 30 * time.Second, 1, 30 * time.Second},
 		{10_000, 100 * time.Millisecond, 30 * time.Second, 0.5, 15 * time.Second},
 		{10_000, 100 * time.Millisecond, 30 * time.Second, 0, 0},
-		{10_000, time.Nanosecond, retry.MaxDuration, 1, retry.MaxDuration},
-		{64, time.Nanosecond, retry.MaxDuration, 1, retry.MaxDuration},
-		{1, retry.MaxDuration, retry.MaxDuration, 1, retry.MaxDuration},
-		{2, near, retry.MaxDuration, 1, retry.MaxDuration},
-		{10_000, near, retry.MaxDuration, 1, retry.MaxDuration},
-		{1, near, retry.MaxDuration, 1, near},
+		{10_000, time.Nanosecond, layer.MaxDuration, 1, layer.MaxDuration},
+		{64, time.Nanosecond, layer.MaxDuration, 1, layer.MaxDuration},
+		{1, layer.MaxDuration, layer.MaxDuration, 1, layer.MaxDuration},
+		{2, near, layer.MaxDuration, 1, layer.MaxDuration},
+		{10_000, near, layer.MaxDuration, 1, layer.MaxDuration},
+		{1, near, layer.MaxDuration, 1, near},
 		{1, time.Second, 250 * time.Millisecond, 1, 250 * time.Millisecond},
 		{1, 100 * time.Millisecond, 0, 1, 0},
 	}
@@ -256,7 +257,7 @@ func TestR6_1_BackoffTable(t *testing.T) {
 	for n := 1; n <= 70; n++ {
 		base, ceiling := 100*time.Millisecond, 30*time.Second
 		assert.Equal(t, expBackoff(n, base, ceiling), retry.Backoff(n, base, ceiling, 1), "n=%d", n)
-		assert.Equal(t, expBackoff(n, time.Nanosecond, retry.MaxDuration), retry.Backoff(n, time.Nanosecond, retry.MaxDuration, 1), "n=%d", n)
+		assert.Equal(t, expBackoff(n, time.Nanosecond, layer.MaxDuration), retry.Backoff(n, time.Nanosecond, layer.MaxDuration, 1), "n=%d", n)
 	}
 }
 
@@ -300,16 +301,16 @@ func TestR1_3_StructuredCallRecoversWithTheSamePolicy(t *testing.T) {
 	assert.Equal(t, `{"answer":42}`, comp.Message.Content)
 	assert.Equal(t, 2, r.Server.Count())
 	f := firstFailed(t, r.Rec.Events())
-	assert.Equal(t, layer.Structured, f.Operation, "R10.2: operation")
+	assert.Equal(t, codec.Structured, f.Operation, "R10.2: operation")
 }
 
 func TestR3_1_BoundaryValuesAreValid(t *testing.T) {
 	rows := map[string]func(*retry.Policy){
 		"BaseDelay 0":            func(p *retry.Policy) { p.BaseDelay = new(time.Duration(0)) },
-		"BaseDelay MaxDuration":  func(p *retry.Policy) { p.BaseDelay = new(retry.MaxDuration) },
+		"BaseDelay MaxDuration":  func(p *retry.Policy) { p.BaseDelay = new(layer.MaxDuration) },
 		"DelayCeiling 0":         func(p *retry.Policy) { p.DelayCeiling = new(time.Duration(0)) },
-		"DelayCeiling max":       func(p *retry.Policy) { p.DelayCeiling = new(retry.MaxDuration) },
-		"Budget max":             func(p *retry.Policy) { p.Budget = new(retry.MaxDuration) },
+		"DelayCeiling max":       func(p *retry.Policy) { p.DelayCeiling = new(layer.MaxDuration) },
+		"Budget max":             func(p *retry.Policy) { p.Budget = new(layer.MaxDuration) },
 		"MaxAttempts 0 means 1":  func(p *retry.Policy) { p.MaxAttempts = 0 },
 		"every category":         func(p *retry.Policy) { p.RetryableCategories = layer.Categories() },
 		"statuses 100 and 599":   func(p *retry.Policy) { p.RetryableStatuses = []int{100, 599} },

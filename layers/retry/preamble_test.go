@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -50,7 +50,7 @@ func TestR13_9_ResendBeforeOutputShowsOnePreamble(t *testing.T) {
 	t.Run("responses", func(t *testing.T) {
 		first := recoursetest.ResponsesEvents("resp_first", "Hello")
 		second := recoursetest.ResponsesEvents("resp_second", "Hel", "lo")
-		p := exProv{name: "responses", codec: func() layer.Codec { return responses.New() }, model: "gpt-4.1-mini"}
+		p := exProv{name: "responses", codec: func() codec.Codec { return responses.New() }, model: "gpt-4.1-mini"}
 		r, _ := exRig(t, p.codec(), exPolicy(), recoursetest.SSE(first...).CutEvents(4), recoursetest.SSE(second...))
 		resp, err := exDropIn(t, context.Background(), r.Server.URL, r.HTTP, p)
 		require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestR13_9_ResendBeforeOutputShowsOnePreamble(t *testing.T) {
 func TestR13_9_ResumedPreambleIsHandedOverOnce(t *testing.T) {
 	const id = "resp_bg"
 	evs := recoursetest.ResponsesEvents(id, "Hel", "lo")
-	p := exProv{name: "responses", codec: func() layer.Codec { return responses.New(responses.Background()) }, model: "gpt-4.1-mini"}
+	p := exProv{name: "responses", codec: func() codec.Codec { return responses.New(responses.Background()) }, model: "gpt-4.1-mini"}
 	r, _ := exRig(t, p.codec(), exPolicy(), recoursetest.ResponsesBackground(id, evs...).CutEvents(4), recoursetest.ResponsesResume(id))
 	resp, err := exDropIn(t, context.Background(), r.Server.URL, r.HTTP, p)
 	require.NoError(t, err)

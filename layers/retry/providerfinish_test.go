@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -40,7 +41,7 @@ func finishRows() []finishRow {
 	openaiRow := exProviders()[0]
 	filtered := recoursetest.OpenAIStreamFinish("content_filter", "abc")
 	rows = append(rows, finishRow{exProv{name: "openai_content_filter", codec: openaiRow.codec, model: openaiRow.model}, filtered, "content_filter"})
-	resp := exProv{name: "responses", codec: func() layer.Codec { return responses.New() }, model: "gpt-4.1-mini"}
+	resp := exProv{name: "responses", codec: func() codec.Codec { return responses.New() }, model: "gpt-4.1-mini"}
 	rows = append(rows, finishRow{resp, recoursetest.ResponsesIncompleteEvents("resp_i", "max_output_tokens", "abc"), "length"})
 	return rows
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -24,19 +25,19 @@ import (
 )
 
 // pvR15Values are the values of R15.2, as inspected on 2026-10-17.
-var pvR15Values = map[layer.Capability]layer.Support{
-	layer.ClientAbort:             layer.Unknown,
-	layer.RequestCancellation:     layer.Unsupported,
-	layer.RequestStatus:           layer.Unsupported,
-	layer.Idempotency:             layer.Unsupported,
-	layer.ExactAttemptTermination: layer.Unknown,
+var pvR15Values = map[codec.Capability]codec.Support{
+	codec.ClientAbort:             codec.Unknown,
+	codec.RequestCancellation:     codec.Unsupported,
+	codec.RequestStatus:           codec.Unsupported,
+	codec.Idempotency:             codec.Unsupported,
+	codec.ExactAttemptTermination: codec.Unknown,
 }
 
 // pvR15Endpoint is the exact endpoint R15.2 names for each provider.
-var pvR15Endpoint = map[layer.Provider]string{
-	layer.OpenAI: "POST /v1/chat/completions",
-	layer.OMLX:   "POST /v1/chat/completions",
-	layer.Ollama: "POST /api/chat",
+var pvR15Endpoint = map[codec.Provider]string{
+	codec.OpenAI: "POST /v1/chat/completions",
+	codec.OMLX:   "POST /v1/chat/completions",
+	codec.Ollama: "POST /api/chat",
 }
 
 func TestProviders_R15_2_CapabilitiesAsInspected(t *testing.T) {
@@ -46,8 +47,8 @@ func TestProviders_R15_2_CapabilitiesAsInspected(t *testing.T) {
 
 		require.NoError(t, caps.Validate(), "R15.1: five values, each with complete evidence")
 		assert.Equal(t, pvR15Values, caps.Values, "R15.2")
-		require.Len(t, caps.Evidence, len(layer.AllCapabilities()))
-		for _, k := range layer.AllCapabilities() {
+		require.Len(t, caps.Evidence, len(codec.AllCapabilities()))
+		for _, k := range codec.AllCapabilities() {
 			ev, ok := caps.Evidence[k]
 			require.True(t, ok, "evidence for %s", k)
 			assert.Equal(t, pvR15Endpoint[p.provider], ev.Endpoint, "%s: the exact endpoint", k)
@@ -60,11 +61,11 @@ func TestProviders_R15_2_CapabilitiesAsInspected(t *testing.T) {
 			assert.NotEmpty(t, strings.TrimSpace(ev.Basis), "%s: the basis", k)
 		}
 		// Local HTTP abort alone never justifies supported (R15.2).
-		assert.NotEqual(t, layer.Supported, caps.Values[layer.ClientAbort])
+		assert.NotEqual(t, codec.Supported, caps.Values[codec.ClientAbort])
 
 		// Every call returns fresh maps.
-		caps.Values[layer.ClientAbort] = layer.Supported
-		delete(caps.Evidence, layer.Idempotency)
+		caps.Values[codec.ClientAbort] = codec.Supported
+		delete(caps.Evidence, codec.Idempotency)
 		again := c.Capabilities()
 		assert.Equal(t, pvR15Values, again.Values)
 		assert.NoError(t, again.Validate())
@@ -78,21 +79,21 @@ func TestProviders_R15_2_CapabilitiesAsInspected(t *testing.T) {
 // pvCapsCodec is a custom codec: the OpenAI codec with its own declaration.
 type pvCapsCodec struct {
 	*openai.Codec
-	caps layer.Capabilities
+	caps codec.Capabilities
 }
 
-func (c pvCapsCodec) Capabilities() layer.Capabilities { return c.caps }
+func (c pvCapsCodec) Capabilities() codec.Capabilities { return c.caps }
 
 // pvOllamaCaps is the Ollama codec with its own declaration.
 type pvOllamaCaps struct {
 	*ollama.Codec
-	caps layer.Capabilities
+	caps codec.Capabilities
 }
 
-func (c pvOllamaCaps) Capabilities() layer.Capabilities { return c.caps }
+func (c pvOllamaCaps) Capabilities() codec.Capabilities { return c.caps }
 
 // pvCaps returns a copy of the OpenAI declaration with edit applied.
-func pvCaps(edit func(*layer.Capabilities)) layer.Capabilities {
+func pvCaps(edit func(*codec.Capabilities)) codec.Capabilities {
 	c := openai.New().Capabilities()
 	if edit != nil {
 		edit(&c)
@@ -101,9 +102,9 @@ func pvCaps(edit func(*layer.Capabilities)) layer.Capabilities {
 }
 
 // pvAll returns a declaration of v for every capability, with evidence.
-func pvAll(v layer.Support) layer.Capabilities {
-	return pvCaps(func(c *layer.Capabilities) {
-		for _, k := range layer.AllCapabilities() {
+func pvAll(v codec.Support) codec.Capabilities {
+	return pvCaps(func(c *codec.Capabilities) {
+		for _, k := range codec.AllCapabilities() {
 			c.Values[k] = v
 		}
 	})
@@ -115,43 +116,43 @@ func pvAll(v layer.Support) layer.Capabilities {
 func TestProviders_R15_2_CustomCodecMustDeclareEverything(t *testing.T) {
 	type row struct {
 		name string
-		caps layer.Capabilities
+		caps codec.Capabilities
 		want string // in the error message
 	}
 	var rows []row
-	for _, k := range layer.AllCapabilities() {
+	for _, k := range codec.AllCapabilities() {
 		rows = append(rows,
-			row{"value of " + string(k) + " omitted", pvCaps(func(c *layer.Capabilities) { delete(c.Values, k) }), string(k)},
-			row{"value of " + string(k) + " invalid", pvCaps(func(c *layer.Capabilities) { c.Values[k] = "maybe" }), string(k)},
-			row{"evidence of " + string(k) + " omitted", pvCaps(func(c *layer.Capabilities) { delete(c.Evidence, k) }), string(k)},
+			row{"value of " + string(k) + " omitted", pvCaps(func(c *codec.Capabilities) { delete(c.Values, k) }), string(k)},
+			row{"value of " + string(k) + " invalid", pvCaps(func(c *codec.Capabilities) { c.Values[k] = "maybe" }), string(k)},
+			row{"evidence of " + string(k) + " omitted", pvCaps(func(c *codec.Capabilities) { delete(c.Evidence, k) }), string(k)},
 		)
 	}
-	blank := func(f func(*layer.CapabilityEvidence)) layer.Capabilities {
-		return pvCaps(func(c *layer.Capabilities) {
-			ev := c.Evidence[layer.Idempotency]
+	blank := func(f func(*codec.CapabilityEvidence)) codec.Capabilities {
+		return pvCaps(func(c *codec.Capabilities) {
+			ev := c.Evidence[codec.Idempotency]
 			f(&ev)
-			c.Evidence[layer.Idempotency] = ev
+			c.Evidence[codec.Idempotency] = ev
 		})
 	}
 	rows = append(rows,
-		row{"evidence without endpoint", blank(func(e *layer.CapabilityEvidence) { e.Endpoint = "" }), string(layer.Idempotency)},
-		row{"evidence without documentation URL", blank(func(e *layer.CapabilityEvidence) { e.DocumentationURL = "" }), string(layer.Idempotency)},
-		row{"evidence without inspection date", blank(func(e *layer.CapabilityEvidence) { e.InspectedOn = "" }), string(layer.Idempotency)},
-		row{"evidence without basis", blank(func(e *layer.CapabilityEvidence) { e.Basis = "" }), string(layer.Idempotency)},
-		row{"nothing declared", layer.Capabilities{}, string(layer.ClientAbort)},
+		row{"evidence without endpoint", blank(func(e *codec.CapabilityEvidence) { e.Endpoint = "" }), string(codec.Idempotency)},
+		row{"evidence without documentation URL", blank(func(e *codec.CapabilityEvidence) { e.DocumentationURL = "" }), string(codec.Idempotency)},
+		row{"evidence without inspection date", blank(func(e *codec.CapabilityEvidence) { e.InspectedOn = "" }), string(codec.Idempotency)},
+		row{"evidence without basis", blank(func(e *codec.CapabilityEvidence) { e.Basis = "" }), string(codec.Idempotency)},
+		row{"nothing declared", codec.Capabilities{}, string(codec.ClientAbort)},
 	)
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
-			codec := pvCapsCodec{Codec: openai.New(), caps: tc.caps}
+			cdc := pvCapsCodec{Codec: openai.New(), caps: tc.caps}
 			require.Error(t, tc.caps.Validate())
 
-			ch, err := chain.Default(codec, chain.WithPolicy(retry.Policy{}))
+			ch, err := chain.Default(cdc, chain.WithPolicy(retry.Policy{}))
 			require.Error(t, err, "chain.Default refuses incomplete capabilities")
 			assert.Nil(t, ch)
 			assert.Contains(t, err.Error(), "capabilities are incomplete")
 			assert.Contains(t, err.Error(), tc.want, "the error names the capability")
 
-			rl, err := retry.New(codec, &retry.Policy{})
+			rl, err := retry.New(cdc, &retry.Policy{})
 			require.NoError(t, err)
 			ch, err = chain.New(rl)
 			require.Error(t, err, "chain.New refuses incomplete capabilities")
@@ -160,10 +161,10 @@ func TestProviders_R15_2_CustomCodecMustDeclareEverything(t *testing.T) {
 		})
 	}
 	t.Run("a complete custom declaration is accepted", func(t *testing.T) {
-		codec := pvCapsCodec{Codec: openai.New(), caps: pvAll(layer.Supported)}
-		_, err := chain.Default(codec)
+		cdc := pvCapsCodec{Codec: openai.New(), caps: pvAll(codec.Supported)}
+		_, err := chain.Default(cdc)
 		require.NoError(t, err)
-		rl, err := retry.New(codec, &retry.Policy{})
+		rl, err := retry.New(cdc, &retry.Policy{})
 		require.NoError(t, err)
 		_, err = chain.New(rl)
 		require.NoError(t, err)
@@ -174,19 +175,19 @@ func TestProviders_R15_2_CustomCodecMustDeclareEverything(t *testing.T) {
 // codec that claims every capability is supported still needs admission;
 // an OpenAI codec that claims nothing is supported still retries.
 func TestProviders_R15_2_CapabilitiesNeverChangeEligibilityOrAdmission(t *testing.T) {
-	ol := pvRow(t, layer.Ollama)
-	oa := pvRow(t, layer.OpenAI)
+	ol := pvRow(t, codec.Ollama)
+	oa := pvRow(t, codec.OpenAI)
 
 	t.Run("ollama claiming everything supported", func(t *testing.T) {
-		codec := pvOllamaCaps{Codec: ollama.New(), caps: pvAll(layer.Supported)}
-		r := rigtest.New(t, codec, retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, ol.statusStep(503), ol.okStep("never"))
+		cdc := pvOllamaCaps{Codec: ollama.New(), caps: pvAll(codec.Supported)}
+		r := rigtest.New(t, cdc, retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, ol.statusStep(503), ol.okStep("never"))
 		_, err := r.Client.Complete(context.Background(), ol.request())
 		pvAdmissionRequiredCheck(t, ol, r, err, 503)
 	})
-	for _, v := range []layer.Support{layer.Supported, layer.Unsupported, layer.Unknown} {
+	for _, v := range []codec.Support{codec.Supported, codec.Unsupported, codec.Unknown} {
 		t.Run("openai claiming everything "+string(v), func(t *testing.T) {
-			codec := pvCapsCodec{Codec: openai.New(), caps: pvAll(v)}
-			r := rigtest.New(t, codec, retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, oa.statusStep(503), oa.statusStep(400), oa.okStep("ok"))
+			cdc := pvCapsCodec{Codec: openai.New(), caps: pvAll(v)}
+			r := rigtest.New(t, cdc, retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, oa.statusStep(503), oa.statusStep(400), oa.okStep("ok"))
 			comp, err := r.Client.Complete(context.Background(), oa.request())
 			require.Error(t, err)
 			re := asRecoveryError(t, err)
@@ -213,7 +214,7 @@ func TestProviders_R15_READMEStatesTheDeclarations(t *testing.T) {
 	require.Positive(t, end)
 	section := readme[start : start+1+end]
 	assert.Contains(t, section, "A custom host or proxy may differ, and capabilities never change\neligibility or admission")
-	names := map[layer.Provider]string{layer.OpenAI: "OpenAI", layer.OMLX: "oMLX", layer.Ollama: "Ollama"}
+	names := map[codec.Provider]string{codec.OpenAI: "OpenAI", codec.OMLX: "oMLX", codec.Ollama: "Ollama"}
 	pvEach(t, func(t *testing.T, p pvProv) {
 		caps := p.codec().Capabilities()
 		heading := names[p.provider] + ", `" + pvR15Endpoint[p.provider] + "`"
@@ -229,8 +230,8 @@ func TestProviders_R15_READMEStatesTheDeclarations(t *testing.T) {
 			}
 		}
 		table := strings.Join(rows, "\n")
-		require.Len(t, rows, 2+len(layer.AllCapabilities()), "header, separator and five rows")
-		for _, k := range layer.AllCapabilities() {
+		require.Len(t, rows, 2+len(codec.AllCapabilities()), "header, separator and five rows")
+		for _, k := range codec.AllCapabilities() {
 			ev := caps.Evidence[k]
 			row := "(`" + pvGoName(k) + "`) | `" + string(caps.Values[k]) + "` | [" + ev.Endpoint + "](" + ev.DocumentationURL + ") | " + ev.InspectedOn + " |"
 			assert.Contains(t, table, row, "%s %s", p.name, k)
@@ -239,7 +240,7 @@ func TestProviders_R15_READMEStatesTheDeclarations(t *testing.T) {
 }
 
 // pvGoName is the Go name of a capability: client_abort → ClientAbort.
-func pvGoName(k layer.Capability) string {
+func pvGoName(k codec.Capability) string {
 	var b strings.Builder
 	for _, part := range strings.Split(string(k), "_") {
 		b.WriteString(strings.ToUpper(part[:1]) + part[1:])

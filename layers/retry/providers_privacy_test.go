@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -66,7 +67,7 @@ func TestProviders_R10_3_ProviderCodes(t *testing.T) {
 				assert.Equal(t, 1, r.Server.Count())
 				ev := layer.Inspect(&re.Failure)
 				require.NotNil(t, ev)
-				if p.provider == layer.Ollama {
+				if p.provider == codec.Ollama {
 					assert.Empty(t, re.Failure.ProviderCode, "R10.3: Ollama has no provider codes")
 					assert.Empty(t, ev.Response.Code, "Ollama's ErrorCode is always empty")
 					return
@@ -122,7 +123,7 @@ func TestProviders_R10_3_ProviderRequestIDs(t *testing.T) {
 				re := asRecoveryError(t, err)
 				ev := layer.Inspect(&re.Failure)
 				require.NotNil(t, ev)
-				if p.provider == layer.Ollama {
+				if p.provider == codec.Ollama {
 					assert.Empty(t, re.Failure.ProviderRequestID, "Ollama sends no request ID")
 					assert.Empty(t, ev.Response.RequestID)
 					return

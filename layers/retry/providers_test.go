@@ -30,6 +30,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -42,8 +43,8 @@ import (
 // pvProv is one provider row.
 type pvProv struct {
 	name     string
-	provider layer.Provider
-	codec    func() layer.Codec
+	provider codec.Provider
+	codec    func() codec.Codec
 	model    string
 	// path is the endpoint the client posts to.
 	path string
@@ -248,8 +249,8 @@ func pvProviders() []pvProv {
 	}
 	return []pvProv{
 		{
-			name: "openai", provider: layer.OpenAI, model: "gpt-4o-mini", path: "/v1/chat/completions",
-			codec:  func() layer.Codec { return openai.New() },
+			name: "openai", provider: codec.OpenAI, model: "gpt-4o-mini", path: "/v1/chat/completions",
+			codec:  func() codec.Codec { return openai.New() },
 			okBody: recoursetest.OpenAIChat,
 			errorBody: func(status int) string {
 				typ, code := pvCode(status)
@@ -261,8 +262,8 @@ func pvProviders() []pvProv {
 				Stop: []string{"END", "STOP"}, Seed: pvI(7)}),
 		},
 		{
-			name: "omlx", provider: layer.OMLX, model: pvOMLXModel, path: "/v1/chat/completions", needsAdmission: true,
-			codec:  func() layer.Codec { return omlx.New() },
+			name: "omlx", provider: codec.OMLX, model: pvOMLXModel, path: "/v1/chat/completions", needsAdmission: true,
+			codec:  func() codec.Codec { return omlx.New() },
 			okBody: pvOMLXChat,
 			errorBody: func(status int) string {
 				typ, code := pvCode(status)
@@ -274,8 +275,8 @@ func pvProviders() []pvProv {
 				Stop: []string{"END", "STOP"}, ReasoningEffort: "low"}),
 		},
 		{
-			name: "ollama", provider: layer.Ollama, model: recoursetest.OllamaModel, path: "/api/chat", needsAdmission: true,
-			codec:  func() layer.Codec { return ollama.New() },
+			name: "ollama", provider: codec.Ollama, model: recoursetest.OllamaModel, path: "/api/chat", needsAdmission: true,
+			codec:  func() codec.Codec { return ollama.New() },
 			okBody: recoursetest.OllamaChat,
 			errorBody: func(status int) string {
 				switch status {
@@ -299,7 +300,7 @@ func pvProviders() []pvProv {
 }
 
 // pvRow returns the row of provider.
-func pvRow(t testing.TB, provider layer.Provider) pvProv {
+func pvRow(t testing.TB, provider codec.Provider) pvProv {
 	t.Helper()
 	for _, p := range pvProviders() {
 		if p.provider == provider {
@@ -374,7 +375,7 @@ func TestProviders_R11_3_ReferenceSequence503ThenSuccess(t *testing.T) {
 		for _, e := range evs {
 			assert.Equal(t, evs[0].LogicalID, e.LogicalID, "R2.5: one logical ID")
 			assert.Equal(t, p.provider, e.Provider)
-			assert.Equal(t, layer.Ordinary, e.Operation)
+			assert.Equal(t, codec.Ordinary, e.Operation)
 		}
 		assert.NotEqual(t, evs[0].AttemptID, evs[6].AttemptID, "R2.5: a new attempt ID")
 		assert.Equal(t, 2, evs[6].WireAttempt)
@@ -664,9 +665,9 @@ func TestProviders_R4_6_Partial2xxBodyFailsClosed(t *testing.T) {
 					assert.Equal(t, tc.observed, re.Failure.Progress.Observed.ContentBytes)
 					assert.Zero(t, re.Failure.Progress.Delivered.ContentBytes, "nothing was delivered")
 					if structured {
-						assert.Equal(t, layer.Structured, re.Failure.Operation)
+						assert.Equal(t, codec.Structured, re.Failure.Operation)
 					} else {
-						assert.Equal(t, layer.Ordinary, re.Failure.Operation)
+						assert.Equal(t, codec.Ordinary, re.Failure.Operation)
 					}
 				})
 			}
@@ -690,7 +691,7 @@ func TestProviders_R4_7_ProviderErrorIn200NeverRetried(t *testing.T) {
 		assert.Equal(t, layer.AcceptanceYes, re.Failure.Acceptance)
 		ev := layer.Inspect(&re.Failure)
 		require.NotNil(t, ev)
-		var pe *layer.ProviderError
+		var pe *codec.ProviderError
 		require.ErrorAs(t, ev.Cause, &pe)
 		assert.Equal(t, "the model runner stopped", pe.Message)
 	})
@@ -712,7 +713,7 @@ func TestProviders_R4_5_Malformed200(t *testing.T) {
 				assert.Equal(t, layer.CategoryProtocol, re.Failure.Category)
 				assert.Equal(t, layer.AcceptanceYes, re.Failure.Acceptance)
 				assert.Equal(t, layer.PhaseDecoding, re.Failure.Phase)
-				var pe *layer.ProtocolError
+				var pe *codec.ProtocolError
 				assert.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &pe)
 			})
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -156,9 +157,9 @@ func TestProviders_R2_3_EveryAttemptSendsIdenticalBytes(t *testing.T) {
 				require.NoError(t, json.Unmarshal(reqs[2].Body, &body))
 				pvCheckEncoding(t, p, body, structured)
 				evs := r.Rec.Events()
-				wantOp := layer.Ordinary
+				wantOp := codec.Ordinary
 				if structured {
-					wantOp = layer.Structured
+					wantOp = codec.Structured
 				}
 				for _, e := range evs {
 					assert.Equal(t, wantOp, e.Operation)
@@ -174,7 +175,7 @@ func pvCheckEncoding(t *testing.T, p pvProv, body map[string]any, structured boo
 	t.Helper()
 	var schema any
 	require.NoError(t, json.Unmarshal([]byte(pvSchema), &schema))
-	if p.provider == layer.OpenAI {
+	if p.provider == codec.OpenAI {
 		assert.NotEqual(t, true, body["stream"], "an ordinary call does not stream")
 	} else {
 		assert.Equal(t, false, body["stream"], "an ordinary call says stream:false (Ollama streams when it is absent)")
@@ -184,7 +185,7 @@ func pvCheckEncoding(t *testing.T, p pvProv, body map[string]any, structured boo
 	user, _ := msgs[1].(map[string]any)
 	img := base64.StdEncoding.EncodeToString(pvImage)
 	switch p.provider {
-	case layer.Ollama:
+	case codec.Ollama:
 		assert.Equal(t, map[string]any{
 			"temperature": 0.25, "top_p": 0.5, "top_k": float64(40), "num_ctx": float64(8192),
 			"num_predict": float64(64), "stop": []any{"END", "STOP"}, "seed": float64(7),
@@ -202,7 +203,7 @@ func pvCheckEncoding(t *testing.T, p pvProv, body map[string]any, structured boo
 		assert.Equal(t, 0.5, body["top_p"])
 		assert.Equal(t, float64(64), body["max_tokens"])
 		assert.Equal(t, []any{"END", "STOP"}, body["stop"])
-		if p.provider == layer.OMLX {
+		if p.provider == codec.OMLX {
 			assert.Equal(t, float64(40), body["top_k"])
 			assert.Equal(t, "low", body["reasoning_effort"])
 		} else {
@@ -252,7 +253,7 @@ func TestProviders_R2_3_StructuredResendIgnoresSchemaMutation(t *testing.T) {
 		var body map[string]any
 		require.NoError(t, json.Unmarshal(reqs[1].Body, &body))
 		key := "response_format"
-		if p.provider == layer.Ollama {
+		if p.provider == codec.Ollama {
 			key = "format"
 		}
 		assert.Contains(t, body, key)
@@ -264,7 +265,7 @@ func TestProviders_R2_3_StructuredResendIgnoresSchemaMutation(t *testing.T) {
 // --- oMLX: whitespace before the JSON -------------------------------------
 
 // pvOMLXRow returns the oMLX provider row.
-func pvOMLXRow(t *testing.T) pvProv { return pvRow(t, layer.OMLX) }
+func pvOMLXRow(t *testing.T) pvProv { return pvRow(t, codec.OMLX) }
 
 // oMLX answers 200 at once and sends a space every few seconds until the
 // JSON is ready: the whitespace is not semantic output and the answer

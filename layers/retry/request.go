@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -15,7 +16,7 @@ type request struct {
 	req     *http.Request
 	body    []byte
 	header  http.Header
-	info    layer.RequestInfo
+	info    codec.RequestInfo
 	getBody func() (io.ReadCloser, error)
 }
 
@@ -24,7 +25,7 @@ type request struct {
 // body (drop-in calls). A request whose body is a *layer.RequestBody was
 // built for this call alone: its body bytes and header are kept as they
 // are; any other request's body is read and copied and its header cloned.
-func (in *request) read(req *http.Request, codec layer.Codec, facts *layer.RequestInfo) error {
+func (in *request) read(req *http.Request, cdc codec.Codec, facts *codec.RequestInfo) error {
 	in.req = req
 	if rb, ok := req.Body.(*layer.RequestBody); ok {
 		in.body, in.header = rb.Unread(), req.Header
@@ -43,14 +44,14 @@ func (in *request) read(req *http.Request, codec layer.Codec, facts *layer.Reque
 	switch {
 	case facts != nil:
 		in.info = *facts
-	case codec != nil:
-		if info, err := codec.Describe(in.body); err == nil {
+	case cdc != nil:
+		if info, err := cdc.Describe(in.body); err == nil {
 			in.info = info
 		} else {
-			in.info = layer.RequestInfo{Operation: layer.Ordinary}
+			in.info = codec.RequestInfo{Operation: codec.Ordinary}
 		}
 	default:
-		in.info = layer.RequestInfo{Operation: layer.Ordinary}
+		in.info = codec.RequestInfo{Operation: codec.Ordinary}
 	}
 	return nil
 }

@@ -7,20 +7,21 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
 // resumeState is a background stream's resume (R19.9): where the next
 // read starts, and the decoder it continues.
 type resumeState struct {
-	point layer.ResumePoint
-	prev  layer.Observer
+	point codec.ResumePoint
+	prev  codec.Observer
 }
 
 // readOf is a call that reads a stored response (R19.13).
 type readOf struct {
-	r      layer.Resumer
-	point  layer.ResumePoint
+	r      codec.Resumer
+	point  codec.ResumePoint
 	stream bool
 }
 
@@ -32,7 +33,7 @@ const maxReadBody = 64 << 10
 // readOfRequest returns the read that req is, and ok=false for a request
 // that is no read (it then passes through). It reads a GET's body (at most
 // maxReadBody bytes) and gives req a body over the same bytes again.
-func readOfRequest(r layer.Resumer, req *http.Request) (*readOf, bool) {
+func readOfRequest(r codec.Resumer, req *http.Request) (*readOf, bool) {
 	if req.Method != http.MethodGet {
 		return nil, false
 	}
@@ -57,11 +58,11 @@ func readOfRequest(r layer.Resumer, req *http.Request) (*readOf, bool) {
 }
 
 // info returns the request facts of the read.
-func (r *readOf) info() *layer.RequestInfo {
+func (r *readOf) info() *codec.RequestInfo {
 	if r.stream {
-		return &layer.RequestInfo{Operation: layer.Streaming, Background: true}
+		return &codec.RequestInfo{Operation: codec.Streaming, Background: true}
 	}
-	return &layer.RequestInfo{Operation: layer.Ordinary}
+	return &codec.RequestInfo{Operation: codec.Ordinary}
 }
 
 // start makes c a read: no admission, no decoding of a retrieved body, no
@@ -87,7 +88,7 @@ const maxCancelBody = 64 << 10
 // answered with a resume read: a cut, a stall or another transport failure
 // or client timeout (R19.9). A provider's error, a malformed stream, a
 // capture failure and a cancellation are not.
-func resumable(cat layer.Category, ce *layer.CaptureError, fr *layer.Frame) bool {
+func resumable(cat layer.Category, ce *layer.CaptureError, fr *codec.Frame) bool {
 	return ce == nil && fr == nil && (cat == layer.CategoryTransport || cat == layer.CategoryClientTimeout)
 }
 
@@ -163,7 +164,7 @@ func (c *call) cancelRemote() {
 		return
 	}
 	ident := layer.Identity{LogicalID: c.logical, AttemptID: newUUIDs(1)}
-	a := layer.NewAttempt(ident, layer.RequestInfo{Operation: layer.Ordinary, Model: c.in.info.Model}, nil, nil, nil)
+	a := layer.NewAttempt(ident, codec.RequestInfo{Operation: codec.Ordinary, Model: c.in.info.Model}, nil, nil, nil)
 	next := c.t.next
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), CancelTimeout)
 	req = req.WithContext(layer.WithAttempt(ctx, a))

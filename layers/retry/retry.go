@@ -34,10 +34,10 @@
 //
 // A recovering stream body returns whole frames; when it ends with a
 // *layer.RecoveryError it first hands over an in-band error frame — the
-// provider's own, or the codec's (layer.ErrorFramer) carrying only the
+// provider's own, or the codec's (codec.ErrorFramer) carrying only the
 // error's safe text — so a client that reads only frames still fails.
 //
-// A codec that is a layer.Resumer (the Responses API codec) adds
+// A codec that is a codec.Resumer (the Responses API codec) adds
 // background responses (R19.9–R19.13): once a background stream's ID is
 // known, a cut, a stall or a transport failure is answered with a resume
 // read after the last delivered event — a GET the codec builds, counted as
@@ -59,14 +59,15 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
 // Layer is the recovery engine. It is immutable after New and safe for
 // concurrent use.
 type Layer struct {
-	codec  layer.Codec
-	facts  layer.Facts
+	codec  codec.Codec
+	facts  codec.Facts
 	policy *Policy
 }
 
@@ -76,10 +77,10 @@ type Layer struct {
 // that the sender sends it without an attempt), with no events and no
 // captures (R1.1). New returns a *layer.PolicyError if
 // the policy is invalid.
-func New(codec layer.Codec, policy *Policy) (*Layer, error) {
-	l := &Layer{codec: codec}
-	if codec != nil {
-		l.facts = codec.Facts()
+func New(cdc codec.Codec, policy *Policy) (*Layer, error) {
+	l := &Layer{codec: cdc}
+	if cdc != nil {
+		l.facts = cdc.Facts()
 	}
 	if policy != nil {
 		// A deep copy, validated: the caller's slices and durations stay
@@ -100,7 +101,7 @@ func (*Layer) Name() string { return "retry" }
 func (*Layer) Position() layer.Position { return layer.Engine }
 
 // Codec returns the codec the layer was built with.
-func (l *Layer) Codec() layer.Codec { return l.codec }
+func (l *Layer) Codec() codec.Codec { return l.codec }
 
 // Wrap returns the recovering RoundTripper around next: the stages below the
 // engine, which run once per attempt.

@@ -10,8 +10,9 @@ import (
 	"strings"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/internal/httpdate"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
 
 // MaxResponseBody bounds an ordinary response body; a larger body is a
@@ -158,7 +159,7 @@ func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header
 	id := c.t.l.codec.RequestID(h)
 	ev.Response.RequestID = id
 	c.noteCode(f, ev, code)
-	if layer.IsValidRequestID(id) && !layer.Echoes(id, c.in.body, c.in.header) {
+	if codec.IsValidRequestID(id) && !echoes(id, c.in.body, c.in.header) {
 		f.ProviderRequestID = id
 	}
 	c.providerHints(f, h, code)
@@ -169,7 +170,7 @@ func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header
 // the request's body and headers do not echo (R10.5).
 func (c *call) noteCode(f *layer.Failure, ev *layer.Evidence, code string) {
 	ev.Response.Code = code
-	if layer.IsKnownProviderCode(code) && !layer.Echoes(code, c.in.body, c.in.header) {
+	if codec.IsKnownProviderCode(code) && !echoes(code, c.in.body, c.in.header) {
 		f.ProviderCode = code
 	}
 }
@@ -184,7 +185,7 @@ func (c *call) noteCode(f *layer.Failure, ev *layer.Evidence, code string) {
 // the body, its read error and the flags would travel between them.
 func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResult {
 	c.status = resp.StatusCode
-	if c.in.info.Operation == layer.Streaming && resp.StatusCode/100 == 2 {
+	if c.in.info.Operation == codec.Streaming && resp.StatusCode/100 == 2 {
 		// A 2xx stream is read frame by frame by the stream body (or, for a
 		// codec that decodes no frames, handed over as it is).
 		return attemptResult{resp: resp}
@@ -257,7 +258,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		f.Category = layer.CategoryProtocol
 		f.Acceptance = layer.AcceptanceYes
 		f.Phase = layer.PhaseDecoding
-		ev.Cause = &layer.ProtocolError{What: "response body exceeds the size limit"}
+		ev.Cause = &codec.ProtocolError{What: "response body exceeds the size limit"}
 		oversize = true
 	default:
 		// complete holds here and the body did not decode (derr != nil).
@@ -265,7 +266,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 		f.Phase = layer.PhaseDecoding
 		ev.Cause = derr
 		ev.Response.FinishReason, ev.Response.Model, ev.Response.Usage = comp.FinishReason, comp.Model, comp.Usage
-		var pe *layer.ProviderError
+		var pe *codec.ProviderError
 		if errors.As(derr, &pe) {
 			f.Category = layer.CategoryProviderResponse
 			c.noteCode(&f, &ev, pe.Code)
@@ -305,7 +306,7 @@ func (c *call) decode(b []byte) (layer.ResponseEvidence, *chat.Completion, error
 		// status: it is handed over, not judged (R19.13).
 		return layer.ResponseEvidence{}, nil, nil
 	}
-	if ch, ok := c.t.l.codec.(layer.Checker); ok && c.outcomeOnly() && c.in.info.Operation == layer.Ordinary {
+	if ch, ok := c.t.l.codec.(codec.Checker); ok && c.outcomeOnly() && c.in.info.Operation == codec.Ordinary {
 		// Nobody can read this call's result (a drop-in call without a
 		// *layer.Call), or its reader reads only the outcome (R20.11):
 		// judge the body as Decode would, without building the completion.
@@ -316,9 +317,9 @@ func (c *call) decode(b []byte) (layer.ResponseEvidence, *chat.Completion, error
 		return layer.ResponseEvidence{}, nil, err
 	}
 	ev := layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
-	if c.in.info.Operation == layer.Structured && len(comp.Message.ToolCalls) == 0 && !json.Valid([]byte(comp.Message.Content)) {
+	if c.in.info.Operation == codec.Structured && len(comp.Message.ToolCalls) == 0 && !json.Valid([]byte(comp.Message.Content)) {
 		// The refused answer keeps its evidence for Inspect (R10.5).
-		return ev, nil, &layer.ProtocolError{What: "structured content is not JSON"}
+		return ev, nil, &codec.ProtocolError{What: "structured content is not JSON"}
 	}
 	return ev, comp, nil
 }
@@ -335,4 +336,27 @@ func (c *call) outcomeOnly() bool {
 // that error no type, so its fixed text is matched.
 func headersTooLarge(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "net/http: server response headers exceeded ")
+}
+
+// echoes reports whether v occurs in the encoded request body or in any
+// request header value (a credential). Safe records omit such values (R10.3).
+// A "req_"-prefixed value also echoes when its unprefixed part does.
+func echoes(v string, body []byte, h http.Header) bool {
+	if v == "" {
+		return false
+	}
+	if bare, ok := strings.CutPrefix(v, "req_"); ok && bare != "" && echoes(bare, body, h) {
+		return true
+	}
+	if strings.Contains(string(body), v) {
+		return true
+	}
+	for _, vs := range h {
+		for _, hv := range vs {
+			if strings.Contains(hv, v) {
+				return true
+			}
+		}
+	}
+	return false
 }

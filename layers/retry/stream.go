@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -109,21 +110,21 @@ func (b *streamBody) closedErr() error {
 }
 
 // NextFrame returns the next frame of the stream.
-func (b *streamBody) NextFrame() (layer.Frame, error) {
+func (b *streamBody) NextFrame() (codec.Frame, error) {
 	if !b.enter() {
-		return layer.Frame{}, b.closedErr()
+		return codec.Frame{}, b.closedErr()
 	}
 	f, err := b.nextFrame()
 	if b.leave() {
-		return layer.Frame{}, errClosed
+		return codec.Frame{}, errClosed
 	}
 	return f, err
 }
 
-func (b *streamBody) nextFrame() (layer.Frame, error) {
+func (b *streamBody) nextFrame() (codec.Frame, error) {
 	for {
 		if b.err != nil {
-			return layer.Frame{}, b.err
+			return codec.Frame{}, b.err
 		}
 		if b.c.ctx.Err() != nil {
 			// Abort wins over queued content and completion (R13.5).
@@ -187,7 +188,7 @@ func (b *streamBody) discard() {
 // whether f is to be handed to the consumer. Abort wins over queued content,
 // telemetry and completion (R13.5): the context is checked after every
 // event, so an observer that cancels stops the frame it was told about.
-func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
+func (b *streamBody) frame(f *codec.Frame) (deliver bool) {
 	c := b.c
 	aborted := func() bool {
 		if c.ctx.Err() != nil {
@@ -221,7 +222,7 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 		}
 	}
 	if f.Err != nil {
-		var pe *layer.ProviderError
+		var pe *codec.ProviderError
 		switch {
 		case errors.As(f.Err, &pe), isStreamError(f.Err):
 			b.fail(layer.CategoryProviderResponse, f.Err, nil, f)
@@ -237,7 +238,7 @@ func (b *streamBody) frame(f *layer.Frame) (deliver bool) {
 		return false
 	}
 	before := b.a.Progress().Delivered
-	b.a.Deliver(layer.Counts{CompletedToolCalls: f.Semantic().CompletedToolCalls})
+	b.a.Deliver(codec.Counts{CompletedToolCalls: f.Semantic().CompletedToolCalls})
 	b.a.Finish() // the sender keeps the connection for reuse
 	// Closing the body takes the capture's end marker when HTTP EOF did not
 	// come first. Its hook decides here, before the success is reported —
@@ -300,7 +301,7 @@ func (b *streamBody) ended(err error) {
 			cause = io.ErrUnexpectedEOF
 		}
 		cat := layer.CategoryTransport
-		var pe *layer.ProviderError
+		var pe *codec.ProviderError
 		if errors.As(cause, &pe) {
 			// A provider error object instead of a stream: the provider
 			// refused the request; never eligible (R4.7).
@@ -321,7 +322,7 @@ func (b *streamBody) ended(err error) {
 
 // fail records the current attempt's failure and runs the decision plane;
 // on an admitted resend it switches to the new attempt's body.
-func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureError, fr *layer.Frame) {
+func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureError, fr *codec.Frame) {
 	c := b.c
 	closeResp(b.resp)
 	f := c.newFailure(b.a)
@@ -339,7 +340,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 	if fr != nil {
 		f.Phase = layer.PhaseDecoding
 		ev.Bytes = fr.Raw
-		var pe *layer.ProviderError
+		var pe *codec.ProviderError
 		if errors.As(cause, &pe) {
 			b.tail = fr.Raw
 			c.noteCode(&f, &ev, pe.Code)
@@ -349,7 +350,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		if fr.Completion != nil {
 			ev.Response.Model, ev.Response.Usage = fr.Completion.Model, fr.Completion.Usage
 		}
-	} else if pe := (*layer.ProviderError)(nil); cat == layer.CategoryProviderResponse && errors.As(cause, &pe) {
+	} else if pe := (*codec.ProviderError)(nil); cat == layer.CategoryProviderResponse && errors.As(cause, &pe) {
 		// An error document in place of the stream (see ended).
 		f.Phase = layer.PhaseDecoding
 		c.noteCode(&f, &ev, pe.Code)
@@ -376,7 +377,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 }
 
 // Deliver records evidence handed to the consumer.
-func (b *streamBody) Deliver(cnt layer.Counts) { b.a.Deliver(cnt) }
+func (b *streamBody) Deliver(cnt codec.Counts) { b.a.Deliver(cnt) }
 
 // Read returns the exact bytes of whole frames (drop-in use). The frames
 // without evidence that open the stream are held until its first frame
@@ -387,7 +388,7 @@ func (b *streamBody) Deliver(cnt layer.Counts) { b.a.Deliver(cnt) }
 // provider error frame that ended the stream is handed over before the
 // typed error, so the client reports the provider's error itself; and
 // otherwise, when the stream ends with a *layer.RecoveryError other than a
-// cancellation and the codec is a layer.ErrorFramer, its in-band error
+// cancellation and the codec is a codec.ErrorFramer, its in-band error
 // frame carrying the error's safe text comes before the read error, so a
 // client that ignores its reader's error still fails. A cancelled stream
 // returns the *layer.RecoveryError alone, which unwraps to the context's
@@ -478,7 +479,7 @@ func (b *streamBody) errorFrame(err error) []byte {
 	if b.framed || b.state.Load() >= closing || !errors.As(err, &re) || re.Outcome == layer.OutcomeCancelled {
 		return nil
 	}
-	ef, ok := b.c.t.l.codec.(layer.ErrorFramer)
+	ef, ok := b.c.t.l.codec.(codec.ErrorFramer)
 	if !ok {
 		return nil
 	}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -46,7 +47,7 @@ const scWait = 5 * time.Second
 // scProv is one provider row: its codec and how its wire frames look.
 type scProv struct {
 	name           string
-	codec          func() layer.Codec
+	codec          func() codec.Codec
 	model          string
 	ndjson         bool
 	needsAdmission bool // R8.3: an eligible failure stops with admission_required without a hook
@@ -141,14 +142,14 @@ func ollamaLine(message string, done string) string {
 	return `{"model":"llama3.2",` + scOllamaAt + `,"message":` + message + `,"done":true,"done_reason":"` + done + `",` + scOllamaMetrics + `}` + "\n"
 }
 
-func sseProv(name string, codec func() layer.Codec, model string, null bool, keepalive string) scProv {
+func sseProv(name string, cdc func() codec.Codec, model string, null bool, keepalive string) scProv {
 	id := "chatcmpl-" + name
 	ch := func(delta, finish string) string { return sseChunk(id, model, delta, finish, null) }
 	usage := `data: {"id":"` + id + `","object":"chat.completion.chunk","created":1760054400,"model":"` + model +
 		`","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19}}` + "\n\n"
 	role := ch(`{"role":"assistant","content":""}`, "")
 	p := scProv{
-		name: name, codec: codec, model: model, keepalive: keepalive, empty: role,
+		name: name, codec: cdc, model: model, keepalive: keepalive, empty: role,
 		content:   func(s string) string { return ch(`{"content":`+jsonString(s)+`}`, "") },
 		reasoning: func(s string) string { return ch(`{"reasoning_content":`+jsonString(s)+`}`, "") },
 		malformed: "data: {not json\n\n",
@@ -182,12 +183,12 @@ func sseProv(name string, codec func() layer.Codec, model string, null bool, kee
 
 // scProviders returns the three provider rows.
 func scProviders() []scProv {
-	oa := sseProv("openai", func() layer.Codec { return openai.New() }, "gpt-4o-mini", true, ": keep-alive\n\n")
-	om := sseProv("omlx", func() layer.Codec { return omlx.New() }, "qwen3-8b", false, ": keep-alive\n\n")
+	oa := sseProv("openai", func() codec.Codec { return openai.New() }, "gpt-4o-mini", true, ": keep-alive\n\n")
+	om := sseProv("omlx", func() codec.Codec { return omlx.New() }, "qwen3-8b", false, ": keep-alive\n\n")
 	om.needsAdmission = true
 	msg := func(fields string) string { return `{"role":"assistant"` + fields + `}` }
 	ol := scProv{
-		name: "ollama", codec: func() layer.Codec { return ollama.New() }, model: "llama3.2", ndjson: true, needsAdmission: true,
+		name: "ollama", codec: func() codec.Codec { return ollama.New() }, model: "llama3.2", ndjson: true, needsAdmission: true,
 		keepalive: "\n",
 		empty:     ollamaLine(msg(`,"content":""`), ""),
 		content:   func(s string) string { return ollamaLine(msg(`,"content":`+jsonString(s)), "") },
@@ -345,7 +346,7 @@ func TestR13_1_StreamConformance_KeepaliveThenResetResumes(t *testing.T) {
 			f := scFirstFailed(t, r.Rec.Events())
 			assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
 			assert.Equal(t, layer.CategoryTransport, f.Category)
-			assert.Equal(t, layer.Streaming, f.Operation)
+			assert.Equal(t, codec.Streaming, f.Operation)
 			assert.Equal(t, layer.AcceptanceYes, f.Acceptance)
 			assert.Equal(t, int64(len(p.keepalive)), f.Progress.RawBytes)
 			assert.False(t, f.Progress.Observed.Any(), "a keepalive is no semantic evidence")
@@ -420,11 +421,11 @@ func TestR13_1_StreamSemanticThenResetIsInterrupted(t *testing.T) {
 		kinds := []struct {
 			name  string
 			frame string
-			want  layer.Counts
+			want  codec.Counts
 		}{
-			{"content", p.content("Hel"), layer.Counts{ContentBytes: 3}},
-			{"reasoning", p.reasoning("hmm"), layer.Counts{ReasoningBytes: 3}},
-			{"tool_fragment", p.tool, layer.Counts{ToolFragments: 1}},
+			{"content", p.content("Hel"), codec.Counts{ContentBytes: 3}},
+			{"reasoning", p.reasoning("hmm"), codec.Counts{ReasoningBytes: 3}},
+			{"tool_fragment", p.tool, codec.Counts{ToolFragments: 1}},
 		}
 		for _, k := range kinds {
 			for _, opts := range []struct {
@@ -492,7 +493,7 @@ func TestR14_2_StreamDecodedNotPatternMatched(t *testing.T) {
 		prov  string
 		name  string
 		frame string
-		want  layer.Counts
+		want  codec.Counts
 		text  string
 	}
 	ps := scProviders()
@@ -502,17 +503,17 @@ func TestR14_2_StreamDecodedNotPatternMatched(t *testing.T) {
 		id := "chatcmpl-" + p.name
 		null := p.name == "openai"
 		rows = append(rows,
-			row{p.name, "escaped_content_key", sseChunk(id, p.model, `{"con\u0074ent":"éé"}`, "", null), layer.Counts{ContentBytes: 4}, "éé"},
-			row{p.name, "escaped_reasoning_key", sseChunk(id, p.model, `{"reasoning\u005fcontent":"why"}`, "", null), layer.Counts{ReasoningBytes: 3}, ""},
-			row{p.name, "whitespace_prefixed_data", "  " + p.content("Hi"), layer.Counts{ContentBytes: 2}, "Hi"},
-			row{p.name, "tab_prefixed_data", "\t" + p.content("Hi"), layer.Counts{ContentBytes: 2}, "Hi"},
-			row{p.name, "legacy_function_call", sseChunk(id, p.model, `{"function_call":{"name":"get_weather","arguments":"{\"ci"}}`, "", null), layer.Counts{ToolFragments: 1}, ""},
+			row{p.name, "escaped_content_key", sseChunk(id, p.model, `{"con\u0074ent":"éé"}`, "", null), codec.Counts{ContentBytes: 4}, "éé"},
+			row{p.name, "escaped_reasoning_key", sseChunk(id, p.model, `{"reasoning\u005fcontent":"why"}`, "", null), codec.Counts{ReasoningBytes: 3}, ""},
+			row{p.name, "whitespace_prefixed_data", "  " + p.content("Hi"), codec.Counts{ContentBytes: 2}, "Hi"},
+			row{p.name, "tab_prefixed_data", "\t" + p.content("Hi"), codec.Counts{ContentBytes: 2}, "Hi"},
+			row{p.name, "legacy_function_call", sseChunk(id, p.model, `{"function_call":{"name":"get_weather","arguments":"{\"ci"}}`, "", null), codec.Counts{ToolFragments: 1}, ""},
 		)
 	}
 	rows = append(rows,
-		row{ol.name, "escaped_content_key", ollamaLine(`{"role":"assistant","con\u0074ent":"éé"}`, ""), layer.Counts{ContentBytes: 4}, "éé"},
-		row{ol.name, "escaped_thinking_key", ollamaLine(`{"role":"assistant","content":"","thin\u006bing":"why"}`, ""), layer.Counts{ReasoningBytes: 3}, ""},
-		row{ol.name, "whitespace_prefixed_line", "  " + ol.content("Hi"), layer.Counts{ContentBytes: 2}, "Hi"},
+		row{ol.name, "escaped_content_key", ollamaLine(`{"role":"assistant","con\u0074ent":"éé"}`, ""), codec.Counts{ContentBytes: 4}, "éé"},
+		row{ol.name, "escaped_thinking_key", ollamaLine(`{"role":"assistant","content":"","thin\u006bing":"why"}`, ""), codec.Counts{ReasoningBytes: 3}, ""},
+		row{ol.name, "whitespace_prefixed_line", "  " + ol.content("Hi"), codec.Counts{ContentBytes: 2}, "Hi"},
 	)
 	byName := map[string]scProv{oa.name: oa, om.name: om, ol.name: ol}
 	for _, rw := range rows {
@@ -547,7 +548,7 @@ func TestR4_5_StreamMalformedFrameIsInterrupted(t *testing.T) {
 			assert.False(t, re.Failure.Progress.Observed.Any())
 			assert.Equal(t, 1, r.Server.Count(), "one POST")
 			assert.Empty(t, run.chunks)
-			var pe *layer.ProtocolError
+			var pe *codec.ProtocolError
 			assert.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &pe)
 			types := r.Rec.Types()
 			assert.Equal(t, []string{"attempt_started", "attempt_failed", "interrupted"}, scLifecycle(types))

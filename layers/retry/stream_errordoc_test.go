@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -19,10 +20,10 @@ import (
 // object instead of an event stream is a provider error: never eligible,
 // one POST, its known code kept — not an incomplete stream resent.
 func TestR4_7_StreamAnsweredWithAnErrorDocumentIsNotResent(t *testing.T) {
-	for name, codec := range map[string]layer.Codec{"openai": openai.New(), "omlx": omlx.New()} {
+	for name, cdc := range map[string]codec.Codec{"openai": openai.New(), "omlx": omlx.New()} {
 		t.Run(name, func(t *testing.T) {
 			doc := recoursetest.JSON(200, recoursetest.OpenAIError("invalid_request_error", "model_not_found", "no such model"))
-			r := rigtest.New(t, codec, retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: allowHook}, doc, doc, doc)
+			r := rigtest.New(t, cdc, retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: allowHook}, doc, doc, doc)
 			req := canaryRequest()
 			req.Stream = true
 			text, _, err := collect(t, r.Client.Stream(context.Background(), req))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -29,7 +30,7 @@ func scOllama() scProv {
 }
 
 // scWantMetrics are the numbers of every Ollama done line of these tests.
-var scWantMetrics = layer.Metrics{
+var scWantMetrics = codec.Metrics{
 	TotalDuration:      512345678 * time.Nanosecond,
 	LoadDuration:       12345678 * time.Nanosecond,
 	PromptEvalCount:    12,
@@ -101,7 +102,7 @@ func TestR13_6_OllamaTelemetryPrecedesDelivery(t *testing.T) {
 			attempts = append(attempts, e.WireAttempt)
 			assert.Equal(t, started[e.WireAttempt], e.AttemptID, "progress carries the attempt's identity")
 			assert.True(t, e.Progress.HeadersReceived)
-			assert.Equal(t, layer.Ollama, e.Provider)
+			assert.Equal(t, codec.Ollama, e.Provider)
 		case layer.EventMetrics:
 			metrics = append(metrics, e)
 		}
@@ -128,7 +129,7 @@ func TestR13_6_OllamaMetricsOnLength(t *testing.T) {
 	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
 	log := scEventLog(rec)
 	assert.Equal(t, 1, scCountStr(log, "metrics"), "one metrics event")
-	var m *layer.Metrics
+	var m *codec.Metrics
 	for _, e := range rec.Events() {
 		if e.Type == layer.EventMetrics {
 			m = e.Metrics
@@ -191,13 +192,13 @@ func TestR13_2_StreamProgressCounters(t *testing.T) {
 		name      string
 		opts      []chain.StreamOption
 		events    bool
-		delivered layer.Counts
+		delivered codec.Counts
 	}{
-		{"plain", nil, false, layer.Counts{ContentBytes: 6}},
-		{"with_reasoning", []chain.StreamOption{chain.WithReasoning()}, false, layer.Counts{ReasoningBytes: 6, ContentBytes: 6}},
-		{"with_tool_fragments", []chain.StreamOption{chain.WithToolFragments()}, false, layer.Counts{ContentBytes: 6, ToolFragments: 1}},
-		{"with_both", []chain.StreamOption{chain.WithReasoning(), chain.WithToolFragments()}, false, layer.Counts{ReasoningBytes: 6, ContentBytes: 6, ToolFragments: 1}},
-		{"event_api", nil, true, layer.Counts{ContentBytes: 6}},
+		{"plain", nil, false, codec.Counts{ContentBytes: 6}},
+		{"with_reasoning", []chain.StreamOption{chain.WithReasoning()}, false, codec.Counts{ReasoningBytes: 6, ContentBytes: 6}},
+		{"with_tool_fragments", []chain.StreamOption{chain.WithToolFragments()}, false, codec.Counts{ContentBytes: 6, ToolFragments: 1}},
+		{"with_both", []chain.StreamOption{chain.WithReasoning(), chain.WithToolFragments()}, false, codec.Counts{ReasoningBytes: 6, ContentBytes: 6, ToolFragments: 1}},
+		{"event_api", nil, true, codec.Counts{ContentBytes: 6}},
 	}
 	for _, p := range scProviders() {
 		frames := []string{p.keepalive, p.reasoning(s), p.content(s), p.tool}
@@ -220,7 +221,7 @@ func TestR13_2_StreamProgressCounters(t *testing.T) {
 				pr := re.Failure.Progress
 				assert.True(t, pr.HeadersReceived)
 				assert.Equal(t, raw, pr.RawBytes, "raw bytes")
-				assert.Equal(t, layer.Counts{ReasoningBytes: 6, ContentBytes: 6, ToolFragments: 1}, pr.Observed, "observed")
+				assert.Equal(t, codec.Counts{ReasoningBytes: 6, ContentBytes: 6, ToolFragments: 1}, pr.Observed, "observed")
 				assert.Equal(t, m.delivered, pr.Delivered, "delivered")
 			})
 		}
@@ -264,8 +265,8 @@ func TestR13_2_StreamProgressOnSuccess(t *testing.T) {
 				ok := scEventsOf(rec.Events(), layer.EventAttemptSucceeded)
 				require.Len(t, ok, 1)
 				pr := ok[0].Progress
-				assert.Equal(t, layer.Counts{ReasoningBytes: 6, ContentBytes: 6}, pr.Observed)
-				assert.Equal(t, layer.Counts{ReasoningBytes: m.reasoning, ContentBytes: 6}, pr.Delivered)
+				assert.Equal(t, codec.Counts{ReasoningBytes: 6, ContentBytes: 6}, pr.Observed)
+				assert.Equal(t, codec.Counts{ReasoningBytes: m.reasoning, ContentBytes: 6}, pr.Delivered)
 			})
 		}
 	}

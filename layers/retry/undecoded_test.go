@@ -12,23 +12,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // plainObserver hides the stream decoder of the observer it wraps: a codec
 // that counts a stream's bytes but decodes no frames.
-type plainObserver struct{ o layer.Observer }
+type plainObserver struct{ o codec.Observer }
 
 func (p plainObserver) Write(b []byte)         { p.o.Write(b) }
-func (p plainObserver) Observed() layer.Counts { return p.o.Observed() }
+func (p plainObserver) Observed() codec.Counts { return p.o.Observed() }
 
 // undecodingCodec is the OpenAI codec with an observer that decodes no
 // frames.
 type undecodingCodec struct{ *openai.Codec }
 
-func (c undecodingCodec) NewObserver(info layer.RequestInfo) layer.Observer {
+func (c undecodingCodec) NewObserver(info codec.RequestInfo) codec.Observer {
 	return plainObserver{c.Codec.NewObserver(info)}
 }
 

@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -180,7 +181,7 @@ func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if a != nil {
 		a.HeadersReceived()
-		if l.drains && a.Info.Operation == layer.Streaming && resp.Body != nil && resp.Body != http.NoBody {
+		if l.drains && a.Info.Operation == codec.Streaming && resp.Body != nil && resp.Body != http.NoBody {
 			resp.Body = &streamBody{rc: resp.Body, a: a}
 		}
 	}

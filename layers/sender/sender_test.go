@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/sender"
 )
@@ -47,7 +48,7 @@ func streamServer(t *testing.T, head string, rest func(w http.ResponseWriter, r 
 func finishedStream(t *testing.T, s *sender.Layer, url, head string) time.Duration {
 	t.Helper()
 	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
-		layer.RequestInfo{Operation: layer.Streaming}, nil, nil, nil)
+		codec.RequestInfo{Operation: codec.Streaming}, nil, nil, nil)
 	req, err := http.NewRequestWithContext(layer.WithAttempt(context.Background(), a), http.MethodPost, url, strings.NewReader("{}"))
 	require.NoError(t, err)
 	resp, err := s.RoundTrip(req)
@@ -119,7 +120,7 @@ func TestUnfinishedStreamIsNotDrained(t *testing.T) {
 	s := sender.New(nil)
 	defer s.CloseIdleConnections()
 	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
-		layer.RequestInfo{Operation: layer.Streaming}, nil, nil, nil)
+		codec.RequestInfo{Operation: codec.Streaming}, nil, nil, nil)
 	req, err := http.NewRequestWithContext(layer.WithAttempt(context.Background(), a), http.MethodPost, srv.URL, strings.NewReader("{}"))
 	require.NoError(t, err)
 	resp, err := s.RoundTrip(req)
@@ -148,7 +149,7 @@ func TestSenderMarksTheConnection(t *testing.T) {
 	defer s.CloseIdleConnections()
 	for _, withOwn := range []bool{false, true} {
 		a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
-			layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, nil)
+			codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 		ctx := context.Background()
 		var own atomic.Int64
 		if withOwn {
@@ -200,7 +201,7 @@ func TestR2_1_SenderInEngineRefusesARequestWithoutAttempt(t *testing.T) {
 	require.True(t, body.closed.Load(), "the refused request's body is closed")
 	require.Zero(t, hits.Load(), "nothing is sent")
 
-	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1}, layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, nil)
+	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	_, err = send(strict, layer.WithAttempt(context.Background(), a))
 	require.NoError(t, err)
 	_, err = send(strict, layer.WithPassThrough(context.Background()))

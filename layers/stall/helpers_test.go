@@ -16,6 +16,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -136,15 +137,15 @@ type rig struct {
 	at     []time.Duration // when each event was recorded, since start
 }
 
-func newRig(t *testing.T, codec layer.Codec, lim stall.Limits, pol retry.Policy) *rig {
+func newRig(t *testing.T, cdc codec.Codec, lim stall.Limits, pol retry.Policy) *rig {
 	t.Helper()
 	pol.BaseDelay = new(time.Duration(0))
-	r, _ := newRigWith(t, codec, lim, pol)
+	r, _ := newRigWith(t, cdc, lim, pol)
 	return r
 }
 
 // newRigWith is newRig with the policy and the chain options as given.
-func newRigWith(t *testing.T, codec layer.Codec, lim stall.Limits, pol retry.Policy, opts ...chain.Option) (*rig, *chain.Chain) {
+func newRigWith(t *testing.T, cdc codec.Codec, lim stall.Limits, pol retry.Policy, opts ...chain.Option) (*rig, *chain.Chain) {
 	t.Helper()
 	r := &rig{t: t, p: newProvider(t), start: time.Now()}
 	st, err := stall.New(lim)
@@ -157,7 +158,7 @@ func newRigWith(t *testing.T, codec layer.Codec, lim stall.Limits, pol retry.Pol
 		return nil
 	}
 	opts = append([]chain.Option{chain.WithPolicy(pol), chain.WithPerAttempt(st), chain.WithTransport(r.p.tr)}, opts...)
-	ch, err := chain.Default(codec, opts...)
+	ch, err := chain.Default(cdc, opts...)
 	require.NoError(t, err)
 	r.client, err = chain.NewClient(r.p.srv.URL, ch, chain.WithAPIKey("sk-test"))
 	require.NoError(t, err)

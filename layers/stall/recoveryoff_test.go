@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
@@ -45,9 +46,9 @@ func offModes() []offMode {
 
 // newOffRig is newRig with recovery off as m says; make it inside a
 // testing/synctest bubble.
-func newOffRig(t *testing.T, codec layer.Codec, lim stall.Limits, m offMode) (*rig, *chain.Chain) {
+func newOffRig(t *testing.T, cdc codec.Codec, lim stall.Limits, m offMode) (*rig, *chain.Chain) {
 	t.Helper()
-	r, ch := newRigWith(t, codec, lim, retry.Policy{}, m.opts...)
+	r, ch := newRigWith(t, cdc, lim, retry.Policy{}, m.opts...)
 	r.ctx = m.ctx(r.ctx)
 	return r, ch
 }
@@ -56,7 +57,7 @@ func newOffRig(t *testing.T, codec layer.Codec, lim stall.Limits, m offMode) (*r
 // its stream, a keepalive, and a chunk that carries no output.
 type offStream struct {
 	name        string
-	codec       func() layer.Codec
+	codec       func() codec.Codec
 	contentType string
 	keepalive   string
 	empty       string
@@ -64,8 +65,8 @@ type offStream struct {
 
 func offStreams() []offStream {
 	return []offStream{
-		{"openai", func() layer.Codec { return openai.New() }, "text/event-stream", keepalive, hello[0]},
-		{"ollama", func() layer.Codec { return ollama.New() }, "application/x-ndjson", "\n",
+		{"openai", func() codec.Codec { return openai.New() }, "text/event-stream", keepalive, hello[0]},
+		{"ollama", func() codec.Codec { return ollama.New() }, "application/x-ndjson", "\n",
 			`{"model":"m","created_at":"2024-01-01T00:00:00Z","message":{"role":"assistant","content":""},"done":false}` + "\n"},
 	}
 }

@@ -57,10 +57,6 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 )
 
-// MaxLimit is the largest limit New accepts: the timer range of 2147483647
-// milliseconds, as for the policy's durations (R3).
-const MaxLimit = 2147483647 * time.Millisecond
-
 // Limits are the stall limits of one attempt. A zero limit is off; the zero
 // Limits turns every limit off and the layer passes requests through.
 type Limits struct {
@@ -105,14 +101,14 @@ type stopper interface {
 }
 
 // New returns a stall layer with the limits l. A negative limit, or one
-// above MaxLimit, is a *layer.PolicyError naming the field ("Header",
+// above layer.MaxDuration, is a *layer.PolicyError naming the field ("Header",
 // "FirstOutput" or "Idle"), and New returns no layer.
 func New(l Limits) (*Layer, error) {
 	for _, f := range []struct {
 		name string
 		d    time.Duration
 	}{{"Header", l.Header}, {"FirstOutput", l.FirstOutput}, {"Idle", l.Idle}} {
-		if f.d < 0 || f.d > MaxLimit {
+		if f.d < 0 || f.d > layer.MaxDuration {
 			return nil, layer.NewPolicyError(f.name)
 		}
 	}

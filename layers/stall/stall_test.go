@@ -274,7 +274,7 @@ func TestNewRefusesInvalidLimits(t *testing.T) {
 	}{
 		{"Header", stall.Limits{Header: -1}},
 		{"FirstOutput", stall.Limits{FirstOutput: -time.Second}},
-		{"Idle", stall.Limits{Idle: stall.MaxLimit + 1}},
+		{"Idle", stall.Limits{Idle: layer.MaxDuration + 1}},
 	} {
 		l, err := stall.New(tc.lim)
 		assert.Nil(t, l)
@@ -282,7 +282,7 @@ func TestNewRefusesInvalidLimits(t *testing.T) {
 		require.ErrorAs(t, err, &pe, tc.field)
 		assert.Equal(t, tc.field, pe.Field)
 	}
-	l, err := stall.New(stall.Limits{Idle: stall.MaxLimit})
+	l, err := stall.New(stall.Limits{Idle: layer.MaxDuration})
 	require.NoError(t, err)
 	assert.Equal(t, layer.PerAttempt, l.Position())
 	assert.Equal(t, "stall", l.Name())

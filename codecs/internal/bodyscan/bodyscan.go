@@ -7,8 +7,8 @@ package bodyscan
 import (
 	"encoding/json"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // OpenAI are the evidence paths of an OpenAI-shaped chat completion object
@@ -24,7 +24,7 @@ var OpenAI = jsonscan.Compile(&jsonscan.Rules{
 	ToolObjects: [][]string{{"choices", "message", "function_call"}},
 })
 
-// Observer is a layer.Observer over one body. Keys are matched after JSON
+// Observer is a codec.Observer over one body. Keys are matched after JSON
 // unescaping, never by pattern; counts never decrease, do not depend on how
 // the body is split, and freeze at the first byte that cannot belong to a
 // JSON document (Decode reports that). It is not safe for concurrent use.
@@ -41,9 +41,9 @@ func New(rules *jsonscan.Compiled) *Observer {
 func (o *Observer) Write(p []byte) { _ = o.s.Write(p) }
 
 // Observed returns the evidence seen so far.
-func (o *Observer) Observed() layer.Counts {
+func (o *Observer) Observed() codec.Counts {
 	c := o.s.Counts()
-	return layer.Counts{
+	return codec.Counts{
 		ReasoningBytes:     c.ReasoningBytes,
 		ContentBytes:       c.ContentBytes,
 		ToolFragments:      c.ToolFragments,
@@ -58,20 +58,20 @@ func IsObject(raw []byte) bool {
 	return len(t) > 0 && t[0] == '{' && json.Valid(t)
 }
 
-// CheckObject returns a *layer.ProtocolError unless body is one JSON object,
+// CheckObject returns a *codec.ProtocolError unless body is one JSON object,
 // optionally surrounded by whitespace. It does not check UTF-8: encoding/json
 // replaces invalid UTF-8 in strings, as the providers' servers do.
 func CheckObject(body []byte) error {
 	t := jsonscan.TrimSpace(body)
 	if len(t) == 0 {
-		return &layer.ProtocolError{What: "body is empty"}
+		return &codec.ProtocolError{What: "body is empty"}
 	}
 	if !json.Valid(t) {
 		var v any
-		return &layer.ProtocolError{What: "body is not valid JSON", Err: json.Unmarshal(t, &v)}
+		return &codec.ProtocolError{What: "body is not valid JSON", Err: json.Unmarshal(t, &v)}
 	}
 	if t[0] != '{' {
-		return &layer.ProtocolError{What: "body is not a JSON object"}
+		return &codec.ProtocolError{What: "body is not a JSON object"}
 	}
 	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 func TestR4_5_CheckObject(t *testing.T) {
@@ -23,8 +23,8 @@ func TestR4_5_CheckObject(t *testing.T) {
 		if (err == nil) != ok {
 			t.Errorf("CheckObject(%q) = %v, want ok=%v", body, err, ok)
 		}
-		if err != nil && !errors.As(err, new(*layer.ProtocolError)) {
-			t.Errorf("CheckObject(%q) error %T, want *layer.ProtocolError", body, err)
+		if err != nil && !errors.As(err, new(*codec.ProtocolError)) {
+			t.Errorf("CheckObject(%q) error %T, want *codec.ProtocolError", body, err)
 		}
 	}
 }

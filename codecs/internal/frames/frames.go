@@ -3,16 +3,16 @@
 // frame bytes into owned storage without an allocation per small frame.
 package frames
 
-import "github.com/recourse-dev/recourse/layer"
+import "github.com/recourse-dev/recourse/codec"
 
 // Queue holds decoded frames until the retry layer takes them. The zero
 // value is ready to use; a Queue is not safe for concurrent use.
 type Queue struct {
 	// ErrorRawOnly keeps Raw on error frames only: Push leaves it nil on
-	// the others (layer.RequestInfo.TypedFrames).
+	// the others (codec.RequestInfo.TypedFrames).
 	ErrorRawOnly bool
 
-	frames []layer.Frame
+	frames []codec.Frame
 	head   int
 	index  int
 	ended  bool
@@ -24,7 +24,7 @@ type Queue struct {
 // frame that is neither a keepalive nor a malformed-frame error takes the
 // next Index, counting from 1 (R13.6: indices restart with every attempt's
 // decoder; 0 means no index). An error or a Done frame ends the stream.
-func (q *Queue) Push(f layer.Frame) {
+func (q *Queue) Push(f codec.Frame) {
 	if q.ErrorRawOnly && f.Err == nil {
 		f.Raw = nil
 	} else {
@@ -33,26 +33,26 @@ func (q *Queue) Push(f layer.Frame) {
 	if f.Err != nil || f.Done {
 		q.ended = true
 	}
-	if _, malformed := f.Err.(*layer.ProtocolError); !malformed && !f.Keepalive {
+	if _, malformed := f.Err.(*codec.ProtocolError); !malformed && !f.Keepalive {
 		q.index++
 		f.Index = q.index
 	}
 	if q.frames == nil {
 		// Room for the frames of a typical read, so a stream's queue
 		// grows once rather than at 1, 2, 4 and 8.
-		q.frames = make([]layer.Frame, 0, 8)
+		q.frames = make([]codec.Frame, 0, 8)
 	}
 	q.frames = append(q.frames, f)
 }
 
 // Next returns the next queued frame, or ok=false when none is queued.
-func (q *Queue) Next() (layer.Frame, bool) {
+func (q *Queue) Next() (codec.Frame, bool) {
 	if q.head >= len(q.frames) {
 		q.frames, q.head = q.frames[:0], 0
-		return layer.Frame{}, false
+		return codec.Frame{}, false
 	}
 	f := q.frames[q.head]
-	q.frames[q.head] = layer.Frame{}
+	q.frames[q.head] = codec.Frame{}
 	q.head++
 	return f, true
 }

@@ -4,15 +4,15 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 func TestR13_6_IndexSkipsKeepalivesAndMalformedFrames(t *testing.T) {
 	var q Queue
-	q.Push(layer.Frame{Keepalive: true})
-	q.Push(layer.Frame{Content: "a"})
-	q.Push(layer.Frame{Content: "b"})
-	q.Push(layer.Frame{Err: &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: "length"}})
+	q.Push(codec.Frame{Keepalive: true})
+	q.Push(codec.Frame{Content: "a"})
+	q.Push(codec.Frame{Content: "b"})
+	q.Push(codec.Frame{Err: &codec.IncompleteError{FinishReason: "length"}})
 	want := []int{0, 1, 2, 3}
 	for i, w := range want {
 		f, ok := q.Next()
@@ -28,8 +28,8 @@ func TestR13_6_IndexSkipsKeepalivesAndMalformedFrames(t *testing.T) {
 	}
 
 	var m Queue
-	m.Push(layer.Frame{Err: &layer.ProtocolError{What: "x"}})
-	if f, _ := m.Next(); f.Index != 0 || !errors.As(f.Err, new(*layer.ProtocolError)) || !m.Ended() {
+	m.Push(codec.Frame{Err: &codec.ProtocolError{What: "x"}})
+	if f, _ := m.Next(); f.Index != 0 || !errors.As(f.Err, new(*codec.ProtocolError)) || !m.Ended() {
 		t.Fatalf("a malformed frame takes no index and ends the stream: %+v", f)
 	}
 }
@@ -76,16 +76,16 @@ func TestKeepaliveRawAllocatesNothing(t *testing.T) {
 func TestPushCopiesRawAndErrorRawOnlyKeepsErrorsAlone(t *testing.T) {
 	buf := []byte(": keep-alive\n\n")
 	var q Queue
-	q.Push(layer.Frame{Raw: buf, Keepalive: true})
+	q.Push(codec.Frame{Raw: buf, Keepalive: true})
 	copy(buf, "XXXXXXXXXXXXXX")
 	if f, _ := q.Next(); string(f.Raw) != ": keep-alive\n\n" {
 		t.Fatalf("queued Raw %q changed with the decoder's buffer", f.Raw)
 	}
 
 	r := Queue{ErrorRawOnly: true}
-	r.Push(layer.Frame{Raw: []byte(": ping\n\n"), Keepalive: true})
-	r.Push(layer.Frame{Raw: []byte("data: {}\n\n"), Content: "a"})
-	r.Push(layer.Frame{Raw: []byte("data: {\"error\":{}}\n\n"), Err: &layer.ProviderError{}})
+	r.Push(codec.Frame{Raw: []byte(": ping\n\n"), Keepalive: true})
+	r.Push(codec.Frame{Raw: []byte("data: {}\n\n"), Content: "a"})
+	r.Push(codec.Frame{Raw: []byte("data: {\"error\":{}}\n\n"), Err: &codec.ProviderError{}})
 	for i, want := range []string{"", "", "data: {\"error\":{}}\n\n"} {
 		f, ok := r.Next()
 		if !ok || string(f.Raw) != want || (want == "") != (f.Raw == nil) {

@@ -6,8 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // The decoder below reads a complete chat completion object in one
@@ -36,9 +36,9 @@ type response struct {
 // Decode decodes a complete 2xx chat completion body as d reads it.
 //
 // A body with a top-level "error" other than null is a
-// *[layer.ProviderError]: an object gives its "code" (when a string) and
+// *[codec.ProviderError]: an object gives its "code" (when a string) and
 // "message", a string is the message, and another value is a
-// *[layer.ProtocolError] when d.StrictError is set and a ProviderError
+// *[codec.ProtocolError] when d.StrictError is set and a ProviderError
 // without code or message otherwise. With d.VLLMError, vLLM's
 // {"object":"error","code":…,"message":…} is a ProviderError too.
 //
@@ -46,7 +46,7 @@ type response struct {
 // whitespace-only body), not one object (surrounding whitespace is
 // allowed; null has no choices), nested deeper than
 // jsonscan.MaxDepth, without choices[0].message, or whose members have the
-// wrong types is a *[layer.ProtocolError] whose What never quotes the body.
+// wrong types is a *[codec.ProtocolError] whose What never quotes the body.
 // With d.Objects a tool call must also name its function and carry
 // arguments that are a string holding a JSON object (an absent, null or
 // blank string is {}).
@@ -60,14 +60,14 @@ type response struct {
 func (d *Dialect) Decode(body []byte) (*chat.Completion, error) { return d.read(body, true) }
 
 // Check returns the error Decode returns for body, nil when Decode would
-// succeed, without building the completion's strings (layer.Checker). It
+// succeed, without building the completion's strings (codec.Checker). It
 // is safe for concurrent use.
 func (d *Dialect) Check(body []byte) error {
 	_, err := d.read(body, false)
 	return err
 }
 
-// ErrorCode returns the code of the *layer.ProviderError that Decode
+// ErrorCode returns the code of the *codec.ProviderError that Decode
 // returns for body, or "" when Decode returns none or its code is empty.
 // Unlike Decode it takes invalid UTF-8 (decoded as encoding/json does, to
 // U+FFFD), as error bodies of any status are read with it. It never falls
@@ -78,16 +78,16 @@ func (d *Dialect) ErrorCode(body []byte) string {
 	if !r.scan(body) {
 		return ""
 	}
-	if pe, ok := d.providerError(&r).(*layer.ProviderError); ok {
+	if pe, ok := d.providerError(&r).(*codec.ProviderError); ok {
 		return pe.Code
 	}
 	return ""
 }
 
-// decodeError returns a *layer.ProtocolError with a safe description,
+// decodeError returns a *codec.ProtocolError with a safe description,
 // which is also its underlying error.
 func decodeError(what string) error {
-	return &layer.ProtocolError{What: what, Err: errors.New(what)}
+	return &codec.ProtocolError{What: what, Err: errors.New(what)}
 }
 
 // read is Decode when build is set; otherwise it makes every check Decode
@@ -181,7 +181,7 @@ func syntaxError(body []byte) error {
 	switch {
 	case !json.Valid(t): // also an empty or whitespace-only body
 		var v json.RawMessage
-		return &layer.ProtocolError{What: "response is not valid JSON", Err: json.Unmarshal(t, &v)}
+		return &codec.ProtocolError{What: "response is not valid JSON", Err: json.Unmarshal(t, &v)}
 	case string(t) == "null":
 		// As a null object: no member, so no choices.
 		return decodeError("response has no choices")
@@ -315,19 +315,19 @@ func (d *Dialect) providerError(r *response) error {
 					message = v
 				}
 			}
-			return &layer.ProviderError{Code: stringOr(code), Message: stringOr(message)}
+			return &codec.ProviderError{Code: stringOr(code), Message: stringOr(message)}
 		case '"':
 			// {"error":"text"}, as some compatible servers send.
-			return &layer.ProviderError{Message: stringOr(r.errv)}
+			return &codec.ProviderError{Message: stringOr(r.errv)}
 		}
 		if d.StrictError {
 			return decodeError("response error is neither an object nor a string")
 		}
-		return &layer.ProviderError{}
+		return &codec.ProviderError{}
 	}
 	if d.VLLMError && isText(r.object, "error") {
 		// vLLM: {"object":"error","message":…,"type":…,"code":400}.
-		return &layer.ProviderError{Code: stringOr(r.code), Message: stringOr(r.message)}
+		return &codec.ProviderError{Code: stringOr(r.code), Message: stringOr(r.message)}
 	}
 	return nil
 }

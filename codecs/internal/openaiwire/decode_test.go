@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -147,7 +147,7 @@ func TestR13_2_DecodeRefusesWhatTheObserverCannotScan(t *testing.T) {
 		for _, n := range []int{512, 600} {
 			comp, err = d.Decode(deep(n))
 			assert.Nil(t, comp, name)
-			var pe *layer.ProtocolError
+			var pe *codec.ProtocolError
 			require.ErrorAs(t, err, &pe, name)
 			assert.Equal(t, "response is nested too deeply", pe.What, name)
 			assert.Equal(t, err, d.Check(deep(n)), name)

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // Object is a decoded JSON object whose keys are matched exactly, after
@@ -46,17 +46,17 @@ func (o Object) Str(key string) string {
 // leaves it in a json.RawMessage (no surrounding white space).
 func IsNull(raw json.RawMessage) bool { return string(raw) == "null" }
 
-// ProtocolError returns a *layer.ProtocolError with the safe description
+// ProtocolError returns a *codec.ProtocolError with the safe description
 // what; err is its cause, and a nil err is an error whose text is what.
 func ProtocolError(what string, err error) error {
 	if err == nil {
 		err = errors.New(what)
 	}
-	return &layer.ProtocolError{What: what, Err: err}
+	return &codec.ProtocolError{What: what, Err: err}
 }
 
 // ParseObject decodes b as one JSON object. A b that is valid JSON but not
-// an object is the *layer.ProtocolError "<noun> is not a JSON object", and
+// an object is the *codec.ProtocolError "<noun> is not a JSON object", and
 // one that is not valid JSON "<noun> is not valid JSON". The JSON null
 // yields a nil Object and no error.
 func ParseObject(b []byte, noun string) (Object, error) {
@@ -82,7 +82,7 @@ func CopyPtr[T any](p *T) *T {
 }
 
 // Control is a generation control an endpoint may refuse: its name in an
-// *layer.UnsupportedError and whether the request sets it.
+// *codec.UnsupportedError and whether the request sets it.
 type Control struct {
 	// Name names the control, for example "Seed".
 	Name string
@@ -96,7 +96,7 @@ type Control struct {
 // Temperature or TopP that is not finite (d.Finite's plain error); then
 // what the family of model does not take (CheckReasoning), asking
 // isReasoning about model once, only when the earlier checks pass. A
-// refused control is an *layer.UnsupportedError naming d.Provider.
+// refused control is an *codec.UnsupportedError naming d.Provider.
 // reasoning is what isReasoning answered (false when it was not asked).
 func (d *Dialect) CheckSampling(o *chat.Options, isReasoning func(model string) bool, model string, refused ...Control) (reasoning bool, err error) {
 	if o.TopK != nil {
@@ -122,12 +122,12 @@ func (d *Dialect) CheckSampling(o *chat.Options, isReasoning func(model string) 
 	return reasoning, d.CheckReasoning(o, reasoning)
 }
 
-// unsupported returns the *layer.UnsupportedError for control.
+// unsupported returns the *codec.UnsupportedError for control.
 func (d *Dialect) unsupported(control string) error {
-	return &layer.UnsupportedError{Provider: d.Provider, Control: control}
+	return &codec.UnsupportedError{Provider: d.Provider, Control: control}
 }
 
-// CheckReasoning returns the *layer.UnsupportedError (naming d.Provider)
+// CheckReasoning returns the *codec.UnsupportedError (naming d.Provider)
 // for the controls of o that an OpenAI model of its family does not take
 // (R14.1): a reasoning model takes no Temperature or TopP, in that order,
 // and no ReasoningEffort other than "", "low", "medium" or "high"; any
@@ -158,7 +158,7 @@ func (d *Dialect) CheckReasoning(o *chat.Options, reasoning bool) error {
 }
 
 // RequestHead reads the "model" and "stream" members of the request o, in
-// that order; a member of the wrong type is a *layer.ProtocolError ("request
+// that order; a member of the wrong type is a *codec.ProtocolError ("request
 // model is not a string", "request stream is not a boolean"). Absent or
 // null members are "" and false.
 func RequestHead(o Object) (model string, stream bool, err error) {
@@ -174,12 +174,12 @@ func RequestHead(o Object) (model string, stream bool, err error) {
 // Operation is the operation of a request that streams when stream is
 // set, and otherwise is structured when its output format has the type
 // formatType "json_schema" or "json_object", and ordinary else.
-func Operation(stream bool, formatType string) layer.Operation {
+func Operation(stream bool, formatType string) codec.Operation {
 	switch {
 	case stream:
-		return layer.Streaming
+		return codec.Streaming
 	case formatType == "json_schema" || formatType == "json_object":
-		return layer.Structured
+		return codec.Structured
 	}
-	return layer.Ordinary
+	return codec.Ordinary
 }

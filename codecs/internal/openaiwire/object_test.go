@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // The request readers of the chat completions and Responses codecs read
 // bodies through Object and ParseObject; a body of another shape is a
-// *layer.ProtocolError naming what it is (R14.1).
+// *codec.ProtocolError naming what it is (R14.1).
 func TestR14_1_ObjectReadsMembersByExactKey(t *testing.T) {
 	t.Parallel()
 	o, err := ParseObject([]byte(`{"model":"m","stream":true,"n":null,"Model":"other"}`), "request")
@@ -44,7 +44,7 @@ func TestR14_1_ObjectReadsMembersByExactKey(t *testing.T) {
 		`{`:   "request is not valid JSON",
 	} {
 		_, err := ParseObject([]byte(body), "request")
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		require.ErrorAs(t, err, &pe, body)
 		assert.Equal(t, want, pe.What, body)
 	}
@@ -52,7 +52,7 @@ func TestR14_1_ObjectReadsMembersByExactKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, o)
 
-	var pe *layer.ProtocolError
+	var pe *codec.ProtocolError
 	require.ErrorAs(t, ProtocolError("stream event is not valid UTF-8", nil), &pe)
 	assert.Equal(t, "stream event is not valid UTF-8", pe.Err.Error(), "a nil cause is the description")
 }
@@ -85,13 +85,13 @@ func TestR14_1_PlainStringChecksUTF8UnlessTold(t *testing.T) {
 // dialect says, under the name the dialect gives (R14.1, R19.2).
 func TestR19_2_DialectChecksNameTheirCodec(t *testing.T) {
 	t.Parallel()
-	d := Dialect{Provider: layer.OpenAI, Name: "openai responses", KnownRoles: true, AssistantToolCalls: true}
+	d := Dialect{Provider: codec.OpenAI, Name: "openai responses", KnownRoles: true, AssistantToolCalls: true}
 	require.EqualError(t, d.CheckTool(1, &chat.ToolSpec{}), "recourse: openai responses: tool 1: empty name")
 	require.EqualError(t, d.CheckTool(0, &chat.ToolSpec{Name: "f", Parameters: json.RawMessage(`{`)}),
 		"recourse: openai responses: tool 0: parameters are not valid JSON")
 	require.NoError(t, d.CheckTool(0, &chat.ToolSpec{Name: "f"}))
 	require.EqualError(t, d.Finite(&chat.Options{TopP: new(math.NaN())}), "recourse: openai responses: TopP is not a finite number")
-	require.EqualError(t, (&Dialect{Provider: layer.OpenAI}).CheckTool(2, &chat.ToolSpec{}), "recourse: openai: tool 2: empty name")
+	require.EqualError(t, (&Dialect{Provider: codec.OpenAI}).CheckTool(2, &chat.ToolSpec{}), "recourse: openai: tool 2: empty name")
 
 	require.EqualError(t, d.CheckRole(&chat.Message{Role: "robot"}), "unknown role")
 	require.EqualError(t, d.CheckRole(&chat.Message{Role: chat.System, Images: []chat.Image{{Data: []byte{1}}}}),
@@ -150,7 +150,7 @@ func TestR14_1_CopyPtrCopies(t *testing.T) {
 // the model family with one check (R14.1, R19.2).
 func TestR14_1_CheckReasoningRefusesWhatTheFamilyDoesNotTake(t *testing.T) {
 	t.Parallel()
-	d := Dialect{Provider: layer.OpenAI}
+	d := Dialect{Provider: codec.OpenAI}
 	for _, tt := range []struct {
 		o         chat.Options
 		reasoning bool
@@ -168,9 +168,9 @@ func TestR14_1_CheckReasoningRefusesWhatTheFamilyDoesNotTake(t *testing.T) {
 			require.NoError(t, err)
 			continue
 		}
-		var ue *layer.UnsupportedError
+		var ue *codec.UnsupportedError
 		require.ErrorAs(t, err, &ue)
-		assert.Equal(t, layer.UnsupportedError{Provider: layer.OpenAI, Control: tt.want}, *ue)
+		assert.Equal(t, codec.UnsupportedError{Provider: codec.OpenAI, Control: tt.want}, *ue)
 	}
 }
 
@@ -191,14 +191,14 @@ func TestR14_1_RequestHeadAndOperation(t *testing.T) {
 		o, err := ParseObject([]byte(body), "request")
 		require.NoError(t, err)
 		_, _, err = RequestHead(o)
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		require.ErrorAs(t, err, &pe, body)
 		assert.Equal(t, want, pe.What, body)
 	}
-	assert.Equal(t, layer.Streaming, Operation(true, "json_schema"))
-	assert.Equal(t, layer.Structured, Operation(false, "json_object"))
-	assert.Equal(t, layer.Structured, Operation(false, "json_schema"))
-	assert.Equal(t, layer.Ordinary, Operation(false, "text"))
+	assert.Equal(t, codec.Streaming, Operation(true, "json_schema"))
+	assert.Equal(t, codec.Structured, Operation(false, "json_object"))
+	assert.Equal(t, codec.Structured, Operation(false, "json_schema"))
+	assert.Equal(t, codec.Ordinary, Operation(false, "text"))
 }
 
 // Both OpenAI endpoints refuse the controls they do not take in one order
@@ -206,7 +206,7 @@ func TestR14_1_RequestHeadAndOperation(t *testing.T) {
 // KeepAlive, a non-finite float, then the model family's checks.
 func TestR14_1_CheckSamplingRefusesInOrder(t *testing.T) {
 	t.Parallel()
-	d := Dialect{Provider: layer.OpenAI}
+	d := Dialect{Provider: codec.OpenAI}
 	all := chat.Options{TopK: new(1), Seed: new(1), ContextLength: new(1), Think: new(true), KeepAlive: "1m",
 		Temperature: new(math.NaN()), ReasoningEffort: "low"}
 	seed := Control{Name: "Seed", Set: true}
@@ -236,13 +236,13 @@ func TestR14_1_CheckSamplingRefusesInOrder(t *testing.T) {
 			wantAsked = 1
 		}
 		assert.Equal(t, wantAsked, asked, "the family is asked once, after the other checks pass")
-		var ue *layer.UnsupportedError
+		var ue *codec.UnsupportedError
 		switch {
 		case step.want == "":
 			require.NoError(t, err)
 		case errors.As(err, &ue):
 			assert.Equal(t, step.want, ue.Control)
-			assert.Equal(t, layer.OpenAI, ue.Provider)
+			assert.Equal(t, codec.OpenAI, ue.Provider)
 		default:
 			require.EqualError(t, err, step.want)
 		}

@@ -23,8 +23,8 @@ import (
 	"strings"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // Message is one element of "messages", in OpenAI's key order. Content is
@@ -103,7 +103,7 @@ type StreamOptions struct {
 type Dialect struct {
 	// Provider names the provider in error texts: "recourse: <Provider>: …",
 	// unless Name is set.
-	Provider layer.Provider
+	Provider codec.Provider
 	// Name, when set, names the codec in error texts instead of Provider:
 	// "recourse: <Name>: …". The default is "" (Provider's name).
 	Name string
@@ -133,11 +133,11 @@ type Dialect struct {
 	// and its arguments are kept as Decode describes.
 	Objects bool
 	// StrictError makes a decoded top-level "error" that is neither null,
-	// an object nor a string a *layer.ProtocolError; without it that body is
-	// a *layer.ProviderError with no code and no message.
+	// an object nor a string a *codec.ProtocolError; without it that body is
+	// a *codec.ProviderError with no code and no message.
 	StrictError bool
 	// VLLMError decodes vLLM's error body, {"object":"error"} with a
-	// top-level "code" and "message", as a *layer.ProviderError; without it
+	// top-level "code" and "message", as a *codec.ProviderError; without it
 	// such a body is read as a reply (and so has no choices).
 	VLLMError bool
 	// ExclusiveFormats rejects a Schema together with JSONMode; without it
@@ -463,6 +463,17 @@ func ErrorFrame(safe string) []byte {
 	b := []byte(`data: {"error":{"message":`)
 	b = AppendJSONString(b, safe)
 	return append(b, `,"type":"recourse_error"}}`+"\n\n"...)
+}
+
+// ErrorFrameCode returns ErrorFrame's event with a "code" member as well:
+// data: {"error":{"message":…,"type":"recourse_error","code":…}} and a
+// blank line.
+func ErrorFrameCode(code, safe string) []byte {
+	b := []byte(`data: {"error":{"message":`)
+	b = AppendJSONString(b, safe)
+	b = append(b, `,"type":"recourse_error","code":`...)
+	b = AppendJSONString(b, code)
+	return append(b, "}}\n\n"...)
 }
 
 // ErrorDocument returns OpenAI's error response body carrying the code and

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // encode returns the JSON of the Body that d makes of req, or the error
@@ -135,7 +135,7 @@ func TestDialectFields(t *testing.T) {
 			`"ResponseFormat":{"type":"json_schema","json_schema":{"name":"response","schema":{},"strict":false}}}`,
 	}, {
 		name:  "Provider names the provider",
-		d:     Dialect{Provider: layer.OMLX},
+		d:     Dialect{Provider: codec.OMLX},
 		req:   &chat.Request{Tools: []chat.ToolSpec{{}}},
 		lax:   "error: recourse: : tool 0: empty name",
 		wants: "error: recourse: omlx: tool 0: empty name",
@@ -158,8 +158,8 @@ func TestDialectFields(t *testing.T) {
 func TestEncodeErrorsQuoteNoValues(t *testing.T) {
 	t.Parallel()
 	const secret = "s3cr3t"
-	strict := Dialect{Provider: layer.OpenAI, KnownRoles: true, AssistantToolCalls: true, ToolCallIDs: true, ExclusiveFormats: true}
-	objects := Dialect{Provider: layer.OMLX, CheckImages: true, Objects: true}
+	strict := Dialect{Provider: codec.OpenAI, KnownRoles: true, AssistantToolCalls: true, ToolCallIDs: true, ExclusiveFormats: true}
+	objects := Dialect{Provider: codec.OMLX, CheckImages: true, Objects: true}
 	for _, req := range []*chat.Request{
 		{Messages: []chat.Message{{Role: secret}}},
 		{Messages: []chat.Message{{Role: chat.System, Content: secret, Images: []chat.Image{{Data: []byte(secret)}}}}},
@@ -185,7 +185,7 @@ func TestEncodeErrorsQuoteNoValues(t *testing.T) {
 
 func TestFinite(t *testing.T) {
 	t.Parallel()
-	d := Dialect{Provider: layer.OpenAI}
+	d := Dialect{Provider: codec.OpenAI}
 	for _, tt := range []struct {
 		o    chat.Options
 		want string

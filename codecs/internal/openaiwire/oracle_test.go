@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // This file holds the oracle that Dialect.Decode is checked against: the
@@ -46,8 +46,8 @@ func (o object) str(key string) string {
 	return s
 }
 
-// oracleError is the oracle's *layer.ProtocolError.
-func oracleError(what string) error { return &layer.ProtocolError{What: what} }
+// oracleError is the oracle's *codec.ProtocolError.
+func oracleError(what string) error { return &codec.ProtocolError{What: what} }
 
 // depth returns how deeply the valid JSON document body nests, read with
 // encoding/json's tokenizer.
@@ -96,19 +96,19 @@ func oracleProviderError(d *Dialect, top object) error {
 	if top.has("error") {
 		var e object
 		if top.get("error", &e) == nil {
-			return &layer.ProviderError{Code: e.str("code"), Message: e.str("message")}
+			return &codec.ProviderError{Code: e.str("code"), Message: e.str("message")}
 		}
 		var s string
 		if top.get("error", &s) == nil {
-			return &layer.ProviderError{Message: s}
+			return &codec.ProviderError{Message: s}
 		}
 		if d.StrictError {
 			return oracleError("response error is neither an object nor a string")
 		}
-		return &layer.ProviderError{}
+		return &codec.ProviderError{}
 	}
 	if d.VLLMError && top.str("object") == "error" {
-		return &layer.ProviderError{Code: top.str("code"), Message: top.str("message")}
+		return &codec.ProviderError{Code: top.str("code"), Message: top.str("message")}
 	}
 	return nil
 }
@@ -119,7 +119,7 @@ func oracleErrorCode(d *Dialect, body []byte) string {
 	if json.Unmarshal(body, &top) != nil || top == nil || depth(body) > jsonscan.MaxDepth {
 		return ""
 	}
-	if pe, ok := oracleProviderError(d, top).(*layer.ProviderError); ok {
+	if pe, ok := oracleProviderError(d, top).(*codec.ProviderError); ok {
 		return pe.Code
 	}
 	return ""
@@ -275,8 +275,8 @@ func oracleFunction(d *Dialect, fn object) (chat.ToolCall, error) {
 // sameError reports whether got is the error want is: the same type, the
 // same ProtocolError.What or the same ProviderError fields.
 func sameError(got, want error) bool {
-	var gpr, wpr *layer.ProtocolError
-	var gpv, wpv *layer.ProviderError
+	var gpr, wpr *codec.ProtocolError
+	var gpv, wpv *codec.ProviderError
 	switch {
 	case got == nil || want == nil:
 		return got == nil && want == nil

@@ -8,15 +8,15 @@ import (
 	"errors"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // Errors makes the encoding errors of the codec of Provider. The zero value
 // names no provider; an Errors is a value, safe for concurrent use.
 type Errors struct {
 	// Provider names the codec in every error.
-	Provider layer.Provider
+	Provider codec.Provider
 }
 
 // Plain returns the plain error "recourse: <provider>: what". what names
@@ -26,10 +26,10 @@ func (e Errors) Plain(what string) error {
 	return errors.New("recourse: " + string(e.Provider) + ": " + what)
 }
 
-// Unsupported returns the *layer.UnsupportedError for a control the
+// Unsupported returns the *codec.UnsupportedError for a control the
 // provider does not take (R14.1).
 func (e Errors) Unsupported(control string) error {
-	return &layer.UnsupportedError{Provider: e.Provider, Control: control}
+	return &codec.UnsupportedError{Provider: e.Provider, Control: control}
 }
 
 // Check returns the plain error "request is nil" for a nil req and
@@ -57,14 +57,14 @@ type Head struct {
 // Decode decodes an encoded request body into v, a pointer to the struct
 // of the members Describe reads (usually embedding a Head). A body that is not one JSON object
 // (optionally surrounded by white space) is bodyscan.CheckObject's
-// *layer.ProtocolError, and one whose members do not fit v the
-// *layer.ProtocolError "request does not match the <schema> schema".
+// *codec.ProtocolError, and one whose members do not fit v the
+// *codec.ProtocolError "request does not match the <schema> schema".
 func Decode(body []byte, v any, schema string) error {
 	if err := bodyscan.CheckObject(body); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return &layer.ProtocolError{What: "request does not match the " + schema + " schema", Err: err}
+		return &codec.ProtocolError{What: "request does not match the " + schema + " schema", Err: err}
 	}
 	return nil
 }

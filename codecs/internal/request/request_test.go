@@ -7,26 +7,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // The Ollama and oMLX codecs refuse a request with errors that name their
 // provider and never a value, and a control they do not take with an
-// *layer.UnsupportedError (R14.1).
+// *codec.UnsupportedError (R14.1).
 func TestR14_1_ErrorsNameTheProvider(t *testing.T) {
 	t.Parallel()
-	e := Errors{Provider: layer.Ollama}
+	e := Errors{Provider: codec.Ollama}
 	require.EqualError(t, e.Plain("tool 2 has no name"), "recourse: ollama: tool 2 has no name")
 	require.EqualError(t, e.Check(nil), "recourse: ollama: request is nil")
 	require.EqualError(t, e.Check(&chat.Request{}), "recourse: ollama: request has no model")
 	require.NoError(t, e.Check(&chat.Request{Model: "m"}))
-	var ue *layer.UnsupportedError
-	require.ErrorAs(t, Errors{Provider: layer.OMLX}.Unsupported("Seed"), &ue)
-	assert.Equal(t, layer.UnsupportedError{Provider: layer.OMLX, Control: "Seed"}, *ue)
+	var ue *codec.UnsupportedError
+	require.ErrorAs(t, Errors{Provider: codec.OMLX}.Unsupported("Seed"), &ue)
+	assert.Equal(t, codec.UnsupportedError{Provider: codec.OMLX, Control: "Seed"}, *ue)
 }
 
 // Describe of both codecs refuses a body that is not one JSON object, or
-// whose members do not fit what it reads, with a *layer.ProtocolError
+// whose members do not fit what it reads, with a *codec.ProtocolError
 // (R14.1).
 func TestR14_1_DecodeRefusesWhatIsNotARequest(t *testing.T) {
 	t.Parallel()
@@ -46,7 +46,7 @@ func TestR14_1_DecodeRefusesWhatIsNotARequest(t *testing.T) {
 		`{"stream":"yes"}`: "request does not match the /api/chat schema",
 	} {
 		err := Decode([]byte(body), &d, "/api/chat")
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		require.ErrorAs(t, err, &pe, body)
 		assert.Equal(t, want, pe.What, body)
 	}

@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // chunk decodes a data event that should hold a chat.completion.chunk.
@@ -47,12 +47,12 @@ func (d *Decoder) chunk(raw, data []byte) {
 	}
 	idv, modelv, errv, objectv, codev, messagev, choicesv, usagev := m.id, m.model, m.err, m.object, m.code, m.message, m.choices, m.usage
 	if errv != nil && !isNull(errv) {
-		d.push(layer.Frame{Raw: raw, Err: providerError(errv)})
+		d.push(codec.Frame{Raw: raw, Err: providerError(errv)})
 		return
 	}
 	if strIs(objectv, "error") {
 		// vLLM: {"object":"error","message":…,"type":…,"code":400}.
-		d.push(layer.Frame{Raw: raw, Err: &layer.ProviderError{Code: strOr(codev), Message: strOr(messagev)}})
+		d.push(codec.Frame{Raw: raw, Err: &codec.ProviderError{Code: strOr(codev), Message: strOr(messagev)}})
 		return
 	}
 	// The id and model repeat in every chunk: reuse the strings.
@@ -67,7 +67,7 @@ func (d *Decoder) chunk(raw, data []byte) {
 		d.push(protocolError(raw, "chunk usage is not an object of integers", nil))
 		return
 	}
-	f := layer.Frame{Raw: raw}
+	f := codec.Frame{Raw: raw}
 	var frags []chat.ToolCallFragment
 	var legacy *chat.ToolCallFragment
 	choices, ok := array(choicesv)
@@ -146,14 +146,14 @@ func (d *Decoder) chunk(raw, data []byte) {
 	d.counts = d.counts.Add(f.Semantic())
 	switch {
 	case accepted(f.FinishReason), f.FinishReason == "":
-	case d.providerFinish && layer.DocumentedFinish(f.FinishReason):
+	case d.providerFinish && codec.DocumentedFinish(f.FinishReason):
 		// The provider's answer for a drop-in client: [DONE] ends it.
 	default:
 		// length (and any other finish) is terminal without [DONE] (R13.3).
 		// The provider's evidence seen so far (model, id, usage) is kept for
 		// Inspect, as an accepted completion's would be; no message, no
 		// tool call (R10.5).
-		f.Err = &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: f.FinishReason}
+		f.Err = &codec.IncompleteError{FinishReason: f.FinishReason}
 		f.Completion = &chat.Completion{FinishReason: f.FinishReason, Model: d.model, ID: d.id, Usage: d.usage}
 	}
 	d.push(f)
@@ -190,7 +190,7 @@ func (m *choiceMembers) setDelta(key, v []byte) {
 // It stays one function of more than 100 lines so that the order of its
 // checks, which decides which malformation a choice reports, reads top to
 // bottom.
-func decodeChoice(c []byte, pre *choiceMembers, f *layer.Frame, frags *[]chat.ToolCallFragment, legacy **chat.ToolCallFragment) (used bool, what string) {
+func decodeChoice(c []byte, pre *choiceMembers, f *codec.Frame, frags *[]chat.ToolCallFragment, legacy **chat.ToolCallFragment) (used bool, what string) {
 	var m choiceMembers
 	if pre != nil {
 		m = *pre
@@ -380,10 +380,10 @@ func (d *Decoder) done(raw []byte) {
 	}
 	switch {
 	case accepted(d.finish):
-	case d.providerFinish && layer.DocumentedFinish(d.finish):
+	case d.providerFinish && codec.DocumentedFinish(d.finish):
 		// A drop-in client's length or content-filter finish: the end the
 		// provider sent, whose tool calls are never complete (R13.3, R13.4).
-		d.push(layer.Frame{Raw: raw, Done: true, Completion: comp, FinishReason: d.finish})
+		d.push(codec.Frame{Raw: raw, Done: true, Completion: comp, FinishReason: d.finish})
 		return
 	default:
 		d.push(protocolError(raw, "stream ended without an accepted finish reason", nil))
@@ -401,7 +401,7 @@ func (d *Decoder) done(raw []byte) {
 	if d.legacy != nil {
 		comp.Message.ToolCalls = append(comp.Message.ToolCalls, chat.ToolCall{Name: d.legacy.Name, Arguments: arguments(d.legacy.Arguments)})
 	}
-	f := layer.Frame{Raw: raw, Done: true, Completion: comp, FinishReason: d.finish}
+	f := codec.Frame{Raw: raw, Done: true, Completion: comp, FinishReason: d.finish}
 	d.counts.CompletedToolCalls += int64(len(comp.Message.ToolCalls))
 	d.push(f)
 }

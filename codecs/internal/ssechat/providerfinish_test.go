@@ -7,16 +7,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/ssechat"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // decodeAll writes in to a decoder for info in one Write and returns its
 // frames and End.
-func decodeAll(info layer.RequestInfo, in []byte) ([]layer.Frame, error, layer.Counts) {
+func decodeAll(info codec.RequestInfo, in []byte) ([]codec.Frame, error, codec.Counts) {
 	d := ssechat.NewFor(info)
 	d.Write(in)
-	var out []layer.Frame
+	var out []codec.Frame
 	for f, ok := d.Next(); ok; f, ok = d.Next() {
 		out = append(out, f)
 	}
@@ -35,7 +35,7 @@ func TestR13_3_ProviderFinishEndsAtDone(t *testing.T) {
 	tool := openai(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}`)
 	for _, reason := range []string{"length", "content_filter"} {
 		in := openai(`{"role":"assistant","content":""}`) + tool + openai(`{"content":"abc"}`) + finish(reason) + usage + done
-		frames, end, obs := decodeAll(layer.RequestInfo{Operation: layer.Streaming, ProviderFinish: true}, []byte(in))
+		frames, end, obs := decodeAll(codec.RequestInfo{Operation: codec.Streaming, ProviderFinish: true}, []byte(in))
 		require.NoError(t, end)
 		require.Len(t, frames, 6)
 		for _, f := range frames {
@@ -53,19 +53,19 @@ func TestR13_3_ProviderFinishEndsAtDone(t *testing.T) {
 		assert.Equal(t, 2, last.Completion.Usage.OutputTokens)
 		assert.Equal(t, []byte(in), concatRaw(frames), "every byte as sent")
 
-		typed, end, _ := decodeAll(layer.RequestInfo{Operation: layer.Streaming}, []byte(in))
+		typed, end, _ := decodeAll(codec.RequestInfo{Operation: codec.Streaming}, []byte(in))
 		require.NoError(t, end)
-		var se *layer.StreamError
+		var se *codec.IncompleteError
 		require.ErrorAs(t, typed[len(typed)-1].Err, &se, "without ProviderFinish: %s", reason)
-		assert.Equal(t, layer.StreamIncompleteCompletion, se.Reason)
 
 		noDone := bytes.TrimSuffix([]byte(in), []byte(done))
-		_, end, _ = decodeAll(layer.RequestInfo{Operation: layer.Streaming, ProviderFinish: true}, noDone)
+		_, end, _ = decodeAll(codec.RequestInfo{Operation: codec.Streaming, ProviderFinish: true}, noDone)
 		assert.ErrorIs(t, end, ssechat.ErrIncomplete)
+		assert.ErrorIs(t, end, codec.ErrNoEndMarker, "judged as after an accepted finish")
 	}
-	frames, _, _ := decodeAll(layer.RequestInfo{Operation: layer.Streaming, ProviderFinish: true},
+	frames, _, _ := decodeAll(codec.RequestInfo{Operation: codec.Streaming, ProviderFinish: true},
 		[]byte(openai(`{"content":"abc"}`)+finish("abort")+done))
-	var se *layer.StreamError
+	var se *codec.IncompleteError
 	require.ErrorAs(t, frames[len(frames)-1].Err, &se, "an undocumented finish stays incomplete")
 	assert.Equal(t, "abort", se.FinishReason)
 }
@@ -82,10 +82,10 @@ func FuzzProviderFinish(f *testing.F) {
 	f.Add([]byte(omlx(`{"content":"a"}`) + omlxFinish("length") + done))
 	f.Add([]byte(openai(`{"content":"a"}`) + finish("abort") + done))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		pass, _, _ := decodeAll(layer.RequestInfo{Operation: layer.Streaming, ProviderFinish: true}, data)
-		typed, _, _ := decodeAll(layer.RequestInfo{Operation: layer.Streaming}, data)
+		pass, _, _ := decodeAll(codec.RequestInfo{Operation: codec.Streaming, ProviderFinish: true}, data)
+		typed, _, _ := decodeAll(codec.RequestInfo{Operation: codec.Streaming}, data)
 		for i, f := range typed {
-			var se *layer.StreamError
+			var se *codec.IncompleteError
 			if isStreamError(f.Err, &se) {
 				break
 			}
@@ -96,15 +96,15 @@ func FuzzProviderFinish(f *testing.F) {
 			if !f.Done || f.FinishReason == "stop" || f.FinishReason == "tool_calls" || f.FinishReason == "function_call" {
 				continue
 			}
-			require.True(t, layer.DocumentedFinish(f.FinishReason), "finish %q", f.FinishReason)
+			require.True(t, codec.DocumentedFinish(f.FinishReason), "finish %q", f.FinishReason)
 			require.NotNil(t, f.Completion)
 			require.Empty(t, f.Completion.Message.ToolCalls)
 		}
 	})
 }
 
-func isStreamError(err error, se **layer.StreamError) bool {
-	s, ok := err.(*layer.StreamError)
+func isStreamError(err error, se **codec.IncompleteError) bool {
+	s, ok := err.(*codec.IncompleteError)
 	if ok {
 		*se = s
 	}

@@ -1,5 +1,5 @@
 // Package ssechat decodes OpenAI-style chat completion streams
-// (Server-Sent Events of chat.completion.chunk objects) into layer.Frame values.
+// (Server-Sent Events of chat.completion.chunk objects) into codec.Frame values.
 // The OpenAI and oMLX codecs share it.
 //
 // Acceptance (R13.3): a finish reason of "stop" or "tool_calls" (or the
@@ -7,18 +7,20 @@
 // "length" finish (or any other finish reason) is terminal at once, even
 // without [DONE]: the frame keeps its content and its finish reason, its
 // Completion holds only the provider evidence seen so far (model, id, usage;
-// no message), and its error is a *layer.StreamError with reason
-// incomplete_completion. With layer.RequestInfo.ProviderFinish (a drop-in
-// stream), a documented finish ("length", "content_filter") is the
-// provider's answer instead: its chunk is an ordinary frame and [DONE]
-// ends the stream with a Done frame whose Completion keeps that finish,
-// the text and the provider evidence, but no tool call. [DONE]
-// without an accepted finish is a *layer.ProtocolError. A data event with a
+// no message), and its error is a *codec.IncompleteError (an
+// incomplete_completion to the caller). With
+// codec.RequestInfo.ProviderFinish (a drop-in stream), a documented finish
+// ("length", "content_filter") is the provider's answer instead: its chunk
+// is an ordinary frame and [DONE] ends the stream with a Done frame whose
+// Completion keeps that finish, the text and the provider evidence, but no
+// tool call. [DONE]
+// without an accepted finish is a *codec.ProtocolError. A data event with a
 // top-level "error" other than null, a vLLM {"object":"error"} event, or any
 // event named "error" (with or without data) is an in-band
-// *layer.ProviderError, even when [DONE] follows. EOF before acceptance is an
+// *codec.ProviderError, even when [DONE] follows. EOF before acceptance is an
 // incomplete stream (End returns ErrIncomplete); that includes a [DONE] event
-// whose terminating blank line never arrived.
+// whose terminating blank line never arrived. After an accepted finish, that
+// error is also codec.ErrNoEndMarker.
 //
 // Keepalives (R14.2) carry no semantics and no Index: SSE comments (":
 // keep-alive", ": OPENROUTER PROCESSING"), events with no data or only
@@ -47,27 +49,33 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/frames"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/sse"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // ErrIncomplete is the End error of a stream that reached HTTP EOF before
 // its terminal frame.
 var ErrIncomplete = errors.New("recourse: stream ended before its terminal frame")
 
-// Decoder is a layer.StreamDecoder for one attempt. It is not safe for
+// errNoEndMarker is the End error of a stream that reached HTTP EOF after
+// an accepted finish but before [DONE]: it is ErrIncomplete and
+// codec.ErrNoEndMarker, so that the failure's text says what was missing.
+var errNoEndMarker = fmt.Errorf("%w: %w", ErrIncomplete, codec.ErrNoEndMarker)
+
+// Decoder is a codec.StreamDecoder for one attempt. It is not safe for
 // concurrent use.
 type Decoder struct {
 	framer  *sse.Framer
 	q       frames.Queue
-	counts  layer.Counts
+	counts  codec.Counts
 	finish  string
 	calls   map[int]*chat.ToolCallFragment
 	content strings.Builder
@@ -77,11 +85,11 @@ type Decoder struct {
 	usage   *chat.Usage
 	legacy  *chat.ToolCallFragment
 	// discardText leaves the terminal Completion's Content and Reasoning
-	// empty instead of accumulating them (layer.RequestInfo.DropText).
+	// empty instead of accumulating them (codec.RequestInfo.DropText).
 	discardText bool
 	// providerFinish ends a stream with a documented finish other than an
 	// accepted one at its [DONE] like an accepted finish
-	// (layer.RequestInfo.ProviderFinish).
+	// (codec.RequestInfo.ProviderFinish).
 	providerFinish bool
 	// sniffed: the first non-space byte arrived; plain: it was '{', so
 	// the answer is a JSON document, not an event stream, and its first
@@ -98,40 +106,40 @@ const maxDoc = 64 << 10
 
 // New returns a decoder that keeps every frame's Raw and accumulates the
 // text (NewFor with the zero RequestInfo).
-func New() *Decoder { return NewFor(layer.RequestInfo{}) }
+func New() *Decoder { return NewFor(codec.RequestInfo{}) }
 
 // NewFor returns a decoder for a request described by info: with
 // info.DropText its terminal Completion has empty Content and Reasoning (no
 // text is accumulated), and with info.TypedFrames only error frames carry
 // Raw.
-func NewFor(info layer.RequestInfo) *Decoder {
+func NewFor(info codec.RequestInfo) *Decoder {
 	d := &Decoder{framer: sse.NewFramer(0), discardText: info.DropText, providerFinish: info.ProviderFinish}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
 
 var (
-	_ layer.StreamDecoder = (*Decoder)(nil)
-	_ layer.BufferFreer   = (*Decoder)(nil)
+	_ codec.StreamDecoder = (*Decoder)(nil)
+	_ codec.BufferFreer   = (*Decoder)(nil)
 )
 
 // FreeBuffers gives the decoder's line buffer back for the next stream's
-// decoder (layer.BufferFreer); its queued frames own their bytes and stay
+// decoder (codec.BufferFreer); its queued frames own their bytes and stay
 // valid.
 func (d *Decoder) FreeBuffers() { d.framer.Free() }
 
 // Observed returns the semantic evidence decoded so far.
-func (d *Decoder) Observed() layer.Counts { return d.counts }
+func (d *Decoder) Observed() codec.Counts { return d.counts }
 
 // Next returns the next queued frame.
-func (d *Decoder) Next() (layer.Frame, bool) { return d.q.Next() }
+func (d *Decoder) Next() (codec.Frame, bool) { return d.q.Next() }
 
 // End reports an incomplete stream unless the terminal frame was decoded.
 // After an error frame it returns nil: the frame carries the error.
 //
 // A streaming request answered with a plain JSON error object instead of
 // an event stream (`{"error":{…}}` in a 2xx) ends with a
-// *layer.ProviderError: the provider refused the request, which is never
+// *codec.ProviderError: the provider refused the request, which is never
 // eligible for a resend (R4.7).
 func (d *Decoder) End() error {
 	if d.q.Ended() {
@@ -142,11 +150,14 @@ func (d *Decoder) End() error {
 			return pe
 		}
 	}
+	if accepted(d.finish) || (d.providerFinish && codec.DocumentedFinish(d.finish)) {
+		return errNoEndMarker
+	}
 	return ErrIncomplete
 }
 
 // jsonError returns the provider error of a JSON error document, or nil.
-func jsonError(doc []byte) *layer.ProviderError {
+func jsonError(doc []byte) *codec.ProviderError {
 	var v struct {
 		Error json.RawMessage `json:"error"`
 	}
@@ -163,9 +174,9 @@ func jsonError(doc []byte) *layer.ProviderError {
 		if json.Unmarshal(v.Error, &msg) != nil {
 			return nil
 		}
-		return &layer.ProviderError{Message: msg}
+		return &codec.ProviderError{Message: msg}
 	}
-	pe := &layer.ProviderError{Code: o.Type, Message: o.Message}
+	pe := &codec.ProviderError{Code: o.Type, Message: o.Message}
 	if c, ok := o.Code.(string); ok && c != "" {
 		pe.Code = c
 	}
@@ -189,7 +200,7 @@ func (d *Decoder) Write(p []byte) {
 	for !d.q.Ended() {
 		ev, ok, err := d.framer.Next()
 		if err != nil {
-			d.push(layer.Frame{Err: &layer.ProtocolError{What: "oversized SSE event", Err: err}})
+			d.push(codec.Frame{Err: &codec.ProtocolError{What: "oversized SSE event", Err: err}})
 			return
 		}
 		if !ok {
@@ -201,22 +212,22 @@ func (d *Decoder) Write(p []byte) {
 
 // push queues f. Frames other than keepalives and malformed-frame errors
 // take the next Index.
-func (d *Decoder) push(f layer.Frame) { d.q.Push(f) }
+func (d *Decoder) push(f codec.Frame) { d.q.Push(f) }
 
-func protocolError(raw []byte, what string, err error) layer.Frame {
-	return layer.Frame{Raw: raw, Err: &layer.ProtocolError{What: what, Err: err}}
+func protocolError(raw []byte, what string, err error) codec.Frame {
+	return codec.Frame{Raw: raw, Err: &codec.ProtocolError{What: what, Err: err}}
 }
 
 func (d *Decoder) event(ev sse.Event) {
 	raw := ev.Raw // Push copies what it keeps
 	switch {
 	case ev.Event == "error":
-		d.push(layer.Frame{Raw: raw, Err: eventError(ev.Data)})
+		d.push(codec.Frame{Raw: raw, Err: eventError(ev.Data)})
 	case ev.Done:
 		d.done(raw)
 	case len(jsonscan.TrimSpace(ev.Data)) == 0:
 		// No data (comments, an event or id field alone) or blank data.
-		d.push(layer.Frame{Raw: raw, Keepalive: true})
+		d.push(codec.Frame{Raw: raw, Keepalive: true})
 	default:
 		d.chunk(raw, ev.Data)
 	}
@@ -224,13 +235,13 @@ func (d *Decoder) event(ev sse.Event) {
 
 // eventError is the provider error of an "event: error" event, with the
 // code and message of its data when that is a JSON error object.
-func eventError(data []byte) *layer.ProviderError {
+func eventError(data []byte) *codec.ProviderError {
 	if !utf8.Valid(data) || !validJSON(data) {
-		return &layer.ProviderError{}
+		return &codec.ProviderError{}
 	}
 	it, ok := object(data)
 	if !ok {
-		return &layer.ProviderError{}
+		return &codec.ProviderError{}
 	}
 	var errv, code, message []byte
 	for k, v, ok := it.NextName(); ok; k, v, ok = it.NextName() {
@@ -246,16 +257,16 @@ func eventError(data []byte) *layer.ProviderError {
 	if errv != nil && !isNull(errv) {
 		return providerError(errv)
 	}
-	return &layer.ProviderError{Code: strOr(code), Message: strOr(message)}
+	return &codec.ProviderError{Code: strOr(code), Message: strOr(message)}
 }
 
 // providerError is the provider error of an "error" value: an object with
 // code (kept only when a string) and message, or a string message.
-func providerError(v []byte) *layer.ProviderError {
+func providerError(v []byte) *codec.ProviderError {
 	if s, ok := str(v); ok {
-		return &layer.ProviderError{Message: s}
+		return &codec.ProviderError{Message: s}
 	}
-	pe := &layer.ProviderError{}
+	pe := &codec.ProviderError{}
 	if it, ok := object(v); ok {
 		for k, v, ok := it.NextName(); ok; k, v, ok = it.NextName() {
 			switch string(k) {

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/ssechat"
-	"github.com/recourse-dev/recourse/layer"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,9 +75,9 @@ type view struct {
 // errView names err's type and its safe fields.
 func errView(err error) string {
 	var (
-		pe *layer.ProtocolError
-		ve *layer.ProviderError
-		se *layer.StreamError
+		pe *codec.ProtocolError
+		ve *codec.ProviderError
+		ie *codec.IncompleteError
 	)
 	switch {
 	case err == nil:
@@ -86,13 +86,13 @@ func errView(err error) string {
 		return "protocol"
 	case errors.As(err, &ve):
 		return "provider code=" + ve.Code + " message=" + ve.Message
-	case errors.As(err, &se):
-		return "stream " + string(se.Reason) + " finish=" + se.FinishReason
+	case errors.As(err, &ie):
+		return "stream incomplete_completion finish=" + ie.FinishReason
 	}
 	return fmt.Sprintf("%T", err)
 }
 
-func viewOf(f layer.Frame) view {
+func viewOf(f codec.Frame) view {
 	return view{
 		Index: f.Index, Keepalive: f.Keepalive, Reasoning: f.Reasoning, Content: f.Content,
 		Fragments: f.Fragments, FinishReason: f.FinishReason, Done: f.Done, Completion: f.Completion,
@@ -100,7 +100,7 @@ func viewOf(f layer.Frame) view {
 	}
 }
 
-func views(fs []layer.Frame) []view {
+func views(fs []codec.Frame) []view {
 	out := make([]view, 0, len(fs))
 	for _, f := range fs {
 		out = append(out, viewOf(f))
@@ -110,8 +110,8 @@ func views(fs []layer.Frame) []view {
 
 // result is what a decoder produced for one way of writing a stream.
 type result struct {
-	frames   []layer.Frame
-	observed []layer.Counts // Observed after each Write
+	frames   []codec.Frame
+	observed []codec.Counts // Observed after each Write
 	end      error
 	dec      *ssechat.Decoder
 }
@@ -156,7 +156,7 @@ func plans(in []byte) []plan {
 	return append(ps, plan{"byte at a time", bytewise})
 }
 
-func concatRaw(fs []layer.Frame) []byte {
+func concatRaw(fs []codec.Frame) []byte {
 	var b []byte
 	for _, f := range fs {
 		b = append(b, f.Raw...)
@@ -165,12 +165,12 @@ func concatRaw(fs []layer.Frame) []byte {
 }
 
 func isProtocol(err error) bool {
-	var pe *layer.ProtocolError
+	var pe *codec.ProtocolError
 	return errors.As(err, &pe)
 }
 
-func sum(fs []layer.Frame) layer.Counts {
-	var c layer.Counts
+func sum(fs []codec.Frame) codec.Counts {
+	var c codec.Counts
 	for _, f := range fs {
 		c = c.Add(f.Semantic())
 	}
@@ -464,7 +464,7 @@ func TestR13_2_CountsAreDecodedUTF8Bytes(t *testing.T) {
 		},
 	})
 	r := feed([][]byte{[]byte(openai(`{"reasoning_content":"é🙂"}`) + openai(`{"content":"é🙂"}`))})
-	assert.Equal(t, layer.Counts{ReasoningBytes: 6, ContentBytes: 6}, r.dec.Observed())
+	assert.Equal(t, codec.Counts{ReasoningBytes: 6, ContentBytes: 6}, r.dec.Observed())
 }
 
 func TestR13_2_ObservedIsTheSumOfFrameSemantics(t *testing.T) {
@@ -476,7 +476,7 @@ func TestR13_2_ObservedIsTheSumOfFrameSemantics(t *testing.T) {
 	for _, p := range plans([]byte(in)) {
 		r := feed(p.writes)
 		invariants(t, r)
-		require.Equal(t, layer.Counts{ReasoningBytes: 2, ContentBytes: 2, ToolFragments: 2, CompletedToolCalls: 1}, r.dec.Observed(), p.name)
+		require.Equal(t, codec.Counts{ReasoningBytes: 2, ContentBytes: 2, ToolFragments: 2, CompletedToolCalls: 1}, r.dec.Observed(), p.name)
 	}
 }
 
@@ -861,7 +861,7 @@ func TestR4_5_OversizedEventIsProtocolError(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), 8<<20+1)
 	d.Write([]byte(`data: {"choices":[{"delta":{"content":"`))
 	d.Write(big)
-	var fs []layer.Frame
+	var fs []codec.Frame
 	for f, ok := d.Next(); ok; f, ok = d.Next() {
 		fs = append(fs, f)
 	}
@@ -884,7 +884,7 @@ func TestR12_2_RawIsExactAndOwned(t *testing.T) {
 	d := ssechat.New()
 	d.Write(buf)
 	clear(buf) // the decoder must not retain the caller's buffer
-	var fs []layer.Frame
+	var fs []codec.Frame
 	for f, ok := d.Next(); ok; f, ok = d.Next() {
 		fs = append(fs, f)
 	}
@@ -911,17 +911,17 @@ func TestR12_2_RawIsExactAndOwned(t *testing.T) {
 
 // With DiscardText the decoder returns the same frames, counts and terminal
 // Completion, except that the Completion's Content and Reasoning are empty:
-// the text is not accumulated (a drop-in stream, layer.RequestInfo.DropText).
+// the text is not accumulated (a drop-in stream, codec.RequestInfo.DropText).
 func TestDiscardTextKeepsAllButTheAccumulatedText(t *testing.T) {
 	t.Parallel()
 	stream := openai(`{"role":"assistant","content":""}`) + openai(`{"reasoning_content":"think"}`) +
 		keepAlive + openai(`{"content":"Hel"}`) + openai(`{"content":"lo"}`) +
 		openai(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`) +
 		finish("tool_calls") + usage + done
-	decode := func(discard bool) ([]layer.Frame, layer.Counts) {
-		d := ssechat.NewFor(layer.RequestInfo{Operation: layer.Streaming, DropText: discard})
+	decode := func(discard bool) ([]codec.Frame, codec.Counts) {
+		d := ssechat.NewFor(codec.RequestInfo{Operation: codec.Streaming, DropText: discard})
 		d.Write([]byte(stream))
-		var fs []layer.Frame
+		var fs []codec.Frame
 		for f, ok := d.Next(); ok; f, ok = d.Next() {
 			fs = append(fs, f)
 		}
@@ -951,10 +951,10 @@ func TestTypedFramesKeepRawOnErrorFramesOnly(t *testing.T) {
 		openai(`{"content":"Hel"}`) + `data: {"error":{"message":"boom","code":"server_error"}}` + "\n\n",
 		openai(`{"content":"Hel"}`) + "data: {not json}\n\n",
 	} {
-		decode := func(typed bool) []layer.Frame {
-			d := ssechat.NewFor(layer.RequestInfo{Operation: layer.Streaming, TypedFrames: typed})
+		decode := func(typed bool) []codec.Frame {
+			d := ssechat.NewFor(codec.RequestInfo{Operation: codec.Streaming, TypedFrames: typed})
 			d.Write([]byte(stream))
-			var fs []layer.Frame
+			var fs []codec.Frame
 			for f, ok := d.Next(); ok; f, ok = d.Next() {
 				fs = append(fs, f)
 			}

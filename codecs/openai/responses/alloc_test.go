@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/stretchr/testify/assert"
-
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // TestR19_3_DeltaEventAllocations pins the cost of the event that makes up
@@ -23,7 +22,7 @@ func TestR19_3_DeltaEventAllocations(t *testing.T) {
 		evs[i] = []byte("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":" +
 			strconv.Itoa(i+5) + ",\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\" w1\"}\n\n")
 	}
-	d := NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming, DropText: true, TypedFrames: true})
+	d := NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming, DropText: true, TypedFrames: true})
 	n := 0
 	drain := func() {
 		d.Write(evs[n])
@@ -48,7 +47,7 @@ func TestR19_3_ArgumentsDeltaAllocations(t *testing.T) {
 		evs[i] = []byte("event: response.function_call_arguments.delta\ndata: {\"type\":\"response.function_call_arguments.delta\",\"sequence_number\":" +
 			strconv.Itoa(i+5) + ",\"item_id\":\"fc_0\",\"output_index\":1,\"delta\":\"{\\\"a\\\":\"}\n\n")
 	}
-	d := NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming, DropText: true, TypedFrames: true})
+	d := NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming, DropText: true, TypedFrames: true})
 	n := 0
 	drain := func() {
 		d.Write(evs[n])

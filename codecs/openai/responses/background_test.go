@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -492,7 +493,7 @@ func TestR19_14_BackgroundCreateAnsweredQueuedIsAccepted(t *testing.T) {
 	assert.Equal(t, "queued", comp.FinishReason)
 	assert.Empty(t, comp.Message.Content)
 	_, err = responses.New().Decode([]byte(strings.Replace(queued, `"background":true,`, ``, 1)))
-	var pe *layer.ProtocolError
+	var pe *codec.ProtocolError
 	require.ErrorAs(t, err, &pe, "a foreground answer that is not finished stays refused")
 }
 

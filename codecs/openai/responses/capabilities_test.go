@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // TestR19_8_CapabilitiesOfPOSTv1Responses: the declaration for the
@@ -20,19 +20,19 @@ import (
 func TestR19_8_CapabilitiesOfPOSTv1Responses(t *testing.T) {
 	caps := responses.New().Capabilities()
 	require.NoError(t, caps.Validate())
-	assert.Equal(t, map[layer.Capability]layer.Support{
-		layer.ClientAbort:             layer.Unknown,
-		layer.RequestCancellation:     layer.Supported,
-		layer.RequestStatus:           layer.Supported,
-		layer.Idempotency:             layer.Unsupported,
-		layer.ExactAttemptTermination: layer.Unknown,
+	assert.Equal(t, map[codec.Capability]codec.Support{
+		codec.ClientAbort:             codec.Unknown,
+		codec.RequestCancellation:     codec.Supported,
+		codec.RequestStatus:           codec.Supported,
+		codec.Idempotency:             codec.Unsupported,
+		codec.ExactAttemptTermination: codec.Unknown,
 	}, caps.Values)
-	want := map[layer.Capability][2]string{
-		layer.ClientAbort:             {"POST /v1/responses", "https://platform.openai.com/docs/api-reference/responses/create"},
-		layer.RequestCancellation:     {"POST /v1/responses/{response_id}/cancel", "https://platform.openai.com/docs/api-reference/responses/cancel"},
-		layer.RequestStatus:           {"GET /v1/responses/{response_id}", "https://platform.openai.com/docs/api-reference/responses/get"},
-		layer.Idempotency:             {"POST /v1/responses", "https://platform.openai.com/docs/api-reference/responses/create"},
-		layer.ExactAttemptTermination: {"POST /v1/responses", "https://platform.openai.com/docs/api-reference/responses/create"},
+	want := map[codec.Capability][2]string{
+		codec.ClientAbort:             {"POST /v1/responses", "https://platform.openai.com/docs/api-reference/responses/create"},
+		codec.RequestCancellation:     {"POST /v1/responses/{response_id}/cancel", "https://platform.openai.com/docs/api-reference/responses/cancel"},
+		codec.RequestStatus:           {"GET /v1/responses/{response_id}", "https://platform.openai.com/docs/api-reference/responses/get"},
+		codec.Idempotency:             {"POST /v1/responses", "https://platform.openai.com/docs/api-reference/responses/create"},
+		codec.ExactAttemptTermination: {"POST /v1/responses", "https://platform.openai.com/docs/api-reference/responses/create"},
 	}
 	for k, w := range want {
 		ev := caps.Evidence[k]
@@ -40,13 +40,13 @@ func TestR19_8_CapabilitiesOfPOSTv1Responses(t *testing.T) {
 		assert.Equal(t, w[1], ev.DocumentationURL, k)
 		assert.Equal(t, "2026-12-01", ev.InspectedOn, k)
 	}
-	for _, k := range []layer.Capability{layer.RequestCancellation, layer.RequestStatus} {
+	for _, k := range []codec.Capability{codec.RequestCancellation, codec.RequestStatus} {
 		assert.Contains(t, caps.Evidence[k].Basis, "https://platform.openai.com/docs/guides/background", "the background-mode guide is the basis")
 	}
 
 	// Every call returns new maps.
-	caps.Values[layer.Idempotency] = layer.Supported
-	assert.Equal(t, layer.Unsupported, responses.New().Capabilities().Get(layer.Idempotency))
+	caps.Values[codec.Idempotency] = codec.Supported
+	assert.Equal(t, codec.Unsupported, responses.New().Capabilities().Get(codec.Idempotency))
 
 	// The README's Capabilities section states the same table.
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
@@ -55,7 +55,7 @@ func TestR19_8_CapabilitiesOfPOSTv1Responses(t *testing.T) {
 	i := strings.Index(readme, "OpenAI Responses, `POST /v1/responses` (`codecs/openai/responses`")
 	require.GreaterOrEqual(t, i, 0, "README has a table for the Responses codec")
 	caps = responses.New().Capabilities()
-	for _, k := range layer.AllCapabilities() {
+	for _, k := range codec.AllCapabilities() {
 		ev := caps.Evidence[k]
 		row := "`) | `" + string(caps.Values[k]) + "` | [" + ev.Endpoint + "](" + ev.DocumentationURL + ") | " + ev.InspectedOn + " |"
 		assert.Contains(t, readme[i:], row, k)

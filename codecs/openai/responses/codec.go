@@ -3,9 +3,9 @@ package responses
 import (
 	"net/http"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // Codec is the OpenAI Responses API codec, POST /v1/responses. The zero
@@ -18,9 +18,9 @@ type Codec struct {
 }
 
 var (
-	_ layer.Codec       = (*Codec)(nil)
-	_ layer.ErrorFramer = (*Codec)(nil)
-	_ layer.Resumer     = (*Codec)(nil)
+	_ codec.Codec       = (*Codec)(nil)
+	_ codec.ErrorFramer = (*Codec)(nil)
+	_ codec.Resumer     = (*Codec)(nil)
 )
 
 // Option configures a [Codec] in [New]. Options are applied in order, so a
@@ -76,14 +76,14 @@ func New(opts ...Option) *Codec {
 	return c
 }
 
-// Provider returns [layer.OpenAI]: the Responses API is OpenAI's, so
+// Provider returns [codec.OpenAI]: the Responses API is OpenAI's, so
 // failures, events and spans name the same provider as the chat completions
 // codec.
-func (c *Codec) Provider() layer.Provider { return layer.OpenAI }
+func (c *Codec) Provider() codec.Provider { return codec.OpenAI }
 
 // Facts declares a hosted provider: a resend needs no admission, and the
-// stream carries no telemetry (the zero layer.Facts).
-func (c *Codec) Facts() layer.Facts { return layer.Facts{} }
+// stream carries no telemetry (the zero codec.Facts).
+func (c *Codec) Facts() codec.Facts { return codec.Facts{} }
 
 // Path returns "/v1/responses", the endpoint path relative to a base URL
 // given without /v1.
@@ -94,25 +94,35 @@ func (c *Codec) Path() string { return "/v1/responses" }
 func (c *Codec) RequestID(h http.Header) string { return h.Get("X-Request-Id") }
 
 // ErrorFrame returns the Responses API in-band stream error event carrying
-// safe (layer.ErrorFramer): an "error" event whose data is the provider's
+// safe (codec.ErrorFramer): an "error" event whose data is the provider's
 // error event, {"type":"error","code":"recourse_error","message":safe,
 // "param":null}, plus an "error" object with the same type, code and
 // message. The provider's own error event has no "error" member, and
 // openai-go's stream reader (ssestream) fails a stream only on data that
 // has one, so the frame carries both shapes. The stream decoder reads it
-// back as a *layer.ProviderError.
-func (c *Codec) ErrorFrame(safe string) []byte {
+// back as a *codec.ProviderError.
+func (c *Codec) ErrorFrame(safe string) []byte { return c.ErrorFrameCode("recourse_error", safe) }
+
+// ErrorFrameCode returns ErrorFrame's event with code in place of
+// "recourse_error" as the event's and the error object's code
+// (codec.CodedErrorFramer).
+func (c *Codec) ErrorFrameCode(code, safe string) []byte {
 	msg := openaiwire.AppendJSONString(nil, safe)
-	b := []byte("event: error\ndata: {\"type\":\"error\",\"code\":\"recourse_error\",\"message\":")
+	cd := openaiwire.AppendJSONString(nil, code)
+	b := []byte("event: error\ndata: {\"type\":\"error\",\"code\":")
+	b = append(b, cd...)
+	b = append(b, ",\"message\":"...)
 	b = append(b, msg...)
-	b = append(b, ",\"param\":null,\"error\":{\"type\":\"recourse_error\",\"code\":\"recourse_error\",\"message\":"...)
+	b = append(b, ",\"param\":null,\"error\":{\"type\":\"recourse_error\",\"code\":"...)
+	b = append(b, cd...)
+	b = append(b, ",\"message\":"...)
 	b = append(b, msg...)
 	return append(b, "}}\n\n"...)
 }
 
 // ErrorDocument returns OpenAI's error response body
 // {"error":{"message":safe,"type":"recourse_error","param":null,"code":code}}
-// and a newline (layer.ErrorDocumenter), the same for the Responses API as
+// and a newline (codec.ErrorDocumenter), the same for the Responses API as
 // for chat completions.
 func (c *Codec) ErrorDocument(code, safe string) []byte { return openaiwire.ErrorDocument(code, safe) }
 
@@ -139,20 +149,20 @@ const (
 // proxy may differ. The codec uses retrieval and cancellation for
 // background responses only (R19.9, R19.12). Every call returns new
 // maps, so a caller may modify the result.
-func (c *Codec) Capabilities() layer.Capabilities {
-	create := layer.CapabilityEvidence{Endpoint: capCreate, DocumentationURL: capCreateURL, InspectedOn: capInspectedOn}
-	cancel := layer.CapabilityEvidence{Endpoint: capCancel, DocumentationURL: capCancelURL, InspectedOn: capInspectedOn}
-	retrieve := layer.CapabilityEvidence{Endpoint: capRetrieve, DocumentationURL: capRetrieveURL, InspectedOn: capInspectedOn}
-	var caps layer.Capabilities
-	caps.Declare(layer.ClientAbort, layer.Unknown, create.WithBasis(
+func (c *Codec) Capabilities() codec.Capabilities {
+	create := codec.CapabilityEvidence{Endpoint: capCreate, DocumentationURL: capCreateURL, InspectedOn: capInspectedOn}
+	cancel := codec.CapabilityEvidence{Endpoint: capCancel, DocumentationURL: capCancelURL, InspectedOn: capInspectedOn}
+	retrieve := codec.CapabilityEvidence{Endpoint: capRetrieve, DocumentationURL: capRetrieveURL, InspectedOn: capInspectedOn}
+	var caps codec.Capabilities
+	caps.Declare(codec.ClientAbort, codec.Unknown, create.WithBasis(
 		"The create reference describes streaming and background mode but not what closing the connection of a foreground response does; local HTTP abort alone is not provider support."))
-	caps.Declare(layer.RequestCancellation, layer.Supported, cancel.WithBasis(
+	caps.Declare(codec.RequestCancellation, codec.Supported, cancel.WithBasis(
 		"The cancel reference documents cancelling a response by ID; the background guide ("+capBackgroundURL+") limits it to responses created with background set to true."))
-	caps.Declare(layer.RequestStatus, layer.Supported, retrieve.WithBasis(
+	caps.Declare(codec.RequestStatus, codec.Supported, retrieve.WithBasis(
 		"The retrieve reference documents the status (queued, in_progress, completed, incomplete, failed, cancelled) of a stored response by ID, and the background guide ("+capBackgroundURL+") documents polling it and resuming its event stream with starting_after."))
-	caps.Declare(layer.Idempotency, layer.Unsupported, create.WithBasis(
+	caps.Declare(codec.Idempotency, codec.Unsupported, create.WithBasis(
 		"No idempotency facility is documented for this endpoint; no key is sent."))
-	caps.Declare(layer.ExactAttemptTermination, layer.Unknown, create.WithBasis(
+	caps.Declare(codec.ExactAttemptTermination, codec.Unknown, create.WithBasis(
 		"No documented evidence ties an abort to the end of one attempt's inference."))
 	return caps
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // One Codec serves many goroutines at once (run under -race).
@@ -27,7 +27,7 @@ func TestCodecIsSafeForConcurrentUse(t *testing.T) {
 				comp, err := c.Decode(body)
 				assert.NoError(t, err)
 				assert.Equal(t, "hi", comp.Message.Content)
-				assert.NotNil(t, c.NewObserver(layer.RequestInfo{Operation: layer.Streaming}))
+				assert.NotNil(t, c.NewObserver(codec.RequestInfo{Operation: codec.Streaming}))
 				assert.NoError(t, c.Capabilities().Validate())
 			}
 		}()

@@ -6,27 +6,27 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // Describe reads the model and operation of an encoded request body:
 // streaming when "stream" is true, structured when text.format has type
 // json_schema or json_object, ordinary otherwise. A body that is not a JSON
 // object, or whose model, stream, text or text.format has the wrong type,
-// is a *[layer.ProtocolError]. Describe is safe for concurrent use.
-func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
+// is a *[codec.ProtocolError]. Describe is safe for concurrent use.
+func (c *Codec) Describe(body []byte) (codec.RequestInfo, error) {
 	o, err := openaiwire.ParseObject(body, "request")
 	if err != nil {
-		return layer.RequestInfo{}, err
+		return codec.RequestInfo{}, err
 	}
 	if o == nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request is not a JSON object", nil)
+		return codec.RequestInfo{}, openaiwire.ProtocolError("request is not a JSON object", nil)
 	}
 	model, stream, err := openaiwire.RequestHead(o)
 	if err != nil {
-		return layer.RequestInfo{}, err
+		return codec.RequestInfo{}, err
 	}
 	var (
 		bg     bool
@@ -35,30 +35,30 @@ func (c *Codec) Describe(body []byte) (layer.RequestInfo, error) {
 		typ    string
 	)
 	if err := o.Get("background", &bg); err != nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request background is not a boolean", err)
+		return codec.RequestInfo{}, openaiwire.ProtocolError("request background is not a boolean", err)
 	}
 	if err := o.Get("text", &text); err != nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request text is not an object", err)
+		return codec.RequestInfo{}, openaiwire.ProtocolError("request text is not an object", err)
 	}
 	if err := text.Get("format", &format); err != nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request text.format is not an object", err)
+		return codec.RequestInfo{}, openaiwire.ProtocolError("request text.format is not an object", err)
 	}
 	if err := format.Get("type", &typ); err != nil {
-		return layer.RequestInfo{}, openaiwire.ProtocolError("request text.format type is not a string", err)
+		return codec.RequestInfo{}, openaiwire.ProtocolError("request text.format type is not a string", err)
 	}
-	return layer.RequestInfo{Model: model, Operation: openaiwire.Operation(stream, typ), Background: bg}, nil
+	return codec.RequestInfo{Model: model, Operation: openaiwire.Operation(stream, typ), Background: bg}, nil
 }
 
 // Decode decodes a complete 2xx response body, a Responses API response
 // object (see the package documentation for the mapping). A body with an
 // error object (a top-level "error" other than null), a status of "failed"
-// or "cancelled" is a *[layer.ProviderError]. A body that is not valid
+// or "cancelled" is a *[codec.ProviderError]. A body that is not valid
 // UTF-8, not a JSON object, nested deeper than the observer scans (512
 // levels), whose status is not terminal (queued, in_progress — except in
 // the answer to a background create, "background":true, which is its
 // acceptance: a Completion with the ID, the model, no message and the
 // status as its finish reason, R19.14) or unknown,
-// or whose fields have the wrong types is a *[layer.ProtocolError].
+// or whose fields have the wrong types is a *[codec.ProtocolError].
 // Otherwise Decode returns the assistant message of the output items with
 // its finish reason, the model, the response ID and the usage (nil when the
 // body has none). Decode never returns both a completion and an error, and
@@ -140,9 +140,9 @@ func decodeResponse(top openaiwire.Object) (*chat.Completion, error) {
 		}
 		comp.FinishReason = incompleteFinish(details.Str("reason"))
 	case "failed":
-		return nil, &layer.ProviderError{}
+		return nil, &codec.ProviderError{}
 	case "cancelled":
-		return nil, &layer.ProviderError{Code: "cancelled"}
+		return nil, &codec.ProviderError{Code: "cancelled"}
 	case "":
 		if !top.Has("output") {
 			return nil, openaiwire.ProtocolError("response has no status and no output", nil)
@@ -322,24 +322,24 @@ func decodeUsage(top openaiwire.Object) (*chat.Usage, error) {
 // providerError returns the error object of top, or nil when it has none:
 // {"error":{"code","message"}} (a response's error, or an error body), or
 // {"error":"text"}. Code is kept only when it is a string.
-func providerError(top openaiwire.Object) *layer.ProviderError {
+func providerError(top openaiwire.Object) *codec.ProviderError {
 	if !top.Has("error") {
 		return nil
 	}
 	var e openaiwire.Object
 	if top.Get("error", &e) != nil {
-		return &layer.ProviderError{Message: top.Str("error")}
+		return &codec.ProviderError{Message: top.Str("error")}
 	}
-	return &layer.ProviderError{Code: e.Str("code"), Message: e.Str("message")}
+	return &codec.ProviderError{Code: e.Str("code"), Message: e.Str("message")}
 }
 
 // failedError is the provider error of response.failed: the code and
 // message of its response.error.
-func failedError(resp openaiwire.Object) *layer.ProviderError {
+func failedError(resp openaiwire.Object) *codec.ProviderError {
 	if pe := providerError(resp); pe != nil {
 		return pe
 	}
-	return &layer.ProviderError{}
+	return &codec.ProviderError{}
 }
 
 // ErrorCode returns error.code of an error body when it is a string, as

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func decode(t *testing.T, body string) (*chat.Completion, error) {
@@ -38,11 +38,11 @@ func TestR19_5_UnaryOutputItems(t *testing.T) {
 	}, comp)
 
 	// The observer counts the same text while the body arrives.
-	o := responses.New().NewObserver(layer.RequestInfo{Operation: layer.Ordinary})
+	o := responses.New().NewObserver(codec.RequestInfo{Operation: codec.Ordinary})
 	for i := range len(body) {
 		o.Write([]byte{body[i]})
 	}
-	assert.Equal(t, layer.Counts{ContentBytes: int64(len("Hello, world.")), ReasoningBytes: int64(len("Thinking about it."))}, o.Observed())
+	assert.Equal(t, codec.Counts{ContentBytes: int64(len("Hello, world.")), ReasoningBytes: int64(len("Thinking about it."))}, o.Observed())
 }
 
 func TestR19_5_UnaryFinishReasons(t *testing.T) {
@@ -97,18 +97,18 @@ func TestR19_7_UnaryToolCallsKeepCallID(t *testing.T) {
 func TestR19_6_UnaryProviderErrors(t *testing.T) {
 	rows := []struct {
 		name, body string
-		want       layer.ProviderError
+		want       codec.ProviderError
 	}{
-		{"failed", unary("failed", nil, map[string]any{"error": map[string]any{"code": "server_error", "message": "boom"}}), layer.ProviderError{Code: "server_error", Message: "boom"}},
-		{"failed without error", unary("failed", nil, nil), layer.ProviderError{}},
-		{"cancelled", unary("cancelled", nil, nil), layer.ProviderError{Code: "cancelled"}},
-		{"error body", `{"error":{"message":"bad key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, layer.ProviderError{Code: "invalid_api_key", Message: "bad key"}},
-		{"error string", `{"error":"nope"}`, layer.ProviderError{Message: "nope"}},
+		{"failed", unary("failed", nil, map[string]any{"error": map[string]any{"code": "server_error", "message": "boom"}}), codec.ProviderError{Code: "server_error", Message: "boom"}},
+		{"failed without error", unary("failed", nil, nil), codec.ProviderError{}},
+		{"cancelled", unary("cancelled", nil, nil), codec.ProviderError{Code: "cancelled"}},
+		{"error body", `{"error":{"message":"bad key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, codec.ProviderError{Code: "invalid_api_key", Message: "bad key"}},
+		{"error string", `{"error":"nope"}`, codec.ProviderError{Message: "nope"}},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
 			_, err := decode(t, r.body)
-			var pe *layer.ProviderError
+			var pe *codec.ProviderError
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, r.want, *pe)
 			assert.NotContains(t, err.Error(), "boom")
@@ -144,7 +144,7 @@ func TestR19_5_UnaryMalformedBodiesAreProtocolErrors(t *testing.T) {
 	for name, body := range rows {
 		t.Run(name, func(t *testing.T) {
 			_, err := decode(t, body)
-			var pe *layer.ProtocolError
+			var pe *codec.ProtocolError
 			require.ErrorAs(t, err, &pe)
 		})
 	}

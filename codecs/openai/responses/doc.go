@@ -51,11 +51,11 @@
 // As with chat completions (R14.1), the model family decides the sampling
 // controls: for a model that [openai.IsReasoningModel] reports (override it
 // with [WithReasoningModel]) ReasoningEffort ("low", "medium" or "high") is
-// reasoning.effort and Temperature or TopP are an [*layer.UnsupportedError];
+// reasoning.effort and Temperature or TopP are an [*codec.UnsupportedError];
 // for any other model Temperature and TopP are sent and ReasoningEffort is
-// an [*layer.UnsupportedError]. The endpoint has no seed, stop sequences,
+// an [*codec.UnsupportedError]. The endpoint has no seed, stop sequences,
 // top_k, context length, think or keep_alive: Seed, Stop, TopK,
-// ContextLength, Think and KeepAlive are an [*layer.UnsupportedError],
+// ContextLength, Think and KeepAlive are an [*codec.UnsupportedError],
 // never dropped silently.
 //
 // # Responses
@@ -77,10 +77,10 @@
 // refusal field), and "stop" otherwise. "incomplete" finishes with
 // incomplete_details.reason mapped: max_output_tokens is "length",
 // content_filter stays "content_filter", any other reason is kept as sent,
-// and none is "incomplete". "failed" is a [*layer.ProviderError] with the
+// and none is "incomplete". "failed" is a [*codec.ProviderError] with the
 // code and message of its error, as is "cancelled" (code "cancelled") and
 // any body whose "error" is not null. "queued", "in_progress" and an
-// unknown status are a [*layer.ProtocolError]: a foreground request is
+// unknown status are a [*codec.ProtocolError]: a foreground request is
 // answered when it is finished; the exception is the answer to a
 // background create ("background":true in the response), whose queued or
 // in_progress object is its acceptance (R19.14). A body with no status but
@@ -105,18 +105,18 @@
 // tool as a tool fragment.
 //
 // response.completed is the accepted end: a Done frame whose Completion
-// holds the streamed text (empty with layer.RequestInfo.DropText), the tool
+// holds the streamed text (empty with codec.RequestInfo.DropText), the tool
 // calls assembled in output order (the arguments of a call's
 // output_item.done win over its deltas), the model, ID, usage and the
 // finish reason a completed body would have. response.incomplete is
-// terminal at once with an incomplete_completion [*layer.StreamError]
+// terminal at once with an [*codec.IncompleteError]
 // (R13.3) whose FinishReason is mapped as above, except for a drop-in
 // client, for which it is the provider's answer: the Done frame
-// (layer.RequestInfo.ProviderFinish). response.failed and an
+// (codec.RequestInfo.ProviderFinish). response.failed and an
 // error event (event: error, or data whose type is "error") are an in-band
-// [*layer.ProviderError], never resent (R4.7). A stream that reaches EOF
+// [*codec.ProviderError], never resent (R4.7). A stream that reaches EOF
 // without one of these fails closed with [ErrIncomplete], and a
-// "data: [DONE]" before them is a [*layer.ProtocolError].
+// "data: [DONE]" before them is a [*codec.ProtocolError].
 //
 // The decoder keeps what a background resume needs:
 // [StreamDecoder.ResponseID], the ID of the response from
@@ -128,7 +128,7 @@
 //
 // With [Background], a streamed request is sent with "background":true and
 // "store":true (R19.9); a drop-in body that says "background":true is
-// treated the same. The Codec is a [layer.Resumer]: once the stream gave
+// treated the same. The Codec is a [codec.Resumer]: once the stream gave
 // the response's ID, the engine answers a cut, a stall or a transport
 // failure with a resume read, GET /v1/responses/{id}?stream=true&
 // starting_after={cursor}, whose decoder drops the events the consumer

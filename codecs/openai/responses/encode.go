@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // wireRequest is the request body. Field order is the encoding order.
@@ -85,7 +85,7 @@ type wireEffort struct {
 }
 
 // Encode encodes req to the Responses API request body (see the package
-// documentation for the mapping). It returns an *[layer.UnsupportedError]
+// documentation for the mapping). It returns an *[codec.UnsupportedError]
 // for a control that the endpoint, or the requested model family, does not
 // take, and a plain error for a request that cannot be encoded: a nil
 // request, an empty model, an unknown role, images or tool calls on a role
@@ -150,7 +150,7 @@ func encodeError(what string) error { return errors.New("recourse: openai respon
 // parameters, schema and arguments, a schema and JSON mode exclusive, and
 // "strict" always sent. Its errors name the codec, as encodeError does.
 var dialect = openaiwire.Dialect{
-	Provider:           layer.OpenAI,
+	Provider:           codec.OpenAI,
 	Name:               "openai responses",
 	KnownRoles:         true,
 	AssistantToolCalls: true,

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -65,7 +65,7 @@ func TestR19_2_RequestEncoding(t *testing.T) {
 
 	info, err := responses.New().Describe(body)
 	require.NoError(t, err)
-	assert.Equal(t, layer.RequestInfo{Model: "gpt-4.1", Operation: layer.Streaming}, info)
+	assert.Equal(t, codec.RequestInfo{Model: "gpt-4.1", Operation: codec.Streaming}, info)
 }
 
 func TestR19_2_FormatsAndReasoning(t *testing.T) {
@@ -75,7 +75,7 @@ func TestR19_2_FormatsAndReasoning(t *testing.T) {
 	assert.Equal(t, `{"model":"gpt-4.1","input":[],"text":{"format":{"type":"json_object"}}}`, string(body))
 	info, err := c.Describe(body)
 	require.NoError(t, err)
-	assert.Equal(t, layer.Structured, info.Operation)
+	assert.Equal(t, codec.Structured, info.Operation)
 
 	body, err = c.Encode(&chat.Request{Model: "gpt-4.1", Schema: &chat.Schema{Schema: json.RawMessage(`{}`)}})
 	require.NoError(t, err)
@@ -86,7 +86,7 @@ func TestR19_2_FormatsAndReasoning(t *testing.T) {
 	assert.Equal(t, `{"model":"o3","input":[],"reasoning":{"effort":"high"},"max_output_tokens":9}`, string(body))
 	info, err = c.Describe(body)
 	require.NoError(t, err)
-	assert.Equal(t, layer.Ordinary, info.Operation)
+	assert.Equal(t, codec.Ordinary, info.Operation)
 
 	// WithReasoningModel overrides the detection; nil keeps the default.
 	body, err = responses.New(responses.WithReasoningModel(func(string) bool { return true }), nil).
@@ -94,7 +94,7 @@ func TestR19_2_FormatsAndReasoning(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(body), `"reasoning":{"effort":"low"}`)
 	_, err = responses.New(responses.WithReasoningModel(nil)).Encode(&chat.Request{Model: "gpt-4.1", Options: chat.Options{ReasoningEffort: "low"}})
-	var ue *layer.UnsupportedError
+	var ue *codec.UnsupportedError
 	require.ErrorAs(t, err, &ue)
 }
 
@@ -117,9 +117,9 @@ func TestR19_2_UnsupportedControlsAreTypedErrors(t *testing.T) {
 	for _, r := range rows {
 		t.Run(r.control, func(t *testing.T) {
 			_, err := responses.New().Encode(&chat.Request{Model: r.model, Options: r.o})
-			var ue *layer.UnsupportedError
+			var ue *codec.UnsupportedError
 			require.ErrorAs(t, err, &ue)
-			assert.Equal(t, layer.UnsupportedError{Provider: layer.OpenAI, Control: r.control}, *ue)
+			assert.Equal(t, codec.UnsupportedError{Provider: codec.OpenAI, Control: r.control}, *ue)
 		})
 	}
 }
@@ -148,7 +148,7 @@ func TestR19_2_BadRequestsAreErrorsThatQuoteNothing(t *testing.T) {
 			body, err := responses.New().Encode(req)
 			require.Error(t, err)
 			assert.Nil(t, body)
-			var ue *layer.UnsupportedError
+			var ue *codec.UnsupportedError
 			assert.False(t, errors.As(err, &ue), "a request that cannot be encoded is not an unsupported control")
 			assert.True(t, strings.HasPrefix(err.Error(), "recourse: openai responses: "), err.Error())
 			assert.NotContains(t, err.Error(), secret)
@@ -171,7 +171,7 @@ func TestR19_2_EncodeDoesNotAliasTheRequest(t *testing.T) {
 func TestR19_2_DescribeRejectsMalformedRequests(t *testing.T) {
 	for _, body := range []string{``, `[]`, `null`, `{"model":1}`, `{"stream":"yes"}`, `{"text":1}`, `{"text":{"format":[]}}`, `{"text":{"format":{"type":2}}}`} {
 		_, err := responses.New().Describe([]byte(body))
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		assert.ErrorAs(t, err, &pe, body)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 func ExampleNew() {
@@ -34,7 +34,7 @@ func ExampleNew() {
 }
 
 func ExampleNewStreamDecoder() {
-	d := responses.NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming})
+	d := responses.NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming})
 	d.Write([]byte("event: response.created\n" +
 		`data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","status":"in_progress","model":"gpt-4.1"}}` + "\n\n" +
 		"event: response.output_text.delta\n" +
@@ -81,7 +81,7 @@ func ExampleKeepRunning() {
 
 func ExampleCodec_ResumeRequest() {
 	create, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/responses", nil)
-	read := responses.New().ResumeRequest(create, layer.ResumePoint{ResponseID: "resp_1", Cursor: 57})
+	read := responses.New().ResumeRequest(create, codec.ResumePoint{ResponseID: "resp_1", Cursor: 57})
 	fmt.Println(read.Method, read.URL)
 	// Output:
 	// GET https://api.openai.com/v1/responses/resp_1?starting_after=57&stream=true

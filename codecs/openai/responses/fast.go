@@ -5,9 +5,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/sse"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // fastDelta below decodes the events that make up nearly all of a stream,
@@ -77,7 +77,7 @@ func deltaType(t []byte) deltaKind {
 // of its own. For an arguments delta the frame's one fragment carries the
 // output index and the piece, which the caller adds to that call's
 // arguments as the reference does.
-func fastDelta(ev sse.Event, scratch *[]byte) (f layer.Frame, seq int64, kind deltaKind, ok bool) {
+func fastDelta(ev sse.Event, scratch *[]byte) (f codec.Frame, seq int64, kind deltaKind, ok bool) {
 	if ev.Done || ev.Event == "error" {
 		return f, 0, notDelta, false
 	}

@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // deltaSeeds are stream events for the fast-path tests: the plain shapes
@@ -99,9 +98,9 @@ var argumentSeeds = []string{
 
 // decoded is what a stream decoder made of its input, for comparison.
 type decoded struct {
-	Frames   []layer.Frame
+	Frames   []codec.Frame
 	Seqs     []int64
-	Observed layer.Counts
+	Observed codec.Counts
 	Refused  bool
 	Content  string
 	Reason   string
@@ -114,7 +113,7 @@ type decoded struct {
 // decodeWith feeds stream to a new decoder whose fast path is on or off
 // (reference) and returns what it made of it.
 func decodeWith(stream []byte, reference bool) decoded {
-	d := NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming})
+	d := NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming})
 	d.reference = reference
 	d.Write(stream)
 	var out decoded
@@ -172,7 +171,7 @@ func TestR19_3_FastDeltaPathAgreesWithReference(t *testing.T) {
 	plain = append(plain, deltaSeeds[len(deltaSeeds)-10:len(deltaSeeds)-8]...)
 	plain = append(plain, argumentSeeds[:4]...)
 	for _, s := range plain {
-		d := NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming})
+		d := NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming})
 		d.framer.Write([]byte(s))
 		ev, ok, err := d.framer.Next()
 		require.NoError(t, err)

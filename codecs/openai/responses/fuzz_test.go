@@ -8,13 +8,13 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // FuzzDecode checks that Decode never panics, returns exactly one of a
-// completion and an error, returns only *layer.ProviderError or
-// *layer.ProtocolError, accepts only what encoding/json accepts (the
+// completion and an error, returns only *codec.ProviderError or
+// *codec.ProtocolError, accepts only what encoding/json accepts (the
 // decoder is encoding/json with exact keys; there is no fast path to hold
 // against it), and that the observer never counts less text than Decode
 // finds. Seeds live in testdata/fuzz/FuzzDecode.
@@ -28,10 +28,10 @@ func FuzzDecode(f *testing.F) {
 		}
 		_ = c.ErrorCode(body)
 		if err != nil {
-			var pv *layer.ProviderError
-			var pr *layer.ProtocolError
+			var pv *codec.ProviderError
+			var pr *codec.ProtocolError
 			if !errors.As(err, &pv) && !errors.As(err, &pr) {
-				t.Fatalf("Decode error %T, want *layer.ProviderError or *layer.ProtocolError", err)
+				t.Fatalf("Decode error %T, want *codec.ProviderError or *codec.ProtocolError", err)
 			}
 			if pv != nil && c.ErrorCode(body) != "" && c.ErrorCode(body) != pv.Code {
 				t.Fatalf("ErrorCode = %q, Decode's code %q", c.ErrorCode(body), pv.Code)
@@ -50,7 +50,7 @@ func FuzzDecode(f *testing.F) {
 				t.Errorf("tool call arguments %q are not valid JSON", tc.Arguments)
 			}
 		}
-		o := c.NewObserver(layer.RequestInfo{Operation: layer.Ordinary})
+		o := c.NewObserver(codec.RequestInfo{Operation: codec.Ordinary})
 		o.Write(body)
 		got := o.Observed()
 		if got.ContentBytes+got.ReasoningBytes < int64(len(comp.Message.Content)+len(comp.Message.Reasoning)) {
@@ -61,8 +61,8 @@ func FuzzDecode(f *testing.F) {
 
 // streamRun is what a decoder made of a stream.
 type streamRun struct {
-	frames   []layer.Frame
-	observed layer.Counts
+	frames   []codec.Frame
+	observed codec.Counts
 	end      error
 	id       string
 	seq      int64
@@ -70,7 +70,7 @@ type streamRun struct {
 }
 
 func runStream(stream []byte, split int) streamRun {
-	d := responses.NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming})
+	d := responses.NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming})
 	var r streamRun
 	for i := 0; i < len(stream); i += split {
 		d.Write(stream[i:min(i+split, len(stream))])
@@ -103,16 +103,16 @@ func FuzzStreamDecoder(f *testing.F) {
 		if !reflect.DeepEqual(whole, pieces) {
 			t.Fatalf("split %d decodes differently:\n%+v\n%+v", n, whole, pieces)
 		}
-		var sum layer.Counts
+		var sum codec.Counts
 		var content strings.Builder
 		for i, fr := range whole.frames {
 			sum = sum.Add(fr.Semantic())
 			content.WriteString(fr.Content)
 			if fr.Err != nil {
-				var pv *layer.ProviderError
-				var pr *layer.ProtocolError
-				var se *layer.StreamError
-				if !errors.As(fr.Err, &pv) && !errors.As(fr.Err, &pr) && !errors.As(fr.Err, &se) {
+				var pv *codec.ProviderError
+				var pr *codec.ProtocolError
+				var ie *codec.IncompleteError
+				if !errors.As(fr.Err, &pv) && !errors.As(fr.Err, &pr) && !errors.As(fr.Err, &ie) {
 					t.Fatalf("frame error %T", fr.Err)
 				}
 			}
@@ -128,7 +128,7 @@ func FuzzStreamDecoder(f *testing.F) {
 			t.Fatalf("observed %+v, frames %+v", o, sum)
 		}
 		if whole.end != nil && !errors.Is(whole.end, responses.ErrIncomplete) {
-			var pv *layer.ProviderError
+			var pv *codec.ProviderError
 			if !errors.As(whole.end, &pv) {
 				t.Fatalf("End error %T", whole.end)
 			}

@@ -7,8 +7,8 @@ import (
 	"sort"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // outputIndex returns the output_index of an event (0 when absent).
@@ -35,7 +35,7 @@ func (d *StreamDecoder) call(i int) *call {
 
 // argumentsDelta decodes response.function_call_arguments.delta: one tool
 // fragment carrying a piece of the arguments.
-func (d *StreamDecoder) argumentsDelta(top openaiwire.Object, f *layer.Frame) string {
+func (d *StreamDecoder) argumentsDelta(top openaiwire.Object, f *codec.Frame) string {
 	i, ok := outputIndex(top)
 	if !ok {
 		return "stream event output_index is not a non-negative integer"
@@ -66,7 +66,7 @@ func item(top openaiwire.Object) (openaiwire.Object, string, string) {
 // starts a tool call (a fragment with its call_id and name), a message or
 // reasoning item is lifecycle, and any other item (a hosted tool's call) is
 // observed as a tool fragment that is not delivered.
-func (d *StreamDecoder) itemAdded(top openaiwire.Object, f *layer.Frame) string {
+func (d *StreamDecoder) itemAdded(top openaiwire.Object, f *codec.Frame) string {
 	it, typ, what := item(top)
 	if what != "" {
 		return what

@@ -3,7 +3,7 @@ package responses
 import "github.com/recourse-dev/recourse/codecs/internal/jsonmember"
 
 // WithModel returns a copy of body, a request body of POST /v1/responses,
-// whose top-level "model" member names model (layer.ModelRewriter): every
+// whose top-level "model" member names model (codec.ModelRewriter): every
 // other byte is kept. body is never modified; a body that is not a JSON
 // object is an error. A fallback target of the same wire uses it (R20.1).
 func (*Codec) WithModel(body []byte, model string) ([]byte, error) {

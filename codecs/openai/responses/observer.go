@@ -1,9 +1,9 @@
 package responses
 
 import (
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // unaryRules are the evidence paths of a response object: the text and
@@ -33,8 +33,8 @@ var unaryRules = jsonscan.Compile(&jsonscan.Rules{
 //
 // NewObserver is safe for concurrent use; each returned Observer is used by
 // one attempt and is not.
-func (c *Codec) NewObserver(info layer.RequestInfo) layer.Observer {
-	if info.Operation == layer.Streaming {
+func (c *Codec) NewObserver(info codec.RequestInfo) codec.Observer {
+	if info.Operation == codec.Streaming {
 		return NewStreamDecoder(info)
 	}
 	return bodyscan.New(unaryRules)

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // TestR19_4_ProviderFinishIncompleteIsTheEnd: with
@@ -17,7 +17,7 @@ import (
 func TestR19_4_ProviderFinishIncompleteIsTheEnd(t *testing.T) {
 	evs := []string{evCreated(0), evCallAdded(1, 0, "call_1", "f"), evArgs(2, 0, `{"a":`),
 		evMessageAdded(3, 1), evPartAdded(4, 1), evText(5, 1, "abc"), evIncomplete(6, "max_output_tokens")}
-	frames, end, d := decodeStream(t, layer.RequestInfo{ProviderFinish: true}, 0, evs...)
+	frames, end, d := decodeStream(t, codec.RequestInfo{ProviderFinish: true}, 0, evs...)
 	require.NoError(t, end)
 	last := frames[len(frames)-1]
 	require.NoError(t, last.Err)
@@ -29,9 +29,8 @@ func TestR19_4_ProviderFinishIncompleteIsTheEnd(t *testing.T) {
 	assert.Empty(t, last.Completion.Message.ToolCalls, "a partial tool call never completes")
 	assert.Zero(t, d.Observed().CompletedToolCalls)
 
-	frames, _, _ = decodeStream(t, layer.RequestInfo{}, 0, evs...)
-	var se *layer.StreamError
+	frames, _, _ = decodeStream(t, codec.RequestInfo{}, 0, evs...)
+	var se *codec.IncompleteError
 	require.ErrorAs(t, frames[len(frames)-1].Err, &se)
-	assert.Equal(t, layer.StreamIncompleteCompletion, se.Reason)
 	assert.Equal(t, "length", se.FinishReason)
 }

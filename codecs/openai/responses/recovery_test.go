@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -119,14 +120,14 @@ func TestR19_3_CutBeforeFirstOutputIsResent(t *testing.T) {
 func TestR19_3_CutAfterTextDeltaIsInterrupted(t *testing.T) {
 	kinds := map[string]struct {
 		ev   string
-		want layer.Counts
+		want codec.Counts
 	}{
-		"text":      {evText(4, 0, "Hel"), layer.Counts{ContentBytes: 3}},
-		"refusal":   {evRefusal(4, 0, "No"), layer.Counts{ContentBytes: 2}},
-		"summary":   {evSummary(4, 0, "hmm"), layer.Counts{ReasoningBytes: 3}},
-		"reasoning": {evReasoningText(4, 0, "hmm"), layer.Counts{ReasoningBytes: 3}},
-		"tool call": {evCallAdded(4, 1, "call_1", "weather"), layer.Counts{ToolFragments: 1}},
-		"arguments": {evArgs(4, 1, `{"a"`), layer.Counts{ToolFragments: 1}},
+		"text":      {evText(4, 0, "Hel"), codec.Counts{ContentBytes: 3}},
+		"refusal":   {evRefusal(4, 0, "No"), codec.Counts{ContentBytes: 2}},
+		"summary":   {evSummary(4, 0, "hmm"), codec.Counts{ReasoningBytes: 3}},
+		"reasoning": {evReasoningText(4, 0, "hmm"), codec.Counts{ReasoningBytes: 3}},
+		"tool call": {evCallAdded(4, 1, "call_1", "weather"), codec.Counts{ToolFragments: 1}},
+		"arguments": {evArgs(4, 1, `{"a"`), codec.Counts{ToolFragments: 1}},
 	}
 	for name, k := range kinds {
 		t.Run(name, func(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // Background reports whether body, an encoded request, has
@@ -30,23 +30,23 @@ func (c *Codec) Background(body []byte) bool {
 // stream that handed over no event with a sequence_number: there is no
 // cursor to read after, so a resume could repeat what the consumer had
 // (R19.9).
-func (c *Codec) ResumePoint(obs layer.Observer) (layer.ResumePoint, bool) {
+func (c *Codec) ResumePoint(obs codec.Observer) (codec.ResumePoint, bool) {
 	d, isDec := obs.(*StreamDecoder)
 	if !isDec || !d.background || d.id == "" {
-		return layer.ResumePoint{}, false
+		return codec.ResumePoint{}, false
 	}
 	seq, ok := d.DeliveredSequence()
 	if !ok {
-		return layer.ResumePoint{}, false
+		return codec.ResumePoint{}, false
 	}
-	return layer.ResumePoint{ResponseID: d.id, Cursor: seq}, true
+	return codec.ResumePoint{ResponseID: d.id, Cursor: seq}, true
 }
 
 // ResumeRequest returns GET {create path}/{id}?stream=true&starting_after=
 // {cursor} (no starting_after when the cursor is -1) with create's headers
 // but its body's Content-Type and Content-Length, under create's context
 // (R19.9). create is not modified.
-func (c *Codec) ResumeRequest(create *http.Request, p layer.ResumePoint) *http.Request {
+func (c *Codec) ResumeRequest(create *http.Request, p codec.ResumePoint) *http.Request {
 	q := url.Values{"stream": {"true"}}
 	if p.Cursor >= 0 {
 		q.Set("starting_after", strconv.FormatInt(p.Cursor, 10))
@@ -119,20 +119,20 @@ func (c *Codec) Creates(req *http.Request) bool {
 // starting_after (cursor -1 when absent). A starting_after that is not a
 // non-negative integer is no read the engine recovers (ok=false): it
 // passes through, and the provider judges it (R19.13).
-func (c *Codec) ReadOf(req *http.Request, body []byte) (layer.ResumePoint, bool, bool) {
+func (c *Codec) ReadOf(req *http.Request, body []byte) (codec.ResumePoint, bool, bool) {
 	if req.Method != http.MethodGet {
-		return layer.ResumePoint{}, false, false
+		return codec.ResumePoint{}, false, false
 	}
 	id, ok := readPath(req.URL)
 	if !ok {
-		return layer.ResumePoint{}, false, false
+		return codec.ResumePoint{}, false, false
 	}
 	q := req.URL.Query()
-	p := layer.ResumePoint{ResponseID: id, Cursor: -1}
+	p := codec.ResumePoint{ResponseID: id, Cursor: -1}
 	if v := q.Get("starting_after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return layer.ResumePoint{}, false, false
+			return codec.ResumePoint{}, false, false
 		}
 		p.Cursor = n
 	}
@@ -151,9 +151,9 @@ func (c *Codec) ReadOf(req *http.Request, body []byte) (layer.ResumePoint, bool,
 // drops every event whose sequence number is at or below p.Cursor (R19.9).
 // For any other obs it returns a new decoder for a background stream that
 // drops those events.
-func (c *Codec) ResumeObserver(obs layer.Observer, p layer.ResumePoint) layer.Observer {
+func (c *Codec) ResumeObserver(obs codec.Observer, p codec.ResumePoint) codec.Observer {
 	prev, _ := obs.(*StreamDecoder)
-	info := layer.RequestInfo{Operation: layer.Streaming, Background: true}
+	info := codec.RequestInfo{Operation: codec.Streaming, Background: true}
 	if prev != nil {
 		info.DropText, info.TypedFrames, info.ProviderFinish = prev.discardText, prev.q.ErrorRawOnly, prev.providerFinish
 	}

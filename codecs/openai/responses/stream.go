@@ -7,10 +7,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/frames"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 	"github.com/recourse-dev/recourse/codecs/internal/sse"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // ErrIncomplete is the End error of a stream that reached HTTP EOF before
@@ -50,9 +50,9 @@ type call struct {
 	hasFinal bool
 }
 
-// StreamDecoder is the layer.StreamDecoder of one attempt of a streamed
+// StreamDecoder is the codec.StreamDecoder of one attempt of a streamed
 // Responses API request: it frames the SSE stream, classifies each event
-// (R19.3) and queues one layer.Frame per event. It also keeps the resume
+// (R19.3) and queues one codec.Frame per event. It also keeps the resume
 // position a later background resume will need: [StreamDecoder.ResponseID],
 // [StreamDecoder.DeliveredSequence] and [StreamDecoder.FrameSequence]. A StreamDecoder is used by one
 // attempt and is not safe for concurrent use; the Attempt serializes access
@@ -63,7 +63,7 @@ type StreamDecoder struct {
 	// seqs runs beside q: the sequence_number of each queued frame, or -1.
 	seqs    []int64
 	seqHead int
-	counts  layer.Counts
+	counts  codec.Counts
 
 	discardText     bool
 	content, reason strings.Builder
@@ -77,7 +77,7 @@ type StreamDecoder struct {
 	doc             []byte
 	background      bool
 	// providerFinish makes response.incomplete the accepted end
-	// (layer.RequestInfo.ProviderFinish).
+	// (codec.RequestInfo.ProviderFinish).
 	providerFinish bool
 	// skip is the highest sequence number read so far, or the cursor of a
 	// resume read (-1: none): an event at or below it was handed over
@@ -90,12 +90,12 @@ type StreamDecoder struct {
 }
 
 var (
-	_ layer.StreamDecoder = (*StreamDecoder)(nil)
-	_ layer.BufferFreer   = (*StreamDecoder)(nil)
+	_ codec.StreamDecoder = (*StreamDecoder)(nil)
+	_ codec.BufferFreer   = (*StreamDecoder)(nil)
 )
 
 // FreeBuffers gives the decoder's line buffer back for the next stream's
-// decoder (layer.BufferFreer); its queued frames own their bytes and stay
+// decoder (codec.BufferFreer); its queued frames own their bytes and stay
 // valid, and a Write afterwards starts a new buffer. The engine calls it
 // when the stream's body is closed.
 func (d *StreamDecoder) FreeBuffers() { d.framer.Free() }
@@ -106,7 +106,7 @@ func (d *StreamDecoder) FreeBuffers() { d.framer.Free() }
 // its tool calls and one event), and with info.TypedFrames only error
 // frames carry Raw. [Codec.NewObserver] returns one for a streaming
 // request.
-func NewStreamDecoder(info layer.RequestInfo) *StreamDecoder {
+func NewStreamDecoder(info codec.RequestInfo) *StreamDecoder {
 	d := &StreamDecoder{framer: sse.NewFramer(0), discardText: info.DropText, delivered: -1, last: -1, skip: -1, background: info.Background,
 		providerFinish: info.ProviderFinish}
 	d.q.ErrorRawOnly = info.TypedFrames
@@ -119,10 +119,10 @@ func NewStreamDecoder(info layer.RequestInfo) *StreamDecoder {
 // this decoder does not deliver (an unknown *.delta event counts its delta
 // bytes as content, an output item other than a message, a reasoning item
 // or a function call counts as a tool fragment).
-func (d *StreamDecoder) Observed() layer.Counts { return d.counts }
+func (d *StreamDecoder) Observed() codec.Counts { return d.counts }
 
 // Next returns the next queued frame, or ok=false when none is queued.
-func (d *StreamDecoder) Next() (layer.Frame, bool) {
+func (d *StreamDecoder) Next() (codec.Frame, bool) {
 	f, ok := d.q.Next()
 	if !ok {
 		d.seqs, d.seqHead = d.seqs[:0], 0
@@ -164,7 +164,7 @@ func (d *StreamDecoder) FrameSequence() (seq int64, ok bool) {
 // End reports an incomplete stream unless the terminal frame was decoded.
 // After an error frame it returns nil: the frame carries the error. A
 // streaming request answered with a plain JSON error object instead of an
-// event stream ({"error":{…}} in a 2xx) ends with a *layer.ProviderError:
+// event stream ({"error":{…}} in a 2xx) ends with a *codec.ProviderError:
 // the provider refused the request, which is never resent (R4.7).
 func (d *StreamDecoder) End() error {
 	if d.q.Ended() {
@@ -197,7 +197,7 @@ func (d *StreamDecoder) Write(p []byte) {
 	for !d.q.Ended() {
 		ev, ok, err := d.framer.Next()
 		if err != nil {
-			d.push(layer.Frame{Err: &layer.ProtocolError{What: "oversized SSE event", Err: err}}, -1)
+			d.push(codec.Frame{Err: &codec.ProtocolError{What: "oversized SSE event", Err: err}}, -1)
 			return
 		}
 		if !ok {
@@ -209,7 +209,7 @@ func (d *StreamDecoder) Write(p []byte) {
 
 // push queues f with the sequence number of its event (-1: none) and adds
 // its evidence to the counts.
-func (d *StreamDecoder) push(f layer.Frame, seq int64) {
+func (d *StreamDecoder) push(f codec.Frame, seq int64) {
 	d.skip = max(d.skip, seq)
 	d.counts = d.counts.Add(f.Semantic())
 	d.q.Push(f)
@@ -217,7 +217,7 @@ func (d *StreamDecoder) push(f layer.Frame, seq int64) {
 }
 
 func (d *StreamDecoder) malformed(raw []byte, what string, err error) {
-	d.push(layer.Frame{Raw: raw, Err: openaiwire.ProtocolError(what, err)}, -1)
+	d.push(codec.Frame{Raw: raw, Err: openaiwire.ProtocolError(what, err)}, -1)
 }
 
 // fast decodes ev on the fast delta path and reports whether it could
@@ -250,11 +250,11 @@ func (d *StreamDecoder) event(ev sse.Event) {
 	data := bytes.TrimSpace(ev.Data)
 	switch {
 	case len(data) == 0 && ev.Event == "error":
-		d.push(layer.Frame{Raw: raw, Err: &layer.ProviderError{}}, -1)
+		d.push(codec.Frame{Raw: raw, Err: &codec.ProviderError{}}, -1)
 		return
 	case len(data) == 0:
 		// Comments, an event or id field alone, or blank data (R14.2).
-		d.push(layer.Frame{Raw: raw, Keepalive: true}, -1)
+		d.push(codec.Frame{Raw: raw, Keepalive: true}, -1)
 		return
 	case ev.Done:
 		d.malformed(raw, "stream ended with [DONE] before its terminal event", nil)
@@ -266,7 +266,7 @@ func (d *StreamDecoder) event(ev sse.Event) {
 	top, err := openaiwire.ParseObject(data, "stream event")
 	if err != nil || top == nil {
 		if ev.Event == "error" {
-			d.push(layer.Frame{Raw: raw, Err: &layer.ProviderError{}}, -1)
+			d.push(codec.Frame{Raw: raw, Err: &codec.ProviderError{}}, -1)
 			return
 		}
 		d.malformed(raw, "stream event is not a JSON object", err)
@@ -293,7 +293,7 @@ func (d *StreamDecoder) event(ev sse.Event) {
 		typ = ev.Event
 	}
 	if typ == "error" || ev.Event == "error" {
-		d.push(layer.Frame{Raw: raw, Err: eventError(top)}, seq)
+		d.push(codec.Frame{Raw: raw, Err: eventError(top)}, seq)
 		return
 	}
 	var resp openaiwire.Object
@@ -303,11 +303,11 @@ func (d *StreamDecoder) event(ev sse.Event) {
 	}
 	if resp != nil {
 		if err := d.remember(resp); err != nil {
-			d.push(layer.Frame{Raw: raw, Err: err}, -1)
+			d.push(codec.Frame{Raw: raw, Err: err}, -1)
 			return
 		}
 	}
-	f := layer.Frame{Raw: raw}
+	f := codec.Frame{Raw: raw}
 	if what := d.typed(typ, top, resp, &f); what != "" {
 		d.malformed(raw, what, nil)
 		return
@@ -318,7 +318,7 @@ func (d *StreamDecoder) event(ev sse.Event) {
 
 // typed decodes the event top of type typ (with its response member resp,
 // or nil) into f; it returns what makes the event malformed, or "".
-func (d *StreamDecoder) typed(typ string, top, resp openaiwire.Object, f *layer.Frame) (what string) {
+func (d *StreamDecoder) typed(typ string, top, resp openaiwire.Object, f *codec.Frame) (what string) {
 	switch typ {
 	case "":
 		what = "stream event has no type"
@@ -351,7 +351,7 @@ func (d *StreamDecoder) typed(typ string, top, resp openaiwire.Object, f *layer.
 
 // keep accumulates f's text for the terminal Completion, unless the request
 // drops it.
-func (d *StreamDecoder) keep(f layer.Frame) {
+func (d *StreamDecoder) keep(f codec.Frame) {
 	if !d.discardText {
 		d.content.WriteString(f.Content)
 		d.reason.WriteString(f.Reasoning)
@@ -403,7 +403,7 @@ func (d *StreamDecoder) evidence(resp openaiwire.Object) (*chat.Completion, erro
 // frame whose Completion holds the streamed text, the assembled tool calls,
 // the model, ID and usage. A completed event whose response says it is
 // incomplete or failed ends the stream as that status does.
-func (d *StreamDecoder) completed(f *layer.Frame, resp openaiwire.Object) {
+func (d *StreamDecoder) completed(f *codec.Frame, resp openaiwire.Object) {
 	switch resp.Str("status") {
 	case "incomplete":
 		d.incomplete(f, resp)
@@ -423,13 +423,13 @@ func (d *StreamDecoder) completed(f *layer.Frame, resp openaiwire.Object) {
 }
 
 // incomplete decodes response.incomplete: terminal at once with an
-// incomplete_completion *layer.StreamError (R13.3, R19.4) whose finish
+// *codec.IncompleteError (R13.3, R19.4) whose finish
 // reason maps incomplete_details.reason; its Completion carries only the
 // provider evidence, never a message or a tool call. With
-// layer.RequestInfo.ProviderFinish (a drop-in stream) it is the provider's
+// codec.RequestInfo.ProviderFinish (a drop-in stream) it is the provider's
 // answer instead: the Done frame, whose Completion has that finish, the
 // evidence and the text, and no tool call (R13.3, R13.4).
-func (d *StreamDecoder) incomplete(f *layer.Frame, resp openaiwire.Object) {
+func (d *StreamDecoder) incomplete(f *codec.Frame, resp openaiwire.Object) {
 	var details openaiwire.Object
 	_ = resp.Get("incomplete_details", &details) // a malformed detail is no reason
 	finish := incompleteFinish(details.Str("reason"))
@@ -445,16 +445,16 @@ func (d *StreamDecoder) incomplete(f *layer.Frame, resp openaiwire.Object) {
 		f.Done = true
 		return
 	}
-	f.Err = &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: finish}
+	f.Err = &codec.IncompleteError{FinishReason: finish}
 }
 
 // eventError is the provider error of an error event: its code and message
 // at the top level, or those of a nested "error" object.
-func eventError(top openaiwire.Object) *layer.ProviderError {
+func eventError(top openaiwire.Object) *codec.ProviderError {
 	if pe := providerError(top); pe != nil {
 		return pe
 	}
-	return &layer.ProviderError{Code: top.Str("code"), Message: top.Str("message")}
+	return &codec.ProviderError{Code: top.Str("code"), Message: top.Str("message")}
 }
 
 // unknown accounts an event type this decoder does not know: one that

@@ -10,22 +10,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // decodeStream feeds events to a new decoder in pieces of n bytes (the
 // whole stream when n is 0) and returns every frame and End's error.
-func decodeStream(t *testing.T, info layer.RequestInfo, n int, evs ...string) ([]layer.Frame, error, *responses.StreamDecoder) {
+func decodeStream(t *testing.T, info codec.RequestInfo, n int, evs ...string) ([]codec.Frame, error, *responses.StreamDecoder) {
 	t.Helper()
-	info.Operation = layer.Streaming
+	info.Operation = codec.Streaming
 	d, ok := responses.New().NewObserver(info).(*responses.StreamDecoder)
 	require.True(t, ok, "a streaming observer is a *StreamDecoder")
 	all := strings.Join(evs, "")
 	if n <= 0 {
 		n = len(all)
 	}
-	var out []layer.Frame
+	var out []codec.Frame
 	for i := 0; i < len(all); i += n {
 		d.Write([]byte(all[i:min(i+n, len(all))]))
 		for f, ok := d.Next(); ok; f, ok = d.Next() {
@@ -51,22 +51,22 @@ func TestR19_3_EventClassificationMakesCountsExact(t *testing.T) {
 	}
 	type want struct {
 		keepalive bool
-		sem       layer.Counts
+		sem       codec.Counts
 	}
 	wants := []want{
 		{keepalive: true},
 		{}, {},
-		{}, {sem: layer.Counts{ReasoningBytes: 5}}, {sem: layer.Counts{ReasoningBytes: 6}},
-		{}, {}, {sem: layer.Counts{ContentBytes: 3}}, {sem: layer.Counts{ContentBytes: 2}}, {},
-		{sem: layer.Counts{ToolFragments: 1}}, {sem: layer.Counts{ToolFragments: 1}}, {sem: layer.Counts{ToolFragments: 1}},
+		{}, {sem: codec.Counts{ReasoningBytes: 5}}, {sem: codec.Counts{ReasoningBytes: 6}},
+		{}, {}, {sem: codec.Counts{ContentBytes: 3}}, {sem: codec.Counts{ContentBytes: 2}}, {},
+		{sem: codec.Counts{ToolFragments: 1}}, {sem: codec.Counts{ToolFragments: 1}}, {sem: codec.Counts{ToolFragments: 1}},
 		{},
-		{sem: layer.Counts{CompletedToolCalls: 1}},
+		{sem: codec.Counts{CompletedToolCalls: 1}},
 	}
 	for _, n := range []int{0, 1, 7, 64} {
-		frames, end, d := decodeStream(t, layer.RequestInfo{}, n, evs...)
+		frames, end, d := decodeStream(t, codec.RequestInfo{}, n, evs...)
 		require.NoError(t, end)
 		require.Len(t, frames, len(wants), "one frame per event, split %d", n)
-		var sum layer.Counts
+		var sum codec.Counts
 		var raw strings.Builder
 		for i, f := range frames {
 			assert.Equal(t, wants[i].keepalive, f.Keepalive, "frame %d", i)
@@ -96,7 +96,7 @@ func TestR19_3_EventClassificationMakesCountsExact(t *testing.T) {
 
 // The resume position counts only frames that Next handed over.
 func TestR19_3_DeliveredSequenceFollowsNext(t *testing.T) {
-	d := responses.NewStreamDecoder(layer.RequestInfo{Operation: layer.Streaming})
+	d := responses.NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming})
 	_, ok := d.DeliveredSequence()
 	assert.False(t, ok)
 	assert.Equal(t, "", d.ResponseID())
@@ -130,19 +130,19 @@ func TestR19_3_DeliveredSequenceFollowsNext(t *testing.T) {
 func TestR19_4_StreamEnds(t *testing.T) {
 	t.Run("incomplete", func(t *testing.T) {
 		for reason, finish := range map[string]string{"max_output_tokens": "length", "content_filter": "content_filter", "": "incomplete"} {
-			frames, end, _ := decodeStream(t, layer.RequestInfo{}, 0, evCreated(0), evText(1, 0, "Once"), evIncomplete(2, reason))
+			frames, end, _ := decodeStream(t, codec.RequestInfo{}, 0, evCreated(0), evText(1, 0, "Once"), evIncomplete(2, reason))
 			require.NoError(t, end)
 			last := frames[len(frames)-1]
-			var se *layer.StreamError
-			require.ErrorAs(t, last.Err, &se)
-			assert.Equal(t, layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: finish}, *se)
+			var ie *codec.IncompleteError
+			require.ErrorAs(t, last.Err, &ie)
+			assert.Equal(t, codec.IncompleteError{FinishReason: finish}, *ie)
 			assert.Equal(t, &chat.Completion{FinishReason: finish, Model: respModel, ID: respID, Usage: &chat.Usage{InputTokens: 12, OutputTokens: 7}}, last.Completion,
 				"evidence only: no message")
 			assert.False(t, last.Done)
 		}
 	})
 	t.Run("missing terminal", func(t *testing.T) {
-		frames, end, _ := decodeStream(t, layer.RequestInfo{}, 0, textStream("Hi")[:6]...)
+		frames, end, _ := decodeStream(t, codec.RequestInfo{}, 0, textStream("Hi")[:6]...)
 		assert.ErrorIs(t, end, responses.ErrIncomplete)
 		for _, f := range frames {
 			assert.False(t, f.Done)
@@ -152,17 +152,17 @@ func TestR19_4_StreamEnds(t *testing.T) {
 		evs := textStream("Hi")
 		last := evs[len(evs)-1]
 		evs[len(evs)-1] = last[:len(last)-1]
-		_, end, _ := decodeStream(t, layer.RequestInfo{}, 0, evs...)
+		_, end, _ := decodeStream(t, codec.RequestInfo{}, 0, evs...)
 		assert.ErrorIs(t, end, responses.ErrIncomplete)
 	})
 	t.Run("done sentinel", func(t *testing.T) {
-		frames, end, _ := decodeStream(t, layer.RequestInfo{}, 0, evCreated(0), evText(1, 0, "Hi"), "data: [DONE]\n\n")
+		frames, end, _ := decodeStream(t, codec.RequestInfo{}, 0, evCreated(0), evText(1, 0, "Hi"), "data: [DONE]\n\n")
 		require.NoError(t, end)
-		var pe *layer.ProtocolError
+		var pe *codec.ProtocolError
 		assert.ErrorAs(t, frames[len(frames)-1].Err, &pe)
 	})
 	t.Run("drop text", func(t *testing.T) {
-		frames, end, _ := decodeStream(t, layer.RequestInfo{DropText: true, TypedFrames: true}, 0, textStream("Hel", "lo")...)
+		frames, end, _ := decodeStream(t, codec.RequestInfo{DropText: true, TypedFrames: true}, 0, textStream("Hel", "lo")...)
 		require.NoError(t, end)
 		last := frames[len(frames)-1]
 		require.True(t, last.Done)
@@ -173,16 +173,16 @@ func TestR19_4_StreamEnds(t *testing.T) {
 		}
 	})
 	t.Run("refusal", func(t *testing.T) {
-		frames, end, _ := decodeStream(t, layer.RequestInfo{}, 0, evCreated(0), evRefusal(1, 0, "No."), evCompleted(2))
+		frames, end, _ := decodeStream(t, codec.RequestInfo{}, 0, evCreated(0), evRefusal(1, 0, "No."), evCompleted(2))
 		require.NoError(t, end)
-		assert.Equal(t, layer.Counts{ContentBytes: 3}, frames[1].Semantic())
+		assert.Equal(t, codec.Counts{ContentBytes: 3}, frames[1].Semantic())
 		last := frames[len(frames)-1]
 		require.True(t, last.Done)
 		assert.Equal(t, "refusal", last.Completion.FinishReason)
 		assert.Equal(t, "No.", last.Completion.Message.Content)
 	})
 	t.Run("bytes after the end are ignored", func(t *testing.T) {
-		frames, end, _ := decodeStream(t, layer.RequestInfo{}, 0, append(textStream("Hi"), evText(9, 0, "more"), "garbage")...)
+		frames, end, _ := decodeStream(t, codec.RequestInfo{}, 0, append(textStream("Hi"), evText(9, 0, "more"), "garbage")...)
 		require.NoError(t, end)
 		assert.True(t, frames[len(frames)-1].Done)
 	})
@@ -193,30 +193,30 @@ func TestR19_4_StreamEnds(t *testing.T) {
 func TestR19_6_StreamProviderErrors(t *testing.T) {
 	rows := map[string]struct {
 		ev   string
-		want layer.ProviderError
+		want codec.ProviderError
 	}{
-		"failed":             {evFailed(2, "server_error", "The model failed."), layer.ProviderError{Code: "server_error", Message: "The model failed."}},
-		"error event":        {evError(2, "rate_limit_exceeded", "Slow down."), layer.ProviderError{Code: "rate_limit_exceeded", Message: "Slow down."}},
-		"data type error":    {`data: {"type":"error","code":"c","message":"m"}` + "\n\n", layer.ProviderError{Code: "c", Message: "m"}},
-		"nested error":       {"event: error\ndata: {\"error\":{\"code\":\"c\",\"message\":\"m\"}}\n\n", layer.ProviderError{Code: "c", Message: "m"}},
-		"error without data": {"event: error\n\n", layer.ProviderError{}},
-		"error not json":     {"event: error\ndata: upstream died\n\n", layer.ProviderError{}},
-		"own error frame":    {string(responses.New().ErrorFrame("recourse: stream interrupted_stream")), layer.ProviderError{Code: "recourse_error", Message: "recourse: stream interrupted_stream"}},
+		"failed":             {evFailed(2, "server_error", "The model failed."), codec.ProviderError{Code: "server_error", Message: "The model failed."}},
+		"error event":        {evError(2, "rate_limit_exceeded", "Slow down."), codec.ProviderError{Code: "rate_limit_exceeded", Message: "Slow down."}},
+		"data type error":    {`data: {"type":"error","code":"c","message":"m"}` + "\n\n", codec.ProviderError{Code: "c", Message: "m"}},
+		"nested error":       {"event: error\ndata: {\"error\":{\"code\":\"c\",\"message\":\"m\"}}\n\n", codec.ProviderError{Code: "c", Message: "m"}},
+		"error without data": {"event: error\n\n", codec.ProviderError{}},
+		"error not json":     {"event: error\ndata: upstream died\n\n", codec.ProviderError{}},
+		"own error frame":    {string(responses.New().ErrorFrame("recourse: stream interrupted_stream")), codec.ProviderError{Code: "recourse_error", Message: "recourse: stream interrupted_stream"}},
 	}
 	for name, r := range rows {
 		t.Run(name, func(t *testing.T) {
-			frames, end, _ := decodeStream(t, layer.RequestInfo{}, 0, evCreated(0), evInProgress(1), r.ev, evCompleted(3))
+			frames, end, _ := decodeStream(t, codec.RequestInfo{}, 0, evCreated(0), evInProgress(1), r.ev, evCompleted(3))
 			require.NoError(t, end, "the error frame ends the stream")
 			last := frames[len(frames)-1]
-			var pe *layer.ProviderError
+			var pe *codec.ProviderError
 			require.ErrorAs(t, last.Err, &pe)
 			assert.Equal(t, r.want, *pe)
 			assert.Equal(t, r.ev, string(last.Raw), "an error frame keeps its Raw")
 		})
 	}
 	t.Run("plain JSON error answer", func(t *testing.T) {
-		_, end, _ := decodeStream(t, layer.RequestInfo{}, 3, `{"error":{"code":"server_error","message":"x"}}`)
-		var pe *layer.ProviderError
+		_, end, _ := decodeStream(t, codec.RequestInfo{}, 3, `{"error":{"code":"server_error","message":"x"}}`)
+		var pe *codec.ProviderError
 		require.ErrorAs(t, end, &pe)
 		assert.Equal(t, "server_error", pe.Code)
 	})
@@ -227,7 +227,7 @@ func TestR19_6_StreamProviderErrors(t *testing.T) {
 // the Done frame carries the assembled calls in output order; the done
 // item's arguments win.
 func TestR19_7_StreamToolCalls(t *testing.T) {
-	frames, end, d := decodeStream(t, layer.RequestInfo{}, 5,
+	frames, end, d := decodeStream(t, codec.RequestInfo{}, 5,
 		evCreated(0),
 		evCallAdded(1, 1, "call_b", "clock"), evArgs(2, 1, `{}`),
 		evCallAdded(3, 0, "call_a", "weather"), evArgs(4, 0, `{"city"`), evArgs(5, 0, `:"Paris"}`),
@@ -244,12 +244,12 @@ func TestR19_7_StreamToolCalls(t *testing.T) {
 		{ID: "call_a", Name: "weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
 		{ID: "call_b", Name: "clock", Arguments: json.RawMessage(`{"tz":"UTC"}`)},
 	}, last.Completion.Message.ToolCalls)
-	assert.Equal(t, layer.Counts{ToolFragments: 5, CompletedToolCalls: 2}, d.Observed())
+	assert.Equal(t, codec.Counts{ToolFragments: 5, CompletedToolCalls: 2}, d.Observed())
 }
 
 // Unknown output events fail closed: observed, not delivered.
 func TestR19_3_UnknownOutputEventsAreObserved(t *testing.T) {
-	frames, _, d := decodeStream(t, layer.RequestInfo{}, 0, evCreated(0),
+	frames, _, d := decodeStream(t, codec.RequestInfo{}, 0, evCreated(0),
 		sseEvent("response.audio.transcript.delta", 1, map[string]any{"delta": "abc"}),
 		sseEvent("response.output_item.added", 2, map[string]any{"output_index": 1, "item": map[string]any{"type": "web_search_call"}}),
 		sseEvent("response.something_new", 3, map[string]any{"x": 1}))
@@ -257,7 +257,7 @@ func TestR19_3_UnknownOutputEventsAreObserved(t *testing.T) {
 		assert.False(t, f.Semantic().Any(), "nothing unknown is delivered")
 		assert.NoError(t, f.Err)
 	}
-	assert.Equal(t, layer.Counts{ContentBytes: 3, ToolFragments: 1}, d.Observed())
+	assert.Equal(t, codec.Counts{ContentBytes: 3, ToolFragments: 1}, d.Observed())
 }
 
 func TestR19_3_MalformedEventsAreProtocolErrors(t *testing.T) {
@@ -282,10 +282,10 @@ func TestR19_3_MalformedEventsAreProtocolErrors(t *testing.T) {
 	}
 	for name, ev := range rows {
 		t.Run(name, func(t *testing.T) {
-			frames, end, d := decodeStream(t, layer.RequestInfo{}, 0, evCreated(0), ev, evCompleted(9))
+			frames, end, d := decodeStream(t, codec.RequestInfo{}, 0, evCreated(0), ev, evCompleted(9))
 			require.NoError(t, end)
 			last := frames[len(frames)-1]
-			var pe *layer.ProtocolError
+			var pe *codec.ProtocolError
 			require.ErrorAs(t, last.Err, &pe)
 			assert.Equal(t, 0, last.Index, "a malformed frame has no index")
 			assert.False(t, d.Observed().Any())

@@ -1,11 +1,10 @@
-package layer
+package codec
 
 import (
 	"errors"
 	"net/http"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/recourse-dev/recourse/chat"
 )
@@ -133,7 +132,7 @@ type Facts struct {
 
 // ErrorFramer is implemented by a codec whose stream format has an in-band
 // error frame that the provider's own clients turn into an error. When a
-// recovering stream read by a drop-in client ends with a *RecoveryError, the
+// recovering stream read by a drop-in client ends with a recovery error, the
 // engine hands the client ErrorFrame(safe) — safe being the error's Error
 // text, nothing of the body, headers or prompt — as the body's last bytes,
 // before the read error: a client that reads only frames and ignores its
@@ -142,6 +141,18 @@ type Facts struct {
 type ErrorFramer interface {
 	// ErrorFrame returns one whole frame carrying message safe.
 	ErrorFrame(safe string) []byte
+}
+
+// CodedErrorFramer is implemented by a codec whose in-band error frame can
+// carry a machine-readable code beside its message, as its error document
+// does (ErrorDocumenter): the recovery proxy ends a stream it cuts at its
+// own shutdown with code "shutdown", so that a client tells it from a
+// failure of the provider (R21.10). A dialect without a code field does not
+// implement it; the message then says what happened.
+type CodedErrorFramer interface {
+	// ErrorFrameCode returns one whole frame carrying code and message
+	// safe, both written as JSON strings, escaped, whatever they hold.
+	ErrorFrameCode(code, safe string) []byte
 }
 
 // ErrorDocumenter is implemented by a codec that can write an error
@@ -154,6 +165,16 @@ type ErrorDocumenter interface {
 	// written as JSON strings, escaped, whatever they hold. A dialect
 	// without a code field leaves code out.
 	ErrorDocument(code, safe string) []byte
+}
+
+// ModelRewriter is implemented by a codec that can name another model in a
+// request body it encoded or described, without touching anything else of
+// it: the fallback of a drop-in call uses it to send an SDK's request to
+// another model of the same wire (R20.1). WithModel returns a new body and
+// never modifies body; a body that is not a JSON object is an error. It
+// must be safe for concurrent use.
+type ModelRewriter interface {
+	WithModel(body []byte, model string) ([]byte, error)
 }
 
 // ProviderError is an error object a provider returned inside a response
@@ -222,6 +243,10 @@ var knownProviderCodes = []string{
 	"model_not_found",
 	"insufficient_quota",
 	"overloaded_error",
+	// Codes that name why a request was refused, never what it held: a
+	// fallback rule may name them (R20.2), and the caller sees them.
+	"context_length_exceeded",
+	"content_policy_violation",
 }
 
 // IsKnownProviderCode reports whether code is in KnownProviderCodes.
@@ -231,29 +256,6 @@ var requestIDPattern = regexp.MustCompile(`^(req_)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}
 
 // IsValidRequestID reports whether id is a UUID, optionally "req_"-prefixed (R10.3).
 func IsValidRequestID(id string) bool { return requestIDPattern.MatchString(id) }
-
-// Echoes reports whether v occurs in the encoded request body or in any
-// request header value (a credential). Safe records omit such values (R10.3).
-// A "req_"-prefixed value also echoes when its unprefixed part does.
-func Echoes(v string, body []byte, h http.Header) bool {
-	if v == "" {
-		return false
-	}
-	if bare, ok := strings.CutPrefix(v, "req_"); ok && bare != "" && Echoes(bare, body, h) {
-		return true
-	}
-	if strings.Contains(string(body), v) {
-		return true
-	}
-	for _, vs := range h {
-		for _, hv := range vs {
-			if strings.Contains(hv, v) {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // Support is a capability value (R15.1).
 type Support string
@@ -353,12 +355,4 @@ func (c Capabilities) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// AdmissionRequired is the default admission rule (R8.3): without a hook,
-// the eligible failure f of a provider with these facts may be resent only
-// when the provider runs no local inference, or when nothing was provably
-// sent (acceptance "no"). Otherwise the call stops with admission_required.
-func (f Facts) AdmissionRequired(fl Failure) bool {
-	return f.LocalInference && fl.Acceptance != AcceptanceNo
 }

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/recourse-dev/recourse/internal/httpdate"
+	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
 
 // ExampleParse shows Parse on header values taken from an http.Header.

@@ -1,4 +1,4 @@
-package layer
+package codec
 
 import "net/http"
 
@@ -12,14 +12,6 @@ type ResumePoint struct {
 	// Cursor is the sequence number of the last event handed over, or -1
 	// when none carried one: a resume read asks for the events after it.
 	Cursor int64
-}
-
-// Resume is what an event of a resume read carries (R19.10): the cursor the
-// read starts after. It holds no provider identifier.
-type Resume struct {
-	// Cursor is the sequence number of the last event the consumer had, or
-	// -1 when none carried one.
-	Cursor int64 `json:"cursor"`
 }
 
 // Resumer is implemented by a codec whose background streams can be read

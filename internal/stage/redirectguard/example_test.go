@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/recourse-dev/recourse/internal/stage/redirectguard"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/redirectguard"
 	"github.com/recourse-dev/recourse/layers/sender"
 	"github.com/recourse-dev/recourse/recoursetest"
 )

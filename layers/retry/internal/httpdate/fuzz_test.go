@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recourse-dev/recourse/internal/httpdate"
+	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 
 	"github.com/stretchr/testify/require"
 )

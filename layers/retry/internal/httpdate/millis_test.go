@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recourse-dev/recourse/internal/httpdate"
+	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -12,8 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/stage/capture"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/capture"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -63,7 +64,7 @@ func (s *snapshots) all() []layer.WireSnapshot {
 // it. It returns the round trip's error.
 func postOnce(t *testing.T, url string, next http.RoundTripper, rec *snapshots, body string) error {
 	t.Helper()
-	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, layer.RequestInfo{Operation: layer.Ordinary}, nil, rec.hook, nil)
+	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, rec.hook, nil)
 	ctx := layer.WithAttempt(context.Background(), a)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
 	require.NoError(t, err)
@@ -204,7 +205,7 @@ func TestR12_2_StreamCaptureOneSnapshotPerReceivedChunk(t *testing.T) {
 			t.Cleanup(tr.CloseIdleConnections)
 			log := &readLog{next: tr}
 			rec := &snapshots{}
-			a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, layer.RequestInfo{Operation: layer.Streaming}, nil, rec.hook, nil)
+			a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Streaming}, nil, rec.hook, nil)
 			req, err := http.NewRequestWithContext(layer.WithAttempt(context.Background(), a), http.MethodPost, srv.URL, strings.NewReader(`{}`))
 			require.NoError(t, err)
 

@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/stage/progress"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/progress"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -27,7 +28,7 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 // error.
 func send(t *testing.T, url string, next http.RoundTripper) (*layer.Attempt, error) {
 	t.Helper()
-	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, layer.RequestInfo{Operation: layer.Ordinary}, nil, nil, nil)
+	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	req, err := http.NewRequestWithContext(layer.WithAttempt(context.Background(), a), http.MethodPost, url, strings.NewReader(`{}`))
 	require.NoError(t, err)
 	resp, err := progress.New().Wrap(next).RoundTrip(req)

@@ -28,6 +28,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -128,7 +129,7 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := *resp
 	out.Body = &body{
 		rc: resp.Body, ctx: ctx, a: a, status: resp.StatusCode, header: resp.Header.Clone(),
-		chunked: a.Info.Operation == layer.Streaming,
+		chunked: a.Info.Operation == codec.Streaming,
 	}
 	return &out, nil
 }

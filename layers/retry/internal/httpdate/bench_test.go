@@ -3,7 +3,7 @@ package httpdate_test
 import (
 	"testing"
 
-	"github.com/recourse-dev/recourse/internal/httpdate"
+	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
 
 // sink keeps the benchmark results alive.

@@ -1,6 +1,19 @@
-package layer
+package codec
 
-import "github.com/recourse-dev/recourse/chat"
+import (
+	"errors"
+	"slices"
+
+	"github.com/recourse-dev/recourse/chat"
+)
+
+// ErrNoEndMarker is the error a stream decoder's End returns (wrapped, or
+// as itself) for a stream that reached HTTP EOF after its accepted finish
+// but before its end marker, such as OpenAI's data: [DONE] (R13.3): the
+// stream may hold everything, but it cannot be told from one cut just
+// before its end. The text of a layer.RecoveryError whose failure it caused says
+// that the end marker was missing.
+var ErrNoEndMarker = errors.New("recourse: the stream ended after its finish but without its end marker")
 
 // Frame is one decoded frame of a streamed response.
 type Frame struct {
@@ -28,16 +41,16 @@ type Frame struct {
 	// holds the completed tool calls and the provider evidence.
 	Done bool
 	// Completion is the accepted completion of a Done frame. A frame that
-	// ends the stream with an incomplete finish (Err a *StreamError, such
-	// as a length finish) carries only the provider evidence in it —
+	// ends the stream with an incomplete finish (Err an *IncompleteError,
+	// such as a length finish) carries only the provider evidence in it —
 	// finish reason, model, ID, usage — and never a message or a tool call,
 	// so that a failure keeps that evidence (R10.5, R13.3).
 	Completion *chat.Completion
 	// Metrics are an Ollama done frame's numbers (R13.6).
 	Metrics *Metrics
-	// Err ends the stream: a *ProviderError sent in-band, a *StreamError
-	// with reason incomplete_completion for a length finish, or a
-	// *ProtocolError for a malformed frame.
+	// Err ends the stream: a *ProviderError sent in-band, an
+	// *IncompleteError for a finish that does not accept the completion
+	// (a length finish), or a *ProtocolError for a malformed frame.
 	Err error
 }
 
@@ -50,11 +63,41 @@ func (f *Frame) Semantic() Counts {
 	return c
 }
 
+// IncompleteError is the Err of a frame that ends a stream on a finish the
+// provider sends for a completion it did not finish, such as a length
+// finish (R13.3): the stream ended, but its completion is not accepted.
+// The engine hands it to the caller as a *layer.StreamError with reason
+// incomplete_completion and the same FinishReason. Its Error text is that
+// StreamError's.
+type IncompleteError struct {
+	// FinishReason is the provider's finish or done reason, as sent, for
+	// example "length".
+	FinishReason string
+}
+
+// DocumentedFinish reports whether reason is a finish or done reason a
+// provider documents: stop, length, content_filter, tool_calls,
+// function_call (OpenAI's chat completions) or load, unload (Ollama). A
+// decoder for a consumer that takes such a finish as the provider's answer
+// (RequestInfo.ProviderFinish) ends the stream on it; only these are named
+// in an error's text, since a finish reason is the provider's own string.
+func DocumentedFinish(reason string) bool { return slices.Contains(documentedFinishes, reason) }
+
+var documentedFinishes = []string{"stop", "length", "content_filter", "tool_calls", "function_call", "load", "unload"}
+
+// Error returns the message of the stream error the engine makes of e.
+func (e *IncompleteError) Error() string {
+	s := "recourse: stream incomplete_completion"
+	if e.FinishReason != "" {
+		s += " (finish " + e.FinishReason + ")"
+	}
+	return s
+}
+
 // BufferFreer is implemented by a StreamDecoder whose buffers can serve
 // another stream's decoder once its own stream is over. The engine calls
-// FreeBuffers (through Attempt.FreeBuffers) when the caller closes the
-// stream's body, after which it neither writes to the decoder nor reads a
-// frame from it. The decoder must keep no slice of what it gave back; the
+// FreeBuffers when the caller closes the stream's body, after which it
+// neither writes to the decoder nor reads a frame from it. The decoder must keep no slice of what it gave back; the
 // frames it queued stay valid, and a Write after FreeBuffers works, into
 // new buffers.
 type BufferFreer interface {

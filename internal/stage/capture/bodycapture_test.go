@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/stage/capture"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/capture"
 )
 
 // get sends a GET through the capture layer with an attempt whose hook is
@@ -21,7 +22,7 @@ func get(t *testing.T, url string, onWire layer.WireHook) *http.Response {
 	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, layer.RequestInfo{Operation: layer.Ordinary}, nil, onWire, nil)
+	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, onWire, nil)
 	req, err := http.NewRequestWithContext(layer.WithAttempt(context.Background(), a), http.MethodGet, url, nil)
 	require.NoError(t, err)
 	resp, err := capture.New().Wrap(tr).RoundTrip(req)
