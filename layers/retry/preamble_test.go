@@ -81,3 +81,42 @@ func TestR13_9_ResumedPreambleIsHandedOverOnce(t *testing.T) {
 	require.Len(t, reqs, 2)
 	assert.Equal(t, "starting_after=3&stream=true", reqs[1].RawQuery)
 }
+
+// TestR13_9_HeldPreambleComesBeforeTheProvidersError: a stream that ends
+// with the provider's own error event before any output hands the reader
+// its preamble and then that event, as the provider sent them.
+func TestR13_9_HeldPreambleComesBeforeTheProvidersError(t *testing.T) {
+	evs := recoursetest.ResponsesEvents("resp_f", "Hello")[:4]
+	failed := "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":4,\"response\":{\"id\":\"resp_f\",\"object\":\"response\",\"status\":\"failed\",\"output\":[],\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n"
+	p := exProv{name: "responses", codec: func() codec.Codec { return responses.New() }, model: "gpt-4.1-mini"}
+	r, _ := exRig(t, p.codec(), exPolicy(), recoursetest.SSE(append(evs, failed)...))
+	resp, err := exDropIn(t, context.Background(), r.Server.URL, r.HTTP, p)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Error(t, err)
+	assert.Equal(t, strings.Join(evs, "")+failed, string(b))
+	assert.Equal(t, 1, r.Server.Count(), "a provider's error is never resent")
+}
+
+// TestR13_9_PreambleOverTheBoundIsHandedOver: frames without evidence are
+// held up to 1 MiB; beyond it they reach the reader before any output.
+func TestR13_9_PreambleOverTheBoundIsHandedOver(t *testing.T) {
+	p := exProviders()[0]
+	empty := p.full()[0] // a role chunk: no evidence
+	n := (1<<20)/len(empty) + 2
+	frames := make([]string, n)
+	for i := range frames {
+		frames[i] = empty
+	}
+	r, _ := exRig(t, p.codec(), exPolicy(), p.step(frames...).Held())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := exDropIn(t, ctx, r.Server.URL, r.HTTP, p)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	got := make([]byte, 1<<20)
+	_, err = io.ReadFull(resp.Body, got)
+	require.NoError(t, err, "the held bytes are handed over once they pass the bound")
+	assert.True(t, strings.HasPrefix(string(got), empty))
+}
