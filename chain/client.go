@@ -296,7 +296,7 @@ func factsOf(req *chat.Request) codec.RequestInfo {
 }
 
 // newRequest returns the POST of body to the codec's path on the client's
-// base URL, for call, with the call's header (callHeader: the client's
+// base URL (a codec.Router's path for the call's model and operation), for call, with the call's header (callHeader: the client's
 // headers, its credential — an error of the credential hook is the
 // client's CredentialError — Content-Type application/json and, for a
 // unary call, Accept). Its body is a layer.RequestBody, which the engine
@@ -306,7 +306,12 @@ func factsOf(req *chat.Request) codec.RequestInfo {
 // the engine of a direct chain recovers gets none: nothing would call it
 // (R2.8). It is the request of both the unary and the streamed call.
 func (c *Client) newRequest(ctx context.Context, call *layer.Call, body []byte, accept bool) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(layer.WithCall(ctx, call), http.MethodPost, c.base+c.codec.Path(), nil)
+	path := c.codec.Path()
+	if r, ok := c.codec.(codec.Router); ok && call.Facts != nil {
+		// The wire names the model and the operation in the path (R23.1).
+		path = r.RoutePath(call.Facts.Model, call.Facts.Operation)
+	}
+	req, err := http.NewRequestWithContext(layer.WithCall(ctx, call), http.MethodPost, c.base+path, nil)
 	if err != nil {
 		return nil, err
 	}

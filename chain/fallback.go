@@ -39,8 +39,10 @@ type FallbackTarget struct {
 // ambiguous failure of a local provider only with rules.Admit's Allow
 // (R20.4). Every target but the last is skipped without a request while
 // its shared cooldown lies beyond its delay ceiling (R20.5). Fallback
-// covers Complete, CompleteStructured, Stream and StreamEvents up to the
-// opening of a stream: a stream that opened is the caller's. The
+// covers Complete, CompleteStructured, Stream and StreamEvents until a
+// stream delivered output: a stream that fails before its first semantic
+// byte is continued by the next target's, and the consumer reads one
+// answer (R20.14). The
 // target_started and fallback events go to the policy's OnEvent (the
 // per-call policy, else the chain's) and to the call's observers (the
 // broker's notices, tracing); a final *layer.RecoveryError keeps every
@@ -120,7 +122,27 @@ func withFallback[T any](c *Client, ctx context.Context, req *chat.Request, once
 	if len(c.fallback) == 0 {
 		return once(c, ctx, req)
 	}
-	var zero T
+	w := c.newWalk(ctx, req)
+	v, _, err := walkFrom(w, 0, once)
+	return v, err
+}
+
+// walk is one native call's way through the client's targets.
+type walk struct {
+	c      *Client
+	ctx    context.Context
+	req    *chat.Request
+	lc     *layer.Call
+	run    *fallback.Run
+	last   int
+	leave  layer.StallSet // the rules' stalls, for every target but the last
+	op     codec.Operation
+	skip0  bool
+	leave0 layer.StallSet
+	fin0   func(*layer.RecoveryError)
+}
+
+func (c *Client) newWalk(ctx context.Context, req *chat.Request) *walk {
 	lc := layer.CallFrom(ctx)
 	if lc == nil {
 		lc = &layer.Call{}
@@ -133,57 +155,146 @@ func withFallback[T any](c *Client, ctx context.Context, req *chat.Request, once
 		names = append(names, c.fallback[i].name())
 		facts = append(facts, c.fallback[i].Client.codec.Facts())
 	}
-	run := fallback.NewRun(c.rules, names, facts, func(ev layer.Event) error { return lc.Emit(onEvent, ev) })
-	skip0, leave0 := lc.SkipOpenCircuit, lc.LeaveOnStall
-	defer func() { lc.SkipOpenCircuit, lc.LeaveOnStall = skip0, leave0 }()
-	leave := layer.StallSetOf(c.rules.Stalls...)
-	op := factsOf(req).Operation
-	for i := 0; ; i++ {
-		cl, r, tctx := c, req, ctx
-		if i > 0 {
-			t := &c.fallback[i-1]
-			cl = t.Client
-			if t.Model != "" {
-				cp := *req
-				cp.Model = t.Model
-				r = &cp
-			}
-			if t.Policy != nil {
-				tctx = WithCallPolicy(tctx, t.Policy)
-			}
+	return &walk{c: c, ctx: ctx, req: req, lc: lc, last: len(names) - 1, op: factsOf(req).Operation,
+		run:   fallback.NewRun(c.rules, names, facts, func(ev layer.Event) error { return lc.Emit(onEvent, ev) }),
+		leave: layer.StallSetOf(c.rules.Stalls...), skip0: lc.SkipOpenCircuit, leave0: lc.LeaveOnStall, fin0: lc.Finish}
+}
+
+// target returns target i's client, request and context.
+func (w *walk) target(i int) (*Client, *chat.Request, context.Context) {
+	cl, r, tctx := w.c, w.req, w.ctx
+	if i > 0 {
+		t := &w.c.fallback[i-1]
+		cl = t.Client
+		if t.Model != "" {
+			cp := *w.req
+			cp.Model = t.Model
+			r = &cp
 		}
-		ev := layer.Event{Provider: cl.codec.Provider(), Operation: op, Model: r.Model}
-		if err := run.Start(i, ev); err != nil {
-			return zero, err
+		if t.Policy != nil {
+			tctx = WithCallPolicy(tctx, t.Policy)
+		}
+	}
+	return cl, r, tctx
+}
+
+// leaveFor returns the stall set of target i's run (R20.12).
+func (w *walk) leaveFor(i int) layer.StallSet {
+	if i < w.last {
+		return w.leave0 | w.leave
+	}
+	return w.leave0
+}
+
+// after decides once target i failed with re: next reports that the walk
+// goes on with target i+1; otherwise err ends the call.
+func (w *walk) after(i int, re *layer.RecoveryError) (next bool, err error) {
+	cl, r, tctx := w.target(i)
+	ev := layer.Event{Provider: cl.codec.Provider(), Operation: w.op, Model: r.Model,
+		Identity: layer.Identity{LogicalID: w.lc.Result.LogicalID, WireAttempt: w.lc.Result.WireAttempts}}
+	next, final, oerr := w.run.After(tctx, i, re, ev)
+	if oerr != nil {
+		return false, oerr
+	}
+	if !next {
+		w.lc.Result.Err = final
+		return false, final
+	}
+	return true, nil
+}
+
+// walkFrom runs once on target i and, while the call may fall back, on
+// each target after it; it returns the value of the target that answered
+// and its index.
+func walkFrom[T any](w *walk, i int, once func(*Client, context.Context, *chat.Request) (T, error)) (T, int, error) {
+	var zero T
+	lc := w.lc
+	defer func() { lc.SkipOpenCircuit, lc.LeaveOnStall = w.skip0, w.leave0 }()
+	for ; ; i++ {
+		cl, r, tctx := w.target(i)
+		if err := w.run.Start(i, layer.Event{Provider: cl.codec.Provider(), Operation: w.op, Model: r.Model}); err != nil {
+			return zero, i, err
 		}
 		lc.Result = layer.CallResult{}
-		lc.SkipOpenCircuit = i < len(names)-1
-		lc.LeaveOnStall = leave0
-		if i < len(names)-1 {
-			lc.LeaveOnStall |= leave
-		}
+		lc.SkipOpenCircuit = i < w.last
+		lc.LeaveOnStall = w.leaveFor(i)
+		lc.Finish = w.fin0
 		v, err := once(cl, tctx, r)
 		var re *layer.RecoveryError
 		if err == nil || !errors.As(err, &re) {
 			if err == nil {
-				// A stream that opened is the caller's (R20.3); should it
-				// fail, its error still reports every target left
-				// behind (R20.7).
-				lc.Finish = run.Opened(i, lc.Result.LogicalID, lc.Finish)
+				// A stream that opened is the caller's (R20.3) once it
+				// delivered output; should it fail, its error still
+				// reports every target left behind (R20.7).
+				lc.Finish = w.run.Opened(i, lc.Result.LogicalID, w.fin0)
 			}
-			return v, err
+			return v, i, err
 		}
-		ev.Identity = layer.Identity{LogicalID: lc.Result.LogicalID, WireAttempt: lc.Result.WireAttempts}
-		next, final, oerr := run.After(tctx, i, re, ev)
-		if oerr != nil {
-			return zero, oerr
-		}
-		if !next {
-			lc.Result.Err = final
-			return zero, final
+		if next, err := w.after(i, re); !next {
+			return zero, i, err
 		}
 	}
 }
+
+// openWithFallback opens a stream on the client or, while the call may
+// fall back, on each target; a stream of a target but the last goes on to
+// the next target when it fails before any output (R20.14).
+func (c *Client) openWithFallback(ctx context.Context, req *chat.Request) (layer.FrameReader, error) {
+	if len(c.fallback) == 0 {
+		return c.openOnce(ctx, req)
+	}
+	w := c.newWalk(ctx, req)
+	fr, i, err := walkFrom(w, 0, (*Client).openOnce)
+	if err != nil || i >= w.last {
+		return fr, err
+	}
+	return &fallbackFrames{w: w, i: i, fr: fr}, nil
+}
+
+// fallbackFrames is the frame reader of a native stream of a target other
+// than the last (R20.14): when the target's run ends before any semantic
+// output reached the consumer with an outcome the rules let fall back, the
+// next target's stream continues it, and the consumer reads one answer.
+type fallbackFrames struct {
+	w   *walk
+	i   int
+	fr  layer.FrameReader
+	err error // the stream's final error, once the walk ended without one
+}
+
+func (f *fallbackFrames) NextFrame() (codec.Frame, error) {
+	for {
+		if f.err != nil {
+			return codec.Frame{}, f.err
+		}
+		w := f.w
+		w.lc.LeaveOnStall = w.leaveFor(f.i)
+		fr, err := f.fr.NextFrame()
+		w.lc.LeaveOnStall = w.leave0
+		var re *layer.RecoveryError
+		if err == nil || f.i >= w.last || !errors.As(err, &re) || w.ctx.Err() != nil || !w.c.rules.FallsBack(re) {
+			return fr, err
+		}
+		f.fr.Close()
+		if next, err := w.after(f.i, re); !next {
+			f.err = err
+			continue
+		}
+		v, i, err := walkFrom(w, f.i+1, (*Client).openOnce)
+		if err != nil {
+			f.err = err
+			continue
+		}
+		f.fr, f.i = v, i
+	}
+}
+
+// Deliver records evidence handed to the consumer on the current target's
+// stream.
+func (f *fallbackFrames) Deliver(cnt codec.Counts) { f.fr.Deliver(cnt) }
+
+// Close closes the current target's stream.
+func (f *fallbackFrames) Close() error { return f.fr.Close() }
 
 // onEvent returns the OnEvent of the policy calls with ctx run under.
 func (c *Client) onEvent(ctx context.Context) func(layer.Event) error {

@@ -214,3 +214,52 @@ func TestR20_12_NativeStallFailsOverWithoutAResend(t *testing.T) {
 		assert.Equal(t, 1, rb.Server.Count())
 	})
 }
+
+// A native stream whose primary opened and then failed before any output
+// goes on to the fallback target: the consumer reads one answer, the
+// target's, and no error (R20.14); after output it never would (R20.3).
+func TestR20_14_NativeStreamFallsBackBeforeOutput(t *testing.T) {
+	evs := recoursetest.OpenAIStream("never", " read")
+	beforeOutput := recoursetest.SSE(evs...).Cut(1)
+	c, ra, rb := nativeFallback(t, fallback.Rules{},
+		[]recoursetest.Step{beforeOutput, beforeOutput},
+		[]recoursetest.Step{recoursetest.NDJSON(recoursetest.OllamaStream("from ", "llama")...)})
+	req := canaryRequest()
+	req.Stream = true
+	text, comp, err := rigtest.Collect(t, c.Stream(t.Context(), req))
+	require.NoError(t, err)
+	assert.Equal(t, "from llama", text)
+	require.NotNil(t, comp)
+	assert.Equal(t, 2, ra.Server.Count())
+	assert.Equal(t, 1, rb.Server.Count())
+
+	afterOutput := recoursetest.SSE(evs...).Cut(len(evs[0]) + len(evs[1]) + 4)
+	c, _, rb = nativeFallback(t, fallback.Rules{},
+		[]recoursetest.Step{afterOutput},
+		[]recoursetest.Step{recoursetest.NDJSON(recoursetest.OllamaStream("must not be asked")...)})
+	text, _, err = rigtest.Collect(t, c.Stream(t.Context(), req))
+	require.Error(t, err)
+	assert.Equal(t, "never", text)
+	assert.Zero(t, rb.Server.Count(), "never after output")
+}
+
+// The native client falls back on a provider code its rules name and never
+// on one its never rule names, whatever the status (R20.2).
+func TestR20_2_NativeFallbackByProviderCode(t *testing.T) {
+	rules := fallback.Rules{Statuses: []int{400}, Codes: []string{"context_length_exceeded"}, NeverCodes: []string{"content_policy_violation"}}
+	long := recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "context_length_exceeded", "too long"))
+	c, _, rb := nativeFallback(t, rules, []recoursetest.Step{long}, []recoursetest.Step{recoursetest.JSON(200, recoursetest.OllamaChat("from llama"))})
+	comp, err := c.Complete(t.Context(), canaryRequest())
+	require.NoError(t, err)
+	assert.Equal(t, "from llama", comp.Message.Content)
+	assert.Equal(t, 1, rb.Server.Count())
+
+	refused := recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "content_policy_violation", "refused"))
+	c, ra, rb := nativeFallback(t, rules, []recoursetest.Step{refused}, []recoursetest.Step{recoursetest.JSON(200, recoursetest.OllamaChat("must not be asked"))})
+	_, err = c.Complete(t.Context(), canaryRequest())
+	e := rigtest.AsRecoveryError(t, err)
+	assert.Equal(t, "content_policy_violation", e.Failure.ProviderCode)
+	assert.Empty(t, e.Targets)
+	assert.Equal(t, 1, ra.Server.Count())
+	assert.Zero(t, rb.Server.Count())
+}

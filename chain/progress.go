@@ -85,7 +85,7 @@ func (p *passiveAttempt) describe(req *http.Request) (codec.RequestInfo, *http.R
 		out.ContentLength = int64(len(b))
 		req = &out
 	}
-	info, err := p.codec.Describe(body)
+	info, err := codec.DescribeRequest(p.codec, req.URL, body)
 	if err != nil {
 		// As the engine does: a body the codec cannot describe is an
 		// ordinary request, and the provider judges it.

@@ -179,7 +179,7 @@ func streamError(err error) *layer.StreamError {
 
 // open sends a streaming request and returns its frame reader.
 func (c *Client) open(ctx context.Context, req *chat.Request) (layer.FrameReader, error) {
-	return withFallback(c, ctx, req, (*Client).openOnce)
+	return c.openWithFallback(ctx, req)
 }
 
 // openOnce opens a streaming request on the client alone.

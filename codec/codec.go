@@ -185,6 +185,12 @@ type ProviderError struct {
 	Code string
 	// Message is the provider's message; sensitive.
 	Message string
+	// Status is the HTTP status the error object names, for a wire whose
+	// in-band stream errors carry one (Gemini's
+	// data: {"error":{"code":503,…}}), or 0. An in-band error that names a
+	// status and arrives before any semantic output is a failure of that
+	// status, judged as the status would be (R23.3); 0 keeps R4.7.
+	Status int
 }
 
 // Error returns a safe message.
@@ -247,6 +253,16 @@ var knownProviderCodes = []string{
 	// fallback rule may name them (R20.2), and the caller sees them.
 	"context_length_exceeded",
 	"content_policy_violation",
+	// The google.rpc.Code names a Gemini error's status carries (R23.2).
+	"RESOURCE_EXHAUSTED",
+	"UNAVAILABLE",
+	"INTERNAL",
+	"DEADLINE_EXCEEDED",
+	"INVALID_ARGUMENT",
+	"FAILED_PRECONDITION",
+	"PERMISSION_DENIED",
+	"UNAUTHENTICATED",
+	"NOT_FOUND",
 }
 
 // IsKnownProviderCode reports whether code is in KnownProviderCodes.

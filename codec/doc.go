@@ -11,7 +11,10 @@
 // it), BufferFreer (reuse a finished stream's buffers), ErrorFramer and
 // ErrorDocumenter (write an in-band error frame or an error body in the
 // provider's dialect), ModelRewriter (name another model in a body, for a
-// fallback) and Resumer (read a background stream again).
+// fallback), Resumer (read a background stream again), Router (a wire
+// that names the model and the operation in the URL path; every stage
+// reads such a request with DescribeRequest) and BodyHinter (resend hints
+// written into an error body).
 //
 // Facts and Capabilities are the codec's declarations about its provider;
 // Counts and Metrics the evidence its observers count. The typed errors a

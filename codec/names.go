@@ -8,6 +8,8 @@ const (
 	OpenAI Provider = "openai"
 	Ollama Provider = "ollama"
 	OMLX   Provider = "omlx"
+	// Gemini is Google's Gemini API (generateContent).
+	Gemini Provider = "gemini"
 )
 
 // Operation is the kind of completion call (R10.2).

@@ -4,7 +4,7 @@ import "slices"
 
 // APIKeyHeaders returns the request headers that carry a provider API key,
 // in the order a per-key quota reads them: Authorization, Api-Key,
-// X-Api-Key. Each call returns a new slice; changing it changes nothing
+// X-Api-Key, X-Goog-Api-Key (Gemini, R23.4). Each call returns a new slice; changing it changes nothing
 // else. It is safe for concurrent use.
 func APIKeyHeaders() []string { return slices.Clone(credentialHeaders[:apiKeyHeaders]) }
 
@@ -17,7 +17,7 @@ func APIKeyHeaders() []string { return slices.Clone(credentialHeaders[:apiKeyHea
 func CredentialHeaders() []string { return slices.Clone(credentialHeaders) }
 
 // credentialHeaders are the credential headers, the API key headers first.
-var credentialHeaders = []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie"}
+var credentialHeaders = []string{"Authorization", "Api-Key", "X-Api-Key", "X-Goog-Api-Key", "Cookie"}
 
 // apiKeyHeaders is how many of credentialHeaders carry an API key.
-const apiKeyHeaders = 3
+const apiKeyHeaders = 4

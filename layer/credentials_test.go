@@ -14,14 +14,14 @@ import (
 // Each call returns a copy.
 func TestR20_1_CredentialHeadersAreOneList(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie"}, layer.CredentialHeaders())
-	assert.Equal(t, []string{"Authorization", "Api-Key", "X-Api-Key"}, layer.APIKeyHeaders())
+	assert.Equal(t, []string{"Authorization", "Api-Key", "X-Api-Key", "X-Goog-Api-Key", "Cookie"}, layer.CredentialHeaders())
+	assert.Equal(t, []string{"Authorization", "Api-Key", "X-Api-Key", "X-Goog-Api-Key"}, layer.APIKeyHeaders())
 	h := layer.CredentialHeaders()
 	h[0] = "changed"
 	k := layer.APIKeyHeaders()
 	k[0] = "changed"
 	assert.Equal(t, "Authorization", layer.CredentialHeaders()[0])
 	assert.Equal(t, "Authorization", layer.APIKeyHeaders()[0])
-	assert.Len(t, append(layer.APIKeyHeaders(), "x"), 4)
-	assert.Equal(t, "Cookie", layer.CredentialHeaders()[3], "appending to APIKeyHeaders' result never reaches the list")
+	assert.Len(t, append(layer.APIKeyHeaders(), "x"), 5)
+	assert.Equal(t, "Cookie", layer.CredentialHeaders()[4], "appending to APIKeyHeaders' result never reaches the list")
 }

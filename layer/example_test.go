@@ -163,7 +163,7 @@ func ExampleCredentialHeaders() {
 	}
 	fmt.Println(len(h), h.Get("Content-Type"), layer.APIKeyHeaders())
 	// Output:
-	// 1 application/json [Authorization Api-Key X-Api-Key]
+	// 1 application/json [Authorization Api-Key X-Api-Key X-Goog-Api-Key]
 }
 
 // A fallback leaves a target at once on the stall limits of a set.

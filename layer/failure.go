@@ -56,6 +56,11 @@ const (
 	// (retry-after-ms or x-ms-retry-after-ms), read only when
 	// retry.Policy.ProviderHints is on; RetryAfter.Header names the header.
 	RetryAfterMilliseconds RetryAfterKind = "milliseconds"
+	// RetryAfterBody is a delay a provider wrote into its error body
+	// instead of a header (codec.BodyHinter: Gemini's
+	// RetryInfo.retryDelay), read under every policy (R23.2);
+	// RetryAfter.Header names the body field.
+	RetryAfterBody RetryAfterKind = "body"
 )
 
 // RetryAfter is an explicit Retry-After parse result (R5.5). Delay is the
@@ -78,13 +83,15 @@ type RetryAfter struct {
 	Time time.Time
 	// Header names the header the value was read from when it is not
 	// Retry-After: "retry-after-ms" or "x-ms-retry-after-ms" (a provider
-	// hint, also when that hint was invalid); empty for Retry-After itself.
+	// hint, also when that hint was invalid), or, for RetryAfterBody, the
+	// error body's field ("RetryInfo.retryDelay"); empty for Retry-After
+	// itself.
 	Header string
 }
 
 // Valid reports whether the value is a usable minimum delay.
 func (r RetryAfter) Valid() bool {
-	return r.Kind == RetryAfterSeconds || r.Kind == RetryAfterDate || r.Kind == RetryAfterMilliseconds
+	return r.Kind == RetryAfterSeconds || r.Kind == RetryAfterDate || r.Kind == RetryAfterMilliseconds || r.Kind == RetryAfterBody
 }
 
 // HeaderName returns the name of the header the value was read from:

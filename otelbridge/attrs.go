@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -252,4 +253,14 @@ func (c *call) safeResponseModel(m string) string {
 		return ""
 	}
 	return m
+}
+
+// providerName returns the gen_ai.provider.name of a codec's provider: the
+// well-known "gcp.gemini" for codec.Gemini (R23.6), the provider's own name
+// otherwise ("openai" is the well-known value too).
+func providerName(p codec.Provider) string {
+	if p == codec.Gemini {
+		return "gcp.gemini"
+	}
+	return string(p)
 }

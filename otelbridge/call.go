@@ -95,7 +95,7 @@ func (c *call) genAIAttributes(ev *layer.Event) []attribute.KeyValue {
 	c.model, c.provider = ev.Model, ev.Provider
 	var a []attribute.KeyValue
 	if ev.Provider != "" {
-		a = append(a, keyProviderName.String(string(ev.Provider)))
+		a = append(a, keyProviderName.String(providerName(ev.Provider)))
 	}
 	if ev.Model != "" {
 		a = append(a, keyRequestModel.String(ev.Model))

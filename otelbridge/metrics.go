@@ -143,7 +143,7 @@ func (c *call) metricAttributes(extra ...attribute.KeyValue) metric.MeasurementO
 	a := make([]attribute.KeyValue, 0, 6+len(extra))
 	a = append(a, keyOperationName.String(operationChat))
 	if c.provider != "" {
-		a = append(a, keyProviderName.String(string(c.provider)))
+		a = append(a, keyProviderName.String(providerName(c.provider)))
 	}
 	if c.model != "" {
 		a = append(a, keyRequestModel.String(c.model))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/gemini"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -35,7 +36,7 @@ const DefaultStreamCommitAfter = 10 * time.Second
 // returns a new slice; changing it changes nothing else.
 func Providers() []string { return slices.Clone(providers) }
 
-var providers = []string{"openai", "ollama", "omlx"}
+var providers = []string{"openai", "ollama", "omlx", "gemini"}
 
 // Config configures a Handler. The zero value is not usable: Provider and
 // Upstream are required.
@@ -124,6 +125,22 @@ type Config struct {
 	// memory keeps at most 1024 answers of up to 16 KiB of body, and the
 	// requests only as hashes.
 	RepeatWindow time.Duration
+	// UpstreamKey, when set, is the upstream's key the proxy holds
+	// (R21.12): every request it sends upstream, recovered or forwarded,
+	// carries it as Authorization: Bearer <key>, in place of whatever the
+	// client sent there. It never appears in a log line, metric, event,
+	// span or error. Empty: the client's own credential headers pass
+	// through.
+	UpstreamKey string
+	// ClientKeys, when set, are the only keys the proxy admits (R21.12): a
+	// client presents one as Authorization: Bearer <key>; a request without
+	// a known key is answered 401, one whose key does not allow its route
+	// 403, both in the wire's error document with X-Should-Retry: false and
+	// nothing sent upstream. An admitted client's key is removed before
+	// the request goes upstream. Keys are compared by SHA-256, in constant
+	// time. GET /healthz needs no key. Nil admits every client; an empty
+	// non-nil slice is an error.
+	ClientKeys []ClientKey
 	// OnClientRetry, when set, is told of every client retry and how the
 	// proxy answered it (ClientRetryReplayed, ClientRetryCharged,
 	// ClientRetryRefused), for a metric: the command counts them as
@@ -151,7 +168,16 @@ func (e *ConfigError) Error() string { return "proxy: " + e.Field + " " + e.Prob
 // This is the one place the proxy reads a provider's name; everything
 // else it asks the codec (its Facts, codec.ErrorFramer,
 // codec.ErrorDocumenter).
-type dialect struct{ codec, responses codec.Codec }
+type dialect struct {
+	codec, responses codec.Codec
+	// routes are the completion paths of a codec that names the model in
+	// the path (codec.Router), "{model}" standing for the model segment;
+	// nil for a codec with one fixed Path.
+	routes []string
+}
+
+// modelToken stands for the model in a route built by a codec.Router.
+const modelToken = "MODEL"
 
 // dialectFor returns the dialect of a provider name, or a *ConfigError.
 func dialectFor(provider string) (dialect, error) {
@@ -162,6 +188,16 @@ func dialectFor(provider string) (dialect, error) {
 		return dialect{codec: ollama.New()}, nil
 	case "omlx":
 		return dialect{codec: omlx.New()}, nil
+	case "gemini":
+		// Both endpoints, under v1beta and v1 (R23.8).
+		var routes []string
+		for _, c := range []*gemini.Codec{gemini.New(), gemini.New(gemini.WithAPIVersion("v1"))} {
+			for _, op := range []codec.Operation{codec.Ordinary, codec.Streaming} {
+				p, _, _ := strings.Cut(c.RoutePath(modelToken, op), "?")
+				routes = append(routes, strings.Replace(p, modelToken, "{model}", 1))
+			}
+		}
+		return dialect{codec: gemini.New(), routes: routes}, nil
 	}
 	return dialect{}, &ConfigError{Field: "Provider", Problem: fmt.Sprintf("is %q; want one of %s", provider, strings.Join(providers, ", "))}
 }

@@ -3,13 +3,17 @@
 // their base URL. The command recourse-proxy (cmd/recourse-proxy) serves
 // it; a Go program may embed it.
 //
-// A Handler serves one provider (openai, ollama or omlx) in front of one
+// A Handler serves one provider (openai, ollama, omlx or gemini) in front of one
 // upstream root URL, keeping the client's path (a client whose base URL is
 // http://127.0.0.1:8787/v1 reaches {upstream}/v1/chat/completions, never
 // /v1/v1):
 //
 //   - The completion endpoint (POST /v1/chat/completions for openai and
-//     omlx, POST /api/chat for ollama) goes through chain.Default with the
+//     omlx, POST /api/chat for ollama; for gemini, every model, POST
+//     /v1beta/models/{model}:generateContent, POST
+//     /v1beta/models/{model}:streamGenerateContent, POST
+//     /v1/models/{model}:generateContent and POST
+//     /v1/models/{model}:streamGenerateContent) goes through chain.Default with the
 //     Config's policy. Its body is read once, up to Config.MaxBodyBytes
 //     (DefaultMaxBodyBytes); a larger body is answered 413 and nothing is
 //     sent upstream. A body whose Content-Length is larger is refused on
@@ -34,7 +38,11 @@
 // ollama POST /api/chat; omlx POST /v1/chat/completions (R21.11).
 //   - GET /healthz answers 200 "ok" without contacting the upstream.
 //
-// Client headers (Authorization and the rest) go upstream as given, except
+// Optionally the proxy holds the upstream's key (Config.UpstreamKey) and
+// admits only clients that present a proxy key of their own
+// (Config.ClientKeys, a key's SHA-256 and the routes it may use): see
+// R21.12. Without them, client headers (Authorization and the rest) go
+// upstream as given, except
 // the hop-by-hop headers a reverse proxy must drop (and, on the completion
 // endpoint, Accept-Encoding: the chain reads the body it recovers, so the
 // proxy asks for the encoding itself and hands the client the decoded

@@ -36,6 +36,12 @@ func Endpoints(provider string) ([]Endpoint, error) {
 // endpoints returns the dialect's recovered endpoints (see Endpoints).
 func (d dialect) endpoints() []Endpoint {
 	out := []Endpoint{{Method: http.MethodPost, Path: d.codec.Path()}}
+	if d.routes != nil {
+		out = out[:0]
+		for _, r := range d.routes {
+			out = append(out, Endpoint{Method: http.MethodPost, Path: r})
+		}
+	}
 	if d.responses != nil {
 		out = append(out, Endpoint{Method: http.MethodPost, Path: responsesPath},
 			Endpoint{Method: http.MethodGet, Path: responsesPath + "/{id}"})
@@ -44,21 +50,28 @@ func (d dialect) endpoints() []Endpoint {
 }
 
 // matches reports whether the path p is e's path, "{id}" matching one
-// non-empty segment.
-func (e Endpoint) matches(p string) bool {
+// non-empty segment and "{model}:method" a segment of a non-empty model
+// and that method (R23.8). With fold, letter case is ignored (the
+// spelling check of misspelled).
+func (e Endpoint) matches(p string, fold bool) bool {
+	same := func(a, b string) bool { return a == b || fold && strings.EqualFold(a, b) }
 	want := strings.Split(e.Path, "/")
 	got := strings.Split(p, "/")
 	if len(want) != len(got) {
 		return false
 	}
 	for i, w := range want {
-		if w == "{id}" {
+		switch method, ok := strings.CutPrefix(w, "{model}:"); {
+		case w == "{id}":
 			if got[i] == "" {
 				return false
 			}
-			continue
-		}
-		if w != got[i] {
+		case ok:
+			j := strings.LastIndexByte(got[i], ':')
+			if j <= 0 || !same(got[i][j+1:], method) {
+				return false
+			}
+		case !same(w, got[i]):
 			return false
 		}
 	}
@@ -76,7 +89,7 @@ func (h *Handler) misspelled(r *http.Request) (Endpoint, bool) {
 		return Endpoint{}, false
 	}
 	for _, e := range h.endpoints {
-		if e.Method == r.Method && e.matches(canon) {
+		if e.Method == r.Method && e.matches(canon, true) {
 			return e, true
 		}
 	}

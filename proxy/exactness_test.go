@@ -99,8 +99,10 @@ func endpointCases(t *testing.T) []endpointCase {
 		es, err := Endpoints(p)
 		require.NoError(t, err)
 		for _, e := range es {
-			c := endpointCase{provider: p, e: e, path: strings.ReplaceAll(e.Path, "{id}", "resp_1")}
+			c := endpointCase{provider: p, e: e, path: strings.ReplaceAll(strings.ReplaceAll(e.Path, "{id}", "resp_1"), "{model}", "gemini-2.5-flash")}
 			switch {
+			case p == "gemini":
+				c.body, c.ok = geminiBody, recoursetest.JSON(200, recoursetest.GeminiChat("hi"))
 			case p == "ollama":
 				c.body, c.ok = ollamaBody, recoursetest.JSON(200, recoursetest.OllamaChat("hi"))
 			case strings.HasPrefix(e.Path, responsesPath) && e.Method == http.MethodPost:

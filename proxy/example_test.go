@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -99,4 +100,18 @@ func ExampleEndpoints() {
 	// POST /v1/chat/completions
 	// POST /v1/responses
 	// GET /v1/responses/{id}
+}
+
+// A file of client keys holds each key's SHA-256, a name and, optionally,
+// the routes it may use; the keys themselves stay with the clients.
+func ExampleParseClientKeys() {
+	sum := proxy.HashKey("rp-team-a-key")
+	file := "# sha256 name routes\n" + hex.EncodeToString(sum[:]) + " team-a completions,/v1/models\n"
+	keys, err := proxy.ParseClientKeys(strings.NewReader(file))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(keys[0].Name, keys[0].Routes, keys[0].Hash == sum)
+	// Output:
+	// team-a [completions /v1/models] true
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,9 @@ type Handler struct {
 	finals      *finals                            // nil: every request goes through (Config.RepeatWindow < 0)
 	onRetry     func(context.Context, ClientRetry) // Config.OnClientRetry
 	endpoints   []Endpoint                         // the recovered endpoints (Endpoints)
+	routed      bool                               // the codec names the model in the path: its routes are the endpoints (R23.8)
+	clientKeys  []ClientKey                        // nil: every client is admitted (Config.ClientKeys)
+	upstreamKey string                             // Config.UpstreamKey
 }
 
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
@@ -100,6 +104,24 @@ func New(cfg Config) (*Handler, error) {
 		log:         cfg.Logger,
 		now:         cfg.Policy.WallClock,
 		endpoints:   d.endpoints(),
+		routed:      d.routes != nil,
+		upstreamKey: cfg.UpstreamKey,
+	}
+	if cfg.ClientKeys != nil {
+		if len(cfg.ClientKeys) == 0 {
+			return nil, &ConfigError{Field: "ClientKeys", Problem: "is empty; want at least one key, or nil to admit every client"}
+		}
+		h.clientKeys = slices.Clone(cfg.ClientKeys)
+		for _, k := range h.clientKeys {
+			for _, rt := range k.Routes {
+				if err := checkRoute(rt); err != nil {
+					return nil, &ConfigError{Field: "ClientKeys", Problem: "has a " + err.Error()}
+				}
+			}
+		}
+	}
+	if strings.ContainsAny(cfg.UpstreamKey, "\r\n") {
+		return nil, &ConfigError{Field: "UpstreamKey", Problem: "holds a line break"}
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -203,12 +225,18 @@ func (h *Handler) target(in *url.URL) *url.URL {
 
 // ServeHTTP serves one client request (see the package documentation).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+	if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, "ok\n")
-	case r.URL.Path == h.codec.Path() && r.Method == http.MethodPost:
+		return
+	}
+	r, ok := h.credentials(w, r)
+	if !ok {
+		return
+	}
+	switch {
+	case r.Method == http.MethodPost && h.recovers(r.URL):
 		h.owned(w, r)
 	case h.responses != nil && h.responses.routes(r):
 		h.responses.owned(w, r)
@@ -224,6 +252,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.forward.ServeHTTP(rec, r)
 		h.logRequest(r, requestLine{kind: "forward", status: rec.status, start: start})
 	}
+}
+
+// recovers reports whether a POST to u is a completion the proxy
+// recovers: the codec's endpoint path or, for a codec that names the model
+// in the path (codec.Router, Gemini), one of its routes for any model,
+// spelled exactly (R21.8, R23.8).
+func (h *Handler) recovers(u *url.URL) bool {
+	if h.routed {
+		for _, e := range h.endpoints {
+			if e.Method == http.MethodPost && e.matches(u.Path, false) {
+				return true
+			}
+		}
+		return false
+	}
+	return u.Path == h.codec.Path()
 }
 
 // errRedirect is what ModifyResponse returns for an upstream redirect.

@@ -29,7 +29,7 @@ type requestLine struct {
 // resumes and fallbacks when not zero (R21.7), and duration_ms. Every
 // request line of the proxy is written here.
 func (h *Handler) logRequest(r *http.Request, l requestLine) {
-	attrs := make([]slog.Attr, 0, 12) // room for every attribute, so that the line needs one allocation
+	attrs := make([]slog.Attr, 0, 13) // room for every attribute, so that the line needs one allocation
 	attrs = append(attrs, slog.String("kind", l.kind), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.Int("status", l.status))
 	if l.outcome != "" {
@@ -43,6 +43,9 @@ func (h *Handler) logRequest(r *http.Request, l requestLine) {
 	}
 	if l.callID != "" {
 		attrs = append(attrs, slog.String("call_id", l.callID))
+	}
+	if k, ok := r.Context().Value(admittedKey{}).(*ClientKey); ok && k.Name != "" {
+		attrs = append(attrs, slog.String("client", k.Name))
 	}
 	if t := l.tally; t != nil {
 		attrs = append(attrs, slog.Int64("attempts", t.attempts.Load()))

@@ -36,9 +36,24 @@ const (
 	canaryQuery  = "canary-query-2b6f"
 	canaryText   = "canary-upstream-text-c0de"
 	canaryHost   = "canary-location.invalid"
+	// canaryHeldKey is the upstream key the proxy holds (R21.12).
+	canaryHeldKey = "sk-canary-held-9e4a"
 )
 
-var canaries = []string{canaryKey, canaryPrompt, canaryTool, canaryHeader, canaryQuery, canaryText, canaryHost}
+var canaries = []string{canaryKey, canaryPrompt, canaryTool, canaryHeader, canaryQuery, canaryText, canaryHost, canaryHeldKey}
+
+// withHeldKey makes the proxy hold canaryHeldKey and admit canaryKey as a
+// client key (R21.12); with refuse, canaryKey is not among the keys.
+func withHeldKey(refuse bool) func(*Config) {
+	return func(c *Config) {
+		c.UpstreamKey = canaryHeldKey
+		k := HashKey(canaryKey)
+		if refuse {
+			k = HashKey("another key")
+		}
+		c.ClientKeys = []ClientKey{{Hash: k, Name: "canary-client"}}
+	}
+}
 
 const canaryBody = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + canaryPrompt + `"},` +
 	`{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"q\":\"` + canaryTool + `\"}"}}]}]}`
@@ -96,6 +111,12 @@ func TestCanaryNeverInSafeOutputs(t *testing.T) {
 			[]recoursetest.Step{recoursetest.SSE(events...)}, false, nil, "", nil},
 		{"client retry refused", withQuota(quota.WithRatio(0), quota.WithFloor(0)), canaryBody, "", nil, false,
 			[]string{"X-Stainless-Retry-Count", "1"}, "", nil},
+		{"held key, client admitted, recovered", withHeldKey(false), canaryBody, "",
+			[]recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(200, recoursetest.OpenAIChat("ok"))}, false, nil, "", nil},
+		{"held key, exhausted", withHeldKey(false), canaryBody, "",
+			[]recoursetest.Step{recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo), recoursetest.JSON(503, echo)}, true, nil, "", nil},
+		{"held key, forwarded", withHeldKey(false), "", "/v1/models?key=" + canaryQuery, []recoursetest.Step{recoursetest.Redirect(302, "http://"+canaryHost+"/")}, false, nil, "", nil},
+		{"held key, client refused", withHeldKey(true), canaryBody, "", nil, false, nil, "", nil},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			if sc.stalls == "" {
@@ -202,7 +223,7 @@ func TestTracesCarryNoCanary(t *testing.T) {
 	bridge := otelbridge.New(otelbridge.WithTracerProvider(tp), otelbridge.WithMeterProvider(mp))
 	echo := recoursetest.OpenAIError("server_error", "", "echo "+canaryText+" "+canaryPrompt)
 	events := recoursetest.OpenAIStream("Hel", "lo")
-	r := newRig(t, "openai", func(c *Config) { c.PerCall = []layer.Layer{bridge} },
+	r := newRig(t, "openai", func(c *Config) { c.PerCall = []layer.Layer{bridge}; c.UpstreamKey = canaryHeldKey },
 		recoursetest.JSON(503, echo), recoursetest.JSON(200, recoursetest.OpenAIChat("ok")),
 		recoursetest.JSON(400, echo),
 		recoursetest.SSE(events...).Cut(len(events[0])+len(events[1])+4))

@@ -6,7 +6,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -64,7 +66,24 @@ func (n noDeposit) Bind(u *url.URL, model string, h http.Header) layer.UpstreamG
 
 type noDepositUpstream struct{ layer.UpstreamGate }
 
+var _ layer.BreakerGate = noDepositUpstream{}
+
 func (noDepositUpstream) Deposit() {}
+
+// Changed and Ended keep the upstream's breaker in view for a client
+// retry too (R20.13).
+func (n noDepositUpstream) Changed(now time.Time) (layer.Breaker, bool) {
+	if bg, ok := n.UpstreamGate.(layer.BreakerGate); ok {
+		return bg.Changed(now)
+	}
+	return layer.Breaker{}, false
+}
+
+func (n noDepositUpstream) Ended(skipped, failed bool) {
+	if bg, ok := n.UpstreamGate.(layer.BreakerGate); ok {
+		bg.Ended(skipped, failed)
+	}
+}
 
 // charge withdraws one resend from the quota for a client retry before it
 // is sent. Refused, it answers 503 quota_exhausted and reports true; the
@@ -74,7 +93,7 @@ func (ex *exchange) charge(out *http.Request) (int, bool) {
 	h := ex.h
 	// The model as the engine reads it; a body the codec cannot describe
 	// keys the quota by upstream alone, as in the engine.
-	info, _ := h.codec.Describe(ex.body)
+	info, _ := codec.DescribeRequest(h.codec, out.URL, ex.body)
 	model := info.Model
 	res, v := h.quota.Bind(out.URL, model, out.Header).Reserve(out.Context())
 	if v.Refusal != nil {

@@ -75,6 +75,12 @@ func newFinals(window time.Duration, now func() time.Time) *finals {
 func keys(r *http.Request, body []byte) (finalKey, credKey) {
 	c := sha256.New()
 	io.WriteString(c, "recourse-proxy credential\x00")
+	if k, ok := r.Context().Value(admittedKey{}).(*ClientKey); ok {
+		// An admitted client's key was removed (R21.12): its hash stands
+		// for it, so that clients sharing the held key keep apart.
+		io.WriteString(c, "client\x00")
+		c.Write(k.Hash[:])
+	}
 	for _, name := range accountHeaders {
 		for _, v := range r.Header.Values(name) {
 			io.WriteString(c, name)

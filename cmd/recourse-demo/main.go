@@ -25,6 +25,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/gemini"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
@@ -200,6 +201,18 @@ func (d *demo) run() {
 		ollama.New(), "llama3.2", retry.Policy{MaxAttempts: 3, BaseDelay: quick, Admit: allow}, nil,
 		recoursetest.JSON(503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`),
 		recoursetest.JSON(200, recoursetest.OllamaChat("Hello from a local model.")))
+
+	d.geminiScene(retry.Policy{MaxAttempts: 3, BaseDelay: quick})
+}
+
+// geminiScene is a Gemini 429 RESOURCE_EXHAUSTED without a Retry-After
+// header: the wait is in its body (RetryInfo.retryDelay), and the codec
+// hands it to the engine as a minimum delay (R23.2).
+func (d *demo) geminiScene(p retry.Policy) {
+	d.scenario("Gemini 429, wait in the body", "Gemini names its wait in the error body (RetryInfo.retryDelay \"1s\"), with no Retry-After header; it is a minimum all the same.",
+		gemini.New(), "gemini-2.5-flash", p, nil,
+		recoursetest.GeminiRateLimit("1s", "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"),
+		recoursetest.JSON(200, recoursetest.GeminiChat("Hello from Gemini after the wait its 429 named.")))
 }
 
 const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"

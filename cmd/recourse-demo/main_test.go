@@ -36,3 +36,19 @@ func TestR19_9_DemoBackgroundScene(t *testing.T) {
 	}
 	assert.Equal(t, whole, shown.String())
 }
+
+// R23.2: the demo's Gemini scene waits the delay the 429's body named, with
+// no Retry-After header, and succeeds on the second POST to the model's
+// path.
+func TestR23_2_DemoGeminiScene(t *testing.T) {
+	var out bytes.Buffer
+	var slept []time.Duration
+	d := &demo{out: &out}
+	d.geminiScene(retry.Policy{MaxAttempts: 3, Sleep: func(_ context.Context, dl time.Duration) error { slept = append(slept, dl); return nil }})
+	s := out.String()
+	assert.Contains(t, s, "HTTP 429 → transient (Retry-After body: 1s)")
+	assert.Contains(t, s, "✓ answer: \"Hello from Gemini after the wait its 429 named.\"")
+	assert.Equal(t, []time.Duration{time.Second}, slept)
+	require.Len(t, d.rows, 1)
+	assert.Equal(t, row{name: "Gemini 429, wait in the body", outcome: "success", attempts: 2, posts: 2, target: "-"}, d.rows[0])
+}

@@ -72,6 +72,9 @@ type settings struct {
 
 	set map[string]bool // the flags given, on the command line or in the environment
 
+	keys    keySettings // the keys the proxy holds and admits (keys.go)
+	version bool        // -version: print the version and exit (ready.go)
+
 	maxBody      int64
 	commitAfter  time.Duration
 	repeatWindow time.Duration
@@ -89,7 +92,7 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.StringVar(&s.provider, "provider", "openai", "the provider's dialect: openai, ollama or omlx")
 	fs.StringVar(&s.upstream, "upstream", "", "the provider's root URL, for example https://api.openai.com or http://127.0.0.1:11434 (required); the client's path is kept")
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:8787", "the address to listen on; a non-loopback address also needs -allow-remote")
-	fs.BoolVar(&s.allowRemote, "allow-remote", false, "allow a -listen address other than loopback (the proxy has no authentication of its own)")
+	fs.BoolVar(&s.allowRemote, "allow-remote", false, "allow a -listen address other than loopback without -client-keys (every client is then admitted)")
 
 	fs.IntVar(&s.maxAttempts, "max-attempts", 4, "wire attempts per completion, the first included (1 to "+strconv.Itoa(retry.MaxAttemptsLimit)+")")
 	fs.DurationVar(&s.baseDelay, "base-delay", retry.DefaultBaseDelay, "backoff base delay (full jitter up to base*2^(n-1))")
@@ -113,6 +116,8 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.StringVar(&s.quotaKey, "quota-key", "upstream", "what one quota counts: upstream (scheme, host and port), or narrowed by model, credential (the Authorization or API key header, kept only as a hash) or model,credential")
 
 	defineFallback(fs, s)
+	defineKeys(fs, s)
+	defineVersion(fs, s)
 	fs.StringVar(&s.redis, "redis", "", "share the quota's cooldown horizon and -quota-fleet-cap between every proxy of a fleet through this Redis: host:port, or a redis:// or rediss:// (TLS) URL without a password; the password is read from "+envRedisPassword+" (and a username from "+envRedisUsername+", TLS for a host:port from "+envRedisTLS+"=true), never from the command line. When Redis fails or is slow the quota fails open: each proxy decides alone (empty: each proxy keeps its own)")
 	fs.IntVar(&s.fleetCap, "quota-fleet-cap", 0, "with -redis, the most resends per -quota-window that every proxy of the fleet together may send to one upstream, whatever the ratio and floor allow each (0: none)")
 	fs.Int64Var(&s.maxBody, "max-body", proxy.DefaultMaxBodyBytes, "the largest completion request body in bytes; a larger one is answered 413")
@@ -149,7 +154,8 @@ recourse's default chain, by -provider:
 // usageTail follows the list of recovered endpoints in -h.
 const usageTail = `One of them spelled otherwise (a doubled or trailing slash, a dot segment,
 another letter case) is refused with 400 path_not_canonical; every other
-request is forwarded once, untouched. GET /healthz answers "ok".
+request is forwarded once, untouched. GET /healthz answers "ok"; GET /readyz
+says whether the proxy is ready and whether Redis (-redis) answers.
 
 Usage:
   recourse-proxy -upstream https://api.openai.com -provider openai -max-attempts 4
@@ -168,7 +174,11 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 	fs := flag.NewFlagSet("recourse-proxy", flag.ContinueOnError)
 	fs.SetOutput(out)
 	define(fs, s)
-	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [" + envName(f.Name) + "]" })
+	fs.VisitAll(func(f *flag.Flag) {
+		if !noEnv[f.Name] {
+			f.Usage += " [" + envName(f.Name) + "]"
+		}
+	})
 	fs.Usage = func() {
 		fmt.Fprint(out, usageHead())
 		fs.PrintDefaults()
@@ -183,7 +193,7 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || set[f.Name] {
+		if err != nil || set[f.Name] || noEnv[f.Name] {
 			return
 		}
 		if v := getenv(envName(f.Name)); v != "" {
@@ -273,6 +283,9 @@ func (s *settings) config() (proxy.Config, error) {
 		cfg.RepeatWindow = s.repeatWindow
 	}
 	if cfg.PerAttempt, err = s.stallLayers(); err != nil {
+		return cfg, err
+	}
+	if err = s.keyConfig(&cfg); err != nil {
 		return cfg, err
 	}
 	// The quota comes last: with -redis it opens a client, which no later
@@ -401,7 +414,7 @@ func checkListen(addr string, allowRemote bool) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("-listen %q is not a loopback address; the proxy has no authentication of its own, so add -allow-remote to listen there", addr)
+	return fmt.Errorf("-listen %q is not a loopback address; add -client-keys to admit only clients with a proxy key, or -allow-remote to admit every client there", addr)
 }
 
 func parseStatuses(v string) ([]int, error) {

@@ -12,7 +12,10 @@
 // proxy.Endpoints. Every other request is forwarded once, untouched. Every flag has an environment variable,
 // RECOURSE_PROXY_ and the flag's name in capitals with underscores
 // (-max-attempts is RECOURSE_PROXY_MAX_ATTEMPTS); run with -h for the
-// list. It listens on loopback unless -allow-remote is given, logs one
+// list. It listens on loopback unless -allow-remote or -client-keys is
+// given; with -client-keys it admits only clients with a proxy key, and
+// with -upstream-key-file (or RECOURSE_PROXY_UPSTREAM_KEY) it holds the
+// upstream's key itself (see docs/proxy-keys.md). It logs one
 // structured line per request and per lifecycle event on stderr, and on
 // SIGTERM or SIGINT stops accepting, closes the connections with no
 // request in flight at once, lets in-flight calls finish within -grace,
@@ -25,7 +28,9 @@
 // hints (-provider-hints) are off unless set; the retry quota (-quota,
 // -quota-ratio, -quota-window, -quota-floor, -quota-key, -quota-cooldown) is on, because one
 // proxy serves many clients whose resends would otherwise add up during an
-// outage. See package proxy for what clients see.
+// outage. GET /readyz answers whether the proxy is ready and whether Redis
+// answers (R21.13); -version prints the module version from the build
+// information. See package proxy for what clients see.
 package main
 
 import (
@@ -60,9 +65,13 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "recourse-proxy:", err)
 		return 2
 	}
+	if s.version {
+		printVersion(stdout)
+		return 0
+	}
 	log, err := s.logger(stderr)
 	if err == nil {
-		err = checkListen(s.listen, s.allowRemote)
+		err = checkListen(s.listen, s.remoteAllowed())
 	}
 	var cfg proxy.Config
 	if err == nil {
@@ -107,7 +116,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		slog.String("idle_timeout", s.idleTimeout.String()),
 		slog.String("redis", redisAddr(s.redis)), slog.Int("quota_fleet_cap", s.fleetCap))
 	code := 0
-	if err := proxy.Serve(ctx, ln, tel.handler(h), s.grace, log); err != nil {
+	if err := proxy.Serve(ctx, ln, readiness(s.fleet, tel.handler(h)), s.grace, log); err != nil {
 		fmt.Fprintln(stderr, "recourse-proxy:", err)
 		code = 1
 	}

@@ -8,6 +8,7 @@ package codectest
 import (
 	"bytes"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -22,6 +23,8 @@ import (
 // nested deeper than the observer scans is refused, R13.2), an Observer
 // for every operation (a StreamDecoder for streaming), and, for a
 // codec.ModelRewriter, a WithModel that changes the model and nothing else
+// and, for a codec.Router, a DescribeURL, RoutePath and WithModelURL that
+// agree (R23.1)
 // (R20.1). The sample's model must be a plain string that the request
 // names once.
 func Codec(t *testing.T, c codec.Codec, sample *chat.Request) {
@@ -41,6 +44,10 @@ func Codec(t *testing.T, c codec.Codec, sample *chat.Request) {
 		t.Error("Encode is not deterministic")
 	}
 	info, err := c.Describe(a)
+	if rt, ok := c.(codec.Router); ok {
+		// The model is named in the path (R23.1).
+		info, err = describeRouted(rt, sample, a)
+	}
 	if err != nil {
 		t.Errorf("Describe(Encode(sample)): %v", err)
 	} else if info.Model != sample.Model {
@@ -93,6 +100,63 @@ func Codec(t *testing.T, c codec.Codec, sample *chat.Request) {
 	}
 	if rw, ok := c.(codec.ModelRewriter); ok {
 		modelRewriter(t, c, rw, a, sample.Model)
+	}
+	if rt, ok := c.(codec.Router); ok {
+		router(t, rt, sample, a)
+	}
+}
+
+// describeRouted describes body as sent to the path a Router builds for
+// sample's model and operation.
+func describeRouted(rt codec.Router, sample *chat.Request, body []byte) (codec.RequestInfo, error) {
+	op := codec.Ordinary
+	if sample.Stream {
+		op = codec.Streaming
+	}
+	u, err := url.Parse("https://example.invalid" + rt.RoutePath(sample.Model, op))
+	if err != nil {
+		return codec.RequestInfo{}, err
+	}
+	return rt.DescribeURL(u, body)
+}
+
+// router checks a Router (R23.1): each operation's path describes back
+// as that operation and model, WithModelURL names another model and keeps
+// every other part of the URL, and a URL that is no endpoint is refused.
+func router(t *testing.T, rt codec.Router, sample *chat.Request, body []byte) {
+	t.Helper()
+	for _, op := range []codec.Operation{codec.Ordinary, codec.Streaming} {
+		u, err := url.Parse("https://example.invalid/base" + rt.RoutePath(sample.Model, op))
+		if err != nil {
+			t.Errorf("RoutePath(%q, %s) is not a URL path: %v", sample.Model, op, err)
+			continue
+		}
+		info, err := rt.DescribeURL(u, body)
+		if err != nil || info.Model != sample.Model || (op == codec.Streaming) != (info.Operation == codec.Streaming) {
+			t.Errorf("DescribeURL(RoutePath(%q, %s)) = %+v, %v", sample.Model, op, info, err)
+		}
+		other := sample.Model + "-other"
+		before := *u
+		nu, err := rt.WithModelURL(u, other)
+		if err != nil {
+			t.Errorf("WithModelURL: %v", err)
+			continue
+		}
+		if *u != before {
+			t.Error("WithModelURL changed its argument")
+		}
+		if got, err := rt.DescribeURL(nu, body); err != nil || got.Model != other || got.Operation != info.Operation {
+			t.Errorf("DescribeURL(WithModelURL(u, %q)) = %+v, %v", other, got, err)
+		}
+		if nu.RawQuery != u.RawQuery || nu.Host != u.Host || nu.Scheme != u.Scheme {
+			t.Errorf("WithModelURL changed more than the model: %s", nu.Redacted())
+		}
+	}
+	if _, err := rt.DescribeURL(&url.URL{Path: "/elsewhere"}, body); err == nil {
+		t.Error("DescribeURL(/elsewhere) = nil error, want one")
+	}
+	if _, err := rt.WithModelURL(&url.URL{Path: "/elsewhere"}, "x"); err == nil {
+		t.Error("WithModelURL(/elsewhere) = nil error, want one")
 	}
 }
 

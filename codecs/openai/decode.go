@@ -1,8 +1,11 @@
 package openai
 
 import (
+	"encoding/json"
+
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/openaiwire"
 )
 
@@ -65,6 +68,29 @@ var _ codec.Checker = (*Codec)(nil)
 
 // ErrorCode returns error.code of an error body when it is a string, or the
 // top-level code of a vLLM error body ({"object":"error"}) when that is a
-// string, as sent; otherwise "". It never falls back to error.type, accepts
+// string, as sent; otherwise "". An error body that is a JSON array, as
+// Gemini's OpenAI-compatible endpoint sends ([{"error":{…}}]), is read by
+// its first element: its string code, else its google.rpc status
+// ("RESOURCE_EXHAUSTED", R23.7). It never falls back to error.type, accepts
 // any bytes without panicking, and is safe for concurrent use.
-func (c *Codec) ErrorCode(body []byte) string { return dialect.ErrorCode(body) }
+func (c *Codec) ErrorCode(body []byte) string {
+	if t := jsonscan.TrimSpace(body); len(t) > 0 && t[0] == '[' && jsonscan.Valid(t) {
+		els := jsonscan.ArrayElements(t)
+		if first, ok := els.Next(); ok && len(first) > 0 && first[0] == '{' {
+			if code := dialect.ErrorCode(first); code != "" {
+				return code
+			}
+			// Gemini's google.rpc.Status: a numeric code and a status.
+			var st struct {
+				Error *struct {
+					Status string `json:"status"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(first, &st) == nil && st.Error != nil {
+				return st.Error.Status
+			}
+		}
+		return ""
+	}
+	return dialect.ErrorCode(body)
+}

@@ -344,7 +344,7 @@ func TestR10_3_ErrorCode(t *testing.T) {
 		{"truncated", `{"error":{"code":"rate_limit_exceeded"`, ""},
 		{"not JSON", `<html>502 Bad Gateway</html>`, ""},
 		{"empty", ``, ""},
-		{"array", `[{"error":{"code":"x"}}]`, ""},
+		{"array (R23.7: its first element)", `[{"error":{"code":"x"}}]`, "x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,8 +17,9 @@
 // the admission hook (R20.4). A target whose shared cooldown lies beyond
 // the delay ceiling is skipped without a request (R20.5).
 //
-// A drop-in caller gets the response of the target that answered, in its
-// own wire format; a target of another wire is refused by New with a
+// A stream whose 200 was handed over and that fails before any output goes
+// on to the next target in the same body (R20.14). A drop-in caller gets
+// the response of the target that answered, in its own wire format; a target of another wire is refused by New with a
 // *CrossWireError (the native client takes those: chain.WithFallback).
 // Each step is visible (R20.6): target_started and fallback lifecycle
 // events, a span per target (package otelbridge), a broker notice, and a
@@ -170,6 +171,7 @@ func (e *BodyError) Error() string {
 type Layer struct {
 	codec   codec.Codec
 	rewrite codec.ModelRewriter
+	router  codec.Router // a codec naming the model in the URL (R23.1)
 	targets []target
 	primary string
 	rules   Rules
@@ -201,6 +203,7 @@ func New(cfg Config) (*Layer, error) {
 	l.rules.Stalls = slices.Clone(cfg.Rules.Stalls)
 	l.leave = layer.StallSetOf(cfg.Rules.Stalls...)
 	l.rewrite, _ = cfg.Codec.(codec.ModelRewriter)
+	l.router, _ = cfg.Codec.(codec.Router)
 	for i, t := range cfg.Targets {
 		if c := t.Codec; c != nil && (c.Provider() != cfg.Codec.Provider() || c.Path() != cfg.Codec.Path()) {
 			return nil, &CrossWireError{Index: i, Want: cfg.Codec.Provider(), Got: c.Provider()}
@@ -208,7 +211,7 @@ func New(cfg Config) (*Layer, error) {
 		if t.Model == "" && t.Upstream == "" && t.Credential == nil && t.Gate == nil && t.Context == nil {
 			return nil, &ConfigError{Index: i, Field: "Model", Problem: "is empty, as are Upstream, Credential, Gate and Context: the target would be the one before it again"}
 		}
-		if t.Model != "" && l.rewrite == nil {
+		if t.Model != "" && l.rewrite == nil && l.router == nil {
 			return nil, &ConfigError{Index: i, Field: "Model", Problem: "needs a codec that can name another model (codec.ModelRewriter)"}
 		}
 		tg := target{Target: t, name: t.Name}
@@ -291,10 +294,18 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	facts0, gate0, skip0, leave0 := lc.Facts, lc.Gate, lc.SkipOpenCircuit, lc.LeaveOnStall
-	defer func() { lc.Facts, lc.Gate, lc.SkipOpenCircuit, lc.LeaveOnStall = facts0, gate0, skip0, leave0 }()
+	w.facts0, w.gate0, w.skip0, w.leave0, w.finish0 = lc.Facts, lc.Gate, lc.SkipOpenCircuit, lc.LeaveOnStall, lc.Finish
+	return t.from(&w, 0)
+}
+
+// from runs the walk w from target i on: each target in turn until one
+// answers, or the call ends (R20.2). The call's fields the walk changes
+// are restored when it returns.
+func (t *transport) from(w *walk, i int) (*http.Response, error) {
+	l, req, lc := t.l, w.req, w.lc
+	defer func() { lc.Facts, lc.Gate, lc.SkipOpenCircuit, lc.LeaveOnStall = w.facts0, w.gate0, w.skip0, w.leave0 }()
 	last := len(l.targets)
-	for i := 0; ; i++ {
+	for ; ; i++ {
 		treq, model := req, w.info.Model
 		if i > 0 || w.run != nil {
 			var err error
@@ -302,7 +313,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 		}
-		l.aim(lc, i, facts0, gate0)
+		l.aim(lc, i, w.facts0, w.gate0)
 		if w.run != nil {
 			if err := w.run.Start(i, w.event(model)); err != nil {
 				closeBody(treq)
@@ -311,61 +322,80 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		lc.Result = layer.CallResult{}
 		lc.SkipOpenCircuit = i < last
-		lc.LeaveOnStall = leave0
-		if i < last {
-			lc.LeaveOnStall |= l.leave
-		}
+		lc.LeaveOnStall = w.leaveFor(i)
+		lc.Finish = w.finish0
 		resp, err := t.next.RoundTrip(treq)
 		e := lc.Result.Err
 		if e == nil || (resp != nil && resp.StatusCode/100 == 2) {
 			// A success, an error outside recovery, or a body already
-			// handed over: the call is the caller's (R20.3). A stream of a
-			// later target that fails from here on still reports every
-			// target left behind (R20.7).
+			// handed over: the answer is the caller's (R20.3), though a
+			// stream that fails before any output still goes on to the
+			// next target in the same body (R20.14). A stream of a later
+			// target that fails from here on still reports every target
+			// left behind (R20.7).
 			if resp != nil && w.run != nil {
-				lc.Finish = w.run.Opened(i, lc.Result.LogicalID, lc.Finish)
+				lc.Finish = w.run.Opened(i, lc.Result.LogicalID, w.finish0)
+			}
+			if resp != nil && e == nil && i < last && resp.StatusCode/100 == 2 {
+				if fr, ok := resp.Body.(layer.FrameReader); ok && lc.Result.Stream != nil {
+					resp.Body = &continuing{w: *w, i: i, treq: treq, model: model, fr: fr, body: resp.Body}
+				}
 			}
 			return resp, err
 		}
-		if w.run == nil {
-			// The first target failed and its body is needed again: the
-			// request's own copy (GetBody), taken only now.
-			var body io.ReadCloser
-			if i < last && req.Context().Err() == nil && l.rules.FallsBack(e) {
-				if b, gerr := req.GetBody(); gerr == nil {
-					body = b
-				}
-			}
-			if body == nil || w.take(body) != nil {
-				// No fallback, or a body that cannot be had again, so
-				// nothing more can be sent: the call ends with the first
-				// target's outcome, as without the layer.
-				if resp == nil {
-					return nil, e
-				}
-				return resp, nil
-			}
-			model = w.info.Model
+		resp, err, done := t.after(w, i, treq, model, resp, e)
+		if done {
+			return resp, err
 		}
-		ev := w.event(model)
-		ev.Identity = layer.Identity{LogicalID: lc.Result.LogicalID, WireAttempt: lc.Result.WireAttempts}
-		next, final, oerr := w.run.After(treq.Context(), i, e, ev)
-		if oerr != nil {
-			closeResp(resp)
-			return nil, oerr
-		}
-		if !next {
-			lc.Result.Err = final
-			if resp == nil {
-				return nil, final
-			}
-			if final.Outcome != e.Outcome {
-				resp.Header.Set("X-Recourse-Outcome", string(final.Outcome))
-			}
-			return resp, nil
-		}
-		closeResp(resp)
 	}
+}
+
+// after decides once target i, sent as treq for model, ended with the
+// typed error e and, for a drop-in caller, the final response resp (nil
+// when there is none, or when the target's stream had opened). done
+// reports that the call ends with resp, err; otherwise the walk goes on
+// with target i+1.
+func (t *transport) after(w *walk, i int, treq *http.Request, model string, resp *http.Response, e *layer.RecoveryError) (_ *http.Response, _ error, done bool) {
+	l, req, lc := t.l, w.req, w.lc
+	if w.run == nil {
+		// The first target failed and its body is needed again: the
+		// request's own copy (GetBody), taken only now.
+		var body io.ReadCloser
+		if i < len(l.targets) && req.Context().Err() == nil && l.rules.FallsBack(e) {
+			if b, gerr := req.GetBody(); gerr == nil {
+				body = b
+			}
+		}
+		if body == nil || w.take(body) != nil {
+			// No fallback, or a body that cannot be had again, so
+			// nothing more can be sent: the call ends with the first
+			// target's outcome, as without the layer.
+			if resp == nil {
+				return nil, e, true
+			}
+			return resp, nil, true
+		}
+		model = w.info.Model
+	}
+	ev := w.event(model)
+	ev.Identity = layer.Identity{LogicalID: lc.Result.LogicalID, WireAttempt: lc.Result.WireAttempts}
+	next, final, oerr := w.run.After(treq.Context(), i, e, ev)
+	if oerr != nil {
+		closeResp(resp)
+		return nil, oerr, true
+	}
+	if !next {
+		lc.Result.Err = final
+		if resp == nil {
+			return nil, final, true
+		}
+		if final.Outcome != e.Outcome {
+			resp.Header.Set("X-Recourse-Outcome", string(final.Outcome))
+		}
+		return resp, nil, true
+	}
+	closeResp(resp)
+	return nil, nil, false
 }
 
 // aim points the call lc at target i (0 is the first): the facts and gate
@@ -397,6 +427,23 @@ type walk struct {
 	body []byte
 	info codec.RequestInfo
 	run  *Run
+
+	// The call's fields as the caller placed them, restored after each
+	// stretch of the walk.
+	facts0  *codec.RequestInfo
+	gate0   layer.ResendGate
+	skip0   bool
+	leave0  layer.StallSet
+	finish0 func(*layer.RecoveryError)
+}
+
+// leaveFor returns the stall set of target i's run: the caller's, and for
+// every target but the last the rules' (R20.12).
+func (w *walk) leaveFor(i int) layer.StallSet {
+	if i < len(w.t.l.targets) {
+		return w.leave0 | w.t.l.leave
+	}
+	return w.leave0
 }
 
 // take reads body (the request's, or a copy from its GetBody) once and
@@ -410,7 +457,7 @@ func (w *walk) take(body io.ReadCloser) error {
 	w.body = b
 	if lc.Facts != nil {
 		w.info = *lc.Facts
-	} else if in, err := l.codec.Describe(b); err == nil {
+	} else if in, err := codec.DescribeRequest(l.codec, req.URL, b); err == nil {
 		w.info = in
 	}
 	primary := l.primary
@@ -462,7 +509,7 @@ func (t *transport) request(req *http.Request, lc *layer.Call, i int, body []byt
 				ctx = layer.WithCall(ctx, lc)
 			}
 		}
-		if tg.Model != "" {
+		if tg.Model != "" && t.l.router == nil {
 			nb, err := t.l.rewrite.WithModel(body, tg.Model)
 			if err != nil {
 				return nil, "", &BodyError{Target: name}
@@ -486,6 +533,15 @@ func (t *transport) request(req *http.Request, lc *layer.Call, i int, body []byt
 			for _, k := range credentialHeaders {
 				h.Del(k)
 			}
+		}
+		if tg.Model != "" && t.l.router != nil {
+			// The wire names the model in the path (R23.1): the target's
+			// URL, upstream already applied, names its model instead.
+			nu, err := t.l.router.WithModelURL(u, tg.Model)
+			if err != nil {
+				return nil, "", &BodyError{Target: name}
+			}
+			u, model = nu, tg.Model
 		}
 		if tg.Credential != nil {
 			if err := credential(ctx, tg.Credential, h); err != nil {

@@ -149,7 +149,8 @@ func ByModel() Option {
 }
 
 // ByCredential keys the quota by the call's credential as well (the
-// Authorization, Api-Key or X-Api-Key header), kept only as a truncated
+// Authorization, Api-Key, X-Api-Key or X-Goog-Api-Key header, else a "key"
+// query parameter), kept only as a truncated
 // SHA-256 hash: provider rate limits are per key. It costs a hash per call.
 func ByCredential() Option {
 	return func(c *config) { c.byCredential = true }
@@ -273,7 +274,7 @@ func (l *Layer) Bind(u *url.URL, model string, h http.Header) layer.UpstreamGate
 		k.model = model
 	}
 	if l.cfg.byCredential {
-		k.cred = credentialHash(h)
+		k.cred = credentialHash(h, u)
 	}
 	if up := l.last.Load(); up != nil && up.bk == k {
 		return up // the common case: one upstream
@@ -330,14 +331,18 @@ func (l *Layer) SharesCooldown() bool { return !l.cfg.noCooldown }
 var apiKeyHeaders = layer.APIKeyHeaders()
 
 // credentialHash returns the first 16 hex digits of the SHA-256 of the
-// call's credential header (the first API key header that is set), or ""
-// when it has none.
-func credentialHash(h http.Header) string {
+// call's credential: the first API key header that is set or, without
+// one, the "key" query parameter of u (Gemini's ?key=, R23.4); "" when it
+// has none.
+func credentialHash(h http.Header, u *url.URL) string {
 	var v string
 	for _, name := range apiKeyHeaders {
 		if v = h.Get(name); v != "" {
 			break
 		}
+	}
+	if v == "" && u != nil && u.RawQuery != "" {
+		v = u.Query().Get("key")
 	}
 	if v == "" {
 		return ""

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
@@ -63,6 +64,31 @@ func (c *call) providerHints(f *layer.Failure, h http.Header, code string) {
 // Failure.ProviderCode.
 func (c *call) quotaHint(f *layer.Failure, code string) {
 	if c.d.r.hints && layer.IsQuotaExhaustedCode(code) && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
+		f.Hint = layer.HintInsufficientQuota
+	}
+}
+
+// bodyFieldRetryDelay names the error body's delay field in a
+// Failure.RetryAfter of kind body.
+const bodyFieldRetryDelay = "RetryInfo.retryDelay"
+
+// bodyHints records the resend hints a codec.BodyHinter codec finds in an
+// error body (R23.2), under every policy: a delay is a minimum like
+// Retry-After and replaces a shorter or absent one, so the longer of the
+// two waits is kept; an exhausted quota (a per-day quota) makes the
+// failure not eligible, reason insufficient_quota, unless output was
+// already seen (then R4.4 names it). Only the parsed delay and a fixed
+// field name reach f.
+func (c *call) bodyHints(f *layer.Failure, body []byte) {
+	bh, ok := c.t.l.codec.(codec.BodyHinter)
+	if !ok || len(body) == 0 {
+		return
+	}
+	hs := bh.BodyHints(body)
+	if hs.HasRetryDelay && hs.RetryDelay >= 0 && (!f.RetryAfter.Valid() || hs.RetryDelay > f.RetryAfter.Delay) {
+		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterBody, Delay: hs.RetryDelay, Header: bodyFieldRetryDelay}
+	}
+	if hs.QuotaExhausted && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
 		f.Hint = layer.HintInsufficientQuota
 	}
 }

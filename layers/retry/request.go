@@ -45,7 +45,7 @@ func (in *request) read(req *http.Request, cdc codec.Codec, facts *codec.Request
 	case facts != nil:
 		in.info = *facts
 	case cdc != nil:
-		if info, err := cdc.Describe(in.body); err == nil {
+		if info, err := codec.DescribeRequest(cdc, req.URL, in.body); err == nil {
 			in.info = info
 		} else {
 			in.info = codec.RequestInfo{Operation: codec.Ordinary}

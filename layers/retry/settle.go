@@ -163,6 +163,9 @@ func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header
 		f.ProviderRequestID = id
 	}
 	c.providerHints(f, h, code)
+	if f.HTTPStatus/100 != 2 {
+		c.bodyHints(f, body)
+	}
 }
 
 // noteCode records a provider's error code: as sent in the private

@@ -344,6 +344,12 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		if errors.As(cause, &pe) {
 			b.tail = fr.Raw
 			c.noteCode(&f, &ev, pe.Code)
+			if pe.Status >= 400 && pe.Status <= 599 && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
+				// An in-band error that names its status, before any
+				// output: the failure that status is (R23.3).
+				f.Category, f.HTTPStatus = layer.CategoryHTTP, pe.Status
+				c.bodyHints(&f, fr.Raw)
+			}
 			c.quotaHint(&f, pe.Code)
 		}
 		ev.Response.FinishReason = fr.FinishReason
@@ -374,6 +380,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 	}
 	b.n, b.a, b.resp, b.readErr = c.wire, c.cur, resp, nil
 	b.atEOF, b.endErr = false, nil
+	b.tail = nil // the failed attempt's in-band error frame is not the new one's
 }
 
 // Deliver records evidence handed to the consumer.

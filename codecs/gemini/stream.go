@@ -1,0 +1,239 @@
+package gemini
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/internal/frames"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
+	"github.com/recourse-dev/recourse/codecs/internal/sse"
+)
+
+// ErrIncompleteStream is the End error of a stream that reached HTTP EOF
+// before any candidate's finish reason.
+var ErrIncompleteStream = errors.New("recourse: gemini stream ended before a finish reason")
+
+// maxDoc bounds the bytes of a plain JSON answer that End inspects.
+const maxDoc = 64 << 10
+
+// streamDecoder decodes a streamGenerateContent?alt=sse stream into
+// codec.Frame values (R23.5):
+//   - an event without data, or with blank data, is a keepalive;
+//   - data: {"error":{…}} is a *codec.ProviderError whose Status is the
+//     error's HTTP code (R23.3);
+//   - data: {GenerateContentResponse} is a frame, read in one pass with its
+//     keys matched exactly (R14.2): the first candidate's text parts are
+//     its Content, thought parts its Reasoning, each functionCall
+//     part one whole tool-call fragment (the API sends a call whole);
+//   - a finish reason STOP or CONTINUATION is remembered, and the stream is
+//     accepted at HTTP EOF with a Done frame of its own (no Raw) whose
+//     Completion holds the text, the tool calls and the evidence; chunks
+//     after the finish (usage alone) are ordinary frames;
+//   - MAX_TOKENS and every other finish reason, and a prompt blocked
+//     before any candidate, end the stream at once: the frame keeps its
+//     content, its error is a *codec.IncompleteError with
+//     the neutral finish reason ("length" for MAX_TOKENS), and its
+//     Completion holds only the evidence;
+//   - data that is not valid UTF-8 or JSON, or not a response object, is a
+//     *codec.ProtocolError.
+//
+// At EOF without an accepted finish, End reports ErrIncompleteStream, or,
+// when the answer was one JSON error document instead of a stream, its
+// *codec.ProviderError.
+type streamDecoder struct {
+	framer   *sse.Framer
+	q        frames.Queue
+	counts   codec.Counts
+	content  strings.Builder
+	think    strings.Builder
+	calls    []chat.ToolCall
+	model    string
+	id       string
+	usage    *chat.Usage
+	finish   string // the accepted finish reason, neutral; "" until one
+	parts    []part // the last event's parts, an array reused by the next
+	dropText bool
+	// sniffed: the first non-space byte arrived; plain: it was '{' or
+	// '[', so the answer is a JSON document, not an event stream, and its
+	// first bytes are kept in doc for End.
+	sniffed, plain bool
+	doc            []byte
+}
+
+func newStreamDecoder(info codec.RequestInfo) *streamDecoder {
+	d := &streamDecoder{framer: sse.NewFramer(0), dropText: info.DropText}
+	d.q.ErrorRawOnly = info.TypedFrames
+	return d
+}
+
+var (
+	_ codec.StreamDecoder = (*streamDecoder)(nil)
+	_ codec.BufferFreer   = (*streamDecoder)(nil)
+)
+
+// FreeBuffers gives the decoder's line buffer back (codec.BufferFreer).
+func (d *streamDecoder) FreeBuffers() { d.framer.Free() }
+
+// Observed returns the semantic evidence decoded so far.
+func (d *streamDecoder) Observed() codec.Counts { return d.counts }
+
+// Next returns the next queued frame.
+func (d *streamDecoder) Next() (codec.Frame, bool) { return d.q.Next() }
+
+// Write frames and decodes p. Bytes after a terminal or error frame are
+// ignored.
+func (d *streamDecoder) Write(p []byte) {
+	if d.q.Ended() {
+		return
+	}
+	if !d.sniffed {
+		if i := bytes.IndexFunc(p, func(r rune) bool { return r != ' ' && r != '\t' && r != '\r' && r != '\n' }); i >= 0 {
+			d.sniffed, d.plain = true, p[i] == '{' || p[i] == '['
+		}
+	}
+	if d.plain && len(d.doc) < maxDoc {
+		d.doc = append(d.doc, p[:min(len(p), maxDoc-len(d.doc))]...)
+	}
+	d.framer.Write(p)
+	for !d.q.Ended() {
+		ev, ok, err := d.framer.Next()
+		if err != nil {
+			d.q.Push(codec.Frame{Err: &codec.ProtocolError{What: "oversized SSE event", Err: err}})
+			return
+		}
+		if !ok {
+			return
+		}
+		d.event(ev)
+	}
+}
+
+// End accepts a stream whose finish reason was STOP or CONTINUATION by
+// queuing its Done frame, and otherwise reports why the stream is
+// incomplete. After an error or terminal frame it returns nil.
+func (d *streamDecoder) End() error {
+	if d.q.Ended() {
+		return nil
+	}
+	if d.finish != "" {
+		d.q.Push(codec.Frame{Done: true, FinishReason: d.finish, Completion: d.completion(true)})
+		d.counts.CompletedToolCalls += int64(len(d.calls))
+		return nil
+	}
+	if d.plain {
+		if st, ok := parseStatus(d.doc); ok {
+			return statusError(&st)
+		}
+	}
+	return ErrIncompleteStream
+}
+
+// completion returns the stream's completion: with its message for an
+// accepted end, with the evidence alone otherwise (R10.5).
+func (d *streamDecoder) completion(accepted bool) *chat.Completion {
+	c := &chat.Completion{FinishReason: d.finish, Model: d.model, ID: d.id, Usage: d.usage}
+	if accepted {
+		c.Message = chat.Message{Role: chat.Assistant, Content: d.content.String(), Reasoning: d.think.String(), ToolCalls: d.calls}
+	}
+	return c
+}
+
+func (d *streamDecoder) event(ev sse.Event) {
+	raw := ev.Raw // Push copies what it keeps
+	data := jsonscan.TrimSpace(ev.Data)
+	switch {
+	case ev.Event == "error":
+		pe := &codec.ProviderError{}
+		if st, ok := parseStatus(data); ok {
+			pe = statusError(&st)
+		}
+		d.q.Push(codec.Frame{Raw: raw, Err: pe})
+	case len(data) == 0:
+		d.q.Push(codec.Frame{Raw: raw, Keepalive: true})
+	default:
+		d.chunk(raw, data)
+	}
+}
+
+func protocolFrame(raw []byte, what string, err error) codec.Frame {
+	return codec.Frame{Raw: raw, Err: &codec.ProtocolError{What: what, Err: err}}
+}
+
+// chunk decodes one data event.
+func (d *streamDecoder) chunk(raw, data []byte) {
+	if !utf8.Valid(data) {
+		d.q.Push(protocolFrame(raw, "event data is not valid UTF-8", nil))
+		return
+	}
+	if data[0] != '{' || !jsonscan.Valid(data) {
+		d.q.Push(protocolFrame(raw, "event data is not a JSON object", nil))
+		return
+	}
+	c, err := parseChunk(data, d.model, d.id, d.parts)
+	d.parts = c.parts
+	if err != nil {
+		d.q.Push(protocolFrame(raw, "event does not match the GenerateContentResponse schema", err))
+		return
+	}
+	if c.errv != nil {
+		pe := &codec.ProviderError{}
+		if st, ok := parseStatus(data); ok {
+			pe = statusError(&st)
+		}
+		d.q.Push(codec.Frame{Raw: raw, Err: pe})
+		return
+	}
+	if c.model != "" {
+		d.model = c.model
+	}
+	if c.id != "" {
+		d.id = c.id
+	}
+	if u := c.usage; u != nil {
+		d.usage = &chat.Usage{InputTokens: u.PromptTokenCount, OutputTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+	}
+	f := codec.Frame{Raw: raw}
+	finish := c.finish
+	for _, p := range c.parts {
+		switch {
+		case p.call:
+			tc, err := toolCall(p.callID, p.callName, p.args, len(d.calls))
+			if err != nil {
+				d.q.Push(codec.Frame{Raw: raw, Err: err})
+				return
+			}
+			f.Fragments = append(f.Fragments, chat.ToolCallFragment{Index: len(d.calls), ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments)})
+			d.calls = append(d.calls, tc)
+		case p.hasText && p.thought:
+			f.Reasoning += p.text
+		case p.hasText:
+			f.Content += p.text
+		}
+	}
+	if !c.hasCandidate && c.blockReason != "" {
+		finish = c.blockReason
+	}
+	if !d.dropText {
+		d.content.WriteString(f.Content)
+		d.think.WriteString(f.Reasoning)
+	}
+	d.counts = d.counts.Add(f.Semantic())
+	switch finish {
+	case "", "FINISH_REASON_UNSPECIFIED":
+		// A chunk mid-stream, a long decode's checkpoint (a continuation
+		// token without a finish) or a usage chunk after the finish.
+	case finishStop, finishContinuation:
+		// Accepted at HTTP EOF: usage may follow (R23.5).
+		d.finish = neutralFinish(finish)
+		f.FinishReason = d.finish
+	default:
+		f.FinishReason = neutralFinish(finish)
+		f.Err = &codec.IncompleteError{FinishReason: f.FinishReason}
+		f.Completion = &chat.Completion{FinishReason: f.FinishReason, Model: d.model, ID: d.id, Usage: d.usage}
+	}
+	d.q.Push(f)
+}

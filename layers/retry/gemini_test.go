@@ -1,0 +1,175 @@
+package retry_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/codecs/gemini"
+	"github.com/recourse-dev/recourse/internal/rigtest"
+	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/recoursetest"
+)
+
+const (
+	perMinute = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"
+	perDay    = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
+)
+
+func geminiRequest(stream bool) *chat.Request {
+	return &chat.Request{Model: "gemini-2.5-flash", Stream: stream, Messages: []chat.Message{{Role: chat.User, Content: rigtest.Prompt}}}
+}
+
+func geminiOK(content string) recoursetest.Step {
+	return recoursetest.JSON(200, recoursetest.GeminiChat(content))
+}
+
+// R23.2: RetryInfo.retryDelay in a 429's body is a minimum delay with the
+// force of Retry-After, under the default policy (no provider hints), and
+// the native client posts to the model's path.
+func TestR23_2_RetryDelayInTheBodyIsAMinimum(t *testing.T) {
+	r := rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 2, Jitter: zeroJitter},
+		recoursetest.GeminiRateLimit("3s", perMinute), geminiOK("hi"))
+
+	comp, err := r.Client.Complete(context.Background(), geminiRequest(false))
+	require.NoError(t, err)
+	assert.Equal(t, "hi", comp.Message.Content)
+	assert.Equal(t, 2, r.Server.Count())
+	assert.Equal(t, "/v1beta/models/gemini-2.5-flash:generateContent", r.Server.Requests()[0].Path)
+	f := firstFailed(t, r.Rec.Events())
+	assert.Equal(t, layer.RetryAfterBody, f.RetryAfter.Kind)
+	assert.Equal(t, 3*time.Second, f.RetryAfter.Delay)
+	assert.Equal(t, "RetryInfo.retryDelay", f.RetryAfter.Header)
+	assert.Equal(t, []time.Duration{3 * time.Second}, r.Clock.Sleeps())
+	assert.Equal(t, "gemini-2.5-flash", eventsOf(r.Rec.Events(), layer.EventAttemptFailed)[0].Model, "the model read from the path names the call")
+}
+
+// R23.2: a delay over the ceiling refuses, as Retry-After does, and a
+// longer Retry-After header wins over a shorter body delay.
+func TestR23_2_RetryDelayOverTheCeilingRefuses(t *testing.T) {
+	r := rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter},
+		recoursetest.GeminiRateLimit("3600s", perMinute), geminiOK("never"))
+	_, err := r.Client.Complete(context.Background(), geminiRequest(false))
+	re := asRecoveryError(t, err)
+	assert.Equal(t, layer.OutcomeDelayCeiling, re.Outcome)
+	assert.Equal(t, time.Hour, re.Failure.RetryAfter.Delay)
+	assert.Equal(t, 1, r.Server.Count())
+
+	r = rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 2, Jitter: zeroJitter},
+		recoursetest.GeminiRateLimit("1s", perMinute).WithHeader("Retry-After", "4"), geminiOK("hi"))
+	_, err = r.Client.Complete(context.Background(), geminiRequest(false))
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{4 * time.Second}, r.Clock.Sleeps(), "the longer minimum is kept")
+}
+
+// R23.2: a per-day quota is not retried: reason insufficient_quota.
+func TestR23_2_PerDayQuotaIsNotRetried(t *testing.T) {
+	r := rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter},
+		recoursetest.GeminiRateLimit("20s", perDay), geminiOK("never"))
+	_, err := r.Client.Complete(context.Background(), geminiRequest(false))
+	re := asRecoveryError(t, err)
+	assert.Equal(t, layer.ReasonInsufficientQuota, re.Failure.Classification.Reason)
+	assert.Equal(t, "RESOURCE_EXHAUSTED", re.Failure.ProviderCode, "the status is a known code")
+	assert.False(t, re.Failure.Classification.Eligible)
+	assert.Equal(t, 1, r.Server.Count())
+	assert.Empty(t, r.Clock.Sleeps())
+}
+
+// R23.3: an in-band error event before any output is the failure of the
+// status it names: a 503 is resent, a 400 is not.
+func TestR23_3_InBandErrorBeforeOutputIsItsStatus(t *testing.T) {
+	unavailable := recoursetest.SSE(recoursetest.GeminiEvent(recoursetest.GeminiError(503, "UNAVAILABLE", "The model is overloaded.")))
+	r := rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 2, Jitter: zeroJitter},
+		unavailable, recoursetest.SSE(recoursetest.GeminiStream("Hel", "lo")...))
+	text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), geminiRequest(true)))
+	require.NoError(t, err)
+	assert.Equal(t, "Hello", text)
+	assert.Equal(t, "stop", comp.FinishReason)
+	assert.Equal(t, 2, r.Server.Count())
+	assert.Equal(t, "/v1beta/models/gemini-2.5-flash:streamGenerateContent", r.Server.Requests()[0].Path)
+	f := firstFailed(t, r.Rec.Events())
+	assert.Equal(t, layer.CategoryHTTP, f.Category)
+	assert.Equal(t, 503, f.HTTPStatus)
+
+	bad := recoursetest.SSE(recoursetest.GeminiEvent(recoursetest.GeminiError(400, "INVALID_ARGUMENT", "bad")))
+	r = rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 2, Jitter: zeroJitter}, bad, recoursetest.SSE(recoursetest.GeminiStream("never")...))
+	_, _, err = rigtest.Collect(t, r.Client.Stream(context.Background(), geminiRequest(true)))
+	require.Error(t, err)
+	assert.Equal(t, 1, r.Server.Count())
+}
+
+// R23.3: after output, an in-band error is never resent, whatever status
+// it names: the drop-in client reads the output, then the error event,
+// then an error.
+func TestR23_3_InBandErrorAfterOutputIsNotResent(t *testing.T) {
+	errEvent := recoursetest.GeminiEvent(recoursetest.GeminiError(503, "UNAVAILABLE", "The model is overloaded."))
+	first := recoursetest.GeminiStream("Hel")[0]
+	first = strings.Replace(first, `,"finishReason":"STOP"`, "", 1)
+	r := rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter},
+		recoursetest.SSE(first, errEvent), recoursetest.SSE(recoursetest.GeminiStream("never")...))
+	req, err := http.NewRequest(http.MethodPost, r.Server.URL+"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`))
+	require.NoError(t, err)
+	resp, err := r.HTTP.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Error(t, err)
+	assert.Equal(t, first+errEvent, string(body))
+	assert.Equal(t, 1, r.Server.Count())
+	f := firstFailed(t, r.Rec.Events())
+	assert.Equal(t, layer.ReasonSemanticOutput, f.Classification.Reason)
+}
+
+// R23.4: an API key in the "key" query parameter reaches no safe output:
+// no event, no failure, no error text, whatever the provider answers (an
+// echo of the key, a redirect naming it, resets, an exhausted call, a
+// per-day quota, an in-band error). The canary scan covers the URL.
+func TestR23_4_KeyInTheQueryReachesNoSafeOutput(t *testing.T) {
+	echo := recoursetest.GeminiError(401, "UNAUTHENTICATED", "API key not valid: "+rigtest.Key)
+	busy := recoursetest.JSON(503, recoursetest.GeminiError(503, "UNAVAILABLE", "busy "+rigtest.Key))
+	inBand := recoursetest.SSE(recoursetest.GeminiEvent(recoursetest.GeminiError(503, "UNAVAILABLE", rigtest.Key)))
+	for name, sc := range map[string]struct {
+		stream bool
+		steps  []recoursetest.Step
+	}{
+		"401 echoing the key": {steps: []recoursetest.Step{recoursetest.JSON(401, echo)}},
+		"503 exhausted":       {steps: []recoursetest.Step{busy, busy, busy}},
+		"per-day 429":         {steps: []recoursetest.Step{recoursetest.GeminiRateLimit("1s", perDay)}},
+		"redirect naming the key": {steps: []recoursetest.Step{
+			recoursetest.Redirect(307, "http://127.0.0.1:1/v1beta/models/m:generateContent?key="+rigtest.Key)}},
+		"resets":                 {steps: []recoursetest.Step{recoursetest.Reset(), recoursetest.Reset(), recoursetest.Reset()}},
+		"in-band errors exhaust": {stream: true, steps: []recoursetest.Step{inBand, inBand, inBand}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pol := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
+			rec := wired(&pol)
+			r := rigtest.New(t, gemini.New(), pol, sc.steps...)
+			path := "/v1beta/models/gemini-2.5-flash:generateContent?key="
+			if sc.stream {
+				path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key="
+			}
+			req, err := http.NewRequest(http.MethodPost, r.Server.URL+path+rigtest.Key, strings.NewReader(`{"contents":[{"parts":[{"text":"`+rigtest.Prompt+`"}]}]}`))
+			require.NoError(t, err)
+			resp, err := r.Chain.RoundTrip(req)
+			if err == nil {
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			require.NotEmpty(t, rec.Events())
+			assert.Contains(t, r.Server.Requests()[0].RawQuery, rigtest.Key, "the key was really sent")
+			for _, s := range safeOutputs(err, rec.Events()) {
+				for _, b := range banned {
+					assert.NotContains(t, strings.ToLower(s), strings.ToLower(b), "R23.4: a safe output holds %q", b)
+				}
+			}
+		})
+	}
+}
