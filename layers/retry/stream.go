@@ -47,13 +47,17 @@ type streamBody struct {
 	// decoder was ended; endErr is the decoder's verdict.
 	atEOF  bool
 	endErr error
-	// held holds, for a drop-in reader, the bytes of the frames without
-	// semantic evidence read since the stream began — its preamble: a
-	// chat stream's role chunk, the Responses API's response.created,
+	// held holds, for a drop-in stream, the frames without semantic
+	// evidence read since the stream began — its preamble: a chat stream's
+	// role chunk, the Responses API's response.created,
 	// response.in_progress and the first output item — until the first
 	// frame with evidence or the terminal frame comes, so that a resend
-	// before output drops them and the reader sees one preamble (R13.9).
-	held []byte
+	// before output drops them and the reader sees one preamble (R13.9);
+	// heldBytes counts their bytes. out holds the frames released, to hand
+	// over in order.
+	held      []codec.Frame
+	heldBytes int
+	out       []codec.Frame
 	// shown says that a frame with evidence or the terminal frame was
 	// handed over, or that the preamble outgrew maxHeld: nothing is held
 	// after it.
@@ -109,16 +113,70 @@ func (b *streamBody) closedErr() error {
 	return errClosed
 }
 
-// NextFrame returns the next frame of the stream.
+// NextFrame returns the next frame of the stream. For a drop-in stream the
+// frames without evidence that open it come with its first frame with
+// evidence, or its terminal frame (R13.9); when the stream ends before,
+// they are left to Read.
 func (b *streamBody) NextFrame() (codec.Frame, error) {
 	if !b.enter() {
 		return codec.Frame{}, b.closedErr()
 	}
-	f, err := b.nextFrame()
+	f, err := b.next()
 	if b.leave() {
 		return codec.Frame{}, errClosed
 	}
 	return f, err
+}
+
+// next returns the next frame for the consumer. A drop-in stream (whose
+// frames carry their bytes) holds the frames without semantic evidence
+// that open it until the first frame with evidence or the terminal frame,
+// then hands them over before it, in order; a resend drops them (fail).
+// Keepalives are never held: they keep a client's idle timer from
+// expiring while the preamble waits. A preamble that outgrows maxHeld is
+// handed over as it stands, and nothing is held after it.
+func (b *streamBody) next() (codec.Frame, error) {
+	for {
+		if len(b.out) > 0 {
+			f := b.out[0]
+			b.out[0] = codec.Frame{}
+			b.out = b.out[1:]
+			return f, nil
+		}
+		f, err := b.nextFrame()
+		if err != nil || b.shown || f.Keepalive || b.c.in.info.TypedFrames {
+			return f, err
+		}
+		if !f.Done && !f.Semantic().Any() {
+			b.held = append(b.held, f)
+			b.heldBytes += len(f.Raw)
+			if b.heldBytes > maxHeld {
+				b.shown = true
+				b.out, b.held, b.heldBytes = b.held, nil, 0
+			}
+			continue
+		}
+		b.shown = true
+		if len(b.held) == 0 {
+			return f, nil
+		}
+		b.out = append(b.held, f)
+		b.held, b.heldBytes = nil, 0
+	}
+}
+
+// takeHeld returns the bytes of the held frames, in order, and drops them.
+func (b *streamBody) takeHeld() []byte {
+	var raw []byte
+	if b.heldBytes > 0 {
+		raw = make([]byte, 0, b.heldBytes)
+	}
+	for _, f := range b.held {
+		raw = append(raw, f.Raw...)
+	}
+	clear(b.held)
+	b.held, b.heldBytes = b.held[:0], 0
+	return raw
 }
 
 func (b *streamBody) nextFrame() (codec.Frame, error) {
@@ -376,7 +434,8 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 	if c.resume == nil {
 		// A resend: its own preamble replaces the held one (R13.9). A
 		// resume read continues after the held frames, which stay.
-		b.held = b.held[:0]
+		clear(b.held)
+		b.held, b.heldBytes = b.held[:0], 0
 	}
 	b.n, b.a, b.resp, b.readErr = c.wire, c.cur, resp, nil
 	b.atEOF, b.endErr = false, nil
@@ -413,18 +472,14 @@ func (b *streamBody) Read(p []byte) (int, error) {
 
 func (b *streamBody) read(p []byte) (int, error) {
 	for len(b.raw) == 0 {
-		f, err := b.nextFrame()
+		f, err := b.next()
 		if err != nil {
-			if len(b.held) > 0 {
+			if held := b.takeHeld(); len(held) > 0 && !b.cancelled(err) {
 				// The stream ends: a held preamble comes before what ends
 				// it, as the provider sent it, but abort wins over it
 				// (R13.5).
-				held := b.held
-				b.held = nil
-				if !b.cancelled(err) {
-					b.raw = held
-					break
-				}
+				b.raw = held
+				break
 			}
 			if len(b.tail) > 0 && err != io.EOF {
 				b.raw, b.tail = b.tail, nil
@@ -437,31 +492,13 @@ func (b *streamBody) read(p []byte) (int, error) {
 			}
 			return 0, err
 		}
-		if f.Keepalive {
-			// A keepalive is never held: it is what keeps a client's idle
-			// timer from expiring while the preamble waits.
-			if !b.c.d.facts.HideKeepalives {
-				b.raw = f.Raw
-			}
+		if f.Keepalive && b.c.d.facts.HideKeepalives {
 			continue
 		}
 		sem := f.Semantic()
 		sem.CompletedToolCalls = 0
-		if !b.shown && !f.Done && !sem.Any() {
-			b.held = append(b.held, f.Raw...)
-			if len(b.held) > maxHeld {
-				b.shown = true
-				b.raw, b.held = b.held, nil
-			}
-			continue
-		}
-		b.shown = true
 		b.a.Deliver(sem)
-		if len(b.held) > 0 {
-			b.raw, b.held = append(b.held, f.Raw...), nil
-		} else {
-			b.raw = f.Raw
-		}
+		b.raw = f.Raw
 	}
 	n := copy(p, b.raw)
 	b.raw = b.raw[n:]
