@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layers/sender"
 )
@@ -214,9 +215,9 @@ func recourseChain(tb testing.TB) *chain.Chain {
 }
 
 // nativeClient returns the native client over chain.Default(openai.New()).
-func nativeClient(tb testing.TB, baseURL string) *chain.Client {
+func nativeClient(tb testing.TB, baseURL string) *client.Client {
 	tb.Helper()
-	c, err := chain.NewClient(baseURL, recourseChain(tb), chain.WithAPIKey("sk-bench"))
+	c, err := client.New(baseURL, recourseChain(tb), client.WithAPIKey("sk-bench"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -356,7 +357,7 @@ func readLines(body io.Reader, br *bufio.Reader, f func(payload []byte) bool) er
 
 // streamAll ranges over a native stream and returns the content chunks and
 // whether the Done chunk arrived.
-func streamAll(c *chain.Client) (chunks int, done bool, err error) {
+func streamAll(c *client.Client) (chunks int, done bool, err error) {
 	for ch, err := range c.Stream(context.Background(), chatRequest) {
 		if err != nil {
 			return chunks, done, err
@@ -372,7 +373,7 @@ func streamAll(c *chain.Client) (chunks int, done bool, err error) {
 
 // nativeStreamSide is the recourse side of a stream benchmark: one native
 // stream through c, which must deliver want content chunks and Done.
-func nativeStreamSide(c *chain.Client, want int) side {
+func nativeStreamSide(c *client.Client, want int) side {
 	return timed("recourse", func() error {
 		n, done, err := streamAll(c)
 		if err == nil && (n != want || !done) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -54,14 +55,14 @@ func newStallBench(tb testing.TB) *optIn {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	client := func(ch *chain.Chain, base string) *chain.Client {
-		c, err := chain.NewClient(base, ch, chain.WithAPIKey("sk-bench"))
+	cl := func(ch *chain.Chain, base string) *client.Client {
+		c, err := client.New(base, ch, client.WithAPIKey("sk-bench"))
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return c
 	}
-	unary := func(name string, c *chain.Client) side {
+	unary := func(name string, c *client.Client) side {
 		return timed(name, func() error {
 			comp, err := c.Complete(context.Background(), chatRequest)
 			if err == nil && comp.Message.Content != "Hello!" {
@@ -70,17 +71,17 @@ func newStallBench(tb testing.TB) *optIn {
 			return err
 		})
 	}
-	stream := func(name string, c *chain.Client) side {
+	stream := func(name string, c *client.Client) side {
 		s := nativeStreamSide(c, streamChunks)
 		s.name = name
 		return s
 	}
 	return &optIn{
-		unaryWith:  unary("stall", client(withStall, srv.URL)),
-		unaryNone:  unary("none", client(recourseChain(tb), srv.URL)),
-		unaryFloor: unary("floor", client(floorChain, srv.URL)),
-		streamWith: stream("stall", client(withStall, srv.URL)),
-		streamNone: stream("none", client(recourseChain(tb), srv.URL)),
+		unaryWith:  unary("stall", cl(withStall, srv.URL)),
+		unaryNone:  unary("none", cl(recourseChain(tb), srv.URL)),
+		unaryFloor: unary("floor", cl(floorChain, srv.URL)),
+		streamWith: stream("stall", cl(withStall, srv.URL)),
+		streamNone: stream("none", cl(recourseChain(tb), srv.URL)),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -35,12 +36,12 @@ func BenchmarkQuotaCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	qc, err := chain.NewClient(srv.URL, withQuota, chain.WithAPIKey("sk-bench"))
+	qc, err := client.New(srv.URL, withQuota, client.WithAPIKey("sk-bench"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	plain := nativeClient(b, srv.URL)
-	call := func(c *chain.Client) func() error {
+	call := func(c *client.Client) func() error {
 		return func() error {
 			comp, err := c.Complete(context.Background(), chatRequest)
 			if err == nil && comp.Message.Content != "Hello!" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -34,7 +35,7 @@ func newResponsesCodec(tb testing.TB) *responsesCodec {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rc, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey("sk-bench"))
+	rc, err := client.New(srv.URL, ch, client.WithAPIKey("sk-bench"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -68,7 +68,7 @@ func WithTools(tools ...Tool) Option {
 func WithMaxToolDepth(n int) Option { return func(b *Broker) { b.maxDepth = max(n, 1) } }
 
 // WithPolicy sets the recovery policy applied to every completion of the
-// broker through chain.WithCallPolicy (R1.3), and the admission hook, the
+// broker through retry.WithPolicy (R1.3), and the admission hook, the
 // backoff, the jitter, the budget and deadline, the clocks and the Sleep of
 // continuations. Without it every completion and every continuation uses
 // the chain's own policy.
@@ -92,7 +92,7 @@ func WithContinuation(c Continuation) Option { return func(b *Broker) { b.cont =
 // Broker runs the tool loop over a native client (R16.1). It is immutable
 // after New and safe for concurrent use; each call is an independent run.
 type Broker struct {
-	client   *chain.Client
+	client   *client.Client
 	model    string
 	options  chat.Options
 	tools    []Tool
@@ -103,8 +103,8 @@ type Broker struct {
 }
 
 // New returns a broker that sends through client.
-func New(client *chain.Client, opts ...Option) *Broker {
-	b := &Broker{client: client, maxDepth: DefaultMaxToolDepth}
+func New(cl *client.Client, opts ...Option) *Broker {
+	b := &Broker{client: cl, maxDepth: DefaultMaxToolDepth}
 	for _, o := range opts {
 		o(b)
 	}
@@ -259,7 +259,7 @@ func (r *run) begin(ctx context.Context) (context.Context, int) {
 	r.seen = nil
 	r.activity(ActivityCompletionStarted, idx)
 	if r.b.policy != nil {
-		ctx = chain.WithCallPolicy(ctx, r.b.policy)
+		ctx = retry.WithPolicy(ctx, r.b.policy)
 	}
 	if notify := r.b.notify; notify != nil {
 		// The completion's per-call value: the native client uses it, and

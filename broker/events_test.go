@@ -9,15 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/broker"
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
-func collect(seq func(func(chain.StreamEvent) bool)) []chain.StreamEvent {
-	var out []chain.StreamEvent
+func collect(seq func(func(client.StreamEvent) bool)) []client.StreamEvent {
+	var out []client.StreamEvent
 	for ev := range seq {
 		out = append(out, ev)
 	}
@@ -38,11 +38,11 @@ func TestR13_7_BrokerEventStreamRecoversAndAppends(t *testing.T) {
 	evs := collect(b.GenerateStreamEvents(context.Background(), &h))
 	var text string
 	for _, ev := range evs[:len(evs)-1] {
-		require.Equal(t, chain.EventContent, ev.Type)
+		require.Equal(t, client.EventContent, ev.Type)
 		text += ev.Text
 	}
 	assert.Equal(t, "Hello.", text)
-	assert.Equal(t, chain.EventDone, evs[len(evs)-1].Type)
+	assert.Equal(t, client.EventDone, evs[len(evs)-1].Type)
 	assert.Equal(t, []chat.Message{{Role: chat.User, Content: "hi"}, {Role: chat.Assistant, Content: "Hello."}}, h)
 	assert.Len(t, ns.retries(), 1, "the retry is announced")
 	assert.Equal(t, 2, r.Server.Count())
@@ -57,7 +57,7 @@ func TestR13_1_BrokerEventStreamInterruptedCarriesTheRecoveryError(t *testing.T)
 	h := user("hi")
 	evs := collect(b.GenerateStreamEvents(context.Background(), &h))
 	last := evs[len(evs)-1]
-	require.Equal(t, chain.EventError, last.Type)
+	require.Equal(t, client.EventError, last.Type)
 	assert.Equal(t, layer.StreamInterrupted, last.Err.Reason)
 	var re *layer.RecoveryError
 	require.True(t, errors.As(last.Err, &re))
@@ -75,7 +75,7 @@ func TestR13_7_BrokerEventStreamRefusesToolsPolicyErrorsAndCancels(t *testing.T)
 	h := user("hi")
 	evs := collect(tools.GenerateStreamEvents(context.Background(), &h))
 	require.Len(t, evs, 1)
-	assert.ErrorIs(t, evs[0].Err, chain.ErrToolsNotSupported)
+	assert.ErrorIs(t, evs[0].Err, client.ErrToolsNotSupported)
 
 	bad := broker.New(r.Client, broker.WithModel("gpt-4o-mini"), broker.WithPolicy(retry.Policy{MaxAttempts: -1}))
 	evs = collect(bad.GenerateStreamEvents(context.Background(), &h))

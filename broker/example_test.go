@@ -10,6 +10,7 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -18,22 +19,22 @@ import (
 
 // exampleClient returns a native client for a scripted loopback provider
 // playing steps, and a function that releases both.
-func exampleClient(steps ...recoursetest.Step) (*chain.Client, func()) {
+func exampleClient(steps ...recoursetest.Step) (*client.Client, func()) {
 	srv := recoursetest.NewServer(steps...)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	ch, err := chain.Default(openai.New(), chain.WithTransport(tr))
 	if err != nil {
 		panic(err)
 	}
-	client, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey("sk-example"))
+	cl, err := client.New(srv.URL, ch, client.WithAPIKey("sk-example"))
 	if err != nil {
 		panic(err)
 	}
-	return client, func() { srv.Close(); tr.CloseIdleConnections() }
+	return cl, func() { srv.Close(); tr.CloseIdleConnections() }
 }
 
 func ExampleNew() {
-	client, done := exampleClient(
+	cl, done := exampleClient(
 		recoursetest.JSON(200, `{"id":"c1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":null,`+
 			`"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}]}`),
 		recoursetest.JSON(200, recoursetest.OpenAIChat("It is sunny in Paris.")),
@@ -51,7 +52,7 @@ func ExampleNew() {
 			return "sunny, 24°C in " + a.City, nil
 		},
 	}
-	b := broker.New(client,
+	b := broker.New(cl,
 		broker.WithModel("gpt-4o-mini"),
 		broker.WithTools(weather),
 		broker.WithPolicy(retry.Policy{MaxAttempts: 3}), // each completion may be sent up to 3 times
@@ -77,13 +78,13 @@ func ExampleNew() {
 }
 
 func ExampleNewSession() {
-	client, done := exampleClient(
+	cl, done := exampleClient(
 		recoursetest.JSON(504, `{"error":{"message":"upstream timed out","type":"server_error","code":"server_error"}}`),
 		recoursetest.SSE(recoursetest.OpenAIStream("Hello", ", world.")...),
 	)
 	defer done()
 
-	b := broker.New(client,
+	b := broker.New(cl,
 		broker.WithModel("gpt-4o-mini"),
 		broker.WithPolicy(retry.Policy{
 			MaxAttempts: 4,
@@ -127,17 +128,17 @@ func ExampleNewSession() {
 // GenerateStreamEvents is the single-turn event stream: content events,
 // then done, and the answer appended to the history.
 func ExampleBroker_GenerateStreamEvents() {
-	client, done := exampleClient(recoursetest.SSE(recoursetest.OpenAIStream("Hello, ", "world.")...))
+	cl, done := exampleClient(recoursetest.SSE(recoursetest.OpenAIStream("Hello, ", "world.")...))
 	defer done()
-	b := broker.New(client, broker.WithModel("gpt-4o-mini"), broker.WithPolicy(retry.Recommended()))
+	b := broker.New(cl, broker.WithModel("gpt-4o-mini"), broker.WithPolicy(retry.Recommended()))
 	history := []chat.Message{{Role: chat.User, Content: "Say hello."}}
 	for ev := range b.GenerateStreamEvents(context.Background(), &history) {
 		switch ev.Type {
-		case chain.EventContent:
+		case client.EventContent:
 			fmt.Printf("content %q\n", ev.Text)
-		case chain.EventDone:
+		case client.EventDone:
 			fmt.Println("done", ev.Completion.FinishReason)
-		case chain.EventError:
+		case client.EventError:
 			fmt.Println("error", ev.Err.Reason)
 		}
 	}

@@ -13,7 +13,7 @@ const EventFallback NoticeEvent = "llm_fallback"
 // FallbackNotice announces that a completion falls back to its next target
 // (R20.6): recovery on one model or upstream ended, nothing reached the
 // caller, and the next one is asked. It is derived from the fallback
-// lifecycle event of a client with fallback targets (chain.WithFallback)
+// lifecycle event of a client with fallback targets (client.WithFallback)
 // and delivered before the next target's request. Every field is safe:
 // target names are model names or hosts, never a key, a header, a body or
 // tool output.

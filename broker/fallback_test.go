@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/broker"
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -27,8 +27,8 @@ func TestR20_6_BrokerAnnouncesTheFallback(t *testing.T) {
 	overloaded := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
 	ra := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 4}, overloaded, overloaded, overloaded, overloaded)
 	rb := rigtest.New(t, ollama.New(), retry.Policy{}, recoursetest.JSON(200, recoursetest.OllamaChat("from llama")))
-	c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithAPIKey(rigtest.Key),
-		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: rb.Client, Model: "llama3"}))
+	c, err := client.New(ra.Server.URL, ra.Chain, client.WithAPIKey(rigtest.Key),
+		client.WithFallback(fallback.Rules{}, client.FallbackTarget{Client: rb.Client, Model: "llama3"}))
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var notices []broker.Notice

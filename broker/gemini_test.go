@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/broker"
-	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/gemini"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layers/fallback"
@@ -73,8 +73,8 @@ func TestR23_SessionOverGeminiWithFallbackToAnotherModel(t *testing.T) {
 	r := rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 2, Jitter: jitter(0)},
 		busy, recoursetest.JSON(200, recoursetest.GeminiChat("first answer")),
 		busy, busy, recoursetest.JSON(200, recoursetest.GeminiChat("from flash")))
-	c, err := chain.NewClient(r.Server.URL, r.Chain,
-		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: r.Client, Model: "gemini-2.5-flash"}))
+	c, err := client.New(r.Server.URL, r.Chain,
+		client.WithFallback(fallback.Rules{}, client.FallbackTarget{Client: r.Client, Model: "gemini-2.5-flash"}))
 	require.NoError(t, err)
 	s := broker.NewSession(broker.New(c, broker.WithModel("gemini-2.5-pro")), "Be brief.")
 	got, err := s.Send(context.Background(), "hello")

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -58,7 +58,7 @@ func (b *Broker) GenerateStream(ctx context.Context, history *[]chat.Message) it
 			var blocks tracker
 			var comp *chat.Completion
 			var serr error
-			for ch, err := range b.client.Stream(cctx, b.request(*history, true), chain.WithReasoning(), chain.WithToolFragments()) {
+			for ch, err := range b.client.Stream(cctx, b.request(*history, true), client.WithReasoning(), client.WithToolFragments()) {
 				if err != nil {
 					serr = err
 					break

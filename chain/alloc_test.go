@@ -17,6 +17,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -125,7 +126,7 @@ func (f layerFunc) Wrap(next http.RoundTripper) http.RoundTripper {
 
 // TestR11_1_AttemptStartedCostsNoAllocationOfItsOwn pins the cost of the
 // attempt_started notification: the engine's call is its attempts'
-// notification target (layer.NewAttemptFor), not a method value made for
+// notification target (attempt.NewFor), not a method value made for
 // each call, so a drop-in call through a direct chain allocates at most
 // 13 times in the chain (see TestR2_8_DirectChainSendsTheAttemptWithoutReplay
 // for the others), and the event is still emitted once per attempt.
@@ -274,7 +275,7 @@ func TestR2_3_NativeCallCopiesItsHeaderOnce(t *testing.T) {
 	base := &answering{answer: answer, header: http.Header{"Content-Type": {"application/json"}}}
 	ch, err := chain.Default(openai.New(), chain.WithTransport(base))
 	require.NoError(t, err)
-	c, err := chain.NewClient("http://provider.test", ch, chain.WithAPIKey("sk-test"), chain.WithHeader("X-Team", "a"))
+	c, err := client.New("http://provider.test", ch, client.WithAPIKey("sk-test"), client.WithHeader("X-Team", "a"))
 	require.NoError(t, err)
 	req := &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "Say hi."}}}
 	var got string
@@ -303,15 +304,15 @@ func TestR2_3_NativeCallCopiesItsHeaderOnce(t *testing.T) {
 func TestR2_8_RecoveredNativeCallBuildsNoReplay(t *testing.T) {
 	answer := []byte(recoursetest.OpenAIChat("hi"))
 	req := &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "Say hi."}}}
-	newClient := func(t *testing.T, opts ...chain.Option) (*chain.Client, *answering) {
+	newClient := func(t *testing.T, opts ...chain.Option) (*client.Client, *answering) {
 		base := &answering{answer: answer, header: http.Header{"Content-Type": {"application/json"}}}
 		ch, err := chain.Default(openai.New(), append(opts, chain.WithTransport(base))...)
 		require.NoError(t, err)
-		c, err := chain.NewClient("http://provider.test", ch, chain.WithAPIKey("sk-test"))
+		c, err := client.New("http://provider.test", ch, client.WithAPIKey("sk-test"))
 		require.NoError(t, err)
 		return c, base
 	}
-	complete := func(t *testing.T, c *chain.Client, ctx context.Context) {
+	complete := func(t *testing.T, c *client.Client, ctx context.Context) {
 		comp, err := c.Complete(ctx, req)
 		require.NoError(t, err)
 		require.Equal(t, "hi", comp.Message.Content)
@@ -338,7 +339,7 @@ func TestR2_8_RecoveredNativeCallBuildsNoReplay(t *testing.T) {
 	assert.Contains(t, string(replay), `"Say hi."`, "a layer above the engine can read the body again")
 
 	c, base := newClient(t)
-	complete(t, c, chain.WithCallPolicy(context.Background(), nil))
+	complete(t, c, retry.WithPolicy(context.Background(), nil))
 	assert.Equal(t, "Bearer sk-test", base.lastHeader.Get("Authorization"), "a call without recovery is sent")
 }
 
@@ -361,7 +362,7 @@ func (f *failingFirst) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // TestR2_1_FirstAttemptLivesInItsCall pins that the engine keeps a call's
-// first attempt in the call itself (layer.InitAttemptFor): a drop-in call
+// first attempt in the call itself (attempt.InitFor): a drop-in call
 // through a direct chain allocates at most 12 times in the chain (13 with
 // an attempt of its own). A call with a resend still gets a new attempt
 // for its second wire attempt, with its own ID and its own progress, and

@@ -1,5 +1,5 @@
-// Package chain assembles recourse layers into one http.RoundTripper and
-// provides the native typed client.
+// Package chain assembles recourse layers into one http.RoundTripper. The
+// native typed client that sends through a chain is package client.
 //
 // A chain is an onion with two open positions for a user's own layers,
 // outermost first:
@@ -97,7 +97,7 @@ type Chain struct {
 //
 // A chain with such a layer counts each attempt's progress for it also
 // when recovery is off for a call (WithoutRecovery's engine, or
-// WithCallPolicy(ctx, nil)), so that its limit works the same way: the
+// retry.WithPolicy(ctx, nil)), so that its limit works the same way: the
 // call then gets an attempt of its own for the layers below the engine,
 // with no identity, events or captures.
 //
@@ -335,6 +335,19 @@ func (c *Chain) Policy() *retry.Policy {
 	}
 	return c.engine.Policy()
 }
+
+// Recovers reports whether the chain recovers the calls whose context
+// sets no policy of their own (retry.WithPolicy): it has an engine, and the
+// engine has a policy (not WithoutRecovery).
+func (c *Chain) Recovers() bool { return c.engine != nil && c.engine.Enabled() }
+
+// Direct reports whether nothing but the engine reads the body of a request
+// the chain recovers: the engine is the outermost layer and every layer
+// below it keeps the request (layer.RequestKeeper). A caller that sends
+// such a chain a *layer.RequestBody for a recovered call may leave its
+// GetBody nil: the engine replays the bytes it keeps (R2.8). The native
+// client does.
+func (c *Chain) Direct() bool { return c.direct }
 
 // Codec returns the codec of the chain's engine, or nil.
 func (c *Chain) Codec() codec.Codec {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -37,7 +38,7 @@ func TestNewClientBaseWithOrWithoutTheAPIPrefix(t *testing.T) {
 			defer srv.Close()
 			ch, err := chain.Default(tc.codec)
 			require.NoError(t, err)
-			cl, err := chain.NewClient(srv.URL+tc.suffix, ch)
+			cl, err := client.New(srv.URL+tc.suffix, ch)
 			require.NoError(t, err)
 			_, err = cl.Complete(context.Background(), canaryRequest())
 			require.NoError(t, err)
@@ -54,7 +55,7 @@ func TestNewClientRefusesABadBase(t *testing.T) {
 	ch, err := chain.Default(openai.New())
 	require.NoError(t, err)
 	for _, base := range []string{"", "api.openai.com", "ftp://h/v1", "https://h/v1?key=x", "https://h/v1#f", "http://"} {
-		_, err := chain.NewClient(base, ch)
+		_, err := client.New(base, ch)
 		assert.Error(t, err, base)
 	}
 }

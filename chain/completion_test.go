@@ -12,6 +12,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -89,7 +90,7 @@ func TestClient_CompleteReturnsTheDecodedCompletion(t *testing.T) {
 		srv := startServer(t, recoursetest.JSON(200, answer))
 		ch, err := chain.Default(openai.New(), append(opts, chain.WithTransport(newTransport(t)))...)
 		require.NoError(t, err)
-		c, err := chain.NewClient(srv.URL, ch)
+		c, err := client.New(srv.URL, ch)
 		require.NoError(t, err)
 		got, err := c.Complete(context.Background(), canaryRequest())
 		require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/stage/capture"
 	"github.com/recourse-dev/recourse/internal/stage/progress"
@@ -393,9 +394,9 @@ func newCompRig(t *testing.T, seq []compKind) *compRig {
 	return &compRig{seq: seq, probe: p, ch: ch}
 }
 
-func (r *compRig) client(t *testing.T, s *recoursetest.Server) *chain.Client {
+func (r *compRig) client(t *testing.T, s *recoursetest.Server) *client.Client {
 	t.Helper()
-	c, err := chain.NewClient(s.URL, r.ch)
+	c, err := client.New(s.URL, r.ch)
 	require.NoError(t, err)
 	return c
 }
@@ -697,7 +698,7 @@ func TestComposition_PerAttemptLayerSendingTwiceIsRefused(t *testing.T) {
 					ok = recoursetest.SSE(events...)
 				}
 				s := startServer(t, repeat(ok, 10)...)
-				c, err := chain.NewClient(s.URL, ch)
+				c, err := client.New(s.URL, ch)
 				require.NoError(t, err)
 
 				if streaming {
@@ -823,7 +824,7 @@ func TestComposition_SyntheticStreamIsSemanticOutput(t *testing.T) {
 			})
 			ch := compChain(t, pol, faulty)
 			s := startServer(t, recoursetest.SSE(events...))
-			c, err := chain.NewClient(s.URL, ch)
+			c, err := client.New(s.URL, ch)
 			require.NoError(t, err)
 
 			text, _, err := collect(t, c.Stream(context.Background(), canaryRequest()))
@@ -877,7 +878,7 @@ func TestComposition_PerAttemptFaultIsAnAttempt(t *testing.T) {
 			})
 			ch := compChain(t, compPolicyWire(p, mode.onWire), fault)
 			s := startServer(t, okStep("ok"), okStep("never"))
-			c, err := chain.NewClient(s.URL, ch)
+			c, err := client.New(s.URL, ch)
 			require.NoError(t, err)
 
 			comp, err := c.Complete(context.Background(), canaryRequest())

@@ -230,11 +230,11 @@ func TestRoundTripper_ResponseXorError(t *testing.T) {
 				ctx = tc.ctx()
 			}
 			if tc.pol == nil {
-				ctx = chain.WithCallPolicy(ctx, nil)
+				ctx = retry.WithPolicy(ctx, nil)
 			} else {
 				p := *tc.pol
 				p.Jitter, p.Sleep, p.WallClock, p.MonotonicClock = zeroJitter, r.Clock.Sleep, r.Clock.Now, r.Clock.Mono
-				ctx = chain.WithCallPolicy(ctx, &p)
+				ctx = retry.WithPolicy(ctx, &p)
 			}
 
 			resp, err := r.Chain.RoundTrip(newCanaryHTTPRequest(t, ctx, r.Server.URL))

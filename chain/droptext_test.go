@@ -12,6 +12,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
@@ -30,7 +31,7 @@ func (r *infoRecorder) layer() layer.Layer {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if a := layer.AttemptFrom(req.Context()); a != nil {
 				r.mu.Lock()
-				r.infos = append(r.infos, a.Info)
+				r.infos = append(r.infos, a.Info())
 				r.mu.Unlock()
 			}
 			return next.RoundTrip(req)
@@ -66,7 +67,7 @@ func TestStreamFactsFollowTheReader(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, strings.Join(events, ""), string(got))
 
-	c, err := chain.NewClient(srv.URL, ch)
+	c, err := client.New(srv.URL, ch)
 	require.NoError(t, err)
 	var comp *chat.Completion
 	for chunk, err := range c.Stream(context.Background(), &chat.Request{Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}) {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -26,12 +27,12 @@ import (
 
 // nativeFallback is a native OpenAI client that falls back to an Ollama
 // client (another codec, its own upstream, policy and credential).
-func nativeFallback(t *testing.T, rules fallback.Rules, a, b []recoursetest.Step) (*chain.Client, *rigtest.Rig, *rigtest.Rig) {
+func nativeFallback(t *testing.T, rules fallback.Rules, a, b []recoursetest.Step) (*client.Client, *rigtest.Rig, *rigtest.Rig) {
 	t.Helper()
 	ra := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2}, a...)
 	rb := rigtest.New(t, ollama.New(), retry.Policy{MaxAttempts: 1}, b...)
-	c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithAPIKey(rigtest.Key),
-		chain.WithFallback(rules, chain.FallbackTarget{Client: rb.Client, Model: "llama3"}))
+	c, err := client.New(ra.Server.URL, ra.Chain, client.WithAPIKey(rigtest.Key),
+		client.WithFallback(rules, client.FallbackTarget{Client: rb.Client, Model: "llama3"}))
 	require.NoError(t, err)
 	return c, ra, rb
 }
@@ -114,20 +115,20 @@ func TestR20_1_NativeTargetCredentialFromAFunction(t *testing.T) {
 	const localKey = "sk-LOCALTARGETCANARY-3e"
 	ra := rigtest.New(t, openai.New(), retry.Policy{}, overloaded)
 	rb := rigtest.New(t, ollama.New(), retry.Policy{}, recoursetest.JSON(200, recoursetest.OllamaChat("ok")))
-	target, err := chain.NewClient(rb.Server.URL, rb.Chain, chain.WithCredential(func(_ context.Context, h http.Header) error {
+	target, err := client.New(rb.Server.URL, rb.Chain, client.WithCredential(func(_ context.Context, h http.Header) error {
 		h.Set("Authorization", "Bearer "+localKey)
 		return nil
 	}))
 	require.NoError(t, err)
-	c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithAPIKey(rigtest.Key),
-		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: target, Model: "llama3"}))
+	c, err := client.New(ra.Server.URL, ra.Chain, client.WithAPIKey(rigtest.Key),
+		client.WithFallback(fallback.Rules{}, client.FallbackTarget{Client: target, Model: "llama3"}))
 	require.NoError(t, err)
 	_, err = c.Complete(t.Context(), canaryRequest())
 	require.NoError(t, err)
 	require.Equal(t, 1, rb.Server.Count())
 	assert.Equal(t, "Bearer "+localKey, rb.Server.Requests()[0].Header.Get("Authorization"))
 
-	failing, err := chain.NewClient(rb.Server.URL, rb.Chain, chain.WithCredential(func(context.Context, http.Header) error {
+	failing, err := client.New(rb.Server.URL, rb.Chain, client.WithCredential(func(context.Context, http.Header) error {
 		return errors.New("vault: " + localKey)
 	}))
 	require.NoError(t, err)
@@ -147,7 +148,7 @@ func TestR20_2_EveryEntryPointRefusesANonFailureStatus(t *testing.T) {
 	rb := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1})
 	for _, st := range []int{307, 200, 399, 600} {
 		rules := fallback.Rules{Statuses: []int{404, st}}
-		_, nerr := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithFallback(rules, chain.FallbackTarget{Client: rb.Client, Model: "m"}))
+		_, nerr := client.New(ra.Server.URL, ra.Chain, client.WithFallback(rules, client.FallbackTarget{Client: rb.Client, Model: "m"}))
 		var nce *fallback.ConfigError
 		require.ErrorAs(t, nerr, &nce, "native client, status %d", st)
 		_, derr := fallback.New(fallback.Config{Codec: openai.New(), Rules: rules, Targets: []fallback.Target{{Model: "m"}}})
@@ -156,7 +157,7 @@ func TestR20_2_EveryEntryPointRefusesANonFailureStatus(t *testing.T) {
 		assert.Equal(t, dce.Error(), nce.Error(), "one validation")
 		assert.Equal(t, dce.Error(), rules.Validate().Error())
 	}
-	_, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithFallback(fallback.Rules{Statuses: []int{400, 404, 599}}, chain.FallbackTarget{Client: rb.Client, Model: "m"}))
+	_, err := client.New(ra.Server.URL, ra.Chain, client.WithFallback(fallback.Rules{Statuses: []int{400, 404, 599}}, client.FallbackTarget{Client: rb.Client, Model: "m"}))
 	assert.NoError(t, err)
 }
 
@@ -202,8 +203,8 @@ func TestR20_12_NativeStallFailsOverWithoutAResend(t *testing.T) {
 		ra := rigtest.NewMemoryWith(t, openai.New(), retry.Policy{MaxAttempts: 3}, []chain.Option{chain.WithPerAttempt(sl)},
 			recoursetest.JSON(200, recoursetest.OpenAIChat("never sent")).Gated(-1, never))
 		rb := rigtest.NewMemoryWith(t, openai.New(), retry.Policy{MaxAttempts: 1}, nil, okStep("from b"))
-		c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithFallback(fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}},
-			chain.FallbackTarget{Client: rb.Client, Model: "b"}))
+		c, err := client.New(ra.Server.URL, ra.Chain, client.WithFallback(fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}},
+			client.FallbackTarget{Client: rb.Client, Model: "b"}))
 		require.NoError(t, err)
 		start := time.Now()
 		comp, err := c.Complete(t.Context(), canaryRequest())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -23,11 +24,11 @@ import (
 // events. (The engine's own behaviour tests are in layers/retry.)
 
 // plainClient is a client over a chain built WithoutRecovery (R1.1).
-func plainClient(t *testing.T, url string) (*chain.Client, *chain.Chain) {
+func plainClient(t *testing.T, url string) (*client.Client, *chain.Chain) {
 	t.Helper()
 	ch, err := chain.Default(openai.New(), chain.WithoutRecovery(), chain.WithTransport(newTransport(t)))
 	require.NoError(t, err)
-	cl, err := chain.NewClient(url, ch, chain.WithAPIKey(rigtest.Key))
+	cl, err := client.New(url, ch, client.WithAPIKey(rigtest.Key))
 	require.NoError(t, err)
 	return cl, ch
 }
@@ -40,7 +41,7 @@ func TestR1_1_WithoutRecovery503IsAPlainStatusError(t *testing.T) {
 
 	_, err := cl.Complete(ctx, canaryRequest())
 
-	var se *chain.StatusError
+	var se *client.StatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 503, se.StatusCode)
 	var re *layer.RecoveryError
@@ -53,11 +54,11 @@ func TestR1_1_PerCallNilPolicyDisablesRecovery(t *testing.T) {
 	p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
 	rec := wired(&p)
 	r := rigtest.New(t, openai.New(), p, statusStep(503), okStep("never"))
-	ctx := chain.WithCallPolicy(context.Background(), nil)
+	ctx := retry.WithPolicy(context.Background(), nil)
 
 	_, err := r.Client.Complete(ctx, canaryRequest())
 
-	var se *chain.StatusError
+	var se *client.StatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 503, se.StatusCode)
 	assert.Empty(t, rec.Log(), "R1.1: no events and no captures")
@@ -94,7 +95,7 @@ func TestR13_3_PlainOllamaStreamAcceptsAnUnterminatedDoneLine(t *testing.T) {
 	srv := startServer(t, st)
 	ch, err := chain.Default(ollama.New(), chain.WithoutRecovery(), chain.WithTransport(newTransport(t)))
 	require.NoError(t, err)
-	cl, err := chain.NewClient(srv.URL, ch)
+	cl, err := client.New(srv.URL, ch)
 	require.NoError(t, err)
 	req := canaryRequest()
 	req.Model = "llama3.2"

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -52,7 +53,7 @@ func TestR10_7_AnAttemptRefusedByAPerAttemptLayerIsNumberedAndCounted(t *testing
 	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPerAttempt(refusing(10, &calls)),
 		chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, OnEvent: rec.OnEvent}))
 	require.NoError(t, err)
-	c, err := chain.NewClient(s.URL, ch)
+	c, err := client.New(s.URL, ch)
 	require.NoError(t, err)
 
 	_, err = c.Complete(context.Background(), canaryRequest())
@@ -98,7 +99,7 @@ func TestR10_8_APerAttemptLayersErrorIsATransportFailureThatSentNothing(t *testi
 			ch, err := chain.Default(tc.codec, chain.WithTransport(newTransport(t)), chain.WithPerAttempt(refusing(1, &calls)),
 				chain.WithPolicy(retry.Policy{MaxAttempts: 2, Jitter: zeroJitter, OnEvent: rec.OnEvent}))
 			require.NoError(t, err)
-			c, err := chain.NewClient(s.URL, ch)
+			c, err := client.New(s.URL, ch)
 			require.NoError(t, err)
 
 			comp, err := c.Complete(context.Background(), canaryRequest())
@@ -124,7 +125,7 @@ func TestR10_8_APerAttemptLayersErrorIsATransportFailureThatSentNothing(t *testi
 		ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPerAttempt(refusing(1, &calls)),
 			chain.WithPolicy(retry.Policy{MaxAttempts: 2, Jitter: zeroJitter, RetryableCategories: []layer.Category{layer.CategoryHTTP}}))
 		require.NoError(t, err)
-		c, err := chain.NewClient(s.URL, ch)
+		c, err := client.New(s.URL, ch)
 		require.NoError(t, err)
 		_, err = c.Complete(context.Background(), canaryRequest())
 		re := asRecoveryError(t, err)
@@ -160,7 +161,7 @@ func TestR2_6_ASecondSendIsRefusedAndEndsTheCall(t *testing.T) {
 	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPerAttempt(twice),
 		chain.WithPolicy(retry.Policy{MaxAttempts: 4, Jitter: zeroJitter}))
 	require.NoError(t, err)
-	c, err := chain.NewClient(s.URL, ch)
+	c, err := client.New(s.URL, ch)
 	require.NoError(t, err)
 
 	_, err = c.Complete(context.Background(), canaryRequest())

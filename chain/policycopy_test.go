@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -46,7 +47,7 @@ func spoil(p *retry.Policy) {
 func recovers503(t *testing.T, ctx context.Context, ch *chain.Chain, slept *[]time.Duration) {
 	t.Helper()
 	srv := startServer(t, statusStep(503), okStep("recovered"))
-	cl, err := chain.NewClient(srv.URL, ch)
+	cl, err := client.New(srv.URL, ch)
 	require.NoError(t, err)
 	*slept = nil
 	comp, err := cl.Complete(ctx, canaryRequest())
@@ -90,14 +91,14 @@ func TestR3_4_ChainKeepsADeepCopyOfItsPolicy(t *testing.T) {
 }
 
 // TestR3_4_CallPolicyIsADeepCopy: changing the slices and pointers of a
-// per-call policy after chain.WithCallPolicy placed it in the context
+// per-call policy after retry.WithPolicy placed it in the context
 // changes nothing for the calls made with that context.
 func TestR3_4_CallPolicyIsADeepCopy(t *testing.T) {
 	var slept []time.Duration
 	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithoutRecovery())
 	require.NoError(t, err)
 	p := copyPolicy(&slept)
-	ctx := chain.WithCallPolicy(context.Background(), &p)
+	ctx := retry.WithPolicy(context.Background(), &p)
 
 	spoil(&p)
 

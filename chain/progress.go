@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -38,15 +39,15 @@ type passiveAttempt struct {
 
 func (p *passiveAttempt) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	if layer.AttemptFrom(ctx) != nil {
+	if attempt.From(ctx) != nil {
 		return p.next.RoundTrip(req)
 	}
 	info, out, err := p.describe(req)
 	if err != nil {
 		return nil, err
 	}
-	a := layer.NewAttempt(layer.Identity{}, info, p.codec, nil, nil)
-	return p.next.RoundTrip(out.WithContext(layer.WithAttempt(ctx, a)))
+	a := attempt.New(layer.Identity{}, info, p.codec, nil, nil)
+	return p.next.RoundTrip(out.WithContext(attempt.With(ctx, a)))
 }
 
 // describe returns the facts of req — the caller's (the native client

@@ -11,6 +11,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -31,7 +32,7 @@ func TestR2_3_NativeBodyIsSentAsEncoded(t *testing.T) {
 	pol := retry.Policy{MaxAttempts: 2, Admit: allowHook, Jitter: func() float64 { return 0 }}
 	ch, err := chain.Default(openai.New(), chain.WithPolicy(pol))
 	require.NoError(t, err)
-	c, err := chain.NewClient(srv.URL, ch)
+	c, err := client.New(srv.URL, ch)
 	require.NoError(t, err)
 	_, err = c.Complete(context.Background(), req)
 	require.NoError(t, err)
@@ -64,7 +65,7 @@ func TestR2_3_NativeBodyIsSentAsEncoded(t *testing.T) {
 			})
 			ch, err := chain.Default(openai.New(), chain.WithPerCall(edit))
 			require.NoError(t, err)
-			c, err := chain.NewClient(srv.URL, ch)
+			c, err := client.New(srv.URL, ch)
 			require.NoError(t, err)
 			_, _ = c.Complete(context.Background(), req)
 			reqs := srv.Requests()

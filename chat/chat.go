@@ -131,7 +131,7 @@ type Request struct {
 	// Messages is the conversation so far, oldest first.
 	Messages []Message `json:"messages"`
 	// Tools are the tools the model may call; nil or empty offers none.
-	// Event streams (chain.Client.StreamEvents) refuse a request with tools.
+	// Event streams (client.Client.StreamEvents) refuse a request with tools.
 	Tools []ToolSpec `json:"tools,omitempty"`
 	// Schema, when set, makes the request a structured completion.
 	Schema *Schema `json:"schema,omitempty"`

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -28,8 +28,8 @@ func TestR20_6_EventlogWritesTheFallbackStep(t *testing.T) {
 	overloaded := echoStep(503)
 	ra := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2, OnEvent: eventlog.New(logger)}, overloaded, overloaded)
 	rb := rigtest.New(t, openai.New(), retry.Policy{}, recoursetest.JSON(200, recoursetest.OpenAIChat("ok")))
-	c, err := chain.NewClient(ra.Server.URL, ra.Chain, chain.WithAPIKey(rigtest.Key),
-		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: rb.Client, Model: "gpt-4o"}))
+	c, err := client.New(ra.Server.URL, ra.Chain, client.WithAPIKey(rigtest.Key),
+		client.WithFallback(fallback.Rules{}, client.FallbackTarget{Client: rb.Client, Model: "gpt-4o"}))
 	require.NoError(t, err)
 	_, err = c.Complete(t.Context(), canaryRequest())
 	require.NoError(t, err)

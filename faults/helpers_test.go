@@ -19,6 +19,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -52,7 +53,7 @@ type suite struct {
 	upstream *httptest.Server
 	handlers chan http.HandlerFunc
 	proxy    *toxiproxy.Proxy
-	client   *chain.Client
+	client   *client.Client
 
 	mu       sync.Mutex
 	events   []layer.Event
@@ -139,7 +140,7 @@ func newSuite(t *testing.T, lim stall.Limits, pol retry.Policy) *suite {
 	t.Cleanup(base.CloseIdleConnections)
 	ch, err := chain.Default(openai.New(), chain.WithPolicy(pol), chain.WithPerAttempt(st), chain.WithTransport(&tap{s: s, rt: base}))
 	require.NoError(t, err)
-	s.client, err = chain.NewClient("http://"+s.proxy.Listen, ch, chain.WithAPIKey("sk-faults"))
+	s.client, err = client.New("http://"+s.proxy.Listen, ch, client.WithAPIKey("sk-faults"))
 	require.NoError(t, err)
 	return s
 }

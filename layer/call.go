@@ -158,3 +158,14 @@ func CallOf(req *http.Request) (*http.Request, *Call) {
 	c := &Call{}
 	return req.WithContext(WithCall(req.Context(), c)), c
 }
+
+// FrameReader is the typed view of a recovering stream that the retry layer
+// hands to the native client through CallResult.Stream. NextFrame returns every
+// frame in order (keepalives included), the accepted terminal frame, then
+// io.EOF — or the call's final typed error. Deliver records what the
+// consumer handed on (R13.2). Close releases the stream.
+type FrameReader interface {
+	NextFrame() (codec.Frame, error)
+	Deliver(c codec.Counts)
+	Close() error
+}

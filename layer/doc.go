@@ -61,17 +61,17 @@
 //     ResendGate the engine binds to the call's upstream (UpstreamGate)
 //     and consults at the bracketed steps above. A drop-in caller that wants the typed error
 //     behind an SDK's own error places a Call itself and reads its Result.
-//   - *Attempt (WithAttempt, AttemptFrom), one per wire attempt, placed by
-//     the engine for the stages and per-attempt layers below it: the
-//     attempt's identity, request facts, codec and capture hook, and its
-//     progress counters. Outside an engine AttemptFrom returns nil and the
-//     stages pass everything through. A per-attempt layer passes its
-//     request's context on (a changed request is req.Clone(req.Context()),
-//     never http.NewRequest or req.Clone(context.Background())): inside an
-//     engine the sender refuses a request that lost its attempt with
-//     ErrDetachedRequest and sends nothing (R2.1), and an engine that does
-//     not recover a call marks its request (WithPassThrough) for the same
-//     reason.
+//   - the wire attempt (AttemptFrom), one per wire attempt, placed by the
+//     engine for the stages and per-attempt layers below it. A layer reads
+//     its identity, request facts and progress counters (Attempt); the rest
+//     of its state is the engine's own. Outside an engine AttemptFrom
+//     returns nil and the stages pass everything through. A per-attempt
+//     layer passes its request's context on (a changed request is
+//     req.Clone(req.Context()), never http.NewRequest or
+//     req.Clone(context.Background())): inside an engine the sender refuses
+//     a request that lost its attempt with ErrDetachedRequest and sends
+//     nothing (R2.1), and an engine that does not recover a call marks its
+//     request for the same reason.
 //   - the engine's per-call policy override (retry.WithPolicy), owned by
 //     package retry because the Policy type lives there: a policy for the
 //     calls made with that context, or nil to turn recovery off for them.

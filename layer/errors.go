@@ -252,17 +252,6 @@ func (e *StreamError) Unwrap() error {
 	return e.Detail
 }
 
-// FrameError returns err, the Err of a frame a codec's stream decoder
-// queued, as the caller sees it: a *codec.IncompleteError becomes the
-// *StreamError with reason incomplete_completion and the same finish
-// reason (R13.3); any other error, nil included, is returned unchanged.
-func FrameError(err error) error {
-	if ie, ok := err.(*codec.IncompleteError); ok {
-		return &StreamError{Reason: StreamIncompleteCompletion, FinishReason: ie.FinishReason}
-	}
-	return err
-}
-
 // RedirectError reports a refused redirect (R2.2): a 301, 302, 303, 307 or
 // 308 answer that nothing may follow. The redirect guard returns it instead
 // of the response, so neither the engine nor an http.Client above the chain

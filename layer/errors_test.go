@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -41,32 +40,5 @@ func TestRecoveryErrorText(t *testing.T) {
 		if got := layer.NewRecoveryError(tc.o, tc.f, nil, nil).Error(); got != tc.want {
 			t.Errorf("got  %q\nwant %q", got, tc.want)
 		}
-	}
-}
-
-// TestR13_3_IncompleteFrameReachesTheCallerAsAStreamError: a codec ends a
-// stream on an incomplete finish with a *codec.IncompleteError, and the
-// caller receives the *StreamError with reason incomplete_completion and
-// the same finish, whose text is the codec error's; every other frame
-// error passes unchanged.
-func TestR13_3_IncompleteFrameReachesTheCallerAsAStreamError(t *testing.T) {
-	ie := &codec.IncompleteError{FinishReason: "length"}
-	got := layer.FrameError(ie)
-	se, ok := got.(*layer.StreamError)
-	if !ok {
-		t.Fatalf("FrameError(%T) = %T, want *layer.StreamError", ie, got)
-	}
-	if want := (layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: "length"}); *se != want {
-		t.Errorf("FrameError = %+v, want %+v", *se, want)
-	}
-	if se.Error() != ie.Error() {
-		t.Errorf("text %q, the codec error's %q", se.Error(), ie.Error())
-	}
-	pe := &codec.ProtocolError{What: "x"}
-	if got := layer.FrameError(pe); got != error(pe) {
-		t.Errorf("FrameError(%T) = %v, want it unchanged", pe, got)
-	}
-	if got := layer.FrameError(nil); got != nil {
-		t.Errorf("FrameError(nil) = %v", got)
 	}
 }

@@ -36,60 +36,6 @@ func ExampleNewRecoveryError() {
 	// true true
 }
 
-// NewAttempt is the per-attempt state wire-plane layers reach with
-// AttemptFrom; Begin runs the attempt_started notification once.
-func ExampleNewAttempt() {
-	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, func() error {
-		fmt.Println("attempt_started")
-		return nil
-	})
-	_ = a.Begin()
-	_ = a.Begin()
-	a.Received([]byte("12345"))
-	fmt.Println(a.Progress().RawBytes)
-	// Output:
-	// attempt_started
-	// 5
-}
-
-// starts counts the attempts that began; it is the attempts' Beginner.
-type starts struct{ n int }
-
-func (s *starts) BeginAttempt() error {
-	s.n++
-	return nil
-}
-
-// A caller that keeps per-call state notifies it directly: the state is
-// every attempt's Beginner, so no method value is made per attempt.
-func ExampleNewAttemptFor() {
-	s := &starts{}
-	for n := 1; n <= 2; n++ {
-		a := layer.NewAttemptFor(layer.Identity{WireAttempt: n}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, s)
-		_ = a.Begin()
-		_ = a.Begin() // idempotent: BeginAttempt ran once for this attempt
-	}
-	fmt.Println(s.n)
-	// Output:
-	// 2
-}
-
-// A caller that keeps per-call state keeps the first attempt in it too,
-// and allocates only the attempts after it.
-func ExampleInitAttemptFor() {
-	type callState struct {
-		starts
-		first layer.Attempt
-	}
-	c := &callState{}
-	a := layer.InitAttemptFor(&c.first, layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, &c.starts)
-	_ = a.Begin()
-	a.Received([]byte("hello"))
-	fmt.Println(a == &c.first, c.n, a.Progress().RawBytes)
-	// Output:
-	// true 1 5
-}
-
 // A caller that has just encoded a request body hands it to the chain as a
 // RequestBody, so that the engine keeps those bytes instead of copying them.
 func ExampleNewRequestBody() {

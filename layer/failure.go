@@ -38,7 +38,7 @@ type Progress struct {
 	// whether or not it reached the consumer.
 	Observed codec.Counts `json:"observed"`
 	// Delivered is the semantic evidence handed to the consumer.
-	// chain.Client.StreamEvents delivers no reasoning, so there its
+	// client.Client.StreamEvents delivers no reasoning, so there its
 	// ReasoningBytes stay 0.
 	Delivered codec.Counts `json:"delivered"`
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // The lifecycle events of a call with fallback targets (R20, package
-// layers/fallback and chain.WithFallback). They are emitted by the
+// layers/fallback and client.WithFallback). They are emitted by the
 // fallback, never by the engine, and only when a call has targets.
 const (
 	// EventTargetStarted announces that a target's run of the call starts:

@@ -130,7 +130,7 @@ func (r QuotaRefusal) MarshalJSON() ([]byte, error) {
 
 // Breaker is the state of one upstream's breaker: its retry quota and
 // shared cooldown (package layers/quota) seen as a circuit breaker
-// (R18.7). Its fields are safe: the upstream's host, flags, a time and
+// (R20.13). Its fields are safe: the upstream's host, flags, a time and
 // counts.
 type Breaker struct {
 	// Upstream is the host (and non-default port) of the upstream, for

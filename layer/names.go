@@ -176,7 +176,7 @@ const (
 	// EventBreaker reports a change of an upstream's breaker (its Breaker):
 	// its resends began or ceased to be refused, or its shared cooldown
 	// was raised or ran out. It is emitted once per change, on the call
-	// that saw it, not on every call (R18.7).
+	// that saw it, not on every call (R20.13).
 	EventBreaker EventType = "breaker"
 )
 

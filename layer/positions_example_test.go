@@ -63,7 +63,7 @@ func ExampleNewPerAttempt() {
 		return layer.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			out := req.Clone(req.Context())
 			if a := layer.AttemptFrom(req.Context()); a != nil {
-				out.Header.Set("X-Attempt", fmt.Sprint(a.Identity.WireAttempt))
+				out.Header.Set("X-Attempt", fmt.Sprint(a.Identity().WireAttempt))
 			}
 			return next.RoundTrip(out)
 		})

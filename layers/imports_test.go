@@ -51,21 +51,36 @@ var rules = []rule{
 	// internal/ imports a package above it.
 	{from: "recoursetest", to: "internal/...", why: "the public test server holds its own implementation"},
 	{from: "recoursetest", to: "chain", why: "the public test server depends on no recourse package"},
+	{from: "recoursetest", to: "client", why: "the public test server depends on no recourse package"},
 	{from: "recoursetest", to: "layer/...", why: "the public test server depends on no recourse package"},
 	{from: "recoursetest", to: "layers/...", why: "the public test server depends on no recourse package"},
 	{from: "recoursetest", to: "codecs/...", why: "the public test server depends on no recourse package"},
 	{from: "internal/...", to: "chain", why: "only the rig, internal/rigtest, assembles a chain under internal/",
+		except: func(from, _ string) bool { return from == "internal/rigtest" }},
+	{from: "internal/...", to: "client", why: "only the rig, internal/rigtest, builds a native client under internal/",
 		except: func(from, _ string) bool { return from == "internal/rigtest" }},
 	{from: "internal/...", to: "layers/...", why: "only the rig, internal/rigtest, imports a layer under internal/",
 		except: func(from, _ string) bool { return from == "internal/rigtest" }},
 	{from: "internal/...", to: "broker/...", why: "nothing under internal/ imports the broker above it"},
 	{from: "internal/...", to: "proxy/...", why: "nothing under internal/ imports the proxy above it"},
 	{from: "...", to: "internal/rigtest", why: "the rig is for tests; no non-test code builds on it"},
+	// The chain only assembles: the native client is built on it, not in it.
+	{from: "chain", to: "client", why: "the chain only assembles; the native client builds on it"},
+	{from: "chain", to: "layers/fallback", why: "the chain only assembles; fallback targets are the native client's"},
 	// The engine's stages are the chain's: only package chain installs
 	// them, and they import the vocabulary only.
 	{from: "...", to: "internal/stage/...", why: "only the chain installs the engine's stages",
 		except: func(from, _ string) bool { return from == "chain" }},
-	{from: "internal/stage/...", to: "internal/...", why: "a stage imports the vocabulary, not another internal package"},
+	{from: "internal/stage/...", to: "internal/...", why: "a stage imports the vocabulary and the attempt's wire state, not another internal package",
+		except: func(_, to string) bool { return to == "internal/attempt" }},
+	// An attempt's wire state is the engine's: the engine, its stages, the
+	// sender and the chain reach it; a layer reads layer.Attempt.
+	{from: "...", to: "internal/attempt", why: "only the engine, its stages, the sender, the chain and the native client reach an attempt's wire state",
+		except: func(from, _ string) bool {
+			return from == "chain" || from == "client" || from == "layers/retry" || from == "layers/sender" || match("internal/stage/...", from)
+		}},
+	{from: "...", to: "internal/attemptkey", why: "only layer and internal/attempt share the attempt's context key",
+		except: func(from, _ string) bool { return from == "layer" || from == "internal/attempt" }},
 }
 
 // std reports whether pkg is a package of the standard library.
@@ -159,7 +174,7 @@ func moduleGraph(t *testing.T) map[string][]string {
 // non-test code.
 func TestImportGraph(t *testing.T) {
 	graph := moduleGraph(t)
-	for _, must := range []string{"codec", "codec/codectest", "layers/retry", "internal/stage/capture", "layers/stall", "otelbridge", "layer", "chain", "proxy", "recoursetest", "internal/rigtest"} {
+	for _, must := range []string{"codec", "codec/codectest", "internal/attempt", "layers/retry", "internal/stage/capture", "layers/stall", "otelbridge", "layer", "chain", "client", "proxy", "recoursetest", "internal/rigtest"} {
 		if _, ok := graph[must]; !ok {
 			t.Fatalf("the graph has no package %s: the walk is broken", must)
 		}
@@ -176,6 +191,11 @@ func TestImportRulesCatchForbiddenEdges(t *testing.T) {
 		{"layers/retry", "layers/admission"},
 		{"internal/stage/capture", "internal/stage/redirectguard"},
 		{"layers/stall", "internal/stage/progress"},
+		{"layers/stall", "internal/attempt"},
+		{"otelbridge", "internal/attempt"},
+		{"layers/retry", "internal/attemptkey"},
+		{"chain", "client"},
+		{"chain", "layers/fallback"},
 		{"layers/retry", "internal/stage/capture"},
 		{"proxy", "internal/stage/redirectguard"},
 		{"layers/retry", "layers/stall"},

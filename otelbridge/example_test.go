@@ -14,6 +14,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -50,8 +51,8 @@ func ExampleNew() {
 		return
 	}
 	fmt.Println(ch.Order())
-	client, _ := chain.NewClient(srv.URL, ch)
-	_, err = client.Complete(context.Background(), &chat.Request{
+	cl, _ := client.New(srv.URL, ch)
+	_, err = cl.Complete(context.Background(), &chat.Request{
 		Model:    "gpt-4o-mini",
 		Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
 	})
@@ -106,8 +107,8 @@ func ExampleWithMeterProvider() {
 		fmt.Println(err)
 		return
 	}
-	client, _ := chain.NewClient(srv.URL, ch)
-	if _, err := client.Complete(context.Background(), &chat.Request{
+	cl, _ := client.New(srv.URL, ch)
+	if _, err := cl.Complete(context.Background(), &chat.Request{
 		Model:    "gpt-4o-mini",
 		Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
 	}); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -43,7 +44,7 @@ type fixture struct {
 	clock  *rigtest.Clock
 	rec    *rigtest.Recorder
 	chain  *chain.Chain
-	client *chain.Client
+	client *client.Client
 	http   *http.Client
 }
 
@@ -85,7 +86,7 @@ func newFixtureOn(t *testing.T, srv *recoursetest.Server, cdc codec.Codec, p ret
 	ch, err := chain.Default(cdc, chain.WithPerCall(tl), chain.WithPerCall(perCall...), chain.WithPerAttempt(perAttempt...), chain.WithPolicy(p), chain.WithTransport(base))
 	require.NoError(t, err)
 	f.chain = ch
-	f.client, err = chain.NewClient(f.srv.URL, ch, chain.WithAPIKey(rigtest.Key))
+	f.client, err = client.New(f.srv.URL, ch, client.WithAPIKey(rigtest.Key))
 	require.NoError(t, err)
 	f.http = &http.Client{Transport: ch}
 	t.Cleanup(func() {

@@ -386,7 +386,7 @@ func TestWithoutRecovery(t *testing.T) {
 // An invalid per-call policy ends the span at once with a typed error.type.
 func TestPolicyError(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{}, nil)
-	ctx := chain.WithCallPolicy(context.Background(), &retry.Policy{MaxAttempts: -1})
+	ctx := retry.WithPolicy(context.Background(), &retry.Policy{MaxAttempts: -1})
 	_, err := f.client.Complete(ctx, request(model))
 	var pe *layer.PolicyError
 	require.ErrorAs(t, err, &pe)
@@ -511,7 +511,7 @@ var errObserver = errors.New("observer says no")
 // records the observer's message.
 func TestObserverError(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{}, nil, recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
-	ctx := chain.WithCallPolicy(context.Background(), &retry.Policy{OnEvent: func(ev layer.Event) error {
+	ctx := retry.WithPolicy(context.Background(), &retry.Policy{OnEvent: func(ev layer.Event) error {
 		if ev.Type == layer.EventAttemptSucceeded {
 			return errObserver
 		}

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -147,7 +148,7 @@ func TestMetricsStallLabelIsBounded(t *testing.T) {
 		return layer.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if first {
 				first = false
-				if err := layer.AttemptFrom(req.Context()).Begin(); err != nil {
+				if err := attempt.From(req.Context()).Begin(); err != nil {
 					return nil, err
 				}
 				return nil, &layer.StallError{Limit: layer.StallLimit("limit-" + rigtest.Key), After: time.Second}

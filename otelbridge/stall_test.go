@@ -14,7 +14,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -51,7 +53,7 @@ func TestStallAndHintAttributes(t *testing.T) {
 		return layer.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if first {
 				first = false
-				if err := layer.AttemptFrom(req.Context()).Begin(); err != nil {
+				if err := attempt.From(req.Context()).Begin(); err != nil {
 					return nil, err
 				}
 				return nil, &layer.StallError{Limit: layer.StallHeader, After: time.Second}
@@ -66,9 +68,9 @@ func TestStallAndHintAttributes(t *testing.T) {
 		chain.WithPolicy(retry.Policy{MaxAttempts: 3, ProviderHints: true, WallClock: clock.Now, MonotonicClock: clock.Mono, Sleep: clock.Sleep}),
 		chain.WithPerAttempt(stalling), chain.WithTransport(base))
 	require.NoError(t, err)
-	client, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey(rigtest.Key))
+	cl, err := client.New(srv.URL, ch, client.WithAPIKey(rigtest.Key))
 	require.NoError(t, err)
-	_, err = client.Complete(context.Background(), request("gpt-4o-mini"))
+	_, err = cl.Complete(context.Background(), request("gpt-4o-mini"))
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, layer.ReasonProviderNoRetry, re.Failure.Classification.Reason)

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -222,7 +221,7 @@ func newServer(t *testing.T, h http.Handler) string {
 	return srv.URL
 }
 
-var allowAll = admission.AllowAll()
+var allowAll = retry.AllowAll()
 
 // logged waits until the proxy's log holds want: the request line is
 // written after the client got its last byte.

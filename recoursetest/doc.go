@@ -10,8 +10,8 @@
 //		recoursetest.JSON(200, recoursetest.OpenAIChat("hello")),
 //	)
 //	defer srv.Close()
-//	client, _ := chain.NewClient(srv.URL, ch)
-//	// ... call client; then srv.Count() is 2.
+//	cl, _ := client.New(srv.URL, ch)
+//	// ... call cl; then srv.Count() is 2.
 //
 // NewMemoryServer runs the same script on an in-memory network instead of
 // a TCP port, reached through Server.Transport, so that a test inside a

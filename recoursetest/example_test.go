@@ -11,6 +11,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
@@ -34,11 +35,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	client, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey("sk-test"))
+	cl, err := client.New(srv.URL, ch, client.WithAPIKey("sk-test"))
 	if err != nil {
 		panic(err)
 	}
-	comp, err := client.Complete(context.Background(), &chat.Request{
+	comp, err := cl.Complete(context.Background(), &chat.Request{
 		Model:    "gpt-4o-mini",
 		Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
 	})
@@ -293,20 +294,20 @@ func ExampleNDJSON_ollama() {
 	if err != nil {
 		panic(err)
 	}
-	client, err := chain.NewClient(srv.URL, ch)
+	cl, err := client.New(srv.URL, ch)
 	if err != nil {
 		panic(err)
 	}
-	for ev := range client.StreamEvents(context.Background(), &chat.Request{
+	for ev := range cl.StreamEvents(context.Background(), &chat.Request{
 		Model:    recoursetest.OllamaModel,
 		Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
 	}) {
 		switch ev.Type {
-		case chain.EventContent:
+		case client.EventContent:
 			fmt.Printf("content %q\n", ev.Text)
-		case chain.EventDone:
+		case client.EventDone:
 			fmt.Println("done", ev.Completion.FinishReason, ev.Completion.Model)
-		case chain.EventError:
+		case client.EventError:
 			fmt.Println("error", ev.Err)
 		}
 	}
@@ -333,12 +334,12 @@ func ExampleResponsesBackground() {
 	if err != nil {
 		panic(err)
 	}
-	client, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey("sk-test"))
+	cl, err := client.New(srv.URL, ch, client.WithAPIKey("sk-test"))
 	if err != nil {
 		panic(err)
 	}
 	var text strings.Builder
-	for chunk, err := range client.Stream(context.Background(), &chat.Request{
+	for chunk, err := range cl.Stream(context.Background(), &chat.Request{
 		Model: "gpt-4.1-mini", Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}}, Stream: true,
 	}) {
 		if err != nil {
@@ -375,8 +376,8 @@ func ExampleResponsesJSON() {
 	srv := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.ResponsesJSON("resp_1", "Hello.")))
 	defer srv.Close()
 	ch, _ := chain.Default(responses.New())
-	client, _ := chain.NewClient(srv.URL, ch)
-	comp, err := client.Complete(context.Background(), &chat.Request{
+	cl, _ := client.New(srv.URL, ch)
+	comp, err := cl.Complete(context.Background(), &chat.Request{
 		Model: "gpt-4.1-mini", Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
 	})
 	if err != nil {
@@ -492,11 +493,11 @@ func ExampleNewMemoryServer() {
 	if err != nil {
 		panic(err)
 	}
-	client, err := chain.NewClient(srv.URL, ch)
+	cl, err := client.New(srv.URL, ch)
 	if err != nil {
 		panic(err)
 	}
-	comp, err := client.Complete(context.Background(), &chat.Request{
+	comp, err := cl.Complete(context.Background(), &chat.Request{
 		Model:    "gpt-4o-mini",
 		Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
 	})

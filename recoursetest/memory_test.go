@@ -16,6 +16,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -46,9 +47,9 @@ func TestMemoryServerRetryAfterRunsOnTheBubbleClock(t *testing.T) {
 			},
 		}))
 		require.NoError(t, err)
-		client, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey("sk-test"))
+		cl, err := client.New(srv.URL, ch, client.WithAPIKey("sk-test"))
 		require.NoError(t, err)
-		comp, err := client.Complete(context.Background(), &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+		comp, err := cl.Complete(context.Background(), &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
 		require.NoError(t, err)
 		assert.Equal(t, "hello", comp.Message.Content)
 		assert.Equal(t, []time.Duration{0, 30 * time.Second}, at)

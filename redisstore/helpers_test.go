@@ -17,6 +17,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -127,7 +128,7 @@ func testClientOptions(addr string) *redis.Options {
 // rig is one chain with a quota over a Redis store; its Sleep records the
 // delay and returns at once.
 type rig struct {
-	client *chain.Client
+	client *client.Client
 	mu     sync.Mutex
 	events []layer.Event
 }
@@ -147,7 +148,7 @@ func newRig(t testing.TB, p *provider, q *quota.Layer, pol retry.Policy) *rig {
 	}
 	ch, err := chain.Default(openai.New(), chain.WithPolicy(pol), chain.WithPerCall(q))
 	require.NoError(t, err)
-	r.client, err = chain.NewClient(p.srv.URL, ch, chain.WithAPIKey("sk-canary-redis-0123456789"))
+	r.client, err = client.New(p.srv.URL, ch, client.WithAPIKey("sk-canary-redis-0123456789"))
 	require.NoError(t, err)
 	return r
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -80,14 +81,14 @@ func child() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	client, err := chain.NewClient(os.Getenv(childEnv), ch)
+	cl, err := client.New(os.Getenv(childEnv), ch)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	for range atoi(childCalls) {
 		rep.Calls++
-		_, err := client.Complete(context.Background(), &chat.Request{Model: "gpt-test", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+		_, err := cl.Complete(context.Background(), &chat.Request{Model: "gpt-test", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
 		var re *layer.RecoveryError
 		if errors.As(err, &re) && re.Outcome == layer.OutcomeQuotaExhausted {
 			rep.Refused++

@@ -24,6 +24,7 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/gemini"
 	"github.com/recourse-dev/recourse/codecs/ollama"
@@ -109,9 +110,9 @@ func (d *demo) scenario(name, narration string, cdc codec.Codec, model string, p
 		fmt.Fprintln(d.out, "  chain:", err)
 		return
 	}
-	client, _ := chain.NewClient(srv.URL, ch, chain.WithAPIKey("demo-key-not-a-secret"))
+	cl, _ := client.New(srv.URL, ch, client.WithAPIKey("demo-key-not-a-secret"))
 	ctx := context.Background()
-	comp, err := client.Complete(ctx, request(model))
+	comp, err := cl.Complete(ctx, request(model))
 	r := row{name: name, posts: srv.Count(), target: "-"}
 	if target != nil {
 		r.target = fmt.Sprint(target.Hits())
@@ -237,7 +238,7 @@ func (d *demo) toolLoop() {
 	srv := recoursetest.NewServer(recoursetest.JSON(200, call), busy, busy, recoursetest.JSON(200, recoursetest.OpenAIChat("It is 12:00.")))
 	defer srv.Close()
 	ch, _ := chain.Default(openai.New())
-	client, _ := chain.NewClient(srv.URL, ch)
+	cl, _ := client.New(srv.URL, ch)
 	runs := 0
 	clock := broker.Tool{
 		Spec: chat.ToolSpec{Name: "clock", Description: "The current time.", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)},
@@ -247,7 +248,7 @@ func (d *demo) toolLoop() {
 			return "12:00", nil
 		},
 	}
-	b := broker.New(client, broker.WithModel("gpt-4o-mini"), broker.WithTools(clock), broker.WithNotices(d.notices),
+	b := broker.New(cl, broker.WithModel("gpt-4o-mini"), broker.WithTools(clock), broker.WithNotices(d.notices),
 		broker.WithPolicy(retry.Policy{MaxAttempts: 3, BaseDelay: new(20 * time.Millisecond)}))
 	history := []chat.Message{{Role: chat.User, Content: "What time is it?"}}
 	comp, err := b.Generate(context.Background(), &history)
@@ -289,8 +290,8 @@ func (d *demo) continuation() {
 	srv := recoursetest.NewServer(cut, rest)
 	defer srv.Close()
 	ch, _ := chain.Default(openai.New())
-	client, _ := chain.NewClient(srv.URL, ch)
-	b := broker.New(client, broker.WithModel("gpt-4o-mini"), broker.WithNotices(d.notices),
+	cl, _ := client.New(srv.URL, ch)
+	b := broker.New(cl, broker.WithModel("gpt-4o-mini"), broker.WithNotices(d.notices),
 		broker.WithContinuation(broker.Continuation{Max: 3}),
 		broker.WithPolicy(retry.Policy{MaxAttempts: 1, BaseDelay: new(20 * time.Millisecond)}))
 	history := []chat.Message{{Role: chat.User, Content: "What time is it?"}}
@@ -331,8 +332,8 @@ func (d *demo) backgroundResume(p retry.Policy) {
 		fmt.Fprintln(d.out, "  chain:", err)
 		return
 	}
-	client, _ := chain.NewClient(srv.URL, ch)
-	b := broker.New(client, broker.WithModel("gpt-4.1-mini"), broker.WithPolicy(p),
+	cl, _ := client.New(srv.URL, ch)
+	b := broker.New(cl, broker.WithModel("gpt-4.1-mini"), broker.WithPolicy(p),
 		broker.WithNotices(func(n broker.Notice) {
 			if n.Event == broker.EventRetry {
 				fmt.Fprintf(d.out, "\n  status: %s\n  ", broker.FormatRetry(*n.Retry))
@@ -394,11 +395,11 @@ func (d *demo) streamScenario(name, narration string, p retry.Policy, steps ...r
 		fmt.Fprintln(d.out, "  chain:", err)
 		return
 	}
-	client, _ := chain.NewClient(srv.URL, ch)
+	cl, _ := client.New(srv.URL, ch)
 	fmt.Fprint(d.out, "  ")
 	r := row{name: name, target: "-", outcome: "success"}
 	var text strings.Builder
-	for chunk, err := range client.Stream(context.Background(), request("gpt-4o-mini")) {
+	for chunk, err := range cl.Stream(context.Background(), request("gpt-4o-mini")) {
 		if err != nil {
 			var re *layer.RecoveryError
 			if errors.As(err, &re) {
@@ -434,10 +435,10 @@ func (d *demo) real() {
 		fmt.Fprintln(d.out, "  chain:", err)
 		return
 	}
-	client, _ := chain.NewClient(base, ch, chain.WithAPIKey(key))
+	cl, _ := client.New(base, ch, client.WithAPIKey(key))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	comp, err := client.Complete(ctx, request(model))
+	comp, err := cl.Complete(ctx, request(model))
 	r := row{name: "real provider", outcome: "success", target: "-"}
 	if err != nil {
 		r.outcome = "error"

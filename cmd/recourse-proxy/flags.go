@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -265,7 +264,7 @@ func (s *settings) config() (proxy.Config, error) {
 	switch s.admit {
 	case "deny":
 	case "allow":
-		p.Admit = admission.AllowAll()
+		p.Admit = retry.AllowAll()
 	default:
 		return cfg, fmt.Errorf("-admit is %q; want allow or deny", s.admit)
 	}

@@ -38,6 +38,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	recourseopenai "github.com/recourse-dev/recourse/codecs/openai"
 )
 
@@ -82,7 +83,7 @@ func sides(tb testing.TB) (recourse, openaiGo, openaiGoOverRecourse side) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	native, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey("sk-bench"))
+	native, err := client.New(srv.URL, ch, client.WithAPIKey("sk-bench"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
@@ -141,11 +142,11 @@ func openBackend(cfg config, notify func(broker.Notice), admit layer.AdmissionHo
 		release()
 		return nil, err
 	}
-	var copts []chain.ClientOption
+	var copts []client.Option
 	if cfg.apiKey != "" {
-		copts = append(copts, chain.WithAPIKey(cfg.apiKey))
+		copts = append(copts, client.WithAPIKey(cfg.apiKey))
 	}
-	client, err := chain.NewClient(base, ch, copts...)
+	cl, err := client.New(base, ch, copts...)
 	if err != nil {
 		release()
 		return nil, err
@@ -154,7 +155,7 @@ func openBackend(cfg config, notify func(broker.Notice), admit layer.AdmissionHo
 		ch.CloseIdleConnections()
 		release()
 	}
-	b := broker.New(client,
+	b := broker.New(cl,
 		broker.WithModel(cfg.model),
 		broker.WithTools(diceTool(cfg.roll)),
 		broker.WithPolicy(retry.Policy{

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codec/codectest"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -113,10 +113,10 @@ func TestGatewayCodecInAChain(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
-	client, err := chain.NewClient(gw.URL, ch)
+	cl, err := client.New(gw.URL, ch)
 	require.NoError(t, err)
 
-	comp, err := client.Complete(context.Background(), helloRequest())
+	comp, err := cl.Complete(context.Background(), helloRequest())
 
 	require.NoError(t, err)
 	assert.Equal(t, "stop", comp.FinishReason)

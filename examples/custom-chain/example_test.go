@@ -10,6 +10,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -42,8 +43,8 @@ func ExampleNewRequestLog() {
 		fmt.Println(err)
 		return
 	}
-	client, _ := chain.NewClient(gw.URL, ch)
-	if _, err := client.Complete(context.Background(), &chat.Request{
+	cl, _ := client.New(gw.URL, ch)
+	if _, err := cl.Complete(context.Background(), &chat.Request{
 		Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: "hi"}},
 	}); err != nil {
 		fmt.Println(err)
@@ -68,8 +69,8 @@ func ExampleNewSigner() {
 		fmt.Println(err)
 		return
 	}
-	client, _ := chain.NewClient(gw.URL, ch)
-	comp, err := client.Complete(context.Background(), &chat.Request{
+	cl, _ := client.New(gw.URL, ch)
+	comp, err := cl.Complete(context.Background(), &chat.Request{
 		Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: "hi"}},
 	})
 	if err != nil {

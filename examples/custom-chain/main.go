@@ -34,6 +34,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
@@ -123,14 +124,14 @@ func run(w io.Writer) error {
 		recoursetest.JSON(http.StatusOK, recoursetest.OpenAIChat("Hello through a custom chain."), "X-Gateway-Request-Id", "gw-demo-1"),
 	)
 	defer gw.Close()
-	client, err := chain.NewClient(gw.URL, ch, chain.WithAPIKey(demoAPIKey))
+	cl, err := client.New(gw.URL, ch, client.WithAPIKey(demoAPIKey))
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	fmt.Fprintf(w, "completion against %s%s (503, then 200):\n", gw.URL, ch.Codec().Path())
-	comp, err := client.Complete(ctx, &chat.Request{
+	comp, err := cl.Complete(ctx, &chat.Request{
 		Model:    "gpt-4o-mini",
 		Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layer/layertest"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -100,12 +101,12 @@ func TestRequestLogOneRecordPerCall(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
-	client, err := chain.NewClient(gw.URL, ch, chain.WithAPIKey(demoAPIKey))
+	cl, err := client.New(gw.URL, ch, client.WithAPIKey(demoAPIKey))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	_, err = client.Complete(ctx, helloRequest())
+	_, err = cl.Complete(ctx, helloRequest())
 	require.NoError(t, err)
 	recs := buf.records(t)
 	require.Len(t, recs, 1, "one record for one logical completion")
@@ -122,7 +123,7 @@ func TestRequestLogOneRecordPerCall(t *testing.T) {
 		assert.NotContains(t, r, k)
 	}
 
-	_, err = client.Complete(ctx, helloRequest())
+	_, err = cl.Complete(ctx, helloRequest())
 	require.NoError(t, err)
 	recs = buf.records(t)
 	require.Len(t, recs, 2)
@@ -171,9 +172,9 @@ func TestRequestLogFailures(t *testing.T) {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			} else {
-				client, err := chain.NewClient(gw.URL, ch, chain.WithAPIKey(demoAPIKey))
+				cl, err := client.New(gw.URL, ch, client.WithAPIKey(demoAPIKey))
 				require.NoError(t, err)
-				_, err = client.Complete(context.Background(), helloRequest())
+				_, err = cl.Complete(context.Background(), helloRequest())
 				require.Error(t, err)
 			}
 
@@ -220,13 +221,13 @@ func TestRequestLogNativeStream(t *testing.T) {
 	buf, logger := newJSONLog()
 	ch, err := buildChain(logger, key, nil)
 	require.NoError(t, err)
-	client, err := chain.NewClient(gw.URL, ch, chain.WithAPIKey(demoAPIKey))
+	cl, err := client.New(gw.URL, ch, client.WithAPIKey(demoAPIKey))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
 	var content strings.Builder
-	for chunk, err := range client.Stream(ctx, helloRequest()) {
+	for chunk, err := range cl.Stream(ctx, helloRequest()) {
 		require.NoError(t, err)
 		if chunk.Content != "" {
 			assert.Empty(t, buf.String(), "a record was written before the stream ended")

@@ -54,7 +54,7 @@ func NewSigner(key []byte) layer.Layer {
 			}
 			attemptID := ""
 			if a := layer.AttemptFrom(req.Context()); a != nil {
-				attemptID = a.Identity.AttemptID
+				attemptID = a.Identity().AttemptID
 			}
 			out := req.Clone(req.Context()) // a deep copy of the header: req stays as it was
 			if req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {

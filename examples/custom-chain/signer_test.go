@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layer/layertest"
 )
@@ -53,12 +53,12 @@ func TestSignerSignsEachAttempt(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
-	client, err := chain.NewClient(gw.URL, ch, chain.WithAPIKey("sk-test"))
+	cl, err := client.New(gw.URL, ch, client.WithAPIKey("sk-test"))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	comp, err := client.Complete(ctx, helloRequest())
+	comp, err := cl.Complete(ctx, helloRequest())
 
 	require.NoError(t, err)
 	assert.Equal(t, "hello", comp.Message.Content)
@@ -83,10 +83,10 @@ func TestSignerWrongKeyIsRefused(t *testing.T) {
 	t.Cleanup(gw.Close)
 	ch, err := buildChain(nil, []byte("another key"), nil)
 	require.NoError(t, err)
-	client, err := chain.NewClient(gw.URL, ch)
+	cl, err := client.New(gw.URL, ch)
 	require.NoError(t, err)
 
-	_, err = client.Complete(context.Background(), helloRequest())
+	_, err = cl.Complete(context.Background(), helloRequest())
 
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "got %T: %v", err, err)

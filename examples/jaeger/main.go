@@ -36,6 +36,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -119,7 +120,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (traces, error) {
 	if err != nil {
 		return out, err
 	}
-	client, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey(apiKey))
+	cl, err := client.New(srv.URL, ch, client.WithAPIKey(apiKey))
 	if err != nil {
 		return out, err
 	}
@@ -127,14 +128,14 @@ func run(ctx context.Context, w io.Writer, cfg config) (traces, error) {
 
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	comp, err := client.Complete(cctx, req)
+	comp, err := cl.Complete(cctx, req)
 	if err != nil {
 		return out, fmt.Errorf("completion: %w", err)
 	}
 	fmt.Fprintf(w, "completion (503, then 200): %q\n", comp.Message.Content)
 
 	var text strings.Builder
-	for chunk, err := range client.Stream(cctx, req) {
+	for chunk, err := range cl.Stream(cctx, req) {
 		if err != nil {
 			return out, fmt.Errorf("stream: %w", err)
 		}

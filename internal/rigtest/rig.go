@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -149,7 +150,7 @@ type Rig struct {
 	Clock  *Clock
 	Rec    *Recorder
 	Chain  *chain.Chain
-	Client *chain.Client
+	Client *client.Client
 	HTTP   *http.Client
 	base   *http.Transport
 }
@@ -205,9 +206,9 @@ func newOn(t testing.TB, srv *recoursetest.Server, cdc codec.Codec, p retry.Poli
 		t.Fatalf("chain.Default: %v", err)
 	}
 	r.Chain = ch
-	r.Client, err = chain.NewClient(r.Server.URL, ch, chain.WithAPIKey(Key))
+	r.Client, err = client.New(r.Server.URL, ch, client.WithAPIKey(Key))
 	if err != nil {
-		t.Fatalf("chain.NewClient: %v", err)
+		t.Fatalf("client.New: %v", err)
 	}
 	r.HTTP = &http.Client{Transport: ch}
 	t.Cleanup(r.Close)

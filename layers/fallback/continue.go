@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
@@ -28,6 +29,9 @@ type continuing struct {
 	raw   []byte            // bytes of the current frame not yet read
 	plain bool              // read body as it is from now on
 	err   error             // the body's final error
+
+	mu     sync.Mutex // guards body's change against a Close from another goroutine
+	closed bool
 }
 
 func (c *continuing) Read(p []byte) (int, error) {
@@ -86,8 +90,18 @@ func (c *continuing) fallBack(e *layer.RecoveryError) {
 	}
 	if err == nil && resp != nil && resp.StatusCode/100 == 2 {
 		// The next target answered: its body (itself continuing when a
-		// target follows it) is this body's from now on.
-		c.body, c.plain = resp.Body, true
+		// target follows it) is this body's from now on, unless the
+		// caller closed it meanwhile.
+		c.mu.Lock()
+		closed := c.closed
+		if !closed {
+			c.body, c.plain = resp.Body, true
+		}
+		c.mu.Unlock()
+		if closed {
+			resp.Body.Close()
+			c.err = errClosed
+		}
 		return
 	}
 	closeResp(resp)
@@ -108,5 +122,16 @@ func (c *continuing) fallBack(e *layer.RecoveryError) {
 	}
 }
 
-// Close closes the current body.
-func (c *continuing) Close() error { return c.body.Close() }
+// Close closes the current body; a walk still under way closes the next
+// target's body as soon as it has it. It may be called from another
+// goroutine while a Read waits.
+func (c *continuing) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	b := c.body
+	c.mu.Unlock()
+	return b.Close()
+}
+
+// errClosed is the read error of a body closed during a fallback.
+var errClosed = errors.New("fallback: read on a closed response body")

@@ -60,7 +60,7 @@ func ExampleNew() {
 }
 
 // NewRun walks a call through its targets: the native client runs one per
-// call (chain.WithFallback). After each failed target, After says whether
+// call (client.WithFallback). After each failed target, After says whether
 // the call may go on to the next.
 func ExampleNewRun() {
 	run := fallback.NewRun(fallback.Rules{Statuses: []int{404}}, []string{"gpt-4o", "gpt-4o-mini", "llama3"},

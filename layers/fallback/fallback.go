@@ -20,7 +20,7 @@
 // A stream whose 200 was handed over and that fails before any output goes
 // on to the next target in the same body (R20.14). A drop-in caller gets
 // the response of the target that answered, in its own wire format; a target of another wire is refused by New with a
-// *CrossWireError (the native client takes those: chain.WithFallback).
+// *CrossWireError (the native client takes those: client.WithFallback).
 // Each step is visible (R20.6): target_started and fallback lifecycle
 // events, a span per target (package otelbridge), a broker notice, and a
 // final *layer.RecoveryError that keeps every target's history (R20.7).
@@ -73,7 +73,7 @@ type Target struct {
 	// replaces it: put per-target quotas here and no quota layer below.
 	Gate layer.ResendGate
 	// Context, when set, derives the context of the target's run: a
-	// per-target recovery policy is chain.WithCallPolicy(ctx, &policy).
+	// per-target recovery policy is retry.WithPolicy(ctx, &policy).
 	Context func(ctx context.Context) context.Context
 	// Facts, when set, are the target's provider facts where they differ
 	// from the codec's: an oMLX server behind the OpenAI codec runs local
@@ -126,7 +126,7 @@ func (e *ConfigError) Error() string {
 
 // CrossWireError reports a target of another wire given to the drop-in
 // layer (R20.8): an SDK reads only its own wire format, so such a target
-// needs the native client (chain.WithFallback) or the broker.
+// needs the native client (client.WithFallback) or the broker.
 type CrossWireError struct {
 	// Index is the target's index in Config.Targets.
 	Index int
@@ -137,7 +137,7 @@ type CrossWireError struct {
 // Error returns a safe message.
 func (e *CrossWireError) Error() string {
 	return "fallback: target " + strconv.Itoa(e.Index) + " speaks " + string(e.Got) +
-		", not the chain's " + string(e.Want) + ": a drop-in call cannot cross wires (use chain.WithFallback with the native client, or the broker)"
+		", not the chain's " + string(e.Want) + ": a drop-in call cannot cross wires (use client.WithFallback with the native client, or the broker)"
 }
 
 // CredentialError reports that a target's Credential function failed. It

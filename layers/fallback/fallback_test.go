@@ -108,14 +108,14 @@ func TestR20_1_FailingCredentialIsATypedSafeError(t *testing.T) {
 	assert.Equal(t, 1, f.Server.Count())
 }
 
-// Each target runs under its own policy (chain.WithCallPolicy through the
+// Each target runs under its own policy (retry.WithPolicy through the
 // target's Context): the fallback target here makes a single attempt.
 func TestR20_1_PerTargetPolicy(t *testing.T) {
 	clock := rigtest.NewClock()
 	one := retry.Policy{MaxAttempts: 1, WallClock: clock.Now, MonotonicClock: clock.Mono, Sleep: clock.Sleep}
 	f := newFixture(t, openai.New(), retry.Policy{MaxAttempts: 3},
 		fallback.Config{Targets: []fallback.Target{{Model: "small", Context: func(ctx context.Context) context.Context {
-			return chain.WithCallPolicy(ctx, &one)
+			return retry.WithPolicy(ctx, &one)
 		}}}},
 		unavailable(), unavailable(), unavailable(), unavailable(), recoursetest.JSON(200, recoursetest.OpenAIChat("never")))
 	resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("big", false))
@@ -451,7 +451,7 @@ func TestR20_8_CrossWireRefusedAtConstruction(t *testing.T) {
 	assert.Equal(t, 1, cw.Index)
 	assert.Equal(t, codec.Ollama, cw.Got)
 	assert.Equal(t, codec.OpenAI, cw.Want)
-	assert.Contains(t, err.Error(), "chain.WithFallback")
+	assert.Contains(t, err.Error(), "client.WithFallback")
 
 	_, err = fallback.New(fallback.Config{Codec: openai.New(), Targets: []fallback.Target{{Codec: openai.New(), Model: "m"}}})
 	assert.NoError(t, err, "a target of the same wire is welcome")

@@ -56,7 +56,7 @@ type Rules struct {
 // is in both Codes and NeverCodes, and every stall is one of the three
 // limits. It returns a *ConfigError naming the field,
 // never the value given, and is the one check of every entry point:
-// New, chain.WithFallback and the proxy's -fallback-statuses (R20.2).
+// New, client.WithFallback and the proxy's -fallback-statuses (R20.2).
 func (r Rules) Validate() error {
 	for _, s := range r.Statuses {
 		if s < 400 || s > 599 {

@@ -11,7 +11,7 @@ import (
 // target, decides after each failed one whether the call falls back
 // (Rules), asks the admission question where R20.4 needs it, and keeps
 // every target's history for the final error. The drop-in Layer runs one
-// per call; chain.WithFallback runs one per native call, with targets of
+// per call; client.WithFallback runs one per native call, with targets of
 // any codec. A Run is used by one goroutine.
 type Run struct {
 	rules   Rules

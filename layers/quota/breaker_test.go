@@ -12,6 +12,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -78,10 +79,10 @@ func TestR20_13_StreamFailedAfterItsHeadersCountsAsAFailure(t *testing.T) {
 		q := mustQuota(t, quota.WithStore(quota.NewMemoryStore()))
 		ch, err := chain.Default(openai.New(), chain.WithPolicy(retry.Policy{MaxAttempts: 3}), chain.WithPerCall(q), chain.WithTransport(srv.Transport()))
 		require.NoError(t, err)
-		client, err := chain.NewClient(srv.URL, ch)
+		cl, err := client.New(srv.URL, ch)
 		require.NoError(t, err)
 		var serr error
-		for _, err := range client.Stream(context.Background(), &chat.Request{Model: "gpt-test", Stream: true, Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}) {
+		for _, err := range cl.Stream(context.Background(), &chat.Request{Model: "gpt-test", Stream: true, Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}) {
 			if err != nil {
 				serr = err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -38,10 +39,10 @@ func ExampleNew() {
 	p.BaseDelay = new(time.Duration(0))
 	ch, _ := chain.Default(openai.New(), chain.WithPolicy(p), chain.WithPerCall(q))
 	fmt.Println(ch.Order())
-	client, _ := chain.NewClient(srv.URL, ch)
+	cl, _ := client.New(srv.URL, ch)
 	req := &chat.Request{Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}
 	for range 3 {
-		_, err := client.Complete(context.Background(), req)
+		_, err := cl.Complete(context.Background(), req)
 		var re *layer.RecoveryError
 		if errors.As(err, &re) {
 			fmt.Println(re.Outcome, strings.ReplaceAll(re.Error(), strings.TrimPrefix(srv.URL, "http://"), "HOST"))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -70,7 +71,7 @@ func repeat(st recoursetest.Step, n int) []recoursetest.Step { return rigtest.Re
 // test's bubble, recording the engine's events.
 type rig struct {
 	t      *testing.T
-	client *chain.Client
+	client *client.Client
 	mu     sync.Mutex
 	events []layer.Event
 }
@@ -96,7 +97,7 @@ func newRig(t *testing.T, srv *recoursetest.Server, q *quota.Layer, pol retry.Po
 	}
 	ch, err := chain.Default(openai.New(), opts...)
 	require.NoError(t, err)
-	r.client, err = chain.NewClient(srv.URL, ch, chain.WithAPIKey(canaryKey))
+	r.client, err = client.New(srv.URL, ch, client.WithAPIKey(canaryKey))
 	require.NoError(t, err)
 	return r
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -92,7 +93,7 @@ func (s simulation) runInBubble(t *testing.T) simResult {
 		mu  sync.Mutex
 		res = simResult{resends: make([]int, s.replicas)}
 	)
-	clients := make([]*chain.Client, s.replicas)
+	clients := make([]*client.Client, s.replicas)
 	for i := range clients {
 		pol := retry.Policy{MaxAttempts: simMaxAttempts, Jitter: func() float64 { return 0.5 },
 			OnEvent: func(ev layer.Event) error {
@@ -116,7 +117,7 @@ func (s simulation) runInBubble(t *testing.T) simResult {
 		}
 		ch, err := chain.Default(openai.New(), opts...)
 		require.NoError(t, err)
-		clients[i], err = chain.NewClient(upSrv.URL, ch)
+		clients[i], err = client.New(upSrv.URL, ch)
 		require.NoError(t, err)
 	}
 	req := &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -32,10 +33,10 @@ func TestR18_1_StreamResumeWithdraws(t *testing.T) {
 		p := retry.Policy{MaxAttempts: 3, BaseDelay: new(time.Duration(0))}
 		ch, err := chain.Default(openai.New(), chain.WithPolicy(p), chain.WithPerCall(q), chain.WithTransport(srv.Transport()))
 		require.NoError(t, err)
-		client, err := chain.NewClient(srv.URL, ch)
+		cl, err := client.New(srv.URL, ch)
 		require.NoError(t, err)
 		var serr error
-		for _, err := range client.Stream(context.Background(), &chat.Request{Model: "gpt-test", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}) {
+		for _, err := range cl.Stream(context.Background(), &chat.Request{Model: "gpt-test", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}) {
 			if err != nil {
 				serr = err
 			}

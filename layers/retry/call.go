@@ -10,6 +10,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -30,7 +31,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Recovery is off: the request goes through as it is, marked so
 		// that the sender does not take its missing attempt for a layer
 		// that detached it (layer.ErrDetachedRequest).
-		return t.next.RoundTrip(req.WithContext(layer.WithPassThrough(req.Context())))
+		return t.next.RoundTrip(req.WithContext(attempt.WithPassThrough(req.Context())))
 	}
 	var read *readOf
 	if r, ok := t.l.codec.(codec.Resumer); ok && !r.Creates(req) {
@@ -38,7 +39,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if read, isRead = readOfRequest(r, req); !isRead {
 			// A cancel or a delete: once, unjudged (R19.13), marked as a
 			// request the engine passed through (layer.ErrDetachedRequest).
-			return t.next.RoundTrip(req.WithContext(layer.WithPassThrough(req.Context())))
+			return t.next.RoundTrip(req.WithContext(attempt.WithPassThrough(req.Context())))
 		}
 	}
 	c := &call{t: t}
@@ -162,7 +163,7 @@ type call struct {
 	// readers above so that a call with one attempt allocates no attempt
 	// of its own; later attempts are new ones. firstUsed (below, with the
 	// other booleans) says it was handed out.
-	first layer.Attempt
+	first attempt.Attempt
 	// stop cancels ctx, for a stream call: its consumer's Close from
 	// another goroutine ends a read, a backoff or an admission wait the
 	// stream is in (R13.5). Nil for other calls.
@@ -175,7 +176,7 @@ type call struct {
 	wire     int // wire attempts sent
 
 	// The attempt in flight.
-	cur     *layer.Attempt
+	cur     *attempt.Attempt
 	id      layer.Identity
 	pending int    // its wire attempt number
 	status  int    // its response status
@@ -204,7 +205,7 @@ func (c *call) attemptID() string {
 }
 
 // BeginAttempt runs when the current attempt's request is about to leave
-// (see layer.Attempt.Begin): the call is its attempts' layer.Beginner.
+// (see attempt.Attempt.Begin): the call is its attempts' attempt.Beginner.
 func (c *call) BeginAttempt() error {
 	c.started = true
 	c.wire = c.pending
@@ -229,9 +230,9 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 		c.started, c.pending = false, n
 		if !c.firstUsed {
 			c.firstUsed = true
-			c.cur = layer.InitAttemptFor(&c.first, c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c)
+			c.cur = attempt.InitFor(&c.first, c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c)
 		} else {
-			c.cur = layer.NewAttemptFor(c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c)
+			c.cur = attempt.NewFor(c.id, c.in.info, c.t.l.codec, c.d.r.onWire, c)
 		}
 		if c.resume != nil {
 			// A resume read continues the stream's decoder (R19.9).
@@ -534,7 +535,7 @@ func captureCause(ce *layer.CaptureError) error {
 	return &PanicError{Value: ce.Cause}
 }
 
-func (c *call) newFailure(a *layer.Attempt) layer.Failure {
+func (c *call) newFailure(a *attempt.Attempt) layer.Failure {
 	f := layer.Failure{
 		Identity: c.id, Provider: c.provider, Operation: c.in.info.Operation,
 		Category: layer.CategoryTransport, Acceptance: layer.AcceptanceUnknown,

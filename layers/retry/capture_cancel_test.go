@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -106,7 +106,7 @@ func TestR9_1_CancelInResponseCaptureWinsOverCaptureFailure(t *testing.T) {
 					}
 				case "events":
 					for e := range r.Client.StreamEvents(ctx, p.request()) {
-						if e.Type == chain.EventError {
+						if e.Type == client.EventError {
 							assert.Equal(t, layer.StreamCancelled, e.Err.Reason, "the event stream reports a cancellation")
 							err = e.Err
 							break

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -61,7 +62,7 @@ func TestR12_3_EvidenceCountedBeforeResponseCapture(t *testing.T) {
 		if s.Direction != layer.DirectionResponse {
 			return nil
 		}
-		a := layer.AttemptFrom(ctx)
+		a := attempt.From(ctx)
 		if a == nil {
 			return errors.New("no attempt state in the capture context")
 		}

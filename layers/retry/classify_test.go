@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -168,7 +168,7 @@ func TestR10_2_ConnectionRefusedIsAcceptanceNo(t *testing.T) {
 	require.NoError(t, l.Close())
 
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2, Jitter: zeroJitter})
-	cl, err := chain.NewClient("http://"+addr, r.Chain, chain.WithAPIKey(rigtest.Key))
+	cl, err := client.New("http://"+addr, r.Chain, client.WithAPIKey(rigtest.Key))
 	require.NoError(t, err)
 	_, err = cl.Complete(context.Background(), canaryRequest())
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
@@ -75,7 +76,7 @@ func TestR2_1_DetachedRequestIsRefusedAndNotRetried(t *testing.T) {
 			ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPerAttempt(detachTwice(t, d.detach, &errs)),
 				chain.WithPolicy(retry.Policy{MaxAttempts: 4, Jitter: zeroJitter}))
 			require.NoError(t, err)
-			cl, err := chain.NewClient(srv.URL, ch)
+			cl, err := client.New(srv.URL, ch)
 			require.NoError(t, err)
 			_, err = cl.Complete(context.Background(), canaryRequest())
 			re := asRecoveryError(t, err)
@@ -111,7 +112,7 @@ func TestR8_3_DetachedRequestIsNotResentIntoAReset(t *testing.T) {
 				chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter,
 					OnEvent: func(ev layer.Event) error { events = append(events, ev.Type); return nil }}))
 			require.NoError(t, err)
-			cl, err := chain.NewClient(srv.URL, ch)
+			cl, err := client.New(srv.URL, ch)
 			require.NoError(t, err)
 			_, err = cl.Complete(context.Background(), &chat.Request{Model: recoursetest.OllamaModel, Messages: canaryRequest().Messages})
 			re := asRecoveryError(t, err)
@@ -174,11 +175,11 @@ func TestR1_1_DetachingLayerWithoutRecovery(t *testing.T) {
 		ctx  context.Context
 	}{
 		{"WithoutRecovery", off, context.Background()},
-		{"call policy nil", on, chain.WithCallPolicy(context.Background(), nil)},
+		{"call policy nil", on, retry.WithPolicy(context.Background(), nil)},
 	} {
 		t.Run(c.name+"/context kept", func(t *testing.T) {
 			srv := startServer(t, okStep("plain"))
-			cl, err := chain.NewClient(srv.URL, c.ch(keep))
+			cl, err := client.New(srv.URL, c.ch(keep))
 			require.NoError(t, err)
 			comp, err := cl.Complete(c.ctx, canaryRequest())
 			require.NoError(t, err)
@@ -188,7 +189,7 @@ func TestR1_1_DetachingLayerWithoutRecovery(t *testing.T) {
 		})
 		t.Run(c.name+"/detached", func(t *testing.T) {
 			srv := startServer(t, okStep("plain"))
-			cl, err := chain.NewClient(srv.URL, c.ch(detach))
+			cl, err := client.New(srv.URL, c.ch(detach))
 			require.NoError(t, err)
 			_, err = cl.Complete(c.ctx, canaryRequest())
 			require.ErrorIs(t, err, layer.ErrDetachedRequest)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -121,7 +122,7 @@ func newWire(steps ...wireStep) *wire { return &wire{start: time.Now(), steps: s
 var errScriptEnded = errors.New("wire: no step left in the script")
 
 func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
-	a := layer.AttemptFrom(req.Context())
+	a := attempt.From(req.Context())
 	if a != nil {
 		// As the sender does: attempt_started, then at most one send.
 		if err := a.Begin(); err != nil {
@@ -138,7 +139,7 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r := wireRequest{at: time.Since(w.start), method: req.Method, url: req.URL.String(), body: body, header: req.Header.Clone()}
 	if a != nil {
-		r.attemptID, r.wire = a.Identity.AttemptID, a.Identity.WireAttempt
+		r.attemptID, r.wire = a.Identity().AttemptID, a.Identity().WireAttempt
 	}
 	w.mu.Lock()
 	w.reqs = append(w.reqs, r)

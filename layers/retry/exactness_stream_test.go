@@ -19,8 +19,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -65,13 +67,13 @@ func TestR13_5_StreamCancelInAttemptSucceededObserverWins(t *testing.T) {
 					assert.Equal(t, "Hello", run.text(), "the content before the terminal frame was delivered")
 					err = run.err
 				case "events":
-					var evs []chain.StreamEvent
+					var evs []client.StreamEvent
 					for e := range r.Client.StreamEvents(ctx, p.request()) {
 						evs = append(evs, e)
 					}
 					require.NotEmpty(t, evs)
 					last := evs[len(evs)-1]
-					require.Equal(t, chain.EventError, last.Type, "no done event")
+					require.Equal(t, client.EventError, last.Type, "no done event")
 					assert.Equal(t, layer.StreamCancelled, last.Err.Reason)
 					err = last.Err
 				case "drop_in":
@@ -155,7 +157,7 @@ func TestR1_1_StreamDataWithEOFCompletes(t *testing.T) {
 		ctx  func(context.Context) context.Context
 	}{
 		{"without_recovery", []chain.Option{chain.WithoutRecovery()}, func(ctx context.Context) context.Context { return ctx }},
-		{"nil_call_policy", []chain.Option{chain.WithPolicy(exPolicy())}, func(ctx context.Context) context.Context { return chain.WithCallPolicy(ctx, nil) }},
+		{"nil_call_policy", []chain.Option{chain.WithPolicy(exPolicy())}, func(ctx context.Context) context.Context { return retry.WithPolicy(ctx, nil) }},
 		{"recovering", []chain.Option{chain.WithPolicy(exPolicy())}, func(ctx context.Context) context.Context { return ctx }},
 	}
 	for _, p := range exProviders() {
@@ -177,7 +179,7 @@ func TestR1_1_StreamDataWithEOFCompletes(t *testing.T) {
 					opts := append([]chain.Option{chain.WithTransport(exEOFTransport{body: body, contentType: ct, chunk: chunk})}, m.opts...)
 					ch, err := chain.Default(p.codec(), opts...)
 					require.NoError(t, err)
-					c, err := chain.NewClient("http://127.0.0.1:1", ch)
+					c, err := client.New("http://127.0.0.1:1", ch)
 					require.NoError(t, err)
 
 					run := exCollect(c.Stream(m.ctx(context.Background()), p.request()))
@@ -185,13 +187,13 @@ func TestR1_1_StreamDataWithEOFCompletes(t *testing.T) {
 					assert.Equal(t, "Hello", run.text())
 					require.True(t, run.done(), "the terminal chunk is delivered")
 
-					var last chain.StreamEvent
+					var last client.StreamEvent
 					var text string
 					for e := range c.StreamEvents(m.ctx(context.Background()), p.request()) {
 						last = e
 						text += e.Text
 					}
-					assert.Equal(t, chain.EventDone, last.Type, "the event stream ends with done: %+v", last.Err)
+					assert.Equal(t, client.EventDone, last.Type, "the event stream ends with done: %+v", last.Err)
 					assert.Equal(t, "Hello", text)
 				})
 			}
@@ -269,11 +271,11 @@ func TestR12_3_FrameWhoseCaptureFailedIsNotDelivered(t *testing.T) {
 						}
 					case "events":
 						for e := range r.Client.StreamEvents(context.Background(), p.request()) {
-							if e.Type == chain.EventError {
+							if e.Type == client.EventError {
 								err = e.Err
 								break
 							}
-							assert.Equal(t, chain.EventContent, e.Type, "no done event")
+							assert.Equal(t, client.EventContent, e.Type, "no done event")
 							got += e.Text
 							open(got)
 						}
@@ -364,7 +366,7 @@ func TestR10_5_LengthFinishKeepsProviderEvidence(t *testing.T) {
 					err = exCollect(r.Client.Stream(context.Background(), p.request())).err
 				case "events":
 					for e := range r.Client.StreamEvents(context.Background(), p.request()) {
-						if e.Type == chain.EventError {
+						if e.Type == client.EventError {
 							assert.Equal(t, "length", e.Err.FinishReason)
 							err = e.Err
 						}
@@ -429,7 +431,7 @@ func exStoppers() []exStopper {
 		}},
 		{"events_break", func(t *testing.T, r *rigtest.Rig, p exProv) {
 			for e := range r.Client.StreamEvents(context.Background(), p.request()) {
-				assert.Equal(t, chain.StreamEvent{Type: chain.EventContent, Text: "Hi"}, e)
+				assert.Equal(t, client.StreamEvent{Type: client.EventContent, Text: "Hi"}, e)
 				break
 			}
 		}},

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -228,7 +229,7 @@ func TestR10_2_CancelledBeforeConnectionSentNothing(t *testing.T) {
 	tr := exNoConnTransport{entered: make(chan struct{})}
 	ch, err := chain.Default(openai.New(), chain.WithPolicy(pol), chain.WithTransport(tr))
 	require.NoError(t, err)
-	c, err := chain.NewClient("http://127.0.0.1:1", ch, chain.WithAPIKey(rigtest.Key))
+	c, err := client.New("http://127.0.0.1:1", ch, client.WithAPIKey(rigtest.Key))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

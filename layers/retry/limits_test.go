@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -44,7 +45,7 @@ func TestR10_5_OversizedBodyCostsTheLimitAndKeepsBoundedEvidence(t *testing.T) {
 	defer srv.Close()
 	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPolicy(retry.Policy{MaxAttempts: 2, Jitter: zeroJitter}))
 	require.NoError(t, err)
-	cl, err := chain.NewClient(srv.URL, ch)
+	cl, err := client.New(srv.URL, ch)
 	require.NoError(t, err)
 	var cerr error
 	got := allocated(func() { _, cerr = cl.Complete(context.Background(), canaryRequest()) })
@@ -71,7 +72,7 @@ func TestR4_5_OversizedResponseHeadersAreNotTransient(t *testing.T) {
 	base.MaxResponseHeaderBytes = 1 << 10
 	ch, err := chain.Default(openai.New(), chain.WithTransport(base), chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}))
 	require.NoError(t, err)
-	cl, err := chain.NewClient(srv.URL, ch)
+	cl, err := client.New(srv.URL, ch)
 	require.NoError(t, err)
 	_, err = cl.Complete(context.Background(), canaryRequest())
 	re := asRecoveryError(t, err)
@@ -98,7 +99,7 @@ func TestR2_1_SecondSendOfAnAttemptIsRefusedAndNotRetried(t *testing.T) {
 	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPerAttempt(twice),
 		chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}))
 	require.NoError(t, err)
-	cl, err := chain.NewClient(srv.URL, ch)
+	cl, err := client.New(srv.URL, ch)
 	require.NoError(t, err)
 	_, err = cl.Complete(context.Background(), canaryRequest())
 	re := asRecoveryError(t, err)

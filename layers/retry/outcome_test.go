@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -159,7 +159,7 @@ func TestR10_3_ProviderCodes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1},
 				recoursetest.JSON(tc.status, recoursetest.OpenAIError("error", tc.code, "message")))
-			cl, err := chain.NewClient(r.Server.URL, r.Chain, chain.WithAPIKey(tc.apiKey))
+			cl, err := client.New(r.Server.URL, r.Chain, client.WithAPIKey(tc.apiKey))
 			require.NoError(t, err)
 			req := canaryRequest()
 			req.Messages[0].Content = tc.prompt
@@ -199,11 +199,11 @@ func TestR10_3_ProviderRequestIDs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1},
 				recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "busy"), "X-Request-Id", tc.id))
-			opts := []chain.ClientOption{chain.WithAPIKey(rigtest.Key)}
+			opts := []client.Option{client.WithAPIKey(rigtest.Key)}
 			if tc.header != "" {
-				opts = append(opts, chain.WithHeader("X-Correlation-Id", tc.header))
+				opts = append(opts, client.WithHeader("X-Correlation-Id", tc.header))
 			}
-			cl, err := chain.NewClient(r.Server.URL, r.Chain, opts...)
+			cl, err := client.New(r.Server.URL, r.Chain, opts...)
 			require.NoError(t, err)
 			req := canaryRequest()
 			req.Messages[0].Content = tc.prompt

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -72,7 +73,7 @@ func testOversize(t *testing.T, hook bool) {
 			}
 			ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPolicy(pol))
 			require.NoError(t, err)
-			cl, err := chain.NewClient(srv.URL, ch)
+			cl, err := client.New(srv.URL, ch)
 			require.NoError(t, err)
 			var cerr error
 			got := allocated(func() { _, cerr = cl.Complete(context.Background(), canaryRequest()) })

@@ -70,8 +70,8 @@ type Policy struct {
 	// 502, 503, 504. 400, 401 and 403 are never eligible (R4.2).
 	RetryableStatuses []int
 	// Admit is the admission hook (R8), the one place it is set; nil applies
-	// the codec's default rule (layer.AdmissionRequired). Package
-	// layers/admission has ready-made hooks.
+	// the codec's default rule (layer.AdmissionRequired). AllowAll,
+	// RejectAll and AdmissionQueue are ready-made hooks.
 	Admit layer.AdmissionHook
 	// OnEvent observes safe lifecycle events synchronously (R11). An error
 	// it returns, or a panic, propagates to the caller and is never a retry.

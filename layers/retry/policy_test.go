@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -114,7 +115,7 @@ func TestR3_1_InvalidFieldFromPerCallPolicy(t *testing.T) {
 			p := retry.Policy{MaxAttempts: 3, Sleep: r.Clock.Sleep, WallClock: r.Clock.Now, MonotonicClock: r.Clock.Mono}
 			rec := wired(&p)
 			tc.mutate(&p)
-			ctx := chain.WithCallPolicy(context.Background(), &p)
+			ctx := retry.WithPolicy(context.Background(), &p)
 
 			_, err := r.Client.Complete(ctx, canaryRequest())
 			checkPolicyError(t, err, tc.field, tc.values)
@@ -385,7 +386,7 @@ func TestR3_1_DefaultsCannotBeChangedByAnImporter(t *testing.T) {
 	srv := startServer(t, statusStep(503), recoursetest.Reset(), okStep("third"))
 	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}))
 	require.NoError(t, err)
-	cl, err := chain.NewClient(srv.URL, ch)
+	cl, err := client.New(srv.URL, ch)
 	require.NoError(t, err)
 	comp, err := cl.Complete(context.Background(), canaryRequest())
 	require.NoError(t, err, "the 503 and the reset are still retried")

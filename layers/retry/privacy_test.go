@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -145,7 +144,7 @@ func canaryScenarios() []canaryScenario {
 			}},
 		{name: "per-call policy error", call: func(t *testing.T, r *rigtest.Rig, ctx context.Context) error {
 			p := retry.Policy{RetryableCategories: []layer.Category{layer.Category(rigtest.Prompt)}}
-			_, err := r.Client.Complete(chain.WithCallPolicy(ctx, &p), canaryRequest())
+			_, err := r.Client.Complete(retry.WithPolicy(ctx, &p), canaryRequest())
 			return err
 		}, steps: steps()},
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -55,7 +55,7 @@ func TestProviders_R10_3_ProviderCodes(t *testing.T) {
 		for _, tc := range rows {
 			t.Run(tc.name, func(t *testing.T) {
 				r := p.rig(t, retry.Policy{MaxAttempts: 1}, recoursetest.JSON(tc.status, tc.body))
-				cl, err := chain.NewClient(r.Server.URL, r.Chain, chain.WithAPIKey(tc.apiKey))
+				cl, err := client.New(r.Server.URL, r.Chain, client.WithAPIKey(tc.apiKey))
 				require.NoError(t, err)
 				req := p.request()
 				req.Messages[0].Content = tc.prompt
@@ -109,11 +109,11 @@ func TestProviders_R10_3_ProviderRequestIDs(t *testing.T) {
 		for _, tc := range rows {
 			t.Run(tc.name, func(t *testing.T) {
 				r := p.rig(t, retry.Policy{MaxAttempts: 1}, p.statusStep(503, "X-Request-Id", tc.id))
-				opts := []chain.ClientOption{chain.WithAPIKey(rigtest.Key)}
+				opts := []client.Option{client.WithAPIKey(rigtest.Key)}
 				if tc.header != "" {
-					opts = append(opts, chain.WithHeader("X-Correlation-Id", tc.header))
+					opts = append(opts, client.WithHeader("X-Correlation-Id", tc.header))
 				}
-				cl, err := chain.NewClient(r.Server.URL, r.Chain, opts...)
+				cl, err := client.New(r.Server.URL, r.Chain, opts...)
 				require.NoError(t, err)
 				req := p.request()
 				req.Messages[0].Content = tc.prompt

@@ -30,6 +30,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
@@ -606,7 +607,7 @@ func TestProviders_R8_3_NothingSentNeedsNoAdmission(t *testing.T) {
 		addr := l.Addr().String()
 		require.NoError(t, l.Close())
 		r := p.rig(t, retry.Policy{MaxAttempts: 2, Jitter: zeroJitter})
-		cl, err := chain.NewClient("http://"+addr, r.Chain, chain.WithAPIKey(rigtest.Key))
+		cl, err := client.New("http://"+addr, r.Chain, client.WithAPIKey(rigtest.Key))
 		require.NoError(t, err)
 
 		_, err = cl.Complete(context.Background(), p.request())
@@ -839,13 +840,13 @@ func TestProviders_R1_1_WithoutRecoveryIsOnePlainPost(t *testing.T) {
 		var events []layer.Event
 		ch, err := chain.Default(p.codec(), chain.WithoutRecovery(), chain.WithTransport(newTransport(t)))
 		require.NoError(t, err)
-		cl, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey(rigtest.Key))
+		cl, err := client.New(srv.URL, ch, client.WithAPIKey(rigtest.Key))
 		require.NoError(t, err)
 		ctx := withObserver(context.Background(), func(e layer.Event) { events = append(events, e) })
 
 		_, err = cl.Complete(ctx, p.request())
 
-		var se *chain.StatusError
+		var se *client.StatusError
 		require.ErrorAs(t, err, &se, "R1.1: the same error as a plain POST")
 		assert.Equal(t, 503, se.StatusCode)
 		assert.Equal(t, p.errorBody(503), string(se.Body))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -365,10 +366,10 @@ func TestProviders_OMLX_R7_2_LegacyTimeoutOnlyWithoutRecovery(t *testing.T) {
 		return p.okStep("slow but fine").Gated(-1, gate), release
 	}
 	// client returns a client of a chain built with opts against srv.
-	client := func(t *testing.T, srv *recoursetest.Server, opts ...chain.Option) *chain.Client {
+	cl := func(t *testing.T, srv *recoursetest.Server, opts ...chain.Option) *client.Client {
 		ch, err := chain.Default(codec, append(opts, chain.WithTransport(newTransport(t)))...)
 		require.NoError(t, err)
-		cl, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey(rigtest.Key))
+		cl, err := client.New(srv.URL, ch, client.WithAPIKey(rigtest.Key))
 		require.NoError(t, err)
 		return cl
 	}
@@ -422,9 +423,9 @@ func TestProviders_OMLX_R7_2_LegacyTimeoutOnlyWithoutRecovery(t *testing.T) {
 		step, release := gated()
 		defer release()
 		srv := startServer(t, step)
-		cl := client(t, srv, chain.WithoutRecovery())
+		cl := cl(t, srv, chain.WithoutRecovery())
 		succeeds(t, srv, release, func() (*chat.Completion, error) {
-			return cl.Complete(chain.WithCallPolicy(context.Background(), &pol), p.request())
+			return cl.Complete(retry.WithPolicy(context.Background(), &pol), p.request())
 		})
 	})
 	t.Run("WithoutRecovery: the legacy timeout applies", func(t *testing.T) {
@@ -432,7 +433,7 @@ func TestProviders_OMLX_R7_2_LegacyTimeoutOnlyWithoutRecovery(t *testing.T) {
 		step, release := gated()
 		defer release()
 		srv := startServer(t, step)
-		cl := client(t, srv, chain.WithoutRecovery())
+		cl := cl(t, srv, chain.WithoutRecovery())
 		timesOut(t, srv, release, func() (*chat.Completion, error) {
 			return cl.Complete(context.Background(), p.request())
 		})
@@ -442,9 +443,9 @@ func TestProviders_OMLX_R7_2_LegacyTimeoutOnlyWithoutRecovery(t *testing.T) {
 		step, release := gated()
 		defer release()
 		srv := startServer(t, step)
-		cl := client(t, srv, chain.WithPolicy(pol))
+		cl := cl(t, srv, chain.WithPolicy(pol))
 		timesOut(t, srv, release, func() (*chat.Completion, error) {
-			return cl.Complete(chain.WithCallPolicy(context.Background(), nil), p.request())
+			return cl.Complete(retry.WithPolicy(context.Background(), nil), p.request())
 		})
 	})
 }

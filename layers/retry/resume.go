@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -96,7 +97,7 @@ func resumable(cat layer.Category, ce *layer.CaptureError, fr *codec.Frame) bool
 // the codec can resume a's stream, the call reads it again from there on
 // instead of sending it again, and f, when it is resumable, is judged as if
 // it carried no output, under the policy's categories (R19.9).
-func (c *call) noteResume(a *layer.Attempt, f *layer.Failure, resumableCause bool) {
+func (c *call) noteResume(a *attempt.Attempt, f *layer.Failure, resumableCause bool) {
 	if c.resumer == nil || a == nil {
 		return
 	}
@@ -118,8 +119,8 @@ func (c *call) noteResume(a *layer.Attempt, f *layer.Failure, resumableCause boo
 }
 
 // resumeRequest returns the resume read of attempt a.
-func (c *call) resumeRequest(a *layer.Attempt) *http.Request {
-	base := c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)), http.NoBody, true)
+func (c *call) resumeRequest(a *attempt.Attempt) *http.Request {
+	base := c.in.forAttempt(c.in.req.WithContext(attempt.With(c.ctx, a)), http.NoBody, true)
 	return c.resumer.ResumeRequest(base, c.resume.point)
 }
 
@@ -164,10 +165,10 @@ func (c *call) cancelRemote() {
 		return
 	}
 	ident := layer.Identity{LogicalID: c.logical, AttemptID: newUUIDs(1)}
-	a := layer.NewAttempt(ident, codec.RequestInfo{Operation: codec.Ordinary, Model: c.in.info.Model}, nil, nil, nil)
+	a := attempt.New(ident, codec.RequestInfo{Operation: codec.Ordinary, Model: c.in.info.Model}, nil, nil, nil)
 	next := c.t.next
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), CancelTimeout)
-	req = req.WithContext(layer.WithAttempt(ctx, a))
+	req = req.WithContext(attempt.With(ctx, a))
 	go func() {
 		defer cancel()
 		resp, err := next.RoundTrip(req)

@@ -73,7 +73,7 @@ type Layer struct {
 
 // New returns the engine for calls encoded by codec. A nil policy
 // disables recovery: the layer then passes every request through unchanged
-// (a shallow copy whose context carries layer.WithPassThrough's mark, so
+// (a shallow copy whose context carries attempt.WithPassThrough's mark, so
 // that the sender sends it without an attempt), with no events and no
 // captures (R1.1). New returns a *layer.PolicyError if
 // the policy is invalid.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
@@ -43,7 +44,7 @@ func (c *call) attempt() attemptResult {
 	if c.resume != nil {
 		areq = c.resumeRequest(a)
 	} else {
-		areq = c.in.forAttempt(c.in.req.WithContext(layer.WithAttempt(c.ctx, a)), c.requestBody(), !c.t.direct || c.d.r.onWire != nil)
+		areq = c.in.forAttempt(c.in.req.WithContext(attempt.With(c.ctx, a)), c.requestBody(), !c.t.direct || c.d.r.onWire != nil)
 	}
 	resp, err := c.t.next.RoundTrip(areq)
 	if err != nil {
@@ -79,7 +80,7 @@ func (c *call) responseBody(b []byte) *bytesBody {
 	return &c.respBody
 }
 
-func (c *call) settleError(a *layer.Attempt, err error) attemptResult {
+func (c *call) settleError(a *attempt.Attempt, err error) attemptResult {
 	var oe *layer.ObserverError
 	if errors.As(err, &oe) {
 		return attemptResult{err: err}
@@ -186,7 +187,7 @@ func (c *call) noteCode(f *layer.Failure, ev *layer.Evidence, code string) {
 // of the body (cancelled, HTTP status, cut, capture failure, size, decode)
 // and the success returns before any of the record is built; in pieces,
 // the body, its read error and the flags would travel between them.
-func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResult {
+func (c *call) settleResponse(a *attempt.Attempt, resp *http.Response) attemptResult {
 	c.status = resp.StatusCode
 	if c.in.info.Operation == codec.Streaming && resp.StatusCode/100 == 2 {
 		// A 2xx stream is read frame by frame by the stream body (or, for a
@@ -196,7 +197,7 @@ func (c *call) settleResponse(a *layer.Attempt, resp *http.Response) attemptResu
 	// With capture on, the engine's copy of the body is the one the
 	// snapshot is taken from, so that a refused oversize body is held once
 	// (R4.9, R12.2).
-	bc, _ := resp.Body.(layer.BodyCapture)
+	bc, _ := resp.Body.(attempt.BodyCapture)
 	if bc != nil {
 		bc.KeepBytes()
 	}

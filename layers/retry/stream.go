@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -21,7 +22,7 @@ import (
 type streamBody struct {
 	c       *call
 	n       int
-	a       *layer.Attempt
+	a       *attempt.Attempt
 	resp    *http.Response
 	buf     *[readBufferSize]byte // from readBuffers while reading; back on Close
 	readErr error

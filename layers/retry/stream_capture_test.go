@@ -31,6 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -90,7 +91,7 @@ type scCaptureRig struct {
 	srv    *recoursetest.Server
 	rec    *rigtest.Recorder
 	log    *scReadLog
-	client *chain.Client
+	client *client.Client
 }
 
 func scNewCaptureRig(t *testing.T, p scProv, steps ...recoursetest.Step) *scCaptureRig {
@@ -107,9 +108,9 @@ func scNewCaptureRig(t *testing.T, p scProv, steps ...recoursetest.Step) *scCapt
 	log := &scReadLog{base: base}
 	ch, err := chain.Default(p.codec(), chain.WithPolicy(pol), chain.WithTransport(log))
 	require.NoError(t, err)
-	client, err := chain.NewClient(srv.URL, ch, chain.WithAPIKey(rigtest.Key))
+	cl, err := client.New(srv.URL, ch, client.WithAPIKey(rigtest.Key))
 	require.NoError(t, err)
-	return &scCaptureRig{srv: srv, rec: rec, log: log, client: client}
+	return &scCaptureRig{srv: srv, rec: rec, log: log, client: cl}
 }
 
 // scAttemptCapture is one attempt's snapshots.
@@ -263,9 +264,9 @@ func TestR12_2_StreamCaptureSnapshotsAreCopies(t *testing.T) {
 			}
 			ch, err := chain.Default(p.codec(), chain.WithPolicy(pol), chain.WithTransport(base))
 			require.NoError(t, err)
-			client, err := chain.NewClient(srv.URL, ch)
+			cl, err := client.New(srv.URL, ch)
 			require.NoError(t, err)
-			run := scCollect(client.Stream(context.Background(), p.request()))
+			run := scCollect(cl.Stream(context.Background(), p.request()))
 			require.NoError(t, run.err)
 			assert.Equal(t, "Hello", run.text())
 			reqs := srv.Requests()

@@ -27,8 +27,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
@@ -430,8 +430,8 @@ func TestR13_1_StreamSemanticThenResetIsInterrupted(t *testing.T) {
 		for _, k := range kinds {
 			for _, opts := range []struct {
 				name string
-				opts []chain.StreamOption
-			}{{"plain", nil}, {"all_options", []chain.StreamOption{chain.WithReasoning(), chain.WithToolFragments()}}} {
+				opts []client.StreamOption
+			}{{"plain", nil}, {"all_options", []client.StreamOption{client.WithReasoning(), client.WithToolFragments()}}} {
 				t.Run(p.name+"/"+k.name+"/"+opts.name, func(t *testing.T) {
 					r := rigtest.New(t, p.codec(), scPolicy(true), p.cut(p.empty, k.frame), p.step(p.full("x")...))
 					run := scCollect(r.Client.Stream(context.Background(), p.request(), opts.opts...))
@@ -469,14 +469,14 @@ func TestR13_1_StreamEventsSemanticThenResetIsInterrupted(t *testing.T) {
 	for _, p := range scProviders() {
 		t.Run(p.name, func(t *testing.T) {
 			r := rigtest.New(t, p.codec(), scPolicy(true), p.cut(p.content("Hel")), p.step(p.full("x")...))
-			var got []chain.StreamEvent
+			var got []client.StreamEvent
 			for e := range r.Client.StreamEvents(context.Background(), p.request()) {
 				got = append(got, e)
 			}
 			require.Len(t, got, 2)
-			assert.Equal(t, chain.StreamEvent{Type: chain.EventContent, Text: "Hel"}, got[0])
+			assert.Equal(t, client.StreamEvent{Type: client.EventContent, Text: "Hel"}, got[0])
 			last := got[1]
-			require.Equal(t, chain.EventError, last.Type)
+			require.Equal(t, client.EventError, last.Type)
 			assert.Equal(t, layer.StreamInterrupted, last.Err.Reason, "R13.1: reason interrupted_stream")
 			re := scRE(t, last.Err)
 			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
@@ -587,7 +587,7 @@ func TestR13_3_StreamLengthFinish(t *testing.T) {
 					frames = append([]string{p.tool}, frames...)
 				}
 				r := rigtest.New(t, p.codec(), scPolicy(true), p.step(frames...).Held(), p.step(p.full("x")...))
-				run := scCollect(r.Client.Stream(context.Background(), p.request(), chain.WithToolFragments()))
+				run := scCollect(r.Client.Stream(context.Background(), p.request(), client.WithToolFragments()))
 				re := scRE(t, run.err)
 				assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
 				assert.False(t, re.Failure.Classification.Eligible, "never retried")
@@ -607,11 +607,11 @@ func TestR13_3_StreamLengthFinish(t *testing.T) {
 		}
 		t.Run(p.name+"/event_api", func(t *testing.T) {
 			r := rigtest.New(t, p.codec(), scPolicy(true), p.step(p.length("abc")...).Held())
-			var last chain.StreamEvent
+			var last client.StreamEvent
 			for e := range r.Client.StreamEvents(context.Background(), p.request()) {
 				last = e
 			}
-			require.Equal(t, chain.EventError, last.Type)
+			require.Equal(t, client.EventError, last.Type)
 			assert.Equal(t, "length", last.Err.FinishReason, "the event API keeps the finish reason")
 			scRE(t, last.Err)
 			assert.Equal(t, 1, r.Server.Count())
@@ -847,17 +847,17 @@ func TestR13_5_StreamCancelWhilePaused(t *testing.T) {
 func TestR13_5_StreamConsumerStopsWhilePaused(t *testing.T) {
 	type stopper struct {
 		name string
-		stop func(t *testing.T, c *chain.Client, p scProv)
+		stop func(t *testing.T, c *client.Client, p scProv)
 	}
 	stoppers := []stopper{
-		{"range_break", func(t *testing.T, c *chain.Client, p scProv) {
+		{"range_break", func(t *testing.T, c *client.Client, p scProv) {
 			for ch, err := range c.Stream(context.Background(), p.request()) {
 				require.NoError(t, err)
 				assert.Equal(t, "Hi", ch.Content)
 				break
 			}
 		}},
-		{"pull_stop", func(t *testing.T, c *chain.Client, p scProv) {
+		{"pull_stop", func(t *testing.T, c *client.Client, p scProv) {
 			next, stop := iter.Pull2(c.Stream(context.Background(), p.request()))
 			ch, err, ok := next()
 			require.True(t, ok)
@@ -865,9 +865,9 @@ func TestR13_5_StreamConsumerStopsWhilePaused(t *testing.T) {
 			assert.Equal(t, "Hi", ch.Content)
 			stop()
 		}},
-		{"events_break", func(t *testing.T, c *chain.Client, p scProv) {
+		{"events_break", func(t *testing.T, c *client.Client, p scProv) {
 			for e := range c.StreamEvents(context.Background(), p.request()) {
-				assert.Equal(t, chain.StreamEvent{Type: chain.EventContent, Text: "Hi"}, e)
+				assert.Equal(t, client.StreamEvent{Type: client.EventContent, Text: "Hi"}, e)
 				break
 			}
 		}},
@@ -963,11 +963,11 @@ func TestR2_2_StreamRedirectAnd421AreHTTPFailures(t *testing.T) {
 				// The event API reports it as a failed request, not an
 				// interrupted stream (nothing was accepted).
 				r2 := rigtest.New(t, p.codec(), scPolicy(true), first)
-				var last chain.StreamEvent
+				var last client.StreamEvent
 				for e := range r2.Client.StreamEvents(context.Background(), p.request()) {
 					last = e
 				}
-				require.Equal(t, chain.EventError, last.Type)
+				require.Equal(t, client.EventError, last.Type)
 				assert.Equal(t, layer.StreamRequestFailed, last.Err.Reason)
 				assert.Equal(t, status, scRE(t, last.Err).Failure.HTTPStatus)
 				assert.Zero(t, target.Hits())
@@ -986,7 +986,7 @@ func TestR3_3_StreamInvalidPerCallPolicy(t *testing.T) {
 			r := rigtest.New(t, p.codec(), scPolicy(true), p.step(p.full("x")...))
 			rec := &rigtest.Recorder{}
 			bad := &retry.Policy{MaxAttempts: -1, OnEvent: rec.OnEvent, OnWire: rec.OnWire}
-			ctx := chain.WithCallPolicy(context.Background(), bad)
+			ctx := retry.WithPolicy(context.Background(), bad)
 
 			run := scCollect(r.Client.Stream(ctx, p.request()))
 			assert.Equal(t, 1, run.items, "first and only item")
@@ -996,12 +996,12 @@ func TestR3_3_StreamInvalidPerCallPolicy(t *testing.T) {
 			assert.Equal(t, layer.PolicyErrorCode, pe.Code)
 			assert.Equal(t, "MaxAttempts", pe.Field)
 
-			var evs []chain.StreamEvent
+			var evs []client.StreamEvent
 			for e := range r.Client.StreamEvents(ctx, p.request()) {
 				evs = append(evs, e)
 			}
 			require.Len(t, evs, 1)
-			require.Equal(t, chain.EventError, evs[0].Type)
+			require.Equal(t, client.EventError, evs[0].Type)
 			assert.Equal(t, layer.StreamRequestFailed, evs[0].Err.Reason)
 			require.ErrorAs(t, evs[0].Err.Detail, &pe)
 			assert.Equal(t, "MaxAttempts", pe.Field)

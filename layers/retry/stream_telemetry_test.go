@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -190,14 +190,14 @@ func TestR13_2_StreamProgressCounters(t *testing.T) {
 	require.Equal(t, 6, len(s))
 	modes := []struct {
 		name      string
-		opts      []chain.StreamOption
+		opts      []client.StreamOption
 		events    bool
 		delivered codec.Counts
 	}{
 		{"plain", nil, false, codec.Counts{ContentBytes: 6}},
-		{"with_reasoning", []chain.StreamOption{chain.WithReasoning()}, false, codec.Counts{ReasoningBytes: 6, ContentBytes: 6}},
-		{"with_tool_fragments", []chain.StreamOption{chain.WithToolFragments()}, false, codec.Counts{ContentBytes: 6, ToolFragments: 1}},
-		{"with_both", []chain.StreamOption{chain.WithReasoning(), chain.WithToolFragments()}, false, codec.Counts{ReasoningBytes: 6, ContentBytes: 6, ToolFragments: 1}},
+		{"with_reasoning", []client.StreamOption{client.WithReasoning()}, false, codec.Counts{ReasoningBytes: 6, ContentBytes: 6}},
+		{"with_tool_fragments", []client.StreamOption{client.WithToolFragments()}, false, codec.Counts{ContentBytes: 6, ToolFragments: 1}},
+		{"with_both", []client.StreamOption{client.WithReasoning(), client.WithToolFragments()}, false, codec.Counts{ReasoningBytes: 6, ContentBytes: 6, ToolFragments: 1}},
 		{"event_api", nil, true, codec.Counts{ContentBytes: 6}},
 	}
 	for _, p := range scProviders() {
@@ -209,7 +209,7 @@ func TestR13_2_StreamProgressCounters(t *testing.T) {
 				var err error
 				if m.events {
 					for e := range r.Client.StreamEvents(context.Background(), p.request()) {
-						if e.Type == chain.EventError {
+						if e.Type == client.EventError {
 							err = e.Err
 						}
 					}
@@ -244,18 +244,18 @@ func TestR13_2_StreamProgressOnSuccess(t *testing.T) {
 		frames := append(append(append([]string{}, full[:i]...), p.reasoning(s)), full[i:]...)
 		for _, m := range []struct {
 			name      string
-			opts      []chain.StreamOption
+			opts      []client.StreamOption
 			events    bool
 			reasoning int64
-		}{{"plain", nil, false, 0}, {"with_reasoning", []chain.StreamOption{chain.WithReasoning()}, false, 6}, {"event_api", nil, true, 0}} {
+		}{{"plain", nil, false, 0}, {"with_reasoning", []client.StreamOption{client.WithReasoning()}, false, 6}, {"event_api", nil, true, 0}} {
 			t.Run(p.name+"/"+m.name, func(t *testing.T) {
 				r, rec := scRig(t, p, scPolicy(true), p.step(frames...))
 				if m.events {
-					var last chain.StreamEvent
+					var last client.StreamEvent
 					for e := range r.Client.StreamEvents(context.Background(), p.request()) {
 						last = e
 					}
-					require.Equal(t, chain.EventDone, last.Type)
+					require.Equal(t, client.EventDone, last.Type)
 				} else {
 					run := scCollect(r.Client.Stream(context.Background(), p.request(), m.opts...))
 					require.NoError(t, run.err)

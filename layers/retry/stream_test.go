@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -140,14 +140,14 @@ func TestR13_2_EventAPIDeliversNoReasoning(t *testing.T) {
 	all := strings.Join(events, "")
 	cut := recoursetest.SSE(events...).Cut(len(events[0]) + len(events[1]))
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2}, cut)
-	var got []chain.StreamEvent
+	var got []client.StreamEvent
 	for e := range r.Client.StreamEvents(context.Background(), userRequest()) {
 		got = append(got, e)
 	}
 	_ = all
 	require.NotEmpty(t, got)
 	last := got[len(got)-1]
-	require.Equal(t, chain.EventError, last.Type)
+	require.Equal(t, client.EventError, last.Type)
 	assert.Equal(t, layer.StreamInterrupted, last.Err.Reason)
 	require.NotNil(t, last.Err.Recovery)
 	p := last.Err.Recovery.Failure.Progress

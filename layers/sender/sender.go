@@ -8,7 +8,7 @@
 // the retry layer as an ordinary transport failure and only the retry layer
 // can authorize another send. A RoundTripper never follows redirects.
 //
-// A stream that the engine ended at its terminal frame (layer.Attempt.Finish)
+// A stream that the engine ended at its terminal frame (attempt.Attempt.Finish)
 // usually has a few bytes of HTTP framing left, the end of the chunked
 // encoding, that arrive just after the frame. Closing the body before they
 // are read would close the connection, and the next call would dial again
@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -90,8 +91,8 @@ func (l *Layer) Wrap(http.RoundTripper) http.RoundTripper { return l }
 
 // WrapInEngine ignores next and returns the sending RoundTripper for a chain
 // with a recovery engine (package chain uses it): it sends a request that
-// carries the engine's attempt (layer.AttemptFrom) or the mark of an engine
-// that passed it through with recovery off (layer.PassedThrough), as
+// carries the engine's attempt (attempt.From) or the mark of an engine
+// that passed it through with recovery off (attempt.PassedThrough), as
 // RoundTrip does, and refuses any other with layer.ErrDetachedRequest,
 // closing its body and sending nothing. Such a request was rebuilt by a
 // per-attempt layer with a context of its own (http.NewRequest,
@@ -104,7 +105,7 @@ func (l *Layer) WrapInEngine(http.RoundTripper) http.RoundTripper { return inEng
 type inEngine struct{ l *Layer }
 
 func (s inEngine) RoundTrip(req *http.Request) (*http.Response, error) {
-	if layer.AttemptFrom(req.Context()) == nil && !layer.PassedThrough(req.Context()) {
+	if attempt.From(req.Context()) == nil && !attempt.PassedThrough(req.Context()) {
 		closeBody(req)
 		return nil, layer.ErrDetachedRequest
 	}
@@ -124,11 +125,11 @@ func (s inEngine) RoundTrip(req *http.Request) (*http.Response, error) {
 // sends req's body, the attempt's own copy.
 func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := l.transport()
-	a := layer.AttemptFrom(req.Context())
+	a := attempt.From(req.Context())
 	ctx := req.Context()
 	if a != nil {
 		// The engine's attempt context usually carries the attempt's trace
-		// already (layer.WithAttempt); otherwise it is added here.
+		// already (attempt.With); otherwise it is added here.
 		if t := a.ClientTrace(); httptrace.ContextClientTrace(ctx) != t {
 			ctx = httptrace.WithClientTrace(ctx, t)
 		}
@@ -181,7 +182,7 @@ func (l *Layer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if a != nil {
 		a.HeadersReceived()
-		if l.drains && a.Info.Operation == codec.Streaming && resp.Body != nil && resp.Body != http.NoBody {
+		if l.drains && a.Info().Operation == codec.Streaming && resp.Body != nil && resp.Body != http.NoBody {
 			resp.Body = &streamBody{rc: resp.Body, a: a}
 		}
 	}
@@ -202,7 +203,7 @@ const (
 // Like any response body it is read and closed by one goroutine.
 type streamBody struct {
 	rc  io.ReadCloser
-	a   *layer.Attempt
+	a   *attempt.Attempt
 	eof bool
 }
 

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/sender"
 )
@@ -47,9 +48,9 @@ func streamServer(t *testing.T, head string, rest func(w http.ResponseWriter, r 
 // the body. It returns how long Close took.
 func finishedStream(t *testing.T, s *sender.Layer, url, head string) time.Duration {
 	t.Helper()
-	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 		codec.RequestInfo{Operation: codec.Streaming}, nil, nil, nil)
-	req, err := http.NewRequestWithContext(layer.WithAttempt(context.Background(), a), http.MethodPost, url, strings.NewReader("{}"))
+	req, err := http.NewRequestWithContext(attempt.With(context.Background(), a), http.MethodPost, url, strings.NewReader("{}"))
 	require.NoError(t, err)
 	resp, err := s.RoundTrip(req)
 	require.NoError(t, err)
@@ -119,9 +120,9 @@ func TestUnfinishedStreamIsNotDrained(t *testing.T) {
 	defer close(release)
 	s := sender.New(nil)
 	defer s.CloseIdleConnections()
-	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 		codec.RequestInfo{Operation: codec.Streaming}, nil, nil, nil)
-	req, err := http.NewRequestWithContext(layer.WithAttempt(context.Background(), a), http.MethodPost, srv.URL, strings.NewReader("{}"))
+	req, err := http.NewRequestWithContext(attempt.With(context.Background(), a), http.MethodPost, srv.URL, strings.NewReader("{}"))
 	require.NoError(t, err)
 	resp, err := s.RoundTrip(req)
 	require.NoError(t, err)
@@ -148,14 +149,14 @@ func TestSenderMarksTheConnection(t *testing.T) {
 	s := sender.New(nil)
 	defer s.CloseIdleConnections()
 	for _, withOwn := range []bool{false, true} {
-		a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+		a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 			codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 		ctx := context.Background()
 		var own atomic.Int64
 		if withOwn {
 			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { own.Add(1) }})
 		}
-		req, err := http.NewRequestWithContext(layer.WithAttempt(ctx, a), http.MethodPost, srv.URL, strings.NewReader("{}"))
+		req, err := http.NewRequestWithContext(attempt.With(ctx, a), http.MethodPost, srv.URL, strings.NewReader("{}"))
 		require.NoError(t, err)
 		require.False(t, a.Connected())
 		resp, err := s.RoundTrip(req)
@@ -201,10 +202,10 @@ func TestR2_1_SenderInEngineRefusesARequestWithoutAttempt(t *testing.T) {
 	require.True(t, body.closed.Load(), "the refused request's body is closed")
 	require.Zero(t, hits.Load(), "nothing is sent")
 
-	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
-	_, err = send(strict, layer.WithAttempt(context.Background(), a))
+	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
+	_, err = send(strict, attempt.With(context.Background(), a))
 	require.NoError(t, err)
-	_, err = send(strict, layer.WithPassThrough(context.Background()))
+	_, err = send(strict, attempt.WithPassThrough(context.Background()))
 	require.NoError(t, err)
 	_, err = send(s.Wrap(nil), context.Background())
 	require.NoError(t, err)

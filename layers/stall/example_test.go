@@ -11,6 +11,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -62,12 +63,12 @@ func ExampleNew() {
 		panic(err)
 	}
 	fmt.Println(ch.Order())
-	client, err := chain.NewClient(srv.URL, ch)
+	cl, err := client.New(srv.URL, ch)
 	if err != nil {
 		panic(err)
 	}
 	text := ""
-	for c, err := range client.Stream(context.Background(), &chat.Request{Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}) {
+	for c, err := range cl.Stream(context.Background(), &chat.Request{Model: "gpt-4o-mini", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}}) {
 		if err != nil {
 			fmt.Println(err)
 			return

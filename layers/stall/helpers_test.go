@@ -16,6 +16,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -129,7 +130,7 @@ func (p *provider) answer(s *script) *script {
 type rig struct {
 	t      *testing.T
 	p      *provider
-	client *chain.Client
+	client *client.Client
 	ctx    context.Context // cancelled when the test ends: no call outlives it
 	start  time.Time
 	mu     sync.Mutex
@@ -160,7 +161,7 @@ func newRigWith(t *testing.T, cdc codec.Codec, lim stall.Limits, pol retry.Polic
 	opts = append([]chain.Option{chain.WithPolicy(pol), chain.WithPerAttempt(st), chain.WithTransport(r.p.tr)}, opts...)
 	ch, err := chain.Default(cdc, opts...)
 	require.NoError(t, err)
-	r.client, err = chain.NewClient(r.p.srv.URL, ch, chain.WithAPIKey("sk-test"))
+	r.client, err = client.New(r.p.srv.URL, ch, client.WithAPIKey("sk-test"))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.ctx = ctx

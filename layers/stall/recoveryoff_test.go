@@ -40,7 +40,7 @@ func offModes() []offMode {
 		{"without_recovery", []chain.Option{chain.WithoutRecovery()}, func(ctx context.Context) context.Context { return ctx }},
 		// The chain recovers, but this call's context turns it off; the
 		// chain's policy would record any event.
-		{"nil_call_policy", nil, func(ctx context.Context) context.Context { return chain.WithCallPolicy(ctx, nil) }},
+		{"nil_call_policy", nil, func(ctx context.Context) context.Context { return retry.WithPolicy(ctx, nil) }},
 	}
 }
 

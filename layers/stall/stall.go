@@ -209,7 +209,7 @@ func (r *releasing) Close() error {
 type watch struct {
 	lim    Limits
 	cancel context.CancelFunc
-	a      *layer.Attempt // nil outside an engine
+	a      layer.Attempt // nil outside an engine
 	rc     io.ReadCloser
 
 	// waited is how long the attempt's reads have waited for the provider

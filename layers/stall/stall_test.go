@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layer"
@@ -354,14 +354,14 @@ func testStallSafeOutputsHoldNoCanary(t *testing.T) {
 	const key, prompt = "sk-CANARYKEY-stall-0001", "PROMPT-CANARY-stall-secret"
 	r := newRig(t, openai.New(), stall.Limits{Idle: 30 * time.Second}, retry.Policy{MaxAttempts: 2})
 	s := r.p.answer(&script{header: http.Header{"X-Request-Id": {key}}})
-	client, err := chain.NewClient(r.p.srv.URL, r.client.Chain(), chain.WithAPIKey(key))
+	cl, err := client.New(r.p.srv.URL, r.client.Chain(), client.WithAPIKey(key))
 	require.NoError(t, err)
 	done := make(chan result, 1)
 	go func() {
 		var text string
 		var err error
 		req := &chat.Request{Model: "gpt-test", Messages: []chat.Message{{Role: chat.User, Content: prompt}}}
-		for c, e := range client.Stream(r.ctx, req) {
+		for c, e := range cl.Stream(r.ctx, req) {
 			if e != nil {
 				err = e
 				break

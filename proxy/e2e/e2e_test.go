@@ -20,7 +20,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/proxy"
@@ -293,7 +292,7 @@ func curl(t *testing.T, url, body string) (string, int) {
 }
 
 func TestCurlOllama(t *testing.T) {
-	allow := func(c *proxy.Config) { c.Policy.Admit = admission.AllowAll() }
+	allow := func(c *proxy.Config) { c.Policy.Admit = retry.AllowAll() }
 	lines := recoursetest.OllamaStream("Hel", "lo")
 	body := `{"model":"llama3.2","messages":[{"role":"user","content":"hello"}]}`
 

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -40,10 +40,10 @@ func bgEvents() []string { return recoursetest.ResponsesEvents(bgID, "Hello", ",
 
 // collectEvents ranges a StreamEvents sequence and returns its text and
 // its last event.
-func collectEvents(t *testing.T, seq func(func(chain.StreamEvent) bool)) (string, chain.StreamEvent) {
+func collectEvents(t *testing.T, seq func(func(client.StreamEvent) bool)) (string, client.StreamEvent) {
 	t.Helper()
 	var text strings.Builder
-	var last chain.StreamEvent
+	var last client.StreamEvent
 	for ev := range seq {
 		text.WriteString(ev.Text)
 		last = ev
@@ -94,7 +94,7 @@ func TestR19_9_BackgroundCutAfterOutputResumesFromCursor(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
 			recoursetest.ResponsesBackground(bgID, evs...).CutEvents(5), recoursetest.ResponsesResume(bgID))
 		text, last := collectEvents(t, r.Client.StreamEvents(context.Background(), streamRequest()))
-		require.Equal(t, chain.EventDone, last.Type, "%+v", last.Err)
+		require.Equal(t, client.EventDone, last.Type, "%+v", last.Err)
 		assert.Equal(t, "Hello, world!", text)
 		assert.Equal(t, "starting_after=4&stream=true", r.Server.Requests()[1].RawQuery)
 	})

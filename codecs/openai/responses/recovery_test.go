@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/internal/rigtest"
@@ -91,13 +91,13 @@ func TestR19_3_CutBeforeFirstOutputIsResent(t *testing.T) {
 	before := []string{": keep-alive\n\n", evCreated(0), evInProgress(1), evMessageAdded(2, 0), evPartAdded(3, 0)}
 	cut := responsesSSE(before...).Cut(len(strings.Join(before, "")))
 	r := rigtest.New(t, responses.New(), policy(), cut, responsesSSE(textStream("Hel", "lo")...))
-	var events []chain.StreamEvent
+	var events []client.StreamEvent
 	for ev := range r.Client.StreamEvents(context.Background(), userRequest()) {
 		events = append(events, ev)
 	}
 	require.NotEmpty(t, events)
 	last := events[len(events)-1]
-	require.Equal(t, chain.EventDone, last.Type, "%+v", last.Err)
+	require.Equal(t, client.EventDone, last.Type, "%+v", last.Err)
 	var text strings.Builder
 	for _, ev := range events {
 		text.WriteString(ev.Text)
@@ -133,7 +133,7 @@ func TestR19_3_CutAfterTextDeltaIsInterrupted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			evs := []string{evCreated(0), evInProgress(1), evMessageAdded(2, 0), evPartAdded(3, 0), k.ev}
 			r := rigtest.New(t, responses.New(), policy(), responsesSSE(evs...).Cut(len(strings.Join(evs, ""))), responsesSSE(textStream("never")...))
-			text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), userRequest(), chain.WithReasoning(), chain.WithToolFragments()))
+			text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), userRequest(), client.WithReasoning(), client.WithToolFragments()))
 			re := rigtest.AsRecoveryError(t, err)
 			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
 			assert.Equal(t, layer.Classification{Reason: layer.ReasonSemanticOutput}, re.Failure.Classification)
@@ -151,13 +151,13 @@ func TestR19_3_CutAfterTextDeltaIsInterrupted(t *testing.T) {
 	t.Run("event API", func(t *testing.T) {
 		evs := []string{evCreated(0), evText(1, 0, "Hel")}
 		r := rigtest.New(t, responses.New(), policy(), responsesSSE(evs...).Cut(len(strings.Join(evs, ""))))
-		var got []chain.StreamEvent
+		var got []client.StreamEvent
 		for ev := range r.Client.StreamEvents(context.Background(), userRequest()) {
 			got = append(got, ev)
 		}
 		require.Len(t, got, 2)
-		assert.Equal(t, chain.StreamEvent{Type: chain.EventContent, Text: "Hel"}, got[0])
-		require.Equal(t, chain.EventError, got[1].Type)
+		assert.Equal(t, client.StreamEvent{Type: client.EventContent, Text: "Hel"}, got[0])
+		require.Equal(t, client.EventError, got[1].Type)
 		assert.Equal(t, layer.StreamInterrupted, got[1].Err.Reason)
 		assert.Equal(t, 1, r.Server.Count())
 	})
@@ -205,13 +205,13 @@ func TestR19_4_IncompleteIsALengthFinish(t *testing.T) {
 	t.Run("stream", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(), policy(),
 			responsesSSE(evCreated(0), evText(1, 0, "Once upon"), evIncomplete(2, "max_output_tokens")), responsesSSE(textStream("never")...))
-		var got []chain.StreamEvent
+		var got []client.StreamEvent
 		for ev := range r.Client.StreamEvents(context.Background(), userRequest()) {
 			got = append(got, ev)
 		}
 		require.NotEmpty(t, got)
 		last := got[len(got)-1]
-		require.Equal(t, chain.EventError, last.Type)
+		require.Equal(t, client.EventError, last.Type)
 		assert.Equal(t, "length", last.Err.FinishReason)
 		re := last.Err.Recovery
 		require.NotNil(t, re)
@@ -291,7 +291,7 @@ func TestR19_7_ToolCallsThroughTheClient(t *testing.T) {
 			evArgs(2, 0, `{"city":`), evArgs(3, 0, `"Paris"}`), evCallDone(4, 0, "call_1", "weather", `{"city":"Paris"}`), evCompleted(5)))
 		var frags []chat.ToolCallFragment
 		var done *chat.Completion
-		for ch, err := range r.Client.Stream(context.Background(), req, chain.WithToolFragments()) {
+		for ch, err := range r.Client.Stream(context.Background(), req, client.WithToolFragments()) {
 			require.NoError(t, err)
 			frags = append(frags, ch.ToolCallFragments...)
 			if ch.Done {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/stage/capture"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -22,8 +23,8 @@ func get(t *testing.T, url string, onWire layer.WireHook) *http.Response {
 	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, onWire, nil)
-	req, err := http.NewRequestWithContext(layer.WithAttempt(context.Background(), a), http.MethodGet, url, nil)
+	a := attempt.New(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, onWire, nil)
+	req, err := http.NewRequestWithContext(attempt.With(context.Background(), a), http.MethodGet, url, nil)
 	require.NoError(t, err)
 	resp, err := capture.New().Wrap(tr).RoundTrip(req)
 	require.NoError(t, err)
@@ -31,7 +32,7 @@ func get(t *testing.T, url string, onWire layer.WireHook) *http.Response {
 }
 
 // TestR4_9_ReaderThatKeepsTheBytesHandsThemOver: an ordinary body whose
-// reader keeps the bytes (layer.BodyCapture) is snapshotted once from what
+// reader keeps the bytes (attempt.BodyCapture) is snapshotted once from what
 // the reader hands over — its own copy, complete at HTTP EOF, not complete
 // when refused for its size — and a failing hook is returned as a
 // *layer.CaptureError, also by a later call; a reader that closes without
@@ -53,8 +54,8 @@ func TestR4_9_ReaderThatKeepsTheBytesHandsThemOver(t *testing.T) {
 	t.Run("complete", func(t *testing.T) {
 		snaps = nil
 		resp := get(t, srv.URL, record)
-		bc, ok := resp.Body.(layer.BodyCapture)
-		require.True(t, ok, "the body of a captured response is a layer.BodyCapture")
+		bc, ok := resp.Body.(attempt.BodyCapture)
+		require.True(t, ok, "the body of a captured response is a attempt.BodyCapture")
 		bc.KeepBytes()
 		b, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
@@ -71,7 +72,7 @@ func TestR4_9_ReaderThatKeepsTheBytesHandsThemOver(t *testing.T) {
 	t.Run("over", func(t *testing.T) {
 		snaps = nil
 		resp := get(t, srv.URL, record)
-		bc := resp.Body.(layer.BodyCapture)
+		bc := resp.Body.(attempt.BodyCapture)
 		bc.KeepBytes()
 		b, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
@@ -90,7 +91,7 @@ func TestR4_9_ReaderThatKeepsTheBytesHandsThemOver(t *testing.T) {
 			}
 			return nil
 		})
-		bc := resp.Body.(layer.BodyCapture)
+		bc := resp.Body.(attempt.BodyCapture)
 		bc.KeepBytes()
 		b, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
@@ -106,7 +107,7 @@ func TestR4_9_ReaderThatKeepsTheBytesHandsThemOver(t *testing.T) {
 	t.Run("closed without handing over", func(t *testing.T) {
 		snaps = nil
 		resp := get(t, srv.URL, record)
-		resp.Body.(layer.BodyCapture).KeepBytes()
+		resp.Body.(attempt.BodyCapture).KeepBytes()
 		_, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		require.NoError(t, resp.Body.Close())
@@ -120,7 +121,7 @@ func TestR4_9_ReaderThatKeepsTheBytesHandsThemOver(t *testing.T) {
 		resp := get(t, srv.URL, record)
 		b, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
-		require.NoError(t, resp.Body.(layer.BodyCapture).CaptureBody([]byte("ignored"), false), "a no-op without KeepBytes")
+		require.NoError(t, resp.Body.(attempt.BodyCapture).CaptureBody([]byte("ignored"), false), "a no-op without KeepBytes")
 		require.NoError(t, resp.Body.Close())
 		require.Len(t, snaps, 1)
 		assert.Equal(t, body, string(b))

@@ -6,7 +6,7 @@
 // (an empty, incomplete snapshot with no status).
 //
 // Ordinary calls get one response snapshot, taken when the body ends — or,
-// when the reader keeps the bytes itself (layer.BodyCapture, as the retry
+// when the reader keeps the bytes itself (attempt.BodyCapture, as the retry
 // engine does), from the bytes it hands over, so that the body is never
 // held twice: a body refused for its size is snapshotted with the first
 // bytes the engine kept of it, not complete (R4.9, R12.2).
@@ -29,13 +29,14 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
 // Layer is the capture stage. The hook comes from the attempt state that
 // the engine places in the request context (the policy's OnWire); with
 // no hook the layer captures nothing and passes everything through. Either
-// way the attempt begins here (layer.Attempt.Begin), above the per-attempt
+// way the attempt begins here (attempt.Attempt.Begin), above the per-attempt
 // layers. The zero value is ready to use and safe for concurrent use.
 type Layer struct{}
 
@@ -69,7 +70,7 @@ func call(ctx context.Context, hook layer.WireHook, s layer.WireSnapshot) (cause
 
 func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	a := layer.AttemptFrom(ctx)
+	a := attempt.From(ctx)
 	if a == nil {
 		return t.next.RoundTrip(req)
 	}
@@ -98,7 +99,7 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if cause := call(ctx, a.OnWire, layer.WireSnapshot{
-		Identity: a.Identity, Direction: layer.DirectionRequest, Bytes: reqBytes, Header: req.Header.Clone(), Complete: true,
+		Identity: a.Identity(), Direction: layer.DirectionRequest, Bytes: reqBytes, Header: req.Header.Clone(), Complete: true,
 	}); cause != nil {
 		return nil, &layer.CaptureError{Direction: layer.DirectionRequest, Cause: cause}
 	}
@@ -113,7 +114,7 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
-		s := layer.WireSnapshot{Identity: a.Identity, Direction: layer.DirectionResponse}
+		s := layer.WireSnapshot{Identity: a.Identity(), Direction: layer.DirectionResponse}
 		var refused *layer.RedirectError
 		if errors.As(err, &refused) {
 			s.Status = refused.Response.StatusCode
@@ -129,7 +130,7 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := *resp
 	out.Body = &body{
 		rc: resp.Body, ctx: ctx, a: a, status: resp.StatusCode, header: resp.Header.Clone(),
-		chunked: a.Info.Operation == codec.Streaming,
+		chunked: a.Info().Operation == codec.Streaming,
 	}
 	return &out, nil
 }
@@ -138,7 +139,7 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 type body struct {
 	rc      io.ReadCloser
 	ctx     context.Context
-	a       *layer.Attempt
+	a       *attempt.Attempt
 	status  int
 	header  http.Header
 	chunked bool
@@ -149,16 +150,16 @@ type body struct {
 	fail *layer.CaptureError
 
 	// keep says that the reader keeps the bytes and hands them over
-	// (layer.BodyCapture); eof and rerr remember how the body ended until
+	// (attempt.BodyCapture); eof and rerr remember how the body ended until
 	// it does.
 	keep bool
 	eof  bool
 	rerr error
 }
 
-var _ layer.BodyCapture = (*body)(nil)
+var _ attempt.BodyCapture = (*body)(nil)
 
-// KeepBytes implements layer.BodyCapture: an ordinary body stops copying
+// KeepBytes implements attempt.BodyCapture: an ordinary body stops copying
 // what is read. It is a no-op for a stream's body.
 func (b *body) KeepBytes() {
 	if !b.chunked {
@@ -166,7 +167,7 @@ func (b *body) KeepBytes() {
 	}
 }
 
-// CaptureBody implements layer.BodyCapture: the one response snapshot of
+// CaptureBody implements attempt.BodyCapture: the one response snapshot of
 // an ordinary body, from the bytes its reader kept — complete when the
 // body reached HTTP EOF and was not refused for its size (over). It is a
 // no-op returning nil for a stream's body, and for a body that keeps its
@@ -193,7 +194,7 @@ func (b *body) CaptureBody(p []byte, over bool) error {
 
 func (b *body) snapshot(p []byte, complete bool) *layer.CaptureError {
 	s := layer.WireSnapshot{
-		Identity: b.a.Identity, Direction: layer.DirectionResponse, Seq: b.seq,
+		Identity: b.a.Identity(), Direction: layer.DirectionResponse, Seq: b.seq,
 		Bytes: bytes.Clone(p), Header: b.header.Clone(), Status: b.status, Complete: complete,
 	}
 	if s.Bytes == nil {

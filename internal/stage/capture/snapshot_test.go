@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/stage/capture"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -64,8 +65,8 @@ func (s *snapshots) all() []layer.WireSnapshot {
 // it. It returns the round trip's error.
 func postOnce(t *testing.T, url string, next http.RoundTripper, rec *snapshots, body string) error {
 	t.Helper()
-	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, rec.hook, nil)
-	ctx := layer.WithAttempt(context.Background(), a)
+	a := attempt.New(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, rec.hook, nil)
+	ctx := attempt.With(context.Background(), a)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
@@ -205,8 +206,8 @@ func TestR12_2_StreamCaptureOneSnapshotPerReceivedChunk(t *testing.T) {
 			t.Cleanup(tr.CloseIdleConnections)
 			log := &readLog{next: tr}
 			rec := &snapshots{}
-			a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Streaming}, nil, rec.hook, nil)
-			req, err := http.NewRequestWithContext(layer.WithAttempt(context.Background(), a), http.MethodPost, srv.URL, strings.NewReader(`{}`))
+			a := attempt.New(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Streaming}, nil, rec.hook, nil)
+			req, err := http.NewRequestWithContext(attempt.With(context.Background(), a), http.MethodPost, srv.URL, strings.NewReader(`{}`))
 			require.NoError(t, err)
 
 			resp, err := capture.New().Wrap(log).RoundTrip(req)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/internal/stage/progress"
 	"github.com/recourse-dev/recourse/layer"
@@ -24,8 +25,8 @@ func ExampleNew() {
 		return nil
 	}})
 	ch, _ := chain.New(rl, progress.New())
-	client, _ := chain.NewClient(srv.URL, ch)
-	_, err := client.Complete(context.Background(), &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
+	cl, _ := client.New(srv.URL, ch)
+	_, err := cl.Complete(context.Background(), &chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
 	fmt.Println(err)
 	// Output:
 	// content bytes observed: 6 delivered: 6

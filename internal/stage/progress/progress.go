@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -34,7 +35,7 @@ func (*Layer) Wrap(next http.RoundTripper) http.RoundTripper { return counter{ne
 type counter struct{ next http.RoundTripper }
 
 func (c counter) RoundTrip(req *http.Request) (*http.Response, error) {
-	a := layer.AttemptFrom(req.Context())
+	a := attempt.From(req.Context())
 	resp, err := c.next.RoundTrip(req)
 	if a == nil {
 		return resp, err

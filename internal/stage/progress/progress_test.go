@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/stage/progress"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -26,10 +27,10 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 // a fresh attempt, reads the whole body (ignoring a read error, which a cut
 // body has) and closes it. It returns the attempt and the round trip's
 // error.
-func send(t *testing.T, url string, next http.RoundTripper) (*layer.Attempt, error) {
+func send(t *testing.T, url string, next http.RoundTripper) (*attempt.Attempt, error) {
 	t.Helper()
-	a := layer.NewAttempt(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
-	req, err := http.NewRequestWithContext(layer.WithAttempt(context.Background(), a), http.MethodPost, url, strings.NewReader(`{}`))
+	a := attempt.New(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
+	req, err := http.NewRequestWithContext(attempt.With(context.Background(), a), http.MethodPost, url, strings.NewReader(`{}`))
 	require.NoError(t, err)
 	resp, err := progress.New().Wrap(next).RoundTrip(req)
 	if err != nil {

@@ -1,75 +1,21 @@
-package layer
+// Package attempt is the wire state of one attempt: what the recovery
+// engine, its stages, the sender and the chain share about an attempt's
+// request while it is on the wire (its begin notification, the one send it
+// may make, its phase, connection, progress counters, codec observer and
+// stream frames). Package layer shows a layer only a read-only view of it
+// (layer.Attempt); everything here is the engine's.
+package attempt
 
 import (
 	"context"
 	"io"
-	"net/http"
 	"net/http/httptrace"
 	"sync"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attemptkey"
+	"github.com/recourse-dev/recourse/layer"
 )
-
-// Direction says which way a wire snapshot went.
-type Direction string
-
-// The directions of a wire snapshot.
-const (
-	DirectionRequest  Direction = "request"
-	DirectionResponse Direction = "response"
-)
-
-// WireSnapshot is one sensitive capture (R12): an independent copy of request
-// or response bytes and headers. Mutating it cannot change any request.
-type WireSnapshot struct {
-	// Identity is the identity of the wire attempt the snapshot belongs to.
-	Identity
-	// Direction says whether the snapshot is of the request or of the
-	// response.
-	Direction Direction
-	// Seq is the capture sequence index within the attempt, restarting at 0
-	// each attempt (R12.2).
-	Seq int
-	// Bytes is a copy of the captured bytes: the request body (nil when the
-	// request has none); for an ordinary or structured response, the body
-	// received; for a stream, the bytes of one received chunk, empty in the
-	// end marker (R12.2). It is nil for a response snapshot of a transport
-	// failure before headers.
-	Bytes []byte
-	// Header is a copy of the request headers (request snapshot) or of the
-	// response headers (response snapshot); nil when no response arrived.
-	Header http.Header
-	// Status is the response status, 0 when no response arrived.
-	Status int
-	// Complete reports, for a response, that the body ended at HTTP EOF.
-	Complete bool
-}
-
-// WireHook is the sensitive capture hook (R12). Returning an error, or
-// panicking, ends the completion with reason capture_failed and never causes
-// another request (R12.3).
-type WireHook func(ctx context.Context, s WireSnapshot) error
-
-// CaptureError is returned through the wire plane when the capture hook
-// failed. Cause is the hook's error or panic value (sensitive); Transport is
-// a separate body transport error, when there was one.
-type CaptureError struct {
-	// Direction says which snapshot's hook call failed: DirectionRequest
-	// (the request was then not sent) or DirectionResponse.
-	Direction Direction
-	// Cause is the error the hook returned or the value it panicked with;
-	// sensitive, it may quote captured bytes. It is never nil.
-	Cause any
-	// Transport is the round trip's own error (a transport failure or a
-	// refused redirect) when the failed hook call was the response snapshot
-	// of that error, and nil otherwise.
-	Transport error
-}
-
-// Error returns a safe message.
-func (e *CaptureError) Error() string {
-	return "recourse: " + string(e.Direction) + " capture failed"
-}
 
 // BodyCapture is implemented by a response body while capture is on (the
 // capture stage, which package chain installs). By default the body of an
@@ -97,25 +43,23 @@ type BodyCapture interface {
 
 // Attempt is the typed per-attempt state that the retry layer places in the
 // request context for the wire-plane layers (capture, progress, redirect
-// guard, sender), reached with AttemptFrom. Its methods are safe for
-// concurrent use.
+// guard, sender), reached with From; it is the layer.Attempt that
+// layer.AttemptFrom returns. Its methods are safe for concurrent use.
 type Attempt struct {
-	// Identity is the attempt's identity (R10.1).
-	Identity Identity
-	// Info describes the request.
-	Info codec.RequestInfo
 	// Codec is the provider codec of the call.
 	Codec codec.Codec
 	// OnWire is the sensitive capture hook, nil when capture is off.
-	OnWire WireHook
+	OnWire layer.WireHook
 
+	id       layer.Identity
+	info     codec.RequestInfo
 	mu       sync.Mutex
 	onBegin  Beginner
 	began    bool
 	beginErr error
-	progress Progress
+	progress layer.Progress
 	observer codec.Observer
-	phase    Phase
+	phase    layer.Phase
 	dialed   bool
 	sent     bool
 	finished bool
@@ -123,33 +67,33 @@ type Attempt struct {
 	counted  countingBody // CountBody's first wrapper
 }
 
-// NewAttempt returns attempt state. onBegin, if not nil, runs once when the
+// New returns attempt state. onBegin, if not nil, runs once when the
 // request is about to leave (see Begin).
-func NewAttempt(id Identity, info codec.RequestInfo, cdc codec.Codec, onWire WireHook, onBegin func() error) *Attempt {
+func New(id layer.Identity, info codec.RequestInfo, cdc codec.Codec, onWire layer.WireHook, onBegin func() error) *Attempt {
 	var b Beginner
 	if onBegin != nil {
 		b = beginFunc(onBegin)
 	}
-	return NewAttemptFor(id, info, cdc, onWire, b)
+	return NewFor(id, info, cdc, onWire, b)
 }
 
-// NewAttemptFor is NewAttempt with the notification as a Beginner, whose
+// NewFor is New with the notification as a Beginner, whose
 // BeginAttempt, when b is not nil, runs once when the request is about to
 // leave (see Begin). A caller that already holds a value with such a
 // method (the retry engine's call) passes it instead of a method value,
 // which would cost an allocation per call.
-func NewAttemptFor(id Identity, info codec.RequestInfo, cdc codec.Codec, onWire WireHook, b Beginner) *Attempt {
-	return InitAttemptFor(new(Attempt), id, info, cdc, onWire, b)
+func NewFor(id layer.Identity, info codec.RequestInfo, cdc codec.Codec, onWire layer.WireHook, b Beginner) *Attempt {
+	return InitFor(new(Attempt), id, info, cdc, onWire, b)
 }
 
-// InitAttemptFor is NewAttemptFor in place: it sets up the attempt at a,
+// InitFor is NewFor in place: it sets up the attempt at a,
 // which must be a zero Attempt nobody else holds, and returns a. A caller
 // that keeps an attempt inside a value of its own (the retry engine's call
 // keeps its first one) saves the attempt's allocation; a must then live as
 // long as anything may hold the attempt (a request's context, a response
 // body), which a field of a heap value does.
-func InitAttemptFor(a *Attempt, id Identity, info codec.RequestInfo, cdc codec.Codec, onWire WireHook, b Beginner) *Attempt {
-	a.Identity, a.Info, a.Codec, a.OnWire, a.onBegin, a.phase = id, info, cdc, onWire, b, PhaseConnecting
+func InitFor(a *Attempt, id layer.Identity, info codec.RequestInfo, cdc codec.Codec, onWire layer.WireHook, b Beginner) *Attempt {
+	a.id, a.info, a.Codec, a.OnWire, a.onBegin, a.phase = id, info, cdc, onWire, b, layer.PhaseConnecting
 	if cdc != nil {
 		a.observer = cdc.NewObserver(info)
 	}
@@ -167,6 +111,12 @@ type Beginner interface {
 type beginFunc func() error
 
 func (f beginFunc) BeginAttempt() error { return f() }
+
+// Identity returns the attempt's identity (R10.1).
+func (a *Attempt) Identity() layer.Identity { return a.id }
+
+// Info returns what the codec learned of the attempt's request.
+func (a *Attempt) Info() codec.RequestInfo { return a.info }
 
 // Begin marks that the request passed request capture and is about to be
 // sent; the first call runs the attempt_started notification. It is called
@@ -214,14 +164,14 @@ func (a *Attempt) Began() bool {
 }
 
 // SetPhase records the attempt's current phase.
-func (a *Attempt) SetPhase(p Phase) {
+func (a *Attempt) SetPhase(p layer.Phase) {
 	a.mu.Lock()
 	a.phase = p
 	a.mu.Unlock()
 }
 
 // Phase returns the attempt's current phase.
-func (a *Attempt) Phase() Phase {
+func (a *Attempt) Phase() layer.Phase {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.phase
@@ -232,8 +182,8 @@ func (a *Attempt) Phase() Phase {
 func (a *Attempt) MarkConnected() {
 	a.mu.Lock()
 	a.dialed = true
-	if a.phase == PhaseConnecting {
-		a.phase = PhaseAwaitingHeaders
+	if a.phase == layer.PhaseConnecting {
+		a.phase = layer.PhaseAwaitingHeaders
 	}
 	a.mu.Unlock()
 }
@@ -265,7 +215,7 @@ func (a *Attempt) Finished() bool {
 }
 
 // ClientTrace returns the attempt's own trace, whose GotConn calls
-// MarkConnected. WithAttempt's context usually carries it already;
+// MarkConnected. With's context usually carries it already;
 // otherwise the sender adds it to the request context. It lives in the
 // attempt, so the trace costs no allocation of its own. The trace is set up
 // by the first call and is the same afterwards.
@@ -293,7 +243,7 @@ func (a *Attempt) FreeBuffers() {
 func (a *Attempt) HeadersReceived() {
 	a.mu.Lock()
 	a.progress.HeadersReceived = true
-	a.phase = PhaseBody
+	a.phase = layer.PhaseBody
 	a.mu.Unlock()
 }
 
@@ -357,22 +307,20 @@ func (a *Attempt) SetDelivered(c codec.Counts) {
 }
 
 // Progress returns a snapshot of the attempt's progress.
-func (a *Attempt) Progress() Progress {
+func (a *Attempt) Progress() layer.Progress {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.progress
 }
 
-type attemptKey struct{}
-
-// WithAttempt returns a context that carries a. When ctx carries no
+// With returns a context that carries a. When ctx carries no
 // httptrace.ClientTrace, the returned context also carries a's own trace
 // (ClientTrace) for net/http, in the same context value, so that the sender
 // need not add it; otherwise the sender composes a's trace with the one in
 // ctx, as httptrace.WithClientTrace does.
-func WithAttempt(ctx context.Context, a *Attempt) context.Context {
+func With(ctx context.Context, a *Attempt) context.Context {
 	if traceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
-		return context.WithValue(ctx, attemptKey{}, a)
+		return context.WithValue(ctx, attemptkey.Key{}, a)
 	}
 	a.ClientTrace()
 	return &attemptContext{Context: ctx, a: a}
@@ -387,7 +335,7 @@ type attemptContext struct {
 
 func (c *attemptContext) Value(key any) any {
 	switch key {
-	case attemptKey{}:
+	case attemptkey.Key{}:
 		return c.a
 	case traceKey:
 		return &c.a.trace
@@ -396,7 +344,7 @@ func (c *attemptContext) Value(key any) any {
 }
 
 // String names the context without its values.
-func (c *attemptContext) String() string { return "layer.WithAttempt" }
+func (c *attemptContext) String() string { return "layer.With" }
 
 // traceKey is the key under which net/http/httptrace keeps a ClientTrace
 // in a context (the package does not export it): the key its
@@ -436,10 +384,10 @@ func PassedThrough(ctx context.Context) bool {
 	return v
 }
 
-// AttemptFrom returns the attempt state in ctx, or nil outside a recovery
+// From returns the attempt state in ctx, or nil outside a recovery
 // layer. Wire-plane layers must work (as plain pass-through) when it is nil.
-func AttemptFrom(ctx context.Context) *Attempt {
-	a, _ := ctx.Value(attemptKey{}).(*Attempt)
+func From(ctx context.Context) *Attempt {
+	a, _ := ctx.Value(attemptkey.Key{}).(*Attempt)
 	return a
 }
 
@@ -501,13 +449,16 @@ func (a *Attempt) EndStream() error {
 	return nil
 }
 
-// FrameReader is the typed view of a recovering stream that the retry layer
-// hands to the native client through CallResult.Stream. NextFrame returns every
-// frame in order (keepalives included), the accepted terminal frame, then
-// io.EOF — or the call's final typed error. Deliver records what the
-// consumer handed on (R13.2). Close releases the stream.
-type FrameReader interface {
-	NextFrame() (codec.Frame, error)
-	Deliver(c codec.Counts)
-	Close() error
+// FrameError returns err, the Err of a frame a codec's stream decoder
+// queued, as the caller sees it: a *codec.IncompleteError becomes the
+// *StreamError with reason incomplete_completion and the same finish
+// reason (R13.3); any other error, nil included, is returned unchanged.
+func FrameError(err error) error {
+	if ie, ok := err.(*codec.IncompleteError); ok {
+		return &layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: ie.FinishReason}
+	}
+	return err
 }
+
+// The engine's attempt is the layer.Attempt a layer reads.
+var _ layer.Attempt = (*Attempt)(nil)

@@ -1,6 +1,7 @@
-// Package admission holds ready-made admission hooks (R8): the decisions an
-// application plugs into retry.Policy.Admit, the one place a chain's
-// admission hook is set.
+package retry
+
+// Ready-made admission hooks (R8): the decisions an application plugs into
+// Policy.Admit, the one place a chain's admission hook is set.
 //
 // Admission is part of the engine's decision plane, not a stage of the
 // chain: after the engine classified a failure as eligible and before any
@@ -19,7 +20,6 @@
 // eligible failures of a provider that runs inference locally (Ollama,
 // oMLX) are ambiguous — the model may still be running — and stop with
 // admission_required, unless nothing was provably sent.
-package admission
 
 import (
 	"context"
@@ -42,23 +42,23 @@ func RejectAll() layer.AdmissionHook {
 	return func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil }
 }
 
-// Queue hands each admission request to the application as a *Pending, for
-// a decision that is taken elsewhere (a person in a terminal, an approval
-// service, a test). Its Hook blocks until the request is decided or the
-// engine's wait ends. A Queue is safe for concurrent use; its zero value is
-// not ready: use NewQueue.
-type Queue struct {
-	ch chan *Pending
+// AdmissionQueue hands each admission request to the application as a
+// *PendingAdmission, for a decision that is taken elsewhere (a person in a
+// terminal, an approval service, a test). Its Hook blocks until the
+// request is decided or the engine's wait ends. An AdmissionQueue is safe
+// for concurrent use; its zero value is not ready: use NewAdmissionQueue.
+type AdmissionQueue struct {
+	ch chan *PendingAdmission
 }
 
-// NewQueue returns a Queue.
-func NewQueue() *Queue { return &Queue{ch: make(chan *Pending)} }
+// NewAdmissionQueue returns an AdmissionQueue.
+func NewAdmissionQueue() *AdmissionQueue { return &AdmissionQueue{ch: make(chan *PendingAdmission)} }
 
-// Pending is one admission request waiting for a decision. Decide answers
-// it; Done is closed when the engine stopped waiting for it (the call was
-// cancelled, or its budget or deadline ran out), after which a decision
-// does not count.
-type Pending struct {
+// PendingAdmission is one admission request waiting for a decision.
+// Decide answers it; Done is closed when the engine stopped waiting for it
+// (the call was cancelled, or its budget or deadline ran out), after which
+// a decision does not count.
+type PendingAdmission struct {
 	// Request is what the engine asks about: the safe failure and the wire
 	// attempt that would be sent next.
 	Request layer.AdmissionRequest
@@ -70,18 +70,18 @@ type Pending struct {
 
 // Decide answers the request with d (layer.Allow or layer.Reject). Only the
 // first call counts; it never blocks.
-func (p *Pending) Decide(d layer.Decision) {
+func (p *PendingAdmission) Decide(d layer.Decision) {
 	p.once.Do(func() { p.reply <- d })
 }
 
 // Done returns a channel that is closed when the engine no longer waits
 // for this request.
-func (p *Pending) Done() <-chan struct{} { return p.ctx.Done() }
+func (p *PendingAdmission) Done() <-chan struct{} { return p.ctx.Done() }
 
-// Hook is the admission hook to set as retry.Policy.Admit: it offers each
+// Hook is the admission hook to set as Policy.Admit: it offers each
 // request on Next and waits for its decision or for ctx.
-func (q *Queue) Hook(ctx context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
-	p := &Pending{Request: req, ctx: ctx, reply: make(chan layer.Decision, 1)}
+func (q *AdmissionQueue) Hook(ctx context.Context, req layer.AdmissionRequest) (layer.Decision, error) {
+	p := &PendingAdmission{Request: req, ctx: ctx, reply: make(chan layer.Decision, 1)}
 	select {
 	case q.ch <- p:
 	case <-ctx.Done():
@@ -97,7 +97,7 @@ func (q *Queue) Hook(ctx context.Context, req layer.AdmissionRequest) (layer.Dec
 
 // Next returns the next request waiting for a decision, blocking until one
 // arrives or ctx is done (then it returns ctx's error).
-func (q *Queue) Next(ctx context.Context) (*Pending, error) {
+func (q *AdmissionQueue) Next(ctx context.Context) (*PendingAdmission, error) {
 	select {
 	case p := <-q.ch:
 		return p, nil

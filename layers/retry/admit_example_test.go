@@ -1,18 +1,17 @@
-package admission_test
+package retry_test
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/admission"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
 // AllowAll allows every resend: set it as the policy's Admit for a local
 // server whose duplicated inference is acceptable.
 func ExampleAllowAll() {
-	p := retry.Policy{MaxAttempts: 3, Admit: admission.AllowAll()}
+	p := retry.Policy{MaxAttempts: 3, Admit: retry.AllowAll()}
 	d, err := p.Admit(context.Background(), layer.AdmissionRequest{NextAttempt: 2})
 	fmt.Println(d, err)
 	// Output:
@@ -22,16 +21,16 @@ func ExampleAllowAll() {
 // RejectAll rejects every resend: each eligible failure ends with outcome
 // admission_rejected.
 func ExampleRejectAll() {
-	d, err := admission.RejectAll()(context.Background(), layer.AdmissionRequest{NextAttempt: 2})
+	d, err := retry.RejectAll()(context.Background(), layer.AdmissionRequest{NextAttempt: 2})
 	fmt.Println(d, err)
 	// Output:
 	// reject <nil>
 }
 
-// A Queue puts each admission request to the application: here a loop
+// An AdmissionQueue puts each admission request to the application: here a loop
 // that allows resends after an HTTP 503 and rejects the rest.
-func ExampleNewQueue() {
-	q := admission.NewQueue()
+func ExampleNewAdmissionQueue() {
+	q := retry.NewAdmissionQueue()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

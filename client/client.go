@@ -1,4 +1,4 @@
-package chain
+package client
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
@@ -40,7 +41,7 @@ func (e *StatusError) Error() string {
 // is safe for concurrent use.
 type Client struct {
 	base   string
-	chain  *Chain
+	chain  *chain.Chain
 	codec  codec.Codec
 	header http.Header
 
@@ -50,29 +51,29 @@ type Client struct {
 	err      error                                    // an option's refusal, returned by NewClient
 }
 
-// ClientOption configures a Client.
-type ClientOption func(*Client)
+// Option configures a Client.
+type Option func(*Client)
 
 // WithAPIKey sends key as a bearer token. The key is copied once per logical
 // request and never appears in a safe output.
-func WithAPIKey(key string) ClientOption {
+func WithAPIKey(key string) Option {
 	return func(c *Client) { c.header.Set("Authorization", "Bearer "+key) }
 }
 
 // WithHeader adds a request header to every call.
-func WithHeader(k, v string) ClientOption { return func(c *Client) { c.header.Add(k, v) } }
+func WithHeader(k, v string) Option { return func(c *Client) { c.header.Add(k, v) } }
 
-// NewClient returns a client that posts to baseURL through ch, using ch's
+// New returns a client that posts to baseURL through ch, using ch's
 // codec. baseURL is the provider's root ("https://api.openai.com",
 // "http://127.0.0.1:11434") or, as SDKs take it, the root with the leading
 // part of the codec's path ("https://api.openai.com/v1"): a base that ends
 // in the first segments of the endpoint path is not given them twice, so
 // both post to .../v1/chat/completions. baseURL must be an absolute http or
 // https URL without a query or fragment. ch must have an engine with a
-// codec (Default always does).
-func NewClient(baseURL string, ch *Chain, opts ...ClientOption) (*Client, error) {
+// codec (chain.Default always does).
+func New(baseURL string, ch *chain.Chain, opts ...Option) (*Client, error) {
 	if ch == nil || ch.Codec() == nil {
-		return nil, errors.New("chain: NewClient needs a chain with a codec (use Default)")
+		return nil, errors.New("client: New needs a chain with a codec (use chain.Default)")
 	}
 	base, err := joinBase(baseURL, ch.Codec().Path())
 	if err != nil {
@@ -94,7 +95,7 @@ func NewClient(baseURL string, ch *Chain, opts ...ClientOption) (*Client, error)
 func joinBase(base, path string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return "", errors.New("chain: NewClient needs an absolute http or https base URL without a query or fragment")
+		return "", errors.New("client: New needs an absolute http or https base URL without a query or fragment")
 	}
 	b := strings.TrimRight(base, "/")
 	have := strings.Split(strings.Trim(u.Path, "/"), "/")
@@ -107,7 +108,7 @@ func joinBase(base, path string) (string, error) {
 	return b, nil
 }
 
-// Gate returns the chain's resend gate (Chain.Gate) bound to the client's
+// Gate returns the chain's resend gate (chain.Chain.Gate) bound to the client's
 // endpoint, model and credential, as the engine binds it for the client's
 // calls, or nil when the chain has none. The broker binds it for its
 // continuations, which withdraw from the quota like resends.
@@ -124,7 +125,7 @@ func (c *Client) Gate(model string) layer.UpstreamGate {
 }
 
 // Chain returns the chain the client sends through.
-func (c *Client) Chain() *Chain { return c.chain }
+func (c *Client) Chain() *chain.Chain { return c.chain }
 
 // Complete runs an ordinary completion (a structured one when req.Schema or
 // JSON mode is set). It returns a *layer.RecoveryError when recovery ended
@@ -146,13 +147,6 @@ func (c *Client) CompleteStructured(ctx context.Context, req *chat.Request, sche
 	r.Stream = false
 	r.Schema = &schema
 	return c.do(ctx, &r)
-}
-
-// WithCallPolicy returns a context whose calls through any chain use p for
-// recovery instead of the chain's policy (nil disables recovery). The
-// context keeps a deep copy of p (retry.WithPolicy, R3.4).
-func WithCallPolicy(ctx context.Context, p *retry.Policy) context.Context {
-	return retry.WithPolicy(ctx, p)
 }
 
 // legacyTimeout is implemented by codecs whose provider has a timeout that
@@ -214,7 +208,7 @@ func (c *Client) recovering(ctx context.Context) bool {
 	if p, ok := retry.PolicyFrom(ctx); ok {
 		return p != nil
 	}
-	return c.chain.engine != nil && c.chain.engine.Enabled()
+	return c.chain.Recovers()
 }
 
 // callHeader returns the header of one native call: a copy of the
@@ -317,7 +311,7 @@ func (c *Client) newRequest(ctx context.Context, call *layer.Call, body []byte, 
 	}
 	req.Body = layer.NewRequestBody(body)
 	req.ContentLength = int64(len(body))
-	if !c.chain.direct || !c.recovering(ctx) {
+	if !c.chain.Direct() || !c.recovering(ctx) {
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	if req.Header, err = c.callHeader(ctx, accept); err != nil {

@@ -1,4 +1,4 @@
-package layer_test
+package attempt_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -27,7 +28,7 @@ func (c *closeCounter) Close() error { c.closed++; return nil }
 // CountBody: each byte is counted once as raw progress, the wrappers are
 // distinct, and closing a wrapper closes its body.
 func TestCountBodyAccountsEveryByte(t *testing.T) {
-	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 		codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	first := &closeCounter{Reader: strings.NewReader("hello")}
 	second := &closeCounter{Reader: strings.NewReader(" world!")}
@@ -57,24 +58,24 @@ type ctxKey string
 // own connection trace, and it keeps the parent's values, deadline and
 // cancellation.
 func TestWithAttemptCarriesTheAttemptAndItsTrace(t *testing.T) {
-	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 		codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	parent, cancel := context.WithDeadline(context.WithValue(context.Background(), ctxKey("k"), "v"), time.Now().Add(time.Hour))
-	ctx := layer.WithAttempt(parent, a)
+	ctx := attempt.With(parent, a)
 
-	assert.Same(t, a, layer.AttemptFrom(ctx))
+	assert.Same(t, a, attempt.From(ctx))
 	assert.Same(t, a.ClientTrace(), httptrace.ContextClientTrace(ctx), "the attempt's trace is in the context")
 	assert.Equal(t, "v", ctx.Value(ctxKey("k")))
 	dl, ok := ctx.Deadline()
 	pdl, _ := parent.Deadline()
 	assert.True(t, ok)
 	assert.Equal(t, pdl, dl)
-	assert.Nil(t, layer.AttemptFrom(parent))
+	assert.Nil(t, attempt.From(parent))
 
 	// A context derived from it finds both, and is cancelled with it.
 	child, stop := context.WithCancel(ctx)
 	defer stop()
-	assert.Same(t, a, layer.AttemptFrom(child))
+	assert.Same(t, a, attempt.From(child))
 	assert.Same(t, a.ClientTrace(), httptrace.ContextClientTrace(child))
 	cancel()
 	<-child.Done()
@@ -86,10 +87,37 @@ func TestWithAttemptCarriesTheAttemptAndItsTrace(t *testing.T) {
 // parent context is left to the sender to compose with: the attempt context
 // still answers the caller's trace.
 func TestWithAttemptKeepsACallersTrace(t *testing.T) {
-	a := layer.NewAttempt(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 		codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	own := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {}}
-	ctx := layer.WithAttempt(httptrace.WithClientTrace(context.Background(), own), a)
-	assert.Same(t, a, layer.AttemptFrom(ctx))
+	ctx := attempt.With(httptrace.WithClientTrace(context.Background(), own), a)
+	assert.Same(t, a, attempt.From(ctx))
 	assert.Same(t, own, httptrace.ContextClientTrace(ctx))
+}
+
+// TestR13_3_IncompleteFrameReachesTheCallerAsAStreamError: a codec ends a
+// stream on an incomplete finish with a *codec.IncompleteError, and the
+// caller receives the *StreamError with reason incomplete_completion and
+// the same finish, whose text is the codec error's; every other frame
+// error passes unchanged.
+func TestR13_3_IncompleteFrameReachesTheCallerAsAStreamError(t *testing.T) {
+	ie := &codec.IncompleteError{FinishReason: "length"}
+	got := attempt.FrameError(ie)
+	se, ok := got.(*layer.StreamError)
+	if !ok {
+		t.Fatalf("FrameError(%T) = %T, want *layer.StreamError", ie, got)
+	}
+	if want := (layer.StreamError{Reason: layer.StreamIncompleteCompletion, FinishReason: "length"}); *se != want {
+		t.Errorf("FrameError = %+v, want %+v", *se, want)
+	}
+	if se.Error() != ie.Error() {
+		t.Errorf("text %q, the codec error's %q", se.Error(), ie.Error())
+	}
+	pe := &codec.ProtocolError{What: "x"}
+	if got := attempt.FrameError(pe); got != error(pe) {
+		t.Errorf("FrameError(%T) = %v, want it unchanged", pe, got)
+	}
+	if got := attempt.FrameError(nil); got != nil {
+		t.Errorf("FrameError(nil) = %v", got)
+	}
 }

@@ -1,4 +1,4 @@
-package chain
+package client
 
 import (
 	"context"
@@ -28,7 +28,7 @@ type FallbackTarget struct {
 	// means Model, else the client's host. It must be safe to log.
 	Name string
 	// Policy, when set, is the target's recovery policy for the call,
-	// above a per-call policy of the context (WithCallPolicy, a broker's
+	// above a per-call policy of the context (retry.WithPolicy, a broker's
 	// WithPolicy) and the target chain's own; nil keeps those.
 	Policy *retry.Policy
 }
@@ -49,7 +49,7 @@ type FallbackTarget struct {
 // target's history (R20.7). A target with a nil Client is ignored. Rules
 // that fallback.Rules.Validate refuses (a status outside 400–599) make
 // NewClient return its *fallback.ConfigError.
-func WithFallback(rules fallback.Rules, targets ...FallbackTarget) ClientOption {
+func WithFallback(rules fallback.Rules, targets ...FallbackTarget) Option {
 	return func(c *Client) {
 		if err := rules.Validate(); err != nil {
 			c.err = err
@@ -74,7 +74,7 @@ func WithFallback(rules fallback.Rules, targets ...FallbackTarget) ClientOption 
 // a panic of f ends the call, before anything is sent, with a
 // *fallback.CredentialError that names the client's host only. A nil f
 // sets nothing.
-func WithCredential(f func(ctx context.Context, h http.Header) error) ClientOption {
+func WithCredential(f func(ctx context.Context, h http.Header) error) Option {
 	return func(c *Client) { c.cred = f }
 }
 
@@ -172,7 +172,7 @@ func (w *walk) target(i int) (*Client, *chat.Request, context.Context) {
 			r = &cp
 		}
 		if t.Policy != nil {
-			tctx = WithCallPolicy(tctx, t.Policy)
+			tctx = retry.WithPolicy(tctx, t.Policy)
 		}
 	}
 	return cl, r, tctx

@@ -1,4 +1,4 @@
-package chain_test
+package client_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/layers/fallback"
@@ -21,11 +22,11 @@ func ExampleWithFallback() {
 	local := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.OllamaChat("hello from llama")))
 	defer local.Close()
 	lch, _ := chain.Default(ollama.New())
-	llama, _ := chain.NewClient(local.URL, lch)
+	llama, _ := client.New(local.URL, lch)
 	och, _ := chain.Default(openai.New())
-	client, _ := chain.NewClient(hosted.URL, och, chain.WithAPIKey("sk-…"),
-		chain.WithFallback(fallback.Rules{}, chain.FallbackTarget{Client: llama, Model: "llama3.2"}))
-	comp, err := client.Complete(context.Background(), &chat.Request{Model: "gpt-4o",
+	cl, _ := client.New(hosted.URL, och, client.WithAPIKey("sk-…"),
+		client.WithFallback(fallback.Rules{}, client.FallbackTarget{Client: llama, Model: "llama3.2"}))
+	comp, err := cl.Complete(context.Background(), &chat.Request{Model: "gpt-4o",
 		Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
 	fmt.Println(comp.Message.Content, err)
 	fmt.Println(local.Requests()[0].Path)

@@ -1,4 +1,4 @@
-package chain
+package client
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -239,7 +240,7 @@ func (p *plainFrames) NextFrame() (codec.Frame, error) {
 		}
 		if f, ok := p.dec.Next(); ok {
 			if f.Err != nil {
-				p.err = layer.FrameError(f.Err)
+				p.err = attempt.FrameError(f.Err)
 				continue
 			}
 			if f.Done {
