@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/chain"
+	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
 	"github.com/recourse-dev/recourse/layer"
@@ -80,7 +80,7 @@ func TestR13_3_TypedLengthFinishStaysIncomplete(t *testing.T) {
 	for _, row := range finishRows() {
 		t.Run(row.p.name, func(t *testing.T) {
 			r, _ := exRig(t, row.p.codec(), exPolicy(), row.p.step(row.frames...), row.p.step(row.frames...))
-			run := exCollect(r.Client.Stream(context.Background(), row.p.request(), chain.WithToolFragments()))
+			run := exCollect(r.Client.Stream(context.Background(), row.p.request(), client.WithToolFragments()))
 			re := exRE(t, run.err)
 			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
 			ev := exEvidence(t, re)
