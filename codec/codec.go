@@ -32,6 +32,17 @@ type RequestInfo struct {
 	// evidence, and so copy no bytes for the others. The engine sets it for
 	// every call whose *Call asks for TypedErrors; it is false otherwise.
 	TypedFrames bool
+	// ProviderFinish reports that the stream's consumer takes a documented
+	// finish other than an accepted one — a length or content-filter
+	// finish, the Responses API's response.incomplete — as the provider's
+	// answer, as a drop-in client does (R13.3): a stream decoder then ends
+	// such a stream where the provider ends it (after [DONE], at the
+	// response.incomplete event, at Ollama's done:true line) with a Done
+	// frame whose Completion keeps that finish reason and the provider's
+	// evidence but no tool call, instead of an incomplete_completion error
+	// frame. The engine sets it for every call whose *Call does not ask for
+	// TypedErrors, as DropText; it is false otherwise.
+	ProviderFinish bool
 	// Background reports that the request creates a background response
 	// the provider keeps and can stream again (the Responses API's
 	// "background":true, R19.9). Codecs without background mode leave it

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/recourse-dev/recourse/chat"
 )
@@ -78,6 +79,16 @@ type IncompleteError struct {
 	// example "length".
 	FinishReason string
 }
+
+// DocumentedFinish reports whether reason is a finish or done reason a
+// provider documents: stop, length, content_filter, tool_calls,
+// function_call (OpenAI's chat completions) or load, unload (Ollama). A
+// decoder for a consumer that takes such a finish as the provider's answer
+// (RequestInfo.ProviderFinish) ends the stream on it; only these are named
+// in an error's text, since a finish reason is the provider's own string.
+func DocumentedFinish(reason string) bool { return slices.Contains(documentedFinishes, reason) }
+
+var documentedFinishes = []string{"stop", "length", "content_filter", "tool_calls", "function_call", "load", "unload"}
 
 // Error returns the message of the stream error the engine makes of e.
 func (e *IncompleteError) Error() string {
