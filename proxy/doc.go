@@ -13,7 +13,8 @@
 //     /v1beta/models/{model}:generateContent, POST
 //     /v1beta/models/{model}:streamGenerateContent, POST
 //     /v1/models/{model}:generateContent and POST
-//     /v1/models/{model}:streamGenerateContent) goes through chain.Default with the
+//     /v1/models/{model}:streamGenerateContent; POST /v1/messages for anthropic) goes through
+//     chain.Default with the
 //     Config's policy. Its body is read once, up to Config.MaxBodyBytes
 //     (DefaultMaxBodyBytes); a larger body is answered 413 and nothing is
 //     sent upstream. A body whose Content-Length is larger is refused on
@@ -35,12 +36,13 @@
 //
 // Endpoints returns the recovered endpoints of a provider: openai
 // POST /v1/chat/completions, POST /v1/responses and GET /v1/responses/{id};
-// ollama POST /api/chat; omlx POST /v1/chat/completions.
+// ollama POST /api/chat; omlx POST /v1/chat/completions; anthropic
+// POST /v1/messages.
 //
 // Optionally the proxy holds the upstream's key (Config.UpstreamKey) and
 // admits only clients that present a proxy key of their own
-// (Config.ClientKeys, a key's SHA-256 and the routes it may use): see
-// R21.12. Without them, client headers (Authorization and the rest) go
+// (Config.ClientKeys, a key's SHA-256 and the routes it may use; CONTRACT.md
+// R21.12). Without them, client headers (Authorization and the rest) go
 // upstream as given, except
 // the hop-by-hop headers a reverse proxy must drop (and, on the completion
 // endpoint, Accept-Encoding: the chain reads the body it recovers, so the

@@ -429,6 +429,9 @@ var otherLibraries = map[string]bool{
 	"README.md openai.ChatCompletionNewParams":         true, // openai-go's
 	"README.md openai.ChatCompletionMessageParamUnion": true, // openai-go's
 	"README.md openai.UserMessage":                     true, // openai-go's
+	"docs/anthropic.md anthropic.Client":               true, // anthropic-sdk-go's
+	"docs/anthropic.md anthropic.NewClient":            true, // anthropic-sdk-go's
+	"docs/anthropic.md anthropic.Error":                true, // anthropic-sdk-go's
 }
 
 // renamed are names README.md still gives to what was renamed or moved
