@@ -246,8 +246,9 @@ func labels(version string) map[string]string {
 	}
 }
 
-// tagOf returns an image tag for version: "(devel)" is "devel", and any
-// character a tag does not allow is a dash.
+// tagOf returns an image tag for version: "(devel)" is "devel", any
+// character a tag does not allow is a dash, and at most 128 characters
+// are kept.
 func tagOf(version string) string {
 	t := strings.Map(func(r rune) rune {
 		switch {
@@ -256,6 +257,9 @@ func tagOf(version string) string {
 		}
 		return '-'
 	}, version)
+	if len(t) > 128 {
+		t = t[:128]
+	}
 	t = strings.Trim(t, "-.")
 	if t == "" {
 		t = "devel"
