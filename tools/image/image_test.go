@@ -255,6 +255,7 @@ func TestR21_14_ImageRunsItsBinary(t *testing.T) {
 	if err != nil {
 		t.Fatalf("-version: %v", err)
 	}
+	t.Logf("the image's version label: %s", version)
 	fields := strings.Fields(string(out))
 	if len(fields) < 2 || fields[0] != "recourse-proxy" || fields[1] != version {
 		t.Errorf("-version printed %q; the image's version label is %q", out, version)

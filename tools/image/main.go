@@ -268,9 +268,12 @@ func tagOf(version string) string {
 }
 
 // goBuild builds pkg in dir statically into out, for Linux on this
-// machine's architecture.
+// machine's architecture. -buildvcs=auto overrides a GOFLAGS that turns
+// stamping off: in a git clone the binary's version is the one Go derives
+// from the commit (a pseudo-version, +dirty with uncommitted changes); in
+// a git worktree or without git it is (devel).
 func goBuild(dir, out, pkg string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=auto", "-o", out, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if b, err := cmd.CombinedOutput(); err != nil {
