@@ -23,11 +23,14 @@ fmt-check:
 race:
 	@for m in $(MODULES); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 
-## fuzz: every fuzz target briefly (FUZZTIME each)
+## fuzz: every fuzz target of every module briefly (FUZZTIME each)
+FUZZ_MODULES := $(MODULES) tools/image
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for t in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+	@set -e; for m in $(FUZZ_MODULES); do \
+	  for pkg in $$(cd $$m && $(GO) list ./...); do \
+	    for t in $$(cd $$m && $(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	      echo "fuzz $$pkg $$t"; (cd $$m && $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg); \
+	    done; \
 	  done; \
 	done
 
