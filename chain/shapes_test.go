@@ -33,14 +33,26 @@ import (
 // entry points: the drop-in chain with layers/fallback and the native
 // client with client.WithFallback. The setup is the operator's: three
 // attempts with backoff on the bubble's clock (jitter 1: 100 ms, 200 ms),
-// 30 s header and first-output limits, one fallback model on a second
-// upstream.
+// 30 s header and first-output limits, the default retry quota, one
+// fallback model on a second upstream.
 
 // shapeFallbackChat is the fallback upstream's whole answer: its own model
 // and usage, which must reach the caller as they are.
 const shapeFallbackChat = `{"id":"chatcmpl-fb","object":"chat.completion","created":1,"model":"gpt-4o-2024-08-06",` +
 	`"choices":[{"index":0,"message":{"role":"assistant","content":"from the fallback"},"finish_reason":"stop"}],` +
 	`"usage":{"prompt_tokens":31,"completion_tokens":41,"total_tokens":72}}`
+
+// shapeFallbackStream is the fallback upstream's streamed answer, with its
+// own model name and usage.
+func shapeFallbackStream() recoursetest.Step {
+	var evs []string
+	for _, e := range recoursetest.OpenAIStream("from the fallback") {
+		e = strings.ReplaceAll(e, `"model":"`+recoursetest.OpenAIModel+`"`, `"model":"gpt-4o-2024-08-06"`)
+		e = strings.ReplaceAll(e, `"prompt_tokens":12,"completion_tokens":7,"total_tokens":19`, `"prompt_tokens":31,"completion_tokens":41,"total_tokens":72`)
+		evs = append(evs, e)
+	}
+	return recoursetest.SSE(evs...)
+}
 
 // shapePolicy is the operator's policy on the bubble's clocks.
 func shapePolicy() retry.Policy {
@@ -56,7 +68,8 @@ type shape struct {
 	steps  func(t *testing.T) (primary, fb []recoursetest.Step)
 	limits *stall.Limits // nil: shapeLimits
 	rules  fallback.Rules
-	// quota, when set, is the retry quota's options (a private store).
+	// quota is the retry quota's options on a private store; nil is the
+	// defaults (the proxy binary's).
 	quota  []quota.Option
 	stream bool
 	// at is the virtual time of the answer or the error.
@@ -168,6 +181,41 @@ func shapeTable() []shape {
 			primaryN: 3, fallbN: 1,
 		},
 		{
+			name: "ShapeStreamUnavailableEveryAttemptThenTheFallbacksAnswer",
+			steps: func(t *testing.T) ([]recoursetest.Step, []recoursetest.Step) {
+				return []recoursetest.Step{overloaded, overloaded, overloaded}, []recoursetest.Step{shapeFallbackStream()}
+			},
+			stream: true, at: 300 * time.Millisecond, text: "from the fallback", model: fbModel,
+			primaryN: 3, fallbN: 1,
+		},
+		{
+			name: "ShapeStreamRateLimitedWithRetryAfterIsHonouredThenAnswered",
+			steps: func(t *testing.T) ([]recoursetest.Step, []recoursetest.Step) {
+				return []recoursetest.Step{recoursetest.JSON(429, recoursetest.OpenAIError("requests", "rate_limit_exceeded", "slow down"), "Retry-After", "7"),
+					recoursetest.SSE(recoursetest.OpenAIStream("from the primary")...)}, nil
+			},
+			stream: true, at: 7 * time.Second, text: "from the primary", model: primaryModel,
+			primaryN: 2, fallbN: 0,
+		},
+		{
+			name: "ShapeStreamResetBeforeHeadersIsRetried",
+			steps: func(t *testing.T) ([]recoursetest.Step, []recoursetest.Step) {
+				return []recoursetest.Step{recoursetest.Reset(), recoursetest.SSE(recoursetest.OpenAIStream("from the primary")...)}, nil
+			},
+			stream: true, at: 100 * time.Millisecond, text: "from the primary", model: primaryModel,
+			primaryN: 2, fallbN: 0,
+		},
+		{
+			name: "ShapeStreamSilentProviderFailsOverAfterOneHeaderTimeout",
+			steps: func(t *testing.T) ([]recoursetest.Step, []recoursetest.Step) {
+				return []recoursetest.Step{recoursetest.SSE(recoursetest.OpenAIStream("never sent")...).Gated(-1, never(t))},
+					[]recoursetest.Step{shapeFallbackStream()}
+			},
+			rules:  fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}},
+			stream: true, at: 30 * time.Second, text: "from the fallback", model: fbModel,
+			primaryN: 1, fallbN: 1,
+		},
+		{
 			name: "ShapeResetBeforeHeadersIsRetried",
 			steps: func(t *testing.T) ([]recoursetest.Step, []recoursetest.Step) {
 				return []recoursetest.Step{recoursetest.Reset(), okStep("from the primary")}, nil
@@ -243,13 +291,9 @@ func shapeLayers(t *testing.T, s shape) (*stall.Layer, []layer.Layer) {
 	}
 	sl, err := stall.New(lim)
 	require.NoError(t, err)
-	var q []layer.Layer
-	if s.quota != nil {
-		ql, err := quota.New(append([]quota.Option{quota.WithStore(quota.NewMemoryStore())}, s.quota...)...)
-		require.NoError(t, err)
-		q = append(q, ql)
-	}
-	return sl, q
+	ql, err := quota.New(append([]quota.Option{quota.WithStore(quota.NewMemoryStore())}, s.quota...)...)
+	require.NoError(t, err)
+	return sl, []layer.Layer{ql}
 }
 
 // assertAttempts asserts each upstream's request count and that the
@@ -318,6 +362,7 @@ func TestR20_15_ShapesThroughTheDropInChain(t *testing.T) {
 						text, done := sseText(got)
 						assert.Equal(t, s.text, text)
 						assert.True(t, done, "the answer's end marker")
+						assert.Contains(t, got, `"model":"`+s.model+`"`, "the model that answered")
 					} else {
 						var c struct {
 							Model   string

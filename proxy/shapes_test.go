@@ -34,6 +34,18 @@ const fallbackChat = `{"id":"chatcmpl-fb","object":"chat.completion","created":1
 	`"choices":[{"index":0,"message":{"role":"assistant","content":"from the fallback"},"finish_reason":"stop"}],` +
 	`"usage":{"prompt_tokens":31,"completion_tokens":41,"total_tokens":72}}`
 
+// fallbackStream is the fallback upstream's streamed answer, with its own
+// model name and usage.
+func fallbackStream() recoursetest.Step {
+	var evs []string
+	for _, e := range recoursetest.OpenAIStream("from the fallback") {
+		e = strings.ReplaceAll(e, `"model":"`+recoursetest.OpenAIModel+`"`, `"model":"gpt-4o-2024-08-06"`)
+		e = strings.ReplaceAll(e, `"total_tokens":19`, `"total_tokens":72`)
+		evs = append(evs, e)
+	}
+	return recoursetest.SSE(evs...)
+}
+
 // shapeRig is a proxy in front of a primary and a fallback memory upstream.
 type shapeRig struct {
 	primary, fb *recoursetest.Server
@@ -44,7 +56,8 @@ type shapeRig struct {
 
 // shapeConfig is the operator's setup: three attempts with backoff on the
 // bubble's clock (jitter 1: 100 ms, 200 ms), 30 s header and first-output
-// limits, and the fallback model gpt-4o on the second upstream.
+// limits, the binary's default retry quota, and the fallback model gpt-4o
+// on the second upstream.
 func shapeConfig(t *testing.T, primary, fb string, lim stall.Limits, logs io.Writer) Config {
 	p := testPolicy(&sleeps{})
 	p.Sleep = nil
@@ -55,6 +68,7 @@ func shapeConfig(t *testing.T, primary, fb string, lim stall.Limits, logs io.Wri
 		Policy:     p,
 		PerAttempt: stallLayer(t, lim),
 		Fallback:   []fallback.Target{{Upstream: fb, Model: "gpt-4o"}},
+		Quota:      privateQuota(t), // the binary's default: -quota with its ratio, window, floor and cooldown
 		Logger:     slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 }
@@ -239,6 +253,45 @@ func TestR20_15_ShapesThroughTheProxy(t *testing.T) {
 			primaryN: 3, fallbN: 1,
 		},
 		{
+			name: "ShapeStreamUnavailableEveryAttemptThenTheFallbacksAnswer",
+			steps: func(t *testing.T) ([]recoursetest.Step, []recoursetest.Step) {
+				return []recoursetest.Step{overloaded, overloaded, overloaded}, []recoursetest.Step{fallbackStream()}
+			},
+			stream: true, at: 300 * time.Millisecond, status: 200,
+			has:      []string{`"model":"gpt-4o-2024-08-06"`, `"total_tokens":72`, `"from the fallback"`, "data: [DONE]"},
+			hasNot:   []string{"overloaded", recoursetest.OpenAIModel},
+			primaryN: 3, fallbN: 1,
+		},
+		{
+			name: "ShapeStreamRateLimitedWithRetryAfterIsHonouredThenAnswered",
+			steps: func(t *testing.T) ([]recoursetest.Step, []recoursetest.Step) {
+				return []recoursetest.Step{recoursetest.JSON(429, recoursetest.OpenAIError("requests", "rate_limit_exceeded", "slow down"), "Retry-After", "7"),
+					recoursetest.SSE(recoursetest.OpenAIStream("from the primary")...)}, nil
+			},
+			stream: true, at: 7 * time.Second, status: 200, has: []string{`"from the primary"`, "data: [DONE]"}, hasNot: []string{"slow down"},
+			primaryN: 2, fallbN: 0,
+		},
+		{
+			name: "ShapeStreamResetBeforeHeadersIsRetried",
+			steps: func(t *testing.T) ([]recoursetest.Step, []recoursetest.Step) {
+				return []recoursetest.Step{recoursetest.Reset(), recoursetest.SSE(recoursetest.OpenAIStream("from the primary")...)}, nil
+			},
+			stream: true, at: 100 * time.Millisecond, status: 200, has: []string{`"from the primary"`, "data: [DONE]"},
+			primaryN: 2, fallbN: 0,
+		},
+		{
+			name: "ShapeStreamSilentProviderFailsOverAfterOneHeaderTimeout",
+			steps: func(t *testing.T) ([]recoursetest.Step, []recoursetest.Step) {
+				return []recoursetest.Step{recoursetest.SSE(recoursetest.OpenAIStream("never sent")...).Gated(-1, never(t))},
+					[]recoursetest.Step{fallbackStream()}
+			},
+			edit: func(t *testing.T, c *Config) {
+				c.FallbackRules.Stalls = []layer.StallLimit{layer.StallHeader}
+			},
+			stream: true, at: 30 * time.Second, status: 200, has: []string{`"from the fallback"`, `"model":"gpt-4o-2024-08-06"`, "data: [DONE]"}, hasNot: []string{"never sent"},
+			primaryN: 1, fallbN: 1,
+		},
+		{
 			name: "ShapeResetBeforeHeadersIsRetried",
 			steps: func(t *testing.T) ([]recoursetest.Step, []recoursetest.Step) {
 				return []recoursetest.Step{recoursetest.Reset(), okChat}, nil
@@ -391,7 +444,7 @@ func TestR20_15_ShapeOutageFallsBackAndRecoversAtOnce(t *testing.T) {
 			t.Cleanup(func() { s.CloseClientConnections(); s.Close() })
 		}
 		r := &shapeRig{logs: &syncBuffer{}}
-		r.serve(t, primary.URL, fb.URL, func(c *Config) { c.Quota = privateQuota(t) })
+		r.serve(t, primary.URL, fb.URL, nil)
 
 		const calls = 20
 		got := make([]result, calls)
