@@ -411,85 +411,91 @@ func TestR20_15_ShapesThroughTheProxy(t *testing.T) {
 // again from the first call after it recovers — the quota's shared
 // cooldown keeps no call away from it beyond what its Retry-After said.
 func TestR20_15_ShapeOutageFallsBackAndRecoversAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		const outage = 60 * time.Second
-		var mu sync.Mutex
-		var primaryAt []time.Duration
-		fbN := 0
-		primary, _ := recoursetest.ServeMemory(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			at := time.Since(start)
-			mu.Lock()
-			primaryAt = append(primaryAt, at)
-			mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			if at < outage {
-				w.Header().Set("Retry-After", "2")
-				w.WriteHeader(503)
-				_, _ = io.WriteString(w, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
-				return
-			}
-			_, _ = io.WriteString(w, recoursetest.OpenAIChat("from the primary"))
-		}))
-		fb, _ := recoursetest.ServeMemory(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			mu.Lock()
-			fbN++
-			mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, fallbackChat)
-		}))
-		for _, s := range []*httptest.Server{primary, fb} {
-			t.Cleanup(func() { s.CloseClientConnections(); s.Close() })
-		}
-		r := &shapeRig{logs: &syncBuffer{}}
-		r.serve(t, primary.URL, fb.URL, nil)
+	for name, retryAfter := range map[string]string{"with Retry-After": "2", "without Retry-After": ""} {
+		t.Run(name, func(t *testing.T) { synctest.Test(t, func(t *testing.T) { testOutage(t, retryAfter) }) })
+	}
+}
 
-		const calls = 20
-		got := make([]result, calls)
-		at := make([]time.Duration, calls)
-		var wg sync.WaitGroup
-		for i := range calls {
-			wg.Go(func() {
-				time.Sleep(time.Duration(i) * 4 * time.Second)
-				got[i] = r.post(t, chatBody)
-				at[i] = time.Since(start)
-			})
-		}
-		wg.Wait()
-		for i := range calls {
-			sent := time.Duration(i) * 4 * time.Second
-			require.NoError(t, got[i].err)
-			assert.Equal(t, 200, got[i].status, "call %d at %v answered", i, sent)
-			oneAnswer(t, got[i].body)
-			switch {
-			case sent+4*time.Second < outage:
-				assert.Contains(t, got[i].body, "from the fallback", "call %d at %v, during the outage", i, sent)
-			case sent >= outage:
-				assert.Contains(t, got[i].body, "from the primary", "call %d at %v, after the outage", i, sent)
-				assert.Equal(t, sent, at[i], "call %d answered at once", i)
-			}
-		}
-		byFallback, byPrimary := 0, 0
-		for _, g := range got {
-			if strings.Contains(g.body, "from the fallback") {
-				byFallback++
-			} else {
-				byPrimary++
-			}
-		}
+func testOutage(t *testing.T, retryAfter string) {
+	start := time.Now()
+	const outage = 60 * time.Second
+	var mu sync.Mutex
+	var primaryAt []time.Duration
+	fbN := 0
+	primary, _ := recoursetest.ServeMemory(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		at := time.Since(start)
 		mu.Lock()
-		defer mu.Unlock()
-		var recovered []time.Duration
-		for _, a := range primaryAt {
-			if a >= outage {
-				recovered = append(recovered, a)
+		primaryAt = append(primaryAt, at)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if at < outage {
+			if retryAfter != "" {
+				w.Header().Set("Retry-After", retryAfter)
 			}
+			w.WriteHeader(503)
+			_, _ = io.WriteString(w, recoursetest.OpenAIError("server_error", "server_error", "overloaded"))
+			return
 		}
-		require.NotEmpty(t, recovered)
-		assert.Equal(t, outage, recovered[0], "the primary is asked again the moment it recovers")
-		assert.Len(t, recovered, byPrimary, "one request per call the recovered primary answered")
-		assert.Equal(t, byFallback, fbN, "one fallback request per call it answered")
-	})
+		_, _ = io.WriteString(w, recoursetest.OpenAIChat("from the primary"))
+	}))
+	fb, _ := recoursetest.ServeMemory(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		fbN++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, fallbackChat)
+	}))
+	for _, s := range []*httptest.Server{primary, fb} {
+		t.Cleanup(func() { s.CloseClientConnections(); s.Close() })
+	}
+	r := &shapeRig{logs: &syncBuffer{}}
+	r.serve(t, primary.URL, fb.URL, nil)
+
+	const calls = 20
+	got := make([]result, calls)
+	at := make([]time.Duration, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * 4 * time.Second)
+			got[i] = r.post(t, chatBody)
+			at[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for i := range calls {
+		sent := time.Duration(i) * 4 * time.Second
+		require.NoError(t, got[i].err)
+		assert.Equal(t, 200, got[i].status, "call %d at %v answered", i, sent)
+		oneAnswer(t, got[i].body)
+		switch {
+		case sent+4*time.Second < outage:
+			assert.Contains(t, got[i].body, "from the fallback", "call %d at %v, during the outage", i, sent)
+		case sent >= outage:
+			assert.Contains(t, got[i].body, "from the primary", "call %d at %v, after the outage", i, sent)
+			assert.Equal(t, sent, at[i], "call %d answered at once", i)
+		}
+	}
+	byFallback, byPrimary := 0, 0
+	for _, g := range got {
+		if strings.Contains(g.body, "from the fallback") {
+			byFallback++
+		} else {
+			byPrimary++
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var recovered []time.Duration
+	for _, a := range primaryAt {
+		if a >= outage {
+			recovered = append(recovered, a)
+		}
+	}
+	require.NotEmpty(t, recovered)
+	assert.Equal(t, outage, recovered[0], "the primary is asked again the moment it recovers")
+	assert.Len(t, recovered, byPrimary, "one request per call the recovered primary answered")
+	assert.Equal(t, byFallback, fbN, "one fallback request per call it answered")
 }
