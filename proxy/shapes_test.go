@@ -99,11 +99,11 @@ func (r *shapeRig) serve(t *testing.T, primary, fb string, edit func(*Config)) {
 	}
 	h, err := New(cfg)
 	require.NoError(t, err)
-	var tr *http.Transport
-	r.proxy, tr = recoursetest.ServeMemory(h)
+	px, tr := recoursetest.ServeMemory(h)
+	r.proxy = px
 	t.Cleanup(func() {
-		r.proxy.CloseClientConnections()
-		r.proxy.Close()
+		px.CloseClientConnections()
+		px.Close()
 	})
 	tr.DisableCompression = true
 	r.client = &http.Client{Transport: tr}
@@ -498,4 +498,31 @@ func testOutage(t *testing.T, retryAfter string) {
 	assert.Equal(t, outage, recovered[0], "the primary is asked again the moment it recovers")
 	assert.Len(t, recovered, byPrimary, "one request per call the recovered primary answered")
 	assert.Equal(t, byFallback, fbN, "one fallback request per call it answered")
+}
+
+// A fallback target's own Stalls reach the proxy's fallback layer
+// (R20.16): with the rules leaving a target on a header stall, a target
+// whose own list is empty is kept to its three attempts, and the next
+// target answers after them.
+func TestR20_16_ProxyTargetStallsOverrideTheRules(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		never := make(chan struct{})
+		defer close(never)
+		silent := recoursetest.JSON(200, recoursetest.OpenAIChat("never sent")).Gated(-1, never)
+		r := newShapeRig(t, nil, []recoursetest.Step{silent}, []recoursetest.Step{silent, silent, silent})
+		b := recoursetest.NewMemoryServer(recoursetest.JSON(200, fallbackChat))
+		t.Cleanup(b.Close)
+		r.serve(t, r.primary.URL, r.fb.URL, func(c *Config) {
+			c.Fallback = []fallback.Target{{Upstream: r.fb.URL, Model: "gpt-4o", Stalls: []layer.StallLimit{}}, {Upstream: b.URL, Model: "gpt-4o"}}
+			c.FallbackRules.Stalls = []layer.StallLimit{layer.StallHeader}
+		})
+		start := time.Now()
+		got := r.post(t, chatBody)
+		assert.Equal(t, 30*time.Second+90*time.Second+300*time.Millisecond, time.Since(start))
+		require.NoError(t, got.err)
+		assert.Contains(t, got.body, "from the fallback")
+		assert.Equal(t, 1, r.primary.Count(), "the primary left after one header timeout")
+		assert.Equal(t, 3, r.fb.Count(), "the first target kept to its attempts")
+		assert.Equal(t, 1, b.Count())
+	})
 }
