@@ -48,7 +48,7 @@ type Client struct {
 	fallback []FallbackTarget // WithFallback's targets
 	rules    fallback.Rules
 	cred     func(context.Context, http.Header) error // WithCredential's function
-	err      error                                    // an option's refusal, returned by NewClient
+	err      error                                    // an option's refusal, returned by New
 }
 
 // Option configures a Client.

@@ -54,7 +54,7 @@ type FallbackTarget struct {
 // broker's notices, tracing); a final *layer.RecoveryError keeps every
 // target's history (R20.7). A target with a nil Client is ignored. Rules
 // that fallback.Rules.Validate refuses (a status outside 400–599) make
-// NewClient return its *fallback.ConfigError.
+// New return its *fallback.ConfigError.
 func WithFallback(rules fallback.Rules, targets ...FallbackTarget) Option {
 	return func(c *Client) {
 		if err := rules.Validate(); err != nil {
