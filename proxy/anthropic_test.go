@@ -129,3 +129,19 @@ func TestR13_3_ProxyLengthFinishReachesTheClientAsSent(t *testing.T) {
 // never held, comes before message_start, which is held until the first
 // output (R13.9).
 func delivered(evs []string) string { return evs[1] + evs[0] + strings.Join(evs[2:], "") }
+
+// R13.9: an in-band overloaded_error right after message_start is resent
+// behind the proxy, and its client reads exactly one message_start, the
+// answering attempt's.
+func TestR13_9_ProxyResendBeforeOutputShowsOneMessageStart(t *testing.T) {
+	start := recoursetest.AnthropicStart()
+	start[0] = strings.Replace(start[0], recoursetest.AnthropicMessageID, "msg_01FirstAttemptNeverSeen", 1)
+	overload := recoursetest.AnthropicStream(append(start, recoursetest.AnthropicErrorEvent("overloaded_error", "Overloaded"))...)
+	r := newRig(t, "anthropic", nil, overload, recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Hel", "lo")...))
+	got := r.post(t, "/v1/messages", claudeStreamBody)
+	require.NoError(t, got.err)
+	assert.Equal(t, 1, strings.Count(got.body, "event: message_start\n"), got.body)
+	assert.NotContains(t, got.body, "msg_01FirstAttemptNeverSeen")
+	assert.Contains(t, got.body, recoursetest.AnthropicMessageID)
+	assert.Equal(t, 2, r.up.Count())
+}
