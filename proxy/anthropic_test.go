@@ -64,7 +64,7 @@ func TestR22_2_ProxyRecoversAnInBandOverload(t *testing.T) {
 	require.NoError(t, got.err)
 	assert.Equal(t, 200, got.status)
 	assert.NotContains(t, got.body, "overloaded_error")
-	assert.True(t, strings.HasSuffix(got.body, strings.Join(evs, "")), got.body)
+	assert.True(t, strings.HasSuffix(got.body, delivered(evs)), got.body)
 	assert.Equal(t, 2, r.up.Count())
 }
 
@@ -89,6 +89,59 @@ func TestR22_4_ProxyCutAfterContentEndsWithAnErrorEvent(t *testing.T) {
 	assert.Equal(t, 200, got.status)
 	require.Error(t, got.err)
 	assert.Equal(t, 1, r.up.Count())
-	tail := strings.TrimPrefix(got.body, strings.Join(evs[:4], ""))
+	require.True(t, strings.HasPrefix(got.body, delivered(evs[:4])), got.body)
+	tail := strings.TrimPrefix(got.body, delivered(evs[:4]))
 	assert.True(t, strings.HasPrefix(tail, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"recourse_error\",\"message\":\"recourse: recovery interrupted"), tail)
+}
+
+// R13.3: through the proxy a max_tokens (or
+// model_context_window_exceeded) stop reason is the provider's answer:
+// the client reads the stream as sent, message_stop included, and it ends
+// cleanly, never resent (the ping, a keepalive, ahead of the held
+// message_start, R13.9); a cut before message_stop ends with an error
+// event.
+func TestR13_3_ProxyLengthFinishReachesTheClientAsSent(t *testing.T) {
+	for _, stop := range []string{"max_tokens", "model_context_window_exceeded"} {
+		t.Run(stop, func(t *testing.T) {
+			evs := recoursetest.AnthropicEvents("Hel", "lo")
+			i := len(evs) - 2
+			evs[i] = strings.Replace(evs[i], `"stop_reason":"end_turn"`, `"stop_reason":"`+stop+`"`, 1)
+			r := newRig(t, "anthropic", nil, recoursetest.AnthropicStream(evs...), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("again")...))
+			got := r.post(t, "/v1/messages", claudeStreamBody)
+			require.NoError(t, got.err)
+			assert.Equal(t, 200, got.status)
+			// The ping is a keepalive, never held: it comes before the
+			// held message_start (R13.9); every other event is as sent.
+			assert.Equal(t, delivered(evs), got.body)
+			assert.Equal(t, 1, r.up.Count())
+
+			cut := newRig(t, "anthropic", nil, recoursetest.AnthropicStream(evs[:len(evs)-1]...), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("again")...))
+			got = cut.post(t, "/v1/messages", claudeStreamBody)
+			require.Error(t, got.err, "a cut is never a clean end")
+			assert.Contains(t, got.body, "event: error\n")
+			assert.Equal(t, 1, cut.up.Count())
+		})
+	}
+}
+
+// delivered returns the bytes a client gets of evs, events of
+// recoursetest.AnthropicStart then output: the ping, a keepalive that is
+// never held, comes before message_start, which is held until the first
+// output (R13.9).
+func delivered(evs []string) string { return evs[1] + evs[0] + strings.Join(evs[2:], "") }
+
+// R13.9: an in-band overloaded_error right after message_start is resent
+// behind the proxy, and its client reads exactly one message_start, the
+// answering attempt's.
+func TestR13_9_ProxyResendBeforeOutputShowsOneMessageStart(t *testing.T) {
+	start := recoursetest.AnthropicStart()
+	start[0] = strings.Replace(start[0], recoursetest.AnthropicMessageID, "msg_01FirstAttemptNeverSeen", 1)
+	overload := recoursetest.AnthropicStream(append(start, recoursetest.AnthropicErrorEvent("overloaded_error", "Overloaded"))...)
+	r := newRig(t, "anthropic", nil, overload, recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Hel", "lo")...))
+	got := r.post(t, "/v1/messages", claudeStreamBody)
+	require.NoError(t, got.err)
+	assert.Equal(t, 1, strings.Count(got.body, "event: message_start\n"), got.body)
+	assert.NotContains(t, got.body, "msg_01FirstAttemptNeverSeen")
+	assert.Contains(t, got.body, recoursetest.AnthropicMessageID)
+	assert.Equal(t, 2, r.up.Count())
 }

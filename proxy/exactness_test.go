@@ -259,8 +259,11 @@ func cutStream(t *testing.T, provider, path, body string, frames []string, cause
 	// Gated after the first output: the frames before it are held for it
 	// (R13.9).
 	at := 2
-	if strings.Contains(frames[0], "response.created") {
+	switch {
+	case strings.Contains(frames[0], "response.created"):
 		at = 5
+	case strings.Contains(frames[0], "message_start"):
+		at = 4 // message_start, ping, content_block_start, the first text_delta
 	}
 	gate := make(chan struct{})
 	defer close(gate)
@@ -315,6 +318,15 @@ func TestR21_10_ShutdownCutIsToldFromAClientCancel(t *testing.T) {
 		tail := cutStream(t, "openai", "/v1/responses", body, evs, ErrShutdown)
 		assert.Contains(t, tail, `"code":"shutdown"`, tail)
 		tail = cutStream(t, "openai", "/v1/responses", body, evs, context.Canceled)
+		assert.NotContains(t, tail, "shutdown", tail)
+	})
+	t.Run("anthropic", func(t *testing.T) {
+		evs := recoursetest.AnthropicEvents("Hel", "lo")
+		body := `{"model":"claude-sonnet-4-5","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hello"}]}`
+		tail := cutStream(t, "anthropic", "/v1/messages", body, evs, ErrShutdown)
+		assert.Contains(t, tail, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"shutdown\"", tail)
+		assert.Contains(t, tail, ErrShutdown.Error())
+		tail = cutStream(t, "anthropic", "/v1/messages", body, evs, context.Canceled)
 		assert.NotContains(t, tail, "shutdown", tail)
 	})
 	t.Run("ollama", func(t *testing.T) {

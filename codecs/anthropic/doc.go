@@ -13,8 +13,10 @@
 //     and billed that tool —: a stream cut after one ends interrupted and
 //     is never resent;
 //   - message_stop after a stop reason is the accepted end; a max_tokens
-//     or model_context_window_exceeded stop reason is the length finish;
-//     EOF without message_stop is an incomplete stream;
+//     or model_context_window_exceeded stop reason is the length finish
+//     (incomplete_completion for the native client; for a drop-in or proxy
+//     client the provider's answer, ended by message_stop, R13.3); EOF
+//     without message_stop is an incomplete stream;
 //   - an error event is a *codec.ProviderError whose Status is the one its
 //     type names (overloaded_error 529, rate_limit_error 429, api_error
 //     500): before any content block the engine treats it as that status,

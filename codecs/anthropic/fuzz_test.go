@@ -75,53 +75,71 @@ func FuzzDecode(f *testing.F) {
 // it decides does not depend on how the stream is split (whole, then byte
 // by byte), that its counts never fall, that only its last frame ends the
 // stream, that a Done frame's tool calls are JSON objects, and that End
-// after a stream without a terminal frame is an error. Seeds:
+// after a stream without a terminal frame is an error; for a drop-in
+// reader (codec.RequestInfo.ProviderFinish) as for the typed API, where
+// the drop-in reader's stream never ends on an incomplete finish and its
+// length finish completes no tool call (R13.3). Seeds:
 // testdata/seeds/*.sse.
 func FuzzStreamDecoder(f *testing.F) {
 	seeds(f, "*.sse")
 	f.Fuzz(func(t *testing.T, body []byte) {
-		run := func(step int) ([]codec.Frame, codec.Counts, error) {
-			d := anthropic.NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming})
-			var out []codec.Frame
-			var prev codec.Counts
-			for i := 0; i < len(body); i += step {
-				d.Write(body[i:min(len(body), i+step)])
-				now := d.Observed()
-				if now.ContentBytes < prev.ContentBytes || now.ReasoningBytes < prev.ReasoningBytes || now.ToolFragments < prev.ToolFragments {
-					t.Fatalf("counts fell from %+v to %+v", prev, now)
-				}
-				prev = now
-				for fr, ok := d.Next(); ok; fr, ok = d.Next() {
-					out = append(out, fr)
-				}
+		for _, provider := range []bool{false, true} {
+			fuzzStream(t, body, provider)
+		}
+	})
+}
+
+// fuzzStream checks FuzzStreamDecoder's properties for body, read with
+// codec.RequestInfo.ProviderFinish set to providerFinish.
+func fuzzStream(t *testing.T, body []byte, providerFinish bool) {
+	run := func(step int) ([]codec.Frame, codec.Counts, error) {
+		d := anthropic.NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming, ProviderFinish: providerFinish})
+		var out []codec.Frame
+		var prev codec.Counts
+		for i := 0; i < len(body); i += step {
+			d.Write(body[i:min(len(body), i+step)])
+			now := d.Observed()
+			if now.ContentBytes < prev.ContentBytes || now.ReasoningBytes < prev.ReasoningBytes || now.ToolFragments < prev.ToolFragments {
+				t.Fatalf("counts fell from %+v to %+v", prev, now)
 			}
-			err := d.End()
+			prev = now
 			for fr, ok := d.Next(); ok; fr, ok = d.Next() {
 				out = append(out, fr)
 			}
-			return out, d.Observed(), err
 		}
-		whole, wc, werr := run(max(len(body), 1))
-		bytewise, bc, berr := run(1)
-		if len(whole) != len(bytewise) || wc != bc || (werr == nil) != (berr == nil) {
-			t.Fatalf("split changes the result: %d/%d frames, %+v/%+v, %v/%v", len(whole), len(bytewise), wc, bc, werr, berr)
+		err := d.End()
+		for fr, ok := d.Next(); ok; fr, ok = d.Next() {
+			out = append(out, fr)
 		}
-		for i, fr := range whole {
-			end := fr.Done || fr.Err != nil
-			if end != (i == len(whole)-1 && end) {
-				t.Fatalf("frame %d of %d ends the stream", i, len(whole))
-			}
-			if fr.Done {
-				for _, tc := range fr.Completion.Message.ToolCalls {
-					if !json.Valid(tc.Arguments) || tc.Arguments[0] != '{' {
-						t.Fatalf("arguments %q", tc.Arguments)
-					}
+		return out, d.Observed(), err
+	}
+	whole, wc, werr := run(max(len(body), 1))
+	bytewise, bc, berr := run(1)
+	if len(whole) != len(bytewise) || wc != bc || (werr == nil) != (berr == nil) {
+		t.Fatalf("split changes the result: %d/%d frames, %+v/%+v, %v/%v", len(whole), len(bytewise), wc, bc, werr, berr)
+	}
+	for i, fr := range whole {
+		end := fr.Done || fr.Err != nil
+		if end != (i == len(whole)-1 && end) {
+			t.Fatalf("frame %d of %d ends the stream", i, len(whole))
+		}
+		var ie *codec.IncompleteError
+		if providerFinish && errors.As(fr.Err, &ie) {
+			t.Fatalf("a drop-in stream ends on incomplete finish %q", ie.FinishReason)
+		}
+		if fr.Done && fr.FinishReason == "length" && len(fr.Completion.Message.ToolCalls) > 0 {
+			t.Fatal("a length finish completes a tool call")
+		}
+		if fr.Done {
+			for _, tc := range fr.Completion.Message.ToolCalls {
+				if !json.Valid(tc.Arguments) || tc.Arguments[0] != '{' {
+					t.Fatalf("arguments %q", tc.Arguments)
 				}
 			}
 		}
-		ended := len(whole) > 0 && (whole[len(whole)-1].Done || whole[len(whole)-1].Err != nil)
-		if !ended && werr == nil {
-			t.Fatal("End = nil for a stream without a terminal frame")
-		}
-	})
+	}
+	ended := len(whole) > 0 && (whole[len(whole)-1].Done || whole[len(whole)-1].Err != nil)
+	if !ended && werr == nil {
+		t.Fatal("End = nil for a stream without a terminal frame")
+	}
 }

@@ -206,7 +206,7 @@ func TestR22_1_DropInResendIsByteExact(t *testing.T) {
 	got, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.NoError(t, err)
-	assert.Equal(t, strings.Join(recoursetest.AnthropicEvents("Hel", "lo"), ""), string(got))
+	assert.Equal(t, delivered(recoursetest.AnthropicEvents("Hel", "lo")), string(got))
 	reqs := r.Server.Requests()
 	require.Len(t, reqs, 2)
 	for _, q := range reqs {
@@ -230,7 +230,8 @@ func TestR22_2_ADropInStreamThatFailsEndsWithAnErrorEvent(t *testing.T) {
 	resp.Body.Close()
 	var re *layer.RecoveryError
 	require.True(t, errors.As(err, &re))
-	tail := strings.TrimPrefix(string(got), strings.Join(evs[:4], ""))
+	require.True(t, strings.HasPrefix(string(got), delivered(evs[:4])), "body %q", got)
+	tail := strings.TrimPrefix(string(got), delivered(evs[:4]))
 	assert.True(t, strings.HasPrefix(tail, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"recourse_error\""), "tail %q", tail)
 	assert.NotContains(t, tail, rigtest.Prompt)
 	assert.NotContains(t, tail, rigtest.Key)
@@ -329,3 +330,27 @@ func TestR22_6_ResetHintReadsOnlyExhaustedLimitsOfA429(t *testing.T) {
 	_, _, ok = c.ResetHint(429, http.Header{})
 	assert.False(t, ok)
 }
+
+// R13.3: through the native client a max_tokens stop reason followed by
+// message_stop stays incomplete_completion (finish length), never resent.
+func TestR13_3_NativeClientKeepsIncompleteCompletion(t *testing.T) {
+	evs := recoursetest.AnthropicEvents("Hel", "lo")
+	i := len(evs) - 2
+	evs[i] = strings.Replace(evs[i], `"stop_reason":"end_turn"`, `"stop_reason":"max_tokens"`, 1)
+	r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicStream(evs...), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("x")...))
+	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+	re := rigtest.AsRecoveryError(t, err)
+	ev := layer.Inspect(&re.Failure)
+	require.NotNil(t, ev)
+	var se *layer.StreamError
+	require.ErrorAs(t, ev.Cause, &se)
+	assert.Equal(t, layer.StreamIncompleteCompletion, se.Reason)
+	assert.Equal(t, "length", se.FinishReason)
+	assert.Equal(t, 1, r.Server.Count())
+}
+
+// delivered returns the bytes a drop-in reader gets of evs, events of
+// recoursetest.AnthropicStart then output: the ping, a keepalive that is
+// never held, comes before message_start, which is held until the first
+// output (R13.9).
+func delivered(evs []string) string { return evs[1] + evs[0] + strings.Join(evs[2:], "") }

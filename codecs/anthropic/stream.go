@@ -35,7 +35,9 @@ type block struct {
 // carry no output; any content_block_start or content_block_delta does; a
 // message_stop after a stop reason is the accepted end; a max_tokens or
 // model_context_window_exceeded stop reason ends the stream at once as a
-// length finish; an error event is a *codec.ProviderError whose Status is
+// length finish (for a drop-in or proxy client, with
+// codec.RequestInfo.ProviderFinish, the stream goes on to message_stop, its
+// accepted end with finish length, R13.3); an error event is a *codec.ProviderError whose Status is
 // the one its type names. A StreamDecoder is used by one attempt and is
 // not safe for concurrent use; the Attempt serializes access to it.
 type StreamDecoder struct {
@@ -43,7 +45,12 @@ type StreamDecoder struct {
 	q      frames.Queue
 	counts codec.Counts
 
-	discardText     bool
+	discardText bool
+	// providerFinish makes a length stop reason, for a drop-in or proxy
+	// client, the provider's answer that message_stop ends like any
+	// other, with no tool call complete (codec.RequestInfo.ProviderFinish,
+	// R13.3).
+	providerFinish  bool
 	content, reason strings.Builder
 	blocks          map[int]*block
 	order           []int
@@ -62,10 +69,12 @@ var (
 
 // NewStreamDecoder returns the stream decoder for a request described by
 // info: with info.DropText its terminal Completion has empty Content and
-// Reasoning, and with info.TypedFrames only error frames carry Raw.
+// Reasoning, with info.TypedFrames only error frames carry Raw, and with
+// info.ProviderFinish a length stop reason ends at message_stop as the
+// provider's answer instead of an incomplete_completion error frame.
 // [Codec.NewObserver] returns one for a streaming request.
 func NewStreamDecoder(info codec.RequestInfo) *StreamDecoder {
-	d := &StreamDecoder{discardText: info.DropText}
+	d := &StreamDecoder{discardText: info.DropText, providerFinish: info.ProviderFinish}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
@@ -416,7 +425,9 @@ func (d *StreamDecoder) applyDelta(idx int, typ, text string, f *codec.Frame) st
 // reason that says the output was cut (max_tokens,
 // model_context_window_exceeded) ends the stream at once: a
 // *codec.IncompleteError (the engine's incomplete_completion) with finish
-// "length", provider evidence only (R13.3, R22.4).
+// "length", provider evidence only (R13.3, R22.4). With providerFinish it
+// is the provider's answer instead: the frame carries the finish, and
+// message_stop ends the stream (R13.3).
 func (d *StreamDecoder) messageDelta(top openaiwire.Object, f *codec.Frame) string {
 	var delta openaiwire.Object
 	if err := top.Get("delta", &delta); err != nil {
@@ -438,6 +449,10 @@ func (d *StreamDecoder) messageDelta(top openaiwire.Object, f *codec.Frame) stri
 	}
 	if incomplete(d.stop) {
 		finish := FinishReason(d.stop)
+		if d.providerFinish {
+			f.FinishReason = finish
+			return ""
+		}
 		f.FinishReason = finish
 		f.Completion = &chat.Completion{FinishReason: finish, Model: d.model, ID: d.id, Usage: d.Usage()}
 		f.Err = &codec.IncompleteError{FinishReason: finish}
@@ -457,6 +472,11 @@ func (d *StreamDecoder) done(f *codec.Frame) {
 			thinking++
 			msg.ReasoningSignature = b.signature
 		case "tool_use":
+			if incomplete(d.stop) {
+				// The provider's own limit, taken as its answer: no tool
+				// call of it is complete, its input may be cut (R13.4).
+				continue
+			}
 			args := json.RawMessage(b.args.String())
 			if len(jsonscan.TrimSpace(args)) == 0 {
 				args = json.RawMessage(`{}`)
