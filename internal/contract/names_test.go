@@ -434,27 +434,6 @@ var otherLibraries = map[string]bool{
 	"docs/anthropic.md anthropic.Error":                true, // anthropic-sdk-go's
 }
 
-// renamed are names README.md still gives to what was renamed or moved
-// (see CHANGELOG.md): the README's next version uses the new names; delete
-// each entry once it does.
-var renamed = map[string]bool{
-	"README.md layer.Facts":              true,
-	"README.md layer.ErrorFramer":        true,
-	"README.md layer.KnownProviderCodes": true,
-	"README.md layer.AllCapabilities":    true,
-	"README.md layer.InitAttemptFor":     true,
-	"README.md chain.WithCallPolicy":     true,
-	"README.md chain.NewClient":          true,
-	"README.md chain.WithAPIKey":         true,
-	"README.md chain.WithFallback":       true,
-	"README.md chain.WithReasoning":      true,
-	// README.md's code calls its native client variable client, now also
-	// the package's name.
-	"README.md client.Complete":  true,
-	"README.md client.Stream":    true,
-	"README.md client.Responses": true,
-}
-
 // TestDocsNameOnlyExistingGoNames: every `pkg.Ident`, `*pkg.Ident` and
 // `pkg.Type.Member` that a comment of a non-test .go file of the root
 // module, a code span or block of README.md, CONTRACT.md, CONTRIBUTING.md
@@ -488,7 +467,7 @@ func TestDocsNameOnlyExistingGoNames(t *testing.T) {
 	var lines []string
 	for _, u := range unknown {
 		doc, _, _ := strings.Cut(u.at, ":")
-		if otherLibraries[doc+" "+u.name] || renamed[doc+" "+u.name] {
+		if otherLibraries[doc+" "+u.name] {
 			continue
 		}
 		lines = append(lines, u.at+": "+u.name)
