@@ -316,17 +316,24 @@ func (ex *exchange) send(p []byte) bool {
 	return true
 }
 
-// copy forwards body to the client, flushing every read (whole frames, for
-// a recovering stream). It returns nil at the end of the body, the body's
-// read error, or errClientGone.
+// copy forwards body to the client, flushing every read (whole frames up
+// to firstBufSize bytes, and, once a read filled that, up to copyBufSize,
+// for a recovering stream). It returns nil at the end of the body, the
+// body's read error, or errClientGone.
 func (ex *exchange) copy(body io.Reader) error {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
+	bp, pool := firstBufs.Get().(*[]byte), &firstBufs
+	defer func() { pool.Put(bp) }()
 	buf := *bp
 	for {
 		n, err := body.Read(buf)
 		if n > 0 && !ex.send(buf[:n]) {
 			return errClientGone
+		}
+		if n == len(buf) && pool == &firstBufs {
+			// A large frame or answer: copy the rest in larger reads.
+			firstBufs.Put(bp)
+			bp, pool = copyBufs.Get().(*[]byte), &copyBufs
+			buf = *bp
 		}
 		if err == io.EOF {
 			return nil
