@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -116,10 +115,26 @@ func (h *Handler) outbound(ex *exchange, r *http.Request) (*http.Request, int) {
 		ctx = context.WithValue(ctx, clientRetryKey{}, true)
 	}
 	// A completion is a POST; a read of a stored response (R19.13) a GET.
-	out, err := http.NewRequestWithContext(ctx, r.Method, h.target(r.URL).String(), bytes.NewReader(body))
+	// The body is a layer.RequestBody, so that the engine keeps these
+	// bytes and this header for its attempts rather than a copy of each:
+	// a stream in flight holds its request once. Neither is changed
+	// after the chain has the request.
+	// An empty body is http.NoBody, as net/http makes it.
+	var rb io.Reader = http.NoBody
+	if len(body) > 0 {
+		rb = layer.NewRequestBody(body)
+	}
+	out, err := http.NewRequestWithContext(ctx, r.Method, h.target(r.URL).String(), rb)
 	if err != nil {
 		h.writeError(ex.w, http.StatusBadRequest, "bad_request", "recourse-proxy: the request URL cannot be forwarded", "")
 		return nil, http.StatusBadRequest
+	}
+	out.ContentLength = int64(len(body))
+	out.GetBody = func() (io.ReadCloser, error) {
+		if len(body) == 0 {
+			return http.NoBody, nil
+		}
+		return layer.NewRequestBody(body), nil
 	}
 	ex.body = body
 	out.Header = r.Header.Clone()
