@@ -23,10 +23,16 @@ import (
 // open at once.
 var benchHeldStreams = flag.Int("proxy.streams", 1000, "streams BenchmarkProxyHeldStreams holds open at once")
 
+// benchHeldPrompt is the size of the user message of each stream's
+// request in BenchmarkProxyHeldStreams: a proxy that keeps the request for
+// a stream's life holds it once per stream.
+var benchHeldPrompt = flag.Int("proxy.prompt", 8<<10, "bytes of the user message of each BenchmarkProxyHeldStreams request")
+
 // BenchmarkProxyHeldStreams measures the memory an in-flight stream costs
 // in recourse-proxy against httputil.ReverseProxy (the baseline of
 // BenchmarkProxyVsReverseProxy), in one run, on loopback. Each iteration
-// opens N streams (the -proxy.streams flag, 1000 by default) at once,
+// opens N streams (the -proxy.streams flag, 1000 by default), each with a
+// user message of the -proxy.prompt flag's bytes (8 KiB by default), at once,
 // directly to a gated provider, then through each proxy in rotating order.
 // The provider writes each stream's first frames and then holds the body
 // open until every one of the N clients has read them: with all streams
@@ -132,7 +138,7 @@ func settledMem() (heap, stack uint64, goroutines int) {
 // held after heldFrames frames, releases them and waits for their ends.
 // reset closes the idle connections of the side's transports afterwards,
 // so that every round starts from the same state.
-func holdStreams(u *gatedUpstream, base string, n int, reset func()) (heldFigures, error) {
+func holdStreams(u *gatedUpstream, base, body string, n int, reset func()) (heldFigures, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: n, DisableCompression: true}
 	c := &http.Client{Transport: tr}
 	defer func() { tr.CloseIdleConnections(); reset() }()
@@ -145,7 +151,7 @@ func holdStreams(u *gatedUpstream, base string, n int, reset func()) (heldFigure
 		done.Go(func() {
 			heldOnce := sync.OnceFunc(held.Done)
 			defer heldOnce()
-			errs[i] = heldStream(c, base, len(u.events), heldOnce)
+			errs[i] = heldStream(c, base, body, len(u.events), heldOnce)
 		})
 	}
 	held.Wait()
@@ -159,10 +165,10 @@ func holdStreams(u *gatedUpstream, base string, n int, reset func()) (heldFigure
 	return heldFigures{heap: per(h1, h0), stack: per(s1, s0), goroutines: float64(g1-g0) / float64(n)}, nil
 }
 
-// heldStream runs one streaming request to base, calls held once it read
-// heldFrames frames, and reads the rest, want frames in all.
-func heldStream(c *http.Client, base string, want int, held func()) error {
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(streamBody))
+// heldStream runs one streaming request of body to base, calls held once
+// it read heldFrames frames, and reads the rest, want frames in all.
+func heldStream(c *http.Client, base, body string, want int, held func()) error {
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -195,6 +201,11 @@ func heldStream(c *http.Client, base string, want int, held func()) error {
 }
 
 func benchHeldStreamsN(b *testing.B, n int) {
+	if *benchHeldPrompt < 0 {
+		b.Fatalf("-proxy.prompt %d: want 0 or more", *benchHeldPrompt)
+	}
+	body := `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"` +
+		strings.Repeat("a", *benchHeldPrompt) + `"}]}`
 	u := newGatedUpstream(b)
 	h, err := New(Config{Provider: "openai", Upstream: u.srv.URL, Policy: retry.Recommended()})
 	if err != nil {
@@ -220,7 +231,7 @@ func benchHeldStreamsN(b *testing.B, n int) {
 		{rps.URL, rpTr.CloseIdleConnections},   // reverse proxy
 	}
 	for _, s := range sides { // warm every path
-		if _, err := holdStreams(u, s.url, min(n, 16), s.reset); err != nil {
+		if _, err := holdStreams(u, s.url, body, min(n, 16), s.reset); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -229,13 +240,13 @@ func benchHeldStreamsN(b *testing.B, n int) {
 		iter int
 	)
 	for b.Loop() {
-		direct, err := holdStreams(u, sides[0].url, n, sides[0].reset)
+		direct, err := holdStreams(u, sides[0].url, body, n, sides[0].reset)
 		if err != nil {
 			b.Fatalf("direct, iteration %d: %v", iter, err)
 		}
 		for k := range 2 {
 			i := (k + iter) % 2 // rotate the order
-			f, err := holdStreams(u, sides[1+i].url, n, sides[1+i].reset)
+			f, err := holdStreams(u, sides[1+i].url, body, n, sides[1+i].reset)
 			if err != nil {
 				b.Fatalf("side %d, iteration %d: %v", i, iter, err)
 			}
