@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -88,7 +89,13 @@ func (h *Handler) outbound(ex *exchange, r *http.Request) (*http.Request, int) {
 		// sends no 100 Continue and the client sends no body.
 		return tooLarge()
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, h.maxBody+1))
+	var body []byte
+	var err error
+	if rb, ok := r.Body.(*readBody); ok {
+		body = rb.unread() // read already (owned): not copied again
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, h.maxBody+1))
+	}
 	if err != nil {
 		h.writeError(ex.w, http.StatusBadRequest, "request_body_unreadable", "recourse-proxy: the request body could not be read", "")
 		return nil, http.StatusBadRequest
@@ -436,3 +443,17 @@ func notice(ev layer.Event) string {
 	}
 	return ": retrying after " + what + tail
 }
+
+// readBody is a client's request body the proxy has read already (owned,
+// to key it): outbound takes its unread bytes as they are instead of
+// reading them into a copy, so that a completion holds its body once.
+type readBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+// Close does nothing: the body is in memory.
+func (*readBody) Close() error { return nil }
+
+// unread returns the bytes not read yet.
+func (r *readBody) unread() []byte { return r.b[len(r.b)-r.Len():] }
