@@ -23,11 +23,14 @@ fmt-check:
 race:
 	@for m in $(MODULES); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 
-## fuzz: every fuzz target briefly (FUZZTIME each)
+## fuzz: every fuzz target of every module briefly (FUZZTIME each)
+FUZZ_MODULES := $(MODULES) tools/image
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for t in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+	@set -e; for m in $(FUZZ_MODULES); do \
+	  for pkg in $$(cd $$m && $(GO) list ./...); do \
+	    for t in $$(cd $$m && $(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	      echo "fuzz $$pkg $$t"; (cd $$m && $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg); \
+	    done; \
 	  done; \
 	done
 
@@ -90,3 +93,20 @@ proxy-install:
 .PHONY: faults
 faults:
 	@echo "go vet (faults)"; cd faults && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+## image: recourse-proxy's OCI image, built without a container daemon
+## (tools/image, its own module): the static proxy, its health probe and
+## Debian's CA bundle, user 65532, port 8787, written to
+## build/image/recourse-proxy.oci.tar (docker load -i, podman load -i or
+## skopeo copy oci-archive: read it). Needs /etc/ssl/certs/ca-certificates.crt.
+.PHONY: image image-test
+image:
+	cd tools/image && $(GO) run . -root ../.. -out ../../build/image
+
+## image-test: builds the image, reads it back from its archive and runs
+## the proxy it holds on a loopback port; checks deploy/Dockerfile,
+## deploy/compose.yaml and deploy/recourse-proxy.service against it and
+## against the proxy's flags (systemd-analyze verify when installed).
+## About a minute.
+image-test:
+	@echo "go vet (tools/image)"; cd tools/image && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m -v ./...

@@ -166,6 +166,14 @@ func (b *Broker) GenerateObject(ctx context.Context, history *[]chat.Message, sc
 	return comp, nil
 }
 
+// FinishPauseTurn is the finish reason of a turn the provider paused
+// (Anthropic's stop_reason pause_turn, after a long run of its own server
+// tools). Generate and GenerateStream continue such a turn by sending its
+// content back as the last assistant message — a new request, never a
+// resend — counting each pause as a round of WithMaxToolDepth (R22.7). A
+// paused turn with no text to send back ends the run with that completion.
+const FinishPauseTurn = "pause_turn"
+
 // request builds the request of one completion from a copy of history.
 func (b *Broker) request(history []chat.Message, tools bool) *chat.Request {
 	msgs := make([]chat.Message, len(history))
@@ -188,6 +196,17 @@ func (b *Broker) request(history []chat.Message, tools bool) *chat.Request {
 func (b *Broker) completed(ctx context.Context, r *run, idx int, history *[]chat.Message, comp *chat.Completion, rounds *int) (done bool, err error) {
 	msg := comp.Message.Clone()
 	msg.Role = chat.Assistant
+	if comp.FinishReason == FinishPauseTurn && len(msg.ToolCalls) == 0 && msg.Content != "" {
+		// The provider paused a long turn of its own tools (R22.7): the
+		// turn goes on by sending its content back, a new request, never
+		// a resend; each pause counts as a round.
+		if *rounds >= b.maxDepth {
+			return false, &ToolDepthError{Max: b.maxDepth, Completion: idx}
+		}
+		*rounds++
+		*history = append(*history, msg)
+		return false, nil
+	}
 	if len(msg.ToolCalls) == 0 {
 		*history = append(*history, msg)
 		return true, nil

@@ -67,6 +67,9 @@ func (b *Broker) GenerateStream(ctx context.Context, history *[]chat.Message) it
 					blocks.add(blockReasoning, ch.Reasoning)
 					r.delta(ActivityReasoning, idx)
 				}
+				if ch.ReasoningSignature != "" {
+					blocks.sign(ch.ReasoningSignature)
+				}
 				if ch.Content != "" {
 					blocks.add(blockText, ch.Content)
 					r.delta(ActivityContent, idx)
@@ -232,6 +235,9 @@ type block struct {
 	kind   blockKind
 	text   strings.Builder
 	closed bool
+	// signature is the provider's signature of a reasoning block it
+	// closed itself (R22.7), or "".
+	signature string
 }
 
 // tracker follows the blocks of one streamed completion and knows which
@@ -277,11 +283,25 @@ func (t *tracker) add(k blockKind, s string) {
 	cur.text.WriteString(s)
 }
 
+// sign closes the open reasoning block with the provider's signature: the
+// provider closed it, and its text goes back only with that signature
+// (R22.7).
+func (t *tracker) sign(sig string) {
+	for i := len(t.blocks) - 1; i >= 0; i-- {
+		if bl := t.blocks[i]; bl.kind == blockReasoning && !bl.closed {
+			bl.closed, bl.signature = true, sig
+			return
+		}
+	}
+}
+
 // partial returns the assistant message of the closed reasoning and text
 // blocks (nil when no block closed) and the delivered content bytes it
 // leaves out. Tool calls are never part of it.
 func (t *tracker) partial() (*chat.Message, int) {
 	var content, reasoning strings.Builder
+	var signature string
+	signed := 0
 	for _, bl := range t.blocks {
 		if !bl.closed {
 			continue
@@ -289,6 +309,8 @@ func (t *tracker) partial() (*chat.Message, int) {
 		switch bl.kind {
 		case blockReasoning:
 			reasoning.WriteString(bl.text.String())
+			signed++
+			signature = bl.signature
 		case blockText:
 			content.WriteString(bl.text.String())
 		}
@@ -301,5 +323,11 @@ func (t *tracker) partial() (*chat.Message, int) {
 	// it. A codec that cannot send reasoning back leaves such a message out
 	// of the request, so no provider sees an empty assistant turn; Ollama
 	// sends it as the message's thinking (R14.1).
-	return &chat.Message{Role: chat.Assistant, Content: content.String(), Reasoning: reasoning.String()}, discarded
+	msg := &chat.Message{Role: chat.Assistant, Content: content.String(), Reasoning: reasoning.String()}
+	if signed == 1 {
+		// One closed reasoning block keeps its signature; joined blocks
+		// have none that covers them.
+		msg.ReasoningSignature = signature
+	}
+	return msg, discarded
 }

@@ -33,6 +33,11 @@ type Message struct {
 	// thinking; the OpenAI and oMLX codecs do not send it, and leave out an
 	// assistant message that holds nothing else.
 	Reasoning string `json:"reasoning,omitempty"`
+	// ReasoningSignature is the provider's signature of Reasoning, when it
+	// sent one (Anthropic's thinking block). The Anthropic codec sends the
+	// reasoning back as a thinking block only with its signature; the other
+	// codecs ignore it.
+	ReasoningSignature string `json:"reasoning_signature,omitempty"`
 	// Images are raw image bytes attached to a user message; codecs encode them
 	// (base64, data URLs) as their provider requires.
 	Images []Image `json:"images,omitempty"`
@@ -213,6 +218,10 @@ type Chunk struct {
 	Content string `json:"content,omitempty"`
 	// Reasoning is reasoning text; delivered only when asked for.
 	Reasoning string `json:"reasoning,omitempty"`
+	// ReasoningSignature is the provider's signature of the reasoning
+	// block this chunk closes (Anthropic's signed thinking block), or "";
+	// delivered with reasoning only.
+	ReasoningSignature string `json:"reasoning_signature,omitempty"`
 	// ToolCallFragments are tool-call pieces; delivered only when asked for.
 	ToolCallFragments []ToolCallFragment `json:"tool_call_fragments,omitempty"`
 	// Done marks the accepted terminal chunk; Completion then holds the

@@ -50,7 +50,7 @@ func (c *Client) Stream(ctx context.Context, req *chat.Request, opts ...StreamOp
 			ch := chat.Chunk{Frame: f.Index, Content: f.Content}
 			d := codec.Counts{ContentBytes: int64(len(f.Content))}
 			if cfg.reasoning {
-				ch.Reasoning = f.Reasoning
+				ch.Reasoning, ch.ReasoningSignature = f.Reasoning, f.ReasoningSignature
 				d.ReasoningBytes = int64(len(f.Reasoning))
 			}
 			if cfg.fragments {
@@ -60,7 +60,7 @@ func (c *Client) Stream(ctx context.Context, req *chat.Request, opts ...StreamOp
 			if f.Done {
 				ch.Done, ch.Completion = true, f.Completion
 				d.CompletedToolCalls = f.Semantic().CompletedToolCalls
-			} else if ch.Content == "" && ch.Reasoning == "" && len(ch.ToolCallFragments) == 0 {
+			} else if ch.Content == "" && ch.Reasoning == "" && ch.ReasoningSignature == "" && len(ch.ToolCallFragments) == 0 {
 				return true
 			}
 			fr.Deliver(d)

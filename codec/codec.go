@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"time"
 
 	"github.com/recourse-dev/recourse/chat"
 )
@@ -31,6 +32,17 @@ type RequestInfo struct {
 	// evidence, and so copy no bytes for the others. The engine sets it for
 	// every call whose *Call asks for TypedErrors; it is false otherwise.
 	TypedFrames bool
+	// ProviderFinish reports that the stream's consumer takes a documented
+	// finish other than an accepted one — a length or content-filter
+	// finish, the Responses API's response.incomplete — as the provider's
+	// answer, as a drop-in client does (R13.3): a stream decoder then ends
+	// such a stream where the provider ends it (after [DONE], at the
+	// response.incomplete event, at Ollama's done:true line) with a Done
+	// frame whose Completion keeps that finish reason and the provider's
+	// evidence but no tool call, instead of an incomplete_completion error
+	// frame. The engine sets it for every call whose *Call does not ask for
+	// TypedErrors, as DropText; it is false otherwise.
+	ProviderFinish bool
 	// Background reports that the request creates a background response
 	// the provider keeps and can stream again (the Responses API's
 	// "background":true, R19.9). Codecs without background mode leave it
@@ -117,6 +129,13 @@ type Facts struct {
 	// answers (R21.6). False, the zero value, is SSE, whose ": …" lines
 	// every client skips.
 	NoStreamComments bool
+	// OverloadStatus is a status outside the standard set that the
+	// provider answers when it is overloaded (Anthropic's 529), or 0. A
+	// policy whose RetryableStatuses is the default (nil) treats it as
+	// eligible like a 503; a policy with statuses of its own decides alone
+	// (R22.1). It is an int16, which holds every HTTP status, to keep
+	// Facts (copied into every call) small.
+	OverloadStatus int16
 }
 
 // ErrorFramer is implemented by a codec whose stream format has an in-band
@@ -166,6 +185,20 @@ type ModelRewriter interface {
 	WithModel(body []byte, model string) ([]byte, error)
 }
 
+// ResetHinter is implemented by a codec whose provider says, in response
+// headers of its own, when an exhausted rate limit resets (Anthropic's
+// anthropic-ratelimit-*-reset). With retry.Policy.ProviderHints on, the
+// engine asks it about a 429 that carries no valid Retry-After or
+// millisecond hint: the reset is then a minimum delay of kind date, held
+// to the ceiling and the time left like a Retry-After date (R22.6).
+type ResetHinter interface {
+	// ResetHint returns the instant a resend of a failure with status and
+	// response headers h may succeed at, and the name of the header it
+	// came from; ok is false when the headers name none. It must be safe
+	// for concurrent use and must not keep h.
+	ResetHint(status int, h http.Header) (at time.Time, header string, ok bool)
+}
+
 // ProviderError is an error object a provider returned inside a response
 // body (R4.7: never eligible when it arrives in a 2xx body). Its Error text is
 // safe: it holds the code only when the code is in the known set.
@@ -176,9 +209,12 @@ type ProviderError struct {
 	Message string
 	// Status is the HTTP status the error object names, for a wire whose
 	// in-band stream errors carry one (Gemini's
-	// data: {"error":{"code":503,…}}), or 0. An in-band error that names a
-	// status and arrives before any semantic output is a failure of that
-	// status, judged as the status would be (R23.3); 0 keeps R4.7.
+	// data: {"error":{"code":503,…}}), or the status the provider
+	// documents for the error's type (Anthropic's overloaded_error is 529,
+	// R22.2), or 0. An in-band error that names a status and arrives
+	// before any semantic output is a failure of that status, judged as
+	// the status would be (R23.3, R22.2), so an overload is resent like
+	// the status answer it stands for; 0 keeps R4.7.
 	Status int
 }
 

@@ -8,6 +8,8 @@ const (
 	OpenAI Provider = "openai"
 	Ollama Provider = "ollama"
 	OMLX   Provider = "omlx"
+	// Anthropic is Claude's Messages API (codecs/anthropic, R22).
+	Anthropic Provider = "anthropic"
 	// Gemini is Google's Gemini API (generateContent).
 	Gemini Provider = "gemini"
 )

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/recourse-dev/recourse/chat"
 )
@@ -28,6 +29,11 @@ type Frame struct {
 	// Reasoning is the frame's decoded reasoning delta (Ollama "thinking",
 	// "reasoning_content" or "reasoning" of compatible servers), or "".
 	Reasoning string
+	// ReasoningSignature is the provider's signature of a reasoning block
+	// that this frame closes (Anthropic's content_block_stop of a signed
+	// thinking block), or "": the block's text is then final and may be
+	// sent back with it (R22.7).
+	ReasoningSignature string
 	// Content is the frame's decoded content delta, or "".
 	Content string
 	// Fragments are the tool-call fragments of the frame (legacy
@@ -73,6 +79,16 @@ type IncompleteError struct {
 	// example "length".
 	FinishReason string
 }
+
+// DocumentedFinish reports whether reason is a finish or done reason a
+// provider documents: stop, length, content_filter, tool_calls,
+// function_call (OpenAI's chat completions) or load, unload (Ollama). A
+// decoder for a consumer that takes such a finish as the provider's answer
+// (RequestInfo.ProviderFinish) ends the stream on it; only these are named
+// in an error's text, since a finish reason is the provider's own string.
+func DocumentedFinish(reason string) bool { return slices.Contains(documentedFinishes, reason) }
+
+var documentedFinishes = []string{"stop", "length", "content_filter", "tool_calls", "function_call", "load", "unload"}
 
 // Error returns the message of the stream error the engine makes of e.
 func (e *IncompleteError) Error() string {

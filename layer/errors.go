@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -159,11 +158,6 @@ func (e *RecoveryError) text() string {
 	return b.String()
 }
 
-// safeFinishes are the finish and done reasons the providers document; only
-// these are named in an error's text, since a finish reason is the
-// provider's own string.
-var safeFinishes = []string{"stop", "length", "content_filter", "tool_calls", "function_call", "load", "unload"}
-
 // incompleteText returns ": incomplete completion (finish <reason>)" when
 // f's private cause is a stream that ended on a finish that is not an
 // accepted one (R13.3), naming the finish only when it is a documented
@@ -181,7 +175,7 @@ func incompleteText(f *Failure) string {
 	if !errors.As(f.ev.cause, &se) || se.Reason != StreamIncompleteCompletion {
 		return ""
 	}
-	if slices.Contains(safeFinishes, se.FinishReason) {
+	if codec.DocumentedFinish(se.FinishReason) {
 		return ": incomplete completion (finish " + se.FinishReason + ")"
 	}
 	return ": incomplete completion (an undocumented finish)"

@@ -24,8 +24,9 @@
 // The logical span follows the OpenTelemetry GenAI conventions (development
 // status): its name is "chat {model}" ("chat" when the request names no
 // model) and it carries gen_ai.operation.name ("chat"),
-// gen_ai.provider.name (the codec's provider: "openai" and "gcp.gemini",
-// the well-known values, and the custom values "ollama" and "omlx"), gen_ai.request.model,
+// gen_ai.provider.name (the codec's provider: "openai", "anthropic" and
+// "gcp.gemini", the well-known values, and the custom values "ollama" and
+// "omlx"), gen_ai.request.model,
 // gen_ai.request.stream (true for streamed calls), server.address,
 // server.port, and recourse.outcome, recourse.attempts,
 // recourse.operation and recourse.logical_request_id. It starts when

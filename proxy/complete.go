@@ -171,6 +171,11 @@ func (ex *exchange) answer(out *http.Request, resp *http.Response) (int, string)
 		}
 	} else {
 		ex.writeHead(out, resp)
+		if resp.ContentLength < 0 {
+			// A stream's opening frames may be held until its first output
+			// (R13.9): its status and headers reach the client now.
+			ex.send(nil)
+		}
 	}
 	outcome := ""
 	if resp.StatusCode/100 != 2 {

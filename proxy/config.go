@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/anthropic"
 	"github.com/recourse-dev/recourse/codecs/gemini"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
@@ -36,12 +37,12 @@ const DefaultStreamCommitAfter = 10 * time.Second
 // returns a new slice; changing it changes nothing else.
 func Providers() []string { return slices.Clone(providers) }
 
-var providers = []string{"openai", "ollama", "omlx", "gemini"}
+var providers = []string{"openai", "ollama", "omlx", "gemini", "anthropic"}
 
 // Config configures a Handler. The zero value is not usable: Provider and
 // Upstream are required.
 type Config struct {
-	// Provider is "openai", "ollama" or "omlx": it chooses the codec, the
+	// Provider is "openai", "ollama", "omlx" or "anthropic": it chooses the codec, the
 	// completion endpoint and the dialect of the proxy's own error bodies.
 	Provider string
 	// Upstream is the provider's root URL, for example
@@ -198,6 +199,8 @@ func dialectFor(provider string) (dialect, error) {
 			}
 		}
 		return dialect{codec: gemini.New(), routes: routes}, nil
+	case "anthropic":
+		return dialect{codec: anthropic.New()}, nil
 	}
 	return dialect{}, &ConfigError{Field: "Provider", Problem: fmt.Sprintf("is %q; want one of %s", provider, strings.Join(providers, ", "))}
 }

@@ -13,7 +13,8 @@
 //     /v1beta/models/{model}:generateContent, POST
 //     /v1beta/models/{model}:streamGenerateContent, POST
 //     /v1/models/{model}:generateContent and POST
-//     /v1/models/{model}:streamGenerateContent) goes through chain.Default with the
+//     /v1/models/{model}:streamGenerateContent; POST /v1/messages for anthropic) goes through
+//     chain.Default with the
 //     Config's policy. Its body is read once, up to Config.MaxBodyBytes
 //     (DefaultMaxBodyBytes); a larger body is answered 413 and nothing is
 //     sent upstream. A body whose Content-Length is larger is refused on
@@ -35,7 +36,8 @@
 //
 // Endpoints returns the recovered endpoints of a provider: openai
 // POST /v1/chat/completions, POST /v1/responses and GET /v1/responses/{id};
-// ollama POST /api/chat; omlx POST /v1/chat/completions (R21.11).
+// ollama POST /api/chat; omlx POST /v1/chat/completions; anthropic
+// POST /v1/messages (R21.11, R22.9).
 //   - GET /healthz answers 200 "ok" without contacting the upstream.
 //
 // Optionally the proxy holds the upstream's key (Config.UpstreamKey) and

@@ -105,6 +105,8 @@ func endpointCases(t *testing.T) []endpointCase {
 				c.body, c.ok = geminiBody, recoursetest.JSON(200, recoursetest.GeminiChat("hi"))
 			case p == "ollama":
 				c.body, c.ok = ollamaBody, recoursetest.JSON(200, recoursetest.OllamaChat("hi"))
+			case p == "anthropic":
+				c.body, c.ok = claudeBody, recoursetest.JSON(200, recoursetest.AnthropicMessage("hi"))
 			case strings.HasPrefix(e.Path, responsesPath) && e.Method == http.MethodPost:
 				c.body, c.ok = `{"model":"gpt-4o-mini","input":"hello"}`, recoursetest.JSON(200, recoursetest.ResponsesJSON("resp_1", "hi"))
 			case strings.HasPrefix(e.Path, responsesPath):
@@ -249,13 +251,20 @@ func (w *lockedWriter) String() string {
 }
 
 // cutStream runs a streaming completion of provider whose upstream holds
-// after its first two frames, cancels the request's context with cause
-// once the first frame reached the client, and returns what the client got.
+// after its first output frame, cancels the request's context with cause
+// once that frame reached the client, and returns what the client got
+// after it.
 func cutStream(t *testing.T, provider, path, body string, frames []string, cause error) string {
 	t.Helper()
+	// Gated after the first output: the frames before it are held for it
+	// (R13.9).
+	at := 2
+	if strings.Contains(frames[0], "response.created") {
+		at = 5
+	}
 	gate := make(chan struct{})
 	defer close(gate)
-	up := recoursetest.NewServer(recoursetest.SSE(frames...).Gated(2, gate))
+	up := recoursetest.NewServer(recoursetest.SSE(frames...).Gated(at, gate))
 	defer up.Close()
 	h, err := New(Config{Provider: provider, Upstream: up.URL, Policy: testPolicy(&sleeps{})})
 	require.NoError(t, err)
@@ -269,7 +278,7 @@ func cutStream(t *testing.T, provider, path, body string, frames []string, cause
 		h.ServeHTTP(w, req)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(w.String(), frames[1]) {
+	for !strings.Contains(w.String(), frames[at-1]) {
 		require.True(t, time.Now().Before(deadline), "the first frames never arrived")
 		time.Sleep(time.Millisecond)
 	}
@@ -280,7 +289,7 @@ func cutStream(t *testing.T, provider, path, body string, frames []string, cause
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handler did not return")
 	}
-	return w.String()[len(frames[0])+len(frames[1]):]
+	return w.String()[len(strings.Join(frames[:at], "")):]
 }
 
 // R21.10: a stream cut by the proxy's shutdown ends with an in-band error

@@ -32,7 +32,7 @@ func FuzzCompletion(f *testing.F) {
 	f.Add([]byte(`{"model":`), "%zz", uint8(2))
 	f.Add([]byte{0xff, 0xfe, '{'}, "", uint8(1))
 	f.Add(bytes.Repeat([]byte("x"), 5000), "", uint8(0))
-	providers := []string{"openai", "ollama", "omlx"}
+	providers := []string{"openai", "ollama", "omlx", "anthropic"}
 	// A loopback upstream scripting one fixed provider answer, every time.
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -112,14 +112,26 @@ func assertErrorDocument(t *testing.T, provider string, b []byte) {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if provider == "ollama" {
+	switch provider {
+	case "ollama":
 		var doc struct {
 			Error *string `json:"error"`
 		}
 		if err := dec.Decode(&doc); err != nil || doc.Error == nil || *doc.Error == "" {
 			t.Fatalf("not an Ollama error document (%v): %q", err, b)
 		}
-	} else {
+	case "anthropic":
+		var doc struct {
+			Type  string `json:"type"`
+			Error *struct {
+				Type    string  `json:"type"`
+				Message *string `json:"message"`
+			} `json:"error"`
+		}
+		if err := dec.Decode(&doc); err != nil || doc.Type != "error" || doc.Error == nil || doc.Error.Type == "" || doc.Error.Message == nil || *doc.Error.Message == "" {
+			t.Fatalf("not an Anthropic error document (%v): %q", err, b)
+		}
+	default:
 		var doc struct {
 			Error *struct {
 				Message *string         `json:"message"`

@@ -194,7 +194,7 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Provider: "anthropic", Upstream: "http://127.0.0.1:1"}, `proxy: Provider is "anthropic"`},
+		{Config{Provider: "no-such-provider", Upstream: "http://127.0.0.1:1"}, `proxy: Provider is "no-such-provider"`},
 		{Config{Provider: "openai"}, "proxy: Upstream is empty"},
 		{Config{Provider: "openai", Upstream: "127.0.0.1:8080"}, "not an http or https URL"},
 		{Config{Provider: "openai", Upstream: "https://api.openai.com/v1"}, "ends in /v1"},

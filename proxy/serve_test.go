@@ -91,7 +91,9 @@ func (s *served) exit(t *testing.T) {
 func TestShutdownLetsInFlightStreamsFinish(t *testing.T) {
 	gate := make(chan struct{})
 	events := recoursetest.OpenAIStream("Hel", "lo")
-	up := recoursetest.NewServer(recoursetest.SSE(events...).Gated(1, gate))
+	// Gated after the first content chunk: the role chunk before it is
+	// held until that output comes (R13.9).
+	up := recoursetest.NewServer(recoursetest.SSE(events...).Gated(2, gate))
 	defer up.Close()
 	s := serve(t, up, time.Minute)
 	br, body, first := s.open(t)

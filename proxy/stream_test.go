@@ -29,25 +29,26 @@ func TestStreamIsByteForByteWithKeepalives(t *testing.T) {
 	assert.Equal(t, "req-9", got.header.Get("X-Request-Id"))
 }
 
-// TestStreamFramesAreFlushedOneByOne reads the first frame while the
-// upstream holds the rest: the proxy adds no buffering.
+// TestStreamFramesAreFlushedOneByOne reads the first output while the
+// upstream holds the rest: the proxy adds no buffering (the role chunk
+// before it is held for it, R13.9).
 func TestStreamFramesAreFlushedOneByOne(t *testing.T) {
 	gate := make(chan struct{})
 	events := recoursetest.OpenAIStream("Hel", "lo")
-	r := newRig(t, "openai", nil, recoursetest.SSE(events...).Gated(1, gate))
+	r := newRig(t, "openai", nil, recoursetest.SSE(events...).Gated(2, gate))
 	req, err := http.NewRequest(http.MethodPost, r.proxy.URL+"/v1/chat/completions", strings.NewReader(streamBody))
 	require.NoError(t, err)
 	resp, err := r.client.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	first := make([]byte, len(events[0]))
+	first := make([]byte, len(events[0])+len(events[1]))
 	_, err = io.ReadFull(resp.Body, first)
 	require.NoError(t, err)
-	assert.Equal(t, events[0], string(first), "the first frame arrives while the upstream holds the second")
+	assert.Equal(t, events[0]+events[1], string(first), "the first output arrives while the upstream holds the rest")
 	close(gate)
 	rest, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	assert.Equal(t, strings.Join(events[1:], ""), string(rest))
+	assert.Equal(t, strings.Join(events[2:], ""), string(rest))
 }
 
 func TestStreamCutBeforeContentIsResumed(t *testing.T) {
@@ -163,7 +164,9 @@ func TestOllamaStreamIsNeverCommittedEarly(t *testing.T) {
 // releases the upstream.
 func TestClientGoneStopsTheStream(t *testing.T) {
 	events := recoursetest.OpenAIStream("Hel", "lo")
-	r := newRig(t, "openai", nil, recoursetest.SSE(events[0]).Held())
+	// The role chunk and the first content: the role chunk alone would be
+	// held for the output (R13.9).
+	r := newRig(t, "openai", nil, recoursetest.SSE(events[0], events[1]).Held())
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.proxy.URL+"/v1/chat/completions", strings.NewReader(streamBody))
 	require.NoError(t, err)

@@ -119,7 +119,7 @@ func TestR21_6_NoProviderNameBranches(t *testing.T) {
 			require.Positive(t, i)
 			end := strings.Index(src[i:], "\n}\n")
 			src = src[:i] + src[i+end:]
-			src = strings.Replace(src, `var providers = []string{"openai", "ollama", "omlx", "gemini"}`, "", 1)
+			src = strings.Replace(src, `var providers = []string{"openai", "ollama", "omlx", "gemini", "anthropic"}`, "", 1)
 		}
 		var code []string // the file without its comment lines, which may name providers
 		for _, line := range strings.Split(src, "\n") {
@@ -128,7 +128,7 @@ func TestR21_6_NoProviderNameBranches(t *testing.T) {
 			}
 		}
 		src = strings.Join(code, "\n")
-		for _, lit := range []string{`"openai"`, `"ollama"`, `"omlx"`, `"gemini"`, "jsonString", "errorBody"} {
+		for _, lit := range []string{`"openai"`, `"ollama"`, `"omlx"`, `"gemini"`, `"anthropic"`, "jsonString", "errorBody"} {
 			assert.False(t, strings.Contains(src, lit), "%s holds %s", f, lit)
 		}
 	}

@@ -3,6 +3,8 @@ package recoursetest
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
+	"strings"
 )
 
 // Values shared by the canned provider bodies.
@@ -182,6 +184,17 @@ func OpenAIStream(content ...string) []string {
 		chunk([]openAIChunkChoice{}, &usage),
 		StreamDone,
 	)
+	return events
+}
+
+// OpenAIStreamFinish returns the events of OpenAIStream with finish
+// instead of "stop" as the finish reason ("length" for a client's
+// max_tokens, "content_filter"), the usage chunk and StreamDone after it,
+// as the provider ends a completion cut short by its own limit.
+func OpenAIStreamFinish(finish string, content ...string) []string {
+	events := OpenAIStream(content...)
+	i := len(events) - 3
+	events[i] = strings.Replace(events[i], `"finish_reason":"stop"`, `"finish_reason":`+strconv.Quote(finish), 1)
 	return events
 }
 

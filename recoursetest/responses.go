@@ -54,6 +54,25 @@ func ResponsesEvents(id string, content ...string) []string {
 	return evs
 }
 
+// ResponsesIncompleteEvents returns the events of ResponsesEvents whose
+// last event is response.incomplete instead of response.completed: the
+// response's status is incomplete, its incomplete_details.reason is
+// reason (max_output_tokens, content_filter) and its usage is 12 input +
+// 7 output tokens, as the provider ends a response cut short by its own
+// limit.
+func ResponsesIncompleteEvents(id, reason string, content ...string) []string {
+	evs := ResponsesEvents(id, content...)
+	text := strings.Join(content, "")
+	part := map[string]any{"type": "output_text", "text": text, "annotations": []any{}}
+	item := map[string]any{"id": "msg_1", "type": "message", "status": "incomplete", "role": "assistant", "content": []any{part}}
+	resp := responseObject(id, "incomplete", []any{item})
+	resp["incomplete_details"] = map[string]any{"reason": reason}
+	resp["usage"] = map[string]any{"input_tokens": 12, "output_tokens": 7, "total_tokens": 19}
+	evs[len(evs)-1] = "event: response.incomplete\ndata: " + marshal(map[string]any{
+		"type": "response.incomplete", "sequence_number": len(evs) - 1, "response": resp}) + "\n\n"
+	return evs
+}
+
 // ResponsesJSON returns a complete (foreground, unary) Responses API
 // response object id with status completed whose one message item holds
 // content, and usage 12 input + 7 output tokens.

@@ -26,6 +26,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/anthropic"
 	"github.com/recourse-dev/recourse/codecs/gemini"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
@@ -192,6 +193,7 @@ func (d *demo) run() {
 	d.toolLoop()
 	d.continuation()
 	d.backgroundResume(retry.Policy{MaxAttempts: 3, BaseDelay: quick})
+	d.claudeOverload(retry.Policy{MaxAttempts: 3, BaseDelay: quick})
 
 	d.scenario("Ollama 503 without a hook", "A local server may have run the request: without an admission hook nothing is resent.",
 		ollama.New(), "llama3.2", retry.Policy{MaxAttempts: 3, BaseDelay: quick}, nil,
@@ -367,6 +369,46 @@ func (d *demo) backgroundResume(p retry.Policy) {
 		fmt.Fprintln(d.out)
 	}
 	r.attempts = srv.Count()
+	d.rows = append(d.rows, r)
+}
+
+// claudeAnswer is the answer of the Claude scene, in deltas.
+var claudeAnswer = []string{"Claude ", "was ", "overloaded ", "before ", "its ", "first ", "block, ", "so ", "recourse ", "sent ", "it ", "again."}
+
+// claudeOverload: a Claude stream answers 200, sends message_start and a
+// ping, then an in-band overloaded_error before any content block; recourse
+// handles it as the 529 it stands for and sends the request again.
+func (d *demo) claudeOverload(p retry.Policy) {
+	name := "Claude in-band overload"
+	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, "Claude's Messages API answers 200, then reports overloaded_error in-band before any content: that is a 529, and the same bytes are sent again.")
+	overloaded := append(recoursetest.AnthropicStart(), recoursetest.AnthropicErrorEvent("overloaded_error", "Overloaded"))
+	srv := recoursetest.NewServer(recoursetest.AnthropicStream(overloaded...), recoursetest.AnthropicStream(recoursetest.AnthropicEvents(claudeAnswer...)...))
+	defer srv.Close()
+	p.OnEvent = d.events("")
+	ch, err := chain.Default(anthropic.New(anthropic.WithDefaultMaxTokens(256)), chain.WithPolicy(p))
+	if err != nil {
+		fmt.Fprintln(d.out, "  chain:", err)
+		return
+	}
+	cl, _ := client.New(srv.URL, ch, client.WithHeader("x-api-key", "demo-key-not-a-secret"))
+	r := row{name: name, target: "-", outcome: "success"}
+	var text strings.Builder
+	for chunk, err := range cl.Stream(context.Background(), request(recoursetest.AnthropicModel)) {
+		if err != nil {
+			var re *layer.RecoveryError
+			if errors.As(err, &re) {
+				r.outcome, r.attempts = string(re.Outcome), len(re.History)
+			}
+			fmt.Fprintf(d.out, "  ✗ %v\n", err)
+			break
+		}
+		text.WriteString(chunk.Content)
+	}
+	if r.outcome == "success" {
+		r.attempts = srv.Count()
+		fmt.Fprintf(d.out, "  ✓ streamed answer: %q\n", text.String())
+	}
+	r.posts = srv.Count()
 	d.rows = append(d.rows, r)
 }
 

@@ -37,6 +37,19 @@ func TestR19_9_DemoBackgroundScene(t *testing.T) {
 	assert.Equal(t, whole, shown.String())
 }
 
+// R22.2: the demo's Claude scene shows the in-band overload handled as a
+// 529, one resend, and the whole answer.
+func TestR22_2_DemoClaudeScene(t *testing.T) {
+	var out bytes.Buffer
+	d := &demo{out: &out}
+	d.claudeOverload(retry.Policy{MaxAttempts: 3, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	s := out.String()
+	assert.Contains(t, s, "attempt_failed         attempt 1/3  http HTTP 529 → transient")
+	assert.Contains(t, s, "✓ streamed answer: \""+strings.Join(claudeAnswer, "")+"\"")
+	require.Len(t, d.rows, 1)
+	assert.Equal(t, row{name: "Claude in-band overload", outcome: "success", attempts: 2, posts: 2, target: "-"}, d.rows[0])
+}
+
 // R23.2: the demo's Gemini scene waits the delay the 429's body named, with
 // no Retry-After header, and succeeds on the second POST to the model's
 // path.

@@ -217,7 +217,8 @@ func TestBinarySIGTERM(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gate := make(chan struct{})
 			events := recoursetest.OpenAIStream("Hel", "lo")
-			up := recoursetest.NewServer(recoursetest.SSE(events...).Gated(1, gate))
+			// Gated after the first output: the role chunk is held for it (R13.9).
+			up := recoursetest.NewServer(recoursetest.SSE(events...).Gated(2, gate))
 			defer up.Close()
 			p := start(t, []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-grace", tc.grace})
 			tr := &http.Transport{}
@@ -226,7 +227,7 @@ func TestBinarySIGTERM(t *testing.T) {
 				strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 			require.NoError(t, err)
 			defer resp.Body.Close()
-			first := make([]byte, len(events[0]))
+			first := make([]byte, len(events[0])+len(events[1]))
 			_, err = io.ReadFull(resp.Body, first)
 			require.NoError(t, err)
 
@@ -253,7 +254,7 @@ func TestBinarySIGTERM(t *testing.T) {
 				assert.NotContains(t, string(rest), "[DONE]")
 			} else {
 				require.NoError(t, err)
-				assert.Equal(t, strings.Join(events[1:], ""), string(rest))
+				assert.Equal(t, strings.Join(events[2:], ""), string(rest))
 			}
 			assert.Equal(t, 0, p.wait(t), p.log())
 		})

@@ -88,7 +88,7 @@ type settings struct {
 // one where config reads it; its environment variable follows from its
 // name.
 func define(fs *flag.FlagSet, s *settings) {
-	fs.StringVar(&s.provider, "provider", "openai", "the provider's dialect: openai, ollama or omlx")
+	fs.StringVar(&s.provider, "provider", "openai", "the provider's dialect: openai, ollama, omlx or anthropic")
 	fs.StringVar(&s.upstream, "upstream", "", "the provider's root URL, for example https://api.openai.com or http://127.0.0.1:11434 (required); the client's path is kept")
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:8787", "the address to listen on; a non-loopback address also needs -allow-remote")
 	fs.BoolVar(&s.allowRemote, "allow-remote", false, "allow a -listen address other than loopback without -client-keys (every client is then admitted)")

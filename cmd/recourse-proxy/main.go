@@ -7,7 +7,7 @@
 //	OPENAI_BASE_URL=http://127.0.0.1:8787/v1 node app.js
 //
 // The completion endpoint (POST /v1/chat/completions for openai and omlx,
-// POST /api/chat for ollama) is recovered, and for openai the Responses API
+// POST /api/chat for ollama, POST /v1/messages for anthropic) is recovered, and for openai the Responses API
 // too (POST /v1/responses, GET /v1/responses/{id}); -h lists them, from
 // proxy.Endpoints. Every other request is forwarded once, untouched. Every flag has an environment variable,
 // RECOURSE_PROXY_ and the flag's name in capitals with underscores

@@ -37,7 +37,10 @@ const maxDoc = 64 << 10
 //     before any candidate, end the stream at once: the frame keeps its
 //     content, its error is a *codec.IncompleteError with
 //     the neutral finish reason ("length" for MAX_TOKENS), and its
-//     Completion holds only the evidence;
+//     Completion holds only the evidence — except MAX_TOKENS with
+//     codec.RequestInfo.ProviderFinish (a drop-in client), which is
+//     accepted at HTTP EOF like STOP, its Done frame completing no tool
+//     call;
 //   - data that is not valid UTF-8 or JSON, or not a response object, is a
 //     *codec.ProtocolError.
 //
@@ -57,6 +60,11 @@ type streamDecoder struct {
 	finish   string // the accepted finish reason, neutral; "" until one
 	parts    []part // the last event's parts, an array reused by the next
 	dropText bool
+	// providerFinish makes MAX_TOKENS, for a drop-in client, an end
+	// accepted at HTTP EOF like STOP, whose Done frame completes no tool
+	// call (codec.RequestInfo.ProviderFinish, R13.3); provided says the
+	// remembered finish is such a one.
+	providerFinish, provided bool
 	// sniffed: the first non-space byte arrived; plain: it was '{' or
 	// '[', so the answer is a JSON document, not an event stream, and its
 	// first bytes are kept in doc for End.
@@ -65,7 +73,7 @@ type streamDecoder struct {
 }
 
 func newStreamDecoder(info codec.RequestInfo) *streamDecoder {
-	d := &streamDecoder{framer: sse.NewFramer(0), dropText: info.DropText}
+	d := &streamDecoder{framer: sse.NewFramer(0), dropText: info.DropText, providerFinish: info.ProviderFinish}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
@@ -120,8 +128,15 @@ func (d *streamDecoder) End() error {
 		return nil
 	}
 	if d.finish != "" {
-		d.q.Push(codec.Frame{Done: true, FinishReason: d.finish, Completion: d.completion(true)})
-		d.counts.CompletedToolCalls += int64(len(d.calls))
+		comp := d.completion(true)
+		if d.provided {
+			// The provider's own limit: its answer, but no tool call of it
+			// is complete (R13.4).
+			comp.Message.ToolCalls = nil
+		} else {
+			d.counts.CompletedToolCalls += int64(len(d.calls))
+		}
+		d.q.Push(codec.Frame{Done: true, FinishReason: d.finish, Completion: comp})
 		return nil
 	}
 	if d.plain {
@@ -229,6 +244,17 @@ func (d *streamDecoder) chunk(raw, data []byte) {
 	case finishStop, finishContinuation:
 		// Accepted at HTTP EOF: usage may follow (R23.5).
 		d.finish = neutralFinish(finish)
+		f.FinishReason = d.finish
+	case finishMaxTokens:
+		if !d.providerFinish {
+			f.FinishReason = neutralFinish(finish)
+			f.Err = &codec.IncompleteError{FinishReason: f.FinishReason}
+			f.Completion = &chat.Completion{FinishReason: f.FinishReason, Model: d.model, ID: d.id, Usage: d.usage}
+			break
+		}
+		// A drop-in client's length finish: the provider's answer,
+		// accepted at HTTP EOF like STOP (R13.3).
+		d.finish, d.provided = neutralFinish(finish), true
 		f.FinishReason = d.finish
 	default:
 		f.FinishReason = neutralFinish(finish)

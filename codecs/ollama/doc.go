@@ -45,6 +45,8 @@
 // terminal frame and carries the metrics (R13.3, R13.6): with done_reason
 // "stop", or with none (an unknown finish, FinishReason ""), it is the
 // accepted end; any other done_reason ("length") ends the stream with an
-// incomplete_completion error whose FinishReason names it. Ollama sends whole tool calls; they become
+// incomplete_completion error whose FinishReason names it — for a drop-in
+// client a documented one ("length", "load", "unload") is the accepted end
+// instead, without tool calls (codec.RequestInfo.ProviderFinish). Ollama sends whole tool calls; they become
 // completed calls only at the accepted end (R13.4).
 package ollama

@@ -24,7 +24,10 @@ var ErrIncompleteStream = errors.New("recourse: ollama stream ended before done"
 // with done_reason "stop", or with none (an unknown finish: FinishReason
 // "", as Decode reads the same unary answer), it is the accepted end
 // (R13.3); done_reason "length" (or any other reason) ends the stream with
-// an incomplete_completion error naming that reason, its content still counted,
+// an incomplete_completion error naming that reason — unless, with
+// codec.RequestInfo.ProviderFinish (a drop-in stream), the reason is a
+// documented one: that line is then the accepted end, without tool calls —,
+// its content still counted,
 // its metrics still reported (R13.6) and its provider evidence (model,
 // usage) kept in a Completion without message (R10.5). Ollama sends whole
 // tool calls, so every call is one fragment and becomes a completed call
@@ -53,10 +56,14 @@ type streamDecoder struct {
 	// dropText leaves the terminal Completion's Content and Reasoning empty
 	// instead of accumulating them (codec.RequestInfo.DropText).
 	dropText bool
+	// providerFinish makes a done:true line with a documented done_reason
+	// other than "stop" ("length", "load", "unload") the accepted end
+	// (codec.RequestInfo.ProviderFinish).
+	providerFinish bool
 }
 
 func newStreamDecoder(info codec.RequestInfo) *streamDecoder {
-	d := &streamDecoder{framer: ndjson.NewFramer(0), dropText: info.DropText}
+	d := &streamDecoder{framer: ndjson.NewFramer(0), dropText: info.DropText, providerFinish: info.ProviderFinish}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
@@ -168,6 +175,14 @@ func (d *streamDecoder) line(l ndjson.Line) {
 	}
 	comp := &chat.Completion{FinishReason: r.DoneReason, Model: d.model}
 	comp.Usage = r.usage()
+	if r.DoneReason != "stop" && r.DoneReason != "" && d.providerFinish && codec.DocumentedFinish(r.DoneReason) {
+		// A drop-in client's length finish: the end the provider sent,
+		// with its text and evidence, never a tool call (R13.3, R13.4).
+		comp.Message = chat.Message{Role: chat.Assistant, Content: d.content.String(), Reasoning: d.think.String()}
+		f.Done, f.Completion = true, comp
+		d.push(f)
+		return
+	}
 	if r.DoneReason != "stop" && r.DoneReason != "" {
 		// The provider's evidence (model, usage) is kept for Inspect, as an
 		// accepted completion's would be; no message, no tool call (R10.5,

@@ -65,5 +65,7 @@
 // finish of "stop" or "tool_calls" followed by "data: [DONE]" is the
 // accepted end whose Completion carries the assembled tool calls, model and
 // usage; "length" ends the stream at once with an incomplete_completion
-// error (R13.3). Encode asks for usage in streams (stream_options).
+// error (R13.3), except for a drop-in client, which reads a documented
+// finish as the provider sent it, up to its [DONE]
+// (codec.RequestInfo.ProviderFinish). Encode asks for usage in streams (stream_options).
 package openai

@@ -272,3 +272,32 @@ func TestRunOffline(t *testing.T) {
 	assert.Contains(t, out.String(), "streamed: Hello again.")
 	assert.NotContains(t, out.String(), "sk-offline-demo")
 }
+
+// R9.1: cancelling the caller's context in the middle of go-openai's
+// stream makes Recv return the context's error, as without recourse, not
+// an *openai.APIError built from an in-band frame; errors.As still finds
+// the *layer.RecoveryError.
+func TestR9_1_GoOpenAIStreamCancelledByTheCaller(t *testing.T) {
+	h := newHarness(t, recoursetest.SSE(recoursetest.OpenAIStream("Hel", "lo")[:2]...).Held())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := h.client.CreateChatCompletionStream(ctx, request)
+	require.NoError(t, err)
+	defer st.Close()
+	for {
+		r, rerr := st.Recv()
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		if len(r.Choices) > 0 && r.Choices[0].Delta.Content != "" {
+			cancel()
+		}
+	}
+	assert.ErrorIs(t, err, context.Canceled)
+	var aerr *openai.APIError
+	assert.False(t, errors.As(err, &aerr), "no in-band frame: %v", err)
+	var re *layer.RecoveryError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+}

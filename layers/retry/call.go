@@ -76,6 +76,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// only a drop-in caller reads the frames' bytes, so a native stream's
 	// decoder copies them for error frames alone.
 	c.in.info.DropText, c.in.info.TypedFrames = !c.lc.TypedErrors, c.lc.TypedErrors
+	// A drop-in client receives a provider's documented finish as the
+	// provider sent it; the typed API keeps it an incomplete completion
+	// (R13.3).
+	c.in.info.ProviderFinish = !c.lc.TypedErrors
 	if t.l.codec != nil {
 		c.provider = t.l.codec.Provider()
 		switch r, ok := t.l.codec.(codec.Resumer); {

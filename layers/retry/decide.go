@@ -456,7 +456,14 @@ func (d *Decider) Classify(f *layer.Failure, captureFailed, partial bool) layer.
 	}
 	if selected && f.Category == layer.CategoryHTTP {
 		selected = false
-		for _, s := range d.r.statuses {
+		statuses := d.r.statuses
+		if statuses == nil {
+			statuses = defaultStatuses
+			// A codec's overload status (Anthropic's 529) is eligible
+			// like a 503 under the default statuses (R22.1).
+			selected = d.facts.OverloadStatus != 0 && f.HTTPStatus == int(d.facts.OverloadStatus)
+		}
+		for _, s := range statuses {
 			if s == f.HTTPStatus {
 				selected = true
 			}

@@ -1065,15 +1065,21 @@ func withFinish(finish string, done bool, content ...string) []string {
 	return out
 }
 
-// TestR13_3_EngineLengthFinishIsTerminalAndNeverResent: a finish other
-// than stop or tool_calls ends the stream at once, without [DONE], as an
-// incomplete completion that is never resent. The body stalls after the
-// length frame: an engine that waited for [DONE] would block the bubble.
+// TestR13_3_EngineLengthFinishIsTerminalAndNeverResent: for the typed
+// API, a finish other than stop or tool_calls ends the stream at once,
+// without [DONE], as an incomplete completion that is never resent. The
+// body stalls after the length frame: an engine that waited for [DONE]
+// would block the bubble. (A drop-in reader gets the provider's answer as
+// sent: TestR13_3_DropInDocumentedFinishPassesThrough.)
 func TestR13_3_EngineLengthFinishIsTerminalAndNeverResent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWire(events(withFinish("length", false, "Hel")...).stalled(len(strings.Join(withFinish("length", false, "Hel"), ""))),
 			events(recoursetest.OpenAIStream("never")...))
-		_, err, _ := streamCall(t, context.Background(), retry.Policy{MaxAttempts: 3, Jitter: one}, w)
+		r := roundTripCall(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one}, w, openAIURL, openAIStreamBody,
+			&layer.Call{TypedErrors: true})
+		require.NoError(t, r.err)
+		defer r.resp.Body.Close()
+		_, err := io.ReadAll(r.resp.Body)
 
 		var re *layer.RecoveryError
 		require.ErrorAs(t, err, &re)
@@ -1097,7 +1103,7 @@ func TestR13_3_EngineEOFBeforeTheTerminalFrameIsAnIncompleteStream(t *testing.T)
 		w := newWire(events(evs[0]), events(evs...))
 		got, err, _ := streamCall(t, context.Background(), retry.Policy{MaxAttempts: 3, Jitter: one}, w)
 		require.NoError(t, err)
-		assert.Equal(t, evs[0]+strings.Join(evs, ""), got, "the role chunk read, then the resend's frames")
+		assert.Equal(t, strings.Join(evs, ""), got, "the resend's frames alone: the cut attempt's role chunk was held, then dropped (R13.9)")
 		assert.Equal(t, []time.Duration{0, ms(100)}, w.starts())
 
 		w = newWire(events(evs[:2]...), events(evs...))

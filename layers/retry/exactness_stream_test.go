@@ -342,7 +342,9 @@ func TestR12_3_FrameWhoseCaptureFailedIsNotDelivered(t *testing.T) {
 // TestR10_5_LengthFinishKeepsProviderEvidence: Inspect of a stream ended by
 // a length finish keeps the provider's evidence as an accepted completion
 // would — finish reason, answering model and usage — through the chunk
-// stream, the event stream and a drop-in body (R10.5, R13.3).
+// stream and the event stream; a drop-in body, for which the finish is the
+// provider's answer, keeps the same evidence in the call's result
+// (R10.5, R13.3).
 func TestR10_5_LengthFinishKeepsProviderEvidence(t *testing.T) {
 	for _, p := range exProviders() {
 		// The evidence of an accepted completion of the same provider.
@@ -370,10 +372,23 @@ func TestR10_5_LengthFinishKeepsProviderEvidence(t *testing.T) {
 						}
 					}
 				case "drop_in":
-					resp, derr := exDropIn(t, context.Background(), r.Server.URL, r.HTTP, p)
+					frames := p.length("abc")
+					if !p.ndjson {
+						frames = append(frames, recoursetest.StreamDone)
+					}
+					r, _ := exRig(t, p.codec(), exPolicy(), p.step(frames...), p.step(p.full("never")...))
+					lc := &layer.Call{}
+					resp, derr := exDropIn(t, layer.WithCall(context.Background(), lc), r.Server.URL, r.HTTP, p)
 					require.NoError(t, derr)
 					_, err = io.ReadAll(resp.Body)
 					resp.Body.Close()
+					require.NoError(t, err, "the provider's answer, as sent")
+					assert.Equal(t, "length", lc.Result.Response.FinishReason)
+					assert.Equal(t, accepted.Model, lc.Result.Response.Model, "the provider's model is kept")
+					require.NotNil(t, lc.Result.Response.Usage, "the provider's usage is kept")
+					assert.Equal(t, *accepted.Usage, *lc.Result.Response.Usage)
+					assert.Equal(t, 1, r.Server.Count())
+					return
 				}
 				re := exRE(t, err)
 				assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)

@@ -41,6 +41,14 @@ func (c *call) providerHints(f *layer.Failure, h http.Header, code string) {
 		// replaces the jittered delay (R5.5).
 		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterInvalid, Header: invalid}
 	}
+	if rh, ok := c.resetHinter(); ok && !f.RetryAfter.Valid() {
+		// A provider's own reset time, when nothing better was sent
+		// (R22.6): a minimum like a Retry-After date.
+		if at, name, ok := rh.ResetHint(f.HTTPStatus, h); ok {
+			d := max(at.Sub(c.d.r.wall()), 0)
+			f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterDate, Delay: d, Time: at.UTC(), Header: name}
+		}
+	}
 	if vs := h.Values("X-Should-Retry"); len(vs) == 1 && strings.EqualFold(strings.TrimSpace(vs[0]), "false") {
 		f.Hint = layer.HintShouldNotRetry
 	}
@@ -66,6 +74,16 @@ func (c *call) quotaHint(f *layer.Failure, code string) {
 	if c.d.r.hints && layer.IsQuotaExhaustedCode(code) && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
 		f.Hint = layer.HintInsufficientQuota
 	}
+}
+
+// resetHinter returns the call's codec as a codec.ResetHinter, if it is
+// one.
+func (c *call) resetHinter() (codec.ResetHinter, bool) {
+	if c.t == nil || c.t.l == nil || c.t.l.codec == nil {
+		return nil, false
+	}
+	rh, ok := c.t.l.codec.(codec.ResetHinter)
+	return rh, ok
 }
 
 // bodyFieldRetryDelay names the error body's delay field in a

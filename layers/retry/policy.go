@@ -222,9 +222,8 @@ func (r *resolved) resolve(p *Policy, resends int) error {
 	if r.categories == nil {
 		r.categories = defaultCategories
 	}
-	if r.statuses == nil {
-		r.statuses = defaultStatuses
-	}
+	// statuses stays nil for the default statuses: Classify reads them,
+	// with a codec's overload status (R22.1).
 	if r.wall == nil {
 		r.wall = time.Now
 	}

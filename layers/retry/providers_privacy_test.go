@@ -238,70 +238,72 @@ func pvCanaries() []pvCanary {
 // err.Error(), the JSON of the error, the events, or %+v of the failures
 // (safeOutputs renders each of them, also through slog), while the
 // sensitive paths (OnWire, Inspect) do hold them.
-func TestProviders_R10_5_PrivacyCanary(t *testing.T) {
-	pvEach(t, func(t *testing.T, p pvProv) {
-		target := recoursetest.NewTarget()
-		defer target.Close()
-		var sensitive strings.Builder
-		for _, sc := range pvCanaries() {
-			t.Run(sc.name, func(t *testing.T) {
-				pol := retry.Policy{MaxAttempts: 3, Jitter: jitterSeq(nil, 0.5), Admit: allowHook}
-				rec := wired(&pol)
-				if sc.policy != nil {
-					sc.policy(&pol)
-				}
-				r := p.rig(t, pol, sc.steps(p, target.URL)...)
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				if sc.cancelled {
-					cancel()
-				}
-				call := sc.call
-				if call == nil {
-					call = func(t *testing.T, p pvProv, r *rigtest.Rig, ctx context.Context) error {
-						_, err := r.Client.Complete(ctx, p.request())
-						return err
-					}
-				}
+func TestProviders_R10_5_PrivacyCanary(t *testing.T) { pvEach(t, privacyCanary) }
 
-				err := call(t, p, r, ctx)
+// privacyCanary is TestProviders_R10_5_PrivacyCanary for the provider
+// row p.
+func privacyCanary(t *testing.T, p pvProv) {
+	target := recoursetest.NewTarget()
+	defer target.Close()
+	var sensitive strings.Builder
+	for _, sc := range pvCanaries() {
+		t.Run(sc.name, func(t *testing.T) {
+			pol := retry.Policy{MaxAttempts: 3, Jitter: jitterSeq(nil, 0.5), Admit: allowHook}
+			rec := wired(&pol)
+			if sc.policy != nil {
+				sc.policy(&pol)
+			}
+			r := p.rig(t, pol, sc.steps(p, target.URL)...)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if sc.cancelled {
+				cancel()
+			}
+			call := sc.call
+			if call == nil {
+				call = func(t *testing.T, p pvProv, r *rigtest.Rig, ctx context.Context) error {
+					_, err := r.Client.Complete(ctx, p.request())
+					return err
+				}
+			}
 
-				outs := safeOutputs(err, rec.Events())
-				require.NotEmpty(t, outs)
-				for _, s := range outs {
-					for _, b := range banned {
-						assert.NotContains(t, strings.ToLower(s), strings.ToLower(b), "R10.5: a safe output holds %q", b)
-					}
+			err := call(t, p, r, ctx)
+
+			outs := safeOutputs(err, rec.Events())
+			require.NotEmpty(t, outs)
+			for _, s := range outs {
+				for _, b := range banned {
+					assert.NotContains(t, strings.ToLower(s), strings.ToLower(b), "R10.5: a safe output holds %q", b)
 				}
-				for _, s := range rec.Wire() {
-					sensitive.Write(s.Bytes)
-					for k, vs := range s.Header {
-						sensitive.WriteString(k + ": " + strings.Join(vs, ",") + "\n")
-					}
+			}
+			for _, s := range rec.Wire() {
+				sensitive.Write(s.Bytes)
+				for k, vs := range s.Header {
+					sensitive.WriteString(k + ": " + strings.Join(vs, ",") + "\n")
 				}
-				var re *layer.RecoveryError
-				if errors.As(err, &re) {
-					for _, f := range append([]layer.Failure{re.Failure}, re.History...) {
-						if ev := layer.Inspect(&f); ev != nil {
-							sensitive.Write(ev.Bytes)
-							for k, vs := range ev.Headers {
-								sensitive.WriteString(k + ": " + strings.Join(vs, ",") + "\n")
-							}
-							fmt.Fprintf(&sensitive, "%v %v %v %v %+v\n", ev.Cause, ev.CaptureCause, ev.AdmissionCause, ev.DelayCause, ev.Response)
+			}
+			var re *layer.RecoveryError
+			if errors.As(err, &re) {
+				for _, f := range append([]layer.Failure{re.Failure}, re.History...) {
+					if ev := layer.Inspect(&f); ev != nil {
+						sensitive.Write(ev.Bytes)
+						for k, vs := range ev.Headers {
+							sensitive.WriteString(k + ": " + strings.Join(vs, ",") + "\n")
 						}
+						fmt.Fprintf(&sensitive, "%v %v %v %v %+v\n", ev.Cause, ev.CaptureCause, ev.AdmissionCause, ev.DelayCause, ev.Response)
 					}
 				}
-			})
-		}
-		// The test is live: the sensitive paths saw the canaries.
-		s := sensitive.String()
-		assert.Contains(t, s, "Bearer "+rigtest.Key, "OnWire sees the credential header")
-		assert.Contains(t, s, rigtest.Prompt, "OnWire and Inspect see the prompt")
-		assert.Contains(t, s, pvEcho, "Inspect sees the echoed body")
-		assert.Contains(t, s, "key="+rigtest.Key, "Inspect sees the redirect Location")
-		assert.Contains(t, s, "deny "+rigtest.Key, "Inspect sees the admission cause")
-		assert.Contains(t, s, "sleep "+rigtest.Key, "Inspect sees the delay cause")
-		assert.Contains(t, s, "capture "+rigtest.Key, "Inspect sees the capture cause")
-		assert.Equal(t, 0, target.Hits(), "R2.2: the Location is never contacted")
-	})
+			}
+		})
+	}
+	// The test is live: the sensitive paths saw the canaries.
+	s := sensitive.String()
+	assert.Contains(t, s, "Bearer "+rigtest.Key, "OnWire sees the credential header")
+	assert.Contains(t, s, rigtest.Prompt, "OnWire and Inspect see the prompt")
+	assert.Contains(t, s, pvEcho, "Inspect sees the echoed body")
+	assert.Contains(t, s, "key="+rigtest.Key, "Inspect sees the redirect Location")
+	assert.Contains(t, s, "deny "+rigtest.Key, "Inspect sees the admission cause")
+	assert.Contains(t, s, "sleep "+rigtest.Key, "Inspect sees the delay cause")
+	assert.Contains(t, s, "capture "+rigtest.Key, "Inspect sees the capture cause")
+	assert.Equal(t, 0, target.Hits(), "R2.2: the Location is never contacted")
 }

@@ -48,7 +48,27 @@ type streamBody struct {
 	// decoder was ended; endErr is the decoder's verdict.
 	atEOF  bool
 	endErr error
+	// held holds, for a drop-in stream, the frames without semantic
+	// evidence read since the stream began — its preamble: a chat stream's
+	// role chunk, the Responses API's response.created,
+	// response.in_progress and the first output item — until the first
+	// frame with evidence or the terminal frame comes, so that a resend
+	// before output drops them and the reader sees one preamble (R13.9);
+	// heldBytes counts their bytes. out holds the frames released, to hand
+	// over in order.
+	held      []codec.Frame
+	heldBytes int
+	out       []codec.Frame
+	// shown says that a frame with evidence or the terminal frame was
+	// handed over, or that the preamble outgrew maxHeld: nothing is held
+	// after it.
+	shown bool
 }
+
+// maxHeld bounds the preamble a drop-in stream holds (R13.9): a provider's
+// preamble is a few hundred bytes to a few KiB; beyond this bound it is
+// handed over as it stands, and holding ends.
+const maxHeld = 1 << 20
 
 func (c *call) openStream(n int, resp *http.Response) *http.Response {
 	c.stream = true
@@ -94,16 +114,70 @@ func (b *streamBody) closedErr() error {
 	return errClosed
 }
 
-// NextFrame returns the next frame of the stream.
+// NextFrame returns the next frame of the stream. For a drop-in stream the
+// frames without evidence that open it come with its first frame with
+// evidence, or its terminal frame (R13.9); when the stream ends before,
+// they are left to Read.
 func (b *streamBody) NextFrame() (codec.Frame, error) {
 	if !b.enter() {
 		return codec.Frame{}, b.closedErr()
 	}
-	f, err := b.nextFrame()
+	f, err := b.next()
 	if b.leave() {
 		return codec.Frame{}, errClosed
 	}
 	return f, err
+}
+
+// next returns the next frame for the consumer. A drop-in stream (whose
+// frames carry their bytes) holds the frames without semantic evidence
+// that open it until the first frame with evidence or the terminal frame,
+// then hands them over before it, in order; a resend drops them (fail).
+// Keepalives are never held: they keep a client's idle timer from
+// expiring while the preamble waits. A preamble that outgrows maxHeld is
+// handed over as it stands, and nothing is held after it.
+func (b *streamBody) next() (codec.Frame, error) {
+	for {
+		if len(b.out) > 0 {
+			f := b.out[0]
+			b.out[0] = codec.Frame{}
+			b.out = b.out[1:]
+			return f, nil
+		}
+		f, err := b.nextFrame()
+		if err != nil || b.shown || f.Keepalive || b.c.in.info.TypedFrames {
+			return f, err
+		}
+		if !f.Done && !f.Semantic().Any() {
+			b.held = append(b.held, f)
+			b.heldBytes += len(f.Raw)
+			if b.heldBytes > maxHeld {
+				b.shown = true
+				b.out, b.held, b.heldBytes = b.held, nil, 0
+			}
+			continue
+		}
+		b.shown = true
+		if len(b.held) == 0 {
+			return f, nil
+		}
+		b.out = append(b.held, f)
+		b.held, b.heldBytes = nil, 0
+	}
+}
+
+// takeHeld returns the bytes of the held frames, in order, and drops them.
+func (b *streamBody) takeHeld() []byte {
+	var raw []byte
+	if b.heldBytes > 0 {
+		raw = make([]byte, 0, b.heldBytes)
+	}
+	for _, f := range b.held {
+		raw = append(raw, f.Raw...)
+	}
+	clear(b.held)
+	b.held, b.heldBytes = b.held[:0], 0
+	return raw
 }
 
 func (b *streamBody) nextFrame() (codec.Frame, error) {
@@ -331,7 +405,8 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 			c.noteCode(&f, &ev, pe.Code)
 			if pe.Status >= 400 && pe.Status <= 599 && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
 				// An in-band error that names its status, before any
-				// output: the failure that status is (R23.3).
+				// output: the failure that status is (R23.3), so an
+				// overload is resent like a 529 (R22.2).
 				f.Category, f.HTTPStatus = layer.CategoryHTTP, pe.Status
 				c.bodyHints(&f, fr.Raw)
 			}
@@ -358,6 +433,12 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		b.err = err
 		return
 	}
+	if c.resume == nil {
+		// A resend: its own preamble replaces the held one (R13.9). A
+		// resume read continues after the held frames, which stay.
+		clear(b.held)
+		b.held, b.heldBytes = b.held[:0], 0
+	}
 	b.n, b.a, b.resp, b.readErr = c.wire, c.cur, resp, nil
 	b.atEOF, b.endErr = false, nil
 	b.tail = nil // the failed attempt's in-band error frame is not the new one's
@@ -366,15 +447,20 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 // Deliver records evidence handed to the consumer.
 func (b *streamBody) Deliver(cnt codec.Counts) { b.a.Deliver(cnt) }
 
-// Read returns the exact bytes of whole frames (drop-in use). Three
-// deliberate exceptions: NDJSON blank keepalive lines are left out (they
+// Read returns the exact bytes of whole frames (drop-in use). The frames
+// without evidence that open the stream are held until its first frame
+// with evidence or its terminal frame, and a resend drops them, so that
+// the reader sees one preamble (R13.9). Three deliberate exceptions to
+// the exact bytes: NDJSON blank keepalive lines are left out (they
 // mean nothing, and the official Ollama client fails on them); an in-band
 // provider error frame that ended the stream is handed over before the
 // typed error, so the client reports the provider's error itself; and
-// otherwise, when the stream ends with a *layer.RecoveryError and the codec
-// is a codec.ErrorFramer, its in-band error frame carrying the error's safe
-// text comes before the read error, so a client that ignores its reader's
-// error still fails.
+// otherwise, when the stream ends with a *layer.RecoveryError other than a
+// cancellation and the codec is a codec.ErrorFramer, its in-band error
+// frame carrying the error's safe text comes before the read error, so a
+// client that ignores its reader's error still fails. A cancelled stream
+// returns the *layer.RecoveryError alone, which unwraps to the context's
+// error (R9.1).
 func (b *streamBody) Read(p []byte) (int, error) {
 	if !b.enter() {
 		return 0, b.closedErr()
@@ -388,8 +474,15 @@ func (b *streamBody) Read(p []byte) (int, error) {
 
 func (b *streamBody) read(p []byte) (int, error) {
 	for len(b.raw) == 0 {
-		f, err := b.nextFrame()
+		f, err := b.next()
 		if err != nil {
+			if held := b.takeHeld(); len(held) > 0 && !b.cancelled(err) {
+				// The stream ends: a held preamble comes before what ends
+				// it, as the provider sent it, but abort wins over it
+				// (R13.5).
+				b.raw = held
+				break
+			}
 			if len(b.tail) > 0 && err != io.EOF {
 				b.raw, b.tail = b.tail, nil
 				b.framed = true
@@ -414,12 +507,22 @@ func (b *streamBody) read(p []byte) (int, error) {
 	return n, nil
 }
 
+// cancelled reports whether the stream's final error err is its
+// cancellation: the call ended cancelled, or the reader closed the body.
+func (b *streamBody) cancelled(err error) bool {
+	var re *layer.RecoveryError
+	return b.state.Load() >= closing || errors.Is(err, errClosed) ||
+		(errors.As(err, &re) && re.Outcome == layer.OutcomeCancelled)
+}
+
 // errorFrame returns the codec's in-band error frame for the stream's final
 // error err, once, or nil: none after a provider's own error frame, after
-// Close, or for an error that is not a *layer.RecoveryError.
+// Close, for an error that is not a *layer.RecoveryError, or for a
+// cancellation — the caller who cancelled reads its context's error, which
+// the *layer.RecoveryError unwraps to, as it would without recourse (R9.1).
 func (b *streamBody) errorFrame(err error) []byte {
 	var re *layer.RecoveryError
-	if b.framed || b.state.Load() >= closing || !errors.As(err, &re) {
+	if b.framed || b.state.Load() >= closing || !errors.As(err, &re) || re.Outcome == layer.OutcomeCancelled {
 		return nil
 	}
 	ef, ok := b.c.t.l.codec.(codec.ErrorFramer)

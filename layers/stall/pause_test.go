@@ -45,12 +45,16 @@ func TestR7_2_ConsumerPauseDoesNotCountAgainstFirstOutput(t *testing.T) {
 	for range 20 {
 		synctest.Test(t, func(t *testing.T) {
 			gate := make(chan struct{})
+			// A keepalive first: the consumer's first read has it at once,
+			// where the role chunk would be held for the first output
+			// (R13.9).
+			keepalive := ": keepalive\n\n"
 			chunks := recoursetest.OpenAIStream("Hello", " world")
-			srv := recoursetest.NewMemoryServer(recoursetest.SSE(chunks...).Gated(1, gate))
+			srv := recoursetest.NewMemoryServer(recoursetest.SSE(append([]string{keepalive}, chunks...)...).Gated(1, gate))
 			defer srv.Close()
 			resp := pausedStream(t, srv, stall.Limits{FirstOutput: 5 * time.Second, Idle: time.Hour})
 			defer resp.Body.Close()
-			first := make([]byte, 10)
+			first := make([]byte, len(keepalive))
 			_, err := io.ReadFull(resp.Body, first)
 			require.NoError(t, err)
 			go func() {
@@ -60,7 +64,7 @@ func TestR7_2_ConsumerPauseDoesNotCountAgainstFirstOutput(t *testing.T) {
 			time.Sleep(time.Minute) // the consumer pauses
 			rest, err := io.ReadAll(resp.Body)
 			require.NoError(t, err, "output arrived within the limit")
-			assert.Equal(t, strings.Join(chunks, ""), string(first)+string(rest))
+			assert.Equal(t, keepalive+strings.Join(chunks, ""), string(first)+string(rest))
 		})
 	}
 }

@@ -144,8 +144,10 @@ func (d *Decoder) chunk(raw, data []byte) {
 		d.reason.WriteString(f.Reasoning)
 	}
 	d.counts = d.counts.Add(f.Semantic())
-	switch f.FinishReason {
-	case "", "stop", "tool_calls", "function_call":
+	switch {
+	case accepted(f.FinishReason), f.FinishReason == "":
+	case d.providerFinish && codec.DocumentedFinish(f.FinishReason):
+		// The provider's answer for a drop-in client: [DONE] ends it.
 	default:
 		// length (and any other finish) is terminal without [DONE] (R13.3).
 		// The provider's evidence seen so far (model, id, usage) is kept for
@@ -366,16 +368,26 @@ func (d *Decoder) addFragment(fr chat.ToolCallFragment) {
 	acc.Arguments += fr.Arguments
 }
 
+// accepted reports whether finish is a finish reason [DONE] accepts.
+func accepted(finish string) bool {
+	return finish == "stop" || finish == "tool_calls" || finish == "function_call"
+}
+
 func (d *Decoder) done(raw []byte) {
-	switch d.finish {
-	case "stop", "tool_calls", "function_call":
-	default:
-		d.push(protocolError(raw, "stream ended without an accepted finish reason", nil))
-		return
-	}
 	comp := &chat.Completion{
 		Message:      chat.Message{Role: chat.Assistant, Content: d.content.String(), Reasoning: d.reason.String()},
 		FinishReason: d.finish, Model: d.model, ID: d.id, Usage: d.usage,
+	}
+	switch {
+	case accepted(d.finish):
+	case d.providerFinish && codec.DocumentedFinish(d.finish):
+		// A drop-in client's length or content-filter finish: the end the
+		// provider sent, whose tool calls are never complete (R13.3, R13.4).
+		d.push(codec.Frame{Raw: raw, Done: true, Completion: comp, FinishReason: d.finish})
+		return
+	default:
+		d.push(protocolError(raw, "stream ended without an accepted finish reason", nil))
+		return
 	}
 	idx := make([]int, 0, len(d.calls))
 	for i := range d.calls {

@@ -8,7 +8,12 @@
 // without [DONE]: the frame keeps its content and its finish reason, its
 // Completion holds only the provider evidence seen so far (model, id, usage;
 // no message), and its error is a *codec.IncompleteError (an
-// incomplete_completion to the caller). [DONE]
+// incomplete_completion to the caller). With
+// codec.RequestInfo.ProviderFinish (a drop-in stream), a documented finish
+// ("length", "content_filter") is the provider's answer instead: its chunk
+// is an ordinary frame and [DONE] ends the stream with a Done frame whose
+// Completion keeps that finish, the text and the provider evidence, but no
+// tool call. [DONE]
 // without an accepted finish is a *codec.ProtocolError. A data event with a
 // top-level "error" other than null, a vLLM {"object":"error"} event, or any
 // event named "error" (with or without data) is an in-band
@@ -82,6 +87,10 @@ type Decoder struct {
 	// discardText leaves the terminal Completion's Content and Reasoning
 	// empty instead of accumulating them (codec.RequestInfo.DropText).
 	discardText bool
+	// providerFinish ends a stream with a documented finish other than an
+	// accepted one at its [DONE] like an accepted finish
+	// (codec.RequestInfo.ProviderFinish).
+	providerFinish bool
 	// sniffed: the first non-space byte arrived; plain: it was '{', so
 	// the answer is a JSON document, not an event stream, and its first
 	// bytes are kept in doc (at most maxDoc) for End.
@@ -104,7 +113,7 @@ func New() *Decoder { return NewFor(codec.RequestInfo{}) }
 // text is accumulated), and with info.TypedFrames only error frames carry
 // Raw.
 func NewFor(info codec.RequestInfo) *Decoder {
-	d := &Decoder{framer: sse.NewFramer(0), discardText: info.DropText}
+	d := &Decoder{framer: sse.NewFramer(0), discardText: info.DropText, providerFinish: info.ProviderFinish}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
@@ -141,8 +150,7 @@ func (d *Decoder) End() error {
 			return pe
 		}
 	}
-	switch d.finish {
-	case "stop", "tool_calls", "function_call":
+	if accepted(d.finish) || (d.providerFinish && codec.DocumentedFinish(d.finish)) {
 		return errNoEndMarker
 	}
 	return ErrIncomplete

@@ -110,7 +110,9 @@
 // output_item.done win over its deltas), the model, ID, usage and the
 // finish reason a completed body would have. response.incomplete is
 // terminal at once with an [*codec.IncompleteError]
-// (R13.3) whose FinishReason is mapped as above. response.failed and an
+// (R13.3) whose FinishReason is mapped as above, except for a drop-in
+// client, for which it is the provider's answer: the Done frame
+// (codec.RequestInfo.ProviderFinish). response.failed and an
 // error event (event: error, or data whose type is "error") are an in-band
 // [*codec.ProviderError], never resent (R4.7). A stream that reaches EOF
 // without one of these fails closed with [ErrIncomplete], and a

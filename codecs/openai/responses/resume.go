@@ -155,7 +155,7 @@ func (c *Codec) ResumeObserver(obs codec.Observer, p codec.ResumePoint) codec.Ob
 	prev, _ := obs.(*StreamDecoder)
 	info := codec.RequestInfo{Operation: codec.Streaming, Background: true}
 	if prev != nil {
-		info.DropText, info.TypedFrames = prev.discardText, prev.q.ErrorRawOnly
+		info.DropText, info.TypedFrames, info.ProviderFinish = prev.discardText, prev.q.ErrorRawOnly, prev.providerFinish
 	}
 	d := NewStreamDecoder(info)
 	d.skip = p.Cursor

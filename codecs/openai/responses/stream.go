@@ -76,6 +76,9 @@ type StreamDecoder struct {
 	sniffed, plain  bool
 	doc             []byte
 	background      bool
+	// providerFinish makes response.incomplete the accepted end
+	// (codec.RequestInfo.ProviderFinish).
+	providerFinish bool
 	// skip is the highest sequence number read so far, or the cursor of a
 	// resume read (-1: none): an event at or below it was handed over
 	// before, or repeats one that was, and is dropped (R19.9).
@@ -104,7 +107,8 @@ func (d *StreamDecoder) FreeBuffers() { d.framer.Free() }
 // frames carry Raw. [Codec.NewObserver] returns one for a streaming
 // request.
 func NewStreamDecoder(info codec.RequestInfo) *StreamDecoder {
-	d := &StreamDecoder{framer: sse.NewFramer(0), discardText: info.DropText, delivered: -1, last: -1, skip: -1, background: info.Background}
+	d := &StreamDecoder{framer: sse.NewFramer(0), discardText: info.DropText, delivered: -1, last: -1, skip: -1, background: info.Background,
+		providerFinish: info.ProviderFinish}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
@@ -421,7 +425,10 @@ func (d *StreamDecoder) completed(f *codec.Frame, resp openaiwire.Object) {
 // incomplete decodes response.incomplete: terminal at once with an
 // *codec.IncompleteError (R13.3, R19.4) whose finish
 // reason maps incomplete_details.reason; its Completion carries only the
-// provider evidence, never a message or a tool call.
+// provider evidence, never a message or a tool call. With
+// codec.RequestInfo.ProviderFinish (a drop-in stream) it is the provider's
+// answer instead: the Done frame, whose Completion has that finish, the
+// evidence and the text, and no tool call (R13.3, R13.4).
 func (d *StreamDecoder) incomplete(f *codec.Frame, resp openaiwire.Object) {
 	var details openaiwire.Object
 	_ = resp.Get("incomplete_details", &details) // a malformed detail is no reason
@@ -433,6 +440,11 @@ func (d *StreamDecoder) incomplete(f *codec.Frame, resp openaiwire.Object) {
 	}
 	comp.FinishReason = finish
 	f.FinishReason, f.Completion = finish, comp
+	if d.providerFinish {
+		comp.Message = chat.Message{Role: chat.Assistant, Content: d.content.String(), Reasoning: d.reason.String()}
+		f.Done = true
+		return
+	}
 	f.Err = &codec.IncompleteError{FinishReason: finish}
 }
 

@@ -75,10 +75,14 @@ func (r *rig) sleeps() []time.Duration {
 
 // result is what client.mjs printed.
 type result struct {
-	Text   string  `json:"text"`
-	Events int     `json:"events"`
-	ID     *string `json:"id"`
-	Status *string `json:"status"`
+	Text   string   `json:"text"`
+	Events int      `json:"events"`
+	ID     *string  `json:"id"`
+	Status *string  `json:"status"`
+	IDs    []string `json:"ids"`
+	Seqs   []int64  `json:"seqs"`
+	Parts  []string `json:"parts"`
+	Finish *string  `json:"finish"`
 	Error  *struct {
 		Name    string `json:"name"`
 		Status  *int   `json:"status"`
@@ -117,9 +121,9 @@ func TestR19_1_NodeResponsesStream(t *testing.T) {
 	res := r.node(t, "openai-stream")
 	require.Nil(t, res.Error)
 	assert.Equal(t, "Hello, world!", res.Text)
-	// The lifecycle events of the cut attempt reached the SDK before the
-	// resend (R19.3: they carry no output), then the whole resent stream.
-	assert.Equal(t, 3+len(evs), res.Events)
+	// The lifecycle events of the cut attempt were held and dropped by the
+	// resend (R13.9): the SDK read the resent stream alone.
+	assert.Equal(t, len(evs), res.Events)
 	require.NotNil(t, res.Status)
 	assert.Equal(t, "completed", *res.Status)
 	assert.Equal(t, 3, r.up.Count())
@@ -144,6 +148,58 @@ func TestR19_9_NodeBackgroundStreamResumedInsideTheProxy(t *testing.T) {
 	assert.Contains(t, string(reqs[0].Body), `"background":true`)
 	assert.Equal(t, http.MethodGet, reqs[1].Method)
 	assert.Equal(t, "starting_after=5&stream=true", reqs[1].RawQuery)
+}
+
+// firstAttempt returns the events of a first attempt that a resend
+// replaces: another response id and another message item id.
+func firstAttempt() []string {
+	evs := recoursetest.ResponsesEvents("resp_first", "Hello")
+	for i, ev := range evs {
+		evs[i] = strings.ReplaceAll(ev, "msg_1", "msg_first")
+	}
+	return evs
+}
+
+// R13.9: the SDK's streamed responses.create, cut after its preamble
+// (created, in_progress, output_item.added, content_part.added) and resent
+// by the proxy, reads one preamble: one response id, sequence numbers
+// 0, 1, 2, … once each.
+func TestR13_9_NodeResponsesResendBeforeOutputShowsOnePreamble(t *testing.T) {
+	evs := textEvents()
+	r := newRig(t, recoursetest.SSE(firstAttempt()...).CutEvents(4), recoursetest.SSE(evs...))
+	res := r.node(t, "openai-stream")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello, world!", res.Text)
+	want := make([]int64, len(evs))
+	for i := range want {
+		want[i] = int64(i)
+	}
+	assert.Equal(t, want, res.Seqs, "sequence numbers never go back")
+	require.NotEmpty(t, res.IDs)
+	for _, got := range res.IDs {
+		assert.Equal(t, id, got, "one response id")
+	}
+	assert.Equal(t, 2, r.up.Count())
+}
+
+// R13.9: the Vercel AI SDK's streamText on the Responses API, cut after
+// the preamble and resent by the proxy: one text part (one text-start,
+// one text-end, of the resent message item) and the resent response's id.
+func TestR13_9_VercelAISDKResendBeforeOutputShowsOnePreamble(t *testing.T) {
+	r := newRig(t, recoursetest.SSE(firstAttempt()...).CutEvents(4), recoursetest.SSE(textEvents()...))
+	res := r.node(t, "ai-stream")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello, world!", res.Text)
+	var text []string
+	for _, p := range res.Parts {
+		if strings.HasPrefix(p, "text-") {
+			text = append(text, p)
+		}
+	}
+	assert.Equal(t, []string{"text-start:msg_1", "text-end:msg_1"}, text, "parts: %v", res.Parts)
+	require.NotNil(t, res.ID)
+	assert.Equal(t, id, *res.ID)
+	assert.Equal(t, 2, r.up.Count())
 }
 
 // R19.13: the SDK's responses.retrieve is retried on 503 by the proxy and
@@ -203,4 +259,63 @@ func TestR19_14_NodeBackgroundCreateThenPoll(t *testing.T) {
 	assert.Equal(t, 1, res.Events, "one poll")
 	assert.Equal(t, int32(2), r.calls.Load(), "the SDK sent the create and one poll")
 	assert.Equal(t, 4, r.up.Count())
+}
+
+// R13.3: the official SDK's streamed chat.completions.create with
+// max_tokens, answered with a length finish, the usage chunk and [DONE]:
+// the SDK reads every chunk and the finish, no error, one request.
+func TestR13_3_NodeChatLengthFinishPassesThrough(t *testing.T) {
+	r := newRig(t, recoursetest.SSE(recoursetest.OpenAIStreamFinish("length", "Hel", "lo")...))
+	res := r.node(t, "openai-chat-stream")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello", res.Text)
+	require.NotNil(t, res.Finish)
+	assert.Equal(t, "length", *res.Finish)
+	assert.Equal(t, 5, res.Events, "role, two contents, finish, usage")
+	assert.Equal(t, 1, r.up.Count())
+	assert.Equal(t, int32(1), r.calls.Load())
+}
+
+// R13.3: the Vercel AI SDK's streamText on the chat completions model,
+// answered with a length finish: text, finish reason "length", no error.
+func TestR13_3_VercelAISDKChatLengthFinishPassesThrough(t *testing.T) {
+	r := newRig(t, recoursetest.SSE(recoursetest.OpenAIStreamFinish("length", "Hel", "lo")...))
+	res := r.node(t, "ai-chat-stream")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello", res.Text)
+	require.NotNil(t, res.Finish)
+	assert.Equal(t, "length", *res.Finish)
+	assert.NotContains(t, res.Parts, "error")
+	assert.Equal(t, 1, r.up.Count())
+}
+
+// R19.4: the official SDK's streamed responses.create answered with
+// response.incomplete (max_output_tokens): every event, the response's
+// status incomplete and its reason, no error, one request.
+func TestR19_4_NodeResponsesIncompletePassesThrough(t *testing.T) {
+	evs := recoursetest.ResponsesIncompleteEvents(id, "max_output_tokens", "Hello", ", world", "!")
+	r := newRig(t, recoursetest.SSE(evs...))
+	res := r.node(t, "openai-stream")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello, world!", res.Text)
+	assert.Equal(t, len(evs), res.Events)
+	require.NotNil(t, res.Status)
+	assert.Equal(t, "incomplete", *res.Status)
+	require.NotNil(t, res.Finish)
+	assert.Equal(t, "max_output_tokens", *res.Finish)
+	assert.Equal(t, 1, r.up.Count())
+}
+
+// R19.4: the Vercel AI SDK's streamText on the default Responses path,
+// answered with response.incomplete: text, finish reason "length", no
+// error.
+func TestR19_4_VercelAISDKResponsesIncompletePassesThrough(t *testing.T) {
+	r := newRig(t, recoursetest.SSE(recoursetest.ResponsesIncompleteEvents(id, "max_output_tokens", "Hello", ", world", "!")...))
+	res := r.node(t, "ai-stream")
+	require.Nil(t, res.Error, "%+v", res.Error)
+	assert.Equal(t, "Hello, world!", res.Text)
+	require.NotNil(t, res.Finish)
+	assert.Equal(t, "length", *res.Finish)
+	assert.NotContains(t, res.Parts, "error")
+	assert.Equal(t, 1, r.up.Count())
 }

@@ -1,0 +1,152 @@
+//go:build proxye2e
+
+package anthropicnode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/recourse-dev/recourse/layers/retry"
+	"github.com/recourse-dev/recourse/proxy"
+	"github.com/recourse-dev/recourse/proxy/e2e/internal/nodetest"
+	"github.com/recourse-dev/recourse/recoursetest"
+)
+
+// nodeDir is the temporary directory holding the clients, installed once.
+var nodeDir string
+
+func TestMain(m *testing.M) {
+	nodetest.Main(m, &nodeDir, func() error { return goleak.Find() }, ".", "package.json", "package-lock.json", "client.mjs")
+}
+
+// rig is the anthropic proxy, with the injected sleep, in front of a
+// scripted upstream.
+type rig struct {
+	up     *recoursetest.Server
+	url    string
+	calls  atomic.Int32 // requests the client sent to the proxy
+	mu     sync.Mutex
+	delays []time.Duration
+}
+
+func newRig(t *testing.T, steps ...recoursetest.Step) *rig {
+	t.Helper()
+	r := &rig{up: recoursetest.NewServer(steps...)}
+	t.Cleanup(r.up.Close)
+	p := retry.Recommended()
+	p.Jitter = func() float64 { return 1 }
+	p.Sleep = func(ctx context.Context, d time.Duration) error {
+		r.mu.Lock()
+		r.delays = append(r.delays, d)
+		r.mu.Unlock()
+		return ctx.Err()
+	}
+	h, err := proxy.New(proxy.Config{Provider: "anthropic", Upstream: r.up.URL, Policy: p})
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.calls.Add(1)
+		h.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL
+	return r
+}
+
+// result is what client.mjs printed.
+type result struct {
+	Text   string `json:"text"`
+	Events int    `json:"events"`
+	Error  *struct {
+		Name    string `json:"name"`
+		Status  *int   `json:"status"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// node runs one call of client.mjs against the proxy.
+func (r *rig) node(t *testing.T, mode string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "client.mjs", mode)
+	cmd.Dir = nodeDir
+	cmd.Env = append(os.Environ(), "PROXY_URL="+r.url)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+	var res result
+	require.NoError(t, json.Unmarshal(out, &res), string(out))
+	return res
+}
+
+func events() []string { return recoursetest.AnthropicEvents("Hello", ", world", "!") }
+
+func inBandOverload() recoursetest.Step {
+	return recoursetest.AnthropicStream(append(recoursetest.AnthropicStart(), recoursetest.AnthropicErrorEvent("overloaded_error", "Overloaded"))...)
+}
+
+// R22.1, R22.2: every client, unary and streamed, through a 529 and an
+// in-band overload before content: the text once, one request from the
+// client, three upstream POSTs.
+func TestR22_2_NodeClientsRecovered(t *testing.T) {
+	for _, mode := range []string{"sdk-create", "sdk-stream", "ai-generate", "ai-stream", "langchain", "langchain-stream"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			answer := recoursetest.JSON(200, recoursetest.AnthropicMessage("Hello, world!"))
+			steps := []recoursetest.Step{recoursetest.AnthropicOverloaded(), answer}
+			if strings.HasSuffix(mode, "stream") {
+				steps = []recoursetest.Step{recoursetest.AnthropicOverloaded(), inBandOverload(), recoursetest.AnthropicStream(events()...)}
+			}
+			r := newRig(t, steps...)
+			res := r.node(t, mode)
+			require.Nil(t, res.Error)
+			assert.Equal(t, "Hello, world!", res.Text)
+			assert.Equal(t, len(steps), r.up.Count())
+			assert.Equal(t, int32(1), r.calls.Load(), "the client sent one request")
+		})
+	}
+}
+
+// R22.4: a stream cut after content reaches every streaming client as its
+// own error, never a silent success; nothing is resent.
+func TestR22_4_NodeCutAfterContentIsAnError(t *testing.T) {
+	for _, mode := range []string{"sdk-stream", "ai-stream", "langchain-stream"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, recoursetest.AnthropicStream(events()...).CutEvents(4), recoursetest.AnthropicStream(events()...))
+			res := r.node(t, mode)
+			require.NotNil(t, res.Error, "text %q", res.Text)
+			assert.NotContains(t, res.Error.Message, "sk-ant-e2e-test")
+			assert.Equal(t, 1, r.up.Count())
+		})
+	}
+}
+
+// R22.1: an exhausted call is the provider's 529 marked
+// x-should-retry: false: the official SDK, at its default retries, does
+// not retry on top, and reports the status.
+func TestR22_1_NodeSDKExhaustedIsNotRetriedOnTop(t *testing.T) {
+	o := recoursetest.AnthropicOverloaded()
+	r := newRig(t, o, o, o, o)
+	res := r.node(t, "sdk-create")
+	require.NotNil(t, res.Error)
+	require.NotNil(t, res.Error.Status)
+	assert.Equal(t, 529, *res.Error.Status)
+	assert.Equal(t, int32(1), r.calls.Load(), "x-should-retry: false stops the SDK's retries")
+	assert.Equal(t, 4, r.up.Count())
+}
