@@ -344,29 +344,39 @@ func (ex *exchange) send(p []byte) bool {
 }
 
 // copy forwards body to the client, flushing every read (whole frames up
-// to firstBufSize bytes, and, once a read filled that, up to copyBufSize,
+// to firstBufSize bytes, and larger ones in reads of up to copyBufSize,
 // for a recovering stream). It returns nil at the end of the body, the
 // body's read error, or errClientGone.
 func (ex *exchange) copy(body io.Reader) error {
-	bp, pool := firstBufs.Get().(*[]byte), &firstBufs
-	defer func() { pool.Put(bp) }()
-	buf := *bp
+	small := firstBufs.Get().(*[]byte)
+	defer firstBufs.Put(small)
+	var big *[]byte // while reads fill the buffer
+	defer func() {
+		if big != nil {
+			copyBufs.Put(big)
+		}
+	}()
+	buf := *small
 	for {
 		n, err := body.Read(buf)
 		if n > 0 && !ex.send(buf[:n]) {
 			return errClientGone
-		}
-		if n == len(buf) && pool == &firstBufs {
-			// A large frame or answer: copy the rest in larger reads.
-			firstBufs.Put(bp)
-			bp, pool = copyBufs.Get().(*[]byte), &copyBufs
-			buf = *bp
 		}
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return err
+		}
+		switch {
+		case n == len(buf) && big == nil:
+			// A large frame or answer: read the rest in larger reads.
+			big = copyBufs.Get().(*[]byte)
+			buf = *big
+		case n < len(buf) && big != nil:
+			// Its end: wait for the next frame holding the small buffer.
+			copyBufs.Put(big)
+			big, buf = nil, *small
 		}
 	}
 }

@@ -3,12 +3,12 @@ package proxy
 import "sync"
 
 // A completion's answer is copied to its client through a buffer of
-// firstBufSize bytes, and, from the first read that fills it, through one
-// of copyBufSize bytes. Every read is written and flushed at once, so a
-// stream waiting for its next frame holds only the small buffer: most
-// frames are far shorter, and an in-flight stream should cost little
-// memory. A read that fills the small buffer (a large frame, or a unary
-// answer) moves the rest of the copy to the large buffer: no read is
+// firstBufSize bytes and, from a read that fills it until a read that does
+// not fill the larger one, through one of copyBufSize bytes. Every read is
+// written and flushed at once, so a stream waiting for its next frame
+// holds only the small buffer (most frames are far shorter), and an
+// in-flight stream costs little memory, whatever frames it carried before.
+// A large frame or a unary answer is read on in large reads: no read is
 // delayed, and a large answer is not cut into many small writes.
 const (
 	firstBufSize = 4 << 10
