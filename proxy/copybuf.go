@@ -11,7 +11,7 @@ import "sync"
 // A large frame or a unary answer is read on in large reads: no read is
 // delayed, and a large answer is not cut into many small writes.
 const (
-	firstBufSize = 4 << 10
+	firstBufSize = 2 << 10
 	copyBufSize  = 32 << 10
 )
 
