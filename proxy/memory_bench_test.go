@@ -54,7 +54,7 @@ var benchHeldPrompt = flag.Int("proxy.prompt", 8<<10, "bytes of the user message
 //
 // No number is asserted. Run it with
 //
-//	go test -run '^$' -bench BenchmarkProxyHeldStreams -benchtime 3x ./proxy/
+//	go test -run '^$' -bench BenchmarkProxyHeldStreams -benchtime 5x ./proxy/
 func BenchmarkProxyHeldStreams(b *testing.B) {
 	n := *benchHeldStreams
 	if n < 1 {
