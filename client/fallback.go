@@ -31,6 +31,12 @@ type FallbackTarget struct {
 	// above a per-call policy of the context (retry.WithPolicy, a broker's
 	// WithPolicy) and the target chain's own; nil keeps those.
 	Policy *retry.Policy
+	// Stalls, when not nil, are the stall limits after which this target is
+	// left at once for the next one, in place of the rules' Stalls
+	// (fallback.Target.Stalls, R20.16); an empty, non-nil list never leaves
+	// it on a stall. Nil keeps the rules'. The last target retries a stall
+	// whatever its Stalls say.
+	Stalls []layer.StallLimit
 }
 
 // WithFallback makes the client fall back to targets, in order, when
@@ -59,8 +65,15 @@ func WithFallback(rules fallback.Rules, targets ...FallbackTarget) Option {
 		c.rules.Statuses = slices.Clone(rules.Statuses)
 		c.rules.Codes, c.rules.NeverCodes = slices.Clone(rules.Codes), slices.Clone(rules.NeverCodes)
 		c.rules.Stalls = slices.Clone(rules.Stalls)
-		for _, t := range targets {
+		for i, t := range targets {
+			if err := (fallback.Rules{Stalls: t.Stalls}).Validate(); err != nil {
+				c.err = &fallback.ConfigError{Index: i, Field: "Stalls", Problem: "holds a value that is not header_timeout, first_output_timeout or idle_timeout"}
+				return
+			}
 			if t.Client != nil {
+				if t.Stalls != nil {
+					t.Stalls = slices.Clone(t.Stalls)
+				}
 				c.fallback = append(c.fallback, t)
 			}
 		}
@@ -135,7 +148,7 @@ type walk struct {
 	lc     *layer.Call
 	run    *fallback.Run
 	last   int
-	leave  layer.StallSet // the rules' stalls, for every target but the last
+	leave  []layer.StallSet // each target's stalls (its own or the rules'), used for every target but the last
 	op     codec.Operation
 	skip0  bool
 	leave0 layer.StallSet
@@ -155,9 +168,18 @@ func (c *Client) newWalk(ctx context.Context, req *chat.Request) *walk {
 		names = append(names, c.fallback[i].name())
 		facts = append(facts, c.fallback[i].Client.codec.Facts())
 	}
+	run := fallback.NewRun(c.rules, names, facts, func(ev layer.Event) error { return lc.Emit(onEvent, ev) })
+	leave := []layer.StallSet{layer.StallSetOf(c.rules.Stalls...)}
+	for i := range c.fallback {
+		run.SetStalls(i+1, c.fallback[i].Stalls)
+		if s := c.fallback[i].Stalls; s != nil {
+			leave = append(leave, layer.StallSetOf(s...))
+		} else {
+			leave = append(leave, leave[0])
+		}
+	}
 	return &walk{c: c, ctx: ctx, req: req, lc: lc, last: len(names) - 1, op: factsOf(req).Operation,
-		run:   fallback.NewRun(c.rules, names, facts, func(ev layer.Event) error { return lc.Emit(onEvent, ev) }),
-		leave: layer.StallSetOf(c.rules.Stalls...), skip0: lc.SkipOpenCircuit, leave0: lc.LeaveOnStall, fin0: lc.Finish}
+		run: run, leave: leave, skip0: lc.SkipOpenCircuit, leave0: lc.LeaveOnStall, fin0: lc.Finish}
 }
 
 // target returns target i's client, request and context.
@@ -181,7 +203,7 @@ func (w *walk) target(i int) (*Client, *chat.Request, context.Context) {
 // leaveFor returns the stall set of target i's run (R20.12).
 func (w *walk) leaveFor(i int) layer.StallSet {
 	if i < w.last {
-		return w.leave0 | w.leave
+		return w.leave0 | w.leave[i]
 	}
 	return w.leave0
 }
@@ -272,7 +294,7 @@ func (f *fallbackFrames) NextFrame() (codec.Frame, error) {
 		fr, err := f.fr.NextFrame()
 		w.lc.LeaveOnStall = w.leave0
 		var re *layer.RecoveryError
-		if err == nil || f.i >= w.last || !errors.As(err, &re) || w.ctx.Err() != nil || !w.c.rules.FallsBack(re) {
+		if err == nil || f.i >= w.last || !errors.As(err, &re) || w.ctx.Err() != nil || !w.run.FallsBack(f.i, re) {
 			return fr, err
 		}
 		f.fr.Close()

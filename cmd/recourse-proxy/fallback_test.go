@@ -116,3 +116,31 @@ func TestR20_12_FallbackOnStallFlag(t *testing.T) {
 		assert.Equal(t, want, err.Error())
 	}
 }
+
+// -fallback-on-stall's N=limit items set the N-th target's own Stalls
+// (R20.16), N=none an empty list; a plain item stays the rules'.
+func TestR20_16_FallbackOnStallPerTarget(t *testing.T) {
+	s, err := parse([]string{"-upstream", "https://api.openai.com", "-fallback", "gpt-4o,o3,gpt-4o-mini", "-header-timeout", "30s", "-first-output-timeout", "10s",
+		"-fallback-on-stall", "header_timeout,1=none,2=header_timeout,2=first_output_timeout"}, env(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	cfg, err := s.config()
+	require.NoError(t, err)
+	assert.Equal(t, []layer.StallLimit{layer.StallHeader}, cfg.FallbackRules.Stalls)
+	require.Len(t, cfg.Fallback, 3)
+	assert.Equal(t, []layer.StallLimit{}, cfg.Fallback[0].Stalls, "1=none: never left on a stall")
+	assert.Equal(t, []layer.StallLimit{layer.StallHeader, layer.StallFirstOutput}, cfg.Fallback[1].Stalls)
+	assert.Nil(t, cfg.Fallback[2].Stalls, "the rules'")
+
+	for want, args := range map[string][]string{
+		`-fallback-on-stall: in "3=header_timeout", "3" is not the number of a -fallback target (1 to 2)`: {"-fallback", "a,b", "-header-timeout", "1s", "-fallback-on-stall", "3=header_timeout"},
+		`-fallback-on-stall: in "x=none", "x" is not the number of a -fallback target (1 to 2)`:           {"-fallback", "a,b", "-fallback-on-stall", "x=none"},
+		`-fallback-on-stall: "slow" is not header_timeout, first_output_timeout or idle_timeout`:          {"-fallback", "a,b", "-fallback-on-stall", "1=slow"},
+		"-fallback-on-stall names idle_timeout but its limit is off; set -idle-timeout":                   {"-fallback", "a,b", "-fallback-on-stall", "2=idle_timeout"},
+	} {
+		s, err := parse(append([]string{"-upstream", "https://api.openai.com"}, args...), env(nil), &bytes.Buffer{})
+		require.NoError(t, err)
+		_, err = s.config()
+		require.Error(t, err)
+		assert.Equal(t, want, err.Error())
+	}
+}

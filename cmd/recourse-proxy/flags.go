@@ -296,7 +296,7 @@ func (s *settings) config() (proxy.Config, error) {
 		return cfg, err
 	}
 	if cfg.Fallback != nil {
-		if cfg.FallbackRules, err = s.fallbackRules(cfg.FallbackStatuses); err != nil {
+		if cfg.FallbackRules, err = s.fallbackRules(cfg.FallbackStatuses, cfg.Fallback); err != nil {
 			return cfg, err
 		}
 	}

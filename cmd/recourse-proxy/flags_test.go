@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/proxy"
@@ -131,7 +132,7 @@ func TestLoggerSettings(t *testing.T) {
 // FuzzSettingLists feeds arbitrary text to the list and address parsers:
 // no panic, and what they accept is in range.
 func FuzzSettingLists(f *testing.F) {
-	for _, s := range []string{"429,500", " 503 , ", "", "transport,http", "5xx", "127.0.0.1:8787", "[::1]:1", ":80", "a:b:c", "model,credential", "upstream, model", "context_length_exceeded", "header_timeout,first_output_timeout", "never"} {
+	for _, s := range []string{"429,500", " 503 , ", "", "transport,http", "5xx", "127.0.0.1:8787", "[::1]:1", ":80", "a:b:c", "model,credential", "upstream, model", "context_length_exceeded", "header_timeout,first_output_timeout", "never", "1=none,2=header_timeout", "3=idle_timeout,x=none"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -158,9 +159,15 @@ func FuzzSettingLists(f *testing.F) {
 		// The fallback rules of a list pass the library's one validation
 		// whenever the flags accept them (R20.2, R20.12).
 		fs := &settings{fallbackCodes: s, fallbackNeverCodes: s + ",never", fallbackOnStall: s, headerTimeout: time.Second, firstOutputTimeout: time.Second, idleTimeout: time.Second}
-		if r, err := fs.fallbackRules(nil); err == nil {
+		targets := []fallback.Target{{Model: "a"}, {Model: "b"}}
+		if r, err := fs.fallbackRules(nil, targets); err == nil {
 			if verr := r.Validate(); verr != nil {
 				t.Fatalf("flags %q accepted rules the library refuses: %v", s, verr)
+			}
+			for _, tg := range targets {
+				if verr := (fallback.Rules{Stalls: tg.Stalls}).Validate(); verr != nil {
+					t.Fatalf("flags %q accepted a target's stalls the library refuses: %v", s, verr)
+				}
 			}
 		}
 	})

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -19,9 +18,6 @@ import (
 // its terminal event (message_stop, an incomplete stop reason or error):
 // it fails closed, never a success (R22.4).
 var ErrIncomplete = errors.New("recourse: messages stream ended before message_stop")
-
-// maxDoc bounds the bytes of a plain JSON answer that End inspects.
-const maxDoc = 64 << 10
 
 // block is one content block of the stream, by its index.
 type block struct {
@@ -43,7 +39,7 @@ type block struct {
 // the one its type names. A StreamDecoder is used by one attempt and is
 // not safe for concurrent use; the Attempt serializes access to it.
 type StreamDecoder struct {
-	framer *sse.Framer
+	front  sse.Front
 	q      frames.Queue
 	counts codec.Counts
 
@@ -53,8 +49,6 @@ type StreamDecoder struct {
 	order           []int
 	id, model, stop string
 	usage           *chat.Usage
-	sniffed, plain  bool
-	doc             []byte
 	// scratch unescapes the text of the fast path (fast.go); reference,
 	// set by tests only, turns that path off.
 	scratch   []byte
@@ -71,14 +65,14 @@ var (
 // Reasoning, and with info.TypedFrames only error frames carry Raw.
 // [Codec.NewObserver] returns one for a streaming request.
 func NewStreamDecoder(info codec.RequestInfo) *StreamDecoder {
-	d := &StreamDecoder{framer: sse.NewFramer(0), discardText: info.DropText}
+	d := &StreamDecoder{discardText: info.DropText}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
 
 // FreeBuffers gives the decoder's line buffer back for the next stream's
 // decoder (codec.BufferFreer).
-func (d *StreamDecoder) FreeBuffers() { d.framer.Free() }
+func (d *StreamDecoder) FreeBuffers() { d.front.Free() }
 
 // Observed returns the semantic evidence decoded so far (R13.2): the sum
 // of the queued frames' counts plus, to fail closed, one byte or fragment
@@ -130,8 +124,8 @@ func (d *StreamDecoder) End() error {
 	if d.q.Ended() {
 		return nil
 	}
-	if d.plain {
-		if top, err := openaiwire.ParseObject(d.doc, "response"); err == nil {
+	if doc, ok := d.front.Document(); ok {
+		if top, err := openaiwire.ParseObject(doc, "response"); err == nil {
 			if pe := providerError(top); pe != nil {
 				return pe
 			}
@@ -145,25 +139,11 @@ func (d *StreamDecoder) Write(p []byte) {
 	if d.q.Ended() {
 		return
 	}
-	if !d.sniffed {
-		if i := bytes.IndexFunc(p, func(r rune) bool { return r != ' ' && r != '\t' && r != '\r' && r != '\n' }); i >= 0 {
-			d.sniffed, d.plain = true, p[i] == '{'
-		}
-	}
-	if d.plain && len(d.doc) < maxDoc {
-		d.doc = append(d.doc, p[:min(len(p), maxDoc-len(d.doc))]...)
-	}
-	d.framer.Write(p)
-	for !d.q.Ended() {
-		ev, ok, err := d.framer.Next()
-		if err != nil {
-			d.push(codec.Frame{Err: &codec.ProtocolError{What: "oversized SSE event", Err: err}})
-			return
-		}
-		if !ok {
-			return
-		}
+	if err := d.front.Write(p, func(ev sse.Event) bool {
 		d.event(ev)
+		return !d.q.Ended()
+	}); err != nil {
+		d.push(codec.Frame{Err: err})
 	}
 }
 

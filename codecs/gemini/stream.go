@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"unicode/utf8"
@@ -16,9 +15,6 @@ import (
 // ErrIncompleteStream is the End error of a stream that reached HTTP EOF
 // before any candidate's finish reason.
 var ErrIncompleteStream = errors.New("recourse: gemini stream ended before a finish reason")
-
-// maxDoc bounds the bytes of a plain JSON answer that End inspects.
-const maxDoc = 64 << 10
 
 // streamDecoder decodes a streamGenerateContent?alt=sse stream into
 // codec.Frame values (R23.5):
@@ -48,7 +44,7 @@ const maxDoc = 64 << 10
 // when the answer was one JSON error document instead of a stream, its
 // *codec.ProviderError.
 type streamDecoder struct {
-	framer   *sse.Framer
+	front    sse.Front
 	q        frames.Queue
 	counts   codec.Counts
 	content  strings.Builder
@@ -65,15 +61,10 @@ type streamDecoder struct {
 	// call (codec.RequestInfo.ProviderFinish, R13.3); provided says the
 	// remembered finish is such a one.
 	providerFinish, provided bool
-	// sniffed: the first non-space byte arrived; plain: it was '{' or
-	// '[', so the answer is a JSON document, not an event stream, and its
-	// first bytes are kept in doc for End.
-	sniffed, plain bool
-	doc            []byte
 }
 
 func newStreamDecoder(info codec.RequestInfo) *streamDecoder {
-	d := &streamDecoder{framer: sse.NewFramer(0), dropText: info.DropText, providerFinish: info.ProviderFinish}
+	d := &streamDecoder{front: sse.NewFront("{["), dropText: info.DropText, providerFinish: info.ProviderFinish}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
@@ -84,7 +75,7 @@ var (
 )
 
 // FreeBuffers gives the decoder's line buffer back (codec.BufferFreer).
-func (d *streamDecoder) FreeBuffers() { d.framer.Free() }
+func (d *streamDecoder) FreeBuffers() { d.front.Free() }
 
 // Observed returns the semantic evidence decoded so far.
 func (d *streamDecoder) Observed() codec.Counts { return d.counts }
@@ -98,25 +89,11 @@ func (d *streamDecoder) Write(p []byte) {
 	if d.q.Ended() {
 		return
 	}
-	if !d.sniffed {
-		if i := bytes.IndexFunc(p, func(r rune) bool { return r != ' ' && r != '\t' && r != '\r' && r != '\n' }); i >= 0 {
-			d.sniffed, d.plain = true, p[i] == '{' || p[i] == '['
-		}
-	}
-	if d.plain && len(d.doc) < maxDoc {
-		d.doc = append(d.doc, p[:min(len(p), maxDoc-len(d.doc))]...)
-	}
-	d.framer.Write(p)
-	for !d.q.Ended() {
-		ev, ok, err := d.framer.Next()
-		if err != nil {
-			d.q.Push(codec.Frame{Err: &codec.ProtocolError{What: "oversized SSE event", Err: err}})
-			return
-		}
-		if !ok {
-			return
-		}
+	if err := d.front.Write(p, func(ev sse.Event) bool {
 		d.event(ev)
+		return !d.q.Ended()
+	}); err != nil {
+		d.q.Push(codec.Frame{Err: err})
 	}
 }
 
@@ -139,8 +116,8 @@ func (d *streamDecoder) End() error {
 		d.q.Push(codec.Frame{Done: true, FinishReason: d.finish, Completion: comp})
 		return nil
 	}
-	if d.plain {
-		if st, ok := parseStatus(d.doc); ok {
+	if doc, ok := d.front.Document(); ok {
+		if st, ok := parseStatus(doc); ok {
 			return statusError(&st)
 		}
 	}

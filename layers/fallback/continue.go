@@ -67,7 +67,7 @@ func (c *continuing) step() {
 		return
 	}
 	var e *layer.RecoveryError
-	if err == io.EOF || !errors.As(err, &e) || c.w.req.Context().Err() != nil || !c.w.t.l.rules.FallsBack(e) {
+	if err == io.EOF || !errors.As(err, &e) || c.w.req.Context().Err() != nil || !c.w.t.l.rulesFor(c.i).FallsBack(e) {
 		// An end, or a failure that does not fall back: the engine's body
 		// hands over what it would without the layer (its provider's or
 		// its own in-band error frame, then the error).

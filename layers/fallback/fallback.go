@@ -82,6 +82,13 @@ type Target struct {
 	// Codec, when set, is the target's codec: one of another wire (another
 	// provider or path) is refused with a *CrossWireError.
 	Codec codec.Codec
+	// Stalls, when not nil, are the stall limits after which this target is
+	// left at once for the next one, in place of Rules.Stalls (R20.16): a
+	// slow reasoning model can be given time to think (an empty, non-nil
+	// list: never left on a stall) while the targets before it are left on
+	// a first-output stall. Nil keeps Rules.Stalls. The last target, with
+	// nowhere to go, retries a stall whatever its Stalls say.
+	Stalls []layer.StallLimit
 }
 
 // Config configures a fallback layer.
@@ -175,7 +182,6 @@ type Layer struct {
 	targets []target
 	primary string
 	rules   Rules
-	leave   layer.StallSet // Rules.Stalls, for every target but the last
 	onEvent func(layer.Event) error
 }
 
@@ -201,7 +207,6 @@ func New(cfg Config) (*Layer, error) {
 	l.rules.Statuses = slices.Clone(cfg.Rules.Statuses)
 	l.rules.Codes, l.rules.NeverCodes = slices.Clone(cfg.Rules.Codes), slices.Clone(cfg.Rules.NeverCodes)
 	l.rules.Stalls = slices.Clone(cfg.Rules.Stalls)
-	l.leave = layer.StallSetOf(cfg.Rules.Stalls...)
 	l.rewrite, _ = cfg.Codec.(codec.ModelRewriter)
 	l.router, _ = cfg.Codec.(codec.Router)
 	for i, t := range cfg.Targets {
@@ -214,7 +219,13 @@ func New(cfg Config) (*Layer, error) {
 		if t.Model != "" && l.rewrite == nil && l.router == nil {
 			return nil, &ConfigError{Index: i, Field: "Model", Problem: "needs a codec that can name another model (codec.ModelRewriter)"}
 		}
+		if err := (Rules{Stalls: t.Stalls}).Validate(); err != nil {
+			return nil, &ConfigError{Index: i, Field: "Stalls", Problem: "holds a value that is not header_timeout, first_output_timeout or idle_timeout"}
+		}
 		tg := target{Target: t, name: t.Name}
+		if t.Stalls != nil {
+			tg.Stalls = slices.Clone(t.Stalls)
+		}
 		if t.Upstream != "" {
 			u, err := url.Parse(t.Upstream)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
@@ -361,7 +372,7 @@ func (t *transport) after(w *walk, i int, treq *http.Request, model string, resp
 		// The first target failed and its body is needed again: the
 		// request's own copy (GetBody), taken only now.
 		var body io.ReadCloser
-		if i < len(l.targets) && req.Context().Err() == nil && l.rules.FallsBack(e) {
+		if i < len(l.targets) && req.Context().Err() == nil && l.rulesFor(i).FallsBack(e) {
 			if b, gerr := req.GetBody(); gerr == nil {
 				body = b
 			}
@@ -441,9 +452,19 @@ type walk struct {
 // every target but the last the rules' (R20.12).
 func (w *walk) leaveFor(i int) layer.StallSet {
 	if i < len(w.t.l.targets) {
-		return w.leave0 | w.t.l.leave
+		return w.leave0 | layer.StallSetOf(w.t.l.rulesFor(i).Stalls...)
 	}
 	return w.leave0
+}
+
+// rulesFor returns the rules that decide whether target i falls back: the
+// layer's, with the target's own Stalls when it has them (R20.16).
+func (l *Layer) rulesFor(i int) Rules {
+	r := l.rules
+	if i > 0 && i <= len(l.targets) && l.targets[i-1].Stalls != nil {
+		r.Stalls = l.targets[i-1].Stalls
+	}
+	return r
 }
 
 // take reads body (the request's, or a copy from its GetBody) once and
@@ -481,6 +502,9 @@ func (w *walk) take(body io.ReadCloser) error {
 	}
 	t := w.t
 	w.run = NewRun(l.rules, names, facts, func(ev layer.Event) error { return t.emit(lc, ev) })
+	for i := range l.targets {
+		w.run.SetStalls(i+1, l.targets[i].Stalls)
+	}
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 // any codec. A Run is used by one goroutine.
 type Run struct {
 	rules   Rules
+	stalls  map[int][]layer.StallLimit // a target's own Stalls (R20.16)
 	names   []string
 	facts   []codec.Facts
 	emit    func(layer.Event) error
@@ -32,6 +33,35 @@ func NewRun(rules Rules, names []string, facts []codec.Facts, emit func(layer.Ev
 		emit = func(layer.Event) error { return nil }
 	}
 	return &Run{rules: rules, names: names, facts: facts, emit: emit}
+}
+
+// SetStalls makes stalls, when not nil, the stall limits after which
+// target i is left for the next one in place of the rules' Stalls (a
+// Target's or a client.FallbackTarget's own Stalls, R20.16); nil keeps the
+// rules'. Call it before the walk starts.
+func (r *Run) SetStalls(i int, stalls []layer.StallLimit) {
+	if stalls == nil {
+		return
+	}
+	if r.stalls == nil {
+		r.stalls = map[int][]layer.StallLimit{}
+	}
+	r.stalls[i] = stalls
+}
+
+// FallsBack reports whether target i's typed error e lets the call fall
+// back under the rules, with target i's own Stalls (SetStalls) in place of
+// the rules' (Rules.FallsBack). It does not say whether a target is left
+// to fall back to: After does.
+func (r *Run) FallsBack(i int, e *layer.RecoveryError) bool { return r.rulesFor(i).FallsBack(e) }
+
+// rulesFor returns the rules of target i.
+func (r *Run) rulesFor(i int) Rules {
+	rules := r.rules
+	if s, ok := r.stalls[i]; ok {
+		rules.Stalls = s
+	}
+	return rules
 }
 
 // Targets returns the number of targets.
@@ -60,7 +90,7 @@ func (r *Run) Start(i int, ev layer.Event) error {
 func (r *Run) After(ctx context.Context, i int, e *layer.RecoveryError, ev layer.Event) (next bool, final *layer.RecoveryError, err error) {
 	rec := layer.TargetRecord{Target: r.names[i], Outcome: e.Outcome, Failure: e.Failure, History: e.History}
 	r.records = append(r.records, rec)
-	if i+1 >= len(r.names) || ctx.Err() != nil || !r.rules.FallsBack(e) {
+	if i+1 >= len(r.names) || ctx.Err() != nil || !r.FallsBack(i, e) {
 		return false, r.final(e), nil
 	}
 	step := &layer.Fallback{From: rec.Target, To: r.names[i+1], Index: i + 1, Outcome: e.Outcome,

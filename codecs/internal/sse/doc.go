@@ -33,6 +33,22 @@
 // buffer, compacting it rather than reallocating, and returns events whose
 // slices alias that buffer.
 //
+// # The decoders' front end
+//
+// The stream decoders of the codecs (chat completions, Responses, Messages,
+// Gemini) do not drive a Framer themselves: each holds a Front, which tells
+// a plain JSON document (a provider's error answer sent in place of an
+// event stream) from an event stream, keeps the first MaxDocument bytes of
+// such a document for the decoder's End, frames the stream and hands every
+// complete event to the decoder's callback, allocating nothing per event:
+//
+//	if err := d.front.Write(p, func(ev sse.Event) bool {
+//		d.event(ev)
+//		return !d.q.Ended()
+//	}); err != nil {
+//		d.push(codec.Frame{Err: err}) // oversized SSE event
+//	}
+//
 // # Framing rules
 //
 // The rules are those of the WHATWG HTML "event stream interpretation"

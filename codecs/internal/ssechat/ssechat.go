@@ -46,12 +46,10 @@
 package ssechat
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/chat"
@@ -73,7 +71,7 @@ var errNoEndMarker = fmt.Errorf("%w: %w", ErrIncomplete, codec.ErrNoEndMarker)
 // Decoder is a codec.StreamDecoder for one attempt. It is not safe for
 // concurrent use.
 type Decoder struct {
-	framer  *sse.Framer
+	front   sse.Front
 	q       frames.Queue
 	counts  codec.Counts
 	finish  string
@@ -91,18 +89,10 @@ type Decoder struct {
 	// accepted one at its [DONE] like an accepted finish
 	// (codec.RequestInfo.ProviderFinish).
 	providerFinish bool
-	// sniffed: the first non-space byte arrived; plain: it was '{', so
-	// the answer is a JSON document, not an event stream, and its first
-	// bytes are kept in doc (at most maxDoc) for End.
-	sniffed, plain bool
-	doc            []byte
 	// memo is the scan of the last chunk that had a string content, the
 	// one the next chunk of the stream most likely repeats.
 	memo scanMemo
 }
-
-// maxDoc bounds the bytes of a plain JSON answer that End inspects.
-const maxDoc = 64 << 10
 
 // New returns a decoder that keeps every frame's Raw and accumulates the
 // text (NewFor with the zero RequestInfo).
@@ -113,7 +103,7 @@ func New() *Decoder { return NewFor(codec.RequestInfo{}) }
 // text is accumulated), and with info.TypedFrames only error frames carry
 // Raw.
 func NewFor(info codec.RequestInfo) *Decoder {
-	d := &Decoder{framer: sse.NewFramer(0), discardText: info.DropText, providerFinish: info.ProviderFinish}
+	d := &Decoder{discardText: info.DropText, providerFinish: info.ProviderFinish}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
 }
@@ -126,7 +116,7 @@ var (
 // FreeBuffers gives the decoder's line buffer back for the next stream's
 // decoder (codec.BufferFreer); its queued frames own their bytes and stay
 // valid.
-func (d *Decoder) FreeBuffers() { d.framer.Free() }
+func (d *Decoder) FreeBuffers() { d.front.Free() }
 
 // Observed returns the semantic evidence decoded so far.
 func (d *Decoder) Observed() codec.Counts { return d.counts }
@@ -145,8 +135,8 @@ func (d *Decoder) End() error {
 	if d.q.Ended() {
 		return nil
 	}
-	if d.plain {
-		if pe := jsonError(d.doc); pe != nil {
+	if doc, ok := d.front.Document(); ok {
+		if pe := jsonError(doc); pe != nil {
 			return pe
 		}
 	}
@@ -188,25 +178,11 @@ func (d *Decoder) Write(p []byte) {
 	if d.q.Ended() {
 		return
 	}
-	if !d.sniffed {
-		if i := bytes.IndexFunc(p, func(r rune) bool { return !unicode.IsSpace(r) }); i >= 0 {
-			d.sniffed, d.plain = true, p[i] == '{'
-		}
-	}
-	if d.plain && len(d.doc) < maxDoc {
-		d.doc = append(d.doc, p[:min(len(p), maxDoc-len(d.doc))]...)
-	}
-	d.framer.Write(p)
-	for !d.q.Ended() {
-		ev, ok, err := d.framer.Next()
-		if err != nil {
-			d.push(codec.Frame{Err: &codec.ProtocolError{What: "oversized SSE event", Err: err}})
-			return
-		}
-		if !ok {
-			return
-		}
+	if err := d.front.Write(p, func(ev sse.Event) bool {
 		d.event(ev)
+		return !d.q.Ended()
+	}); err != nil {
+		d.push(codec.Frame{Err: err})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/codecs/internal/sse"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -171,9 +172,9 @@ func TestR19_3_FastDeltaPathAgreesWithReference(t *testing.T) {
 	plain = append(plain, deltaSeeds[len(deltaSeeds)-10:len(deltaSeeds)-8]...)
 	plain = append(plain, argumentSeeds[:4]...)
 	for _, s := range plain {
-		d := NewStreamDecoder(codec.RequestInfo{Operation: codec.Streaming})
-		d.framer.Write([]byte(s))
-		ev, ok, err := d.framer.Next()
+		fr := sse.NewFramer(0)
+		fr.Write([]byte(s))
+		ev, ok, err := fr.Next()
 		require.NoError(t, err)
 		require.True(t, ok)
 		_, _, _, took := fastDelta(ev, &scratch)

@@ -18,9 +18,6 @@ import (
 // response.failed or error): it fails closed (R19.4).
 var ErrIncomplete = errors.New("recourse: responses stream ended before its terminal event")
 
-// maxDoc bounds the bytes of a plain JSON answer that End inspects.
-const maxDoc = 64 << 10
-
 // lifecycle lists the stream events that carry no output (R19.3): they
 // are frames with an Index but no semantic evidence.
 var lifecycle = map[string]bool{
@@ -58,8 +55,8 @@ type call struct {
 // attempt and is not safe for concurrent use; the Attempt serializes access
 // to it.
 type StreamDecoder struct {
-	framer *sse.Framer
-	q      frames.Queue
+	front sse.Front
+	q     frames.Queue
 	// seqs runs beside q: the sequence_number of each queued frame, or -1.
 	seqs    []int64
 	seqHead int
@@ -73,8 +70,6 @@ type StreamDecoder struct {
 	delivered       int64
 	hasDelivered    bool
 	last            int64 // of the frame Next returned last, or -1
-	sniffed, plain  bool
-	doc             []byte
 	background      bool
 	// providerFinish makes response.incomplete the accepted end
 	// (codec.RequestInfo.ProviderFinish).
@@ -98,7 +93,7 @@ var (
 // decoder (codec.BufferFreer); its queued frames own their bytes and stay
 // valid, and a Write afterwards starts a new buffer. The engine calls it
 // when the stream's body is closed.
-func (d *StreamDecoder) FreeBuffers() { d.framer.Free() }
+func (d *StreamDecoder) FreeBuffers() { d.front.Free() }
 
 // NewStreamDecoder returns the stream decoder for a request described by
 // info: with info.DropText its terminal Completion has empty Content and
@@ -107,7 +102,7 @@ func (d *StreamDecoder) FreeBuffers() { d.framer.Free() }
 // frames carry Raw. [Codec.NewObserver] returns one for a streaming
 // request.
 func NewStreamDecoder(info codec.RequestInfo) *StreamDecoder {
-	d := &StreamDecoder{framer: sse.NewFramer(0), discardText: info.DropText, delivered: -1, last: -1, skip: -1, background: info.Background,
+	d := &StreamDecoder{discardText: info.DropText, delivered: -1, last: -1, skip: -1, background: info.Background,
 		providerFinish: info.ProviderFinish}
 	d.q.ErrorRawOnly = info.TypedFrames
 	return d
@@ -170,8 +165,8 @@ func (d *StreamDecoder) End() error {
 	if d.q.Ended() {
 		return nil
 	}
-	if d.plain {
-		if top, err := openaiwire.ParseObject(d.doc, "response"); err == nil {
+	if doc, ok := d.front.Document(); ok {
+		if top, err := openaiwire.ParseObject(doc, "response"); err == nil {
 			if pe := providerError(top); pe != nil {
 				return pe
 			}
@@ -185,25 +180,11 @@ func (d *StreamDecoder) Write(p []byte) {
 	if d.q.Ended() {
 		return
 	}
-	if !d.sniffed {
-		if i := bytes.IndexFunc(p, func(r rune) bool { return r != ' ' && r != '\t' && r != '\r' && r != '\n' }); i >= 0 {
-			d.sniffed, d.plain = true, p[i] == '{'
-		}
-	}
-	if d.plain && len(d.doc) < maxDoc {
-		d.doc = append(d.doc, p[:min(len(p), maxDoc-len(d.doc))]...)
-	}
-	d.framer.Write(p)
-	for !d.q.Ended() {
-		ev, ok, err := d.framer.Next()
-		if err != nil {
-			d.push(codec.Frame{Err: &codec.ProtocolError{What: "oversized SSE event", Err: err}}, -1)
-			return
-		}
-		if !ok {
-			return
-		}
+	if err := d.front.Write(p, func(ev sse.Event) bool {
 		d.event(ev)
+		return !d.q.Ended()
+	}); err != nil {
+		d.push(codec.Frame{Err: err}, -1)
 	}
 }
 
