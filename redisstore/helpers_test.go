@@ -168,6 +168,19 @@ func (r *rig) take() []layer.Event {
 	return out
 }
 
+// lifecycle returns evs without the breaker events, which report a change
+// of the upstream's breaker (a cooldown the store shared) beside the
+// lifecycle the tests read in order.
+func lifecycle(evs []layer.Event) []layer.Event {
+	var out []layer.Event
+	for _, ev := range evs {
+		if ev.Type != layer.EventBreaker {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 func count(evs []layer.Event, typ layer.EventType) int {
 	n := 0
 	for _, ev := range evs {

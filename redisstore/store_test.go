@@ -178,7 +178,9 @@ func TestRefreshedHorizonHoldsFirstAttempt(t *testing.T) {
 	require.NoError(t, s.Refresh(context.Background()))
 	c.n.Store(0)
 	require.NoError(t, r.call())
-	evs := r.take()
+	all := r.take()
+	assert.Equal(t, 1, count(all, layer.EventBreaker), "the shared cooldown is one breaker change")
+	evs := lifecycle(all)
 	require.NotEmpty(t, evs)
 	assert.Equal(t, layer.EventCooldownWait, evs[0].Type)
 	assert.True(t, evs[0].Delay > 3*time.Second && evs[0].Delay <= 5*time.Second, "%v", evs[0].Delay)
@@ -231,8 +233,9 @@ func TestRedisKilledFailsOpenThenResumes(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, s.Horizon(key).IsZero(), "sharing resumed: the horizon came through Redis")
 	require.NoError(t, r.call())
-	evs := r.take()
+	evs := lifecycle(r.take())
 	assert.Zero(t, count(evs, layer.EventQuotaUnavailable))
+	require.NotEmpty(t, evs)
 	assert.Equal(t, layer.EventCooldownWait, evs[0].Type)
 }
 
