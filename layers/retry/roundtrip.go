@@ -20,6 +20,15 @@ type transport struct {
 	direct bool
 }
 
+// RoundTrip runs one logical completion of req. With recovery off (no
+// policy), or for a resumable response's cancel or delete, it sends req once
+// as it is. Otherwise it resolves the policy, reads the request once, sets
+// up the call's identity, context and upstream gate (whose cooldown may hold
+// the first attempt, or whose open circuit may end the call), and runs the
+// attempts. It is one function of more than 80 lines because these steps run
+// once, in this order, each able to end the call before its first attempt,
+// and all fill in the one call; split, each piece would hand back the call
+// and whether to stop.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	pol := t.l.policy
 	if p, ok := policyFrom(req.Context()); ok {

@@ -14,6 +14,10 @@ import (
 // whether f is to be handed to the consumer. Abort wins over queued content,
 // telemetry and completion (R13.5): the context is checked after every
 // event, so an observer that cancels stops the frame it was told about.
+// It stays one function of more than 80 lines because its steps run in
+// R13.5's order on one frame (telemetry, a failure, the capture's decision
+// at the terminal frame, then the success), each able to end the attempt,
+// with the delivered count to restore kept between them.
 func (b *streamBody) frame(f *codec.Frame) (deliver bool) {
 	c := b.c
 	aborted := func() bool {
