@@ -103,6 +103,12 @@ type Chain struct {
 //
 // With an engine whose codec's capabilities are incomplete (R15.1), New
 // returns the capabilities' error.
+//
+// It is one function of more than 80 lines because its checks and the stages
+// it installs depend on one another in order (an engine decides the capture
+// and progress stages, a progress reader needs an engine with a codec), each
+// refusal naming its argument's index; split, the stages and the engine
+// would travel between the pieces.
 func New(layers ...layer.Layer) (*Chain, error) {
 	var (
 		calls, attempts []layer.Layer

@@ -79,6 +79,10 @@ func New(logger *slog.Logger) func(layer.Event) error {
 // name of the header it was read from when that is not Retry-After, and
 // its delay). It never returns a header value, a body, a prompt or a tool
 // argument: an event holds none.
+// It is one function of more than 80 lines because it is a flat list, one
+// attribute or group per event field in the order a line shows them, each a
+// few lines at most; split, that order would be spread over several
+// functions.
 func Attrs(ev layer.Event) []slog.Attr {
 	a := []slog.Attr{
 		slog.String("type", string(ev.Type)),

@@ -113,6 +113,9 @@ func (c *call) genAIAttributes(ev *layer.Event) []attribute.KeyValue {
 }
 
 // observe receives every lifecycle event of the call.
+// It is one function of more than 80 lines because it is one switch over the
+// event types under the call's lock, each case a few lines that update the
+// call's spans; split, every piece would have to take or assume the lock.
 func (c *call) observe(ev layer.Event) {
 	now := time.Now()
 	c.mu.Lock()

@@ -72,6 +72,10 @@ type Handler struct {
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
 // field, the chain's *layer.PolicyError for an invalid policy, or its
 // *chain.CompositionError for a PerCall layer of another position.
+// It is one function of more than 80 lines because it reads cfg once, top to
+// bottom: each field is checked, then defaulted, the first invalid one
+// ending it, and the chains are built from the result, one closure building
+// the per-call layers of each chain from the same fields.
 func New(cfg Config) (*Handler, error) {
 	d, err := dialectFor(cfg.Provider)
 	if err != nil {

@@ -35,6 +35,10 @@ type fastEvent struct {
 
 // fastDelta decodes ev when it is a plain content_block_delta of a text,
 // thinking or input JSON delta. scratch is reused to unescape the text.
+// It is one function of more than 80 lines because it is one pass over the
+// event, its top-level members and then its delta's, each step able to leave
+// the event to the reference decoder (ok false), and it runs once an event
+// on the stream's fast path.
 func fastDelta(ev sse.Event, scratch *[]byte) (fe fastEvent, ok bool) {
 	if ev.Event == "error" {
 		return fe, false

@@ -156,6 +156,9 @@ func protocolFrame(raw []byte, what string, err error) codec.Frame {
 }
 
 // chunk decodes one data event.
+// It is one function of more than 80 lines because its checks follow the
+// precedence of a chunk's verdicts in reading order (UTF-8, JSON, schema,
+// error, parts, finish), each early return ending the chunk.
 func (d *streamDecoder) chunk(raw, data []byte) {
 	if !utf8.Valid(data) {
 		d.q.Push(protocolFrame(raw, "event data is not valid UTF-8", nil))

@@ -197,6 +197,9 @@ func syntaxError(body []byte) error {
 // scan checks that body is one JSON object nested at most jsonscan.MaxDepth
 // deep, optionally surrounded by whitespace, and records the members Decode
 // reads. It reports false for anything else.
+// It is one function of more than 80 lines because its closures, one per
+// nesting level (message, choice, choices, top), share body and r and nest
+// as the document does; apart, each would take both.
 func (r *response) scan(body []byte) bool {
 	i := jsonscan.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {

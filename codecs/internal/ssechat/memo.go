@@ -46,6 +46,10 @@ func (m *topMembers) set(key, v []byte) {
 // key. It reports false for anything else (m is then to be discarded), and
 // the reference path decides. A true result implies what validJSON and
 // object would have found.
+// It is one function of more than 80 lines because its closures, one per
+// nesting level (delta, choice, element, top), share data and m and nest as
+// the chunk does, in one pass that runs once a chunk on the stream's fast
+// path.
 func (m *topMembers) scan(data []byte) bool {
 	i := jsonscan.SkipSpace(data, 0)
 	delta := func(key []byte, escaped bool, v int) int {

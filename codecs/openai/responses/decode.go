@@ -111,6 +111,9 @@ func accepted(top openaiwire.Object) (*chat.Completion, bool) {
 
 // decodeResponse decodes a response object: a unary body, or the response
 // of a terminal stream event.
+// It is one function of more than 80 lines because its checks follow the
+// response's members in reading order (error, status, id and model, output,
+// usage), each early return naming the first malformed member.
 func decodeResponse(top openaiwire.Object) (*chat.Completion, error) {
 	if perr := providerError(top); perr != nil {
 		return nil, perr
