@@ -39,6 +39,7 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./bench/...
 	$(GO) test -run '^$$' -bench BenchmarkProxyVsReverseProxy -benchtime 20x $(BENCHFLAGS) ./proxy/
+	$(GO) test -run '^$$' -bench BenchmarkProxyHeldStreams -benchtime 5x $(BENCHFLAGS) ./proxy/
 	$(GO) -C examples test -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./bench-openai/
 
 ## lint: staticcheck over every module

@@ -89,7 +89,13 @@ func (h *Handler) outbound(ex *exchange, r *http.Request) (*http.Request, int) {
 		// sends no 100 Continue and the client sends no body.
 		return tooLarge()
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, h.maxBody+1))
+	var body []byte
+	var err error
+	if rb, ok := r.Body.(*readBody); ok {
+		body = rb.unread() // read already (owned): not copied again
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, h.maxBody+1))
+	}
 	if err != nil {
 		h.writeError(ex.w, http.StatusBadRequest, "request_body_unreadable", "recourse-proxy: the request body could not be read", "")
 		return nil, http.StatusBadRequest
@@ -116,10 +122,26 @@ func (h *Handler) outbound(ex *exchange, r *http.Request) (*http.Request, int) {
 		ctx = context.WithValue(ctx, clientRetryKey{}, true)
 	}
 	// A completion is a POST; a read of a stored response (R19.13) a GET.
-	out, err := http.NewRequestWithContext(ctx, r.Method, h.target(r.URL).String(), bytes.NewReader(body))
+	// The body is a layer.RequestBody, so that the engine keeps these
+	// bytes and this header for its attempts rather than a copy of each:
+	// a stream in flight holds its request once. Neither is changed
+	// after the chain has the request.
+	// An empty body is http.NoBody, as net/http makes it.
+	var rb io.Reader = http.NoBody
+	if len(body) > 0 {
+		rb = layer.NewRequestBody(body)
+	}
+	out, err := http.NewRequestWithContext(ctx, r.Method, h.target(r.URL).String(), rb)
 	if err != nil {
 		h.writeError(ex.w, http.StatusBadRequest, "bad_request", "recourse-proxy: the request URL cannot be forwarded", "")
 		return nil, http.StatusBadRequest
+	}
+	out.ContentLength = int64(len(body))
+	out.GetBody = func() (io.ReadCloser, error) {
+		if len(body) == 0 {
+			return http.NoBody, nil
+		}
+		return layer.NewRequestBody(body), nil
 	}
 	ex.body = body
 	out.Header = r.Header.Clone()
@@ -321,13 +343,20 @@ func (ex *exchange) send(p []byte) bool {
 	return true
 }
 
-// copy forwards body to the client, flushing every read (whole frames, for
-// a recovering stream). It returns nil at the end of the body, the body's
-// read error, or errClientGone.
+// copy forwards body to the client, flushing every read (whole frames up
+// to firstBufSize bytes, and larger ones in reads of up to copyBufSize,
+// for a recovering stream). It returns nil at the end of the body, the
+// body's read error, or errClientGone.
 func (ex *exchange) copy(body io.Reader) error {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	buf := *bp
+	small := firstBufs.Get().(*[]byte)
+	defer firstBufs.Put(small)
+	var big *[]byte // while reads fill the buffer
+	defer func() {
+		if big != nil {
+			copyBufs.Put(big)
+		}
+	}()
+	buf := *small
 	for {
 		n, err := body.Read(buf)
 		if n > 0 && !ex.send(buf[:n]) {
@@ -338,6 +367,16 @@ func (ex *exchange) copy(body io.Reader) error {
 		}
 		if err != nil {
 			return err
+		}
+		switch {
+		case n == len(buf) && big == nil:
+			// A large frame or answer: read the rest in larger reads.
+			big = copyBufs.Get().(*[]byte)
+			buf = *big
+		case n < len(buf) && big != nil:
+			// Its end: wait for the next frame holding the small buffer.
+			copyBufs.Put(big)
+			big, buf = nil, *small
 		}
 	}
 }
@@ -419,3 +458,17 @@ func notice(ev layer.Event) string {
 	}
 	return ": retrying after " + what + tail
 }
+
+// readBody is a client's request body the proxy has read already (owned,
+// to key it): outbound takes its unread bytes as they are instead of
+// reading them into a copy, so that a completion holds its body once.
+type readBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+// Close does nothing: the body is in memory.
+func (*readBody) Close() error { return nil }
+
+// unread returns the bytes not read yet.
+func (r *readBody) unread() []byte { return r.b[len(r.b)-r.Len():] }

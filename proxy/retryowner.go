@@ -216,7 +216,7 @@ func (h *Handler) owned(w http.ResponseWriter, r *http.Request) {
 		h.replay(w, r, e)
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.Body = &readBody{Reader: bytes.NewReader(body), b: body}
 	cw := &captureWriter{ResponseWriter: w, now: h.now}
 	h.complete(cw, r)
 	switch {

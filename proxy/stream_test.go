@@ -183,3 +183,27 @@ func TestClientGoneStopsTheStream(t *testing.T) {
 		t.Fatal("the upstream was not released")
 	}
 }
+
+// TestStreamFrameLargerThanTheFirstBufferArrivesWhole sends a frame longer
+// than the copy's first buffer while the upstream holds the rest: every
+// byte of it reaches the client without waiting for the next frame, and
+// the stream stays byte for byte.
+func TestStreamFrameLargerThanTheFirstBufferArrivesWhole(t *testing.T) {
+	gate := make(chan struct{})
+	events := recoursetest.OpenAIStream(strings.Repeat("x", 3*firstBufSize), "small", strings.Repeat("y", copyBufSize+firstBufSize))
+	require.Greater(t, len(events[0])+len(events[1]), firstBufSize)
+	r := newRig(t, "openai", nil, recoursetest.SSE(events...).Gated(2, gate))
+	req, err := http.NewRequest(http.MethodPost, r.proxy.URL+"/v1/chat/completions", strings.NewReader(streamBody))
+	require.NoError(t, err)
+	resp, err := r.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	first := make([]byte, len(events[0])+len(events[1]))
+	_, err = io.ReadFull(resp.Body, first)
+	require.NoError(t, err)
+	assert.Equal(t, events[0]+events[1], string(first), "the large frame arrives while the upstream holds the rest")
+	close(gate)
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, strings.Join(events[2:], ""), string(rest))
+}
