@@ -233,6 +233,12 @@ type Failure struct {
 	// Hint is the provider's resend hint that the classification honoured
 	// (retry.Policy.ProviderHints), or HintNone.
 	Hint Hint `json:"hint,omitempty"`
+	// Usage is the token accounting the attempt reported before it failed,
+	// for example the input tokens of a Messages API stream's
+	// message_start ahead of an in-band overload (R22.10); nil when the
+	// attempt reported none. It holds only counts, so it is safe; each
+	// failure the engine records has its own copy.
+	Usage *chat.Usage `json:"usage,omitempty"`
 
 	ev *evidence
 }

@@ -165,6 +165,10 @@ func (c *call) observe(ev layer.Event) {
 			if ev.HTTPStatus != 0 {
 				c.attempt.SetAttributes(semconv.HTTPResponseStatusCode(ev.HTTPStatus))
 			}
+			if f := ev.Failure; f != nil && f.Usage != nil {
+				// What the discarded attempt reported it cost (R22.10).
+				c.attempt.SetAttributes(keyInputTokens.Int(f.Usage.InputTokens), keyOutputTokens.Int(f.Usage.OutputTokens))
+			}
 			et := ""
 			if f := ev.Failure; f != nil && f.Category != layer.CategoryCancellation {
 				et = errorType(f)

@@ -78,7 +78,12 @@
 // idle_timeout), which is then its status description; a failure whose
 // classification honoured a provider hint (retry.Policy.ProviderHints)
 // carries recourse.failure.hint (x_should_retry_false or
-// insufficient_quota). The resume read of a background stream is
+// insufficient_quota). A failed attempt whose failure record holds the
+// usage it reported (layer.Failure.Usage, for example a Messages API
+// message_start ahead of an in-band overload) carries it as
+// gen_ai.usage.input_tokens and gen_ai.usage.output_tokens on its own
+// span, so what a discarded attempt cost is visible; the usage of the
+// answer stays on the logical span. The resume read of a background stream is
 // an attempt span of its own with http.request.method GET and
 // recourse.resume.cursor, the sequence number it reads after; its url.full
 // stays the call's, which names no response.

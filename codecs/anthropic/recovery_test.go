@@ -354,3 +354,56 @@ func TestR13_3_NativeClientKeepsIncompleteCompletion(t *testing.T) {
 // never held, comes before message_start, which is held until the first
 // output (R13.9).
 func delivered(evs []string) string { return evs[1] + evs[0] + strings.Join(evs[2:], "") }
+
+// TestR22_10_ADiscardedAttemptsUsageIsInItsFailure: message_start's usage
+// of an attempt overloaded in-band is in that attempt's failure record,
+// both when a later attempt succeeds (attempt_failed) and in the
+// RecoveryError's history when none does; the record's JSON holds only
+// the counts.
+func TestR22_10_ADiscardedAttemptsUsageIsInItsFailure(t *testing.T) {
+	overload := func() recoursetest.Step {
+		return recoursetest.AnthropicStream(append(recoursetest.AnthropicStart(), recoursetest.AnthropicErrorEvent("overloaded_error", "Overloaded"))...)
+	}
+	t.Run("resent", func(t *testing.T) {
+		r := rigtest.New(t, claudeCodec(), policy(), overload(), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Hel", "lo")...))
+		_, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+		require.NoError(t, err)
+		assert.Equal(t, &chat.Usage{InputTokens: 12, OutputTokens: 7}, comp.Usage)
+		failed := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)
+		require.Len(t, failed, 1)
+		require.NotNil(t, failed[0].Failure.Usage)
+		assert.Equal(t, chat.Usage{InputTokens: 12, OutputTokens: 1}, *failed[0].Failure.Usage)
+		b, err := json.Marshal(failed[0].Failure)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `"usage":{"input_tokens":12,"output_tokens":1}`)
+		noCanary(t, r, nil)
+	})
+	t.Run("exhausted", func(t *testing.T) {
+		r := rigtest.New(t, claudeCodec(), retry.Policy{MaxAttempts: 2, Jitter: func() float64 { return 0 }}, overload(), overload())
+		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+		var re *layer.RecoveryError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+		require.Len(t, re.History, 2)
+		for _, f := range re.History {
+			require.NotNil(t, f.Usage)
+			assert.Equal(t, 12, f.Usage.InputTokens)
+		}
+		require.NotNil(t, re.Failure.Usage)
+		assert.Equal(t, 12, re.Failure.Usage.InputTokens)
+		b, jerr := json.Marshal(re)
+		require.NoError(t, jerr)
+		assert.Contains(t, string(b), `"usage":{"input_tokens":12,"output_tokens":1}`)
+		assert.NotContains(t, string(b), rigtest.Prompt)
+		assert.NotContains(t, string(b), rigtest.Key)
+		noCanary(t, r, err)
+	})
+	t.Run("no usage reported", func(t *testing.T) {
+		r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicOverloaded(), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Hi")...))
+		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
+		require.NoError(t, err)
+		failed := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)
+		require.Len(t, failed, 1)
+		assert.Nil(t, failed[0].Failure.Usage, "a 529 before any event reports no usage")
+	})
+}

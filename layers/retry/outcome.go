@@ -26,7 +26,7 @@ func (c *call) succeeded(resp *http.Response, ev layer.ResponseEvidence, comp *c
 		c.cur.SetDelivered(before)
 		f := c.newFailure(c.cur)
 		f.Category, f.HTTPStatus, f.Acceptance = layer.CategoryCancellation, c.status, layer.AcceptanceYes
-		f.Attach(layer.Evidence{Cause: c.ctx.Err(), Headers: resp.Header.Clone(), Response: ev})
+		attachEvidence(&f, layer.Evidence{Cause: c.ctx.Err(), Headers: resp.Header.Clone(), Response: ev})
 		f.Classification = c.d.Classify(&f, false, false)
 		resp, err, _ := c.afterFailure(&f, c.wire, nil)
 		return resp, err

@@ -285,7 +285,7 @@ func (c *call) settleResponse(a *attempt.Attempt, resp *http.Response) attemptRe
 	}
 	f.Progress = a.Progress()
 	noteStall(&f, rerr)
-	f.Attach(ev)
+	attachEvidence(&f, ev)
 	f.Classification = c.d.Classify(&f, captureFailed, partial)
 	if oversize {
 		// The body was refused for its size whatever it held: the

@@ -92,7 +92,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		c.quotaHint(&f, pe.Code)
 	}
 	noteStall(&f, cause)
-	f.Attach(ev)
+	attachEvidence(&f, ev)
 	f.Classification = c.d.Classify(&f, ce != nil, false)
 	if cat != layer.CategoryCancellation {
 		c.noteResume(b.a, &f, resumable(cat, ce, fr))
