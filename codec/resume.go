@@ -12,12 +12,21 @@ type ResumePoint struct {
 	// Cursor is the sequence number of the last event handed over, or -1
 	// when none carried one: a resume read asks for the events after it.
 	Cursor int64
+	// Token is the provider's checkpoint token, for a codec whose streams
+	// continue from a checkpoint by sending the same request with the
+	// token (Gemini's continuationToken, R23.9), or "". It is opaque; safe
+	// records leave it out all the same (R10.3).
+	Token string
 }
 
 // Resumer is implemented by a codec whose background streams can be read
 // again from a position instead of being sent again (R19.9): the engine
 // asks it, when a stream fails, whether the stream is resumable and how to
-// read it, and never hard-codes an endpoint. A codec without it has no
+// read it, and never hard-codes an endpoint. A codec whose foreground
+// streams continue from a provider's checkpoint (Gemini, R23.9) implements
+// it too: the engine asks ResumePoint of every stream it decodes, and a
+// ResumeRequest may then carry a body (the same request with the
+// checkpoint's token). A codec without it has no
 // resume: an interrupted stream ends as R13 says. Implementations must be
 // safe for concurrent use; the Observers they return are used by one
 // attempt.

@@ -12,6 +12,7 @@ import (
 type chunk struct {
 	parts        []part
 	finish       string
+	token        string // the first candidate's continuationToken, or ""
 	blockReason  string
 	model, id    string
 	usage        *wireUsage
@@ -104,6 +105,12 @@ func parseCandidate(v []byte, c *chunk) error {
 				return err
 			}
 			c.finish = s
+		case "continuationToken":
+			s, err := optStr(v)
+			if err != nil {
+				return err
+			}
+			c.token = s
 		}
 	}
 	if content == nil || isNull(content) {

@@ -25,4 +25,9 @@
 // neither an incomplete finish nor a failure (R23.5). An in-band
 // data: {"error":{…}} event is a *codec.ProviderError naming its HTTP
 // status (R23.3). EOF before a finish reason is an incomplete stream.
+//
+// The Codec is a codec.Resumer for checkpoints (R23.9): a stream cut right
+// after a chunk with a continuationToken (and no output after it) is
+// continued with the same request and the token, from the decoder's state
+// at the checkpoint, so the caller reads each byte once.
 package gemini

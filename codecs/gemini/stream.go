@@ -61,6 +61,25 @@ type streamDecoder struct {
 	// call (codec.RequestInfo.ProviderFinish, R13.3); provided says the
 	// remembered finish is such a one.
 	providerFinish, provided bool
+	// ckpts are the checkpoints decoded and not yet handed over, in order;
+	// at is the last one Next handed over, and outAfter says that a frame
+	// with output was handed over after it (R23.9).
+	ckpts    []checkpoint
+	at       checkpoint
+	outAfter bool
+}
+
+// checkpoint is a chunk that carried a continuation token the stream can
+// be continued from (R23.9), and what the decoder had decoded up to and
+// including it.
+type checkpoint struct {
+	index          int // the chunk's frame Index
+	token          string
+	content, think int // the lengths of the text decoded
+	calls          int
+	counts         codec.Counts
+	model, id      string
+	usage          *chat.Usage
 }
 
 func newStreamDecoder(info codec.RequestInfo) *streamDecoder {
@@ -80,8 +99,21 @@ func (d *streamDecoder) FreeBuffers() { d.front.Free() }
 // Observed returns the semantic evidence decoded so far.
 func (d *streamDecoder) Observed() codec.Counts { return d.counts }
 
-// Next returns the next queued frame.
-func (d *streamDecoder) Next() (codec.Frame, bool) { return d.q.Next() }
+// Next returns the next queued frame, and remembers the last checkpoint it
+// handed over and whether output came after it (R23.9).
+func (d *streamDecoder) Next() (codec.Frame, bool) {
+	f, ok := d.q.Next()
+	if !ok {
+		return f, false
+	}
+	if len(d.ckpts) > 0 && f.Index == d.ckpts[0].index {
+		d.at, d.outAfter = d.ckpts[0], false
+		d.ckpts = d.ckpts[1:]
+	} else if f.Content != "" || f.Reasoning != "" || len(f.Fragments) > 0 {
+		d.outAfter = true
+	}
+	return f, true
+}
 
 // Write frames and decodes p. Bytes after a terminal or error frame are
 // ignored.
@@ -242,4 +274,19 @@ func (d *streamDecoder) chunk(raw, data []byte) {
 		f.Completion = &chat.Completion{FinishReason: f.FinishReason, Model: d.model, ID: d.id, Usage: d.usage}
 	}
 	d.q.Push(f)
+	if c.token != "" && f.Err == nil && resumableFinish(finish) {
+		d.ckpts = append(d.ckpts, checkpoint{
+			index: d.q.Index(), token: c.token,
+			content: d.content.Len(), think: d.think.Len(), calls: len(d.calls), counts: d.counts,
+			model: d.model, id: d.id, usage: d.usage,
+		})
+	}
+}
+
+// resumableFinish reports whether a chunk with finish reason r and a
+// continuation token is a checkpoint: no finish (an intermediate
+// checkpoint) or CONTINUATION (the end of a hop), as go-genai reads the
+// continuation protocol.
+func resumableFinish(r string) bool {
+	return r == "" || r == "FINISH_REASON_UNSPECIFIED" || r == finishContinuation
 }

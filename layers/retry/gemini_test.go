@@ -2,6 +2,7 @@ package retry_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -170,6 +171,117 @@ func TestR23_4_KeyInTheQueryReachesNoSafeOutput(t *testing.T) {
 					assert.NotContains(t, strings.ToLower(s), strings.ToLower(b), "R23.4: a safe output holds %q", b)
 				}
 			}
+		})
+	}
+}
+
+// geminiChunk returns one streamGenerateContent event whose first
+// candidate's text is text, with finish reason finish and continuation
+// token token when they are not empty.
+func geminiChunk(text, finish, token string) string {
+	c := `{"content":{"parts":[{"text":"` + text + `"}],"role":"model"}`
+	if finish != "" {
+		c += `,"finishReason":"` + finish + `"`
+	}
+	if token != "" {
+		c += `,"continuationToken":"` + token + `"`
+	}
+	return recoursetest.GeminiEvent(`{"candidates":[` + c + `,"index":0}],"modelVersion":"` + recoursetest.GeminiModel + `","responseId":"resp-1"}`)
+}
+
+const geminiToken = "Q0tQVA=="
+
+// geminiCheckpointed is a stream whose second chunk is a checkpoint, and
+// the continuation the provider sends after it.
+var (
+	geminiCheckpointed = []string{geminiChunk("Hel", "", ""), geminiChunk("lo", "", geminiToken), geminiChunk(" wor", "", "")}
+	geminiContinuation = []string{geminiChunk(" world", "", ""), geminiChunk("!", "STOP", "")}
+)
+
+// resumeEvents returns the events that carry a Resume.
+func resumeEvents(evs []layer.Event) []layer.Event {
+	var out []layer.Event
+	for _, ev := range evs {
+		if ev.Resume != nil {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// assertContinuation checks that the second request is the first one's
+// body with the checkpoint's token, to the same URL.
+func assertContinuation(t *testing.T, reqs []recoursetest.Request) {
+	t.Helper()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, reqs[0].Path, reqs[1].Path)
+	assert.Equal(t, reqs[0].RawQuery, reqs[1].RawQuery)
+	assert.NotContains(t, string(reqs[0].Body), "continuationToken")
+	var first, second map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(reqs[0].Body, &first))
+	require.NoError(t, json.Unmarshal(reqs[1].Body, &second))
+	assert.Equal(t, `"`+geminiToken+`"`, string(second["continuationToken"]))
+	delete(second, "continuationToken")
+	assert.Equal(t, first, second, "the same request, with the token")
+}
+
+// R23.9: a native stream cut after output, right after a checkpoint chunk,
+// continues from it with the same request and the token: the caller reads
+// the text complete, each byte once, and the continuation is a resume.
+func TestR23_9_NativeStreamContinuesFromItsCheckpoint(t *testing.T) {
+	r := rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter},
+		recoursetest.SSE(geminiCheckpointed[:2]...).CutEvents(2), recoursetest.SSE(geminiContinuation...))
+	text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), geminiRequest(true)))
+	require.NoError(t, err)
+	assert.Equal(t, "Hello world!", text)
+	assert.Equal(t, "Hello world!", comp.Message.Content)
+	assert.Equal(t, "stop", comp.FinishReason)
+	assertContinuation(t, r.Server.Requests())
+	res := resumeEvents(r.Rec.Events())
+	require.NotEmpty(t, res, "the continuation is visible as a resume")
+	assert.Equal(t, int64(-1), res[0].Resume.Cursor)
+	assert.NotEmpty(t, eventsOf(r.Rec.Events(), layer.EventAttemptSucceeded))
+	for _, ev := range r.Rec.Events() {
+		b, err := json.Marshal(ev)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), geminiToken, "no safe output holds the token")
+	}
+}
+
+// R23.9: a drop-in stream cut right after a checkpoint reads the first
+// stream's events, then the continuation's, each byte once.
+func TestR23_9_DropInStreamContinuesFromItsCheckpoint(t *testing.T) {
+	r := rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter},
+		recoursetest.SSE(geminiCheckpointed[:2]...).CutEvents(2), recoursetest.SSE(geminiContinuation...))
+	req, err := http.NewRequest(http.MethodPost, r.Server.URL+"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+		strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"temperature":0.5}}`))
+	require.NoError(t, err)
+	resp, err := r.HTTP.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, strings.Join(geminiCheckpointed[:2], "")+strings.Join(geminiContinuation, ""), string(body))
+	assertContinuation(t, r.Server.Requests())
+	assert.NotEmpty(t, resumeEvents(r.Rec.Events()))
+}
+
+// R23.9: a cut after output with no checkpoint handed over, or with output
+// handed over after the last checkpoint, is not continued: the stream is
+// interrupted, as before, and nothing is sent again.
+func TestR23_9_CutWithoutACheckpointIsNotContinued(t *testing.T) {
+	for name, events := range map[string][]string{
+		"no token":                {geminiChunk("Hel", "", ""), geminiChunk("lo", "", "")},
+		"output after checkpoint": geminiCheckpointed,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := rigtest.New(t, gemini.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter},
+				recoursetest.SSE(events...).CutEvents(len(events)), recoursetest.SSE(geminiContinuation...))
+			_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), geminiRequest(true)))
+			re := asRecoveryError(t, err)
+			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, 1, r.Server.Count())
+			assert.Empty(t, resumeEvents(r.Rec.Events()))
 		})
 	}
 }

@@ -48,7 +48,10 @@
 // engine sends the codec's cancel request on its own goroutine, bounded
 // by CancelTimeout. A drop-in client's own reads of a stored response are
 // recovered as reads; its other requests to the provider (a cancel, a
-// delete) pass through once.
+// delete) pass through once. The Gemini codec, a codec.Resumer too,
+// continues a foreground stream cut right after a checkpoint it handed
+// over with the same request and the checkpoint's token, the same way
+// (R23.9).
 //
 // A caller that wants the typed error in every case (the native client)
 // sets TypedErrors in the call's *layer.Call; the engine reports the call's

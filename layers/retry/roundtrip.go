@@ -95,6 +95,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case ok && r.Background(c.in.body):
 			c.resumer, c.d.background = r, true
 			c.in.info.Background = true
+		case ok && c.in.info.Operation == codec.Streaming:
+			// A foreground stream the codec may continue from a
+			// checkpoint the provider gave (R23.9): no cancel, no
+			// ambiguity before an ID, only ResumePoint decides.
+			c.resumer = r
 		}
 	}
 	// One allocation holds the logical ID and the first attempt's ID, apart

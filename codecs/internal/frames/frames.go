@@ -57,6 +57,9 @@ func (q *Queue) Next() (codec.Frame, bool) {
 	return f, true
 }
 
+// Index returns the Index of the last frame pushed that took one, or 0.
+func (q *Queue) Index() int { return q.index }
+
 // Ended reports whether a terminal or error frame was pushed.
 func (q *Queue) Ended() bool { return q.ended }
 
