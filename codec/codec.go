@@ -397,3 +397,26 @@ func (c Capabilities) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// KeyHeader is implemented by a codec whose provider takes its API key in
+// a header of its own rather than as Authorization: Bearer <key>
+// (Anthropic's x-api-key, Gemini's x-goog-api-key). A proxy that holds the
+// upstream's key sends it as the header name with the value prefix then
+// the key (R21.12); a codec that does not implement it takes
+// Authorization with the prefix "Bearer ", which AuthHeader reports.
+type KeyHeader interface {
+	// KeyHeader returns the canonical name of the header that carries the
+	// key and the text that goes before the key in its value. It must be
+	// safe for concurrent use.
+	KeyHeader() (name, prefix string)
+}
+
+// AuthHeader returns the header c's provider takes its API key in and the
+// text before the key in its value: c's own KeyHeader when it implements
+// one, Authorization and "Bearer " otherwise, also for a nil c.
+func AuthHeader(c Codec) (name, prefix string) {
+	if k, ok := c.(KeyHeader); ok {
+		return k.KeyHeader()
+	}
+	return "Authorization", "Bearer "
+}

@@ -128,10 +128,12 @@ type Config struct {
 	RepeatWindow time.Duration
 	// UpstreamKey, when set, is the upstream's key the proxy holds
 	// (R21.12): every request it sends upstream, recovered or forwarded,
-	// carries it as Authorization: Bearer <key>, in place of whatever the
-	// client sent there. It never appears in a log line, metric, event,
-	// span or error. Empty: the client's own credential headers pass
-	// through.
+	// carries it in the wire's own header (codec.AuthHeader: Authorization:
+	// Bearer <key>, x-api-key for Claude, x-goog-api-key for Gemini), and
+	// no credential the client sent goes with it: the proxy removes every
+	// header of layer.CredentialHeaders and the query parameter key. It
+	// never appears in a log line, metric, event, span or error. Empty:
+	// the client's own credential headers pass through.
 	UpstreamKey string
 	// ClientKeys, when set, are the only keys the proxy admits (R21.12): a
 	// client presents one as Authorization: Bearer <key>; a request without

@@ -9,8 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
+
+	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/layer"
 )
 
 // ClientKey is one key a client may present to the proxy (R21.12): only
@@ -165,8 +169,10 @@ func (h *Handler) route(r *http.Request) string {
 // with client keys it admits r only with a known key that allows its
 // route, answering 401 or 403 otherwise and reporting false; the client's
 // key is then removed, so it never reaches the upstream. With a held
-// upstream key, r's Authorization becomes that key. It returns r with the
-// client's name in its context, for the log.
+// upstream key, every credential header the client sent
+// (layer.CredentialHeaders) and every key query parameter are removed,
+// and the held key is set in the wire's own header (codec.AuthHeader).
+// It returns r with the client's name in its context, for the log.
 func (h *Handler) credentials(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if h.clientKeys != nil {
 		k := h.lookupKey(bearer(r.Header))
@@ -184,9 +190,40 @@ func (h *Handler) credentials(w http.ResponseWriter, r *http.Request) (*http.Req
 		r = r.WithContext(context.WithValue(r.Context(), admittedKey{}, k))
 	}
 	if h.upstreamKey != "" {
-		r.Header.Set("Authorization", "Bearer "+h.upstreamKey)
+		for _, name := range layer.CredentialHeaders() {
+			r.Header.Del(name)
+		}
+		if q, ok := withoutKeyParam(r.URL.RawQuery); ok {
+			u := *r.URL
+			u.RawQuery = q
+			r.URL = &u
+		}
+		name, prefix := codec.AuthHeader(h.codec)
+		r.Header.Set(name, prefix+h.upstreamKey)
 	}
 	return r, true
+}
+
+// withoutKeyParam returns query without its key parameters (Gemini's API
+// key, R21.12), every other parameter as it was, and whether it removed
+// any.
+func withoutKeyParam(query string) (string, bool) {
+	if query == "" {
+		return query, false
+	}
+	parts := strings.Split(query, "&")
+	kept := parts[:0]
+	for _, p := range parts {
+		name, _, _ := strings.Cut(p, "=")
+		if n, err := url.QueryUnescape(name); name == "key" || (err == nil && n == "key") {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if len(kept) == len(parts) {
+		return query, false
+	}
+	return strings.Join(kept, "&"), true
 }
 
 // refuseClient answers a request the client keys refuse, in the wire's

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -161,4 +162,59 @@ func FuzzParseClientKeys(f *testing.F) {
 			}
 		}
 	})
+}
+
+// R21.12: a held key goes upstream in the wire's own header (Authorization:
+// Bearer for openai, x-api-key for anthropic, x-goog-api-key for gemini),
+// on the recovered path and a forwarded one alike, and no credential the
+// client sent reaches the upstream: not one of the credential headers,
+// not Gemini's key query parameter.
+func TestR21_12_HeldKeyUsesTheWiresHeader(t *testing.T) {
+	const clientKey = "sk-client-own-key-6c2f"
+	for _, c := range []struct {
+		provider, recovered, body, forwarded, header, value string
+		ok                                                  string
+	}{
+		{"openai", "/v1/chat/completions", chatBody, "/v1/models", "Authorization", "Bearer " + heldKey, recoursetest.OpenAIChat("hi")},
+		{"anthropic", "/v1/messages", claudeBody, "/v1/models", "X-Api-Key", heldKey, recoursetest.AnthropicMessage("hi")},
+		{"gemini", "/v1beta/models/gemini-2.5-flash:generateContent?key=" + clientKey, geminiBody, "/v1beta/models?pageSize=5&key=" + clientKey, "X-Goog-Api-Key", heldKey, recoursetest.GeminiChat("hi")},
+	} {
+		t.Run(c.provider, func(t *testing.T) {
+			r := newRig(t, c.provider, func(cfg *Config) { cfg.UpstreamKey = heldKey },
+				recoursetest.JSON(200, c.ok), recoursetest.JSON(200, `{}`))
+			var auth []string
+			for _, name := range layer.CredentialHeaders() {
+				v := clientKey
+				if name == "Authorization" {
+					v = "Bearer " + clientKey
+				}
+				auth = append(auth, name, v)
+			}
+			auth = append(auth, "Anthropic-Version", "2023-06-01")
+			require.Equal(t, http.StatusOK, r.post(t, c.recovered, c.body, auth...).status)
+			require.Equal(t, http.StatusOK, r.do(t, http.MethodGet, c.forwarded, "", auth...).status)
+			require.Equal(t, 2, r.up.Count())
+			for _, q := range r.up.Requests() {
+				assert.Equal(t, []string{c.value}, q.Header.Values(c.header), q.Path)
+				for _, name := range layer.CredentialHeaders() {
+					if name != c.header {
+						assert.Empty(t, q.Header.Values(name), "%s %s", q.Path, name)
+					}
+				}
+				for name, vs := range q.Header {
+					for _, v := range vs {
+						assert.NotContains(t, v, clientKey, "%s %s", q.Path, name)
+					}
+				}
+				assert.NotContains(t, q.RawQuery, clientKey, q.Path)
+				assert.NotContains(t, q.RawQuery, "key=", q.Path)
+				assert.Equal(t, "2023-06-01", q.Header.Get("Anthropic-Version"), "left as the client sent it")
+			}
+			if c.provider == "gemini" {
+				assert.Equal(t, "pageSize=5", r.up.Requests()[1].RawQuery, "the other parameters pass")
+			}
+			assert.NotContains(t, r.logs.String(), heldKey)
+			assert.NotContains(t, r.logs.String(), clientKey)
+		})
+	}
 }

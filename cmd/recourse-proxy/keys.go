@@ -24,7 +24,7 @@ type keySettings struct {
 
 // defineKeys registers the key flags.
 func defineKeys(fs *flag.FlagSet, s *settings) {
-	fs.StringVar(&s.keys.upstreamKeyFile, "upstream-key-file", "", "hold the upstream's key, read from this file (or from "+envUpstreamKey+", never from the command line), and send it on every upstream request as Authorization: Bearer in place of the client's (empty: the client's key passes through)")
+	fs.StringVar(&s.keys.upstreamKeyFile, "upstream-key-file", "", "hold the upstream's key, read from this file (or from "+envUpstreamKey+", never from the command line), and send it on every upstream request in the wire's own header (Authorization: Bearer; x-api-key for anthropic; x-goog-api-key for gemini) in place of every credential the client sent (empty: the client's key passes through)")
 	fs.StringVar(&s.keys.clientKeys, "client-keys", "", "admit only clients that send a proxy key as Authorization: Bearer <key>, checked against this file of SHA-256 hashes, one \"<sha256 hex> [name] [routes]\" a line (routes: completions, responses, forward or a path prefix, comma-separated; none: every route); others get 401, and with it a non-loopback -listen needs no -allow-remote (empty: every client is admitted)")
 }
 

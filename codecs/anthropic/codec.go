@@ -30,6 +30,7 @@ var (
 	_ codec.ErrorDocumenter  = (*Codec)(nil)
 	_ codec.ModelRewriter    = (*Codec)(nil)
 	_ codec.ResetHinter      = (*Codec)(nil)
+	_ codec.KeyHeader        = (*Codec)(nil)
 )
 
 // Option configures a [Codec] in [New]. Options are applied in order, so a
@@ -79,6 +80,10 @@ func (c *Codec) Facts() codec.Facts { return codec.Facts{OverloadStatus: Overloa
 // Path returns "/v1/messages", the endpoint path relative to a base URL
 // given without /v1.
 func (c *Codec) Path() string { return "/v1/messages" }
+
+// KeyHeader returns X-Api-Key and no prefix: the Messages API takes its
+// key as x-api-key: <key>, not as a bearer token (codec.KeyHeader).
+func (c *Codec) KeyHeader() (name, prefix string) { return "X-Api-Key", "" }
 
 // RequestID returns the value of the request-id response header as sent,
 // or "" when there is none. A nil h has no request ID.

@@ -18,3 +18,13 @@ func TestCodecContract(t *testing.T) {
 	codectest.Codec(t, anthropic.New(), &chat.Request{Model: "claude-m", Options: chat.Options{MaxTokens: &n}, Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
 	codectest.Codec(t, anthropic.New(anthropic.WithDefaultMaxTokens(8)), &chat.Request{Model: "claude-m", Stream: true, Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
 }
+
+// R21.12: the Messages API takes its key as x-api-key: <key>, so a proxy
+// holding the key sends it there, not as a bearer token.
+func TestR21_12_KeyHeaderIsXAPIKey(t *testing.T) {
+	var c codec.Codec = anthropic.New()
+	name, prefix := codec.AuthHeader(c)
+	if name != "X-Api-Key" || prefix != "" {
+		t.Fatalf("AuthHeader = %q, %q; want X-Api-Key and no prefix", name, prefix)
+	}
+}

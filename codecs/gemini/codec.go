@@ -26,6 +26,7 @@ var (
 	_ codec.Checker         = (*Codec)(nil)
 	_ codec.ErrorFramer     = (*Codec)(nil)
 	_ codec.ErrorDocumenter = (*Codec)(nil)
+	_ codec.KeyHeader       = (*Codec)(nil)
 )
 
 // Option configures a Codec. It cannot fail (R3.5).
@@ -68,6 +69,10 @@ func (c *Codec) Facts() codec.Facts {
 // the version WithAPIVersion set): the full path names the model and the
 // operation (RoutePath).
 func (c *Codec) Path() string { return "/" + c.version + "/models" }
+
+// KeyHeader returns X-Goog-Api-Key and no prefix: the Gemini API takes its
+// key as x-goog-api-key: <key> (codec.KeyHeader).
+func (c *Codec) KeyHeader() (name, prefix string) { return "X-Goog-Api-Key", "" }
 
 // RequestID returns "": the Gemini API documents no request ID header.
 func (c *Codec) RequestID(http.Header) string { return "" }
