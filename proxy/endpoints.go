@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/recourse-dev/recourse/codec"
 )
 
 // Endpoint is a request a Handler recovers: a method and a path. In Path,
@@ -102,4 +104,19 @@ func (h *Handler) refuseMisspelled(w http.ResponseWriter, r *http.Request, e End
 	h.writeError(w, http.StatusBadRequest, "path_not_canonical",
 		"recourse-proxy: the path is the recovered endpoint "+e.String()+" spelled otherwise (a doubled or trailing slash, a dot segment or another letter case); "+
 			"the proxy neither forwards it unrecovered nor rewrites it: send it as "+e.Path+" (check the client's base URL); nothing was sent upstream", "")
+}
+
+// KeyHeader returns the header, and the prefix of its value, in which
+// provider's upstream takes an API key: "Authorization" and "Bearer " for
+// openai, ollama and omlx, "X-Api-Key" and "" for anthropic,
+// "X-Goog-Api-Key" and "" for gemini (the codec's codec.KeyHeader). A held
+// upstream key and a fallback target's key are sent in it. An unknown
+// provider is a *ConfigError.
+func KeyHeader(provider string) (name, prefix string, err error) {
+	d, err := dialectFor(provider)
+	if err != nil {
+		return "", "", err
+	}
+	name, prefix = codec.AuthHeader(d.codec)
+	return name, prefix, nil
 }

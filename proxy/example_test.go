@@ -115,3 +115,18 @@ func ExampleParseClientKeys() {
 	// Output:
 	// team-a [completions /v1/models] true
 }
+
+// KeyHeader names the header in which each wire's upstream takes its key.
+func ExampleKeyHeader() {
+	for _, p := range []string{"openai", "anthropic", "gemini"} {
+		name, prefix, err := proxy.KeyHeader(p)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: %s: %q\n", p, name, prefix)
+	}
+	// Output:
+	// openai: Authorization: "Bearer "
+	// anthropic: X-Api-Key: ""
+	// gemini: X-Goog-Api-Key: ""
+}

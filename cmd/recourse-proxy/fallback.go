@@ -13,6 +13,7 @@ import (
 
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
+	"github.com/recourse-dev/recourse/proxy"
 )
 
 // fallbackKeyEnv is the environment variable of the bearer key of the n-th
@@ -121,8 +122,13 @@ func (s *settings) fallbackTargets() ([]fallback.Target, []int, error) {
 			t.Upstream, t.Model = raw, model
 			if s.getenv != nil {
 				if key := s.getenv(fallbackKeyEnv(n)); key != "" {
+					// The key goes in the wire's own header (R21.12).
+					name, prefix, err := proxy.KeyHeader(s.provider)
+					if err != nil {
+						return nil, nil, err
+					}
 					t.Credential = func(_ context.Context, h http.Header) error {
-						h.Set("Authorization", "Bearer "+key)
+						h.Set(name, prefix+key)
 						return nil
 					}
 				}

@@ -35,6 +35,22 @@ func TestR20_10_FallbackFlagNamesTheTargets(t *testing.T) {
 	assert.Nil(t, cfg.Fallback[2].Credential, "no variable, no key")
 	assert.Equal(t, []int{404}, cfg.FallbackStatuses)
 
+	// On a wire whose key has a header of its own, a fallback target's
+	// key goes there, never into Authorization (R21.12).
+	for provider, header := range map[string]string{"anthropic": "X-Api-Key", "gemini": "X-Goog-Api-Key"} {
+		s, err := parse([]string{"-provider", provider, "-upstream", "https://api.example.com", "-fallback", "https://other.example.com#m"},
+			env(map[string]string{"RECOURSE_PROXY_FALLBACK_KEY_1": "sk-fb-key"}), &bytes.Buffer{})
+		require.NoError(t, err)
+		cfg, err := s.config()
+		require.NoError(t, err)
+		require.Len(t, cfg.Fallback, 1)
+		require.NotNil(t, cfg.Fallback[0].Credential)
+		h := http.Header{}
+		require.NoError(t, cfg.Fallback[0].Credential(t.Context(), h))
+		assert.Equal(t, "sk-fb-key", h.Get(header), provider)
+		assert.Empty(t, h.Get("Authorization"), provider)
+	}
+
 	for _, args := range [][]string{
 		{"-fallback-statuses", "404"},
 		{"-fallback", "ftp://host"},

@@ -63,7 +63,10 @@ type failureCase struct {
 var failureCases = []failureCase{
 	{"exhausted", func(string) []recoursetest.Step { return []recoursetest.Step{overloaded, overloaded, overloaded} }, 3, 503},
 	{"error body", func(string) []recoursetest.Step {
-		return []recoursetest.Step{recoursetest.JSON(200, recoursetest.OpenAIError("invalid_request_error", "context_length_exceeded", "too long"))}
+		// A code the clients do not classify themselves: LangChain.js reads
+		// context_length_exceeded in the proxy's safe message as a context
+		// overflow and never retries it, which this case is not about.
+		return []recoursetest.Step{recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "the server had an error"))}
 	}, 1, 502},
 	{"redirect", func(target string) []recoursetest.Step {
 		return []recoursetest.Step{recoursetest.Redirect(307, target+"/v1/chat/completions")}
