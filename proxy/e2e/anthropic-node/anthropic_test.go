@@ -71,9 +71,10 @@ type result struct {
 	Text   string `json:"text"`
 	Events int    `json:"events"`
 	Error  *struct {
-		Name    string `json:"name"`
-		Status  *int   `json:"status"`
-		Message string `json:"message"`
+		Name     string `json:"name"`
+		Status   *int   `json:"status"`
+		Attempts *int   `json:"attempts"` // the AI SDK's requests, from its RetryError
+		Message  string `json:"message"`
 	} `json:"error"`
 }
 
@@ -149,4 +150,28 @@ func TestR22_1_NodeSDKExhaustedIsNotRetriedOnTop(t *testing.T) {
 	assert.Equal(t, 529, *res.Error.Status)
 	assert.Equal(t, int32(1), r.calls.Load(), "x-should-retry: false stops the SDK's retries")
 	assert.Equal(t, 4, r.up.Count())
+}
+
+// R21.3 on Claude's wire: the Vercel AI SDK, at its default retries
+// (three requests; it reads no x-should-retry), through an upstream that
+// answers 529 every time: the SDK ends with its RetryError carrying the
+// 529, and its two repeats are answered from the proxy's memory, so the
+// upstream sees only the proxy's own attempts.
+func TestR22_9_AISDKExhaustedIsAnsweredFromMemory(t *testing.T) {
+	const attempts = 4 // retry.Recommended's MaxAttempts, as newRig sets it
+	steps := make([]recoursetest.Step, 3*attempts)
+	for i := range steps {
+		steps[i] = recoursetest.AnthropicOverloaded()
+	}
+	r := newRig(t, steps...)
+	res := r.node(t, "ai-generate")
+	require.NotNil(t, res.Error, "text %q", res.Text)
+	assert.Equal(t, "RetryError", res.Error.Name)
+	require.NotNil(t, res.Error.Status, "%+v", res.Error)
+	assert.Equal(t, 529, *res.Error.Status)
+	require.NotNil(t, res.Error.Attempts, "%+v", res.Error)
+	assert.Equal(t, 3, *res.Error.Attempts, "the AI SDK's default: three requests")
+	assert.Equal(t, int32(3), r.calls.Load(), "the SDK's requests reached the proxy")
+	assert.Equal(t, attempts, r.up.Count(), "the upstream saw the proxy's attempts only")
+	assert.NotContains(t, res.Error.Message, "sk-ant-e2e-test")
 }

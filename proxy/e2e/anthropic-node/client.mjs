@@ -9,12 +9,14 @@
 //   langchain        LangChain's ChatAnthropic.invoke
 //   langchain-stream LangChain's ChatAnthropic.stream
 // It prints one JSON line: the text the client gave, the number of events
-// or parts it read, and the client's own error (its class name, status and
-// message) if the call failed. The clients keep their default retries, so
-// the tests show that the proxy's x-should-retry: false stops them.
+// or parts it read, and the client's own error (its class name, status,
+// the AI SDK's attempt count and message) if the call failed. The clients
+// keep their default retries, so the tests show that the proxy's
+// x-should-retry: false stops them, or that its memory answers a client
+// that ignores it (R21.3).
 import Anthropic from '@anthropic-ai/sdk';
 import { createAnthropic } from '@ai-sdk/anthropic';
-import { generateText, streamText } from 'ai';
+import { generateText, streamText, APICallError, RetryError } from 'ai';
 import { ChatAnthropic } from '@langchain/anthropic';
 
 const mode = process.argv[2];
@@ -63,9 +65,13 @@ try {
     }
   }
 } catch (err) {
+  // The AI SDK's RetryError carries each attempt's error: the status is
+  // that of the last, and attempts is how many requests the SDK sent.
+  const last = RetryError.isInstance(err) ? err.lastError : err;
   out.error = {
     name: err?.constructor?.name ?? 'Error',
-    status: err?.status ?? err?.statusCode ?? null,
+    status: err?.status ?? (APICallError.isInstance(last) ? last.statusCode : err?.statusCode) ?? null,
+    attempts: RetryError.isInstance(err) ? err.errors.length : null,
     message: String(err?.message ?? err),
   };
 }

@@ -7,11 +7,12 @@
 //   ai-generate      the Vercel AI SDK's generateText with google(model)
 //   ai-stream        the same with streamText
 // It prints one JSON line: the text the client gave, the number of chunks
-// or parts it read, and the client's own error (its class name, status and
-// message) if the call failed. The clients keep their defaults.
+// or parts it read, and the client's own error (its class name, status,
+// the AI SDK's attempt count and message) if the call failed. The clients
+// keep their defaults.
 import { GoogleGenAI } from '@google/genai';
 import { createGoogleGenerativeAI } from '@ai-sdk/google';
-import { generateText, streamText } from 'ai';
+import { generateText, streamText, APICallError, RetryError } from 'ai';
 
 const mode = process.argv[2];
 const apiKey = 'e2e-test-key';
@@ -46,9 +47,13 @@ try {
     }
   }
 } catch (err) {
+  // The AI SDK's RetryError carries each attempt's error: the status is
+  // that of the last, and attempts is how many requests the SDK sent.
+  const last = RetryError.isInstance(err) ? err.lastError : err;
   out.error = {
     name: err?.constructor?.name ?? 'Error',
-    status: err?.status ?? err?.statusCode ?? null,
+    status: err?.status ?? (APICallError.isInstance(last) ? last.statusCode : err?.statusCode) ?? null,
+    attempts: RetryError.isInstance(err) ? err.errors.length : null,
     message: String(err?.message ?? err),
   };
 }

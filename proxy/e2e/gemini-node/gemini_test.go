@@ -77,9 +77,10 @@ type result struct {
 	Text   string `json:"text"`
 	Events int    `json:"events"`
 	Error  *struct {
-		Name    string `json:"name"`
-		Status  *int   `json:"status"`
-		Message string `json:"message"`
+		Name     string `json:"name"`
+		Status   *int   `json:"status"`
+		Attempts *int   `json:"attempts"` // the AI SDK's requests, from its RetryError
+		Message  string `json:"message"`
 	} `json:"error"`
 }
 
@@ -163,4 +164,32 @@ func TestR23_8_VercelAISDKGoogle(t *testing.T) {
 	reqs := r.up.Requests()
 	assert.Equal(t, "/v1beta/models/gemini-2.5-flash:streamGenerateContent", reqs[0].Path)
 	assert.Equal(t, reqs[0].Body, reqs[1].Body, "R2.3: byte-identical resend")
+}
+
+// R21.3 on Gemini's wire: the Vercel AI SDK's google(model), at its
+// default retries (three requests; it reads no x-should-retry), through an
+// upstream that answers 503 UNAVAILABLE every time: the SDK ends with its
+// RetryError carrying the 503, and its two repeats of the model-in-path
+// request are answered from the proxy's memory, so the upstream sees only
+// the proxy's own attempts.
+func TestR23_8_AISDKExhaustedIsAnsweredFromMemory(t *testing.T) {
+	const attempts = 4 // retry.Recommended's MaxAttempts, as newRig sets it
+	steps := make([]recoursetest.Step, 3*attempts)
+	for i := range steps {
+		steps[i] = overloaded
+	}
+	r := newRig(t, steps...)
+	res := r.node(t, "ai-generate")
+	require.NotNil(t, res.Error, "text %q", res.Text)
+	assert.Equal(t, "RetryError", res.Error.Name)
+	require.NotNil(t, res.Error.Status, "%+v", res.Error)
+	assert.Equal(t, 503, *res.Error.Status)
+	require.NotNil(t, res.Error.Attempts, "%+v", res.Error)
+	assert.Equal(t, 3, *res.Error.Attempts, "the AI SDK's default: three requests")
+	assert.Equal(t, int32(3), r.calls.Load(), "the SDK's requests reached the proxy")
+	assert.Equal(t, attempts, r.up.Count(), "the upstream saw the proxy's attempts only")
+	for _, q := range r.up.Requests() {
+		assert.Equal(t, "/v1beta/models/gemini-2.5-flash:generateContent", q.Path)
+	}
+	assert.NotContains(t, res.Error.Message, "e2e-test-key")
 }
