@@ -6,7 +6,6 @@ import (
 
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
 
 // The millisecond retry hints, in the order they win (Policy.ProviderHints).
@@ -25,13 +24,13 @@ func (c *call) providerHints(f *layer.Failure, h http.Header, code string) {
 	// x-ms-retry-after-ms, Retry-After wins.
 	invalid := ""
 	for _, name := range millisHeaders {
-		v := httpdate.ParseMillis(h.Values(name))
-		if v.Kind == httpdate.Milliseconds {
+		v := parseRetryAfterMillis(h.Values(name))
+		if v.Kind == afterMilliseconds {
 			f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterMilliseconds, Delay: v.Delay, Header: name}
 			invalid = ""
 			break
 		}
-		if v.Kind == httpdate.Invalid && invalid == "" {
+		if v.Kind == afterInvalid && invalid == "" {
 			invalid = name
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
-	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
 
 // MaxResponseBody bounds an ordinary response body; a larger body is a
@@ -143,13 +142,13 @@ func (c *call) settleError(a *attempt.Attempt, err error) attemptResult {
 // responseFacts fills the Retry-After, provider code and request ID of a
 // failure, keeping only safe values in the record (R5, R10.3).
 func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header, body []byte) {
-	ra := httpdate.Parse(h.Values("Retry-After"), c.d.r.wall())
+	ra := parseRetryAfter(h.Values("Retry-After"), c.d.r.wall())
 	switch ra.Kind {
-	case httpdate.Seconds:
+	case afterSeconds:
 		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterSeconds, Delay: ra.Delay}
-	case httpdate.Date:
+	case afterDate:
 		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterDate, Delay: ra.Delay, Time: ra.Time}
-	case httpdate.Invalid:
+	case afterInvalid:
 		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterInvalid}
 	}
 	if c.t.l.codec == nil {

@@ -1,4 +1,4 @@
-package httpdate_test
+package retry
 
 import (
 	"net/http"
@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 
 	"github.com/stretchr/testify/require"
 )
@@ -59,7 +57,7 @@ var fuzzNows = []time.Time{
 
 // FuzzParse checks that Parse never panics and that every result satisfies
 // the invariants in checkInvariants.
-func FuzzParse(f *testing.F) {
+func FuzzParseRetryAfter(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(s)
 	}
@@ -69,9 +67,9 @@ func FuzzParse(f *testing.F) {
 			// field values (exercising the duplicate-header path).
 			checkInvariants(t, []string{s}, n)
 			checkInvariants(t, strings.Split(s, "\n"), n)
-			// ParseHTTPDate on its own must not panic and must return the
+			// parseHTTPDate on its own must not panic and must return the
 			// zero time on failure.
-			if got, ok := httpdate.ParseHTTPDate(s, n); !ok && !got.IsZero() {
+			if got, ok := parseHTTPDate(s, n); !ok && !got.IsZero() {
 				t.Fatalf("ParseHTTPDate(%q) = %v, false; want zero time", s, got)
 			}
 		}
@@ -81,42 +79,42 @@ func FuzzParse(f *testing.F) {
 // checkInvariants asserts the properties every Parse result must have.
 func checkInvariants(t *testing.T, values []string, n time.Time) {
 	t.Helper()
-	v := httpdate.Parse(values, n)
-	require.False(t, v.Kind < httpdate.Absent || v.Kind > httpdate.Date, "Parse(%q): Kind %d out of range", values, int(v.Kind))
+	v := parseRetryAfter(values, n)
+	require.False(t, v.Kind < afterAbsent || v.Kind > afterDate, "Parse(%q): afterKind %d out of range", values, int(v.Kind))
 	require.False(t, v.Delay < 0, "Parse(%q): negative Delay %v", values, v.Delay)
-	require.False(t, (v.Kind == httpdate.Absent) != (len(values) == 0), "Parse(%q): Kind %v with %d values", values, v.Kind, len(values))
-	require.False(t, v.Kind != httpdate.Absent && len(values) != 1 && v.Kind != httpdate.Invalid, "Parse(%q): Kind %v for %d values, want invalid", values, v.Kind, len(values))
-	require.False(t, v.Kind != httpdate.Date && !v.Time.IsZero(), "Parse(%q): Kind %v with non-zero Time %v", values, v.Kind, v.Time)
-	require.False(t, (v.Kind == httpdate.Absent || v.Kind == httpdate.Invalid) && v.Delay != 0, "Parse(%q): Kind %v with Delay %v", values, v.Kind, v.Delay)
+	require.False(t, (v.Kind == afterAbsent) != (len(values) == 0), "Parse(%q): afterKind %v with %d values", values, v.Kind, len(values))
+	require.False(t, v.Kind != afterAbsent && len(values) != 1 && v.Kind != afterInvalid, "Parse(%q): afterKind %v for %d values, want invalid", values, v.Kind, len(values))
+	require.False(t, v.Kind != afterDate && !v.Time.IsZero(), "Parse(%q): afterKind %v with non-zero Time %v", values, v.Kind, v.Time)
+	require.False(t, (v.Kind == afterAbsent || v.Kind == afterInvalid) && v.Delay != 0, "Parse(%q): afterKind %v with Delay %v", values, v.Kind, v.Delay)
 	if len(values) == 1 {
 		// Extra surrounding whitespace never changes the result.
-		padded := httpdate.Parse([]string{" \t" + values[0] + "\t "}, n)
+		padded := parseRetryAfter([]string{" \t" + values[0] + "\t "}, n)
 		require.True(t, sameValue(v, padded), "Parse(%q) = %+v but padded value gives %+v", values, v, padded)
 	}
 
 	switch v.Kind {
-	case httpdate.Seconds:
+	case afterSeconds:
 		s := strings.Trim(values[0], " \t")
 		secs, err := strconv.ParseUint(s, 10, 64)
-		require.False(t, err != nil || s[0] == '+' || time.Duration(secs)*time.Second != v.Delay || v.Delay/time.Second != time.Duration(secs), "Parse(%q): Seconds with Delay %v, strconv says %d, %v", values, v.Delay, secs, err)
+		require.False(t, err != nil || s[0] == '+' || time.Duration(secs)*time.Second != v.Delay || v.Delay/time.Second != time.Duration(secs), "Parse(%q): afterSeconds with Delay %v, strconv says %d, %v", values, v.Delay, secs, err)
 		// The canonical decimal form re-parses to the same value.
-		again := httpdate.Parse([]string{strconv.FormatUint(secs, 10)}, n)
+		again := parseRetryAfter([]string{strconv.FormatUint(secs, 10)}, n)
 		require.True(t, sameValue(v, again), "Parse(%q) = %+v; canonical form gives %+v", values, v, again)
-	case httpdate.Date:
+	case afterDate:
 		require.False(t, v.Time.Location() != time.UTC, "Parse(%q): Time %v not in UTC", values, v.Time)
 		if want := max(0, v.Time.Sub(n)); v.Delay != want {
 			t.Fatalf("Parse(%q): Delay %v, want max(0, Time-now) = %v", values, v.Delay, want)
 		}
 		require.False(t, v.Time.Nanosecond() != 0, "Parse(%q): Time %v has sub-second part", values, v.Time)
 		s := strings.Trim(values[0], " \t")
-		if got, ok := httpdate.ParseHTTPDate(s, n); !ok || !got.Equal(v.Time) {
+		if got, ok := parseHTTPDate(s, n); !ok || !got.Equal(v.Time) {
 			t.Fatalf("ParseHTTPDate(%q) = %v, %v; Parse gave %v", s, got, ok, v.Time)
 		}
 		// Re-formatting as IMF-fixdate and asctime gives the same instant.
 		if y := v.Time.Year(); y >= 0 && y <= 9999 {
 			for _, layout := range []string{layoutIMF, layoutAsctime} {
 				f := v.Time.Format(layout)
-				again := httpdate.Parse([]string{f}, n)
+				again := parseRetryAfter([]string{f}, n)
 				require.True(t, sameValue(v, again), "Parse(%q) = %+v; re-formatted %q gives %+v", values, v, f, again)
 			}
 		}
@@ -130,6 +128,6 @@ func checkInvariants(t *testing.T, values []string, n time.Time) {
 }
 
 // sameValue reports whether a and b are the same result.
-func sameValue(a, b httpdate.Value) bool {
+func sameValue(a, b afterValue) bool {
 	return a.Kind == b.Kind && a.Delay == b.Delay && a.Time.Equal(b.Time)
 }

@@ -1,25 +1,23 @@
-package httpdate_test
+package retry
 
 import (
 	"testing"
-
-	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 )
 
 // sink keeps the benchmark results alive.
-var sink httpdate.Value
+var sink afterValue
 
 // BenchmarkParse measures Parse on an IMF-fixdate value.
-func BenchmarkParse(b *testing.B) {
+func BenchmarkParseRetryAfter(b *testing.B) {
 	values := []string{"Sat, 10 Oct 2026 00:00:02 GMT"}
 	b.ReportAllocs()
 	for b.Loop() {
-		sink = httpdate.Parse(values, now)
+		sink = parseRetryAfter(values, now)
 	}
 }
 
 // BenchmarkParseForms measures Parse on each form and on an invalid value.
-func BenchmarkParseForms(b *testing.B) {
+func BenchmarkParseRetryAfterForms(b *testing.B) {
 	for _, bc := range []struct{ name, value string }{
 		{"IMF-fixdate", "Sat, 10 Oct 2026 00:00:02 GMT"},
 		{"RFC850", "Wednesday, 14-Oct-26 00:00:02 GMT"},
@@ -31,7 +29,7 @@ func BenchmarkParseForms(b *testing.B) {
 			values := []string{bc.value}
 			b.ReportAllocs()
 			for b.Loop() {
-				sink = httpdate.Parse(values, now)
+				sink = parseRetryAfter(values, now)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package httpdate_test
+package retry
 
 import (
 	"math"
@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/recourse-dev/recourse/layers/retry/internal/httpdate"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,23 +19,23 @@ func utc(y int, mon time.Month, d, h, m, s int) time.Time {
 	return time.Date(y, mon, d, h, m, s, 0, time.UTC)
 }
 
-// dateValue is the expected Value for an HTTP-date at instant t, seen at n.
-func dateValue(t, n time.Time) httpdate.Value {
-	return httpdate.Value{Kind: httpdate.Date, Delay: max(0, t.Sub(n)), Time: t}
+// dateValue is the expected afterValue for an HTTP-date at instant t, seen at n.
+func dateValue(t, n time.Time) afterValue {
+	return afterValue{Kind: afterDate, Delay: max(0, t.Sub(n)), Time: t}
 }
 
-// secondsValue is the expected Value for n delay-seconds.
-func secondsValue(n int64) httpdate.Value {
-	return httpdate.Value{Kind: httpdate.Seconds, Delay: time.Duration(n) * time.Second}
+// secondsValue is the expected afterValue for n delay-seconds.
+func secondsValue(n int64) afterValue {
+	return afterValue{Kind: afterSeconds, Delay: time.Duration(n) * time.Second}
 }
 
-var invalid = httpdate.Value{Kind: httpdate.Invalid}
+var invalid = afterValue{Kind: afterInvalid}
 
 // checkValue compares got with want field by field, comparing Time with
 // Equal (the same instant) and additionally requiring Time to be in UTC.
-func checkValue(t *testing.T, values []string, n time.Time, got, want httpdate.Value) {
+func checkValue(t *testing.T, values []string, n time.Time, got, want afterValue) {
 	t.Helper()
-	require.Equal(t, want.Kind, got.Kind, "Parse(%q, %v) Kind", values, n)
+	require.Equal(t, want.Kind, got.Kind, "Parse(%q, %v) afterKind", values, n)
 	require.Equal(t, want.Delay, got.Delay, "Parse(%q, %v) Delay", values, n)
 	require.True(t, got.Time.Equal(want.Time), "Parse(%q, %v) Time %v, want %v", values, n, got.Time, want.Time)
 	if !got.Time.IsZero() {
@@ -49,7 +47,7 @@ type parseCase struct {
 	name   string
 	values []string
 	now    time.Time // zero means the package-level now
-	want   httpdate.Value
+	want   afterValue
 }
 
 func runParseCases(t *testing.T, cases []parseCase) {
@@ -60,7 +58,7 @@ func runParseCases(t *testing.T, cases []parseCase) {
 			if n.IsZero() {
 				n = now
 			}
-			checkValue(t, tc.values, n, httpdate.Parse(tc.values, n), tc.want)
+			checkValue(t, tc.values, n, parseRetryAfter(tc.values, n), tc.want)
 		})
 	}
 }
@@ -80,9 +78,9 @@ func TestR5_1_ValidForms(t *testing.T) {
 		{"seconds/one_day", one("86400"), time.Time{}, secondsValue(86400)},
 
 		{"imf_fixdate", one("Sat, 10 Oct 2026 00:00:02 GMT"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
+			afterValue{Kind: afterDate, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
 		{"imf_fixdate/OWS", one(" \tSat, 10 Oct 2026 00:00:02 GMT\t "), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
+			afterValue{Kind: afterDate, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
 		{"imf_fixdate/end_of_year", one("Thu, 31 Dec 2026 23:59:59 GMT"), time.Time{},
 			dateValue(utc(2026, time.December, 31, 23, 59, 59), now)},
 		{"imf_fixdate/leap_day", one("Tue, 29 Feb 2028 12:00:00 GMT"), time.Time{},
@@ -90,27 +88,27 @@ func TestR5_1_ValidForms(t *testing.T) {
 		{"imf_fixdate/leap_day_400", one("Tue, 29 Feb 2000 12:00:00 GMT"), time.Time{},
 			dateValue(utc(2000, time.February, 29, 12, 0, 0), now)},
 		{"imf_fixdate/max_fields", one("Sat, 10 Oct 2026 23:59:59 GMT"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 23*time.Hour + 59*time.Minute + 59*time.Second, Time: utc(2026, time.October, 10, 23, 59, 59)}},
+			afterValue{Kind: afterDate, Delay: 23*time.Hour + 59*time.Minute + 59*time.Second, Time: utc(2026, time.October, 10, 23, 59, 59)}},
 		{"imf_fixdate/year_0000", one("Sat, 01 Jan 0000 00:00:00 GMT"), time.Time{},
 			dateValue(utc(0, time.January, 1, 0, 0, 0), now)},
 
 		{"rfc850", one("Saturday, 10-Oct-26 00:00:02 GMT"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
+			afterValue{Kind: afterDate, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
 		{"rfc850/OWS", one("\tSaturday, 10-Oct-26 00:00:02 GMT "), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
+			afterValue{Kind: afterDate, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
 		{"rfc850/wednesday", one("Wednesday, 14-Oct-26 08:30:00 GMT"), time.Time{},
 			dateValue(utc(2026, time.October, 14, 8, 30, 0), now)},
 
 		{"asctime", one("Sat Oct 10 00:00:02 2026"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
+			afterValue{Kind: afterDate, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
 		{"asctime/OWS", one(" Sat Oct 10 00:00:02 2026\t"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
+			afterValue{Kind: afterDate, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)}},
 		{"asctime/space_padded_day", one("Thu Oct  1 00:00:02 2026"), time.Time{},
 			dateValue(utc(2026, time.October, 1, 0, 0, 2), now)},
 		{"asctime/zero_padded_day", one("Thu Oct 01 00:00:02 2026"), time.Time{},
 			dateValue(utc(2026, time.October, 1, 0, 0, 2), now)},
 		{"asctime/future_padded_day", one("Mon Nov  2 10:00:00 2026"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 23*24*time.Hour + 10*time.Hour, Time: utc(2026, time.November, 2, 10, 0, 0)}},
+			afterValue{Kind: afterDate, Delay: 23*24*time.Hour + 10*time.Hour, Time: utc(2026, time.November, 2, 10, 0, 0)}},
 	})
 }
 
@@ -124,8 +122,8 @@ func TestR5_1_NowInOtherZone(t *testing.T) {
 		"Saturday, 10-Oct-26 00:00:02 GMT",
 		"Sat Oct 10 00:00:02 2026",
 	} {
-		got := httpdate.Parse(one(s), n)
-		checkValue(t, one(s), n, got, httpdate.Value{Kind: httpdate.Date, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)})
+		got := parseRetryAfter(one(s), n)
+		checkValue(t, one(s), n, got, afterValue{Kind: afterDate, Delay: 2 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 2)})
 	}
 }
 
@@ -135,7 +133,7 @@ func TestR5_1_MonotonicNow(t *testing.T) {
 	n := time.Now()
 	target := n.Add(90 * time.Second).UTC().Truncate(time.Second)
 	s := target.Format(http.TimeFormat)
-	got := httpdate.Parse(one(s), n)
+	got := parseRetryAfter(one(s), n)
 	want := dateValue(target, n.Round(0))
 	checkValue(t, one(s), n, got, want)
 }
@@ -155,9 +153,9 @@ func TestR5_2_AllWeekdaysAndMonths(t *testing.T) {
 	for d := start; d.Year() == 2026; d = d.AddDate(0, 0, 1) {
 		for _, layout := range []string{layoutIMF, layoutRFC850, layoutAsctime} {
 			s := d.Format(layout)
-			got, ok := httpdate.ParseHTTPDate(s, now)
+			got, ok := parseHTTPDate(s, now)
 			require.False(t, !ok || !got.Equal(d) || got.Location() != time.UTC, "ParseHTTPDate(%q) = %v, %v; want %v, true", s, got, ok, d)
-			checkValue(t, one(s), now, httpdate.Parse(one(s), now), dateValue(d, now))
+			checkValue(t, one(s), now, parseRetryAfter(one(s), now), dateValue(d, now))
 		}
 	}
 }
@@ -338,9 +336,9 @@ func TestR5_3_NowCenturyUsesUTC(t *testing.T) {
 	// 2000-01-01T01:00+03:00 is 1999-12-31T22:00Z, in the 1900s.
 	n := time.Date(2000, time.January, 1, 1, 0, 0, 0, time.FixedZone("UTC+3", 3*60*60))
 	s := "Monday, 01-Jan-01 00:00:00 GMT" // 2001-01-01 is a Monday, 1901-01-01 a Tuesday.
-	checkValue(t, one(s), n, httpdate.Parse(one(s), n), invalid)
+	checkValue(t, one(s), n, parseRetryAfter(one(s), n), invalid)
 	s = "Tuesday, 01-Jan-01 00:00:00 GMT"
-	checkValue(t, one(s), n, httpdate.Parse(one(s), n), dateValue(utc(1901, time.January, 1, 0, 0, 0), n))
+	checkValue(t, one(s), n, parseRetryAfter(one(s), n), dateValue(utc(1901, time.January, 1, 0, 0, 0), n))
 }
 
 // TestR5_4_PastAndPresentDates checks that past dates, and now itself, have
@@ -348,17 +346,17 @@ func TestR5_3_NowCenturyUsesUTC(t *testing.T) {
 func TestR5_4_PastAndPresentDates(t *testing.T) {
 	runParseCases(t, []parseCase{
 		{"past/one_second", one("Fri, 09 Oct 2026 23:59:59 GMT"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 0, Time: utc(2026, time.October, 9, 23, 59, 59)}},
+			afterValue{Kind: afterDate, Delay: 0, Time: utc(2026, time.October, 9, 23, 59, 59)}},
 		{"past/rfc850", one("Friday, 09-Oct-26 23:59:59 GMT"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 0, Time: utc(2026, time.October, 9, 23, 59, 59)}},
+			afterValue{Kind: afterDate, Delay: 0, Time: utc(2026, time.October, 9, 23, 59, 59)}},
 		{"past/asctime", one("Thu Oct  1 00:00:02 2026"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 0, Time: utc(2026, time.October, 1, 0, 0, 2)}},
+			afterValue{Kind: afterDate, Delay: 0, Time: utc(2026, time.October, 1, 0, 0, 2)}},
 		{"past/long_ago", one("Sun, 06 Nov 1994 08:49:37 GMT"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 0, Time: utc(1994, time.November, 6, 8, 49, 37)}},
+			afterValue{Kind: afterDate, Delay: 0, Time: utc(1994, time.November, 6, 8, 49, 37)}},
 		{"present/exactly_now", one("Sat, 10 Oct 2026 00:00:00 GMT"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: 0, Time: now}},
+			afterValue{Kind: afterDate, Delay: 0, Time: now}},
 		{"future/one_second", one("Sat, 10 Oct 2026 00:00:01 GMT"), time.Time{},
-			httpdate.Value{Kind: httpdate.Date, Delay: time.Second, Time: utc(2026, time.October, 10, 0, 0, 1)}},
+			afterValue{Kind: afterDate, Delay: time.Second, Time: utc(2026, time.October, 10, 0, 0, 1)}},
 	})
 }
 
@@ -366,8 +364,8 @@ func TestR5_4_PastAndPresentDates(t *testing.T) {
 // ahead saturates Delay at the largest Duration instead of overflowing.
 func TestR5_4_FarFutureDateSaturates(t *testing.T) {
 	s := "Fri, 31 Dec 9999 23:59:59 GMT"
-	checkValue(t, one(s), now, httpdate.Parse(one(s), now), httpdate.Value{
-		Kind: httpdate.Date, Delay: time.Duration(math.MaxInt64), Time: utc(9999, time.December, 31, 23, 59, 59),
+	checkValue(t, one(s), now, parseRetryAfter(one(s), now), afterValue{
+		Kind: afterDate, Delay: time.Duration(math.MaxInt64), Time: utc(9999, time.December, 31, 23, 59, 59),
 	})
 }
 
@@ -443,29 +441,29 @@ func TestR5_4_Overflow(t *testing.T) {
 		{"thirty_digits", one("123456789012345678901234567890"), time.Time{}, invalid},
 		{"many_nines", one(strings.Repeat("9", 1000)), time.Time{}, invalid},
 	})
-	if got := httpdate.Parse(one("9223372036"), now).Delay; got != 9223372036*time.Second || got < 0 {
+	if got := parseRetryAfter(one("9223372036"), now).Delay; got != 9223372036*time.Second || got < 0 {
 		t.Fatalf("largest safe delay = %v", got)
 	}
 }
 
-// TestR5_5_ExplicitResult checks each Kind and its zero fields.
+// TestR5_5_ExplicitResult checks each afterKind and its zero fields.
 func TestR5_5_ExplicitResult(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		values []string
-		want   httpdate.Value
+		want   afterValue
 	}{
-		{"absent/nil", nil, httpdate.Value{Kind: httpdate.Absent}},
-		{"absent/empty_slice", []string{}, httpdate.Value{Kind: httpdate.Absent}},
-		{"invalid", one("nope"), httpdate.Value{Kind: httpdate.Invalid}},
-		{"seconds", one("3"), httpdate.Value{Kind: httpdate.Seconds, Delay: 3 * time.Second}},
+		{"absent/nil", nil, afterValue{Kind: afterAbsent}},
+		{"absent/empty_slice", []string{}, afterValue{Kind: afterAbsent}},
+		{"invalid", one("nope"), afterValue{Kind: afterInvalid}},
+		{"seconds", one("3"), afterValue{Kind: afterSeconds, Delay: 3 * time.Second}},
 		{"date", one("Sat, 10 Oct 2026 00:00:03 GMT"),
-			httpdate.Value{Kind: httpdate.Date, Delay: 3 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 3)}},
+			afterValue{Kind: afterDate, Delay: 3 * time.Second, Time: utc(2026, time.October, 10, 0, 0, 3)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := httpdate.Parse(tc.values, now)
+			got := parseRetryAfter(tc.values, now)
 			checkValue(t, tc.values, now, got, tc.want)
-			require.False(t, tc.want.Kind != httpdate.Date && !got.Time.IsZero(), "Time = %v, want zero for %v", got.Time, got.Kind)
+			require.False(t, tc.want.Kind != afterDate && !got.Time.IsZero(), "Time = %v, want zero for %v", got.Time, got.Kind)
 		})
 	}
 }
@@ -474,23 +472,23 @@ func TestR5_5_ExplicitResult(t *testing.T) {
 // header field repeated on the wire.
 func TestR5_5_FromHeader(t *testing.T) {
 	h := http.Header{}
-	checkValue(t, nil, now, httpdate.Parse(h.Values("Retry-After"), now), httpdate.Value{Kind: httpdate.Absent})
+	checkValue(t, nil, now, parseRetryAfter(h.Values("Retry-After"), now), afterValue{Kind: afterAbsent})
 	h.Set("Retry-After", "30")
-	checkValue(t, h.Values("Retry-After"), now, httpdate.Parse(h.Values("Retry-After"), now), secondsValue(30))
+	checkValue(t, h.Values("Retry-After"), now, parseRetryAfter(h.Values("Retry-After"), now), secondsValue(30))
 	h.Add("Retry-After", "30")
-	checkValue(t, h.Values("Retry-After"), now, httpdate.Parse(h.Values("Retry-After"), now), invalid)
+	checkValue(t, h.Values("Retry-After"), now, parseRetryAfter(h.Values("Retry-After"), now), invalid)
 }
 
-// TestKindString checks Kind.String, including out-of-range values.
+// TestKindString checks afterKind.String, including out-of-range values.
 func TestKindString(t *testing.T) {
-	for k, want := range map[httpdate.Kind]string{
-		httpdate.Absent:       "absent",
-		httpdate.Invalid:      "invalid",
-		httpdate.Seconds:      "seconds",
-		httpdate.Date:         "date",
-		httpdate.Milliseconds: "milliseconds",
-		-1:                    "Kind(-1)",
-		5:                     "Kind(5)",
+	for k, want := range map[afterKind]string{
+		afterAbsent:       "absent",
+		afterInvalid:      "invalid",
+		afterSeconds:      "seconds",
+		afterDate:         "date",
+		afterMilliseconds: "milliseconds",
+		-1:                "Kind(-1)",
+		5:                 "Kind(5)",
 	} {
 		if got := k.String(); got != want {
 			t.Errorf("Kind(%d).String() = %q, want %q", int(k), got, want)
@@ -498,7 +496,7 @@ func TestKindString(t *testing.T) {
 	}
 }
 
-// TestParseHTTPDateStrict checks ParseHTTPDate directly: it accepts exactly
+// TestParseHTTPDateStrict checks parseHTTPDate directly: it accepts exactly
 // one HTTP-date, without surrounding whitespace, and returns the zero time on
 // failure.
 func TestParseHTTPDateStrict(t *testing.T) {
@@ -508,16 +506,16 @@ func TestParseHTTPDateStrict(t *testing.T) {
 		"Saturday, 10-Oct-26 00:00:02 GMT",
 		"Sat Oct 10 00:00:02 2026",
 	} {
-		got, ok := httpdate.ParseHTTPDate(s, now)
+		got, ok := parseHTTPDate(s, now)
 		assert.False(t, !ok || !got.Equal(want) || got.Location() != time.UTC, "ParseHTTPDate(%q) = %v, %v; want %v, true", s, got, ok, want)
 		for _, bad := range []string{" " + s, s + " ", "\t" + s, s + "\r\n"} {
-			if got, ok := httpdate.ParseHTTPDate(bad, now); ok || !got.IsZero() {
+			if got, ok := parseHTTPDate(bad, now); ok || !got.IsZero() {
 				t.Errorf("ParseHTTPDate(%q) = %v, %v; want zero, false", bad, got, ok)
 			}
 		}
 	}
 	for _, bad := range []string{"", "0", "120", ",", "Sat,", "Saturday, ", strings.Repeat("x", 29), strings.Repeat(",", 24), strings.Repeat(" ", 24)} {
-		if got, ok := httpdate.ParseHTTPDate(bad, now); ok || !got.IsZero() {
+		if got, ok := parseHTTPDate(bad, now); ok || !got.IsZero() {
 			t.Errorf("ParseHTTPDate(%q) = %v, %v; want zero, false", bad, got, ok)
 		}
 	}
@@ -532,7 +530,7 @@ func TestAgreesWithNetHTTP(t *testing.T) {
 	for d := start; d.Before(utc(2001, time.March, 5, 0, 0, 0)); d = d.Add(25*time.Hour + 7*time.Minute + 11*time.Second) {
 		for _, layout := range []string{layoutIMF, layoutAsctime} {
 			s := d.Format(layout)
-			ours, ok := httpdate.ParseHTTPDate(s, now)
+			ours, ok := parseHTTPDate(s, now)
 			theirs, err := http.ParseTime(s)
 			require.False(t, !ok || err != nil || !ours.Equal(theirs), "%q: ours %v, %v; net/http %v, %v", s, ours, ok, theirs, err)
 		}
@@ -552,7 +550,7 @@ func TestNoAllocs(t *testing.T) {
 		"1, 2",
 	} {
 		values := one(s)
-		if n := testing.AllocsPerRun(100, func() { httpdate.Parse(values, now) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { parseRetryAfter(values, now) }); n != 0 {
 			t.Errorf("Parse(%q) allocates %v times per run, want 0", s, n)
 		}
 	}
@@ -568,7 +566,7 @@ func TestConcurrentUse(t *testing.T) {
 			defer func() { done <- struct{}{} }()
 			for j := range 200 {
 				s := inputs[(i+j)%len(inputs)]
-				_ = httpdate.Parse(one(s), now)
+				_ = parseRetryAfter(one(s), now)
 			}
 		}()
 	}

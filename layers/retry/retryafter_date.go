@@ -1,4 +1,4 @@
-package httpdate
+package retry
 
 import "time"
 
@@ -20,12 +20,12 @@ const (
 	rfc850Tail = len(", 06-Nov-94 08:49:37 GMT")
 )
 
-// ParseHTTPDate parses s as one HTTP-date in IMF-fixdate, RFC 850 or asctime
+// parseHTTPDate parses s as one HTTP-date in IMF-fixdate, RFC 850 or asctime
 // form, strictly, and returns the instant in UTC. The time now is used only
 // to resolve the two-digit year of an RFC 850 date. It reports ok=false, with
 // the zero time, if s is not exactly one valid HTTP-date; surrounding
 // whitespace is not accepted.
-func ParseHTTPDate(s string, now time.Time) (t time.Time, ok bool) {
+func parseHTTPDate(s string, now time.Time) (t time.Time, ok bool) {
 	switch {
 	case len(s) == imfLen && s[3] == ',':
 		return parseIMFFixdate(s)

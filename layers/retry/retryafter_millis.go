@@ -1,4 +1,4 @@
-package httpdate
+package retry
 
 import (
 	"math"
@@ -9,18 +9,18 @@ import (
 // does not overflow.
 const maxMillis = math.MaxInt64 / int64(time.Millisecond)
 
-// ParseMillis interprets the values of a millisecond retry hint of one
+// parseRetryAfterMillis interprets the values of a millisecond retry hint of one
 // response (retry-after-ms, x-ms-retry-after-ms), as returned by
 // http.Header.Values.
 //
-// No values yields Absent. One value that is, after trimming surrounding SP
+// No values yields afterAbsent. One value that is, after trimming surrounding SP
 // and HTAB, a non-negative decimal number of milliseconds — ASCII digits,
 // optionally followed by "." and more digits, the form OpenAI's and Azure's
-// SDKs parse — yields Milliseconds with that Delay; a fraction finer than a
+// SDKs parse — yields afterMilliseconds with that Delay; a fraction finer than a
 // nanosecond is rounded up, so the minimum is never shortened. Anything else
 // (a sign, an exponent, an empty value, a value that overflows, repeated
-// header fields) yields Invalid.
-func ParseMillis(values []string) Value {
+// header fields) yields afterInvalid.
+func parseRetryAfterMillis(values []string) afterValue {
 	s, v, ok := single(values)
 	if !ok {
 		return v
@@ -30,23 +30,23 @@ func ParseMillis(values []string) Value {
 		if s[i] == '.' {
 			whole, frac = s[:i], s[i+1:]
 			if frac == "" {
-				return Value{Kind: Invalid}
+				return afterValue{Kind: afterInvalid}
 			}
 			break
 		}
 	}
 	if whole == "" {
-		return Value{Kind: Invalid}
+		return afterValue{Kind: afterInvalid}
 	}
 	var ms int64
 	for i := 0; i < len(whole); i++ {
 		c := whole[i]
 		if !isDigit(c) {
-			return Value{Kind: Invalid}
+			return afterValue{Kind: afterInvalid}
 		}
 		ms = ms*10 + int64(c-'0')
 		if ms > maxMillis {
-			return Value{Kind: Invalid}
+			return afterValue{Kind: afterInvalid}
 		}
 	}
 	// The fraction, in nanoseconds: its first six digits, rounded up when
@@ -56,7 +56,7 @@ func ParseMillis(values []string) Value {
 	for i := 0; i < len(frac); i++ {
 		c := frac[i]
 		if !isDigit(c) {
-			return Value{Kind: Invalid}
+			return afterValue{Kind: afterInvalid}
 		}
 		switch {
 		case i < 6:
@@ -73,7 +73,7 @@ func ParseMillis(values []string) Value {
 	}
 	d := time.Duration(ms) * time.Millisecond
 	if int64(d) > math.MaxInt64-ns {
-		return Value{Kind: Invalid}
+		return afterValue{Kind: afterInvalid}
 	}
-	return Value{Kind: Milliseconds, Delay: d + time.Duration(ns)}
+	return afterValue{Kind: afterMilliseconds, Delay: d + time.Duration(ns)}
 }
