@@ -3,11 +3,6 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -15,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/proxy"
+	"github.com/recourse-dev/recourse/proxy/e2e/internal/nodetest"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -34,18 +30,9 @@ type jsResult struct {
 // the client's own default retries and their real waits.
 func (r *rig) js(t *testing.T, script string) jsResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "node", script)
-	cmd.Dir = nodeDir
-	cmd.Env = append(os.Environ(), "PROXY_URL="+r.url)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, stderr.String())
 	var res jsResult
-	require.NoError(t, json.Unmarshal(out, &res), string(out))
+	nodetest.Run(t, nodeDir, r.url, 5*time.Minute, nil, &res, script)
 	t.Logf("%s on node %s: %d requests to the proxy in %v", script, res.Node, r.posts.Load(), time.Since(start).Round(100*time.Millisecond))
 	return res
 }

@@ -5,10 +5,8 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -94,17 +92,8 @@ type sdkResult struct {
 // sdk runs one call of the OpenAI Node SDK against the proxy.
 func (r *rig) sdk(t *testing.T, mode string) sdkResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "client.mjs", mode)
-	cmd.Dir = nodeDir
-	cmd.Env = append(os.Environ(), "PROXY_URL="+r.url)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, stderr.String())
 	var res sdkResult
-	require.NoError(t, json.Unmarshal(out, &res), string(out))
+	nodetest.Run(t, nodeDir, r.url, 60*time.Second, nil, &res, "client.mjs", mode)
 	return res
 }
 

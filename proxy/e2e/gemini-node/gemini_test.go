@@ -3,13 +3,9 @@
 package gemininode
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,17 +83,8 @@ type result struct {
 // node runs one call of client.mjs against the proxy.
 func (r *rig) node(t *testing.T, mode string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "client.mjs", mode)
-	cmd.Dir = nodeDir
-	cmd.Env = append(os.Environ(), "PROXY_URL="+r.url)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, stderr.String())
 	var res result
-	require.NoError(t, json.Unmarshal(out, &res), string(out))
+	nodetest.Run(t, nodeDir, r.url, 60*time.Second, nil, &res, "client.mjs", mode)
 	return res
 }
 

@@ -3,14 +3,10 @@
 package responsesnode
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,17 +89,8 @@ type result struct {
 // node runs one call of client.mjs against the proxy.
 func (r *rig) node(t *testing.T, mode string, env ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "client.mjs", mode)
-	cmd.Dir = nodeDir
-	cmd.Env = append(append(os.Environ(), "PROXY_URL="+r.url), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, stderr.String())
 	var res result
-	require.NoError(t, json.Unmarshal(out, &res), string(out))
+	nodetest.Run(t, nodeDir, r.url, 60*time.Second, env, &res, "client.mjs", mode)
 	return res
 }
 
