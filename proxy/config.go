@@ -177,6 +177,13 @@ type dialect struct {
 	// the path (codec.Router), "{model}" standing for the model segment;
 	// nil for a codec with one fixed Path.
 	routes []string
+	// namespaces are the path prefixes the wire owns among a Router's
+	// routes without a prefix (see Router).
+	namespaces []string
+	// marker is a header every client of the wire sends and no other
+	// wire's does, which claims a request among a Router's routes without
+	// a prefix (see Router); empty: none.
+	marker string
 }
 
 // modelToken stands for the model in a route built by a codec.Router.
@@ -186,11 +193,11 @@ const modelToken = "MODEL"
 func dialectFor(provider string) (dialect, error) {
 	switch provider {
 	case "openai":
-		return dialect{codec: openai.New(), responses: responses.New()}, nil
+		return dialect{codec: openai.New(), responses: responses.New(), namespaces: []string{"/v1/"}}, nil
 	case "ollama":
-		return dialect{codec: ollama.New()}, nil
+		return dialect{codec: ollama.New(), namespaces: []string{"/api/"}}, nil
 	case "omlx":
-		return dialect{codec: omlx.New()}, nil
+		return dialect{codec: omlx.New(), namespaces: []string{"/v1/"}}, nil
 	case "gemini":
 		// Both endpoints, under v1beta and v1 (R23.8).
 		var routes []string
@@ -200,9 +207,9 @@ func dialectFor(provider string) (dialect, error) {
 				routes = append(routes, strings.Replace(p, modelToken, "{model}", 1))
 			}
 		}
-		return dialect{codec: gemini.New(), routes: routes}, nil
+		return dialect{codec: gemini.New(), routes: routes, namespaces: []string{"/v1beta/", "/v1alpha/"}}, nil
 	case "anthropic":
-		return dialect{codec: anthropic.New()}, nil
+		return dialect{codec: anthropic.New(), namespaces: []string{"/v1/messages"}, marker: "Anthropic-Version"}, nil
 	}
 	return dialect{}, &ConfigError{Field: "Provider", Problem: fmt.Sprintf("is %q; want one of %s", provider, strings.Join(providers, ", "))}
 }

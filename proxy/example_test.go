@@ -130,3 +130,46 @@ func ExampleKeyHeader() {
 	// anthropic: X-Api-Key: ""
 	// gemini: X-Goog-Api-Key: ""
 }
+
+// One proxy for two wires: OpenAI's chat completions and Claude's Messages
+// API, each recovered in front of its own upstream.
+func ExampleNewRouter() {
+	openaiUp := recoursetest.NewServer(
+		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "overloaded")),
+		recoursetest.JSON(200, recoursetest.OpenAIChat("Hello from chat!")))
+	defer openaiUp.Close()
+	claudeUp := recoursetest.NewServer(
+		recoursetest.AnthropicOverloaded(),
+		recoursetest.JSON(200, recoursetest.AnthropicMessage("Hello from Claude!")))
+	defer claudeUp.Close()
+
+	policy := retry.Recommended()
+	policy.BaseDelay = new(0 * time.Millisecond)
+	rt, err := proxy.NewRouter(proxy.RouterConfig{Routes: []proxy.Route{
+		{Name: "openai", Config: proxy.Config{Provider: "openai", Upstream: openaiUp.URL, Policy: policy}},
+		{Name: "claude", Config: proxy.Config{Provider: "anthropic", Upstream: claudeUp.URL, Policy: policy}},
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := httptest.NewServer(rt)
+	defer srv.Close()
+
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		resp, err := http.Post(srv.URL+c.path, "application/json", strings.NewReader(c.body))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println(c.path, resp.StatusCode, "attempts:", resp.Header.Get("X-Recourse-Attempts"), strings.Contains(string(b), "Hello from"))
+	}
+	// Output:
+	// /v1/chat/completions 200 attempts: 2 true
+	// /v1/messages 200 attempts: 2 true
+}

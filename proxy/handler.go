@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +66,9 @@ type Handler struct {
 	routed      bool                               // the codec names the model in the path: its routes are the endpoints (R23.8)
 	clientKeys  []ClientKey                        // nil: every client is admitted (Config.ClientKeys)
 	upstreamKey string                             // Config.UpstreamKey
+	namespaces  []string                           // the path prefixes the wire owns in a Router (dialect.namespaces)
+	marker      string                             // the header that claims a request for the wire in a Router (dialect.marker)
+	name        string                             // the route's name in a Router, logged as route; "" for a Handler of its own
 }
 
 // New returns the Handler for cfg, or a *ConfigError naming an invalid
@@ -110,18 +112,12 @@ func New(cfg Config) (*Handler, error) {
 		endpoints:   d.endpoints(),
 		routed:      d.routes != nil,
 		upstreamKey: cfg.UpstreamKey,
+		namespaces:  d.namespaces,
+		marker:      d.marker,
 	}
 	if cfg.ClientKeys != nil {
-		if len(cfg.ClientKeys) == 0 {
-			return nil, &ConfigError{Field: "ClientKeys", Problem: "is empty; want at least one key, or nil to admit every client"}
-		}
-		h.clientKeys = slices.Clone(cfg.ClientKeys)
-		for _, k := range h.clientKeys {
-			for _, rt := range k.Routes {
-				if err := checkRoute(rt); err != nil {
-					return nil, &ConfigError{Field: "ClientKeys", Problem: "has a " + err.Error()}
-				}
-			}
+		if h.clientKeys, err = checkClientKeys(cfg.ClientKeys, nil); err != nil {
+			return nil, err
 		}
 	}
 	if strings.ContainsAny(cfg.UpstreamKey, "\r\n") {
@@ -230,9 +226,7 @@ func (h *Handler) target(in *url.URL) *url.URL {
 // ServeHTTP serves one client request (see the package documentation).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, "ok\n")
+		healthy(w)
 		return
 	}
 	r, ok := h.credentials(w, r)

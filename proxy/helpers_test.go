@@ -143,6 +143,9 @@ func (r *rig) handler(t *testing.T, provider string, edit func(*Config)) http.Ha
 	if edit != nil {
 		edit(&cfg)
 	}
+	if os.Getenv(viaRouterEnv) != "" {
+		return viaRouter(t, cfg)
+	}
 	h, err := New(cfg)
 	require.NoError(t, err)
 	return h

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,24 +101,52 @@ func ParseClientKeys(r io.Reader) ([]ClientKey, error) {
 	return out, nil
 }
 
-// checkRoute reports whether rt is a route a ClientKey may hold.
+// checkRoute reports whether rt is a route a ClientKey may hold: an
+// endpoint name, a path prefix, or something spelled as a route name
+// (Route.Name), which only a Router's own route names are (checkClientKeys).
 func checkRoute(rt string) error {
 	switch {
 	case rt == RouteCompletions, rt == RouteResponses, rt == RouteForward:
 		return nil
 	case strings.HasPrefix(rt, "/"):
 		return nil
+	case routeName.MatchString(rt):
+		return nil
 	}
-	return fmt.Errorf("route %q is not %s, %s, %s or a path prefix starting with /", rt, RouteCompletions, RouteResponses, RouteForward)
+	return fmt.Errorf("route %q is not %s, %s, %s, a route's name or a path prefix starting with /", rt, RouteCompletions, RouteResponses, RouteForward)
 }
 
-// allows reports whether k may make request r, routed as route.
-func (k *ClientKey) allows(route string, r *http.Request) bool {
+// checkClientKeys returns a copy of keys after checking them: at least one,
+// every route an endpoint name, a path prefix or one of names (the routes
+// of a Router; nil for a Handler, which has none).
+func checkClientKeys(keys []ClientKey, names map[string]bool) ([]ClientKey, error) {
+	if len(keys) == 0 {
+		return nil, &ConfigError{Field: "ClientKeys", Problem: "is empty; want at least one key, or nil to admit every client"}
+	}
+	keys = slices.Clone(keys)
+	for _, k := range keys {
+		for _, rt := range k.Routes {
+			if err := checkRoute(rt); err != nil {
+				return nil, &ConfigError{Field: "ClientKeys", Problem: "has a " + err.Error()}
+			}
+			isName := rt != RouteCompletions && rt != RouteResponses && rt != RouteForward && !strings.HasPrefix(rt, "/")
+			if isName && !names[rt] {
+				return nil, &ConfigError{Field: "ClientKeys", Problem: fmt.Sprintf("has a route %q that is no route of this proxy", rt)}
+			}
+		}
+	}
+	return keys, nil
+}
+
+// allows reports whether k may make request r, whose endpoint name is
+// endpoint, on the route named route ("" for a Handler of its own), its
+// path as the client sent it being fullPath.
+func (k *ClientKey) allows(route, endpoint, fullPath string) bool {
 	if len(k.Routes) == 0 {
 		return true
 	}
 	for _, rt := range k.Routes {
-		if rt == route || (strings.HasPrefix(rt, "/") && strings.HasPrefix(r.URL.Path, rt)) {
+		if rt == endpoint || (route != "" && rt == route) || (strings.HasPrefix(rt, "/") && strings.HasPrefix(fullPath, rt)) {
 			return true
 		}
 	}
@@ -127,28 +156,36 @@ func (k *ClientKey) allows(route string, r *http.Request) bool {
 // admittedKey is the context key of an admitted client's *ClientKey.
 type admittedKey struct{}
 
-// bearer returns the token of an "Authorization: Bearer <token>" header,
-// or "".
-func bearer(h http.Header) string {
-	v := h.Get("Authorization")
+// presentedKey returns the proxy key a client sent and the header it sent
+// it in: "Authorization: Bearer <key>", as every SDK can send it, or else
+// the wire's own key header (x-api-key for Claude, x-goog-api-key for
+// Gemini), where a client at its defaults puts its API key. It returns ""
+// when there is none.
+func presentedKey(hd http.Header, cdc codec.Codec) (token, header string) {
+	v := hd.Get("Authorization")
 	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-		return strings.TrimSpace(v[7:])
+		return strings.TrimSpace(v[7:]), "Authorization"
 	}
-	return ""
+	if name, prefix := codec.AuthHeader(cdc); !strings.EqualFold(name, "Authorization") {
+		if v := strings.TrimSpace(strings.TrimPrefix(hd.Get(name), prefix)); v != "" {
+			return v, name
+		}
+	}
+	return "", ""
 }
 
-// lookupKey returns the client key whose hash is the SHA-256 of token, or
+// lookupKey returns the key of keys whose hash is the SHA-256 of token, or
 // nil. It compares with every key, each in constant time, whichever
 // matches.
-func (h *Handler) lookupKey(token string) *ClientKey {
+func lookupKey(keys []ClientKey, token string) *ClientKey {
 	if token == "" {
 		return nil
 	}
 	sum := sha256.Sum256([]byte(token))
 	var found *ClientKey
-	for i := range h.clientKeys {
-		if subtle.ConstantTimeCompare(sum[:], h.clientKeys[i].Hash[:]) == 1 {
-			found = &h.clientKeys[i]
+	for i := range keys {
+		if subtle.ConstantTimeCompare(sum[:], keys[i].Hash[:]) == 1 {
+			found = &keys[i]
 		}
 	}
 	return found
@@ -166,28 +203,17 @@ func (h *Handler) route(r *http.Request) string {
 }
 
 // credentials applies the proxy's keys to r before it is routed (R21.12):
-// with client keys it admits r only with a known key that allows its
-// route, answering 401 or 403 otherwise and reporting false; the client's
-// key is then removed, so it never reaches the upstream. With a held
-// upstream key, every credential header the client sent
-// (layer.CredentialHeaders) and every key query parameter are removed,
-// and the held key is set in the wire's own header (codec.AuthHeader).
-// It returns r with the client's name in its context, for the log.
+// with client keys it admits r only as admit does. With a held upstream
+// key, every credential header the client sent (layer.CredentialHeaders)
+// and every key query parameter are removed, and the held key is set in
+// the wire's own header (codec.AuthHeader). It returns r with the client's
+// name in its context, for the log.
 func (h *Handler) credentials(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if h.clientKeys != nil {
-		k := h.lookupKey(bearer(r.Header))
-		if k == nil {
-			h.refuseClient(w, r, http.StatusUnauthorized, "invalid_proxy_key",
-				"recourse-proxy: this proxy admits only clients with a proxy key, sent as Authorization: Bearer <key>; the request had none or an unknown one; nothing was sent upstream")
+		var ok bool
+		if r, ok = h.admit(w, r, h.clientKeys, "", r.URL.Path); !ok {
 			return r, false
 		}
-		if !k.allows(h.route(r), r) {
-			h.refuseClient(w, r, http.StatusForbidden, "route_not_allowed",
-				"recourse-proxy: the proxy key does not allow this route; nothing was sent upstream")
-			return r, false
-		}
-		r.Header.Del("Authorization")
-		r = r.WithContext(context.WithValue(r.Context(), admittedKey{}, k))
 	}
 	if h.upstreamKey != "" {
 		for _, name := range layer.CredentialHeaders() {
@@ -202,6 +228,28 @@ func (h *Handler) credentials(w http.ResponseWriter, r *http.Request) (*http.Req
 		r.Header.Set(name, prefix+h.upstreamKey)
 	}
 	return r, true
+}
+
+// admit admits r only with a key of keys that allows its route (route is
+// the Router's route name, "" for a Handler of its own; fullPath the path
+// as the client sent it), answering 401 or 403 otherwise and reporting
+// false; the key is then removed from the header it came in
+// (presentedKey), so it never reaches the upstream.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, keys []ClientKey, route, fullPath string) (*http.Request, bool) {
+	token, header := presentedKey(r.Header, h.codec)
+	k := lookupKey(keys, token)
+	if k == nil {
+		h.refuseClient(w, r, http.StatusUnauthorized, "invalid_proxy_key",
+			"recourse-proxy: this proxy admits only clients with a proxy key, sent as Authorization: Bearer <key> or in the wire's own API key header; the request had none or an unknown one; nothing was sent upstream")
+		return r, false
+	}
+	if !k.allows(route, h.route(r), fullPath) {
+		h.refuseClient(w, r, http.StatusForbidden, "route_not_allowed",
+			"recourse-proxy: the proxy key does not allow this route; nothing was sent upstream")
+		return r, false
+	}
+	r.Header.Del(header)
+	return r.WithContext(context.WithValue(r.Context(), admittedKey{}, k)), true
 }
 
 // withoutKeyParam returns query without its key parameters (Gemini's API

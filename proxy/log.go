@@ -26,10 +26,11 @@ type requestLine struct {
 // logRequest writes the line of request r, "request", at level Info: kind,
 // method, path (never the query), status, then outcome, client_retry,
 // replayed and call_id when set, then on a completion's line attempts, and
-// resumes and fallbacks when not zero (R21.7), and duration_ms. Every
+// resumes and fallbacks when not zero (R21.7), duration_ms, and in a
+// Router the route's name (route). Every
 // request line of the proxy is written here.
 func (h *Handler) logRequest(r *http.Request, l requestLine) {
-	attrs := make([]slog.Attr, 0, 13) // room for every attribute, so that the line needs one allocation
+	attrs := make([]slog.Attr, 0, 14) // room for every attribute, so that the line needs one allocation
 	attrs = append(attrs, slog.String("kind", l.kind), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.Int("status", l.status))
 	if l.outcome != "" {
@@ -57,6 +58,9 @@ func (h *Handler) logRequest(r *http.Request, l requestLine) {
 		}
 	}
 	attrs = append(attrs, slog.Int64("duration_ms", time.Since(l.start).Milliseconds()))
+	if h.name != "" {
+		attrs = append(attrs, slog.String("route", h.name))
+	}
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 }
 
