@@ -1,0 +1,20 @@
+package event_test
+
+import (
+	"fmt"
+
+	"github.com/recourse-dev/recourse/event"
+)
+
+// Failure.Text is the safe short text of a failure that notices show.
+func ExampleFailure_Text() {
+	f := &event.Failure{Category: event.CategoryHTTP, HTTPStatus: 503}
+	fmt.Println(f.Text())
+	fmt.Println((&event.Failure{Category: event.CategoryTransport, Stall: event.StallIdle}).Text())
+	var none *event.Failure
+	fmt.Println(none.Text())
+	// Output:
+	// HTTP 503
+	// idle timeout
+	// error
+}
