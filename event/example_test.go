@@ -1,6 +1,7 @@
 package event_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/recourse-dev/recourse/event"
@@ -17,4 +18,16 @@ func ExampleFailure_Text() {
 	// HTTP 503
 	// idle timeout
 	// error
+}
+
+// Inspect is the one way to the private evidence behind a failure; a
+// failure without any has none.
+func ExampleInspect() {
+	f := &event.Failure{Category: event.CategoryTransport}
+	fmt.Println(event.Inspect(f) == nil)
+	f.Attach(event.Evidence{Cause: errors.New("connection reset by peer")})
+	fmt.Println(event.Inspect(f).Cause)
+	// Output:
+	// true
+	// connection reset by peer
 }

@@ -173,10 +173,10 @@ const (
 	// until its upstream's shared cooldown horizon (a Retry-After another
 	// call saw).
 	CooldownWait Type = "cooldown_wait"
-	// Breaker reports a change of an upstream's breaker (its Breaker):
-	// its resends began or ceased to be refused, or its shared cooldown
-	// was raised or ran out. It is emitted once per change, on the call
-	// that saw it, not on every call (R20.13).
+	// Breaker reports a change of an upstream's breaker (its Breaker, a
+	// BreakerState): its resends began or ceased to be refused, or its
+	// shared cooldown was raised or ran out. It is emitted once per
+	// change, on the call that saw it, not on every call (R20.13).
 	Breaker Type = "breaker"
 )
 

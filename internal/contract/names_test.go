@@ -493,14 +493,14 @@ const MaxAttempts = 3
 	idx["layer"] = []*pkgDecls{p}
 
 	var got []string
-	for _, u := range idx.unknownNames(`see event.Failure, *event.Failure, event.Failure.Text, event.Failure.Category,
-event.Failure.RawBytes (promoted), layer.Wrapped.ServeHTTP (embedded elsewhere), layer.New, layer.MaxAttempts,
+	for _, u := range idx.unknownNames(`see layer.Failure, *layer.Failure, layer.Failure.Text, layer.Failure.Category,
+layer.Failure.RawBytes (promoted), layer.Wrapped.ServeHTTP (embedded elsewhere), layer.New, layer.MaxAttempts,
 http.Client (not this repository), github.com/x/layer.Made (a path), and then
-layer.Invented, *layer.Missing, event.Failure.Nothing and event.Failure.Progress.Nothing`, "doc.go", 1) {
+layer.Invented, *layer.Missing, layer.Failure.Nothing and layer.Failure.Progress.Nothing`, "doc.go", 1) {
 		got = append(got, u.name+"@"+u.at)
 	}
-	assert.Equal(t, []string{"layer.Invented@doc.go:4", "layer.Missing@doc.go:4", "event.Failure.Nothing@doc.go:4"}, got[:3])
-	assert.Len(t, got, 3, "event.Failure.Progress.Nothing: Progress is a member; deeper names are not checked")
+	assert.Equal(t, []string{"layer.Invented@doc.go:4", "layer.Missing@doc.go:4", "layer.Failure.Nothing@doc.go:4"}, got[:3])
+	assert.Len(t, got, 3, "layer.Failure.Progress.Nothing: Progress is a member; deeper names are not checked")
 
 	md := "Prose names layer.Ghost outside code, which is not checked.\n\n| `Admit layer.Hook` | x |\n\n```go\np := layer.New()\nq := layer.Phantom\n```\n" +
 		"`Failure.Category`, `Failure.Invented`, `*MadeUpError`, `Unknown.Field`\n"
