@@ -7,6 +7,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -285,17 +286,17 @@ func (r *run) begin(ctx context.Context) (context.Context, int) {
 		// the engine calls its observers right after the policy's OnEvent
 		// and before it sleeps, so the notice precedes every backoff sleep.
 		lc := &layer.Call{}
-		lc.Observe(func(ev layer.Event) {
+		lc.Observe(func(ev event.Event) {
 			switch ev.Type {
-			case layer.EventDelayScheduled:
+			case event.DelayScheduled:
 				n := retryNotice(idx, ev)
 				notify(Notice{Event: EventRetry, Retry: &n})
-			case layer.EventQuotaRefused:
+			case event.QuotaRefused:
 				n := quotaNotice(idx, ev)
 				notify(Notice{Event: EventQuotaExhausted, Quota: &n})
-			case layer.EventCooldownWait:
+			case event.CooldownWait:
 				notify(Notice{Event: EventCooldown, Cooldown: &CooldownNotice{Completion: idx, Wait: ev.Delay}})
-			case layer.EventFallback:
+			case event.Fallback:
 				n := fallbackNotice(idx, ev)
 				notify(Notice{Event: EventFallback, Fallback: &n})
 			}

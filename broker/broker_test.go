@@ -12,6 +12,7 @@ import (
 
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -144,7 +145,7 @@ func TestR16_1_ExhaustedAfterAToolKeepsTheCompletedHistory(t *testing.T) {
 			}
 			var re *layer.RecoveryError
 			require.ErrorAs(t, err, &re)
-			assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+			assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 			assert.Len(t, re.History, 3)
 			assert.Equal(t, []string{"user", "assistant(tool_calls)", "tool"}, roles(h))
 			assert.Len(t, tl.runs(), 1)
@@ -306,7 +307,7 @@ func TestR16_1_CancelledDuringAToolRound(t *testing.T) {
 	_, err := b.Generate(ctx, &h)
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 	assert.Empty(t, tl.runs())
 	require.Equal(t, []string{"user", "assistant(tool_calls)", "tool", "tool"}, roles(h))
 	assert.Equal(t, "stopped", h[2].Content)

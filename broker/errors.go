@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -50,16 +51,16 @@ func (e *IncompleteError) Error() string {
 // ContinuationError reports a stream that broke after it started and was
 // not continued. Outcome says why:
 //
-//   - layer.OutcomeExhausted: the continuation budget was used up;
-//   - layer.OutcomeAdmissionRequired, OutcomeAdmissionRejected,
+//   - event.OutcomeExhausted: the continuation budget was used up;
+//   - event.OutcomeAdmissionRequired, OutcomeAdmissionRejected,
 //     OutcomeAdmissionNoDecision: the admission rule or hook did not allow
 //     it (as for a retry);
-//   - layer.OutcomeDeadline: the policy's deadline leaves no room for the
+//   - event.OutcomeDeadline: the policy's deadline leaves no room for the
 //     backoff;
-//   - layer.OutcomeCancelled: the context was cancelled (cancellation wins
+//   - event.OutcomeCancelled: the context was cancelled (cancellation wins
 //     over continuation; errors.Is(err, context.Canceled) holds);
-//   - layer.OutcomeInterrupted: the policy's Sleep hook failed;
-//   - layer.OutcomeQuotaExhausted: the chain's retry quota (package
+//   - event.OutcomeInterrupted: the policy's Sleep hook failed;
+//   - event.OutcomeQuotaExhausted: the chain's retry quota (package
 //     layers/quota) refused it; Quota says which.
 //
 // Nothing of the broken stream is committed to the history when a
@@ -67,7 +68,7 @@ func (e *IncompleteError) Error() string {
 // the break, is reachable with errors.As. The Error text is safe.
 type ContinuationError struct {
 	// Outcome says why the stream was not continued (see above).
-	Outcome layer.Outcome
+	Outcome event.Outcome
 	// Completion is the index within the run of the completion that broke.
 	Completion int
 	// Continuations is how many continuations of this answer were already
@@ -78,7 +79,7 @@ type ContinuationError struct {
 	// Err is the interrupted stream's typed error.
 	Err *layer.RecoveryError
 	// Quota is the refusing quota for outcome quota_exhausted, else nil.
-	Quota *layer.QuotaRefusal
+	Quota *event.QuotaRefusal
 
 	cause error // the context's error or the Sleep hook's error
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -61,7 +62,7 @@ func TestR13_1_BrokerEventStreamInterruptedCarriesTheRecoveryError(t *testing.T)
 	assert.Equal(t, layer.StreamInterrupted, last.Err.Reason)
 	var re *layer.RecoveryError
 	require.True(t, errors.As(last.Err, &re))
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 	assert.Equal(t, user("hi"), h, "no incomplete assistant text is kept")
 	assert.Equal(t, 1, r.Server.Count())
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -71,7 +71,7 @@ func TestR13_5_BrokerConsumerStopEndsLifecycleCancelled(t *testing.T) {
 			evs := r.Rec.Events()
 			require.Len(t, evs, 3)
 			require.NotNil(t, evs[1].Failure)
-			assert.Equal(t, layer.CategoryCancellation, evs[1].Failure.Category)
+			assert.Equal(t, event.CategoryCancellation, evs[1].Failure.Category)
 			assert.Equal(t, int64(2), evs[1].Failure.Progress.Delivered.ContentBytes)
 			assert.Equal(t, 1, r.Server.Count(), "nothing is resent or continued")
 			r.Close()

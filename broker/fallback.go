@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 )
 
 // EventFallback is the event of a Notice carrying a FallbackNotice.
@@ -23,7 +23,7 @@ type FallbackNotice struct {
 	// From names the target left, To the target asked next.
 	From, To string
 	// Outcome is how recovery ended on From.
-	Outcome layer.Outcome
+	Outcome event.Outcome
 	// Attempts is the number of wire attempts sent to From (0 when its
 	// circuit was open and it was skipped).
 	Attempts int
@@ -62,7 +62,7 @@ func (n *FallbackNotice) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*n = FallbackNotice{Completion: w.Completion, From: w.From, To: w.To, Outcome: layer.Outcome(w.Outcome),
+	*n = FallbackNotice{Completion: w.Completion, From: w.From, To: w.To, Outcome: event.Outcome(w.Outcome),
 		Attempts: w.Attempts, Skipped: w.Skipped, HTTPStatus: w.Status, Error: w.Error}
 	return nil
 }
@@ -87,7 +87,7 @@ func FormatFallback(n FallbackNotice) string {
 }
 
 // fallbackNotice builds the notice of a fallback event of completion idx.
-func fallbackNotice(idx int, ev layer.Event) FallbackNotice {
+func fallbackNotice(idx int, ev event.Event) FallbackNotice {
 	n := FallbackNotice{Completion: idx, Error: ev.Failure.Text()}
 	if f := ev.Fallback; f != nil {
 		n.From, n.To, n.Outcome, n.Attempts, n.Skipped = f.From, f.To, f.Outcome, f.Attempts, f.Skipped

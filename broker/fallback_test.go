@@ -13,8 +13,8 @@ import (
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -59,7 +59,7 @@ func TestR20_6_BrokerAnnouncesTheFallback(t *testing.T) {
 		assert.NotContains(t, string(js), rigtest.Prompt)
 	}
 	require.Len(t, fb, 1)
-	assert.Equal(t, broker.FallbackNotice{Completion: 1, From: "gpt-4o", To: "llama3", Outcome: layer.OutcomeExhausted,
+	assert.Equal(t, broker.FallbackNotice{Completion: 1, From: "gpt-4o", To: "llama3", Outcome: event.OutcomeExhausted,
 		Attempts: 4, HTTPStatus: 503, Error: "HTTP 503"}, fb[0])
 	assert.Equal(t, "falling back to llama3 after HTTP 503 (4 attempts)", broker.FormatFallback(fb[0]))
 	assert.Equal(t, "falling back to llama3 after HTTP 503 (4 attempts)", status.Line())
@@ -72,7 +72,7 @@ func TestR20_6_BrokerAnnouncesTheFallback(t *testing.T) {
 // as cooling down.
 func TestR20_6_FallbackNoticeJSONAndText(t *testing.T) {
 	n := broker.Notice{Event: broker.EventFallback, Fallback: &broker.FallbackNotice{Completion: 2, From: "a", To: "b",
-		Outcome: layer.OutcomeDelayCeiling, Skipped: true, Error: "transport error"}}
+		Outcome: event.OutcomeDelayCeiling, Skipped: true, Error: "transport error"}}
 	js, err := json.Marshal(n)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"event":"llm_fallback","data":{"completion":2,"from":"a","to":"b","outcome":"delay_ceiling","attempts":0,"skipped":true,"error":"transport error"}}`, string(js))

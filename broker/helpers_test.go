@@ -14,6 +14,7 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -284,7 +285,7 @@ func roles(msgs []chat.Message) []string {
 
 // logicalIDs returns the distinct logical IDs of events, in order, and the
 // wire attempts seen under each.
-func logicalIDs(evs []layer.Event) ([]string, map[string][]int) {
+func logicalIDs(evs []event.Event) ([]string, map[string][]int) {
 	var ids []string
 	attempts := map[string][]int{}
 	for _, e := range evs {
@@ -292,7 +293,7 @@ func logicalIDs(evs []layer.Event) ([]string, map[string][]int) {
 			ids = append(ids, e.LogicalID)
 			attempts[e.LogicalID] = nil
 		}
-		if e.Type == layer.EventAttemptStarted {
+		if e.Type == event.AttemptStarted {
 			attempts[e.LogicalID] = append(attempts[e.LogicalID], e.WireAttempt)
 		}
 	}

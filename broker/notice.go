@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 )
 
 // RetryNotice announces that a completion failed and is about to be retried
@@ -34,7 +34,7 @@ type RetryNotice struct {
 	Error string
 	// Resume is set when the next attempt reads a background stream again
 	// from its cursor instead of resending it; nil otherwise.
-	Resume *layer.Resume
+	Resume *event.Resume
 }
 
 // retryWire is the JSON form of a RetryNotice.
@@ -46,7 +46,7 @@ type retryWire struct {
 	ElapsedMS     int64         `json:"elapsed_ms"`
 	Status        int           `json:"status,omitempty"`
 	Error         string        `json:"error"`
-	Resume        *layer.Resume `json:"resume,omitempty"`
+	Resume        *event.Resume `json:"resume,omitempty"`
 }
 
 // MarshalJSON encodes the notice with wait_ms and elapsed_ms in whole
@@ -145,7 +145,7 @@ type QuotaNotice struct {
 	// Error is a safe description of the failure ("HTTP 503").
 	Error string
 	// Quota says which quota refused.
-	Quota layer.QuotaRefusal
+	Quota event.QuotaRefusal
 }
 
 // quotaWire is the JSON form of a QuotaNotice.
@@ -154,7 +154,7 @@ type quotaWire struct {
 	FailedAttempt int                `json:"failed_attempt"`
 	Status        int                `json:"status,omitempty"`
 	Error         string             `json:"error"`
-	Quota         layer.QuotaRefusal `json:"quota"`
+	Quota         event.QuotaRefusal `json:"quota"`
 }
 
 type quotaRefusalWire struct {
@@ -183,7 +183,7 @@ func (n *QuotaNotice) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*n = QuotaNotice{Completion: w.Completion, FailedAttempt: w.FailedAttempt, HTTPStatus: w.Status, Error: w.Error,
-		Quota: layer.QuotaRefusal{Upstream: w.Quota.Upstream, Resends: w.Quota.Resends,
+		Quota: event.QuotaRefusal{Upstream: w.Quota.Upstream, Resends: w.Quota.Resends,
 			Window: time.Duration(w.Quota.WindowMS) * time.Millisecond, Fleet: w.Quota.Fleet}}
 	return nil
 }
@@ -386,12 +386,12 @@ func (n *Notice) UnmarshalJSON(b []byte) error {
 // timeout", "first-output timeout", "idle timeout"; see package
 // layers/stall), otherwise "HTTP 504", "transport error", "client timeout",
 // "provider error", "protocol error", "cancelled", or "error" (also for
-// nil); it is layer.Failure.Text, the wording the proxy's in-band notices
+// nil); it is event.Failure.Text, the wording the proxy's in-band notices
 // use too. It never holds a body, header, key or tool output.
-func FailureText(f *layer.Failure) string { return f.Text() }
+func FailureText(f *event.Failure) string { return f.Text() }
 
 // retryNotice builds the notice of a delay_scheduled event of completion idx.
-func retryNotice(idx int, ev layer.Event) RetryNotice {
+func retryNotice(idx int, ev event.Event) RetryNotice {
 	n := RetryNotice{
 		Completion: idx, FailedAttempt: ev.NextAttempt - 1, MaxAttempts: ev.MaxAttempts,
 		Wait: ev.Delay, Elapsed: ev.Elapsed, Error: ev.Failure.Text(),
@@ -408,7 +408,7 @@ func retryNotice(idx int, ev layer.Event) RetryNotice {
 }
 
 // quotaNotice builds the notice of a quota_refused event of completion idx.
-func quotaNotice(idx int, ev layer.Event) QuotaNotice {
+func quotaNotice(idx int, ev event.Event) QuotaNotice {
 	n := QuotaNotice{Completion: idx, FailedAttempt: ev.NextAttempt - 1, Error: ev.Failure.Text()}
 	if f := ev.Failure; f != nil {
 		n.FailedAttempt, n.HTTPStatus = f.WireAttempt, f.HTTPStatus

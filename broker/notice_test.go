@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/broker"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -170,7 +170,7 @@ func TestR17_1_NoticesAndErrorsAreSafe(t *testing.T) {
 	_, err := drain(b.GenerateStream(context.Background(), &h))
 	var ce *broker.ContinuationError
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, layer.OutcomeExhausted, ce.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, ce.Outcome)
 	require.Len(t, tl.runs(), 1)
 	require.Len(t, ns.retries(), 2)
 	require.Len(t, ns.continuations(), 1)
@@ -230,15 +230,15 @@ func TestR17_1_NoticesNeverEnterHistoryOrContext(t *testing.T) {
 }
 
 func TestR17_1_FailureTextIsSafeAndShort(t *testing.T) {
-	cases := map[string]*layer.Failure{
-		"HTTP 504":             {Category: layer.CategoryHTTP, HTTPStatus: 504},
-		"transport error":      {Category: layer.CategoryTransport},
-		"client timeout":       {Category: layer.CategoryClientTimeout},
+	cases := map[string]*event.Failure{
+		"HTTP 504":             {Category: event.CategoryHTTP, HTTPStatus: 504},
+		"transport error":      {Category: event.CategoryTransport},
+		"client timeout":       {Category: event.CategoryClientTimeout},
 		"error":                nil,
-		"idle timeout":         {Category: layer.CategoryTransport, HTTPStatus: 200, Stall: layer.StallIdle},
-		"header timeout":       {Category: layer.CategoryTransport, Stall: layer.StallHeader},
-		"first-output timeout": {Category: layer.CategoryTransport, HTTPStatus: 200, Stall: layer.StallFirstOutput},
-		"cancelled":            {Category: layer.CategoryCancellation, Stall: layer.StallIdle},
+		"idle timeout":         {Category: event.CategoryTransport, HTTPStatus: 200, Stall: event.StallIdle},
+		"header timeout":       {Category: event.CategoryTransport, Stall: event.StallHeader},
+		"first-output timeout": {Category: event.CategoryTransport, HTTPStatus: 200, Stall: event.StallFirstOutput},
+		"cancelled":            {Category: event.CategoryCancellation, Stall: event.StallIdle},
 	}
 	for want, f := range cases {
 		if got := broker.FailureText(f); got != want {

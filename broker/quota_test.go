@@ -14,6 +14,7 @@ import (
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
@@ -49,7 +50,7 @@ func TestR18_3_QuotaNoticeAndStatusLine(t *testing.T) {
 	_, err := b.Generate(context.Background(), &h)
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+	assert.Equal(t, event.OutcomeQuotaExhausted, re.Outcome)
 	var qn []broker.QuotaNotice
 	for _, n := range ns.list() {
 		if n.Quota != nil {
@@ -96,7 +97,7 @@ func TestR18_1_ContinuationWithdraws(t *testing.T) {
 	_, err := drain(b.GenerateStream(context.Background(), &h))
 	var ce *broker.ContinuationError
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, layer.OutcomeQuotaExhausted, ce.Outcome)
+	assert.Equal(t, event.OutcomeQuotaExhausted, ce.Outcome)
 	assert.Equal(t, 1, ce.Continuations)
 	assert.Equal(t, 2, r.Server.Count(), "the second continuation was refused")
 	assert.Len(t, ns.continuations(), 1)
@@ -110,7 +111,7 @@ func TestR18_1_ContinuationWithdraws(t *testing.T) {
 // FormatQuota renders the status line of a refused resend.
 func ExampleFormatQuota() {
 	fmt.Println(broker.FormatQuota(broker.QuotaNotice{Completion: 1, FailedAttempt: 2, HTTPStatus: 503,
-		Quota: layer.QuotaRefusal{Upstream: "api.openai.com", Resends: 14, Window: time.Minute}}))
+		Quota: event.QuotaRefusal{Upstream: "api.openai.com", Resends: 14, Window: time.Minute}}))
 	fmt.Println(broker.FormatCooldown(broker.CooldownNotice{Completion: 1, Wait: 1200 * time.Millisecond}))
 	// Output:
 	// not retrying LLM request after HTTP 503: retry quota for api.openai.com exhausted: 14 resends in the last 60 s

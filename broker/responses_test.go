@@ -13,8 +13,8 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -25,7 +25,7 @@ import (
 func TestR19_10_BrokerNoticeSaysResumingFromTheCursor(t *testing.T) {
 	const id = "resp_broker"
 	evs := recoursetest.ResponsesEvents(id, "The answer ", "is ", "42.")
-	r := rigtest.NewWith(t, responses.New(responses.Background()), retry.Policy{}, []chain.Option{stallAtCut(layer.StallIdle)},
+	r := rigtest.NewWith(t, responses.New(responses.Background()), retry.Policy{}, []chain.Option{stallAtCut(event.StallIdle)},
 		recoursetest.ResponsesBackground(id, evs...).CutEvents(6), recoursetest.ResponsesResume(id))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithNotices(ns.add),
@@ -55,7 +55,7 @@ func TestR19_10_BrokerNoticeSaysResumingFromTheCursor(t *testing.T) {
 // R19.10: a resume before any sequence number was delivered reads from the
 // start.
 func TestR19_10_FormatRetryResumingFromTheStart(t *testing.T) {
-	n := broker.RetryNotice{Error: "transport error", Resume: &layer.Resume{Cursor: -1}}
+	n := broker.RetryNotice{Error: "transport error", Resume: &event.Resume{Cursor: -1}}
 	assert.Equal(t, "resuming LLM stream after transport error (from the start)", broker.FormatRetry(n))
 }
 

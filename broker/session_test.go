@@ -9,6 +9,7 @@ import (
 
 	"github.com/recourse-dev/recourse/broker"
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -27,7 +28,7 @@ func TestR16_2_SendFailureKeepsUserAndToolHistory(t *testing.T) {
 	answer, err := s.Send(context.Background(), "Weather in Paris?")
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 	assert.Empty(t, answer)
 	assert.Equal(t, []string{"system", "user", "assistant(tool_calls)", "tool"}, roles(s.Messages()))
 	assert.Len(t, tl.runs(), 1)
@@ -68,7 +69,7 @@ func TestR16_2_SendStreamCancelledOrLeftKeepsNoPartialText(t *testing.T) {
 			if how == "cancelled" {
 				var re *layer.RecoveryError
 				require.ErrorAs(t, err, &re)
-				assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+				assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 				assert.ErrorIs(t, err, context.Canceled)
 			} else {
 				assert.NoError(t, err)

@@ -13,8 +13,8 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -73,13 +73,13 @@ func testIdleStallWithTheStallLayerContinuesFromTheClosedBlocks(t *testing.T) {
 	require.Len(t, ns.continuations(), 1)
 	assert.Equal(t, "LLM stream interrupted; continuing generation (1/3): idle timeout", broker.FormatContinuation(ns.continuations()[0]))
 	assert.Empty(t, ns.retries())
-	interrupted := rigtest.EventsOf(r.Rec.Events(), layer.EventInterrupted)
+	interrupted := rigtest.EventsOf(r.Rec.Events(), event.Interrupted)
 	require.Len(t, interrupted, 1)
 	f := interrupted[0].Failure
-	assert.Equal(t, layer.StallIdle, f.Stall)
-	assert.Equal(t, layer.CategoryTransport, f.Category)
-	assert.Equal(t, layer.Classification{Reason: layer.ReasonSemanticOutput}, f.Classification)
-	assert.Empty(t, rigtest.EventsOf(r.Rec.Events(), layer.EventRetryStarted))
+	assert.Equal(t, event.StallIdle, f.Stall)
+	assert.Equal(t, event.CategoryTransport, f.Category)
+	assert.Equal(t, event.Classification{Reason: event.ReasonSemanticOutput}, f.Classification)
+	assert.Empty(t, rigtest.EventsOf(r.Rec.Events(), event.RetryStarted))
 }
 
 // R17.1, R17.2 with the real stall layer: the provider sends its headers
@@ -111,16 +111,16 @@ func testFirstOutputStallWithTheStallLayerIsRetried(t *testing.T) {
 	assert.Equal(t, "retrying LLM request after first-output timeout (attempt 2/2 in 1.0s)", broker.FormatRetry(ns.retries()[0]))
 	assert.Empty(t, ns.continuations(), "nothing was output: a resend, not a continuation")
 
-	failed := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)
+	failed := rigtest.EventsOf(r.Rec.Events(), event.AttemptFailed)
 	require.Len(t, failed, 1)
 	f := failed[0].Failure
-	assert.Equal(t, layer.StallFirstOutput, f.Stall)
-	assert.Equal(t, layer.CategoryTransport, f.Category)
-	assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
+	assert.Equal(t, event.StallFirstOutput, f.Stall)
+	assert.Equal(t, event.CategoryTransport, f.Category)
+	assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, f.Classification)
 	assert.Len(t, r.Server.Requests(), 2)
 	ids, _ := logicalIDs(r.Rec.Events())
 	assert.Len(t, ids, 1, "the resend belongs to the same completion")
-	assert.Empty(t, rigtest.EventsOf(r.Rec.Events(), layer.EventInterrupted))
+	assert.Empty(t, rigtest.EventsOf(r.Rec.Events(), event.Interrupted))
 }
 
 // R16.2, R17.3 with the real stall layer, through a Session: the turn

@@ -15,6 +15,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -25,7 +26,7 @@ import (
 // (package layers/stall, tested there with held connections) firing exactly
 // where a scripted stream is cut: the read error there becomes the
 // vocabulary's StallError, as the stall layer returns it.
-func stallAtCut(limit layer.StallLimit) chain.Option {
+func stallAtCut(limit event.StallLimit) chain.Option {
 	return chain.WithPerAttempt(layer.NewPerAttempt("stall", func(next http.RoundTripper) http.RoundTripper {
 		return layer.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := next.RoundTrip(req)
@@ -40,7 +41,7 @@ func stallAtCut(limit layer.StallLimit) chain.Option {
 
 type stallBody struct {
 	io.ReadCloser
-	limit layer.StallLimit
+	limit event.StallLimit
 }
 
 func (b *stallBody) Read(p []byte) (int, error) {
@@ -54,7 +55,7 @@ func (b *stallBody) Read(p []byte) (int, error) {
 // R17.1, R17.2: a stall before any output is retried, and the retry notice
 // names the limit.
 func TestR17_2_RetryNoticeNamesTheStallLimit(t *testing.T) {
-	r := rigtest.NewWith(t, openai.New(), retry.Policy{}, []chain.Option{stallAtCut(layer.StallIdle)},
+	r := rigtest.NewWith(t, openai.New(), retry.Policy{}, []chain.Option{stallAtCut(event.StallIdle)},
 		broken(": keep-alive\n\n"), recoursetest.SSE(recoursetest.OpenAIStream("Hi.")...))
 	ns := &notices{}
 	b := broker.New(r.Client, broker.WithModel(model), broker.WithNotices(ns.add),
@@ -76,7 +77,7 @@ func TestR17_2_RetryNoticeNamesTheStallLimit(t *testing.T) {
 // R17.3: a stall after output interrupts the stream; the broker's
 // continuation commits the closed blocks and announces the limit.
 func TestR17_3_ContinuationAfterAStallCommitsTheClosedBlocks(t *testing.T) {
-	r := rigtest.NewWith(t, openai.New(), retry.Policy{}, []chain.Option{stallAtCut(layer.StallIdle)},
+	r := rigtest.NewWith(t, openai.New(), retry.Policy{}, []chain.Option{stallAtCut(event.StallIdle)},
 		broken(textDelta("Let me look "), textDelta("that up. "), toolStart("call_1", "lookup"), toolArgs(`{"city":"Par`)),
 		recoursetest.SSE(recoursetest.OpenAIStream("It is ", "sunny.")...))
 	tl, ns := &toolLog{}, &notices{}
@@ -95,8 +96,8 @@ func TestR17_3_ContinuationAfterAStallCommitsTheClosedBlocks(t *testing.T) {
 	}, h)
 	require.Len(t, ns.continuations(), 1)
 	assert.Equal(t, "LLM stream interrupted; continuing generation (1/3): idle timeout", broker.FormatContinuation(ns.continuations()[0]))
-	interrupted := rigtest.EventsOf(r.Rec.Events(), layer.EventInterrupted)
+	interrupted := rigtest.EventsOf(r.Rec.Events(), event.Interrupted)
 	require.Len(t, interrupted, 1)
-	assert.Equal(t, layer.StallIdle, interrupted[0].Failure.Stall)
-	assert.Equal(t, layer.ReasonSemanticOutput, interrupted[0].Failure.Classification.Reason)
+	assert.Equal(t, event.StallIdle, interrupted[0].Failure.Stall)
+	assert.Equal(t, event.ReasonSemanticOutput, interrupted[0].Failure.Classification.Reason)
 }

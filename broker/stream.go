@@ -10,6 +10,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -120,14 +121,14 @@ func (b *Broker) GenerateStream(ctx context.Context, history *[]chat.Message) it
 // started, when continuation may apply to it, or nil.
 func continuable(err error) *layer.RecoveryError {
 	var re *layer.RecoveryError
-	if !errors.As(err, &re) || re.Outcome != layer.OutcomeInterrupted {
+	if !errors.As(err, &re) || re.Outcome != event.OutcomeInterrupted {
 		return nil
 	}
 	f := re.Failure
-	if f.Classification.Reason != layer.ReasonSemanticOutput {
+	if f.Classification.Reason != event.ReasonSemanticOutput {
 		return nil
 	}
-	if f.Category != layer.CategoryTransport && f.Category != layer.CategoryClientTimeout {
+	if f.Category != event.CategoryTransport && f.Category != event.CategoryClientTimeout {
 		return nil // length finishes, in-band provider errors, malformed streams
 	}
 	return re
@@ -147,14 +148,14 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, dec **retry.De
 	if b.cont.Max <= 0 || re == nil {
 		return nil, serr
 	}
-	stop := func(o layer.Outcome, cause error) error {
+	stop := func(o event.Outcome, cause error) error {
 		return &ContinuationError{Outcome: o, Completion: idx, Continuations: done, Max: b.cont.Max, Err: re, cause: cause}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, stop(layer.OutcomeCancelled, err)
+		return nil, stop(event.OutcomeCancelled, err)
 	}
 	if done >= b.cont.Max {
-		return nil, stop(layer.OutcomeExhausted, nil)
+		return nil, stop(event.OutcomeExhausted, nil)
 	}
 	if *dec == nil {
 		p := retry.Policy{}
@@ -189,8 +190,8 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, dec **retry.De
 	// sleep; the decision plane's other events belong to the chain's
 	// observers, not to continuations. The continuation is a new completion:
 	// its first wire attempt is 1, its backoff that of the attempt-th resend.
-	emit := func(typ layer.EventType, _ *layer.Failure, delay time.Duration, _ int) error {
-		if typ == layer.EventDelayScheduled && b.notify != nil {
+	emit := func(typ event.Type, _ *event.Failure, delay time.Duration, _ int) error {
+		if typ == event.DelayScheduled && b.notify != nil {
 			b.notify(Notice{Event: EventContinuation, Continuation: &ContinuationNotice{
 				Completion: idx, Attempt: attempt, Max: b.cont.Max, Reason: reason, Wait: delay, Discarded: discarded,
 			}})
@@ -204,15 +205,15 @@ func (b *Broker) continuation(ctx context.Context, idx, done int, dec **retry.De
 	switch o {
 	case "":
 		return partial, nil
-	case layer.OutcomeCancelled:
+	case event.OutcomeCancelled:
 		return nil, stop(o, ctx.Err())
-	case layer.OutcomeInterrupted:
+	case event.OutcomeInterrupted:
 		var cause error
-		if ev := layer.Inspect(&f); ev != nil {
+		if ev := event.Inspect(&f); ev != nil {
 			cause = ev.DelayCause
 		}
 		return nil, stop(o, cause)
-	case layer.OutcomeQuotaExhausted:
+	case event.OutcomeQuotaExhausted:
 		err := stop(o, nil).(*ContinuationError)
 		err.Quota = d.Refusal()
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -44,7 +45,7 @@ func TestR17_3_PreStreamErrorAddsNoHistory(t *testing.T) {
 	text, err := drain(b.GenerateStream(context.Background(), &h))
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 	var ce *broker.ContinuationError
 	assert.False(t, errors.As(err, &ce))
 	assert.Empty(t, text)
@@ -121,7 +122,7 @@ func TestR17_3_ClosedReasoningAloneIsCommittedWithoutAnEmptyTurn(t *testing.T) {
 		reason string
 	}{
 		{"transport error", nil, "transport error"},
-		{"idle timeout", []chain.Option{stallAtCut(layer.StallIdle)}, "idle timeout"},
+		{"idle timeout", []chain.Option{stallAtCut(event.StallIdle)}, "idle timeout"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := rigtest.NewWith(t, openai.New(), retry.Policy{}, c.opts,
@@ -258,14 +259,14 @@ func TestR17_3_ContinuationCapEndsWithATypedError(t *testing.T) {
 	_, err := drain(b.GenerateStream(context.Background(), &h))
 	var ce *broker.ContinuationError
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, layer.OutcomeExhausted, ce.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, ce.Outcome)
 	assert.Equal(t, 2, ce.Continuations)
 	assert.Equal(t, 2, ce.Max)
 	assert.Equal(t, 3, ce.Completion)
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
 	assert.Same(t, ce.Err, re)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 	assert.Equal(t, 3, r.Server.Count())
 	assert.Equal(t, []string{"user", "assistant", "assistant"}, roles(h), "the third part is not committed")
 	assert.Equal(t, "one ", h[1].Content)
@@ -318,7 +319,7 @@ func TestR17_3_CancellationBeatsContinuation(t *testing.T) {
 		_, err := drain(b.GenerateStream(ctx, &h))
 		var ce *broker.ContinuationError
 		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, layer.OutcomeCancelled, ce.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, ce.Outcome)
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, 1, r.Server.Count(), "no continuation request")
 		assert.Equal(t, []string{"user"}, roles(h), "nothing committed")
@@ -338,7 +339,7 @@ func TestR17_3_CancellationBeatsContinuation(t *testing.T) {
 		_, err := drain(b.GenerateStream(ctx, &h))
 		var ce *broker.ContinuationError
 		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, layer.OutcomeCancelled, ce.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, ce.Outcome)
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.Empty(t, ns.continuations())
 		assert.Equal(t, 1, r.Server.Count())
@@ -363,7 +364,7 @@ func TestR17_3_CancellationBeatsContinuation(t *testing.T) {
 		}
 		var re *layer.RecoveryError
 		require.ErrorAs(t, err, &re)
-		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 		assert.Empty(t, ns.continuations())
 		assert.Equal(t, []string{"user"}, roles(h))
 	})
@@ -386,7 +387,7 @@ func TestR17_3_ContinuationAdmission(t *testing.T) {
 		_, err := drain(b.GenerateStream(context.Background(), &h))
 		require.NoError(t, err)
 		require.Len(t, asked, 1)
-		assert.Equal(t, layer.ReasonSemanticOutput, asked[0].Failure.Classification.Reason)
+		assert.Equal(t, event.ReasonSemanticOutput, asked[0].Failure.Classification.Reason)
 		assert.Equal(t, 1, asked[0].NextAttempt)
 	})
 	t.Run("rejected", func(t *testing.T) {
@@ -398,7 +399,7 @@ func TestR17_3_ContinuationAdmission(t *testing.T) {
 		_, err := drain(b.GenerateStream(context.Background(), &h))
 		var ce *broker.ContinuationError
 		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, layer.OutcomeAdmissionRejected, ce.Outcome)
+		assert.Equal(t, event.OutcomeAdmissionRejected, ce.Outcome)
 		assert.Empty(t, ns.continuations())
 		assert.Equal(t, 1, r.Server.Count())
 		assert.Equal(t, []string{"user"}, roles(h))
@@ -416,7 +417,7 @@ func TestR17_3_ContinuationAdmission(t *testing.T) {
 		_, err := drain(b.GenerateStream(context.Background(), &h))
 		var ce *broker.ContinuationError
 		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, layer.OutcomeAdmissionRequired, ce.Outcome)
+		assert.Equal(t, event.OutcomeAdmissionRequired, ce.Outcome)
 		assert.Equal(t, 1, r.Server.Count())
 		assert.Equal(t, []string{"user"}, roles(h))
 	})
@@ -433,7 +434,7 @@ func TestR17_3_OffByDefault(t *testing.T) {
 	assert.Equal(t, "Part. ", text)
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 	assert.Equal(t, []string{"user"}, roles(h))
 	assert.Equal(t, 1, r.Server.Count())
 	assert.Empty(t, ns.continuations())
@@ -514,23 +515,23 @@ func TestR17_3_ContinuationStops(t *testing.T) {
 	cases := []struct {
 		name    string
 		policy  func(r *rigtest.Rig) retry.Policy
-		outcome layer.Outcome
+		outcome event.Outcome
 		policyE bool
 	}{
 		{"deadline", func(r *rigtest.Rig) retry.Policy {
 			return retry.Policy{Deadline: rigtest.Epoch.Add(50 * time.Millisecond)} // the backoff is 100 ms
-		}, layer.OutcomeDeadline, false},
+		}, event.OutcomeDeadline, false},
 		{"no decision", func(*rigtest.Rig) retry.Policy {
 			return retry.Policy{Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "maybe", nil }}
-		}, layer.OutcomeAdmissionNoDecision, false},
+		}, event.OutcomeAdmissionNoDecision, false},
 		{"hook error", func(*rigtest.Rig) retry.Policy {
 			return retry.Policy{Admit: func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 				return layer.Allow, errString("store down")
 			}}
-		}, layer.OutcomeAdmissionNoDecision, false},
+		}, event.OutcomeAdmissionNoDecision, false},
 		{"sleep hook fails", func(*rigtest.Rig) retry.Policy {
 			return retry.Policy{Sleep: func(context.Context, time.Duration) error { return sleepFailed }}
-		}, layer.OutcomeInterrupted, false},
+		}, event.OutcomeInterrupted, false},
 		{"invalid jitter", func(*rigtest.Rig) retry.Policy {
 			return retry.Policy{Jitter: jitter(1.5)}
 		}, "", true},
@@ -549,7 +550,7 @@ func TestR17_3_ContinuationStops(t *testing.T) {
 				var ce *broker.ContinuationError
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, c.outcome, ce.Outcome)
-				if c.outcome == layer.OutcomeInterrupted {
+				if c.outcome == event.OutcomeInterrupted {
 					assert.ErrorIs(t, err, sleepFailed)
 					assert.NotContains(t, err.Error(), "sleep hook failed", "the hook's error stays out of the safe text")
 				}

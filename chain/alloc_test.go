@@ -19,6 +19,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -137,8 +138,8 @@ func TestR11_1_AttemptStartedCostsNoAllocationOfItsOwn(t *testing.T) {
 	assert.LessOrEqual(t, dropInAllocs(t, ch, base, encoded(t, canaryRequest())), 13.0, "the chain's own allocations per drop-in call")
 
 	var started int
-	ctx := withObserver(context.Background(), func(e layer.Event) {
-		if e.Type == layer.EventAttemptStarted {
+	ctx := withObserver(context.Background(), func(e event.Event) {
+		if e.Type == event.AttemptStarted {
 			started++
 		}
 	})
@@ -376,8 +377,8 @@ func TestR2_1_FirstAttemptLivesInItsCall(t *testing.T) {
 	ff := &failingFirst{answering: answering{answer: []byte(recoursetest.OpenAIChat("ok")), header: http.Header{"Content-Type": {"application/json"}}}}
 	ch, err = chain.Default(openai.New(), chain.WithPolicy(retry.Policy{MaxAttempts: 2, BaseDelay: new(time.Duration(0))}), chain.WithTransport(ff))
 	require.NoError(t, err)
-	var events []layer.Event
-	ctx := withObserver(context.Background(), func(e layer.Event) { events = append(events, e) })
+	var events []event.Event
+	ctx := withObserver(context.Background(), func(e event.Event) { events = append(events, e) })
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://provider.test/v1/chat/completions", bytes.NewReader(encoded(t, canaryRequest())))
 	require.NoError(t, err)
 	resp, err := ch.RoundTrip(req)
@@ -388,13 +389,13 @@ func TestR2_1_FirstAttemptLivesInItsCall(t *testing.T) {
 	assert.Contains(t, string(body), `"ok"`)
 	require.Equal(t, 2, ff.calls)
 
-	var started []layer.Identity
-	var failed *layer.Event
+	var started []event.Identity
+	var failed *event.Event
 	for i, e := range events {
 		switch e.Type {
-		case layer.EventAttemptStarted:
+		case event.AttemptStarted:
 			started = append(started, e.Identity)
-		case layer.EventAttemptFailed:
+		case event.AttemptFailed:
 			failed = &events[i]
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/stage/capture"
 	"github.com/recourse-dev/recourse/internal/stage/progress"
 	"github.com/recourse-dev/recourse/internal/stage/redirectguard"
@@ -227,8 +228,8 @@ func (p *compProbe) onWire(_ context.Context, s layer.WireSnapshot) error {
 	return nil
 }
 
-func (p *compProbe) onEvent(ev layer.Event) error {
-	if ev.Type == layer.EventAttemptStarted {
+func (p *compProbe) onEvent(ev event.Event) error {
+	if ev.Type == event.AttemptStarted {
 		p.started.Add(1)
 	}
 	return nil
@@ -491,7 +492,7 @@ func compEngineScenarios(t *testing.T, seq []compKind) {
 		s := startServer(t, redirect, okStep("never"))
 		_, err := r.client(t, s).Complete(context.Background(), canaryRequest())
 		re := asRecoveryError(t, err)
-		assert.Equal(t, layer.CategoryHTTP, re.Failure.Category)
+		assert.Equal(t, event.CategoryHTTP, re.Failure.Category)
 		assert.Equal(t, http.StatusTemporaryRedirect, re.Failure.HTTPStatus)
 		assert.Equal(t, 1, s.Count(), "one POST, the redirect not retried")
 		r.wire(t, 1)
@@ -555,8 +556,8 @@ func compEngineScenarios(t *testing.T, seq []compKind) {
 		s := startServer(t, cut, recoursetest.SSE(events...), recoursetest.SSE(events...))
 		text, _, err := collect(t, r.client(t, s).Stream(context.Background(), canaryRequest()))
 		re := asRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-		assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 		assert.Equal(t, "Hel", text)
 		assert.Equal(t, 1, s.Count(), "no replay after semantic output")
 		r.wire(t, 1)
@@ -708,7 +709,7 @@ func TestComposition_PerAttemptLayerSendingTwiceIsRefused(t *testing.T) {
 				}
 
 				re := asRecoveryError(t, err)
-				assert.ErrorIs(t, layer.Inspect(&re.Failure).Cause, layer.ErrSecondSend, "the refusal reaches the engine as the attempt's failure")
+				assert.ErrorIs(t, event.Inspect(&re.Failure).Cause, layer.ErrSecondSend, "the refusal reaches the engine as the attempt's failure")
 				assert.Equal(t, calls.Load(), refused.Load(), "every second send was refused")
 				assert.EqualValues(t, p.started.Load(), s.Count(), "the server sees only the POSTs the engine started")
 				assert.EqualValues(t, calls.Load(), s.Count(), "one POST per attempt")
@@ -777,8 +778,8 @@ func TestComposition_SyntheticRedirectIsNeverFollowed(t *testing.T) {
 			require.Error(t, err)
 			if tc.engine && tc.l.Position() == layer.PerAttempt {
 				re := asRecoveryError(t, err)
-				assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-				assert.Equal(t, layer.CategoryHTTP, re.Failure.Category)
+				assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+				assert.Equal(t, event.CategoryHTTP, re.Failure.Category)
 				assert.Equal(t, http.StatusTemporaryRedirect, re.Failure.HTTPStatus)
 				assert.False(t, re.Failure.Classification.Eligible)
 				assert.EqualValues(t, 1, p.started.Load(), "the layer's answer is one attempt")
@@ -830,8 +831,8 @@ func TestComposition_SyntheticStreamIsSemanticOutput(t *testing.T) {
 			text, _, err := collect(t, c.Stream(context.Background(), canaryRequest()))
 
 			re := asRecoveryError(t, err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-			assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 			assert.Equal(t, int64(3), re.Failure.Progress.Observed.ContentBytes, "progress counted the layer's content")
 			assert.Equal(t, "Hel", text, "delivered once")
 			assert.EqualValues(t, 1, calls.Load(), "no replay after semantic output")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -172,12 +173,12 @@ func TestRoundTripper_ConcurrentCalls(t *testing.T) {
 	}
 	assert.Equal(t, 2*calls, r.Server.Count(), "every 503 was resent once by the call that got it")
 	evs := r.Rec.Events()
-	assert.Len(t, eventsOf(evs, layer.EventAttemptSucceeded), calls)
-	assert.Len(t, eventsOf(evs, layer.EventAttemptFailed), calls)
-	assert.Len(t, eventsOf(evs, layer.EventAttemptStarted), 2*calls)
+	assert.Len(t, eventsOf(evs, event.AttemptSucceeded), calls)
+	assert.Len(t, eventsOf(evs, event.AttemptFailed), calls)
+	assert.Len(t, eventsOf(evs, event.AttemptStarted), 2*calls)
 	logical := map[string]int{}
 	attempts := map[string]bool{}
-	for _, e := range eventsOf(evs, layer.EventAttemptStarted) {
+	for _, e := range eventsOf(evs, event.AttemptStarted) {
 		logical[e.LogicalID]++
 		assert.False(t, attempts[e.AttemptID], "attempt IDs are unique")
 		attempts[e.AttemptID] = true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -50,7 +51,7 @@ func ExampleDefault() {
 	ch, err := chain.Default(openai.New(), chain.WithPolicy(retry.Policy{
 		MaxAttempts: 2,
 		BaseDelay:   new(time.Duration(0)),
-		OnEvent: func(e layer.Event) error {
+		OnEvent: func(e event.Event) error {
 			fmt.Println(e.Type)
 			return nil
 		},

@@ -17,8 +17,8 @@ import (
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -58,9 +58,9 @@ func TestR20_9_NativeClientFallsBackAcrossCodecs(t *testing.T) {
 	require.NoError(t, json.Unmarshal(got.Body, &body))
 	assert.Equal(t, "llama3", body.Model)
 	// The primary's policy observer saw the walk.
-	fb := rigtest.EventsOf(ra.Rec.Events(), layer.EventFallback)
+	fb := rigtest.EventsOf(ra.Rec.Events(), event.Fallback)
 	require.Len(t, fb, 1)
-	assert.Equal(t, layer.Fallback{From: "gpt-4o-mini", To: "llama3", Index: 1, Outcome: layer.OutcomeExhausted, Attempts: 2}, *fb[0].Fallback)
+	assert.Equal(t, event.FallbackStep{From: "gpt-4o-mini", To: "llama3", Index: 1, Outcome: event.OutcomeExhausted, Attempts: 2}, *fb[0].Fallback)
 	assert.Equal(t, codec.OpenAI, fb[0].Provider)
 }
 
@@ -181,7 +181,7 @@ func TestR20_7_NativeFallbackStreamThatFailsKeepsEveryTarget(t *testing.T) {
 			assert.Equal(t, 1, rb.Server.Count())
 			require.Len(t, e.Targets, 2)
 			assert.Equal(t, "gpt-4o-mini", e.Targets[0].Target)
-			assert.Equal(t, layer.OutcomeExhausted, e.Targets[0].Outcome)
+			assert.Equal(t, event.OutcomeExhausted, e.Targets[0].Outcome)
 			assert.Len(t, e.Targets[0].History, 2)
 			assert.Equal(t, "llama3", e.Targets[1].Target)
 			assert.Equal(t, e.Outcome, e.Targets[1].Outcome)
@@ -203,7 +203,7 @@ func TestR20_12_NativeStallFailsOverWithoutAResend(t *testing.T) {
 		ra := rigtest.NewMemoryWith(t, openai.New(), retry.Policy{MaxAttempts: 3}, []chain.Option{chain.WithPerAttempt(sl)},
 			recoursetest.JSON(200, recoursetest.OpenAIChat("never sent")).Gated(-1, never))
 		rb := rigtest.NewMemoryWith(t, openai.New(), retry.Policy{MaxAttempts: 1}, nil, okStep("from b"))
-		c, err := client.New(ra.Server.URL, ra.Chain, client.WithFallback(fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}},
+		c, err := client.New(ra.Server.URL, ra.Chain, client.WithFallback(fallback.Rules{Stalls: []event.StallLimit{event.StallHeader}},
 			client.FallbackTarget{Client: rb.Client, Model: "b"}))
 		require.NoError(t, err)
 		start := time.Now()

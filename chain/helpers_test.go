@@ -9,6 +9,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -99,7 +100,7 @@ func startServer(t testing.TB, steps ...recoursetest.Step) *recoursetest.Server 
 
 // withObserver returns a context whose per-call value reports every
 // lifecycle event of the call made with it to f, as a per-call layer does.
-func withObserver(ctx context.Context, f func(layer.Event)) context.Context {
+func withObserver(ctx context.Context, f func(event.Event)) context.Context {
 	lc := &layer.Call{}
 	lc.Observe(f)
 	return layer.WithCall(ctx, lc)

@@ -13,6 +13,7 @@ import (
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -36,8 +37,8 @@ func plainClient(t *testing.T, url string) (*client.Client, *chain.Chain) {
 func TestR1_1_WithoutRecovery503IsAPlainStatusError(t *testing.T) {
 	srv := startServer(t, statusStep(503), okStep("never"))
 	cl, _ := plainClient(t, srv.URL)
-	var events []layer.Event
-	ctx := withObserver(context.Background(), func(e layer.Event) { events = append(events, e) })
+	var events []event.Event
+	ctx := withObserver(context.Background(), func(e event.Event) { events = append(events, e) })
 
 	_, err := cl.Complete(ctx, canaryRequest())
 

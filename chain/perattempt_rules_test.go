@@ -16,6 +16,7 @@ import (
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -59,7 +60,7 @@ func TestR10_7_AnAttemptRefusedByAPerAttemptLayerIsNumberedAndCounted(t *testing
 	_, err = c.Complete(context.Background(), canaryRequest())
 
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome, "the refusals used up MaxAttempts")
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome, "the refusals used up MaxAttempts")
 	assert.Zero(t, s.Count(), "nothing reached the provider")
 	assert.EqualValues(t, 3, calls.Load())
 	require.Len(t, re.History, 3)
@@ -71,7 +72,7 @@ func TestR10_7_AnAttemptRefusedByAPerAttemptLayerIsNumberedAndCounted(t *testing
 	}
 	assert.Len(t, ids, 3, "a fresh attempt ID each")
 	assert.Equal(t, 3, re.Failure.WireAttempt)
-	started := eventsOf(rec.Events(), layer.EventAttemptStarted)
+	started := eventsOf(rec.Events(), event.AttemptStarted)
 	require.Len(t, started, 3)
 	for i, ev := range started {
 		assert.Equal(t, i+1, ev.WireAttempt)
@@ -107,30 +108,30 @@ func TestR10_8_APerAttemptLayersErrorIsATransportFailureThatSentNothing(t *testi
 			require.NoError(t, err, "resent without an admission hook")
 			assert.Equal(t, "ok", comp.Message.Content)
 			assert.Equal(t, 1, s.Count())
-			failed := eventsOf(rec.Events(), layer.EventAttemptFailed)
+			failed := eventsOf(rec.Events(), event.AttemptFailed)
 			require.Len(t, failed, 1)
 			f := failed[0].Failure
 			require.NotNil(t, f)
-			assert.Equal(t, layer.CategoryTransport, f.Category)
-			assert.Equal(t, layer.AcceptanceNo, f.Acceptance)
-			assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
-			assert.ErrorIs(t, layer.Inspect(f).Cause, errRefused)
+			assert.Equal(t, event.CategoryTransport, f.Category)
+			assert.Equal(t, event.AcceptanceNo, f.Acceptance)
+			assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, f.Classification)
+			assert.ErrorIs(t, event.Inspect(f).Cause, errRefused)
 
-			assert.Empty(t, eventsOf(rec.Events(), layer.EventAdmissionRequired))
+			assert.Empty(t, eventsOf(rec.Events(), event.AdmissionRequired))
 		})
 	}
 	t.Run("transport not retryable", func(t *testing.T) {
 		var calls atomic.Int64
 		s := startServer(t, okStep("never"))
 		ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPerAttempt(refusing(1, &calls)),
-			chain.WithPolicy(retry.Policy{MaxAttempts: 2, Jitter: zeroJitter, RetryableCategories: []layer.Category{layer.CategoryHTTP}}))
+			chain.WithPolicy(retry.Policy{MaxAttempts: 2, Jitter: zeroJitter, RetryableCategories: []event.Category{event.CategoryHTTP}}))
 		require.NoError(t, err)
 		c, err := client.New(s.URL, ch)
 		require.NoError(t, err)
 		_, err = c.Complete(context.Background(), canaryRequest())
 		re := asRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-		assert.Equal(t, layer.Classification{Reason: layer.ReasonPermanent}, re.Failure.Classification)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.Classification{Reason: event.ReasonPermanent}, re.Failure.Classification)
 		assert.Zero(t, s.Count())
 		assert.NotContains(t, re.Error(), "no key", "the layer's text stays private (R10.5)")
 	})
@@ -167,10 +168,10 @@ func TestR2_6_ASecondSendIsRefusedAndEndsTheCall(t *testing.T) {
 	_, err = c.Complete(context.Background(), canaryRequest())
 
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
-	assert.Equal(t, layer.Classification{Reason: layer.ReasonPermanent}, re.Failure.Classification)
-	assert.ErrorIs(t, layer.Inspect(&re.Failure).Cause, layer.ErrSecondSend)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.CategoryTransport, re.Failure.Category)
+	assert.Equal(t, event.Classification{Reason: event.ReasonPermanent}, re.Failure.Classification)
+	assert.ErrorIs(t, event.Inspect(&re.Failure).Cause, layer.ErrSecondSend)
 	assert.Len(t, re.History, 1, "not retried")
 	assert.EqualValues(t, 1, refused.Load())
 	assert.Equal(t, 1, s.Count(), "the attempt's one POST")

@@ -11,7 +11,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -22,7 +22,7 @@ func copyPolicy(slept *[]time.Duration) retry.Policy {
 	return retry.Policy{
 		MaxAttempts:         2,
 		BaseDelay:           new(time.Millisecond),
-		RetryableCategories: []layer.Category{layer.CategoryTransport, layer.CategoryHTTP},
+		RetryableCategories: []event.Category{event.CategoryTransport, event.CategoryHTTP},
 		RetryableStatuses:   []int{503},
 		Jitter:              func() float64 { return 1 },
 		Sleep: func(_ context.Context, d time.Duration) error {
@@ -71,7 +71,7 @@ func TestR3_4_ChainPolicyReturnsADeepCopy(t *testing.T) {
 
 	again := ch.Policy()
 	assert.Equal(t, []int{503}, again.RetryableStatuses)
-	assert.Equal(t, []layer.Category{layer.CategoryTransport, layer.CategoryHTTP}, again.RetryableCategories)
+	assert.Equal(t, []event.Category{event.CategoryTransport, event.CategoryHTTP}, again.RetryableCategories)
 	assert.Equal(t, time.Millisecond, *again.BaseDelay)
 	recovers503(t, context.Background(), ch, &slept)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -46,7 +47,7 @@ func (p *passiveAttempt) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := attempt.New(layer.Identity{}, info, p.codec, nil, nil)
+	a := attempt.New(event.Identity{}, info, p.codec, nil, nil)
 	return p.next.RoundTrip(out.WithContext(attempt.With(ctx, a)))
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
@@ -111,7 +112,7 @@ func shapeTable() []shape {
 					[]recoursetest.Step{fbStream}
 			},
 			limits: &stall.Limits{Header: 30 * time.Second, FirstOutput: 10 * time.Second},
-			rules:  fallback.Rules{Stalls: []layer.StallLimit{layer.StallFirstOutput}},
+			rules:  fallback.Rules{Stalls: []event.StallLimit{event.StallFirstOutput}},
 			stream: true, at: 10 * time.Second, text: "from the fallback", model: primaryModel,
 			primaryN: 1, fallbN: 1,
 		},
@@ -122,7 +123,7 @@ func shapeTable() []shape {
 					[]recoursetest.Step{fbStream}
 			},
 			limits: &stall.Limits{Header: 30 * time.Second},
-			rules:  fallback.Rules{Stalls: []layer.StallLimit{layer.StallFirstOutput}},
+			rules:  fallback.Rules{Stalls: []event.StallLimit{event.StallFirstOutput}},
 			stream: true, at: 20 * time.Second, text: "slow but whole", model: primaryModel,
 			primaryN: 1, fallbN: 0,
 		},
@@ -132,7 +133,7 @@ func shapeTable() []shape {
 				return []recoursetest.Step{recoursetest.JSON(200, recoursetest.OpenAIChat("never sent")).Gated(-1, never(t))},
 					[]recoursetest.Step{recoursetest.JSON(200, shapeFallbackChat)}
 			},
-			rules: fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}},
+			rules: fallback.Rules{Stalls: []event.StallLimit{event.StallHeader}},
 			at:    30 * time.Second, text: "from the fallback", model: fbModel,
 			primaryN: 1, fallbN: 1,
 		},
@@ -142,7 +143,7 @@ func shapeTable() []shape {
 				return []recoursetest.Step{recoursetest.JSON(200, recoursetest.OpenAIChat("never sent")).Gated(-1, never(t))},
 					[]recoursetest.Step{recoursetest.JSON(200, shapeFallbackChat)}
 			},
-			rules: fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}},
+			rules: fallback.Rules{Stalls: []event.StallLimit{event.StallHeader}},
 			quota: []quota.Option{quota.WithRatio(0), quota.WithFloor(0)},
 			at:    30 * time.Second, text: "from the fallback", model: fbModel,
 			primaryN: 1, fallbN: 1,
@@ -211,7 +212,7 @@ func shapeTable() []shape {
 				return []recoursetest.Step{recoursetest.SSE(recoursetest.OpenAIStream("never sent")...).Gated(-1, never(t))},
 					[]recoursetest.Step{shapeFallbackStream()}
 			},
-			rules:  fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}},
+			rules:  fallback.Rules{Stalls: []event.StallLimit{event.StallHeader}},
 			stream: true, at: 30 * time.Second, text: "from the fallback", model: fbModel,
 			primaryN: 1, fallbN: 1,
 		},

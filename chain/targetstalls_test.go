@@ -15,6 +15,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -27,16 +28,16 @@ import (
 // where the rules leave nothing. Three silent-or-answering upstreams (the
 // primary, target a, target b), three attempts, a 30 s header limit.
 func TestR20_16_TargetStallsOverrideTheRules(t *testing.T) {
-	header := []layer.StallLimit{layer.StallHeader}
+	header := []event.StallLimit{event.StallHeader}
 	for _, tc := range []struct {
 		name       string
-		rules      []layer.StallLimit
-		own        []layer.StallLimit // target a's Stalls
+		rules      []event.StallLimit
+		own        []event.StallLimit // target a's Stalls
 		at         time.Duration
 		primary, a int
 	}{
 		{"TargetWithoutItsOwnFollowsTheRules", header, nil, 60 * time.Second, 1, 1},
-		{"TargetsEmptyListKeepsItToItsAttempts", header, []layer.StallLimit{}, 30*time.Second + 90*time.Second + 300*time.Millisecond, 1, 3},
+		{"TargetsEmptyListKeepsItToItsAttempts", header, []event.StallLimit{}, 30*time.Second + 90*time.Second + 300*time.Millisecond, 1, 3},
 		{"TargetsListLeavesItWhereTheRulesDoNot", nil, header, 90*time.Second + 300*time.Millisecond + 30*time.Second, 3, 1},
 	} {
 		for _, entry := range []string{"DropIn", "Native"} {
@@ -102,7 +103,7 @@ func TestR20_16_TargetStallsOverrideTheRules(t *testing.T) {
 
 // A target's Stalls are checked as the rules' are, at every entry point.
 func TestR20_16_TargetStallsAreValidated(t *testing.T) {
-	bad := []layer.StallLimit{"slow"}
+	bad := []event.StallLimit{"slow"}
 	_, err := fallback.New(fallback.Config{Codec: openai.New(), Targets: []fallback.Target{{Model: "a"}, {Model: "b", Stalls: bad}}})
 	var ce *fallback.ConfigError
 	require.ErrorAs(t, err, &ce)

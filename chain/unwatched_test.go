@@ -14,7 +14,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -54,20 +54,20 @@ func TestR11_1_UnwatchedCallBuildsNoEvent(t *testing.T) {
 	assert.Equal(t, int64(1), reads.Load(), "clock readings of an unwatched call")
 
 	reads.Store(0)
-	var events []layer.Event
-	call(t, retry.Policy{MonotonicClock: clock, OnEvent: func(e layer.Event) error {
+	var events []event.Event
+	call(t, retry.Policy{MonotonicClock: clock, OnEvent: func(e event.Event) error {
 		events = append(events, e)
 		return nil
 	}}, context.Background())
 	require.Len(t, events, 2)
-	assert.Equal(t, layer.EventAttemptStarted, events[0].Type)
-	assert.Equal(t, layer.EventAttemptSucceeded, events[1].Type)
+	assert.Equal(t, event.AttemptStarted, events[0].Type)
+	assert.Equal(t, event.AttemptSucceeded, events[1].Type)
 	assert.Equal(t, time.Millisecond, events[0].Elapsed)
 	assert.Equal(t, 2*time.Millisecond, events[1].Elapsed)
 
 	reads.Store(0)
-	var observed []layer.EventType
-	ctx := withObserver(context.Background(), func(e layer.Event) { observed = append(observed, e.Type) })
+	var observed []event.Type
+	ctx := withObserver(context.Background(), func(e event.Event) { observed = append(observed, e.Type) })
 	call(t, retry.Policy{MonotonicClock: clock}, ctx)
-	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptSucceeded}, observed)
+	assert.Equal(t, []event.Type{event.AttemptStarted, event.AttemptSucceeded}, observed)
 }

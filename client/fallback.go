@@ -9,6 +9,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -36,7 +37,7 @@ type FallbackTarget struct {
 	// (fallback.Target.Stalls, R20.16); an empty, non-nil list never leaves
 	// it on a stall. Nil keeps the rules'. The last target retries a stall
 	// whatever its Stalls say.
-	Stalls []layer.StallLimit
+	Stalls []event.StallLimit
 }
 
 // WithFallback makes the client fall back to targets, in order, when
@@ -168,7 +169,7 @@ func (c *Client) newWalk(ctx context.Context, req *chat.Request) *walk {
 		names = append(names, c.fallback[i].name())
 		facts = append(facts, c.fallback[i].Client.codec.Facts())
 	}
-	run := fallback.NewRun(c.rules, names, facts, func(ev layer.Event) error { return lc.Emit(onEvent, ev) })
+	run := fallback.NewRun(c.rules, names, facts, func(ev event.Event) error { return lc.Emit(onEvent, ev) })
 	leave := []layer.StallSet{layer.StallSetOf(c.rules.Stalls...)}
 	for i := range c.fallback {
 		run.SetStalls(i+1, c.fallback[i].Stalls)
@@ -212,8 +213,8 @@ func (w *walk) leaveFor(i int) layer.StallSet {
 // goes on with target i+1; otherwise err ends the call.
 func (w *walk) after(i int, re *layer.RecoveryError) (next bool, err error) {
 	cl, r, tctx := w.target(i)
-	ev := layer.Event{Provider: cl.codec.Provider(), Operation: w.op, Model: r.Model,
-		Identity: layer.Identity{LogicalID: w.lc.Result.LogicalID, WireAttempt: w.lc.Result.WireAttempts}}
+	ev := event.Event{Provider: cl.codec.Provider(), Operation: w.op, Model: r.Model,
+		Identity: event.Identity{LogicalID: w.lc.Result.LogicalID, WireAttempt: w.lc.Result.WireAttempts}}
 	next, final, oerr := w.run.After(tctx, i, re, ev)
 	if oerr != nil {
 		return false, oerr
@@ -234,7 +235,7 @@ func walkFrom[T any](w *walk, i int, once func(*Client, context.Context, *chat.R
 	defer func() { lc.SkipOpenCircuit, lc.LeaveOnStall = w.skip0, w.leave0 }()
 	for ; ; i++ {
 		cl, r, tctx := w.target(i)
-		if err := w.run.Start(i, layer.Event{Provider: cl.codec.Provider(), Operation: w.op, Model: r.Model}); err != nil {
+		if err := w.run.Start(i, event.Event{Provider: cl.codec.Provider(), Operation: w.op, Model: r.Model}); err != nil {
 			return zero, i, err
 		}
 		lc.Result = layer.CallResult{}
@@ -319,7 +320,7 @@ func (f *fallbackFrames) Deliver(cnt codec.Counts) { f.fr.Deliver(cnt) }
 func (f *fallbackFrames) Close() error { return f.fr.Close() }
 
 // onEvent returns the OnEvent of the policy calls with ctx run under.
-func (c *Client) onEvent(ctx context.Context) func(layer.Event) error {
+func (c *Client) onEvent(ctx context.Context) func(event.Event) error {
 	if p, ok := retry.PolicyFrom(ctx); ok {
 		if p == nil {
 			return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -154,13 +155,13 @@ func streamError(err error) *layer.StreamError {
 	if errors.As(err, &re) {
 		reason := layer.StreamRequestFailed
 		switch {
-		case re.Outcome == layer.OutcomeCancelled:
+		case re.Outcome == event.OutcomeCancelled:
 			reason = layer.StreamCancelled
-		case re.Outcome == layer.OutcomeInterrupted && re.Failure.Acceptance == layer.AcceptanceYes:
+		case re.Outcome == event.OutcomeInterrupted && re.Failure.Acceptance == event.AcceptanceYes:
 			reason = layer.StreamInterrupted
 		}
 		se := &layer.StreamError{Reason: reason, Recovery: re}
-		if ev := layer.Inspect(&re.Failure); ev != nil {
+		if ev := event.Inspect(&re.Failure); ev != nil {
 			var inner *layer.StreamError
 			if errors.As(ev.Cause, &inner) {
 				se.FinishReason = inner.FinishReason

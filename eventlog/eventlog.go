@@ -22,7 +22,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 )
 
 // Message is the message of every record.
@@ -30,14 +30,14 @@ const Message = "recourse event"
 
 // Level returns the level of an event of type t (see the package
 // documentation).
-func Level(t layer.EventType) slog.Level {
+func Level(t event.Type) slog.Level {
 	switch t {
-	case layer.EventAttemptStarted, layer.EventAttemptSucceeded, layer.EventTelemetry, layer.EventMetrics:
+	case event.AttemptStarted, event.AttemptSucceeded, event.Telemetry, event.Metrics:
 		return slog.LevelDebug
-	case layer.EventAttemptFailed, layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventFallback, layer.EventBreaker:
+	case event.AttemptFailed, event.QuotaRefused, event.QuotaUnavailable, event.Fallback, event.Breaker:
 		return slog.LevelWarn
-	case layer.EventExhausted, layer.EventInterrupted,
-		layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired:
+	case event.Exhausted, event.Interrupted,
+		event.AdmissionRejected, event.AdmissionNoDecision, event.AdmissionRequired:
 		return slog.LevelError
 	}
 	return slog.LevelInfo
@@ -48,8 +48,8 @@ func Level(t layer.EventType) slog.Level {
 // returns nil, so logging never changes a call. A nil logger means
 // slog.Default() at the time of each event. The observer is safe for
 // concurrent use when logger's handler is (slog's handlers are).
-func New(logger *slog.Logger) func(layer.Event) error {
-	return func(ev layer.Event) error {
+func New(logger *slog.Logger) func(event.Event) error {
+	return func(ev event.Event) error {
 		l := logger
 		if l == nil {
 			l = slog.Default()
@@ -83,7 +83,7 @@ func New(logger *slog.Logger) func(layer.Event) error {
 // attribute or group per event field in the order a line shows them, each a
 // few lines at most; split, that order would be spread over several
 // functions.
-func Attrs(ev layer.Event) []slog.Attr {
+func Attrs(ev event.Event) []slog.Attr {
 	a := []slog.Attr{
 		slog.String("type", string(ev.Type)),
 		slog.String("logical_request_id", ev.LogicalID),
@@ -99,7 +99,7 @@ func Attrs(ev layer.Event) []slog.Attr {
 	if ev.Model != "" {
 		a = append(a, slog.String("model", ev.Model))
 	}
-	if ev.Type == layer.EventDelayScheduled || ev.Type == layer.EventCooldownWait {
+	if ev.Type == event.DelayScheduled || ev.Type == event.CooldownWait {
 		a = append(a, slog.Int64("delay_ms", ev.Delay.Milliseconds()))
 	}
 	if q := ev.Quota; q != nil {
@@ -131,7 +131,7 @@ func Attrs(ev layer.Event) []slog.Attr {
 	if r := ev.Resume; r != nil {
 		a = append(a, slog.Group("resume", slog.Int64("cursor", r.Cursor)))
 	}
-	if ev.Type == layer.EventTelemetry {
+	if ev.Type == event.Telemetry {
 		a = append(a, slog.Int("frame", ev.Frame))
 	}
 	p := ev.Progress
@@ -166,7 +166,7 @@ func Attrs(ev layer.Event) []slog.Attr {
 		if f.Stall != "" {
 			fa = append(fa, slog.String("stall", string(f.Stall)))
 		}
-		if f.Hint != layer.HintNone {
+		if f.Hint != event.HintNone {
 			fa = append(fa, slog.String("hint", string(f.Hint)))
 		}
 		if f.ProviderCode != "" {
@@ -175,7 +175,7 @@ func Attrs(ev layer.Event) []slog.Attr {
 		if f.ProviderRequestID != "" {
 			fa = append(fa, slog.String("provider_request_id", f.ProviderRequestID))
 		}
-		if ra := f.RetryAfter; ra.Kind != "" && ra.Kind != layer.RetryAfterAbsent {
+		if ra := f.RetryAfter; ra.Kind != "" && ra.Kind != event.RetryAfterAbsent {
 			fa = append(fa, slog.String("retry_after", string(ra.Kind)))
 			if ra.Header != "" {
 				fa = append(fa, slog.String("retry_after_header", ra.Header))

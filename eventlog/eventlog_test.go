@@ -18,6 +18,7 @@ import (
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -152,20 +153,20 @@ func TestR11_OneRecordPerEventAtItsLevel(t *testing.T) {
 // Levels follow the event type; a disabled level writes nothing and the
 // observer never fails the call.
 func TestLevels(t *testing.T) {
-	for typ, want := range map[layer.EventType]slog.Level{
-		layer.EventAttemptStarted: slog.LevelDebug, layer.EventTelemetry: slog.LevelDebug,
-		layer.EventAttemptFailed: slog.LevelWarn, layer.EventDelayScheduled: slog.LevelInfo,
-		layer.EventCancelled: slog.LevelInfo, layer.EventExhausted: slog.LevelError,
-		layer.EventAdmissionNoDecision: slog.LevelError, layer.EventAdmissionRequired: slog.LevelError,
-		layer.EventQuotaRefused: slog.LevelWarn, layer.EventQuotaUnavailable: slog.LevelWarn, layer.EventCooldownWait: slog.LevelInfo,
+	for typ, want := range map[event.Type]slog.Level{
+		event.AttemptStarted: slog.LevelDebug, event.Telemetry: slog.LevelDebug,
+		event.AttemptFailed: slog.LevelWarn, event.DelayScheduled: slog.LevelInfo,
+		event.Cancelled: slog.LevelInfo, event.Exhausted: slog.LevelError,
+		event.AdmissionNoDecision: slog.LevelError, event.AdmissionRequired: slog.LevelError,
+		event.QuotaRefused: slog.LevelWarn, event.QuotaUnavailable: slog.LevelWarn, event.CooldownWait: slog.LevelInfo,
 	} {
 		assert.Equal(t, want, eventlog.Level(typ), typ)
 	}
 	var buf bytes.Buffer
 	obs := eventlog.New(slog.New(slog.NewTextHandler(&buf, nil))) // Info and above
-	require.NoError(t, obs(layer.Event{Type: layer.EventAttemptStarted}))
+	require.NoError(t, obs(event.Event{Type: event.AttemptStarted}))
 	assert.Empty(t, buf.String())
-	require.NoError(t, obs(layer.Event{Type: layer.EventExhausted}))
+	require.NoError(t, obs(event.Event{Type: event.Exhausted}))
 	assert.Contains(t, buf.String(), "level=ERROR")
 }
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -42,9 +42,9 @@ func TestR20_6_EventlogWritesTheFallbackStep(t *testing.T) {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &m))
 		switch m["type"] {
-		case string(layer.EventFallback):
+		case string(event.Fallback):
 			fb = append(fb, m)
-		case string(layer.EventTargetStarted):
+		case string(event.TargetStarted):
 			starts++
 		}
 	}
@@ -52,5 +52,5 @@ func TestR20_6_EventlogWritesTheFallbackStep(t *testing.T) {
 	require.Len(t, fb, 1)
 	assert.Equal(t, "WARN", fb[0]["level"])
 	assert.Equal(t, map[string]any{"from": "gpt-4o-mini", "to": "gpt-4o", "index": float64(1), "outcome": "exhausted", "attempts": float64(2)}, fb[0]["fallback"])
-	assert.Equal(t, slog.LevelInfo, eventlog.Level(layer.EventTargetStarted))
+	assert.Equal(t, slog.LevelInfo, eventlog.Level(event.TargetStarted))
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -42,11 +42,11 @@ func TestLatencyBeyondTheHeaderLimitFiresTheHeaderTimeout(t *testing.T) {
 	s.answer(sse(0, hello...), sse(0, hello...))
 	_, err := s.stream(nil)
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 	require.Len(t, re.History, 2)
 	for _, f := range re.History {
-		assert.Equal(t, layer.StallHeader, f.Stall)
-		assert.Equal(t, layer.CategoryTransport, f.Category)
+		assert.Equal(t, event.StallHeader, f.Stall)
+		assert.Equal(t, event.CategoryTransport, f.Category)
 		assert.True(t, f.Classification.Eligible)
 	}
 }
@@ -90,14 +90,14 @@ func TestResetPeerBeforeOutputIsRetried(t *testing.T) {
 	s := newSuite(t, stall.Limits{Header: long, Idle: long}, retry.Policy{MaxAttempts: 2})
 	s.toxic(`{"name":"reset","type":"reset_peer","stream":"downstream","attributes":{"timeout":0}}`)
 	var once sync.Once
-	s.setOnFailed(func(layer.Failure) { once.Do(func() { s.removeToxic("reset") }) })
+	s.setOnFailed(func(event.Failure) { once.Do(func() { s.removeToxic("reset") }) })
 	s.answer(sse(0, hello...), sse(0, hello...))
 	text, err := s.stream(nil)
 	require.NoError(t, err)
 	assert.Equal(t, "Hello", text)
 	require.Len(t, s.failures(), 1)
 	f := s.failures()[0]
-	assert.Equal(t, layer.CategoryTransport, f.Category)
+	assert.Equal(t, event.CategoryTransport, f.Category)
 	assert.Empty(t, f.Stall, "a reset is not a stall")
 	assert.False(t, f.Progress.Observed.Any())
 	assert.True(t, f.Classification.Eligible)
@@ -118,9 +118,9 @@ func TestResetPeerAfterOutputIsInterrupted(t *testing.T) {
 	})
 	re := recoveryError(t, err)
 	assert.Equal(t, "Hel", text)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
-	assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, event.CategoryTransport, re.Failure.Category)
 	assert.Empty(t, re.Failure.Stall)
 	assert.Equal(t, 1, s.Requests())
 }
@@ -133,8 +133,8 @@ func TestTimeoutBeforeHeadersFiresTheHeaderTimeout(t *testing.T) {
 	s.answer(sse(0, hello...))
 	_, err := s.stream(nil)
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
-	assert.Equal(t, layer.StallHeader, re.Failure.Stall)
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, event.StallHeader, re.Failure.Stall)
 	assert.False(t, re.Failure.Progress.HeadersReceived)
 }
 
@@ -150,13 +150,13 @@ func TestTimeoutAfterAKeepaliveFiresTheIdleTimeoutAndIsRetried(t *testing.T) {
 		close(gate)
 	})
 	var once sync.Once
-	s.setOnFailed(func(layer.Failure) { once.Do(func() { s.removeToxic("silent") }) })
+	s.setOnFailed(func(event.Failure) { once.Do(func() { s.removeToxic("silent") }) })
 	text, err := s.stream(nil)
 	require.NoError(t, err)
 	assert.Equal(t, "Hello", text)
 	require.Len(t, s.failures(), 1)
 	f := s.failures()[0]
-	assert.Equal(t, layer.StallIdle, f.Stall)
+	assert.Equal(t, event.StallIdle, f.Stall)
 	assert.True(t, f.Classification.Eligible)
 	assert.False(t, f.Progress.Observed.Any())
 	assert.Equal(t, 2, s.Requests())
@@ -177,9 +177,9 @@ func TestTimeoutAfterOutputFiresTheIdleTimeoutAndIsInterrupted(t *testing.T) {
 	})
 	re := recoveryError(t, err)
 	assert.Equal(t, "Hel", text)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
-	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.StallIdle, re.Failure.Stall)
+	assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 	assert.Equal(t, 1, s.Requests())
 }
 
@@ -193,8 +193,8 @@ func TestKeepalivesForeverFireTheFirstOutputTimeout(t *testing.T) {
 	s.answer(keepalives(short / 6))
 	_, err := s.stream(nil)
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
-	assert.Equal(t, layer.StallFirstOutput, re.Failure.Stall)
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, event.StallFirstOutput, re.Failure.Stall)
 	assert.True(t, re.Failure.Classification.Eligible)
 	assert.Greater(t, re.Failure.Progress.RawBytes, int64(0), "keepalives arrived")
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -56,11 +57,11 @@ type suite struct {
 	client   *client.Client
 
 	mu       sync.Mutex
-	events   []layer.Event
+	events   []event.Event
 	requests int
 	// onFailed, when set, runs at every attempt_failed event, before the
 	// decision about a resend (a test removes a toxic there).
-	onFailed func(layer.Failure)
+	onFailed func(event.Failure)
 	// onBytes, when set, runs once, on the reading goroutine, as soon as a
 	// response body delivered its first bytes to the client.
 	onBytes func()
@@ -126,12 +127,12 @@ func newSuite(t *testing.T, lim stall.Limits, pol retry.Policy) *suite {
 	st, err := stall.New(lim)
 	require.NoError(t, err)
 	pol.BaseDelay = new(time.Duration(0))
-	pol.OnEvent = func(ev layer.Event) error {
+	pol.OnEvent = func(ev event.Event) error {
 		s.mu.Lock()
 		s.events = append(s.events, ev)
 		f := s.onFailed
 		s.mu.Unlock()
-		if ev.Type == layer.EventAttemptFailed && f != nil {
+		if ev.Type == event.AttemptFailed && f != nil {
 			f(*ev.Failure)
 		}
 		return nil
@@ -178,7 +179,7 @@ func (s *suite) removeToxic(name string) {
 	require.NoError(s.t, s.proxy.Toxics.RemoveToxic(context.Background(), name))
 }
 
-func (s *suite) setOnFailed(f func(layer.Failure)) {
+func (s *suite) setOnFailed(f func(event.Failure)) {
 	s.mu.Lock()
 	s.onFailed = f
 	s.mu.Unlock()
@@ -187,12 +188,12 @@ func (s *suite) setOnFailed(f func(layer.Failure)) {
 func (s *suite) Requests() int { s.mu.Lock(); defer s.mu.Unlock(); return s.requests }
 
 // failures returns the failures of the attempt_failed events.
-func (s *suite) failures() []layer.Failure {
+func (s *suite) failures() []event.Failure {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []layer.Failure
+	var out []event.Failure
 	for _, ev := range s.events {
-		if ev.Type == layer.EventAttemptFailed {
+		if ev.Type == event.AttemptFailed {
 			out = append(out, *ev.Failure)
 		}
 	}

@@ -2,6 +2,7 @@ package layer
 
 import (
 	"context"
+	"github.com/recourse-dev/recourse/event"
 
 	"github.com/recourse-dev/recourse/codec"
 )
@@ -23,7 +24,7 @@ const (
 // would be sent next (R8.4).
 type AdmissionRequest struct {
 	// Failure is the safe failure of the attempt that just failed.
-	Failure Failure
+	Failure event.Failure
 	// NextAttempt is the wire attempt that would be sent next.
 	NextAttempt int
 	// Facts are the codec's facts, so that a hook can ask only where the
@@ -32,7 +33,7 @@ type AdmissionRequest struct {
 	// Fallback, when set, says that the hook is asked about a fallback to
 	// another target (R20.4), not a resend to the same one: the target
 	// left may still be running the request. Nil for a resend.
-	Fallback *Fallback
+	Fallback *event.FallbackStep
 }
 
 // AdmissionHook decides whether a failed, eligible attempt may be resent
@@ -40,7 +41,7 @@ type AdmissionRequest struct {
 // or ctx is done, and must return promptly once ctx is done; waiting consumes
 // no wire attempt. An error, a panic, no decision or an unknown value stops
 // the call with outcome admission_no_decision and is kept as private
-// evidence (Evidence.AdmissionCause); it is never read as a refusal.
+// evidence (event.Evidence.AdmissionCause); it is never read as a refusal.
 type AdmissionHook func(ctx context.Context, req AdmissionRequest) (Decision, error)
 
 // AdmissionRequired is the default admission rule (R8.3): without a hook,
@@ -48,6 +49,6 @@ type AdmissionHook func(ctx context.Context, req AdmissionRequest) (Decision, er
 // only when the provider runs no local inference, or when nothing was
 // provably sent (acceptance "no"). Otherwise the call stops with
 // admission_required.
-func AdmissionRequired(facts codec.Facts, f Failure) bool {
-	return facts.LocalInference && f.Acceptance != AcceptanceNo
+func AdmissionRequired(facts codec.Facts, f event.Failure) bool {
+	return facts.LocalInference && f.Acceptance != event.AcceptanceNo
 }

@@ -2,6 +2,7 @@ package layer
 
 import (
 	"context"
+	"github.com/recourse-dev/recourse/event"
 	"net/http"
 
 	"github.com/recourse-dev/recourse/chat"
@@ -61,7 +62,7 @@ type Call struct {
 	OutcomeOnly bool
 	// LeaveOnStall asks the engine to end the call at once, with outcome
 	// interrupted and no resend, when an attempt fails on one of these
-	// stall limits before any output (Failure.Stall), instead of spending
+	// stall limits before any output (event.Failure.Stall), instead of spending
 	// the remaining attempts on a route that stalls: the fallback layer
 	// sets it for every target but the last, so that the next target takes
 	// the call (R20.12). The zero value (the default) retries a stall like
@@ -81,7 +82,7 @@ type Call struct {
 	// Result is what the engine reports about the call.
 	Result CallResult
 
-	observers []func(Event)
+	observers []func(event.Event)
 }
 
 // CallResult is what the engine reports about one logical completion.
@@ -96,7 +97,7 @@ type CallResult struct {
 	Stream FrameReader
 	// Response is the evidence of the successful attempt (finish reason,
 	// model, usage), when the engine decoded it; sensitive.
-	Response ResponseEvidence
+	Response event.ResponseEvidence
 	// Completion is the decoded completion of the successful attempt of an
 	// ordinary or structured call: what the codec's Decode returns for the
 	// body of the returned response, so that the caller need not decode it
@@ -108,17 +109,17 @@ type CallResult struct {
 // Observe adds f to the observers of the call's lifecycle events. Per-call
 // layers call it before passing the request on; f is called synchronously,
 // in order, after the policy's OnEvent, and must not block.
-func (c *Call) Observe(f func(Event)) { c.observers = append(c.observers, f) }
+func (c *Call) Observe(f func(event.Event)) { c.observers = append(c.observers, f) }
 
 // Observers returns the functions added with Observe, in order.
-func (c *Call) Observers() []func(Event) { return c.observers }
+func (c *Call) Observers() []func(event.Event) { return c.observers }
 
 // Emit delivers ev as the engine delivers its events (R11.4): first to
 // onEvent (a policy's OnEvent; nil for none), then to the observers of c in
 // order. An error of onEvent is returned as an *ObserverError for ev, and
 // the observers are then not called. A nil c has no observers. Emit runs
 // the functions synchronously on the caller's goroutine.
-func (c *Call) Emit(onEvent func(Event) error, ev Event) error {
+func (c *Call) Emit(onEvent func(event.Event) error, ev event.Event) error {
 	if onEvent != nil {
 		if err := onEvent(ev); err != nil {
 			return &ObserverError{Event: ev.Type, Err: err}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -17,28 +18,28 @@ func TestR11_4_EmitCallsOnEventThenObserversInOrder(t *testing.T) {
 	t.Parallel()
 	var got []string
 	c := &layer.Call{}
-	c.Observe(func(ev layer.Event) { got = append(got, "first "+string(ev.Type)) })
-	c.Observe(func(ev layer.Event) { got = append(got, "second "+string(ev.Type)) })
-	onEvent := func(ev layer.Event) error {
+	c.Observe(func(ev event.Event) { got = append(got, "first "+string(ev.Type)) })
+	c.Observe(func(ev event.Event) { got = append(got, "second "+string(ev.Type)) })
+	onEvent := func(ev event.Event) error {
 		got = append(got, "policy "+string(ev.Type))
 		return nil
 	}
-	require.NoError(t, c.Emit(onEvent, layer.Event{Type: layer.EventAttemptStarted}))
+	require.NoError(t, c.Emit(onEvent, event.Event{Type: event.AttemptStarted}))
 	assert.Equal(t, []string{"policy attempt_started", "first attempt_started", "second attempt_started"}, got)
 
 	got = nil
-	require.NoError(t, c.Emit(nil, layer.Event{Type: layer.EventAttemptStarted}))
+	require.NoError(t, c.Emit(nil, event.Event{Type: event.AttemptStarted}))
 	assert.Equal(t, []string{"first attempt_started", "second attempt_started"}, got, "a nil OnEvent is none")
 
 	got = nil
 	boom := errors.New("boom")
-	err := c.Emit(func(layer.Event) error { return boom }, layer.Event{Type: layer.EventAttemptStarted})
+	err := c.Emit(func(event.Event) error { return boom }, event.Event{Type: event.AttemptStarted})
 	var oe *layer.ObserverError
 	require.ErrorAs(t, err, &oe)
-	assert.Equal(t, layer.EventAttemptStarted, oe.Event)
+	assert.Equal(t, event.AttemptStarted, oe.Event)
 	require.ErrorIs(t, err, boom)
 	assert.Empty(t, got, "the observers are not called after an OnEvent error")
 
 	var none *layer.Call
-	require.NoError(t, none.Emit(nil, layer.Event{Type: layer.EventAttemptStarted}), "a nil call has no observers")
+	require.NoError(t, none.Emit(nil, event.Event{Type: event.AttemptStarted}), "a nil call has no observers")
 }

@@ -1,12 +1,20 @@
-// Package layer is the shared vocabulary of recourse: the layer type and
-// its positions, the per-call and per-attempt values, call identity,
-// failures, progress, outcomes, lifecycle events, admission's decision and
-// hook, the typed errors (RecoveryError, PolicyError, StreamError,
-// RedirectError, ObserverError, CaptureError, StallError) and the explicit
-// sensitive inspection function (Inspect). Every layer package imports this
-// package and no other layer's; a user's own layer needs nothing else. The
-// interface a provider codec implements is package codec, which this
-// package builds on and which imports nothing of it.
+// Package layer is the shared vocabulary of recourse for whoever writes or
+// places a layer: the layer type and its positions, the per-call and
+// per-attempt values (Call, Attempt), admission's decision and hook, the
+// resend gates, the wire capture and the typed errors (RecoveryError,
+// PolicyError, StreamError, RedirectError, ObserverError, CaptureError,
+// StallError). Every layer package imports this package and no other
+// layer's; a user's own layer needs nothing else but package event.
+//
+// What a call reports lives in package event, which this package builds on
+// and which imports nothing of it: the lifecycle events (event.Event and
+// event.Type), the safe failure record of one attempt (event.Failure) with
+// its identity, progress, category, reason and phase, the outcomes of a
+// recovery (event.Outcome), and the explicit sensitive inspection function
+// (event.Inspect). An observer, an admission hook or a caller that reads
+// a RecoveryError's failures reads them there. The interface a provider
+// codec implements is package codec, which both packages build on and which
+// imports nothing of them.
 //
 // # Positions
 //
@@ -34,13 +42,12 @@
 //
 // The wire plane's currency is the standard library's http.RoundTripper:
 // every layer keeps the RoundTripper contract. The decision plane's
-// currency is typed values (Failure, AdmissionRequest, Decision), never
+// currency is typed values (event.Failure, AdmissionRequest, Decision), never
 // strings. Failures travel up the wire plane as typed errors
 // (*CaptureError, *RedirectError, transport errors) and become one safe
-// Failure record per attempt in the engine. Everything in a Failure, an
-// Event or the Error text of these types is safe to log (CONTRACT.md
-// R10.5); private
-// evidence stays behind Inspect.
+// event.Failure record per attempt in the engine. Everything in a Failure,
+// an event.Event or the Error text of these types is safe to log
+// (CONTRACT.md R10.5); private evidence stays behind event.Inspect.
 //
 // # Values in a request's context
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/recourse-dev/recourse/event"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,23 +39,23 @@ func (e *PolicyError) Error() string {
 // complete (R10.4). It carries the outcome, the final failure and the bounded
 // history of every completed wire attempt (at most MaxAttempts entries). For
 // exhausted and interrupted outcomes the final failure is the last history
-// entry. Its Error text and JSON are safe (R10.5); use Inspect on Failure or a
+// entry. Its Error text and JSON are safe (R10.5); use event.Inspect on Failure or a
 // History entry for private evidence.
 type RecoveryError struct {
-	// Outcome says how recovery ended, for example OutcomeExhausted or
-	// OutcomeInterrupted (R10.4).
-	Outcome Outcome `json:"outcome"`
+	// Outcome says how recovery ended, for example event.OutcomeExhausted or
+	// event.OutcomeInterrupted (R10.4).
+	Outcome event.Outcome `json:"outcome"`
 	// Failure is the safe record of the final failure, the one that ended
 	// the call; its WireAttempt is 0 when nothing was sent.
-	Failure Failure `json:"failure"`
+	Failure event.Failure `json:"failure"`
 	// History holds the safe record of every completed wire attempt, oldest
 	// first, at most the policy's MaxAttempts entries; it is empty when no
 	// attempt completed (a request capture that failed before the first
 	// send).
-	History []Failure `json:"history"`
+	History []event.Failure `json:"history"`
 	// Quota says which retry quota refused the resend, for outcome
 	// quota_exhausted; nil otherwise.
-	Quota *QuotaRefusal `json:"quota,omitempty"`
+	Quota *event.QuotaRefusal `json:"quota,omitempty"`
 	// Targets, for a call with fallback targets that tried more than one
 	// (R20.7), holds every target tried, in order, the last one included:
 	// the error's own Outcome, Failure and History are the last target's.
@@ -67,8 +68,8 @@ type RecoveryError struct {
 // NewRecoveryError returns a RecoveryError. ctxErr, when the outcome is
 // cancelled, is the context's error (context.Canceled or
 // context.DeadlineExceeded) so that errors.Is works; it is otherwise nil.
-func NewRecoveryError(o Outcome, final Failure, history []Failure, ctxErr error) *RecoveryError {
-	h := make([]Failure, len(history))
+func NewRecoveryError(o event.Outcome, final event.Failure, history []event.Failure, ctxErr error) *RecoveryError {
+	h := make([]event.Failure, len(history))
 	copy(h, history)
 	return &RecoveryError{Outcome: o, Failure: final, History: h, ctxErr: ctxErr}
 }
@@ -96,24 +97,24 @@ func (e *RecoveryError) text() string {
 		return " (" + t + "wire attempt " + strconv.Itoa(f.WireAttempt) + ")"
 	}
 	switch {
-	case e.Outcome == OutcomeInterrupted && f.Category == CategoryHTTP && IsRedirect(f.HTTPStatus):
+	case e.Outcome == event.OutcomeInterrupted && f.Category == event.CategoryHTTP && IsRedirect(f.HTTPStatus):
 		return "recourse: the provider answered HTTP " + strconv.Itoa(f.HTTPStatus) +
 			", a redirect: refused, its Location never contacted (wire attempt " + strconv.Itoa(f.WireAttempt) + ")"
-	case e.Outcome == OutcomeDelayCeiling && !f.RetryAfter.Valid():
+	case e.Outcome == event.OutcomeDelayCeiling && !f.RetryAfter.Valid():
 		return "recourse: no retry: the upstream's shared cooldown lasts beyond the delay ceiling; outcome delay_ceiling" + tail()
-	case e.Outcome == OutcomeDelayCeiling:
+	case e.Outcome == event.OutcomeDelayCeiling:
 		return "recourse: no retry: the provider asked to wait " + f.RetryAfter.Delay.String() +
 			" (" + f.RetryAfter.HeaderName() + "), above the delay ceiling; outcome delay_ceiling" + tail()
-	case e.Outcome == OutcomeDeadline:
+	case e.Outcome == event.OutcomeDeadline:
 		return "recourse: no retry: the recovery budget or deadline ran out; outcome deadline" + tail()
-	case e.Outcome == OutcomeQuotaExhausted:
+	case e.Outcome == event.OutcomeQuotaExhausted:
 		return "recourse: not retried: " + e.Quota.Text() + "; outcome quota_exhausted" + tail()
 	}
-	if e.Outcome == OutcomeInterrupted && f.Classification.Reason == ReasonPermanent &&
-		(f.Category == CategoryHTTP || f.Category == CategoryProviderResponse) && incompleteText(f) == "" {
+	if e.Outcome == event.OutcomeInterrupted && f.Classification.Reason == event.ReasonPermanent &&
+		(f.Category == event.CategoryHTTP || f.Category == event.CategoryProviderResponse) && incompleteText(f) == "" {
 		// A permanent failure is what the provider said, not a recovery.
 		b.WriteString("recourse: the provider ")
-		if f.Category == CategoryProviderResponse {
+		if f.Category == event.CategoryProviderResponse {
 			b.WriteString("returned an error")
 			if f.HTTPStatus != 0 {
 				b.WriteString(" in HTTP ")
@@ -147,7 +148,7 @@ func (e *RecoveryError) text() string {
 		b.WriteString(", ")
 		b.WriteString(string(e.Failure.Stall))
 	}
-	if e.Failure.Hint != HintNone {
+	if e.Failure.Hint != event.HintNone {
 		b.WriteString(", hint ")
 		b.WriteString(string(e.Failure.Hint))
 	}
@@ -164,15 +165,16 @@ func (e *RecoveryError) text() string {
 // value; ": the stream ended after its finish without its end marker" when
 // the cause is codec.ErrNoEndMarker; and "" otherwise: what was incomplete, in
 // safe terms.
-func incompleteText(f *Failure) string {
-	if f.ev == nil {
+func incompleteText(f *event.Failure) string {
+	ev := event.Inspect(f)
+	if ev == nil {
 		return ""
 	}
-	if errors.Is(f.ev.cause, codec.ErrNoEndMarker) {
+	if errors.Is(ev.Cause, codec.ErrNoEndMarker) {
 		return ": the stream ended after its finish without its end marker"
 	}
 	var se *StreamError
-	if !errors.As(f.ev.cause, &se) || se.Reason != StreamIncompleteCompletion {
+	if !errors.As(ev.Cause, &se) || se.Reason != StreamIncompleteCompletion {
 		return ""
 	}
 	if codec.DocumentedFinish(se.FinishReason) {
@@ -185,7 +187,7 @@ func incompleteText(f *Failure) string {
 // outcome, so that errors.Is(err, context.Canceled) holds, and nil otherwise.
 // It never exposes the private cause.
 func (e *RecoveryError) Unwrap() error {
-	if e.Outcome == OutcomeCancelled && (e.ctxErr == context.Canceled || e.ctxErr == context.DeadlineExceeded) {
+	if e.Outcome == event.OutcomeCancelled && (e.ctxErr == context.Canceled || e.ctxErr == context.DeadlineExceeded) {
 		return e.ctxErr
 	}
 	return nil
@@ -287,7 +289,7 @@ func IsRedirect(status int) bool {
 // wraps that error unchanged. It is never a retry (R11.4).
 type ObserverError struct {
 	// Event is the type of the event the observer returned the error for.
-	Event EventType
+	Event event.Type
 	// Err is the observer's error, unchanged; Unwrap returns it.
 	Err error
 }

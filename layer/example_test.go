@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -21,16 +22,16 @@ func ExampleNewPolicyError() {
 // NewRecoveryError's text and JSON are safe to log; private evidence is
 // reached only through Inspect.
 func ExampleNewRecoveryError() {
-	f := layer.Failure{
-		Identity: layer.Identity{LogicalID: "5d1c2a40-0000-4000-8000-000000000000", WireAttempt: 3},
-		Provider: codec.OpenAI, Operation: codec.Ordinary, Category: layer.CategoryHTTP, HTTPStatus: 503,
-		Acceptance: layer.AcceptanceUnknown, Classification: layer.Classification{Eligible: true, Reason: layer.ReasonTransient},
+	f := event.Failure{
+		Identity: event.Identity{LogicalID: "5d1c2a40-0000-4000-8000-000000000000", WireAttempt: 3},
+		Provider: codec.OpenAI, Operation: codec.Ordinary, Category: event.CategoryHTTP, HTTPStatus: 503,
+		Acceptance: event.AcceptanceUnknown, Classification: event.Classification{Eligible: true, Reason: event.ReasonTransient},
 	}
-	f.Attach(layer.Evidence{Bytes: []byte(`{"error":{"message":"secret prompt echoed"}}`)})
-	err := layer.NewRecoveryError(layer.OutcomeExhausted, f, []layer.Failure{f}, nil)
+	f.Attach(event.Evidence{Bytes: []byte(`{"error":{"message":"secret prompt echoed"}}`)})
+	err := layer.NewRecoveryError(event.OutcomeExhausted, f, []event.Failure{f}, nil)
 	fmt.Println(err)
 	b, _ := json.Marshal(err)
-	fmt.Println(len(b) > 0, string(layer.Inspect(&err.Failure).Bytes) != "")
+	fmt.Println(len(b) > 0, string(event.Inspect(&err.Failure).Bytes) != "")
 	// Output:
 	// recourse: recovery exhausted (http/transient, HTTP 503, wire attempt 3)
 	// true true
@@ -50,19 +51,6 @@ func ExampleNewRequestBody() {
 	fmt.Println(len(rb.Unread()), string(rb.Unread()[:9]))
 	// Output:
 	// 37 {"model":
-}
-
-// Failure.Text is the safe short text of a failure that notices show.
-func ExampleFailure_Text() {
-	f := &layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503}
-	fmt.Println(f.Text())
-	fmt.Println((&layer.Failure{Category: layer.CategoryTransport, Stall: layer.StallIdle}).Text())
-	var none *layer.Failure
-	fmt.Println(none.Text())
-	// Output:
-	// HTTP 503
-	// idle timeout
-	// error
 }
 
 // FormatDelay shows a wait the way notices do.
@@ -114,7 +102,7 @@ func ExampleCredentialHeaders() {
 
 // A fallback leaves a target at once on the stall limits of a set.
 func ExampleStallSetOf() {
-	s := layer.StallSetOf(layer.StallHeader, layer.StallFirstOutput)
-	fmt.Println(s.Has(layer.StallHeader), s.Has(layer.StallIdle), s.Has("slow"))
+	s := layer.StallSetOf(event.StallHeader, event.StallFirstOutput)
+	fmt.Println(s.Has(event.StallHeader), s.Has(event.StallIdle), s.Has("slow"))
 	// Output: true false false
 }

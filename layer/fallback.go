@@ -1,46 +1,10 @@
 package layer
 
 import (
+	"github.com/recourse-dev/recourse/event"
 	"strconv"
 	"strings"
 )
-
-// The lifecycle events of a call with fallback targets (R20, package
-// layers/fallback and client.WithFallback). They are emitted by the
-// fallback, never by the engine, and only when a call has targets.
-const (
-	// EventTargetStarted announces that a target's run of the call starts:
-	// the first target (the request as given) and every target fallen back
-	// to. Its Fallback names the target (To) and its index.
-	EventTargetStarted EventType = "target_started"
-	// EventFallback announces that the call leaves a target for the next
-	// one: its Fallback names both and the outcome that caused it, its
-	// Failure is the left target's final failure.
-	EventFallback EventType = "fallback"
-)
-
-// Fallback describes one step of a call with fallback targets (R20): the
-// target left (From), the target started (To) and why. Every field is
-// safe: target names are model names, upstream hosts or names the caller
-// gave, never a credential, a path or a query.
-type Fallback struct {
-	// From names the target left; empty on the first target_started.
-	From string `json:"from,omitempty"`
-	// To names the target that runs next.
-	To string `json:"to"`
-	// Index is To's 0-based index among the call's targets (0 is the
-	// request as given).
-	Index int `json:"index"`
-	// Outcome is how recovery ended on From; empty on the first
-	// target_started.
-	Outcome Outcome `json:"outcome,omitempty"`
-	// Attempts is the number of wire attempts sent to From (0 when it was
-	// skipped, its circuit open).
-	Attempts int `json:"attempts"`
-	// Skipped reports that From was not contacted: its shared cooldown
-	// horizon lay beyond the delay ceiling (R20.5).
-	Skipped bool `json:"skipped,omitempty"`
-}
 
 // TargetRecord is what a *RecoveryError keeps of one target of a call
 // with fallback targets (R20.7): the outcome there, its final failure and
@@ -49,11 +13,11 @@ type TargetRecord struct {
 	// Target names the target.
 	Target string `json:"target"`
 	// Outcome is how recovery ended on the target.
-	Outcome Outcome `json:"outcome"`
+	Outcome event.Outcome `json:"outcome"`
 	// Failure is the safe record of the target's final failure.
-	Failure Failure `json:"failure"`
+	Failure event.Failure `json:"failure"`
 	// History holds the target's completed wire attempts, oldest first.
-	History []Failure `json:"history"`
+	History []event.Failure `json:"history"`
 }
 
 // targetsText is the suffix of a RecoveryError's text when the call fell

@@ -1,6 +1,9 @@
 package layer
 
-import "time"
+import (
+	"github.com/recourse-dev/recourse/event"
+	"time"
+)
 
 // MaxDuration is the largest duration any recovery setting accepts: a
 // policy's delays and budget (package layers/retry) and a stall limit
@@ -8,65 +11,33 @@ import "time"
 // milliseconds (R3).
 const MaxDuration = 2147483647 * time.Millisecond
 
-// StallLimit names the per-attempt stall limit that ended an attempt. The
-// limits are opt-in (package layers/stall); the default chain has none, and
-// a Failure's Stall is then always empty.
-type StallLimit string
-
-// The per-attempt stall limits.
-const (
-	// StallHeader is the header timeout: the response headers did not
-	// arrive in time after the request was handed to the transport.
-	StallHeader StallLimit = "header_timeout"
-	// StallFirstOutput is the first-output timeout: no semantic byte
-	// (reasoning, content or a tool fragment) arrived in time after the
-	// response headers. Keepalives are not output.
-	StallFirstOutput StallLimit = "first_output_timeout"
-	// StallIdle is the idle timeout: no byte at all (keepalives included)
-	// arrived in time while the attempt was waiting for the next one.
-	StallIdle StallLimit = "idle_timeout"
-)
-
-// Text returns the limit as a short phrase for status lines and notices:
-// "header timeout", "first-output timeout", "idle timeout", or "stall" for
-// a value outside the defined set.
-func (l StallLimit) Text() string {
-	switch l {
-	case StallHeader:
-		return "header timeout"
-	case StallFirstOutput:
-		return "first-output timeout"
-	case StallIdle:
-		return "idle timeout"
-	}
-	return "stall"
-}
-
 // StallSet is a set of the three stall limits, one bit each; the zero
 // value is empty. It is a value and safe for concurrent use.
 type StallSet uint8
 
-// StallSetOf returns the set of limits. A value outside StallHeader,
-// StallFirstOutput and StallIdle is left out.
-func StallSetOf(limits ...StallLimit) StallSet {
+// StallSetOf returns the set of limits. A value outside event.StallHeader,
+// event.StallFirstOutput and event.StallIdle is left out.
+func StallSetOf(limits ...event.StallLimit) StallSet {
 	var s StallSet
 	for _, l := range limits {
-		s |= l.bit()
+		s |= stallBit(l)
 	}
 	return s
 }
 
 // Has reports whether l is in the set; a value outside the three limits
 // never is.
-func (s StallSet) Has(l StallLimit) bool { b := l.bit(); return b != 0 && s&b != 0 }
+func (s StallSet) Has(l event.StallLimit) bool { b := stallBit(l); return b != 0 && s&b != 0 }
 
-func (l StallLimit) bit() StallSet {
+// stallBit returns the bit of l in a StallSet, or 0 for a value outside
+// the three limits.
+func stallBit(l event.StallLimit) StallSet {
 	switch l {
-	case StallHeader:
+	case event.StallHeader:
 		return 1
-	case StallFirstOutput:
+	case event.StallFirstOutput:
 		return 2
-	case StallIdle:
+	case event.StallIdle:
 		return 4
 	}
 	return 0
@@ -76,7 +47,7 @@ func (l StallLimit) bit() StallSet {
 // wire plane when it ends an attempt: from RoundTrip for the header
 // timeout, from the response body's Read for the first-output and idle
 // timeouts. The engine (package layers/retry) finds it with errors.As and
-// records Limit in the attempt's safe Failure (Failure.Stall). A stall is a
+// records Limit in the attempt's safe event.Failure (Failure.Stall). A stall is a
 // transport failure: eligible like any other before the first semantic
 // byte (local providers still need admission, R8.3), interrupted after it
 // (R13.1). Its Error text is safe (R10.5).
@@ -84,7 +55,7 @@ type StallError struct {
 	// Limit is the limit that fired. The engine records only the three
 	// limits above; another value ends the attempt as a stall without a
 	// name.
-	Limit StallLimit
+	Limit event.StallLimit
 	// After is the configured value of that limit.
 	After time.Duration
 }
@@ -93,11 +64,11 @@ type StallError struct {
 // "recourse: idle timeout: no byte for 30s".
 func (e *StallError) Error() string {
 	switch e.Limit {
-	case StallHeader:
+	case event.StallHeader:
 		return "recourse: header timeout: no response headers within " + e.After.String()
-	case StallFirstOutput:
+	case event.StallFirstOutput:
 		return "recourse: first-output timeout: no reasoning, content or tool output within " + e.After.String() + " of the headers"
-	case StallIdle:
+	case event.StallIdle:
 		return "recourse: idle timeout: no byte for " + e.After.String()
 	}
 	return "recourse: stall"

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -17,9 +18,9 @@ func TestStallErrorTextNamesTheLimitAndItsValue(t *testing.T) {
 		want string
 		text string
 	}{
-		{layer.StallError{Limit: layer.StallHeader, After: 30 * time.Second}, "recourse: header timeout: no response headers within 30s", "header timeout"},
-		{layer.StallError{Limit: layer.StallFirstOutput, After: 5 * time.Minute}, "recourse: first-output timeout: no reasoning, content or tool output within 5m0s of the headers", "first-output timeout"},
-		{layer.StallError{Limit: layer.StallIdle, After: 500 * time.Millisecond}, "recourse: idle timeout: no byte for 500ms", "idle timeout"},
+		{layer.StallError{Limit: event.StallHeader, After: 30 * time.Second}, "recourse: header timeout: no response headers within 30s", "header timeout"},
+		{layer.StallError{Limit: event.StallFirstOutput, After: 5 * time.Minute}, "recourse: first-output timeout: no reasoning, content or tool output within 5m0s of the headers", "first-output timeout"},
+		{layer.StallError{Limit: event.StallIdle, After: 500 * time.Millisecond}, "recourse: idle timeout: no byte for 500ms", "idle timeout"},
 		{layer.StallError{Limit: "other"}, "recourse: stall", "stall"},
 	} {
 		assert.Equal(t, tc.want, tc.err.Error())
@@ -28,33 +29,33 @@ func TestStallErrorTextNamesTheLimitAndItsValue(t *testing.T) {
 }
 
 func TestFailureRecordsTheStallAndTheHint(t *testing.T) {
-	f := layer.Failure{Category: layer.CategoryTransport, Stall: layer.StallIdle,
-		Classification: layer.Classification{Eligible: true, Reason: layer.ReasonTransient}}
+	f := event.Failure{Category: event.CategoryTransport, Stall: event.StallIdle,
+		Classification: event.Classification{Eligible: true, Reason: event.ReasonTransient}}
 	b, err := json.Marshal(f)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"stall":"idle_timeout"`)
-	re := layer.NewRecoveryError(layer.OutcomeExhausted, f, []layer.Failure{f}, nil)
+	re := layer.NewRecoveryError(event.OutcomeExhausted, f, []event.Failure{f}, nil)
 	assert.Equal(t, "recourse: recovery exhausted (transport/transient, idle_timeout, wire attempt 0)", re.Error())
 
-	q := layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 429, Hint: layer.HintInsufficientQuota,
-		Classification: layer.Classification{Reason: layer.ReasonInsufficientQuota}}
+	q := event.Failure{Category: event.CategoryHTTP, HTTPStatus: 429, Hint: event.HintInsufficientQuota,
+		Classification: event.Classification{Reason: event.ReasonInsufficientQuota}}
 	b, err = json.Marshal(q)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"hint":"insufficient_quota"`)
 	assert.Equal(t, "recourse: recovery interrupted (http/insufficient_quota, HTTP 429, hint insufficient_quota, wire attempt 0)",
-		layer.NewRecoveryError(layer.OutcomeInterrupted, q, nil, nil).Error())
+		layer.NewRecoveryError(event.OutcomeInterrupted, q, nil, nil).Error())
 
-	plain, err := json.Marshal(layer.Failure{})
+	plain, err := json.Marshal(event.Failure{})
 	require.NoError(t, err)
 	assert.NotContains(t, string(plain), "stall")
 	assert.NotContains(t, string(plain), "hint")
 }
 
 func TestRetryAfterMillisecondsIsAValidMinimum(t *testing.T) {
-	ra := layer.RetryAfter{Kind: layer.RetryAfterMilliseconds, Delay: 1500 * time.Millisecond, Header: "retry-after-ms"}
+	ra := event.RetryAfter{Kind: event.RetryAfterMilliseconds, Delay: 1500 * time.Millisecond, Header: "retry-after-ms"}
 	assert.True(t, ra.Valid())
 	assert.Equal(t, "retry-after-ms", ra.HeaderName())
-	assert.Equal(t, "Retry-After", layer.RetryAfter{Kind: layer.RetryAfterSeconds}.HeaderName())
+	assert.Equal(t, "Retry-After", event.RetryAfter{Kind: event.RetryAfterSeconds}.HeaderName())
 	b, err := json.Marshal(ra)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"kind":"milliseconds","delay_ms":1500,"header":"retry-after-ms"}`, string(b))

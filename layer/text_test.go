@@ -9,31 +9,6 @@ import (
 	"github.com/recourse-dev/recourse/layer"
 )
 
-// R21.6: one safe failure text for every surface, the broker's wording.
-func TestR21_6_FailureText(t *testing.T) {
-	cases := []struct {
-		f    *layer.Failure
-		want string
-	}{
-		{nil, "error"},
-		{&layer.Failure{}, "error"},
-		{&layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503}, "HTTP 503"},
-		{&layer.Failure{Category: layer.CategoryHTTP}, "HTTP error"},
-		{&layer.Failure{Category: layer.CategoryTransport}, "transport error"},
-		{&layer.Failure{Category: layer.CategoryClientTimeout}, "client timeout"},
-		{&layer.Failure{Category: layer.CategoryProviderResponse}, "provider error"},
-		{&layer.Failure{Category: layer.CategoryProtocol}, "protocol error"},
-		{&layer.Failure{Category: layer.CategoryCancellation}, "cancelled"},
-		{&layer.Failure{Category: layer.CategoryCancellation, Stall: layer.StallIdle}, "cancelled"},
-		{&layer.Failure{Category: layer.CategoryTransport, Stall: layer.StallHeader}, "header timeout"},
-		{&layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503, Stall: layer.StallIdle}, "idle timeout"},
-		{&layer.Failure{Category: layer.CategoryTransport, Stall: "custom"}, "stall"},
-	}
-	for _, c := range cases {
-		assert.Equal(t, c.want, c.f.Text(), "%+v", c.f)
-	}
-}
-
 // R21.6: one delay wording for every surface.
 func TestR21_6_FormatDelay(t *testing.T) {
 	cases := map[time.Duration]string{

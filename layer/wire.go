@@ -2,6 +2,7 @@ package layer
 
 import (
 	"context"
+	"github.com/recourse-dev/recourse/event"
 	"net/http"
 
 	"github.com/recourse-dev/recourse/codec"
@@ -21,7 +22,7 @@ const (
 // or response bytes and headers. Mutating it cannot change any request.
 type WireSnapshot struct {
 	// Identity is the identity of the wire attempt the snapshot belongs to.
-	Identity
+	event.Identity
 	// Direction says whether the snapshot is of the request or of the
 	// response.
 	Direction Direction
@@ -75,12 +76,12 @@ func (e *CaptureError) Error() string {
 // methods are safe for concurrent use.
 type Attempt interface {
 	// Identity returns the attempt's identity (R10.1).
-	Identity() Identity
+	Identity() event.Identity
 	// Info returns what the codec learned of the request.
 	Info() codec.RequestInfo
 	// Progress returns a snapshot of what the attempt received so far: raw
 	// bytes and the semantic evidence observed and delivered (R13.2).
-	Progress() Progress
+	Progress() event.Progress
 }
 
 // AttemptFrom returns the wire attempt of the request whose context is ctx,

@@ -26,8 +26,10 @@ type rule struct {
 // rules is the import discipline of the module's non-test code: layer
 // packages import the vocabulary (layer/, chat/) and internal helpers,
 // never each other; only otelbridge imports OpenTelemetry; the vocabulary
-// imports no layer, codec or chain; the codec interface imports only the
-// standard library and chat; codecs import neither the vocabulary nor a layer.
+// imports no layer, codec or chain; the event vocabulary (package event)
+// imports only the standard library, codec and chat; the codec interface
+// imports only the standard library and chat; codecs import neither the
+// vocabulary nor a layer.
 var rules = []rule{
 	{from: "layers/...", to: "layers/...", why: "layer packages import the vocabulary, never each other",
 		except: func(from, to string) bool { return from == to || strings.HasPrefix(to, from+"/internal/") }},
@@ -35,9 +37,12 @@ var rules = []rule{
 	{from: "layer/...", to: "layers/...", why: "the vocabulary depends on no layer"},
 	{from: "layer/...", to: "codecs/...", why: "the vocabulary depends on no codec"},
 	{from: "layer/...", to: "chain", why: "the vocabulary depends on no chain"},
+	{from: "event/...", to: "...", why: "the event vocabulary imports only the standard library, package codec and package chat: never layer, a layer, the client or the chain",
+		except: func(_, to string) bool { return to == "chat" || to == "codec" || match("event/...", to) || std(to) }},
 	{from: "codec/...", to: "...", why: "the codec interface imports only the standard library and package chat",
 		except: func(_, to string) bool { return to == "chat" || match("codec/...", to) || std(to) }},
 	{from: "codecs/...", to: "layer/...", why: "codecs implement package codec; the recovery vocabulary is the engine's"},
+	{from: "codecs/...", to: "event/...", why: "codecs implement package codec; the recovery vocabulary is the engine's"},
 	{from: "codecs/...", to: "layers/...", why: "codecs declare facts; they do not call the layers"},
 	{from: "codecs/...", to: "chain", why: "codecs do not assemble chains"},
 	{from: "...", to: "go.opentelemetry.io/...", why: "only otelbridge imports OpenTelemetry",
@@ -54,6 +59,7 @@ var rules = []rule{
 	{from: "recoursetest", to: "client", why: "the public test server depends on no recourse package"},
 	{from: "recoursetest", to: "layer/...", why: "the public test server depends on no recourse package"},
 	{from: "recoursetest", to: "layers/...", why: "the public test server depends on no recourse package"},
+	{from: "recoursetest", to: "event/...", why: "the public test server depends on no recourse package"},
 	{from: "recoursetest", to: "codecs/...", why: "the public test server depends on no recourse package"},
 	{from: "internal/...", to: "chain", why: "only the rig, internal/rigtest, assembles a chain under internal/",
 		except: func(from, _ string) bool { return from == "internal/rigtest" }},
@@ -174,7 +180,7 @@ func moduleGraph(t *testing.T) map[string][]string {
 // non-test code.
 func TestImportGraph(t *testing.T) {
 	graph := moduleGraph(t)
-	for _, must := range []string{"codec", "codec/codectest", "internal/attempt", "layers/retry", "internal/stage/capture", "layers/stall", "otelbridge", "layer", "chain", "client", "proxy", "recoursetest", "internal/rigtest"} {
+	for _, must := range []string{"codec", "codec/codectest", "internal/attempt", "layers/retry", "internal/stage/capture", "layers/stall", "otelbridge", "layer", "event", "chain", "client", "proxy", "recoursetest", "internal/rigtest"} {
 		if _, ok := graph[must]; !ok {
 			t.Fatalf("the graph has no package %s: the walk is broken", must)
 		}
@@ -216,6 +222,15 @@ func TestImportRulesCatchForbiddenEdges(t *testing.T) {
 		{"codec/codectest", "layer/layertest"},
 		{"codecs/ollama", "layer"},
 		{"codecs/internal/ssechat", "layer"},
+		{"event", "layer"},
+		{"event", "layer/layertest"},
+		{"event", "layers/retry"},
+		{"event", "client"},
+		{"event", "chain"},
+		{"event", "codecs/openai"},
+		{"event", "github.com/google/uuid"},
+		{"codecs/openai", "event"},
+		{"recoursetest", "event"},
 	} {
 		if v := violations(map[string][]string{edge[0]: {edge[1]}}); len(v) == 0 {
 			t.Errorf("%s → %s is not refused", edge[0], edge[1])
@@ -226,7 +241,9 @@ func TestImportRulesCatchForbiddenEdges(t *testing.T) {
 		"codec":            {"chat", "net/http", "regexp"},
 		"codec/codectest":  {"chat", "codec", "testing"},
 		"codecs/openai":    {"codec", "chat", "codecs/internal/openaiwire"},
-		"otelbridge":       {"layer", "go.opentelemetry.io/otel/trace"},
+		"otelbridge":       {"layer", "event", "go.opentelemetry.io/otel/trace"},
+		"event":            {"chat", "codec", "encoding/json", "net/http"},
+		"layer":            {"event", "codec", "chat"},
 		"chain":            {"layers/retry", "internal/stage/capture", "layers/sender"},
 		"internal/rigtest": {"chain", "layers/retry", "recoursetest"},
 	}

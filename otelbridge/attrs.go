@@ -15,7 +15,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/recourse-dev/recourse/codec"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 )
 
 // The gen_ai.* keys (OpenTelemetry GenAI semantic conventions, development
@@ -139,12 +139,12 @@ func (t target) attempt() []attribute.KeyValue {
 // eventName is the span event name of a lifecycle event type:
 // "recourse." followed by the type with its first underscore made a dot
 // ("admission_no_decision" → "recourse.admission.no_decision").
-func eventName(t layer.EventType) string {
+func eventName(t event.Type) string {
 	s := string(t)
 	switch t {
-	case layer.EventAdmissionPending, layer.EventAdmissionAllowed, layer.EventAdmissionRejected,
-		layer.EventAdmissionNoDecision, layer.EventAdmissionRequired, layer.EventDelayScheduled,
-		layer.EventRetryStarted, layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventCooldownWait:
+	case event.AdmissionPending, event.AdmissionAllowed, event.AdmissionRejected,
+		event.AdmissionNoDecision, event.AdmissionRequired, event.DelayScheduled,
+		event.RetryStarted, event.QuotaRefused, event.QuotaUnavailable, event.CooldownWait:
 		s = strings.Replace(s, "_", ".", 1)
 	}
 	return "recourse." + s
@@ -152,7 +152,7 @@ func eventName(t layer.EventType) string {
 
 // eventAttributes are the safe attributes of a span event: the event type,
 // attempt numbers, the failure's category, reason and status, the delay.
-func eventAttributes(ev *layer.Event) []attribute.KeyValue {
+func eventAttributes(ev *event.Event) []attribute.KeyValue {
 	a := []attribute.KeyValue{keyEvent.String(string(ev.Type)), keyAttempt.Int(ev.WireAttempt)}
 	if ev.NextAttempt > 0 {
 		a = append(a, keyNextAttempt.Int(ev.NextAttempt))
@@ -164,7 +164,7 @@ func eventAttributes(ev *layer.Event) []attribute.KeyValue {
 			a = append(a, semconv.HTTPResponseStatusCode(f.HTTPStatus))
 		}
 	}
-	if ev.Type == layer.EventDelayScheduled || ev.Type == layer.EventCooldownWait {
+	if ev.Type == event.DelayScheduled || ev.Type == event.CooldownWait {
 		a = append(a, keyDelayMS.Int64(ev.Delay.Milliseconds()))
 	}
 	if q := ev.Quota; q != nil {
@@ -189,17 +189,17 @@ func eventAttributes(ev *layer.Event) []attribute.KeyValue {
 // set to a value of the vocabulary. Any other value (a per-attempt layer
 // of the application may return a StallError of its own) is left out, so
 // that the values, and the metric series they label, stay a fixed set.
-func failureMarks(f *layer.Failure) []attribute.KeyValue {
+func failureMarks(f *event.Failure) []attribute.KeyValue {
 	if f == nil {
 		return nil
 	}
 	var a []attribute.KeyValue
 	switch f.Stall {
-	case layer.StallHeader, layer.StallFirstOutput, layer.StallIdle:
+	case event.StallHeader, event.StallFirstOutput, event.StallIdle:
 		a = append(a, keyFailureStall.String(string(f.Stall)))
 	}
 	switch f.Hint {
-	case layer.HintShouldNotRetry, layer.HintInsufficientQuota:
+	case event.HintShouldNotRetry, event.HintInsufficientQuota:
 		a = append(a, keyFailureHint.String(string(f.Hint)))
 	}
 	return a

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -41,7 +42,7 @@ type call struct {
 	// terminal is the last terminal event (exhausted, interrupted,
 	// cancelled, or an admission outcome); its span event is added when the
 	// span ends, with the exact outcome.
-	terminal     *layer.Event
+	terminal     *event.Event
 	terminalTime time.Time
 	metrics      *codec.Metrics
 	status       int // the response status RoundTrip returned
@@ -60,7 +61,7 @@ func newCall(l *Layer, req *http.Request, lc *layer.Call, start time.Time) *call
 
 // startLogical starts the logical span if it has not started yet, named
 // after ev's model when ev is not nil. c.mu must be held.
-func (c *call) startLogical(ev *layer.Event) {
+func (c *call) startLogical(ev *event.Event) {
 	if c.logical != nil {
 		if !c.named && ev != nil {
 			c.named = true
@@ -91,7 +92,7 @@ func spanName(model string) string {
 }
 
 // genAIAttributes are the attributes the first event teaches.
-func (c *call) genAIAttributes(ev *layer.Event) []attribute.KeyValue {
+func (c *call) genAIAttributes(ev *event.Event) []attribute.KeyValue {
 	c.model, c.provider = ev.Model, ev.Provider
 	var a []attribute.KeyValue
 	if ev.Provider != "" {
@@ -116,7 +117,7 @@ func (c *call) genAIAttributes(ev *layer.Event) []attribute.KeyValue {
 // It is one function of more than 80 lines because it is one switch over the
 // event types under the call's lock, each case a few lines that update the
 // call's spans; split, every piece would have to take or assume the lock.
-func (c *call) observe(ev layer.Event) {
+func (c *call) observe(ev event.Event) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -127,7 +128,7 @@ func (c *call) observe(ev layer.Event) {
 	c.noteLogicalID(&ev)
 	c.measure(&ev)
 	switch ev.Type {
-	case layer.EventAttemptStarted:
+	case event.AttemptStarted:
 		c.endAttempt("")
 		c.attempts = max(c.attempts, c.tgt.base+ev.WireAttempt)
 		attrs := append([]attribute.KeyValue{semconv.HTTPRequestMethodKey.String(c.target.method)}, c.target.attempt()...)
@@ -150,7 +151,7 @@ func (c *call) observe(ev layer.Event) {
 			trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithTimestamp(now),
 			trace.WithAttributes(attrs...))
-	case layer.EventAttemptSucceeded:
+	case event.AttemptSucceeded:
 		c.succeeded = true
 		if c.attempt != nil {
 			c.countAttempt(attemptSucceeded, ev.HTTPStatus, "")
@@ -160,7 +161,7 @@ func (c *call) observe(ev layer.Event) {
 			c.attempt.End(trace.WithTimestamp(now))
 			c.attempt = nil
 		}
-	case layer.EventAttemptFailed:
+	case event.AttemptFailed:
 		if c.attempt != nil {
 			if ev.HTTPStatus != 0 {
 				c.attempt.SetAttributes(semconv.HTTPResponseStatusCode(ev.HTTPStatus))
@@ -170,14 +171,14 @@ func (c *call) observe(ev layer.Event) {
 				c.attempt.SetAttributes(keyInputTokens.Int(f.Usage.InputTokens), keyOutputTokens.Int(f.Usage.OutputTokens))
 			}
 			et := ""
-			if f := ev.Failure; f != nil && f.Category != layer.CategoryCancellation {
+			if f := ev.Failure; f != nil && f.Category != event.CategoryCancellation {
 				et = errorType(f)
 				c.attempt.SetAttributes(semconv.ErrorTypeKey.String(et))
 				c.attempt.SetAttributes(failureMarks(f)...)
 				// No description when the status code says it all
 				// (HTTP conventions); otherwise the failure category.
 				desc := et
-				if f.Category == layer.CategoryHTTP && f.HTTPStatus != 0 {
+				if f.Category == event.CategoryHTTP && f.HTTPStatus != 0 {
 					desc = ""
 				}
 				if f.Stall != "" {
@@ -193,21 +194,21 @@ func (c *call) observe(ev layer.Event) {
 			c.attempt.End(trace.WithTimestamp(now))
 			c.attempt = nil
 		}
-	case layer.EventAdmissionPending, layer.EventAdmissionAllowed, layer.EventDelayScheduled, layer.EventRetryStarted,
-		layer.EventQuotaRefused, layer.EventQuotaUnavailable, layer.EventCooldownWait, layer.EventBreaker:
+	case event.AdmissionPending, event.AdmissionAllowed, event.DelayScheduled, event.RetryStarted,
+		event.QuotaRefused, event.QuotaUnavailable, event.CooldownWait, event.Breaker:
 		c.logical.AddEvent(eventName(ev.Type), trace.WithTimestamp(now), trace.WithAttributes(eventAttributes(&ev)...))
-	case layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired,
-		layer.EventExhausted, layer.EventInterrupted, layer.EventCancelled:
+	case event.AdmissionRejected, event.AdmissionNoDecision, event.AdmissionRequired,
+		event.Exhausted, event.Interrupted, event.Cancelled:
 		e := ev
 		c.terminal, c.terminalTime = &e, now
-	case layer.EventTargetStarted:
+	case event.TargetStarted:
 		if ev.Fallback != nil {
 			c.endAttempt("")
 			c.startTarget(&ev, now)
 		}
-	case layer.EventFallback:
+	case event.Fallback:
 		c.fellBack(&ev, now)
-	case layer.EventMetrics:
+	case event.Metrics:
 		if ev.Metrics != nil {
 			m := *ev.Metrics
 			c.metrics = &m
@@ -300,7 +301,7 @@ func (c *call) end(how endKind, err error) {
 	c.logical.End()
 }
 
-// The recourse.outcome values beside the outcomes layer.Outcomes lists.
+// The recourse.outcome values beside the outcomes event.Outcomes lists.
 const (
 	outcomeSuccess = "success"
 	outcomeClosed  = "closed"
@@ -325,7 +326,7 @@ func (c *call) result(how endKind, err error) result {
 	}
 	switch {
 	case err != nil && errors.As(err, &re):
-		if how == endClose && re.Outcome == layer.OutcomeCancelled &&
+		if how == endClose && re.Outcome == event.OutcomeCancelled &&
 			!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			// The caller closed the stream before its end: the engine
 			// ends that lifecycle as cancelled (R13.5); the span keeps
@@ -334,7 +335,7 @@ func (c *call) result(how endKind, err error) result {
 		}
 		return recoveryResult(re.Outcome, &re.Failure, err, re.Error())
 	case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return recoveryResult(layer.OutcomeCancelled, nil, err, "")
+		return recoveryResult(event.OutcomeCancelled, nil, err, "")
 	case err != nil:
 		et := semconv.ErrorTypeOther.Value.AsString()
 		var pe *layer.PolicyError
@@ -366,9 +367,9 @@ func (c *call) result(how endKind, err error) result {
 
 // recoveryResult is the result of a recovery outcome. f is the final
 // failure, when known.
-func recoveryResult(o layer.Outcome, f *layer.Failure, err error, desc string) result {
+func recoveryResult(o event.Outcome, f *event.Failure, err error, desc string) result {
 	r := result{outcome: string(o)}
-	if o == layer.OutcomeCancelled {
+	if o == event.OutcomeCancelled {
 		if err != nil && errors.Is(err, context.DeadlineExceeded) {
 			r.failed, r.errorType, r.description = true, "timeout", "recourse: context deadline exceeded"
 		}
@@ -387,26 +388,26 @@ func recoveryResult(o layer.Outcome, f *layer.Failure, err error, desc string) r
 // outcomeOf maps a terminal event back to its outcome. exhausted
 // also stands for deadline and delay_ceiling; the exact outcome comes from
 // the RecoveryError when there is one.
-func outcomeOf(t layer.EventType) layer.Outcome {
+func outcomeOf(t event.Type) event.Outcome {
 	switch t {
-	case layer.EventInterrupted:
-		return layer.OutcomeInterrupted
-	case layer.EventCancelled:
-		return layer.OutcomeCancelled
-	case layer.EventAdmissionRequired:
-		return layer.OutcomeAdmissionRequired
-	case layer.EventAdmissionRejected:
-		return layer.OutcomeAdmissionRejected
-	case layer.EventAdmissionNoDecision:
-		return layer.OutcomeAdmissionNoDecision
+	case event.Interrupted:
+		return event.OutcomeInterrupted
+	case event.Cancelled:
+		return event.OutcomeCancelled
+	case event.AdmissionRequired:
+		return event.OutcomeAdmissionRequired
+	case event.AdmissionRejected:
+		return event.OutcomeAdmissionRejected
+	case event.AdmissionNoDecision:
+		return event.OutcomeAdmissionNoDecision
 	}
-	return layer.OutcomeExhausted
+	return event.OutcomeExhausted
 }
 
 // errorType is the error.type of a failure: the HTTP status for an HTTP
 // failure, otherwise the failure category.
-func errorType(f *layer.Failure) string {
-	if f.Category == layer.CategoryHTTP && f.HTTPStatus != 0 {
+func errorType(f *event.Failure) string {
+	if f.Category == event.CategoryHTTP && f.HTTPStatus != 0 {
 		return strconv.Itoa(f.HTTPStatus)
 	}
 	if f.Category == "" {

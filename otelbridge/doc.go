@@ -36,7 +36,7 @@
 // RoundTrip returns an error. A response body that is neither drained nor
 // closed leaves the span open, as with otelhttp.
 //
-// recourse.outcome is "success", one of the outcomes layer.Outcomes lists
+// recourse.outcome is "success", one of the outcomes event.Outcomes lists
 // ("exhausted", "interrupted", "cancelled", "admission_required",
 // "admission_rejected", "admission_no_decision", "deadline",
 // "delay_ceiling"), "closed" for a body the caller closed before the
@@ -79,7 +79,7 @@
 // classification honoured a provider hint (retry.Policy.ProviderHints)
 // carries recourse.failure.hint (x_should_retry_false or
 // insufficient_quota). A failed attempt whose failure record holds the
-// usage it reported (layer.Failure.Usage, for example a Messages API
+// usage it reported (event.Failure.Usage, for example a Messages API
 // message_start ahead of an in-band overload) carries it as
 // gen_ai.usage.input_tokens and gen_ai.usage.output_tokens on its own
 // span, so what a discarded attempt cost is visible; the usage of the
@@ -160,7 +160,7 @@
 //     "allowed", "rejected", "no_decision" or "required" (the codec's rule
 //     requires a hook and there is none). admission_pending is not a decision.
 //   - recourse.client.outcomes: recourse.outcome (the logical span's value:
-//     "success", an outcome layer.Outcomes lists, "closed" or "error"), error.type
+//     "success", an outcome event.Outcomes lists, "closed" or "error"), error.type
 //     when the completion failed, and the final failure's
 //     recourse.failure.stall and recourse.failure.hint when set, as on the
 //     terminal span event.

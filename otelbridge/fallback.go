@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 )
 
 // The attribute keys of a call with fallback targets.
@@ -36,7 +36,7 @@ type targetState struct {
 
 // startTarget opens the span of the target a target_started event names,
 // ending the previous one. c.mu must be held.
-func (c *call) startTarget(ev *layer.Event, now time.Time) {
+func (c *call) startTarget(ev *event.Event, now time.Time) {
 	c.endTarget(now)
 	f := ev.Fallback
 	attrs := []attribute.KeyValue{keyFallbackTarget.String(f.To), keyFallbackIndex.Int(f.Index)}
@@ -57,7 +57,7 @@ func (c *call) startTarget(ev *layer.Event, now time.Time) {
 // fellBack records a fallback event: the left target's span ends with the
 // outcome that caused it, and the logical span gets the event. c.mu must be
 // held.
-func (c *call) fellBack(ev *layer.Event, now time.Time) {
+func (c *call) fellBack(ev *event.Event, now time.Time) {
 	attrs := eventAttributes(ev)
 	if f := ev.Fallback; f != nil {
 		attrs = append(attrs, keyFallbackFrom.String(f.From), keyFallbackTarget.String(f.To),
@@ -82,8 +82,8 @@ func (c *call) fellBack(ev *layer.Event, now time.Time) {
 // noteLogicalID puts the logical ID of a target's run on the target's
 // span, and the first run's on the logical span, which a target_started
 // event named before any run had an ID. c.mu must be held.
-func (c *call) noteLogicalID(ev *layer.Event) {
-	if c.tgt.span == nil || ev.LogicalID == "" || ev.Type == layer.EventFallback {
+func (c *call) noteLogicalID(ev *event.Event) {
+	if c.tgt.span == nil || ev.LogicalID == "" || ev.Type == event.Fallback {
 		return
 	}
 	if !c.tgt.idSet {

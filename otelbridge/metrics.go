@@ -11,7 +11,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/recourse-dev/recourse/codec"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 )
 
 // The instrument names. The two gen_ai.* ones are the GenAI semantic
@@ -179,7 +179,7 @@ func (c *call) countAttempt(outcome string, status int, errType string, marks ..
 // failureAttributes are the failure's category, its status when a
 // response arrived, and its marks (failureMarks: the stall limit and the
 // provider hint, when set): the reason of a resend or a delay.
-func failureAttributes(f *layer.Failure) []attribute.KeyValue {
+func failureAttributes(f *event.Failure) []attribute.KeyValue {
 	if f == nil {
 		return nil
 	}
@@ -192,31 +192,31 @@ func failureAttributes(f *layer.Failure) []attribute.KeyValue {
 
 // admissionDecision is the recourse.admission.decision of an admission
 // event, or "" for admission_pending and every other event.
-func admissionDecision(t layer.EventType) string {
+func admissionDecision(t event.Type) string {
 	switch t {
-	case layer.EventAdmissionAllowed:
+	case event.AdmissionAllowed:
 		return "allowed"
-	case layer.EventAdmissionRejected:
+	case event.AdmissionRejected:
 		return "rejected"
-	case layer.EventAdmissionNoDecision:
+	case event.AdmissionNoDecision:
 		return "no_decision"
-	case layer.EventAdmissionRequired:
+	case event.AdmissionRequired:
 		return "required"
 	}
 	return ""
 }
 
 // measure records the metrics of one lifecycle event. c.mu must be held.
-func (c *call) measure(ev *layer.Event) {
+func (c *call) measure(ev *event.Event) {
 	ctx := c.mctx()
 	switch ev.Type {
-	case layer.EventRetryStarted:
+	case event.RetryStarted:
 		c.l.inst.resends.Add(ctx, 1, c.metricAttributes(failureAttributes(ev.Failure)...))
-	case layer.EventDelayScheduled:
+	case event.DelayScheduled:
 		c.l.inst.delay.Record(ctx, ev.Delay.Seconds(), c.metricAttributes(failureAttributes(ev.Failure)...))
-	case layer.EventAdmissionAllowed, layer.EventAdmissionRejected, layer.EventAdmissionNoDecision, layer.EventAdmissionRequired:
+	case event.AdmissionAllowed, event.AdmissionRejected, event.AdmissionNoDecision, event.AdmissionRequired:
 		c.l.inst.admission.Add(ctx, 1, c.metricAttributes(keyAdmissionDecision.String(admissionDecision(ev.Type))))
-	case layer.EventTelemetry:
+	case event.Telemetry:
 		// Only telemetry events: they come as the frames go. Every other
 		// event's counts are read after the fact (attempt_succeeded at
 		// the end of the stream), so they would time the end, not the

@@ -18,6 +18,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layer/layertest"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -144,7 +145,7 @@ func TestMetricsRetries(t *testing.T) {
 	// The delays the engine scheduled (the events) and slept (the clock).
 	var scheduled []time.Duration
 	for _, ev := range f.rec.Events() {
-		if ev.Type == layer.EventDelayScheduled {
+		if ev.Type == event.DelayScheduled {
 			scheduled = append(scheduled, ev.Delay)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layer/layertest"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -129,7 +130,7 @@ func TestExhaustedIsAnError(t *testing.T) {
 	_, err := f.client.Complete(context.Background(), request(model))
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
-	require.Equal(t, layer.OutcomeExhausted, re.Outcome)
+	require.Equal(t, event.OutcomeExhausted, re.Outcome)
 
 	logical, attempts := f.tree()
 	require.Len(t, attempts, 2)
@@ -511,8 +512,8 @@ var errObserver = errors.New("observer says no")
 // records the observer's message.
 func TestObserverError(t *testing.T) {
 	f := newFixture(t, openai.New(), retry.Policy{}, nil, recoursetest.JSON(200, recoursetest.OpenAIChat("x")))
-	ctx := retry.WithPolicy(context.Background(), &retry.Policy{OnEvent: func(ev layer.Event) error {
-		if ev.Type == layer.EventAttemptSucceeded {
+	ctx := retry.WithPolicy(context.Background(), &retry.Policy{OnEvent: func(ev event.Event) error {
+		if ev.Type == event.AttemptSucceeded {
 			return errObserver
 		}
 		return nil

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -72,8 +73,8 @@ func testMetricsStallAndHintLabels(t *testing.T) {
 	assert.Equal(t, 90*time.Second, time.Since(start), "the header limit ended the first attempt on the bubble's clock")
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, layer.ReasonProviderNoRetry, re.Failure.Classification.Reason)
-	assert.Equal(t, layer.HintShouldNotRetry, re.Failure.Hint)
+	assert.Equal(t, event.ReasonProviderNoRetry, re.Failure.Classification.Reason)
+	assert.Equal(t, event.HintShouldNotRetry, re.Failure.Hint)
 	comp, err := f.client.Complete(context.Background(), request(model))
 	require.NoError(t, err)
 	assert.Equal(t, "fine", comp.Message.Content)
@@ -151,7 +152,7 @@ func TestMetricsStallLabelIsBounded(t *testing.T) {
 				if err := attempt.From(req.Context()).Begin(); err != nil {
 					return nil, err
 				}
-				return nil, &layer.StallError{Limit: layer.StallLimit("limit-" + rigtest.Key), After: time.Second}
+				return nil, &layer.StallError{Limit: event.StallLimit("limit-" + rigtest.Key), After: time.Second}
 			}
 			return next.RoundTrip(req)
 		})
@@ -161,9 +162,9 @@ func TestMetricsStallLabelIsBounded(t *testing.T) {
 	_, err := f.client.Complete(context.Background(), request(model))
 	require.NoError(t, err)
 
-	failed := rigtest.EventsOf(f.rec.Events(), layer.EventAttemptFailed)
+	failed := rigtest.EventsOf(f.rec.Events(), event.AttemptFailed)
 	require.Len(t, failed, 1)
-	assert.Equal(t, layer.CategoryTransport, failed[0].Failure.Category, "still a transport failure")
+	assert.Equal(t, event.CategoryTransport, failed[0].Failure.Category, "still a transport failure")
 	assert.Empty(t, failed[0].Failure.Stall, "an undefined limit is not recorded")
 
 	rm := f.metrics()

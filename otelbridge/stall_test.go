@@ -16,6 +16,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -56,7 +57,7 @@ func TestStallAndHintAttributes(t *testing.T) {
 				if err := attempt.From(req.Context()).Begin(); err != nil {
 					return nil, err
 				}
-				return nil, &layer.StallError{Limit: layer.StallHeader, After: time.Second}
+				return nil, &layer.StallError{Limit: event.StallHeader, After: time.Second}
 			}
 			return next.RoundTrip(req)
 		})
@@ -73,7 +74,7 @@ func TestStallAndHintAttributes(t *testing.T) {
 	_, err = cl.Complete(context.Background(), request("gpt-4o-mini"))
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, layer.ReasonProviderNoRetry, re.Failure.Classification.Reason)
+	assert.Equal(t, event.ReasonProviderNoRetry, re.Failure.Classification.Reason)
 
 	var attempts []sdktrace.ReadOnlySpan
 	var logical sdktrace.ReadOnlySpan

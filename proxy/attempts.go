@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 )
 
 // The response headers that count what a completion's answer took
@@ -33,14 +33,14 @@ type tally struct {
 }
 
 // count counts one lifecycle event.
-func (t *tally) count(ev layer.Event) {
+func (t *tally) count(ev event.Event) {
 	switch ev.Type {
-	case layer.EventAttemptStarted:
+	case event.AttemptStarted:
 		t.attempts.Add(1)
 		if ev.Resume != nil {
 			t.resumes.Add(1)
 		}
-	case layer.EventFallback:
+	case event.Fallback:
 		t.fallbacks.Add(1)
 	}
 }

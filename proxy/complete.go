@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -50,7 +51,7 @@ func (h *Handler) recover(ex *exchange, r *http.Request) (int, string) {
 	}
 	if ex.clientRetry {
 		if status, refused := ex.charge(out); refused {
-			return status, string(layer.OutcomeQuotaExhausted)
+			return status, string(event.OutcomeQuotaExhausted)
 		}
 	}
 	resp, err := h.chain.RoundTrip(out)
@@ -185,7 +186,7 @@ func (ex *exchange) answer(out *http.Request, resp *http.Response) (int, string)
 		var re *layer.RecoveryError
 		switch {
 		case ex.isShutdown():
-			outcome = string(layer.OutcomeCancelled)
+			outcome = string(event.OutcomeCancelled)
 			ex.codedErrorFrame(codeShutdown, ErrShutdown.Error())
 		case errors.As(rerr, &re):
 			outcome = string(re.Outcome)
@@ -236,7 +237,7 @@ func (ex *exchange) failed(r *http.Request, err error) (int, string) {
 	}
 	outcome := string(re.Outcome)
 	msg, code := re.Error(), outcome
-	if re.Outcome == layer.OutcomeCancelled && errors.Is(context.Cause(r.Context()), ErrShutdown) {
+	if re.Outcome == event.OutcomeCancelled && errors.Is(context.Cause(r.Context()), ErrShutdown) {
 		msg, code = ErrShutdown.Error(), codeShutdown
 	}
 	if ex.committed {
@@ -247,14 +248,14 @@ func (ex *exchange) failed(r *http.Request, err error) (int, string) {
 	f := &re.Failure
 	status := http.StatusBadGateway
 	switch {
-	case f.Category == layer.CategoryHTTP && layer.IsRedirect(f.HTTPStatus):
+	case f.Category == event.CategoryHTTP && layer.IsRedirect(f.HTTPStatus):
 		code = "redirect_refused"
-	case re.Outcome == layer.OutcomeCancelled, re.Outcome == layer.OutcomeAdmissionRequired,
-		re.Outcome == layer.OutcomeAdmissionRejected, re.Outcome == layer.OutcomeAdmissionNoDecision:
+	case re.Outcome == event.OutcomeCancelled, re.Outcome == event.OutcomeAdmissionRequired,
+		re.Outcome == event.OutcomeAdmissionRejected, re.Outcome == event.OutcomeAdmissionNoDecision:
 		status = http.StatusServiceUnavailable
-	case re.Outcome == layer.OutcomeDeadline:
+	case re.Outcome == event.OutcomeDeadline:
 		status = http.StatusGatewayTimeout
-	case re.Outcome == layer.OutcomeQuotaExhausted:
+	case re.Outcome == event.OutcomeQuotaExhausted:
 		// The proxy declined to resend: the upstream may be fine later.
 		status = http.StatusServiceUnavailable
 	}
@@ -402,13 +403,13 @@ func (ex *exchange) codedErrorFrame(code, msg string) {
 // writes a notice: at once when the response is already committed (a
 // stream resumed after its 200), otherwise after committing it when the
 // wait is long enough (see Config.StreamCommitAfter).
-func (ex *exchange) onEvent(ev layer.Event) {
+func (ex *exchange) onEvent(ev event.Event) {
 	ex.tally.count(ev)
 	ex.h.logEvent(ev)
 	if ex.model == "" {
 		ex.model = ev.Model
 	}
-	if (ev.Type != layer.EventDelayScheduled && ev.Type != layer.EventCooldownWait) || ev.Operation != codec.Streaming || !ex.h.comments {
+	if (ev.Type != event.DelayScheduled && ev.Type != event.CooldownWait) || ev.Operation != codec.Streaming || !ex.h.comments {
 		return
 	}
 	if ex.status == 0 {
@@ -436,15 +437,15 @@ func (ex *exchange) commit(callID string) {
 }
 
 // notice returns the SSE comment line announcing a scheduled retry in the
-// broker's wording (R21.6: layer.Failure.Text, layer.FormatDelay), for
+// broker's wording (R21.6: event.Failure.Text, layer.FormatDelay), for
 // example ": retrying after HTTP 503 (attempt 2/4 in 1.2s)\n"; a resume of
 // a background stream, ": resuming after transport error from event 5
 // (attempt 2/4 in 100ms)\n" ("from the start" when no event carried a
 // sequence number); or a first attempt held by the shared cooldown,
 // ": waiting for the upstream's shared cooldown (attempt 1/4 in 2.0s)\n".
-func notice(ev layer.Event) string {
+func notice(ev event.Event) string {
 	tail := " (attempt " + strconv.Itoa(ev.NextAttempt) + "/" + strconv.Itoa(ev.MaxAttempts) + " in " + layer.FormatDelay(ev.Delay) + ")\n"
-	if ev.Type == layer.EventCooldownWait {
+	if ev.Type == event.CooldownWait {
 		return ": waiting for the upstream's shared cooldown" + tail
 	}
 	what := ev.Failure.Text()

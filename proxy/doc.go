@@ -86,7 +86,7 @@
 //     ": retrying after HTTP 503 (attempt 2/4 in 1.2s)", which SSE clients
 //     ignore and a UI may show. A resend after a stall limit names it:
 //     ": retrying after idle timeout (attempt 2/4 in 1.2s)". The failure
-//     and the wait read as in the broker's status line (layer.Failure.Text,
+//     and the wait read as in the broker's status line (event.Failure.Text,
 //     layer.FormatDelay: "transport error", "2.0s", "800ms"); an
 //     Ollama stream, NDJSON without comment lines, gets no notice.
 //   - With Config.Quota, a resend the retry quota refuses ends with outcome

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/eventlog"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // requestLine is what the line of one request says beyond its method and
@@ -66,7 +66,7 @@ func (h *Handler) logRequest(r *http.Request, l requestLine) {
 
 // logEvent writes one line for a lifecycle event, with eventlog's level,
 // message and attributes: the proxy and the library log events alike.
-func (h *Handler) logEvent(ev layer.Event) {
+func (h *Handler) logEvent(ev event.Event) {
 	level := eventlog.Level(ev.Type)
 	if !h.log.Enabled(context.Background(), level) {
 		return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/eventlog"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -72,11 +73,11 @@ func (noDepositUpstream) Deposit() {}
 
 // Changed and Ended keep the upstream's breaker in view for a client
 // retry too (R20.13).
-func (n noDepositUpstream) Changed(now time.Time) (layer.Breaker, bool) {
+func (n noDepositUpstream) Changed(now time.Time) (event.BreakerState, bool) {
 	if bg, ok := n.UpstreamGate.(layer.BreakerGate); ok {
 		return bg.Changed(now)
 	}
-	return layer.Breaker{}, false
+	return event.BreakerState{}, false
 }
 
 func (n noDepositUpstream) Ended(skipped, failed bool) {
@@ -99,14 +100,14 @@ func (ex *exchange) charge(out *http.Request) (int, bool) {
 	if v.Refusal != nil {
 		h.clientRetry(out.Context(), ClientRetryRefused)
 		ex.setQuotaRemaining(out, model)
-		h.writeError(ex.w, http.StatusServiceUnavailable, string(layer.OutcomeQuotaExhausted),
+		h.writeError(ex.w, http.StatusServiceUnavailable, string(event.OutcomeQuotaExhausted),
 			"recourse-proxy: not sent: the request is a client retry ("+HeaderClientRetryCount+" above 0), charged as a resend, and the "+
-				v.Refusal.Text(), string(layer.OutcomeQuotaExhausted))
+				v.Refusal.Text(), string(event.OutcomeQuotaExhausted))
 		return http.StatusServiceUnavailable, true
 	}
 	if v.Unavailable {
-		h.log.LogAttrs(out.Context(), eventlog.Level(layer.EventQuotaUnavailable), eventlog.Message,
-			slog.String("type", string(layer.EventQuotaUnavailable)), slog.Bool("client_retry", true))
+		h.log.LogAttrs(out.Context(), eventlog.Level(event.QuotaUnavailable), eventlog.Message,
+			slog.String("type", string(event.QuotaUnavailable)), slog.Bool("client_retry", true))
 	}
 	h.clientRetry(out.Context(), ClientRetryCharged)
 	ex.charged = res

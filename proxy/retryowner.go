@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -189,7 +190,7 @@ var replayedHeaders = []string{"Content-Type", retry.HeaderShouldRetry, retry.He
 // stopping: nothing was decided about the upstream).
 func remembers(status int, h http.Header) bool {
 	o := h.Get(retry.HeaderOutcome)
-	return status/100 != 2 && status != 0 && o != "" && o != string(layer.OutcomeCancelled)
+	return status/100 != 2 && status != 0 && o != "" && o != string(event.OutcomeCancelled)
 }
 
 // owned serves the completion endpoint as the only retry owner: a request

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -172,7 +172,7 @@ func TestR20_15_ShapesThroughTheProxy(t *testing.T) {
 			},
 			edit: func(t *testing.T, c *Config) {
 				c.PerAttempt = stallLayer(t, stall.Limits{Header: 30 * time.Second, FirstOutput: 10 * time.Second})
-				c.FallbackRules.Stalls = []layer.StallLimit{layer.StallFirstOutput}
+				c.FallbackRules.Stalls = []event.StallLimit{event.StallFirstOutput}
 			},
 			stream: true, at: 10 * time.Second, status: 200,
 			has: []string{`"from the fallback"`, "data: [DONE]"}, hasNot: []string{"too late", "error"},
@@ -186,7 +186,7 @@ func TestR20_15_ShapesThroughTheProxy(t *testing.T) {
 			},
 			edit: func(t *testing.T, c *Config) {
 				c.PerAttempt = stallLayer(t, stall.Limits{Header: 30 * time.Second})
-				c.FallbackRules.Stalls = []layer.StallLimit{layer.StallFirstOutput}
+				c.FallbackRules.Stalls = []event.StallLimit{event.StallFirstOutput}
 			},
 			stream: true, at: 20 * time.Second, status: 200,
 			has: []string{`"slow but whole"`, "data: [DONE]"}, hasNot: []string{"from the fallback", "error"},
@@ -199,7 +199,7 @@ func TestR20_15_ShapesThroughTheProxy(t *testing.T) {
 					[]recoursetest.Step{recoursetest.JSON(200, fallbackChat)}
 			},
 			edit: func(t *testing.T, c *Config) {
-				c.FallbackRules.Stalls = []layer.StallLimit{layer.StallHeader}
+				c.FallbackRules.Stalls = []event.StallLimit{event.StallHeader}
 			},
 			at: 30 * time.Second, status: 200, has: []string{"from the fallback"}, hasNot: []string{"never sent"},
 			primaryN: 1, fallbN: 1,
@@ -212,7 +212,7 @@ func TestR20_15_ShapesThroughTheProxy(t *testing.T) {
 			},
 			edit: func(t *testing.T, c *Config) {
 				c.Quota = privateQuota(t, quota.WithRatio(0), quota.WithFloor(0))
-				c.FallbackRules.Stalls = []layer.StallLimit{layer.StallHeader}
+				c.FallbackRules.Stalls = []event.StallLimit{event.StallHeader}
 			},
 			at: 30 * time.Second, status: 200, has: []string{"from the fallback"}, hasNot: []string{"never sent"},
 			primaryN: 1, fallbN: 1,
@@ -286,7 +286,7 @@ func TestR20_15_ShapesThroughTheProxy(t *testing.T) {
 					[]recoursetest.Step{fallbackStream()}
 			},
 			edit: func(t *testing.T, c *Config) {
-				c.FallbackRules.Stalls = []layer.StallLimit{layer.StallHeader}
+				c.FallbackRules.Stalls = []event.StallLimit{event.StallHeader}
 			},
 			stream: true, at: 30 * time.Second, status: 200, has: []string{`"from the fallback"`, `"model":"gpt-4o-2024-08-06"`, "data: [DONE]"}, hasNot: []string{"never sent"},
 			primaryN: 1, fallbN: 1,
@@ -513,8 +513,8 @@ func TestR20_16_ProxyTargetStallsOverrideTheRules(t *testing.T) {
 		b := recoursetest.NewMemoryServer(recoursetest.JSON(200, fallbackChat))
 		t.Cleanup(b.Close)
 		r.serve(t, r.primary.URL, r.fb.URL, func(c *Config) {
-			c.Fallback = []fallback.Target{{Upstream: r.fb.URL, Model: "gpt-4o", Stalls: []layer.StallLimit{}}, {Upstream: b.URL, Model: "gpt-4o"}}
-			c.FallbackRules.Stalls = []layer.StallLimit{layer.StallHeader}
+			c.Fallback = []fallback.Target{{Upstream: r.fb.URL, Model: "gpt-4o", Stalls: []event.StallLimit{}}, {Upstream: b.URL, Model: "gpt-4o"}}
+			c.FallbackRules.Stalls = []event.StallLimit{event.StallHeader}
 		})
 		start := time.Now()
 		got := r.post(t, chatBody)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -36,7 +36,7 @@ func TestR20_12_ProxyFailsOverAfterOneHeaderTimeout(t *testing.T) {
 					c.PerAttempt = stallLayer(t, stall.Limits{Header: 30 * time.Second})
 					c.Quota = q(t)
 					c.Fallback = []fallback.Target{{Model: "gpt-4o"}}
-					c.FallbackRules = fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}}
+					c.FallbackRules = fallback.Rules{Stalls: []event.StallLimit{event.StallHeader}}
 				}, silent, recoursetest.JSON(200, recoursetest.OpenAIChat("from the fallback")))
 				start := time.Now()
 				got := r.post(t, "/v1/chat/completions", chatBody)
@@ -60,11 +60,11 @@ func TestR20_12_ProxyFailsOverAfterOneHeaderTimeout(t *testing.T) {
 // instead of an in-band exhausted error (R20.14).
 func TestR20_14_ProxyStreamFallsBackBeforeOutput(t *testing.T) {
 	for name, tc := range map[string]struct {
-		stalls []layer.StallLimit
+		stalls []event.StallLimit
 		slow   int // attempts sent to the slow provider
 		after  time.Duration
 	}{
-		"with stall fail-over": {[]layer.StallLimit{layer.StallFirstOutput}, 1, 10 * time.Second},
+		"with stall fail-over": {[]event.StallLimit{event.StallFirstOutput}, 1, 10 * time.Second},
 		"without":              {nil, 3, 30 * time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -43,7 +43,7 @@ func TestR21_6_StreamNoticesSpeakTheBrokersWording(t *testing.T) {
 	require.Equal(t, []string{"transport error (attempt 2/4 in 100ms)", "HTTP 429 (attempt 3/4 in 2.0s)"}, notices)
 
 	broker1 := broker.FormatRetry(broker.RetryNotice{FailedAttempt: 1, MaxAttempts: 4, Wait: 100 * time.Millisecond,
-		Error: broker.FailureText(&layer.Failure{Category: layer.CategoryTransport})})
+		Error: broker.FailureText(&event.Failure{Category: event.CategoryTransport})})
 	broker2 := broker.FormatRetry(broker.RetryNotice{FailedAttempt: 2, MaxAttempts: 4, Wait: 2 * time.Second, HTTPStatus: 429})
 	assert.Equal(t, "retrying LLM request after "+notices[0], broker1)
 	assert.Equal(t, "retrying LLM request after "+notices[1], broker2)
@@ -53,15 +53,15 @@ func TestR21_6_StreamNoticesSpeakTheBrokersWording(t *testing.T) {
 // sequence number says "from the start", as the broker does, not a cursor
 // of -1.
 func TestR21_6_ResumeNoticeFromTheStart(t *testing.T) {
-	ev := layer.Event{Type: layer.EventDelayScheduled, Operation: codec.Streaming, NextAttempt: 2, MaxAttempts: 4,
-		Delay: 1200 * time.Millisecond, Failure: &layer.Failure{Category: layer.CategoryTransport, Stall: layer.StallIdle},
-		Resume: &layer.Resume{Cursor: -1}}
+	ev := event.Event{Type: event.DelayScheduled, Operation: codec.Streaming, NextAttempt: 2, MaxAttempts: 4,
+		Delay: 1200 * time.Millisecond, Failure: &event.Failure{Category: event.CategoryTransport, Stall: event.StallIdle},
+		Resume: &event.Resume{Cursor: -1}}
 	assert.Equal(t, ": resuming after idle timeout from the start (attempt 2/4 in 1.2s)\n", notice(ev))
 	ev.Resume.Cursor = 57
 	assert.Equal(t, ": resuming after idle timeout from event 57 (attempt 2/4 in 1.2s)\n", notice(ev))
 	assert.Contains(t, broker.FormatRetry(broker.RetryNotice{Error: broker.FailureText(ev.Failure), Resume: ev.Resume}),
 		"after idle timeout (from event 57)", "the broker names the same failure")
-	ev = layer.Event{Type: layer.EventDelayScheduled, Operation: codec.Streaming, NextAttempt: 2, MaxAttempts: 4, Delay: 800 * time.Millisecond}
+	ev = event.Event{Type: event.DelayScheduled, Operation: codec.Streaming, NextAttempt: 2, MaxAttempts: 4, Delay: 800 * time.Millisecond}
 	assert.Equal(t, ": retrying after error (attempt 2/4 in 800ms)\n", notice(ev), "an event without a failure")
 }
 

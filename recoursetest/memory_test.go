@@ -18,7 +18,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -39,8 +39,8 @@ func TestMemoryServerRetryAfterRunsOnTheBubbleClock(t *testing.T) {
 		start := time.Now()
 		ch, err := chain.Default(openai.New(), chain.WithTransport(srv.Transport()), chain.WithPolicy(retry.Policy{
 			MaxAttempts: 2,
-			OnEvent: func(e layer.Event) error {
-				if e.Type == layer.EventAttemptStarted {
+			OnEvent: func(e event.Event) error {
+				if e.Type == event.AttemptStarted {
 					at = append(at, time.Since(start))
 				}
 				return nil

@@ -19,7 +19,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/redisstore"
@@ -130,7 +130,7 @@ func testClientOptions(addr string) *redis.Options {
 type rig struct {
 	client *client.Client
 	mu     sync.Mutex
-	events []layer.Event
+	events []event.Event
 }
 
 func newRig(t testing.TB, p *provider, q *quota.Layer, pol retry.Policy) *rig {
@@ -140,7 +140,7 @@ func newRig(t testing.TB, p *provider, q *quota.Layer, pol retry.Policy) *rig {
 		pol.Jitter = func() float64 { return 0 }
 	}
 	pol.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-	pol.OnEvent = func(ev layer.Event) error {
+	pol.OnEvent = func(ev event.Event) error {
 		r.mu.Lock()
 		r.events = append(r.events, ev)
 		r.mu.Unlock()
@@ -160,7 +160,7 @@ func (r *rig) call() error {
 }
 
 // take returns the events recorded so far and forgets them.
-func (r *rig) take() []layer.Event {
+func (r *rig) take() []event.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.events
@@ -171,17 +171,17 @@ func (r *rig) take() []layer.Event {
 // lifecycle returns evs without the breaker events, which report a change
 // of the upstream's breaker (a cooldown the store shared) beside the
 // lifecycle the tests read in order.
-func lifecycle(evs []layer.Event) []layer.Event {
-	var out []layer.Event
+func lifecycle(evs []event.Event) []event.Event {
+	var out []event.Event
 	for _, ev := range evs {
-		if ev.Type != layer.EventBreaker {
+		if ev.Type != event.Breaker {
 			out = append(out, ev)
 		}
 	}
 	return out
 }
 
-func count(evs []layer.Event, typ layer.EventType) int {
+func count(evs []event.Event, typ event.Type) int {
 	n := 0
 	for _, ev := range evs {
 		if ev.Type == typ {

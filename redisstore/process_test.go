@@ -23,6 +23,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -67,11 +68,11 @@ func child() int {
 	var rep childReport
 	pol := retry.Policy{MaxAttempts: atoi(childAttempts), DelayCeiling: new(time.Minute), Jitter: func() float64 { return 0 },
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
-		OnEvent: func(ev layer.Event) error {
+		OnEvent: func(ev event.Event) error {
 			switch ev.Type {
-			case layer.EventRetryStarted:
+			case event.RetryStarted:
 				rep.Resends++
-			case layer.EventDelayScheduled:
+			case event.DelayScheduled:
 				rep.DelaysMS = append(rep.DelaysMS, ev.Delay.Milliseconds())
 			}
 			return nil
@@ -90,7 +91,7 @@ func child() int {
 		rep.Calls++
 		_, err := cl.Complete(context.Background(), &chat.Request{Model: "gpt-test", Messages: []chat.Message{{Role: chat.User, Content: "hi"}}})
 		var re *layer.RecoveryError
-		if errors.As(err, &re) && re.Outcome == layer.OutcomeQuotaExhausted {
+		if errors.As(err, &re) && re.Outcome == event.OutcomeQuotaExhausted {
 			rep.Refused++
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -102,7 +103,7 @@ func TestRoundTrips(t *testing.T) {
 			require.NoError(t, s.Ping(context.Background()))
 			c.n.Store(0)
 			require.NoError(t, r.call())
-			assert.Equal(t, tc.retries, count(r.take(), layer.EventRetryStarted))
+			assert.Equal(t, tc.retries, count(r.take(), event.RetryStarted))
 			assert.Equal(t, tc.want, c.n.Load(), "Redis round trips")
 		})
 	}
@@ -126,13 +127,13 @@ func TestFleetCapAcrossChains(t *testing.T) {
 			for range 5 {
 				err := r.call()
 				var re *layer.RecoveryError
-				if errors.As(err, &re) && re.Outcome == layer.OutcomeQuotaExhausted {
+				if errors.As(err, &re) && re.Outcome == event.OutcomeQuotaExhausted {
 					refused.Add(1)
-				} else if re != nil && re.Outcome == layer.OutcomeExhausted {
+				} else if re != nil && re.Outcome == event.OutcomeExhausted {
 					exhausted.Add(1)
 				}
 			}
-			resends.Add(int64(count(r.take(), layer.EventRetryStarted)))
+			resends.Add(int64(count(r.take(), event.RetryStarted)))
 		})
 	}
 	wg.Wait()
@@ -179,10 +180,10 @@ func TestRefreshedHorizonHoldsFirstAttempt(t *testing.T) {
 	c.n.Store(0)
 	require.NoError(t, r.call())
 	all := r.take()
-	assert.Equal(t, 1, count(all, layer.EventBreaker), "the shared cooldown is one breaker change")
+	assert.Equal(t, 1, count(all, event.Breaker), "the shared cooldown is one breaker change")
 	evs := lifecycle(all)
 	require.NotEmpty(t, evs)
-	assert.Equal(t, layer.EventCooldownWait, evs[0].Type)
+	assert.Equal(t, event.CooldownWait, evs[0].Type)
 	assert.True(t, evs[0].Delay > 3*time.Second && evs[0].Delay <= 5*time.Second, "%v", evs[0].Delay)
 	assert.Zero(t, c.n.Load(), "the first attempt made no round trip")
 }
@@ -201,7 +202,7 @@ func TestRedisKilledFailsOpenThenResumes(t *testing.T) {
 	p := newProvider(t, func(i int) answer { return answer{status: map[bool]int{true: 503, false: 200}[i%2 == 1]} })
 	r := newRig(t, p, mustQuota(t, quota.WithStore(s), quota.WithFleetCap(100), quota.WithStoreTimeout(testTimeout)), retry.Policy{MaxAttempts: 2})
 	require.NoError(t, r.call())
-	assert.Zero(t, count(r.take(), layer.EventQuotaUnavailable))
+	assert.Zero(t, count(r.take(), event.QuotaUnavailable))
 
 	srv.stop()
 	for i := range 4 {
@@ -209,8 +210,8 @@ func TestRedisKilledFailsOpenThenResumes(t *testing.T) {
 		require.NoError(t, r.call(), "call %d completes while Redis is down", i)
 		assert.Less(t, time.Since(start), 10*time.Second, "no hang")
 		evs := r.take()
-		assert.Equal(t, 1, count(evs, layer.EventRetryStarted), "the resend happened")
-		assert.GreaterOrEqual(t, count(evs, layer.EventQuotaUnavailable), 1, "and the event says the store failed open")
+		assert.Equal(t, 1, count(evs, event.RetryStarted), "the resend happened")
+		assert.GreaterOrEqual(t, count(evs, event.QuotaUnavailable), 1, "and the event says the store failed open")
 	}
 	assert.Positive(t, reports.Load())
 	assert.Error(t, s.Refresh(context.Background()))
@@ -234,9 +235,9 @@ func TestRedisKilledFailsOpenThenResumes(t *testing.T) {
 	assert.False(t, s.Horizon(key).IsZero(), "sharing resumed: the horizon came through Redis")
 	require.NoError(t, r.call())
 	evs := lifecycle(r.take())
-	assert.Zero(t, count(evs, layer.EventQuotaUnavailable))
+	assert.Zero(t, count(evs, event.QuotaUnavailable))
 	require.NotEmpty(t, evs)
-	assert.Equal(t, layer.EventCooldownWait, evs[0].Type)
+	assert.Equal(t, event.CooldownWait, evs[0].Type)
 }
 
 // Close stops the background refresh (goleak checks it), and the refresh
@@ -279,8 +280,8 @@ func TestRedisFrozenFailsOpenWithinTheTimeout(t *testing.T) {
 	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGCONT))
 	require.NoError(t, err, "the completion does not fail")
 	evs := r.take()
-	assert.Equal(t, 1, count(evs, layer.EventRetryStarted))
-	assert.GreaterOrEqual(t, count(evs, layer.EventQuotaUnavailable), 1)
+	assert.Equal(t, 1, count(evs, event.RetryStarted))
+	assert.GreaterOrEqual(t, count(evs, event.QuotaUnavailable), 1)
 	assert.Less(t, took, 10*time.Second, "bounded by the store timeout, not blocked")
 	var err2 error
 	for range 5 { // connections that timed out are dropped from the pool

@@ -31,6 +31,7 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -62,10 +63,10 @@ func main() {
 	fmt.Fprintf(d.out, "\n%d scenarios in %.1fs, no network, no keys.\n", len(d.rows), time.Since(start).Seconds())
 }
 
-func (d *demo) events(prefix string) func(layer.Event) error {
-	return func(e layer.Event) error {
+func (d *demo) events(prefix string) func(event.Event) error {
+	return func(e event.Event) error {
 		line := fmt.Sprintf("  %-22s attempt %d/%d", e.Type, e.WireAttempt, e.MaxAttempts)
-		if f := e.Failure; f != nil && e.Type == layer.EventAttemptFailed {
+		if f := e.Failure; f != nil && e.Type == event.AttemptFailed {
 			line += fmt.Sprintf("  %s", f.Category)
 			if f.HTTPStatus != 0 {
 				line += fmt.Sprintf(" HTTP %d", f.HTTPStatus)
@@ -76,15 +77,15 @@ func (d *demo) events(prefix string) func(layer.Event) error {
 			}
 		}
 		switch e.Type {
-		case layer.EventDelayScheduled:
+		case event.DelayScheduled:
 			line += fmt.Sprintf("  waiting %s", e.Delay.Round(time.Millisecond))
-		case layer.EventAdmissionPending:
+		case event.AdmissionPending:
 			line += fmt.Sprintf("  asking the application whether attempt %d may be sent", e.NextAttempt)
-		case layer.EventAdmissionAllowed:
+		case event.AdmissionAllowed:
 			line += fmt.Sprintf("  the application allowed attempt %d", e.NextAttempt)
-		case layer.EventExhausted:
+		case event.Exhausted:
 			line += "  no retry: the call ends (the outcome below says why)"
-		case layer.EventInterrupted:
+		case event.Interrupted:
 			line += "  not retryable: the call ends"
 		}
 		fmt.Fprintln(d.out, prefix+line)
@@ -418,14 +419,14 @@ func (d *demo) streamScenario(name, narration string, p retry.Policy, steps ...r
 	fmt.Fprintf(d.out, "\n▶ %s\n  %s\n", name, narration)
 	srv := recoursetest.NewServer(steps...)
 	defer srv.Close()
-	p.OnEvent = func(e layer.Event) error {
+	p.OnEvent = func(e event.Event) error {
 		switch e.Type {
-		case layer.EventAttemptFailed:
+		case event.AttemptFailed:
 			f := e.Failure
 			fmt.Fprintf(d.out, "\n  [%s after %d raw bytes, %d content bytes seen → %s]", f.Category, f.Progress.RawBytes, f.Progress.Observed.ContentBytes, f.Classification.Reason)
-		case layer.EventDelayScheduled:
+		case event.DelayScheduled:
 			fmt.Fprintf(d.out, "\n  status: retrying LLM request after %s (attempt %d/%d in %s)", e.Failure.Category, e.NextAttempt, e.MaxAttempts, e.Delay.Round(time.Millisecond))
-		case layer.EventAttemptStarted:
+		case event.AttemptStarted:
 			if e.WireAttempt > 1 {
 				fmt.Fprint(d.out, "\n  status: (cleared)\n  ")
 			}

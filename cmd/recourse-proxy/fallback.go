@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/proxy"
 )
@@ -40,7 +40,7 @@ var fallbackOnly = []string{"fallback-statuses", "fallback-codes", "fallback-nev
 func (s *settings) fallbackRules(statuses []int, targets []fallback.Target) (fallback.Rules, error) {
 	r := fallback.Rules{Codes: splitList(s.fallbackCodes), NeverCodes: splitList(s.fallbackNeverCodes)}
 	for _, item := range splitList(s.fallbackOnStall) {
-		var own *[]layer.StallLimit
+		var own *[]event.StallLimit
 		name := item
 		if n, l, ok := strings.Cut(item, "="); ok {
 			i, err := strconv.Atoi(n)
@@ -49,20 +49,20 @@ func (s *settings) fallbackRules(statuses []int, targets []fallback.Target) (fal
 			}
 			own, name = &targets[i-1].Stalls, l
 			if *own == nil {
-				*own = []layer.StallLimit{}
+				*own = []event.StallLimit{}
 			}
 			if name == "none" {
 				continue
 			}
 		}
-		l := layer.StallLimit(name)
+		l := event.StallLimit(name)
 		var limit time.Duration
 		switch l {
-		case layer.StallHeader:
+		case event.StallHeader:
 			limit = s.headerTimeout
-		case layer.StallFirstOutput:
+		case event.StallFirstOutput:
 			limit = s.firstOutputTimeout
-		case layer.StallIdle:
+		case event.StallIdle:
 			limit = s.idleTimeout
 		default:
 			return r, fmt.Errorf("-fallback-on-stall: %q is not header_timeout, first_output_timeout or idle_timeout", name)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/fallback"
 )
 
@@ -118,7 +118,7 @@ func TestR20_12_FallbackOnStallFlag(t *testing.T) {
 	require.NoError(t, err)
 	cfg, err := s.config()
 	require.NoError(t, err)
-	assert.Equal(t, []layer.StallLimit{layer.StallHeader, layer.StallFirstOutput}, cfg.FallbackRules.Stalls)
+	assert.Equal(t, []event.StallLimit{event.StallHeader, event.StallFirstOutput}, cfg.FallbackRules.Stalls)
 
 	for want, args := range map[string][]string{
 		"-fallback-on-stall names header_timeout but its limit is off; set -header-timeout":      {"-fallback", "m", "-fallback-on-stall", "header_timeout"},
@@ -141,10 +141,10 @@ func TestR20_16_FallbackOnStallPerTarget(t *testing.T) {
 	require.NoError(t, err)
 	cfg, err := s.config()
 	require.NoError(t, err)
-	assert.Equal(t, []layer.StallLimit{layer.StallHeader}, cfg.FallbackRules.Stalls)
+	assert.Equal(t, []event.StallLimit{event.StallHeader}, cfg.FallbackRules.Stalls)
 	require.Len(t, cfg.Fallback, 3)
-	assert.Equal(t, []layer.StallLimit{}, cfg.Fallback[0].Stalls, "1=none: never left on a stall")
-	assert.Equal(t, []layer.StallLimit{layer.StallHeader, layer.StallFirstOutput}, cfg.Fallback[1].Stalls)
+	assert.Equal(t, []event.StallLimit{}, cfg.Fallback[0].Stalls, "1=none: never left on a stall")
+	assert.Equal(t, []event.StallLimit{event.StallHeader, event.StallFirstOutput}, cfg.Fallback[1].Stalls)
 	assert.Nil(t, cfg.Fallback[2].Stalls, "the rules'")
 
 	for want, args := range map[string][]string{

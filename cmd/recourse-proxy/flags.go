@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -99,7 +100,7 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.DurationVar(&s.budget, "budget", 0, "bound on the time spent waiting between attempts, from the first failure (0: none)")
 	fs.DurationVar(&s.deadline, "deadline", 0, "bound on waiting between attempts, counted from the request's arrival (0: none)")
 	fs.StringVar(&s.statuses, "retry-statuses", joinInts(retry.DefaultRetryableStatuses()), "comma-separated HTTP statuses eligible for a retry (400, 401 and 403 never are)")
-	fs.StringVar(&s.categories, "retry-categories", joinCategories(retry.DefaultRetryableCategories()), "comma-separated failure categories eligible for a retry ("+joinCategories(layer.Categories())+")")
+	fs.StringVar(&s.categories, "retry-categories", joinCategories(retry.DefaultRetryableCategories()), "comma-separated failure categories eligible for a retry ("+joinCategories(event.Categories())+")")
 	fs.StringVar(&s.admit, "admit", "deny", "admission of a resend to a local provider: deny gives no permission, so ollama and omlx stop with admission_required (openai needs none); allow lets every resend through")
 
 	fs.DurationVar(&s.headerTimeout, "header-timeout", 0, "stall limit per attempt: from the request sent to the response headers (0: off); when it fires the attempt fails as header_timeout and is retried like a transport failure")
@@ -431,17 +432,17 @@ func parseStatuses(v string) ([]int, error) {
 	return out, nil
 }
 
-func parseCategories(v string) ([]layer.Category, error) {
-	var out []layer.Category
+func parseCategories(v string) ([]event.Category, error) {
+	var out []event.Category
 	for _, f := range splitList(v) {
-		c := layer.Category(f)
+		c := event.Category(f)
 		if !c.Valid() {
-			return nil, fmt.Errorf("-retry-categories: %q is not a category (%s)", f, joinCategories(layer.Categories()))
+			return nil, fmt.Errorf("-retry-categories: %q is not a category (%s)", f, joinCategories(event.Categories()))
 		}
 		out = append(out, c)
 	}
 	if out == nil {
-		out = []layer.Category{}
+		out = []event.Category{}
 	}
 	return out, nil
 }
@@ -464,7 +465,7 @@ func joinInts(v []int) string {
 	return strings.Join(s, ",")
 }
 
-func joinCategories(v []layer.Category) string {
+func joinCategories(v []event.Category) string {
 	s := make([]string, len(v))
 	for i, c := range v {
 		s[i] = string(c)

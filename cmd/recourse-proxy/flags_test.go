@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -42,7 +42,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	assert.Equal(t, 30*time.Second, *cfg.Policy.DelayCeiling)
 	assert.Equal(t, time.Minute, *cfg.Policy.Budget)
 	assert.Equal(t, []int{503, 529}, cfg.Policy.RetryableStatuses)
-	assert.Equal(t, []layer.Category{layer.CategoryTransport}, cfg.Policy.RetryableCategories)
+	assert.Equal(t, []event.Category{event.CategoryTransport}, cfg.Policy.RetryableCategories)
 	assert.NotNil(t, cfg.Policy.Admit)
 	assert.Equal(t, time.Nanosecond, cfg.StreamCommitAfter, "0 commits at the first backoff")
 }

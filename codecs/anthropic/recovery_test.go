@@ -20,6 +20,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/anthropic"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
@@ -85,7 +86,7 @@ func TestR22_1_APolicyWithItsOwnStatusesDecidesAlone(t *testing.T) {
 	r := rigtest.New(t, claudeCodec(), p, recoursetest.AnthropicOverloaded(), recoursetest.JSON(200, recoursetest.AnthropicMessage("Hello.")))
 	_, err := r.Client.Complete(context.Background(), userRequest())
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 	assert.Equal(t, 529, re.Failure.HTTPStatus)
 	assert.Equal(t, "overloaded_error", re.Failure.ProviderCode)
 	assert.Equal(t, 1, r.Server.Count())
@@ -98,10 +99,10 @@ func TestR22_2_AnOverloadEventBeforeContentIsResentLikeA529(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Hello", text)
 	require.Equal(t, 2, r.Server.Count())
-	failed := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)
+	failed := rigtest.EventsOf(r.Rec.Events(), event.AttemptFailed)
 	require.Len(t, failed, 1)
 	f := failed[0].Failure
-	assert.Equal(t, layer.CategoryHTTP, f.Category)
+	assert.Equal(t, event.CategoryHTTP, f.Category)
 	assert.Equal(t, 529, f.HTTPStatus)
 	assert.Equal(t, "overloaded_error", f.ProviderCode)
 	assert.True(t, f.Classification.Eligible)
@@ -123,12 +124,12 @@ func TestR22_2_ErrorEventTypesStandForTheirStatuses(t *testing.T) {
 			r := rigtest.New(t, claudeCodec(), policy(), first, recoursetest.AnthropicStream(recoursetest.AnthropicEvents("ok")...))
 			_, _, _ = rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 			assert.Equal(t, want.sends, r.Server.Count())
-			f := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)[0].Failure
+			f := rigtest.EventsOf(r.Rec.Events(), event.AttemptFailed)[0].Failure
 			if want.status != 0 {
 				assert.Equal(t, want.status, f.HTTPStatus)
-				assert.Equal(t, layer.CategoryHTTP, f.Category)
+				assert.Equal(t, event.CategoryHTTP, f.Category)
 			} else {
-				assert.Equal(t, layer.CategoryProviderResponse, f.Category)
+				assert.Equal(t, event.CategoryProviderResponse, f.Category)
 			}
 		})
 	}
@@ -140,8 +141,8 @@ func TestR22_2_AnErrorEventAfterAContentBlockIsNeverResent(t *testing.T) {
 	r := rigtest.New(t, claudeCodec(), policy(), broken, recoursetest.AnthropicStream(evs...))
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 	assert.Equal(t, 1, r.Server.Count())
 }
 
@@ -159,8 +160,8 @@ func TestR22_4_ACutAfterAServerToolUseIsInterrupted(t *testing.T) {
 	r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicStream(evs...).CutEvents(3), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("x")...))
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 	assert.Equal(t, 1, r.Server.Count(), "the provider already ran and billed the search: never resent")
 }
 
@@ -169,7 +170,7 @@ func TestR22_4_EOFWithoutMessageStopIsNeverASuccess(t *testing.T) {
 	r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicStream(evs[:len(evs)-1]...))
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 	assert.Equal(t, 1, r.Server.Count())
 }
 
@@ -187,7 +188,7 @@ func TestR22_6_ShouldRetryFalseIsHonouredWithProviderHints(t *testing.T) {
 	r := rigtest.New(t, claudeCodec(), p, recoursetest.AnthropicOverloaded().WithHeader("x-should-retry", "false"), recoursetest.JSON(200, recoursetest.AnthropicMessage("ok")))
 	_, err := r.Client.Complete(context.Background(), userRequest())
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.ReasonProviderNoRetry, re.Failure.Classification.Reason)
+	assert.Equal(t, event.ReasonProviderNoRetry, re.Failure.Classification.Reason)
 	assert.Equal(t, 1, r.Server.Count())
 }
 
@@ -255,8 +256,8 @@ func TestR22_2_AResentAttemptsErrorEventIsNeverHandedOver(t *testing.T) {
 	assert.NotContains(t, string(got), "overloaded_error")
 	assert.Contains(t, string(got), `"type":"recourse_error"`)
 	assert.Equal(t, 2, r.Server.Count())
-	f := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)[0].Failure
-	ev := layer.Inspect(f)
+	f := rigtest.EventsOf(r.Rec.Events(), event.AttemptFailed)[0].Failure
+	ev := event.Inspect(f)
 	require.NotNil(t, ev.Response.Usage, "the discarded attempt's usage is kept")
 	assert.Equal(t, 12, ev.Response.Usage.InputTokens)
 }
@@ -303,7 +304,7 @@ func TestR22_6_RateLimitResetIsAMinimumWithProviderHints(t *testing.T) {
 			want = 5 * time.Second
 		}
 		assert.Equal(t, []time.Duration{want}, r.Clock.Sleeps(), "hints %v", hints)
-		f := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)[0].Failure
+		f := rigtest.EventsOf(r.Rec.Events(), event.AttemptFailed)[0].Failure
 		if hints {
 			assert.Equal(t, "anthropic-ratelimit-tokens-reset", f.RetryAfter.Header)
 		} else {
@@ -340,7 +341,7 @@ func TestR13_3_NativeClientKeepsIncompleteCompletion(t *testing.T) {
 	r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicStream(evs...), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("x")...))
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
-	ev := layer.Inspect(&re.Failure)
+	ev := event.Inspect(&re.Failure)
 	require.NotNil(t, ev)
 	var se *layer.StreamError
 	require.ErrorAs(t, ev.Cause, &se)
@@ -369,7 +370,7 @@ func TestR22_10_ADiscardedAttemptsUsageIsInItsFailure(t *testing.T) {
 		_, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		require.NoError(t, err)
 		assert.Equal(t, &chat.Usage{InputTokens: 12, OutputTokens: 7}, comp.Usage)
-		failed := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)
+		failed := rigtest.EventsOf(r.Rec.Events(), event.AttemptFailed)
 		require.Len(t, failed, 1)
 		require.NotNil(t, failed[0].Failure.Usage)
 		assert.Equal(t, chat.Usage{InputTokens: 12, OutputTokens: 1}, *failed[0].Failure.Usage)
@@ -383,7 +384,7 @@ func TestR22_10_ADiscardedAttemptsUsageIsInItsFailure(t *testing.T) {
 		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		var re *layer.RecoveryError
 		require.ErrorAs(t, err, &re)
-		assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+		assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 		require.Len(t, re.History, 2)
 		for _, f := range re.History {
 			require.NotNil(t, f.Usage)
@@ -402,7 +403,7 @@ func TestR22_10_ADiscardedAttemptsUsageIsInItsFailure(t *testing.T) {
 		r := rigtest.New(t, claudeCodec(), policy(), recoursetest.AnthropicOverloaded(), recoursetest.AnthropicStream(recoursetest.AnthropicEvents("Hi")...))
 		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		require.NoError(t, err)
-		failed := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)
+		failed := rigtest.EventsOf(r.Rec.Events(), event.AttemptFailed)
 		require.Len(t, failed, 1)
 		assert.Nil(t, failed[0].Failure.Usage, "a 529 before any event reports no usage")
 	})

@@ -26,8 +26,8 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	anthropiccodec "github.com/recourse-dev/recourse/codecs/anthropic"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -47,7 +47,7 @@ func run(w io.Writer) error {
 	client, err := newClient(srv.URL, "sk-ant-offline-demo", retry.Policy{
 		MaxAttempts: 3,
 		BaseDelay:   new(50 * time.Millisecond),
-		OnEvent: func(ev layer.Event) error {
+		OnEvent: func(ev event.Event) error {
 			printEvent(w, ev)
 			return nil
 		},
@@ -108,9 +108,9 @@ func stream(ctx context.Context, client anthropic.Client, prompt string) (string
 
 // printEvent prints the safe fields of a lifecycle event: never a body,
 // header or credential (R10.5).
-func printEvent(w io.Writer, ev layer.Event) {
+func printEvent(w io.Writer, ev event.Event) {
 	line := fmt.Sprintf("event %-17s attempt %d/%d", ev.Type, ev.WireAttempt, ev.MaxAttempts)
-	if f := ev.Failure; f != nil && ev.Type == layer.EventAttemptFailed {
+	if f := ev.Failure; f != nil && ev.Type == event.AttemptFailed {
 		line += fmt.Sprintf("  HTTP %d %s (%s)", f.HTTPStatus, f.ProviderCode, f.Classification.Reason)
 	}
 	fmt.Fprintln(w, line)

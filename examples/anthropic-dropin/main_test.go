@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -142,7 +143,7 @@ func TestR22_2_SDKCutAfterContentIsAnError(t *testing.T) {
 	assert.Contains(t, aerr.RawJSON(), "semantic_output")
 	var re *layer.RecoveryError
 	require.ErrorAs(t, m.call.Result.Err, &re)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 	assert.NotContains(t, err.Error(), "sk-ant-test-key")
 }
 
@@ -170,7 +171,7 @@ func TestR22_1_SDKExhausted(t *testing.T) {
 	assert.Equal(t, "false", aerr.Response.Header.Get("X-Should-Retry"))
 	var re *layer.RecoveryError
 	require.ErrorAs(t, m.call.Result.Err, &re)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 }
 
 func TestR22_1_SDKRedirectIsRefused(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -214,8 +215,8 @@ func askOllama(t *testing.T, m *Model, ctx context.Context) (tea.Msg, <-chan lay
 	t.Helper()
 	decision, errc := make(chan layer.Decision, 1), make(chan error, 1)
 	go func() {
-		d, err := m.admit(ctx, layer.AdmissionRequest{NextAttempt: 2, Facts: ollama.New().Facts(), Failure: layer.Failure{
-			Provider: codec.Ollama, Category: layer.CategoryHTTP, HTTPStatus: 504, Acceptance: layer.AcceptanceUnknown,
+		d, err := m.admit(ctx, layer.AdmissionRequest{NextAttempt: 2, Facts: ollama.New().Facts(), Failure: event.Failure{
+			Provider: codec.Ollama, Category: event.CategoryHTTP, HTTPStatus: 504, Acceptance: event.AcceptanceUnknown,
 		}})
 		decision <- d
 		errc <- err
@@ -302,8 +303,8 @@ func TestR8AdmissionClearedByActivity(t *testing.T) {
 func TestR8UnambiguousFailuresAreNotAsked(t *testing.T) {
 	m := newTestModel(t)
 	for _, req := range []layer.AdmissionRequest{
-		{Facts: openai.New().Facts(), Failure: layer.Failure{Provider: codec.OpenAI, Category: layer.CategoryHTTP, HTTPStatus: 504, Acceptance: layer.AcceptanceUnknown}},
-		{Facts: ollama.New().Facts(), Failure: layer.Failure{Provider: codec.Ollama, Category: layer.CategoryTransport, Acceptance: layer.AcceptanceNo}},
+		{Facts: openai.New().Facts(), Failure: event.Failure{Provider: codec.OpenAI, Category: event.CategoryHTTP, HTTPStatus: 504, Acceptance: event.AcceptanceUnknown}},
+		{Facts: ollama.New().Facts(), Failure: event.Failure{Provider: codec.Ollama, Category: event.CategoryTransport, Acceptance: event.AcceptanceNo}},
 	} {
 		req.NextAttempt = 2
 		d, err := m.admit(context.Background(), req)

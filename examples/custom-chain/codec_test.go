@@ -15,7 +15,7 @@ import (
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codec/codectest"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -105,7 +105,7 @@ func TestGatewayCodecInAChain(t *testing.T) {
 	gw := newGateway(key, busyThenHello()...)
 	t.Cleanup(gw.Close)
 	var providers []codec.Provider
-	ch, err := buildChain(nil, key, func(ev layer.Event) error {
+	ch, err := buildChain(nil, key, func(ev event.Event) error {
 		providers = append(providers, ev.Provider)
 		if ev.Failure != nil {
 			providers = append(providers, ev.Failure.Provider)

@@ -36,8 +36,8 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -54,7 +54,7 @@ func main() { demo.Main("custom-chain", run) }
 // newEngine returns the engine for codec: at most 3 wire attempts, a short
 // base delay, events sent to onEvent. The gateway codec's Facts declare a
 // hosted provider, so no admission hook is needed for the resend.
-func newEngine(cdc codec.Codec, onEvent func(layer.Event) error) (*retry.Layer, error) {
+func newEngine(cdc codec.Codec, onEvent func(event.Event) error) (*retry.Layer, error) {
 	return retry.New(cdc, &retry.Policy{
 		MaxAttempts: 3,
 		BaseDelay:   new(50 * time.Millisecond),
@@ -65,7 +65,7 @@ func newEngine(cdc codec.Codec, onEvent func(layer.Event) error) (*retry.Layer, 
 // buildChain assembles the chain by hand: the request log per call, the
 // engine, the signer per attempt. chain.New adds capture, progress, the
 // redirect guard and the sender.
-func buildChain(logger *slog.Logger, key []byte, onEvent func(layer.Event) error) (*chain.Chain, error) {
+func buildChain(logger *slog.Logger, key []byte, onEvent func(event.Event) error) (*chain.Chain, error) {
 	engine, err := newEngine(NewGatewayCodec(), onEvent)
 	if err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func newLogger(w io.Writer) *slog.Logger {
 
 func run(w io.Writer) error {
 	key := []byte(demoSigningKey)
-	onEvent := func(ev layer.Event) error {
+	onEvent := func(ev event.Event) error {
 		switch {
 		case ev.HTTPStatus != 0:
 			fmt.Fprintf(w, "  event %s (attempt %d, HTTP %d)\n", ev.Type, ev.WireAttempt, ev.HTTPStatus)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -82,19 +83,19 @@ type callRecord struct {
 	mu      sync.Mutex
 	status  int            // the response status, once RoundTrip returned
 	ended   bool           // a terminal event was observed
-	last    layer.Identity // the identity of the last event
-	failure *layer.Failure // the failure of a terminal failure event
+	last    event.Identity // the identity of the last event
+	failure *event.Failure // the failure of a terminal failure event
 }
 
 // observe is the call's event observer. It keeps the identity of the last
 // event and writes the record at the end of a stream.
-func (r *callRecord) observe(ev layer.Event) {
+func (r *callRecord) observe(ev event.Event) {
 	r.mu.Lock()
 	r.last = ev.Identity
-	terminal := ev.Type == layer.EventAttemptSucceeded || isTerminal(ev.Type)
+	terminal := ev.Type == event.AttemptSucceeded || isTerminal(ev.Type)
 	if terminal {
 		r.ended = true
-		if ev.Type != layer.EventAttemptSucceeded && ev.Failure != nil {
+		if ev.Type != event.AttemptSucceeded && ev.Failure != nil {
 			f := *ev.Failure
 			r.failure = &f
 		}
@@ -109,8 +110,8 @@ func (r *callRecord) observe(ev layer.Event) {
 
 // isTerminal reports whether t is the event that ends a call without
 // success (R11.2).
-func isTerminal(t layer.EventType) bool {
-	return slices.ContainsFunc(layer.Outcomes(), func(o layer.Outcome) bool { return o.TerminalEvent() == t })
+func isTerminal(t event.Type) bool {
+	return slices.ContainsFunc(event.Outcomes(), func(o event.Outcome) bool { return o.TerminalEvent() == t })
 }
 
 func (r *callRecord) setStatus(s int) {

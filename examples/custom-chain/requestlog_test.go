@@ -19,6 +19,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layer/layertest"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -94,8 +95,8 @@ func TestRequestLogOneRecordPerCall(t *testing.T) {
 	t.Cleanup(gw.Close)
 	buf, logger := newJSONLog()
 	var logical []string
-	ch, err := buildChain(logger, key, func(ev layer.Event) error {
-		if ev.Type == layer.EventAttemptSucceeded {
+	ch, err := buildChain(logger, key, func(ev event.Event) error {
+		if ev.Type == event.AttemptSucceeded {
 			logical = append(logical, ev.LogicalID)
 		}
 		return nil

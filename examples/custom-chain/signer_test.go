@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/client"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layer/layertest"
 )
@@ -45,9 +46,9 @@ func TestSignerSignsEachAttempt(t *testing.T) {
 	key := []byte("test signing key")
 	gw := newGateway(key, busyThenHello()...)
 	t.Cleanup(gw.Close)
-	var started []layer.Identity
-	ch, err := buildChain(nil, key, func(ev layer.Event) error {
-		if ev.Type == layer.EventAttemptStarted {
+	var started []event.Identity
+	ch, err := buildChain(nil, key, func(ev event.Event) error {
+		if ev.Type == event.AttemptStarted {
 			started = append(started, ev.Identity)
 		}
 		return nil
@@ -90,7 +91,7 @@ func TestSignerWrongKeyIsRefused(t *testing.T) {
 
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "got %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
 	assert.Equal(t, http.StatusUnauthorized, rerr.Failure.HTTPStatus)
 	got := gw.Received()
 	require.Len(t, got, 1)

@@ -30,8 +30,8 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/gemini"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -59,7 +59,7 @@ func run(w io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client, err := newClient(ctx, base, key, retry.Policy{MaxAttempts: 3, Sleep: sleep, OnEvent: func(ev layer.Event) error {
+	client, err := newClient(ctx, base, key, retry.Policy{MaxAttempts: 3, Sleep: sleep, OnEvent: func(ev event.Event) error {
 		demo.EventFormat{Width: 17}.Print(w, ev)
 		return nil
 	}})

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/genai"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -46,7 +46,7 @@ type harness struct {
 	srv    *recoursetest.Server
 	client *genai.Client
 	sleeps []time.Duration
-	events []layer.Event
+	events []event.Event
 }
 
 func newHarness(t *testing.T, steps ...recoursetest.Step) *harness {
@@ -60,7 +60,7 @@ func newHarness(t *testing.T, steps ...recoursetest.Step) *harness {
 			h.sleeps = append(h.sleeps, d)
 			return nil
 		},
-		OnEvent: func(ev layer.Event) error { h.events = append(h.events, ev); return nil },
+		OnEvent: func(ev event.Event) error { h.events = append(h.events, ev); return nil },
 	})
 	require.NoError(t, err)
 	h.client = c

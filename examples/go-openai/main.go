@@ -43,6 +43,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -57,7 +58,7 @@ func run(w io.Writer) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client, err := newClient(ep.APIBase, ep.Key, retry.Policy{MaxAttempts: 3, OnEvent: func(ev layer.Event) error {
+	client, err := newClient(ep.APIBase, ep.Key, retry.Policy{MaxAttempts: 3, OnEvent: func(ev event.Event) error {
 		fmt.Fprintf(w, "event %s attempt %d/%d\n", ev.Type, ev.WireAttempt, ev.MaxAttempts)
 		return nil
 	}})

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type harness struct {
 	srv    *recoursetest.Server
 	client *openai.Client
-	events []layer.EventType
+	events []event.Type
 	sleeps []time.Duration
 	call   *layer.Call
 }
@@ -43,7 +44,7 @@ func newHarness(t *testing.T, script ...recoursetest.Step) *harness {
 			h.sleeps = append(h.sleeps, d)
 			return nil
 		},
-		OnEvent: func(ev layer.Event) error { h.events = append(h.events, ev.Type); return nil },
+		OnEvent: func(ev event.Event) error { h.events = append(h.events, ev.Type); return nil },
 	})
 	require.NoError(t, err)
 	return h
@@ -125,7 +126,7 @@ func TestUnaryCutAfterContentIsAnError(t *testing.T) {
 	_, err := h.complete(t)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
 	h.assertPOSTs(t, 1)
 }
 
@@ -137,8 +138,8 @@ func TestUnary200WithErrorBodyFailsClosed(t *testing.T) {
 	_, err := h.complete(t)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
-	assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.CategoryProviderResponse, rerr.Failure.Category)
 	h.assertPOSTs(t, 1)
 }
 
@@ -153,7 +154,7 @@ func TestUnaryExhausted(t *testing.T) {
 	assert.Equal(t, "server_error", aerr.Code)
 	assert.Equal(t, "overloaded", aerr.Message)
 	require.NotNil(t, h.call.Result.Err)
-	assert.Equal(t, layer.OutcomeExhausted, h.call.Result.Err.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, h.call.Result.Err.Outcome)
 	assert.Len(t, h.call.Result.Err.History, 3)
 	h.assertPOSTs(t, 3)
 }
@@ -213,7 +214,7 @@ func TestStreamCutAfterContentIsAnError(t *testing.T) {
 	assert.Equal(t, "Hel", text)
 	rerr := h.call.Result.Err
 	require.NotNil(t, rerr)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
 	var aerr *openai.APIError
 	require.True(t, errors.As(err, &aerr), "errors.As(*openai.APIError) on %T: %v", err, err)
 	assert.Equal(t, "recourse_error", aerr.Type)
@@ -249,7 +250,7 @@ func TestStreamExhausted(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, aerr.HTTPStatusCode)
 	assert.Equal(t, "overloaded", aerr.Message)
 	require.NotNil(t, h.call.Result.Err)
-	assert.Equal(t, layer.OutcomeExhausted, h.call.Result.Err.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, h.call.Result.Err.Outcome)
 	h.assertPOSTs(t, 3)
 }
 
@@ -299,5 +300,5 @@ func TestR9_1_GoOpenAIStreamCancelledByTheCaller(t *testing.T) {
 	assert.False(t, errors.As(err, &aerr), "no in-band frame: %v", err)
 	var re *layer.RecoveryError
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 }

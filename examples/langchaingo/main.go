@@ -40,6 +40,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -55,7 +56,7 @@ func run(w io.Writer) error {
 		append(demo.Recovered503(), demo.RecoveredStream("Hello", " from", " a", " resumed", " stream.")...)...)
 	defer stop()
 	events := demo.EventFormat{Indent: "  ", Width: 17}
-	llm, err := newLLM(ep.APIBase, ep.Key, ep.Model, func(ev layer.Event) error {
+	llm, err := newLLM(ep.APIBase, ep.Key, ep.Model, func(ev event.Event) error {
 		events.Print(w, ev)
 		return nil
 	})
@@ -90,7 +91,7 @@ func run(w io.Writer) error {
 // example "https://api.openai.com/v1") whose HTTP client's transport is
 // the default recourse chain: at most 3 wire attempts, events sent to
 // onEvent.
-func newLLM(apiBase, key, model string, onEvent func(layer.Event) error) (*openai.LLM, error) {
+func newLLM(apiBase, key, model string, onEvent func(event.Event) error) (*openai.LLM, error) {
 	ch, err := chain.Default(openaicodec.New(), chain.WithPolicy(retry.Policy{
 		MaxAttempts: 3,
 		OnEvent:     onEvent,

@@ -15,6 +15,7 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 	"go.uber.org/goleak"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -28,15 +29,15 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-type recorder struct{ events []layer.Event }
+type recorder struct{ events []event.Event }
 
-func (r *recorder) onEvent(ev layer.Event) error {
+func (r *recorder) onEvent(ev event.Event) error {
 	r.events = append(r.events, ev)
 	return nil
 }
 
-func (r *recorder) types() []layer.EventType {
-	var out []layer.EventType
+func (r *recorder) types() []event.Type {
+	var out []event.Type
 	for _, ev := range r.events {
 		out = append(out, ev.Type)
 	}
@@ -125,8 +126,8 @@ func requireInterrupted(t *testing.T, err error) *layer.RecoveryError {
 	t.Helper()
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
-	assert.Equal(t, layer.ReasonSemanticOutput, rerr.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.ReasonSemanticOutput, rerr.Failure.Classification.Reason)
 	assert.Equal(t, http.StatusOK, rerr.Failure.HTTPStatus)
 	assert.True(t, strings.HasPrefix(err.Error(), "error reading streaming response: recourse: recovery interrupted"), err.Error())
 	return rerr
@@ -147,9 +148,9 @@ func TestGenerate503Then200(t *testing.T) {
 	assert.Equal(t, "scripted hello", got.resp.Choices[0].Content)
 	assert.Equal(t, "stop", got.resp.Choices[0].StopReason)
 	assertPOSTs(t, srv, 2, false)
-	assert.Equal(t, []layer.EventType{
-		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled,
-		layer.EventRetryStarted, layer.EventAttemptStarted, layer.EventAttemptSucceeded,
+	assert.Equal(t, []event.Type{
+		event.AttemptStarted, event.AttemptFailed, event.DelayScheduled,
+		event.RetryStarted, event.AttemptStarted, event.AttemptSucceeded,
 	}, rec.types())
 }
 
@@ -170,7 +171,7 @@ func TestStreamKeepaliveThenAbortIsResumed(t *testing.T) {
 	assert.Equal(t, "stop", got.resp.Choices[0].StopReason)
 	assert.Equal(t, 4, got.calls, "role, two content chunks, finish: each once")
 	assertPOSTs(t, srv, 2, true)
-	assert.Equal(t, layer.EventAttemptSucceeded, rec.types()[len(rec.events)-1])
+	assert.Equal(t, event.AttemptSucceeded, rec.types()[len(rec.events)-1])
 }
 
 // A stream that ends cleanly without "data: [DONE]". Plain langchaingo
@@ -191,11 +192,11 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 		srv := start(t, noDone, recoursetest.SSE(events...))
 		got, rec := throughChain(t, srv, true)
 		rerr := requireInterrupted(t, got.err)
-		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category)
+		assert.Equal(t, event.CategoryTransport, rerr.Failure.Category)
 		assert.Nil(t, got.resp)
 		assert.Equal(t, "Hello", got.streamed, "what arrived was streamed once")
 		assertPOSTs(t, srv, 1, true)
-		assert.Equal(t, layer.EventInterrupted, rec.types()[len(rec.events)-1])
+		assert.Equal(t, event.Interrupted, rec.types()[len(rec.events)-1])
 	})
 }
 
@@ -218,12 +219,12 @@ func TestStreamMidStreamErrorIsAnError(t *testing.T) {
 		srv := start(t, midError, recoursetest.SSE(events...))
 		got, rec := throughChain(t, srv, true)
 		rerr := requireInterrupted(t, got.err)
-		assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category)
+		assert.Equal(t, event.CategoryProviderResponse, rerr.Failure.Category)
 		assert.Equal(t, "server_error", rerr.Failure.ProviderCode)
 		assert.NotContains(t, got.err.Error(), "crashed", "the safe error text holds no body")
 		assert.Equal(t, "Hel", got.streamed)
 		assertPOSTs(t, srv, 1, true)
-		assert.Equal(t, layer.EventInterrupted, rec.types()[len(rec.events)-1])
+		assert.Equal(t, event.Interrupted, rec.types()[len(rec.events)-1])
 	})
 }
 
@@ -248,7 +249,7 @@ func TestExhaustedKeepsTheProviderMessage(t *testing.T) {
 	require.Error(t, got.err)
 	assert.Equal(t, "API returned unexpected status code: 503: overloaded", got.err.Error())
 	require.NotNil(t, rep.Err, "the call's result holds the typed error")
-	assert.Equal(t, layer.OutcomeExhausted, rep.Err.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, rep.Err.Outcome)
 	assert.Len(t, rep.Err.History, 3)
 	assertPOSTs(t, srv, 3, false)
 }
@@ -267,7 +268,7 @@ func TestBadRequestPassesThrough(t *testing.T) {
 	var rerr *layer.RecoveryError
 	assert.False(t, errors.As(got.err, &rerr))
 	assertPOSTs(t, srv, 1, false)
-	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted}, rec.types())
+	assert.Equal(t, []event.Type{event.AttemptStarted, event.AttemptFailed, event.Interrupted}, rec.types())
 }
 
 // Cancelling during the backoff ends recovery at once (R9.1), after one
@@ -282,8 +283,8 @@ func TestCancelDuringBackoff(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rec := &recorder{}
-	llm, err := newLLM(srv.URL+"/v1", "sk-test-key", "gpt-4o-mini", func(ev layer.Event) error {
-		if ev.Type == layer.EventDelayScheduled {
+	llm, err := newLLM(srv.URL+"/v1", "sk-test-key", "gpt-4o-mini", func(ev event.Event) error {
+		if ev.Type == event.DelayScheduled {
 			cancel() // the caller gives up while recourse waits 10 s
 		}
 		return rec.onEvent(ev)
@@ -298,8 +299,8 @@ func TestCancelDuringBackoff(t *testing.T) {
 	assert.Equal(t, "request cancelled", got.err.Error())
 	assert.False(t, errors.Is(got.err, context.Canceled))
 	assertPOSTs(t, srv, 1, false)
-	assert.Equal(t, []layer.EventType{
-		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled, layer.EventCancelled,
+	assert.Equal(t, []event.Type{
+		event.AttemptStarted, event.AttemptFailed, event.DelayScheduled, event.Cancelled,
 	}, rec.types())
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -132,7 +133,7 @@ func TestMatrixUnaryCutAfterContent(t *testing.T) {
 	m := newMatrix(t, cut, recoursetest.JSON(http.StatusOK, body))
 	got := m.generate(t, false)
 	rerr := requireHidden(t, m, got)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
 	assert.Equal(t, http.StatusOK, rerr.Failure.HTTPStatus)
 	assertPOSTs(t, m.srv, 1, false)
 }
@@ -144,8 +145,8 @@ func TestMatrixUnary200WithErrorBody(t *testing.T) {
 	m := newMatrix(t, recoursetest.JSON(http.StatusOK, recoursetest.OpenAIError("server_error", "server_error", "The model crashed.")))
 	got := m.generate(t, false)
 	rerr := requireHidden(t, m, got)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
-	assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.CategoryProviderResponse, rerr.Failure.Category)
 	assertPOSTs(t, m.srv, 1, false)
 }
 
@@ -186,7 +187,7 @@ func TestMatrixStreamCutAfterContent(t *testing.T) {
 	m := newMatrix(t, recoursetest.SSE(events[:2]...).CutEvents(2), recoursetest.SSE(events...))
 	got := m.generate(t, true)
 	rerr := requireInterrupted(t, got.err)
-	assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category)
+	assert.Equal(t, event.CategoryTransport, rerr.Failure.Category)
 	assert.Same(t, m.call.Result.Err, rerr)
 	assert.Nil(t, got.resp)
 	assert.Equal(t, "Hel", got.streamed, "content once")
@@ -204,8 +205,8 @@ func TestMatrixStream200WithErrorBody(t *testing.T) {
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(got.err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", got.err, got.err)
 	assert.Equal(t, "error reading streaming response: recourse: the provider returned an error in HTTP 200 (server_error), a permanent failure: not retried (wire attempt 1)", got.err.Error())
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
-	assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category, "an error document in place of the stream is the provider's refusal")
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.CategoryProviderResponse, rerr.Failure.Category, "an error document in place of the stream is the provider's refusal")
 	assert.Nil(t, got.resp)
 	assert.Empty(t, got.streamed)
 	assertPOSTs(t, m.srv, 1, true)
@@ -221,7 +222,7 @@ func TestMatrixStreamExhausted(t *testing.T) {
 	assert.Equal(t, "API returned unexpected status code: 503: overloaded", got.err.Error())
 	rerr := m.call.Result.Err
 	require.NotNil(t, rerr, "the typed error is in the call's Result")
-	assert.Equal(t, layer.OutcomeExhausted, rerr.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, rerr.Outcome)
 	assert.Len(t, rerr.History, 3)
 	assert.Empty(t, got.streamed)
 	assertPOSTs(t, m.srv, 3, true)

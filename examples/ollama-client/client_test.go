@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -26,15 +27,15 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-type recorder struct{ events []layer.Event }
+type recorder struct{ events []event.Event }
 
-func (r *recorder) onEvent(ev layer.Event) error {
+func (r *recorder) onEvent(ev event.Event) error {
 	r.events = append(r.events, ev)
 	return nil
 }
 
-func (r *recorder) types() []layer.EventType {
-	var out []layer.EventType
+func (r *recorder) types() []event.Type {
+	var out []event.Type
 	for _, ev := range r.events {
 		out = append(out, ev.Type)
 	}
@@ -100,7 +101,7 @@ func chatCall(t *testing.T, srv *recoursetest.Server, admit layer.AdmissionHook)
 // requireBusy checks that err is the client's own api.StatusError for the
 // final, passed-through 503 and that lc's Result holds the typed error with
 // outcome o; it returns that error.
-func requireBusy(t *testing.T, err error, lc *layer.Call, o layer.Outcome) *layer.RecoveryError {
+func requireBusy(t *testing.T, err error, lc *layer.Call, o event.Outcome) *layer.RecoveryError {
 	t.Helper()
 	var serr api.StatusError
 	require.True(t, errors.As(err, &serr), "errors.As(api.StatusError) on %T: %v", err, err)
@@ -153,11 +154,11 @@ func TestOllama503Then200WithAllowingHook(t *testing.T) {
 	assert.Equal(t, 503, asked[0].Failure.HTTPStatus)
 	assert.Equal(t, codec.Ollama, asked[0].Failure.Provider)
 
-	assert.Equal(t, []layer.EventType{
-		layer.EventAttemptStarted, layer.EventAttemptFailed,
-		layer.EventAdmissionPending, layer.EventAdmissionAllowed,
-		layer.EventDelayScheduled, layer.EventRetryStarted,
-		layer.EventAttemptStarted, layer.EventAttemptSucceeded,
+	assert.Equal(t, []event.Type{
+		event.AttemptStarted, event.AttemptFailed,
+		event.AdmissionPending, event.AdmissionAllowed,
+		event.DelayScheduled, event.RetryStarted,
+		event.AttemptStarted, event.AttemptSucceeded,
 	}, rec.types())
 }
 
@@ -184,13 +185,13 @@ func TestOllama503WithoutHookNeedsAdmission(t *testing.T) {
 
 	require.Error(t, err)
 	assert.Empty(t, got)
-	rerr := requireBusy(t, err, lc, layer.OutcomeAdmissionRequired)
+	rerr := requireBusy(t, err, lc, event.OutcomeAdmissionRequired)
 	assert.True(t, rerr.Failure.Classification.Eligible, "eligible, but not admitted")
 	assert.Len(t, rerr.History, 1)
 
 	assertPOSTs(t, srv, 1)
-	assert.Equal(t, []layer.EventType{
-		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventAdmissionRequired,
+	assert.Equal(t, []event.Type{
+		event.AttemptStarted, event.AttemptFailed, event.AdmissionRequired,
 	}, rec.types())
 }
 
@@ -201,12 +202,12 @@ func TestOllama503HookRejects(t *testing.T) {
 
 	_, rec, lc, err := chatCall(t, srv, spy.hook)
 
-	requireBusy(t, err, lc, layer.OutcomeAdmissionRejected)
+	requireBusy(t, err, lc, event.OutcomeAdmissionRejected)
 	assert.Len(t, spy.requests(), 1)
 	assertPOSTs(t, srv, 1)
-	assert.Equal(t, []layer.EventType{
-		layer.EventAttemptStarted, layer.EventAttemptFailed,
-		layer.EventAdmissionPending, layer.EventAdmissionRejected,
+	assert.Equal(t, []event.Type{
+		event.AttemptStarted, event.AttemptFailed,
+		event.AdmissionPending, event.AdmissionRejected,
 	}, rec.types())
 }
 
@@ -226,7 +227,7 @@ func TestOllamaBadRequestPassesThrough(t *testing.T) {
 	assert.False(t, errors.As(err, &rerr))
 	assert.Empty(t, spy.requests())
 	assertPOSTs(t, srv, 1)
-	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted}, rec.types())
+	assert.Equal(t, []event.Type{event.AttemptStarted, event.AttemptFailed, event.Interrupted}, rec.types())
 }
 
 // Three busy answers with an allowing hook exhaust MaxAttempts (3 POSTs):
@@ -238,7 +239,7 @@ func TestOllamaExhausted(t *testing.T) {
 
 	_, _, lc, err := chatCall(t, srv, spy.hook)
 
-	rerr := requireBusy(t, err, lc, layer.OutcomeExhausted)
+	rerr := requireBusy(t, err, lc, event.OutcomeExhausted)
 	assert.Len(t, rerr.History, 3)
 	assert.Equal(t, 3, rerr.Failure.WireAttempt)
 	assert.Len(t, spy.requests(), 2, "asked before attempts 2 and 3 only")
@@ -280,7 +281,7 @@ func TestOllamaCancelDuringAdmission(t *testing.T) {
 
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeCancelled, rerr.Outcome)
+	assert.Equal(t, event.OutcomeCancelled, rerr.Outcome)
 	assert.ErrorIs(t, err, context.Canceled)
 	select {
 	case herr := <-hookDone:
@@ -289,7 +290,7 @@ func TestOllamaCancelDuringAdmission(t *testing.T) {
 		t.Fatal("the hook's context was never cancelled")
 	}
 	assertPOSTs(t, srv, 1)
-	assert.Equal(t, []layer.EventType{
-		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventAdmissionPending, layer.EventCancelled,
+	assert.Equal(t, []event.Type{
+		event.AttemptStarted, event.AttemptFailed, event.AdmissionPending, event.Cancelled,
 	}, rec.types())
 }

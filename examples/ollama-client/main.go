@@ -31,6 +31,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -81,7 +82,7 @@ func allowBusy(_ context.Context, req layer.AdmissionRequest) (layer.Decision, e
 // default recourse chain for Ollama's /api/chat: at most 3 wire attempts,
 // resends decided by admit (nil means none: an eligible failure then ends
 // with outcome admission_required), events sent to onEvent.
-func newClient(base *url.URL, admit layer.AdmissionHook, onEvent func(layer.Event) error) (*api.Client, error) {
+func newClient(base *url.URL, admit layer.AdmissionHook, onEvent func(event.Event) error) (*api.Client, error) {
 	ch, err := chain.Default(ollama.New(), chain.WithPolicy(retry.Policy{
 		MaxAttempts: 3,
 		Admit:       admit,
@@ -137,7 +138,7 @@ func chatStream(ctx context.Context, client *api.Client, req *api.ChatRequest, f
 // chatOnce runs one chat and prints the events, the answer or the way it
 // failed.
 func chatOnce(ctx context.Context, w io.Writer, base *url.URL, model string) error {
-	client, err := newClient(base, allowBusy, func(ev layer.Event) error {
+	client, err := newClient(base, allowBusy, func(ev event.Event) error {
 		demo.EventFormat{Width: 19, Next: true}.Print(w, ev)
 		return nil
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/ollama"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -115,7 +116,7 @@ func TestMatrixUnaryCutAfterContent(t *testing.T) {
 	assert.Zero(t, got.calls)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
 	assert.Same(t, m.call.Result.Err, rerr)
 	assertPOSTs(t, m.srv, 1)
 }
@@ -129,8 +130,8 @@ func TestMatrixUnary200WithErrorBody(t *testing.T) {
 	assert.Zero(t, got.calls)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
-	assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.CategoryProviderResponse, rerr.Failure.Category)
 	assertPOSTs(t, m.srv, 1)
 }
 
@@ -178,7 +179,7 @@ func TestMatrixStream200WithErrorLine(t *testing.T) {
 	assert.Equal(t, "an error was encountered while running the model", err.Error())
 	assert.Zero(t, got.calls)
 	require.NotNil(t, m.call.Result.Err)
-	assert.Equal(t, layer.CategoryProviderResponse, m.call.Result.Err.Failure.Category)
+	assert.Equal(t, event.CategoryProviderResponse, m.call.Result.Err.Failure.Category)
 	assertStreamPOSTs(t, m.srv, 1)
 }
 
@@ -187,7 +188,7 @@ func TestMatrixStream200WithErrorLine(t *testing.T) {
 func TestMatrixStreamExhausted(t *testing.T) {
 	m := newMatrix(t, busy(), busy(), busy(), recoursetest.NDJSON(recoursetest.OllamaStream("never")...))
 	_, err := m.chat(t, true)
-	rerr := requireBusy(t, err, m.call, layer.OutcomeExhausted)
+	rerr := requireBusy(t, err, m.call, event.OutcomeExhausted)
 	assert.Len(t, rerr.History, 3)
 	assertStreamPOSTs(t, m.srv, 3)
 }

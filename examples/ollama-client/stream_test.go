@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -124,7 +125,7 @@ var emptyChunk = recoursetest.OllamaStream("")[0]
 
 // requireTyped checks that err is our typed error (returned as is, not
 // wrapped) with outcome o, and returns it.
-func requireTyped(t *testing.T, err error, o layer.Outcome) *layer.RecoveryError {
+func requireTyped(t *testing.T, err error, o event.Outcome) *layer.RecoveryError {
 	t.Helper()
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
@@ -159,14 +160,14 @@ func TestStreamEmptyChunkThenAbortIsResumed(t *testing.T) {
 			asked := spy.requests()
 			require.Len(t, asked, 1)
 			assert.Equal(t, 2, asked[0].NextAttempt)
-			assert.Equal(t, layer.CategoryTransport, asked[0].Failure.Category)
+			assert.Equal(t, event.CategoryTransport, asked[0].Failure.Category)
 			assert.False(t, asked[0].Failure.Progress.Observed.Any(), "nothing semantic before the cut")
-			assert.Equal(t, []layer.EventType{
-				layer.EventAttemptStarted, layer.EventTelemetry, layer.EventAttemptFailed,
-				layer.EventAdmissionPending, layer.EventAdmissionAllowed,
-				layer.EventDelayScheduled, layer.EventRetryStarted,
-				layer.EventAttemptStarted, layer.EventTelemetry, layer.EventTelemetry, layer.EventTelemetry,
-				layer.EventMetrics, layer.EventAttemptSucceeded,
+			assert.Equal(t, []event.Type{
+				event.AttemptStarted, event.Telemetry, event.AttemptFailed,
+				event.AdmissionPending, event.AdmissionAllowed,
+				event.DelayScheduled, event.RetryStarted,
+				event.AttemptStarted, event.Telemetry, event.Telemetry, event.Telemetry,
+				event.Metrics, event.AttemptSucceeded,
 			}, rec.types())
 		})
 	}
@@ -238,15 +239,15 @@ func TestStreamWithoutHookNeedsAdmission(t *testing.T) {
 	t.Run("after headers, chatStream", func(t *testing.T) {
 		srv := start(t, recoursetest.NDJSON(emptyChunk).CutEvents(1), full)
 		got, rec := streamChat(t, srv, nil, nil)
-		rerr := requireTyped(t, got.err, layer.OutcomeAdmissionRequired)
+		rerr := requireTyped(t, got.err, event.OutcomeAdmissionRequired)
 		assert.True(t, rerr.Failure.Classification.Eligible, "eligible, but not admitted")
-		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category)
+		assert.Equal(t, event.CategoryTransport, rerr.Failure.Category)
 		assert.Equal(t, http.StatusOK, rerr.Failure.HTTPStatus)
 		assert.Len(t, rerr.History, 1)
 		assert.Equal(t, 1, got.calls)
 		assertStreamPOSTs(t, srv, 1)
-		assert.Equal(t, []layer.EventType{
-			layer.EventAttemptStarted, layer.EventTelemetry, layer.EventAttemptFailed, layer.EventAdmissionRequired,
+		assert.Equal(t, []event.Type{
+			event.AttemptStarted, event.Telemetry, event.AttemptFailed, event.AdmissionRequired,
 		}, rec.types())
 	})
 	t.Run("before headers, Chat", func(t *testing.T) {
@@ -254,7 +255,7 @@ func TestStreamWithoutHookNeedsAdmission(t *testing.T) {
 		got := chatDirect(t, srv, true)
 		var rerr *layer.RecoveryError
 		require.True(t, errors.As(got.err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", got.err, got.err)
-		assert.Equal(t, layer.OutcomeAdmissionRequired, rerr.Outcome)
+		assert.Equal(t, event.OutcomeAdmissionRequired, rerr.Outcome)
 		var uerr *url.Error
 		assert.True(t, errors.As(got.err, &uerr), "http.Client's *url.Error, returned as is; got %T", got.err)
 		assert.Zero(t, got.calls)
@@ -290,16 +291,16 @@ func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
 		srv := start(t, script...)
 		spy := allow()
 		got, rec := streamChat(t, srv, spy.hook, nil)
-		rerr := requireTyped(t, got.err, layer.OutcomeInterrupted)
-		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category)
-		assert.Equal(t, layer.ReasonSemanticOutput, rerr.Failure.Classification.Reason)
+		rerr := requireTyped(t, got.err, event.OutcomeInterrupted)
+		assert.Equal(t, event.CategoryTransport, rerr.Failure.Category)
+		assert.Equal(t, event.ReasonSemanticOutput, rerr.Failure.Classification.Reason)
 		assert.Equal(t, int64(3), rerr.Failure.Progress.Observed.ContentBytes)
 		assert.Equal(t, "Hel", got.content)
 		assert.Equal(t, 1, got.calls)
 		assert.Empty(t, spy.requests(), "no admission is asked for an interrupted stream")
 		assertStreamPOSTs(t, srv, 1)
-		assert.Equal(t, []layer.EventType{
-			layer.EventAttemptStarted, layer.EventTelemetry, layer.EventAttemptFailed, layer.EventInterrupted,
+		assert.Equal(t, []event.Type{
+			event.AttemptStarted, event.Telemetry, event.AttemptFailed, event.Interrupted,
 		}, rec.types())
 	})
 }
@@ -327,12 +328,12 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 	t.Run("chatStream", func(t *testing.T) {
 		srv := start(t, noDone, recoursetest.NDJSON(lines...))
 		got, rec := streamChat(t, srv, allow().hook, nil)
-		rerr := requireTyped(t, got.err, layer.OutcomeInterrupted)
-		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category, "an incomplete stream is a transport failure (R13.3)")
+		rerr := requireTyped(t, got.err, event.OutcomeInterrupted)
+		assert.Equal(t, event.CategoryTransport, rerr.Failure.Category, "an incomplete stream is a transport failure (R13.3)")
 		assert.Equal(t, "Hello", got.content, "what arrived was delivered once")
 		assert.False(t, got.done)
 		assertStreamPOSTs(t, srv, 1)
-		assert.Equal(t, layer.EventInterrupted, rec.types()[len(rec.events)-1])
+		assert.Equal(t, event.Interrupted, rec.types()[len(rec.events)-1])
 	})
 }
 
@@ -376,7 +377,7 @@ func TestStreamBadRequestThroughChatStream(t *testing.T) {
 	var rerr *layer.RecoveryError
 	assert.False(t, errors.As(got.err, &rerr))
 	assertStreamPOSTs(t, srv, 1)
-	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted}, rec.types())
+	assert.Equal(t, []event.Type{event.AttemptStarted, event.AttemptFailed, event.Interrupted}, rec.types())
 }
 
 // ollamaKeepalive is a blank NDJSON line, the keepalive recourse's Ollama

@@ -17,6 +17,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -31,15 +32,15 @@ func TestMain(m *testing.M) {
 
 // recorder collects the lifecycle events of one test. OnEvent is called
 // synchronously on the caller's goroutine, so no lock is needed.
-type recorder struct{ events []layer.Event }
+type recorder struct{ events []event.Event }
 
-func (r *recorder) onEvent(ev layer.Event) error {
+func (r *recorder) onEvent(ev event.Event) error {
 	r.events = append(r.events, ev)
 	return nil
 }
 
-func (r *recorder) types() []layer.EventType {
-	var out []layer.EventType
+func (r *recorder) types() []event.Type {
+	var out []event.Type
 	for _, ev := range r.events {
 		out = append(out, ev.Type)
 	}
@@ -101,14 +102,14 @@ func TestDropIn503Then200(t *testing.T) {
 	assert.Equal(t, "gpt-4o-mini-2024-07-18", comp.Model)
 	assertPOSTs(t, srv, 2)
 
-	assert.Equal(t, []layer.EventType{
-		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled,
-		layer.EventRetryStarted, layer.EventAttemptStarted, layer.EventAttemptSucceeded,
+	assert.Equal(t, []event.Type{
+		event.AttemptStarted, event.AttemptFailed, event.DelayScheduled,
+		event.RetryStarted, event.AttemptStarted, event.AttemptSucceeded,
 	}, rec.types())
 	failed := rec.events[1]
 	require.NotNil(t, failed.Failure)
 	assert.Equal(t, 503, failed.Failure.HTTPStatus)
-	assert.Equal(t, layer.CategoryHTTP, failed.Failure.Category)
+	assert.Equal(t, event.CategoryHTTP, failed.Failure.Category)
 	assert.True(t, failed.Failure.Classification.Eligible)
 	assert.Equal(t, "server_error", failed.Failure.ProviderCode)
 	assert.Equal(t, 2, rec.events[2].NextAttempt, "delay_scheduled is about attempt 2")
@@ -133,9 +134,9 @@ func TestDropInRedirectIsRefused(t *testing.T) {
 	assert.Nil(t, comp)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
 	assert.Equal(t, http.StatusTemporaryRedirect, rerr.Failure.HTTPStatus)
-	assert.Equal(t, layer.CategoryHTTP, rerr.Failure.Category)
+	assert.Equal(t, event.CategoryHTTP, rerr.Failure.Category)
 	assert.False(t, rerr.Failure.Classification.Eligible)
 	assert.Len(t, rerr.History, 1)
 	// openai-go returns the transport error as it got it from http.Client: a
@@ -146,7 +147,7 @@ func TestDropInRedirectIsRefused(t *testing.T) {
 
 	assertPOSTs(t, srv, 1)
 	assert.Equal(t, 0, target.Count(), "the redirect target was contacted")
-	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted}, rec.types())
+	assert.Equal(t, []event.Type{event.AttemptStarted, event.AttemptFailed, event.Interrupted}, rec.types())
 }
 
 // A 400 is permanent (R4.2): the complete response passes through the chain
@@ -170,9 +171,9 @@ func TestDropInBadRequestPassesThrough(t *testing.T) {
 	assert.False(t, errors.As(err, &rerr), "a passed-through 400 is not a RecoveryError")
 
 	assertPOSTs(t, srv, 1)
-	assert.Equal(t, []layer.EventType{layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted}, rec.types())
+	assert.Equal(t, []event.Type{event.AttemptStarted, event.AttemptFailed, event.Interrupted}, rec.types())
 	require.NotNil(t, rec.events[1].Failure)
-	assert.Equal(t, layer.ReasonPermanent, rec.events[1].Failure.Classification.Reason)
+	assert.Equal(t, event.ReasonPermanent, rec.events[1].Failure.Classification.Reason)
 }
 
 // The program itself runs offline by default and recovers the scripted 503.
@@ -200,8 +201,8 @@ func TestDropInCancelDuringBackoff(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rec := &recorder{}
-	client, err := newClient(srv.URL+"/v1/", "sk-test-key", func(ev layer.Event) error {
-		if ev.Type == layer.EventDelayScheduled {
+	client, err := newClient(srv.URL+"/v1/", "sk-test-key", func(ev event.Event) error {
+		if ev.Type == event.DelayScheduled {
 			cancel() // the caller gives up while recourse waits 10 s
 		}
 		return rec.onEvent(ev)
@@ -219,8 +220,8 @@ func TestDropInCancelDuringBackoff(t *testing.T) {
 	var rerr *layer.RecoveryError
 	assert.False(t, errors.As(err, &rerr), "openai-go returns ctx.Err(), not the transport error")
 	assertPOSTs(t, srv, 1)
-	assert.Equal(t, []layer.EventType{
-		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled, layer.EventCancelled,
+	assert.Equal(t, []event.Type{
+		event.AttemptStarted, event.AttemptFailed, event.DelayScheduled, event.Cancelled,
 	}, rec.types())
 	assert.Equal(t, 10*time.Second, rec.events[2].Delay, "Retry-After is a minimum (R5.5)")
 }
@@ -254,13 +255,13 @@ func TestDropInExhausted(t *testing.T) {
 	assert.Equal(t, "false", aerr.Response.Header.Get("X-Should-Retry"))
 	rerr := lc.Result.Err
 	require.NotNil(t, rerr, "the typed error is in the call's Result")
-	assert.Equal(t, layer.OutcomeExhausted, rerr.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, rerr.Outcome)
 	assert.Equal(t, 503, rerr.Failure.HTTPStatus)
 	assert.Equal(t, 3, rerr.Failure.WireAttempt)
 	require.Len(t, rerr.History, 3)
 	assert.Equal(t, rerr.Failure.AttemptID, rerr.History[2].AttemptID, "the final failure is the last history entry")
 	assertPOSTs(t, srv, 3)
-	assert.Equal(t, layer.EventExhausted, rec.types()[len(rec.events)-1])
+	assert.Equal(t, event.Exhausted, rec.types()[len(rec.events)-1])
 }
 
 // The SDK's own retry loop left on (its default, 2 retries): the

@@ -30,6 +30,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -50,7 +51,7 @@ func run(w io.Writer) error {
 // newClient returns an openai-go client for apiBase (the API root, for
 // example "https://api.openai.com/v1/") whose transport is the default
 // recourse chain: at most 3 wire attempts, events sent to onEvent.
-func newClient(apiBase, key string, onEvent func(layer.Event) error) (openai.Client, error) {
+func newClient(apiBase, key string, onEvent func(event.Event) error) (openai.Client, error) {
 	ch, err := chain.Default(openaicodec.New(), chain.WithPolicy(retry.Policy{
 		MaxAttempts: 3,
 		OnEvent:     onEvent,
@@ -69,7 +70,7 @@ func newClient(apiBase, key string, onEvent func(layer.Event) error) (openai.Cli
 // complete runs one ordinary completion and prints the events, the answer
 // or the way it failed.
 func complete(ctx context.Context, w io.Writer, apiBase, key, model string) error {
-	client, err := newClient(apiBase, key, func(ev layer.Event) error {
+	client, err := newClient(apiBase, key, func(ev event.Event) error {
 		demo.EventFormat{Width: 17}.Print(w, ev)
 		return nil
 	})

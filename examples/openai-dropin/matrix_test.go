@@ -15,6 +15,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	openaicodec "github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -126,7 +127,7 @@ func TestMatrixUnaryCutAfterContent(t *testing.T) {
 	assert.Nil(t, comp)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
 	assertPOSTs(t, m.srv, 1)
 }
 
@@ -139,8 +140,8 @@ func TestMatrixUnary200WithErrorBody(t *testing.T) {
 	assert.Nil(t, comp)
 	var rerr *layer.RecoveryError
 	require.True(t, errors.As(err, &rerr), "errors.As(*layer.RecoveryError) on %T: %v", err, err)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
-	assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.CategoryProviderResponse, rerr.Failure.Category)
 	assertPOSTs(t, m.srv, 1)
 }
 
@@ -174,8 +175,8 @@ func TestMatrixStream200WithErrorBody(t *testing.T) {
 	assert.Empty(t, got.content)
 	rerr := m.call.Result.Err
 	require.NotNil(t, rerr)
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
-	assert.Equal(t, layer.CategoryProviderResponse, rerr.Failure.Category, "an error document in place of the stream is the provider's refusal (R4.7)")
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.CategoryProviderResponse, rerr.Failure.Category, "an error document in place of the stream is the provider's refusal (R4.7)")
 	assert.Equal(t, "server_error", rerr.Failure.ProviderCode)
 	assertStreamPOSTs(t, m.srv, 1)
 }
@@ -193,7 +194,7 @@ func TestMatrixStreamExhausted(t *testing.T) {
 	assert.Equal(t, "false", aerr.Response.Header.Get("X-Should-Retry"))
 	rerr := m.call.Result.Err
 	require.NotNil(t, rerr)
-	assert.Equal(t, layer.OutcomeExhausted, rerr.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, rerr.Outcome)
 	assert.Len(t, rerr.History, 3)
 	assertStreamPOSTs(t, m.srv, 3)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -110,8 +111,8 @@ func requireInterrupted(t *testing.T, got streamResult) *layer.RecoveryError {
 	rerr := got.call.Result.Err
 	require.NotNil(t, rerr, "the call's Result holds the typed error")
 	assert.Contains(t, serr.Message, rerr.Error(), "the event carries the safe text")
-	assert.Equal(t, layer.OutcomeInterrupted, rerr.Outcome)
-	assert.Equal(t, layer.ReasonSemanticOutput, rerr.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, rerr.Outcome)
+	assert.Equal(t, event.ReasonSemanticOutput, rerr.Failure.Classification.Reason)
 	assert.False(t, rerr.Failure.Classification.Eligible)
 	assert.True(t, rerr.Failure.Progress.Observed.Any(), "content was observed")
 	assert.Equal(t, http.StatusOK, rerr.Failure.HTTPStatus)
@@ -138,13 +139,13 @@ func TestStreamKeepaliveThenAbortIsResumed(t *testing.T) {
 	assert.Equal(t, "Hello", got.content)
 	assert.Equal(t, 5, got.chunks, "role, two content chunks, finish, usage: each once")
 	assertStreamPOSTs(t, srv, 2)
-	assert.Equal(t, []layer.EventType{
-		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled,
-		layer.EventRetryStarted, layer.EventAttemptStarted, layer.EventAttemptSucceeded,
+	assert.Equal(t, []event.Type{
+		event.AttemptStarted, event.AttemptFailed, event.DelayScheduled,
+		event.RetryStarted, event.AttemptStarted, event.AttemptSucceeded,
 	}, rec.types())
 	failed := rec.events[1].Failure
 	require.NotNil(t, failed)
-	assert.Equal(t, layer.CategoryTransport, failed.Category)
+	assert.Equal(t, event.CategoryTransport, failed.Category)
 	assert.True(t, failed.Classification.Eligible)
 	assert.True(t, failed.Progress.HeadersReceived)
 	assert.False(t, failed.Progress.Observed.Any(), "only a keep-alive was seen")
@@ -166,7 +167,7 @@ func TestStreamCutInsideFirstEventIsResumed(t *testing.T) {
 	assert.Equal(t, "Hello", got.content)
 	assert.Equal(t, 5, got.chunks, "role, two content chunks, finish, usage")
 	assertStreamPOSTs(t, srv, 2)
-	assert.Equal(t, layer.EventAttemptSucceeded, rec.types()[len(rec.events)-1])
+	assert.Equal(t, event.AttemptSucceeded, rec.types()[len(rec.events)-1])
 }
 
 // (b) Content, then the connection drops. The content was delivered, so the
@@ -182,12 +183,12 @@ func TestStreamContentThenAbortIsInterrupted(t *testing.T) {
 	got, rec := streamThroughChain(t, srv)
 
 	rerr := requireInterrupted(t, got)
-	assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category)
+	assert.Equal(t, event.CategoryTransport, rerr.Failure.Category)
 	assert.Equal(t, "Hel", got.content)
 	assert.Equal(t, 2, got.chunks)
 	assertStreamPOSTs(t, srv, 1)
-	assert.Equal(t, []layer.EventType{
-		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventInterrupted,
+	assert.Equal(t, []event.Type{
+		event.AttemptStarted, event.AttemptFailed, event.Interrupted,
 	}, rec.types())
 }
 
@@ -210,10 +211,10 @@ func TestStreamWithoutDoneIsAnError(t *testing.T) {
 		srv := start(t, noDone, recoursetest.SSE(events...))
 		got, rec := streamThroughChain(t, srv)
 		rerr := requireInterrupted(t, got)
-		assert.Equal(t, layer.CategoryTransport, rerr.Failure.Category, "an incomplete stream is a transport failure (R13.3)")
+		assert.Equal(t, event.CategoryTransport, rerr.Failure.Category, "an incomplete stream is a transport failure (R13.3)")
 		assert.Equal(t, "Hello", got.content, "what arrived was delivered once")
 		assertStreamPOSTs(t, srv, 1)
-		assert.Equal(t, layer.EventInterrupted, rec.types()[len(rec.events)-1])
+		assert.Equal(t, event.Interrupted, rec.types()[len(rec.events)-1])
 	})
 }
 
@@ -242,10 +243,10 @@ func TestStreamMidStreamErrorEvent(t *testing.T) {
 		assert.Equal(t, "Hel", got.content)
 		f := rec.events[len(rec.events)-1].Failure
 		require.NotNil(t, f)
-		assert.Equal(t, layer.CategoryProviderResponse, f.Category)
+		assert.Equal(t, event.CategoryProviderResponse, f.Category)
 		assert.Equal(t, "server_error", f.ProviderCode)
 		assertStreamPOSTs(t, srv, 1)
-		assert.Equal(t, layer.EventInterrupted, rec.types()[len(rec.events)-1])
+		assert.Equal(t, event.Interrupted, rec.types()[len(rec.events)-1])
 	})
 }
 
@@ -263,14 +264,14 @@ func TestStream429ThenStream(t *testing.T) {
 	assert.Equal(t, "Hello", got.content)
 	assert.Equal(t, 5, got.chunks, "role, two content chunks, finish, usage")
 	assertStreamPOSTs(t, srv, 2)
-	assert.Equal(t, []layer.EventType{
-		layer.EventAttemptStarted, layer.EventAttemptFailed, layer.EventDelayScheduled,
-		layer.EventRetryStarted, layer.EventAttemptStarted, layer.EventAttemptSucceeded,
+	assert.Equal(t, []event.Type{
+		event.AttemptStarted, event.AttemptFailed, event.DelayScheduled,
+		event.RetryStarted, event.AttemptStarted, event.AttemptSucceeded,
 	}, rec.types())
 	failed := rec.events[1].Failure
 	require.NotNil(t, failed)
 	assert.Equal(t, http.StatusTooManyRequests, failed.HTTPStatus)
-	assert.Equal(t, layer.RetryAfterSeconds, failed.RetryAfter.Kind)
+	assert.Equal(t, event.RetryAfterSeconds, failed.RetryAfter.Kind)
 }
 
 // sseEvent returns one SSE event carrying data.

@@ -27,8 +27,8 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	respcodec "github.com/recourse-dev/recourse/codecs/openai/responses"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/examples/internal/demo"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -47,7 +47,7 @@ func run(w io.Writer) error {
 	srv := recoursetest.NewServer(recoursetest.ResponsesBackground(id, evs...).CutEvents(8), recoursetest.ResponsesResume(id))
 	defer srv.Close()
 	fmt.Fprintf(w, "offline: scripted server at %s (a background stream cut at 40 %%)\n", srv.URL)
-	client, err := newClient(srv.URL+"/v1/", "sk-offline-demo", func(ev layer.Event) error {
+	client, err := newClient(srv.URL+"/v1/", "sk-offline-demo", func(ev event.Event) error {
 		printEvent(w, ev)
 		return nil
 	})
@@ -68,7 +68,7 @@ func run(w io.Writer) error {
 // example "https://api.openai.com/v1/") whose transport is the default
 // recourse chain with the Responses codec: at most 4 wire attempts (a
 // resume read is one), events sent to onEvent.
-func newClient(apiBase, key string, onEvent func(layer.Event) error) (openai.Client, error) {
+func newClient(apiBase, key string, onEvent func(event.Event) error) (openai.Client, error) {
 	ch, err := chain.Default(respcodec.New(), chain.WithPolicy(retry.Policy{
 		MaxAttempts: 4,
 		BaseDelay:   new(50 * time.Millisecond),
@@ -106,12 +106,12 @@ func streamBackground(ctx context.Context, client openai.Client, prompt string) 
 
 // printEvent prints the safe fields of a lifecycle event: never a body,
 // header, credential or response ID (R10.5).
-func printEvent(w io.Writer, ev layer.Event) {
+func printEvent(w io.Writer, ev event.Event) {
 	line := fmt.Sprintf("event %-17s attempt %d/%d", ev.Type, ev.WireAttempt, ev.MaxAttempts)
-	if f := ev.Failure; f != nil && ev.Type == layer.EventAttemptFailed {
+	if f := ev.Failure; f != nil && ev.Type == event.AttemptFailed {
 		line += fmt.Sprintf("  %s (%s)", f.Category, f.Classification.Reason)
 	}
-	if r := ev.Resume; r != nil && ev.Type == layer.EventRetryStarted {
+	if r := ev.Resume; r != nil && ev.Type == event.RetryStarted {
 		line += fmt.Sprintf("  resuming after event %d", r.Cursor)
 	}
 	fmt.Fprintln(w, line)

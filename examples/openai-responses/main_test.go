@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -27,9 +27,9 @@ const id = "resp_t1"
 func textEvents() []string { return recoursetest.ResponsesEvents(id, "Hello", ", world", "!") }
 
 // recorder collects the lifecycle events of one test.
-type recorder struct{ events []layer.Event }
+type recorder struct{ events []event.Event }
 
-func (r *recorder) onEvent(ev layer.Event) error { r.events = append(r.events, ev); return nil }
+func (r *recorder) onEvent(ev event.Event) error { r.events = append(r.events, ev); return nil }
 
 // rig is a scripted server and the program's client for it.
 func rig(t *testing.T, steps ...recoursetest.Step) (*recoursetest.Server, openai.Client, *recorder) {
@@ -119,7 +119,7 @@ func TestR19_9_OpenAIGoBackgroundStreamIsResumed(t *testing.T) {
 	assert.Equal(t, "starting_after=5&stream=true", reqs[1].RawQuery)
 	var resumed bool
 	for _, ev := range rec.events {
-		resumed = resumed || (ev.Type == layer.EventRetryStarted && ev.Resume != nil && ev.Resume.Cursor == 5)
+		resumed = resumed || (ev.Type == event.RetryStarted && ev.Resume != nil && ev.Resume.Cursor == 5)
 	}
 	assert.True(t, resumed, "retry_started carries the cursor")
 }
@@ -155,7 +155,7 @@ func TestR19_13_OpenAIGoGetIsRetried(t *testing.T) {
 	assert.Equal(t, responses.ResponseStatusInProgress, res.Status)
 	assert.Equal(t, 3, srv.Count())
 	for _, ev := range rec.events {
-		assert.NotEqual(t, layer.EventAdmissionPending, ev.Type)
+		assert.NotEqual(t, event.AdmissionPending, ev.Type)
 	}
 }
 

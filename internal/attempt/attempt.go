@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attemptkey"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -51,15 +52,15 @@ type Attempt struct {
 	// OnWire is the sensitive capture hook, nil when capture is off.
 	OnWire layer.WireHook
 
-	id       layer.Identity
+	id       event.Identity
 	info     codec.RequestInfo
 	mu       sync.Mutex
 	onBegin  Beginner
 	began    bool
 	beginErr error
-	progress layer.Progress
+	progress event.Progress
 	observer codec.Observer
-	phase    layer.Phase
+	phase    event.Phase
 	dialed   bool
 	sent     bool
 	finished bool
@@ -69,7 +70,7 @@ type Attempt struct {
 
 // New returns attempt state. onBegin, if not nil, runs once when the
 // request is about to leave (see Begin).
-func New(id layer.Identity, info codec.RequestInfo, cdc codec.Codec, onWire layer.WireHook, onBegin func() error) *Attempt {
+func New(id event.Identity, info codec.RequestInfo, cdc codec.Codec, onWire layer.WireHook, onBegin func() error) *Attempt {
 	var b Beginner
 	if onBegin != nil {
 		b = beginFunc(onBegin)
@@ -82,7 +83,7 @@ func New(id layer.Identity, info codec.RequestInfo, cdc codec.Codec, onWire laye
 // leave (see Begin). A caller that already holds a value with such a
 // method (the retry engine's call) passes it instead of a method value,
 // which would cost an allocation per call.
-func NewFor(id layer.Identity, info codec.RequestInfo, cdc codec.Codec, onWire layer.WireHook, b Beginner) *Attempt {
+func NewFor(id event.Identity, info codec.RequestInfo, cdc codec.Codec, onWire layer.WireHook, b Beginner) *Attempt {
 	return InitFor(new(Attempt), id, info, cdc, onWire, b)
 }
 
@@ -92,8 +93,8 @@ func NewFor(id layer.Identity, info codec.RequestInfo, cdc codec.Codec, onWire l
 // keeps its first one) saves the attempt's allocation; a must then live as
 // long as anything may hold the attempt (a request's context, a response
 // body), which a field of a heap value does.
-func InitFor(a *Attempt, id layer.Identity, info codec.RequestInfo, cdc codec.Codec, onWire layer.WireHook, b Beginner) *Attempt {
-	a.id, a.info, a.Codec, a.OnWire, a.onBegin, a.phase = id, info, cdc, onWire, b, layer.PhaseConnecting
+func InitFor(a *Attempt, id event.Identity, info codec.RequestInfo, cdc codec.Codec, onWire layer.WireHook, b Beginner) *Attempt {
+	a.id, a.info, a.Codec, a.OnWire, a.onBegin, a.phase = id, info, cdc, onWire, b, event.PhaseConnecting
 	if cdc != nil {
 		a.observer = cdc.NewObserver(info)
 	}
@@ -113,7 +114,7 @@ type beginFunc func() error
 func (f beginFunc) BeginAttempt() error { return f() }
 
 // Identity returns the attempt's identity (R10.1).
-func (a *Attempt) Identity() layer.Identity { return a.id }
+func (a *Attempt) Identity() event.Identity { return a.id }
 
 // Info returns what the codec learned of the attempt's request.
 func (a *Attempt) Info() codec.RequestInfo { return a.info }
@@ -164,14 +165,14 @@ func (a *Attempt) Began() bool {
 }
 
 // SetPhase records the attempt's current phase.
-func (a *Attempt) SetPhase(p layer.Phase) {
+func (a *Attempt) SetPhase(p event.Phase) {
 	a.mu.Lock()
 	a.phase = p
 	a.mu.Unlock()
 }
 
 // Phase returns the attempt's current phase.
-func (a *Attempt) Phase() layer.Phase {
+func (a *Attempt) Phase() event.Phase {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.phase
@@ -182,8 +183,8 @@ func (a *Attempt) Phase() layer.Phase {
 func (a *Attempt) MarkConnected() {
 	a.mu.Lock()
 	a.dialed = true
-	if a.phase == layer.PhaseConnecting {
-		a.phase = layer.PhaseAwaitingHeaders
+	if a.phase == event.PhaseConnecting {
+		a.phase = event.PhaseAwaitingHeaders
 	}
 	a.mu.Unlock()
 }
@@ -243,7 +244,7 @@ func (a *Attempt) FreeBuffers() {
 func (a *Attempt) HeadersReceived() {
 	a.mu.Lock()
 	a.progress.HeadersReceived = true
-	a.phase = layer.PhaseBody
+	a.phase = event.PhaseBody
 	a.mu.Unlock()
 }
 
@@ -307,7 +308,7 @@ func (a *Attempt) SetDelivered(c codec.Counts) {
 }
 
 // Progress returns a snapshot of the attempt's progress.
-func (a *Attempt) Progress() layer.Progress {
+func (a *Attempt) Progress() event.Progress {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.progress

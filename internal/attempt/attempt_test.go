@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -28,7 +29,7 @@ func (c *closeCounter) Close() error { c.closed++; return nil }
 // CountBody: each byte is counted once as raw progress, the wrappers are
 // distinct, and closing a wrapper closes its body.
 func TestCountBodyAccountsEveryByte(t *testing.T) {
-	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+	a := attempt.New(event.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 		codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	first := &closeCounter{Reader: strings.NewReader("hello")}
 	second := &closeCounter{Reader: strings.NewReader(" world!")}
@@ -58,7 +59,7 @@ type ctxKey string
 // own connection trace, and it keeps the parent's values, deadline and
 // cancellation.
 func TestWithAttemptCarriesTheAttemptAndItsTrace(t *testing.T) {
-	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+	a := attempt.New(event.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 		codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	parent, cancel := context.WithDeadline(context.WithValue(context.Background(), ctxKey("k"), "v"), time.Now().Add(time.Hour))
 	ctx := attempt.With(parent, a)
@@ -87,7 +88,7 @@ func TestWithAttemptCarriesTheAttemptAndItsTrace(t *testing.T) {
 // parent context is left to the sender to compose with: the attempt context
 // still answers the caller's trace.
 func TestWithAttemptKeepsACallersTrace(t *testing.T) {
-	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+	a := attempt.New(event.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 		codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	own := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {}}
 	ctx := attempt.With(httptrace.WithClientTrace(context.Background(), own), a)

@@ -4,13 +4,13 @@ import (
 	"fmt"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // New is the per-attempt state wire-plane layers reach with From; Begin runs the attempt_started notification once.
 func ExampleNew() {
-	a := attempt.New(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, func() error {
+	a := attempt.New(event.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, func() error {
 		fmt.Println("attempt_started")
 		return nil
 	})
@@ -36,7 +36,7 @@ func (s *starts) BeginAttempt() error {
 func ExampleNewFor() {
 	s := &starts{}
 	for n := 1; n <= 2; n++ {
-		a := attempt.NewFor(layer.Identity{WireAttempt: n}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, s)
+		a := attempt.NewFor(event.Identity{WireAttempt: n}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, s)
 		_ = a.Begin()
 		_ = a.Begin() // idempotent: BeginAttempt ran once for this attempt
 	}
@@ -53,7 +53,7 @@ func ExampleInitFor() {
 		first attempt.Attempt
 	}
 	c := &callState{}
-	a := attempt.InitFor(&c.first, layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, &c.starts)
+	a := attempt.InitFor(&c.first, event.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, &c.starts)
 	_ = a.Begin()
 	a.Received([]byte("hello"))
 	fmt.Println(a == &c.first, c.n, a.Progress().RawBytes)

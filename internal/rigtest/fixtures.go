@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -35,8 +36,8 @@ func AwaitResult(t testing.TB, done <-chan error) error {
 }
 
 // EventsOf returns the events of type typ, in order.
-func EventsOf(evs []layer.Event, typ layer.EventType) []layer.Event {
-	var out []layer.Event
+func EventsOf(evs []event.Event, typ event.Type) []event.Event {
+	var out []event.Event
 	for _, e := range evs {
 		if e.Type == typ {
 			out = append(out, e)

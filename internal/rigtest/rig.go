@@ -18,6 +18,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -82,14 +83,14 @@ func (c *Clock) Sleeps() []time.Duration {
 // Recorder records lifecycle events and wire snapshots, safe for concurrent use.
 type Recorder struct {
 	mu     sync.Mutex
-	events []layer.Event
+	events []event.Event
 	wire   []layer.WireSnapshot
 	// Log, when set, receives a line per event and capture, in order ("event:attempt_started", "wire:request").
 	log []string
 }
 
 // OnEvent records ev.
-func (r *Recorder) OnEvent(ev layer.Event) error {
+func (r *Recorder) OnEvent(ev event.Event) error {
 	r.mu.Lock()
 	r.events = append(r.events, ev)
 	r.log = append(r.log, "event:"+string(ev.Type))
@@ -114,10 +115,10 @@ func (r *Recorder) Note(s string) {
 }
 
 // Events returns the recorded events.
-func (r *Recorder) Events() []layer.Event {
+func (r *Recorder) Events() []event.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]layer.Event(nil), r.events...)
+	return append([]event.Event(nil), r.events...)
 }
 
 // Types returns the recorded event types.

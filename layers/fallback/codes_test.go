@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -39,9 +40,9 @@ func TestR20_2_FallbackByProviderCode(t *testing.T) {
 		assert.Contains(t, readBody(t, resp), "from the long model")
 		assert.Nil(t, lc.Result.Err)
 		assert.Equal(t, []string{"short", "long"}, models(t, f.Server))
-		fb := fallbacks(f.rec, layer.EventFallback)
+		fb := fallbacks(f.rec, event.Fallback)
 		require.Len(t, fb, 1)
-		assert.Equal(t, layer.OutcomeInterrupted, fb[0].Outcome)
+		assert.Equal(t, event.OutcomeInterrupted, fb[0].Outcome)
 	})
 	t.Run("content_policy_violation reaches the caller", func(t *testing.T) {
 		body := recoursetest.OpenAIError("invalid_request_error", "content_policy_violation", "refused")
@@ -53,9 +54,9 @@ func TestR20_2_FallbackByProviderCode(t *testing.T) {
 		assert.Equal(t, 400, resp.StatusCode)
 		assert.JSONEq(t, body, readBody(t, resp), "the provider's own error, byte for byte")
 		assert.Equal(t, 1, f.Server.Count(), "no other target was asked")
-		assert.Empty(t, fallbacks(f.rec, layer.EventFallback))
+		assert.Empty(t, fallbacks(f.rec, event.Fallback))
 		require.NotNil(t, lc.Result.Err)
-		assert.Equal(t, layer.OutcomeInterrupted, lc.Result.Err.Outcome)
+		assert.Equal(t, event.OutcomeInterrupted, lc.Result.Err.Outcome)
 		assert.Empty(t, lc.Result.Err.Targets)
 		assert.Equal(t, "content_policy_violation", lc.Result.Err.Failure.ProviderCode, "a code that carries no request content is safe to keep")
 	})
@@ -74,10 +75,10 @@ func TestR20_2_FallbackByProviderCode(t *testing.T) {
 // fall back by default; codes that are empty, padded or named by both
 // lists are refused.
 func TestR20_2_NeverCodeWinsAndBadCodesAreRefused(t *testing.T) {
-	e := layer.NewRecoveryError(layer.OutcomeExhausted, layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503, ProviderCode: "content_policy_violation"}, nil, nil)
+	e := layer.NewRecoveryError(event.OutcomeExhausted, event.Failure{Category: event.CategoryHTTP, HTTPStatus: 503, ProviderCode: "content_policy_violation"}, nil, nil)
 	assert.False(t, codeRules.FallsBack(e))
 	assert.True(t, fallback.Rules{}.FallsBack(e), "without the never rule, exhausted falls back")
-	e = layer.NewRecoveryError(layer.OutcomeInterrupted, layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 400, ProviderCode: "context_length_exceeded"}, nil, nil)
+	e = layer.NewRecoveryError(event.OutcomeInterrupted, event.Failure{Category: event.CategoryHTTP, HTTPStatus: 400, ProviderCode: "context_length_exceeded"}, nil, nil)
 	assert.True(t, fallback.Rules{Codes: []string{"context_length_exceeded"}}.FallsBack(e))
 	assert.False(t, fallback.Rules{}.FallsBack(e))
 	for _, r := range []fallback.Rules{

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -44,9 +45,9 @@ func TestR20_14_StreamFallsBackBeforeOutputInTheSameBody(t *testing.T) {
 			assert.NotContains(t, body, "error")
 			assert.Nil(t, lc.Result.Err)
 			assert.Equal(t, []string{"a", "a", "b"}, models(t, f.Server))
-			fb := fallbacks(f.rec, layer.EventFallback)
+			fb := fallbacks(f.rec, event.Fallback)
 			require.Len(t, fb, 1)
-			assert.Equal(t, layer.Fallback{From: "a", To: "b", Index: 1, Outcome: layer.OutcomeExhausted, Attempts: 2}, fb[0])
+			assert.Equal(t, event.FallbackStep{From: "a", To: "b", Index: 1, Outcome: event.OutcomeExhausted, Attempts: 2}, fb[0])
 		})
 	}
 }
@@ -80,7 +81,7 @@ func TestR20_14_FirstOutputStallFailsOverInTheSameBody(t *testing.T) {
 		time.AfterFunc(20*time.Second, func() { close(late) })
 		slow := recoursetest.SSE(recoursetest.OpenAIStream("too late")...).Gated(0, late)
 		f := stallFixture(t, stall.Limits{FirstOutput: 10 * time.Second}, retry.Policy{MaxAttempts: 3},
-			fallback.Config{Rules: fallback.Rules{Stalls: []layer.StallLimit{layer.StallFirstOutput}}, Targets: []fallback.Target{{Model: "b"}}},
+			fallback.Config{Rules: fallback.Rules{Stalls: []event.StallLimit{event.StallFirstOutput}}, Targets: []fallback.Target{{Model: "b"}}},
 			slow, recoursetest.SSE(recoursetest.OpenAIStream("from b")...))
 		start := time.Now()
 		resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", true))

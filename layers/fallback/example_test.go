@@ -11,6 +11,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -28,8 +29,8 @@ func ExampleNew() {
 	fl, err := fallback.New(fallback.Config{
 		Codec:   openai.New(),
 		Targets: []fallback.Target{{Model: "gpt-4o-mini"}},
-		OnEvent: func(ev layer.Event) error {
-			if ev.Type == layer.EventFallback {
+		OnEvent: func(ev event.Event) error {
+			if ev.Type == event.Fallback {
 				fmt.Printf("falling back from %s to %s after %s (%d attempts)\n",
 					ev.Fallback.From, ev.Fallback.To, ev.Fallback.Outcome, ev.Fallback.Attempts)
 			}
@@ -65,11 +66,11 @@ func ExampleNew() {
 func ExampleNewRun() {
 	run := fallback.NewRun(fallback.Rules{Statuses: []int{404}}, []string{"gpt-4o", "gpt-4o-mini", "llama3"},
 		[]codec.Facts{{}, {}, {LocalInference: true}}, nil)
-	notFound := layer.NewRecoveryError(layer.OutcomeInterrupted, layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 404}, nil, nil)
-	next, _, _ := run.After(context.Background(), 0, notFound, layer.Event{})
+	notFound := layer.NewRecoveryError(event.OutcomeInterrupted, event.Failure{Category: event.CategoryHTTP, HTTPStatus: 404}, nil, nil)
+	next, _, _ := run.After(context.Background(), 0, notFound, event.Event{})
 	fmt.Println("after a named 404:", next)
-	cancelled := layer.NewRecoveryError(layer.OutcomeCancelled, layer.Failure{Category: layer.CategoryCancellation}, nil, context.Canceled)
-	next, final, _ := run.After(context.Background(), 1, cancelled, layer.Event{})
+	cancelled := layer.NewRecoveryError(event.OutcomeCancelled, event.Failure{Category: event.CategoryCancellation}, nil, context.Canceled)
+	next, final, _ := run.After(context.Background(), 1, cancelled, event.Event{})
 	fmt.Println("after cancelled:", next, final.Outcome, len(final.Targets))
 	// Output:
 	// after a named 404: true

@@ -37,6 +37,7 @@ import (
 	"strings"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -88,7 +89,7 @@ type Target struct {
 	// list: never left on a stall) while the targets before it are left on
 	// a first-output stall. Nil keeps Rules.Stalls. The last target, with
 	// nowhere to go, retries a stall whatever its Stalls say.
-	Stalls []layer.StallLimit
+	Stalls []event.StallLimit
 }
 
 // Config configures a fallback layer.
@@ -108,7 +109,7 @@ type Config struct {
 	// fallback, admission events of R20.4) before the call's observers;
 	// the engine's events go to the policy's OnEvent. An error it returns
 	// ends the call with a *layer.ObserverError. Nil means none.
-	OnEvent func(layer.Event) error
+	OnEvent func(event.Event) error
 }
 
 // ConfigError reports an invalid Config: it names the field and the
@@ -182,7 +183,7 @@ type Layer struct {
 	targets []target
 	primary string
 	rules   Rules
-	onEvent func(layer.Event) error
+	onEvent func(event.Event) error
 }
 
 type target struct {
@@ -389,7 +390,7 @@ func (t *transport) after(w *walk, i int, treq *http.Request, model string, resp
 		model = w.info.Model
 	}
 	ev := w.event(model)
-	ev.Identity = layer.Identity{LogicalID: lc.Result.LogicalID, WireAttempt: lc.Result.WireAttempts}
+	ev.Identity = event.Identity{LogicalID: lc.Result.LogicalID, WireAttempt: lc.Result.WireAttempts}
 	next, final, oerr := w.run.After(treq.Context(), i, e, ev)
 	if oerr != nil {
 		closeResp(resp)
@@ -501,7 +502,7 @@ func (w *walk) take(body io.ReadCloser) error {
 		facts = append(facts, f)
 	}
 	t := w.t
-	w.run = NewRun(l.rules, names, facts, func(ev layer.Event) error { return t.emit(lc, ev) })
+	w.run = NewRun(l.rules, names, facts, func(ev event.Event) error { return t.emit(lc, ev) })
 	for i := range l.targets {
 		w.run.SetStalls(i+1, l.targets[i].Stalls)
 	}
@@ -509,13 +510,13 @@ func (w *walk) take(body io.ReadCloser) error {
 }
 
 // event is the base of the walk's events for a target of model.
-func (w *walk) event(model string) layer.Event {
-	return layer.Event{Provider: w.t.l.codec.Provider(), Operation: w.info.Operation, Model: model}
+func (w *walk) event(model string) event.Event {
+	return event.Event{Provider: w.t.l.codec.Provider(), Operation: w.info.Operation, Model: model}
 }
 
 // emit delivers one of the layer's events to its OnEvent and to the call's
 // observers, as the engine does (R11.4).
-func (t *transport) emit(lc *layer.Call, ev layer.Event) error { return lc.Emit(t.l.onEvent, ev) }
+func (t *transport) emit(lc *layer.Call, ev event.Event) error { return lc.Emit(t.l.onEvent, ev) }
 
 // request returns the request of target i (0: the request as given) and
 // its model.

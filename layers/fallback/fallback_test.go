@@ -18,6 +18,7 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
@@ -78,9 +79,9 @@ func TestR20_1_AnotherUpstreamGetsOnlyItsOwnCredential(t *testing.T) {
 	assert.NotContains(t, string(safe), targetKey)
 	assert.NotContains(t, string(safe), rigtest.Key)
 	assert.NotContains(t, string(safe), rigtest.Prompt)
-	steps := fallbacks(f.rec, layer.EventFallback)
+	steps := fallbacks(f.rec, event.Fallback)
 	require.Len(t, steps, 1)
-	assert.Equal(t, layer.Fallback{From: "gpt-4o", To: "127.0.0.1:" + portOf(other.URL), Index: 1, Outcome: layer.OutcomeExhausted, Attempts: 2}, steps[0])
+	assert.Equal(t, event.FallbackStep{From: "gpt-4o", To: "127.0.0.1:" + portOf(other.URL), Index: 1, Outcome: event.OutcomeExhausted, Attempts: 2}, steps[0])
 }
 
 func portOf(u string) string {
@@ -134,28 +135,28 @@ func TestR20_1_PerTargetPolicy(t *testing.T) {
 // cancelled, deadline and the admission outcomes never.
 func TestR20_2_EveryOutcomeFallsBackOrNot(t *testing.T) {
 	rules := fallback.Rules{Statuses: []int{404}}
-	want := map[layer.Outcome]bool{
-		layer.OutcomeExhausted:           true,
-		layer.OutcomeQuotaExhausted:      true,
-		layer.OutcomeDelayCeiling:        true,
-		layer.OutcomeInterrupted:         false,
-		layer.OutcomeCancelled:           false,
-		layer.OutcomeDeadline:            false,
-		layer.OutcomeAdmissionRequired:   false,
-		layer.OutcomeAdmissionRejected:   false,
-		layer.OutcomeAdmissionNoDecision: false,
+	want := map[event.Outcome]bool{
+		event.OutcomeExhausted:           true,
+		event.OutcomeQuotaExhausted:      true,
+		event.OutcomeDelayCeiling:        true,
+		event.OutcomeInterrupted:         false,
+		event.OutcomeCancelled:           false,
+		event.OutcomeDeadline:            false,
+		event.OutcomeAdmissionRequired:   false,
+		event.OutcomeAdmissionRejected:   false,
+		event.OutcomeAdmissionNoDecision: false,
 	}
-	require.Len(t, want, len(layer.Outcomes()), "every outcome is covered")
-	for _, o := range layer.Outcomes() {
-		e := layer.NewRecoveryError(o, layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503}, nil, nil)
+	require.Len(t, want, len(event.Outcomes()), "every outcome is covered")
+	for _, o := range event.Outcomes() {
+		e := layer.NewRecoveryError(o, event.Failure{Category: event.CategoryHTTP, HTTPStatus: 503}, nil, nil)
 		assert.Equal(t, want[o], rules.FallsBack(e), o)
 		// The same outcome on a named status: only interrupted changes.
-		e = layer.NewRecoveryError(o, layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 404}, nil, nil)
-		assert.Equal(t, want[o] || o == layer.OutcomeInterrupted, rules.FallsBack(e), o)
+		e = layer.NewRecoveryError(o, event.Failure{Category: event.CategoryHTTP, HTTPStatus: 404}, nil, nil)
+		assert.Equal(t, want[o] || o == event.OutcomeInterrupted, rules.FallsBack(e), o)
 	}
 	assert.False(t, rules.FallsBack(nil))
-	assert.False(t, fallback.Rules{}.FallsBack(layer.NewRecoveryError(layer.OutcomeInterrupted,
-		layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 404}, nil, nil)), "no status falls back unless named")
+	assert.False(t, fallback.Rules{}.FallsBack(layer.NewRecoveryError(event.OutcomeInterrupted,
+		event.Failure{Category: event.CategoryHTTP, HTTPStatus: 404}, nil, nil)), "no status falls back unless named")
 }
 
 // End to end, through a real loopback provider: which failures move the
@@ -169,23 +170,23 @@ func TestR20_2_OutcomesEndToEnd(t *testing.T) {
 		rules   fallback.Rules
 		steps   []recoursetest.Step
 		falls   bool
-		outcome layer.Outcome
+		outcome event.Outcome
 	}{
-		{"exhausted", retry.Policy{MaxAttempts: 2}, fallback.Rules{}, []recoursetest.Step{unavailable(), unavailable(), answer}, true, layer.OutcomeExhausted},
+		{"exhausted", retry.Policy{MaxAttempts: 2}, fallback.Rules{}, []recoursetest.Step{unavailable(), unavailable(), answer}, true, event.OutcomeExhausted},
 		{"delay_ceiling", retry.Policy{MaxAttempts: 3, DelayCeiling: new(time.Second)}, fallback.Rules{},
-			[]recoursetest.Step{unavailable().WithHeader("Retry-After", "60"), answer}, true, layer.OutcomeDelayCeiling},
-		{"named 404", retry.Policy{MaxAttempts: 3}, fallback.Rules{Statuses: []int{404}}, []recoursetest.Step{notFound, answer}, true, layer.OutcomeInterrupted},
-		{"unnamed 404", retry.Policy{MaxAttempts: 3}, fallback.Rules{}, []recoursetest.Step{notFound, answer}, false, layer.OutcomeInterrupted},
+			[]recoursetest.Step{unavailable().WithHeader("Retry-After", "60"), answer}, true, event.OutcomeDelayCeiling},
+		{"named 404", retry.Policy{MaxAttempts: 3}, fallback.Rules{Statuses: []int{404}}, []recoursetest.Step{notFound, answer}, true, event.OutcomeInterrupted},
+		{"unnamed 404", retry.Policy{MaxAttempts: 3}, fallback.Rules{}, []recoursetest.Step{notFound, answer}, false, event.OutcomeInterrupted},
 		{"permanent 400", retry.Policy{MaxAttempts: 3}, fallback.Rules{Statuses: []int{404}},
-			[]recoursetest.Step{recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "", "bad")), answer}, false, layer.OutcomeInterrupted},
-		{"deadline", retry.Policy{MaxAttempts: 3, Budget: new(time.Duration(0))}, fallback.Rules{}, []recoursetest.Step{unavailable(), answer}, false, layer.OutcomeDeadline},
+			[]recoursetest.Step{recoursetest.JSON(400, recoursetest.OpenAIError("invalid_request_error", "", "bad")), answer}, false, event.OutcomeInterrupted},
+		{"deadline", retry.Policy{MaxAttempts: 3, Budget: new(time.Duration(0))}, fallback.Rules{}, []recoursetest.Step{unavailable(), answer}, false, event.OutcomeDeadline},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, openai.New(), tc.p, fallback.Config{Rules: tc.rules, Targets: []fallback.Target{{Model: "b"}}}, tc.steps...)
 			resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
 			require.NoError(t, err)
 			body := readBody(t, resp)
-			steps := fallbacks(f.rec, layer.EventFallback)
+			steps := fallbacks(f.rec, event.Fallback)
 			if tc.falls {
 				assert.Contains(t, body, "from b")
 				require.Len(t, steps, 1)
@@ -219,9 +220,9 @@ func TestR20_2_CancelledNeverFallsBack(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, f.Server.Count())
-	assert.Empty(t, fallbacks(f.rec, layer.EventFallback))
+	assert.Empty(t, fallbacks(f.rec, event.Fallback))
 	require.NotNil(t, lc.Result.Err)
-	assert.Equal(t, layer.OutcomeCancelled, lc.Result.Err.Outcome)
+	assert.Equal(t, event.OutcomeCancelled, lc.Result.Err.Outcome)
 }
 
 // A stream that delivered content and then broke is never answered again
@@ -239,12 +240,12 @@ func TestR20_3_NoSecondAnswerAfterOutput(t *testing.T) {
 	require.Error(t, rerr)
 	assert.NotContains(t, b, "second answer")
 	assert.Equal(t, 1, f.Server.Count(), "nothing was sent after output reached the caller")
-	assert.Empty(t, fallbacks(f.rec, layer.EventFallback))
+	assert.Empty(t, fallbacks(f.rec, event.Fallback))
 	require.NotNil(t, lc.Result.Err)
 
 	// The rule itself: output delivered by any attempt forbids a fallback.
-	e := layer.NewRecoveryError(layer.OutcomeExhausted, layer.Failure{Category: layer.CategoryTransport},
-		[]layer.Failure{{Progress: layer.Progress{Delivered: codec.Counts{ContentBytes: 1}}}, {Category: layer.CategoryTransport}}, nil)
+	e := layer.NewRecoveryError(event.OutcomeExhausted, event.Failure{Category: event.CategoryTransport},
+		[]event.Failure{{Progress: event.Progress{Delivered: codec.Counts{ContentBytes: 1}}}, {Category: event.CategoryTransport}}, nil)
 	assert.False(t, fallback.Rules{}.FallsBack(e))
 	assert.False(t, fallback.Rules{Statuses: []int{200}}.FallsBack(e), "not even when the caller's rules name the answer's status")
 }
@@ -269,8 +270,8 @@ func TestR20_4_AdmissionBeforeFallbackFromLocalTarget(t *testing.T) {
 		f, lc := run(t, nil)
 		assert.Equal(t, 1, f.Server.Count())
 		require.NotNil(t, lc.Result.Err)
-		assert.Equal(t, layer.OutcomeAdmissionRequired, lc.Result.Err.Outcome)
-		assert.Contains(t, f.rec.Types(), string(layer.EventAdmissionRequired))
+		assert.Equal(t, event.OutcomeAdmissionRequired, lc.Result.Err.Outcome)
+		assert.Contains(t, f.rec.Types(), string(event.AdmissionRequired))
 	})
 	t.Run("allow", func(t *testing.T) {
 		var asked []layer.AdmissionRequest
@@ -282,23 +283,23 @@ func TestR20_4_AdmissionBeforeFallbackFromLocalTarget(t *testing.T) {
 		require.NotNil(t, asked[0].Fallback, "the hook is told that this is a fallback")
 		assert.Equal(t, "llama3", asked[0].Fallback.From)
 		assert.Equal(t, "qwen3", asked[0].Fallback.To)
-		assert.Equal(t, layer.CategoryTransport, asked[0].Failure.Category)
+		assert.Equal(t, event.CategoryTransport, asked[0].Failure.Category)
 		assert.Equal(t, []string{"llama3", "qwen3"}, models(t, f.Server))
 		assert.Nil(t, lc.Result.Err)
 		types := f.rec.Types()
-		assert.Less(t, indexOf(types, string(layer.EventAdmissionPending)), indexOf(types, string(layer.EventFallback)))
+		assert.Less(t, indexOf(types, string(event.AdmissionPending)), indexOf(types, string(event.Fallback)))
 	})
 	t.Run("reject", func(t *testing.T) {
 		f, lc := run(t, func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil })
 		assert.Equal(t, 1, f.Server.Count())
 		require.NotNil(t, lc.Result.Err)
-		assert.Equal(t, layer.OutcomeAdmissionRejected, lc.Result.Err.Outcome)
+		assert.Equal(t, event.OutcomeAdmissionRejected, lc.Result.Err.Outcome)
 	})
 	t.Run("panic", func(t *testing.T) {
 		f, lc := run(t, func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { panic("hook") })
 		assert.Equal(t, 1, f.Server.Count())
 		require.NotNil(t, lc.Result.Err)
-		assert.Equal(t, layer.OutcomeAdmissionNoDecision, lc.Result.Err.Outcome)
+		assert.Equal(t, event.OutcomeAdmissionNoDecision, lc.Result.Err.Outcome)
 	})
 }
 
@@ -327,9 +328,9 @@ func TestR20_5_OpenCircuitSkippedWithoutRequest(t *testing.T) {
 		assert.Contains(t, readBody(t, resp), "b 2")
 		assert.Equal(t, []string{"a", "b", "b"}, models(t, f.Server))
 		assert.Nil(t, lc.Result.Err)
-		steps := fallbacks(f.rec, layer.EventFallback)
+		steps := fallbacks(f.rec, event.Fallback)
 		require.Len(t, steps, 2)
-		assert.Equal(t, layer.Fallback{From: "a", To: "b", Index: 1, Outcome: layer.OutcomeDelayCeiling, Skipped: true}, steps[1])
+		assert.Equal(t, event.FallbackStep{From: "a", To: "b", Index: 1, Outcome: event.OutcomeDelayCeiling, Skipped: true}, steps[1])
 		// The breaker counts the call that went straight to b (R20.13),
 		// and its cooldown was an event once, with its horizon.
 		snap := q.Breakers(time.Now())
@@ -338,7 +339,7 @@ func TestR20_5_OpenCircuitSkippedWithoutRequest(t *testing.T) {
 		assert.True(t, snap[0].CooldownUntil.After(time.Now()))
 		var seen int
 		for _, ev := range f.rec.Events() {
-			if ev.Type == layer.EventBreaker && ev.Breaker != nil && !ev.Breaker.CooldownUntil.IsZero() {
+			if ev.Type == event.Breaker && ev.Breaker != nil && !ev.Breaker.CooldownUntil.IsZero() {
 				seen++
 			}
 		}
@@ -367,9 +368,9 @@ func TestR20_6_EventsNameBothTargets(t *testing.T) {
 		"attempt_started", "attempt_failed", "exhausted", "fallback",
 		"target_started", "attempt_started", "attempt_succeeded",
 	}, f.rec.Types())
-	var fb layer.Event
+	var fb event.Event
 	for _, ev := range f.rec.Events() {
-		if ev.Type == layer.EventFallback {
+		if ev.Type == event.Fallback {
 			fb = ev
 		}
 	}
@@ -377,9 +378,9 @@ func TestR20_6_EventsNameBothTargets(t *testing.T) {
 	assert.Equal(t, 503, fb.Failure.HTTPStatus)
 	assert.Equal(t, "gpt-4o", fb.Model, "the event is about the target left")
 	assert.NotEmpty(t, fb.LogicalID)
-	assert.Equal(t, []layer.Fallback{{To: "gpt-4o", Index: 0},
-		{From: "gpt-4o", To: "gpt-4o-mini", Index: 1, Outcome: layer.OutcomeExhausted, Attempts: 2}},
-		fallbacks(f.rec, layer.EventTargetStarted))
+	assert.Equal(t, []event.FallbackStep{{To: "gpt-4o", Index: 0},
+		{From: "gpt-4o", To: "gpt-4o-mini", Index: 1, Outcome: event.OutcomeExhausted, Attempts: 2}},
+		fallbacks(f.rec, event.TargetStarted))
 	js, err := json.Marshal(fb)
 	require.NoError(t, err)
 	assert.Contains(t, string(js), `"fallback":{"from":"gpt-4o","to":"gpt-4o-mini","index":1,"outcome":"exhausted","attempts":2}`)
@@ -391,8 +392,8 @@ func TestR20_6_ObserverErrorEndsTheCall(t *testing.T) {
 	boom := errors.New("boom")
 	rec := &rigtest.Recorder{}
 	l, err := fallback.New(fallback.Config{Codec: openai.New(), Targets: []fallback.Target{{Model: "b"}},
-		OnEvent: func(ev layer.Event) error {
-			if ev.Type == layer.EventFallback {
+		OnEvent: func(ev event.Event) error {
+			if ev.Type == event.Fallback {
 				return boom
 			}
 			return nil
@@ -425,7 +426,7 @@ func TestR20_7_FinalErrorKeepsEveryTargetsHistory(t *testing.T) {
 	readBody(t, resp)
 	e := lc.Result.Err
 	require.NotNil(t, e)
-	assert.Equal(t, layer.OutcomeExhausted, e.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, e.Outcome)
 	require.Len(t, e.Targets, 2)
 	assert.Equal(t, "a", e.Targets[0].Target)
 	assert.Equal(t, "b", e.Targets[1].Target)
@@ -530,9 +531,9 @@ func TestR20_2_QuotaExhaustedFallsBack(t *testing.T) {
 	assert.Contains(t, readBody(t, resp), "from b")
 	assert.Nil(t, lc.Result.Err)
 	assert.Equal(t, []string{"a", "b"}, models(t, f.Server))
-	steps := fallbacks(f.rec, layer.EventFallback)
+	steps := fallbacks(f.rec, event.Fallback)
 	require.Len(t, steps, 1)
-	assert.Equal(t, layer.OutcomeQuotaExhausted, steps[0].Outcome)
+	assert.Equal(t, event.OutcomeQuotaExhausted, steps[0].Outcome)
 }
 
 // A target that would be the one before it again, and a named status that
@@ -570,5 +571,5 @@ func TestR20_2_ReadsNeverFallBack(t *testing.T) {
 	readBody(t, resp)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "the read's own final answer")
 	assert.Equal(t, 2, f.Server.Count(), "MaxAttempts reads, and nothing sent to another target")
-	assert.Empty(t, fallbacks(f.rec, layer.EventFallback))
+	assert.Empty(t, fallbacks(f.rec, event.Fallback))
 }

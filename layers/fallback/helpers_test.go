@@ -12,6 +12,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
@@ -113,8 +114,8 @@ func models(t *testing.T, s *recoursetest.Server) []string {
 }
 
 // fallbacks returns the Fallback of every event of type typ.
-func fallbacks(rec *rigtest.Recorder, typ layer.EventType) []layer.Fallback {
-	var out []layer.Fallback
+func fallbacks(rec *rigtest.Recorder, typ event.Type) []event.FallbackStep {
+	var out []event.FallbackStep
 	for _, ev := range rec.Events() {
 		if ev.Type == typ && ev.Fallback != nil {
 			out = append(out, *ev.Fallback)

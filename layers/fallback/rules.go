@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -42,7 +43,7 @@ type Rules struct {
 	// none: a stall is retried on its target like any transport failure,
 	// and the call falls back only once recovery there ends. The last
 	// target, with nowhere to go, retries as without the rule.
-	Stalls []layer.StallLimit
+	Stalls []event.StallLimit
 	// Admit is asked before a fallback from an ambiguous failure of a
 	// target that may still be running the request (codec.Facts'
 	// LocalInference with acceptance other than "no", R20.4); its request
@@ -108,9 +109,9 @@ func (r Rules) FallsBack(e *layer.RecoveryError) bool {
 		return false
 	}
 	switch e.Outcome {
-	case layer.OutcomeExhausted, layer.OutcomeQuotaExhausted, layer.OutcomeDelayCeiling:
+	case event.OutcomeExhausted, event.OutcomeQuotaExhausted, event.OutcomeDelayCeiling:
 		return true
-	case layer.OutcomeInterrupted:
+	case event.OutcomeInterrupted:
 		f := e.Failure
 		if code != "" && slices.Contains(r.Codes, code) {
 			return true
@@ -118,7 +119,7 @@ func (r Rules) FallsBack(e *layer.RecoveryError) bool {
 		if f.Stall != "" && slices.Contains(r.Stalls, f.Stall) {
 			return true
 		}
-		return f.Category == layer.CategoryHTTP && f.HTTPStatus != 0 && slices.Contains(r.Statuses, f.HTTPStatus)
+		return f.Category == event.CategoryHTTP && f.HTTPStatus != 0 && slices.Contains(r.Statuses, f.HTTPStatus)
 	}
 	return false
 }
@@ -126,11 +127,11 @@ func (r Rules) FallsBack(e *layer.RecoveryError) bool {
 // providerCode returns the provider error code of f as the codec read it:
 // its safe ProviderCode when the code is a known one, else the code kept
 // in its private evidence. The code only decides; it is never output.
-func providerCode(f *layer.Failure) string {
+func providerCode(f *event.Failure) string {
 	if f.ProviderCode != "" {
 		return f.ProviderCode
 	}
-	if ev := layer.Inspect(f); ev != nil {
+	if ev := event.Inspect(f); ev != nil {
 		return ev.Response.Code
 	}
 	return ""
@@ -139,11 +140,11 @@ func providerCode(f *layer.Failure) string {
 // delivered reports whether any attempt of e handed semantic output to the
 // caller, or failed because it had (R20.3).
 func delivered(e *layer.RecoveryError) bool {
-	if e.Failure.Progress.Delivered.Any() || e.Failure.Classification.Reason == layer.ReasonSemanticOutput {
+	if e.Failure.Progress.Delivered.Any() || e.Failure.Classification.Reason == event.ReasonSemanticOutput {
 		return true
 	}
 	for _, f := range e.History {
-		if f.Progress.Delivered.Any() || f.Classification.Reason == layer.ReasonSemanticOutput {
+		if f.Progress.Delivered.Any() || f.Classification.Reason == event.ReasonSemanticOutput {
 			return true
 		}
 	}
@@ -155,26 +156,26 @@ func delivered(e *layer.RecoveryError) bool {
 // the empty outcome when the fallback may go, or the admission outcome
 // that ends the call. The hook's panic is its no decision, never the
 // caller's panic.
-func (r Rules) admit(ctx context.Context, facts codec.Facts, e *layer.RecoveryError, step *layer.Fallback, emit func(layer.EventType) error) (layer.Outcome, error) {
+func (r Rules) admit(ctx context.Context, facts codec.Facts, e *layer.RecoveryError, step *event.FallbackStep, emit func(event.Type) error) (event.Outcome, error) {
 	if !layer.AdmissionRequired(facts, e.Failure) {
 		return "", nil
 	}
 	if r.Admit == nil {
-		return layer.OutcomeAdmissionRequired, nil
+		return event.OutcomeAdmissionRequired, nil
 	}
-	if err := emit(layer.EventAdmissionPending); err != nil {
+	if err := emit(event.AdmissionPending); err != nil {
 		return "", err
 	}
 	d, err := ask(ctx, r.Admit, layer.AdmissionRequest{Failure: e.Failure, NextAttempt: 1, Facts: facts, Fallback: step})
 	switch {
 	case err != nil || ctx.Err() != nil:
-		return layer.OutcomeAdmissionNoDecision, nil
+		return event.OutcomeAdmissionNoDecision, nil
 	case d == layer.Allow:
-		return "", emit(layer.EventAdmissionAllowed)
+		return "", emit(event.AdmissionAllowed)
 	case d == layer.Reject:
-		return layer.OutcomeAdmissionRejected, nil
+		return event.OutcomeAdmissionRejected, nil
 	}
-	return layer.OutcomeAdmissionNoDecision, nil
+	return event.OutcomeAdmissionNoDecision, nil
 }
 
 // ask calls hook, turning a panic into an error.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -15,10 +16,10 @@ import (
 // any codec. A Run is used by one goroutine.
 type Run struct {
 	rules   Rules
-	stalls  map[int][]layer.StallLimit // a target's own Stalls (R20.16)
+	stalls  map[int][]event.StallLimit // a target's own Stalls (R20.16)
 	names   []string
 	facts   []codec.Facts
-	emit    func(layer.Event) error
+	emit    func(event.Event) error
 	records []layer.TargetRecord
 }
 
@@ -28,9 +29,9 @@ type Run struct {
 // fallback, and the admission events of R20.4); its error ends the call
 // with that error; a nil emit emits nothing. A target without facts (facts
 // shorter than names) has the zero Facts, a hosted provider's.
-func NewRun(rules Rules, names []string, facts []codec.Facts, emit func(layer.Event) error) *Run {
+func NewRun(rules Rules, names []string, facts []codec.Facts, emit func(event.Event) error) *Run {
 	if emit == nil {
-		emit = func(layer.Event) error { return nil }
+		emit = func(event.Event) error { return nil }
 	}
 	return &Run{rules: rules, names: names, facts: facts, emit: emit}
 }
@@ -39,12 +40,12 @@ func NewRun(rules Rules, names []string, facts []codec.Facts, emit func(layer.Ev
 // target i is left for the next one in place of the rules' Stalls (a
 // Target's or a client.FallbackTarget's own Stalls, R20.16); nil keeps the
 // rules'. Call it before the walk starts.
-func (r *Run) SetStalls(i int, stalls []layer.StallLimit) {
+func (r *Run) SetStalls(i int, stalls []event.StallLimit) {
 	if stalls == nil {
 		return
 	}
 	if r.stalls == nil {
-		r.stalls = map[int][]layer.StallLimit{}
+		r.stalls = map[int][]event.StallLimit{}
 	}
 	r.stalls[i] = stalls
 }
@@ -70,9 +71,9 @@ func (r *Run) Targets() int { return len(r.names) }
 // Start announces that target i starts: a target_started event built on
 // ev (its provider, operation and model), whose Fallback names the target
 // and, after a fallback, the target left.
-func (r *Run) Start(i int, ev layer.Event) error {
-	ev.Type = layer.EventTargetStarted
-	step := &layer.Fallback{To: r.names[i], Index: i}
+func (r *Run) Start(i int, ev event.Event) error {
+	ev.Type = event.TargetStarted
+	step := &event.FallbackStep{To: r.names[i], Index: i}
 	if i > 0 && len(r.records) >= i {
 		prev := r.records[i-1]
 		step.From, step.Outcome, step.Attempts, step.Skipped = prev.Target, prev.Outcome, attempts(&prev), skipped(&prev)
@@ -87,16 +88,16 @@ func (r *Run) Start(i int, ev layer.Event) error {
 // emitted. Otherwise final is the error the call ends with — e itself, its
 // Targets set when more than one target was tried, or an admission outcome
 // of R20.4 — and err an observer's error.
-func (r *Run) After(ctx context.Context, i int, e *layer.RecoveryError, ev layer.Event) (next bool, final *layer.RecoveryError, err error) {
+func (r *Run) After(ctx context.Context, i int, e *layer.RecoveryError, ev event.Event) (next bool, final *layer.RecoveryError, err error) {
 	rec := layer.TargetRecord{Target: r.names[i], Outcome: e.Outcome, Failure: e.Failure, History: e.History}
 	r.records = append(r.records, rec)
 	if i+1 >= len(r.names) || ctx.Err() != nil || !r.FallsBack(i, e) {
 		return false, r.final(e), nil
 	}
-	step := &layer.Fallback{From: rec.Target, To: r.names[i+1], Index: i + 1, Outcome: e.Outcome,
+	step := &event.FallbackStep{From: rec.Target, To: r.names[i+1], Index: i + 1, Outcome: e.Outcome,
 		Attempts: attempts(&rec), Skipped: skipped(&rec)}
 	f := e.Failure
-	emit := func(t layer.EventType) error {
+	emit := func(t event.Type) error {
 		x := ev
 		x.Type, x.Failure, x.Fallback, x.NextAttempt = t, &f, step, 1
 		return r.emit(x)
@@ -116,7 +117,7 @@ func (r *Run) After(ctx context.Context, i int, e *layer.RecoveryError, ev layer
 		fe := layer.NewRecoveryError(o, e.Failure, e.History, nil)
 		return false, r.final(fe), nil
 	}
-	if err := emit(layer.EventFallback); err != nil {
+	if err := emit(event.Fallback); err != nil {
 		return false, nil, err
 	}
 	return true, nil, nil
@@ -172,5 +173,5 @@ func attempts(t *layer.TargetRecord) int {
 // skipped reports that a target's run sent nothing because its circuit was
 // open (R20.5).
 func skipped(t *layer.TargetRecord) bool {
-	return t.Outcome == layer.OutcomeDelayCeiling && attempts(t) == 0
+	return t.Outcome == event.OutcomeDelayCeiling && attempts(t) == 0
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -53,7 +53,7 @@ func TestR20_12_StallFailsOverWithoutAResend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := retry.Policy{MaxAttempts: 3}
 		f := stallFixture(t, stall.Limits{Header: 30 * time.Second}, p,
-			fallback.Config{Rules: fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}}, Targets: []fallback.Target{{Model: "b"}}},
+			fallback.Config{Rules: fallback.Rules{Stalls: []event.StallLimit{event.StallHeader}}, Targets: []fallback.Target{{Model: "b"}}},
 			silent(t), recoursetest.JSON(200, recoursetest.OpenAIChat("from b")))
 		start := time.Now()
 		resp, lc, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
@@ -62,9 +62,9 @@ func TestR20_12_StallFailsOverWithoutAResend(t *testing.T) {
 		assert.Contains(t, readBody(t, resp), "from b")
 		assert.Nil(t, lc.Result.Err)
 		assert.Equal(t, []string{"a", "b"}, models(t, f.Server))
-		fb := fallbacks(f.rec, layer.EventFallback)
+		fb := fallbacks(f.rec, event.Fallback)
 		require.Len(t, fb, 1)
-		assert.Equal(t, layer.Fallback{From: "a", To: "b", Index: 1, Outcome: layer.OutcomeInterrupted, Attempts: 1}, fb[0])
+		assert.Equal(t, event.FallbackStep{From: "a", To: "b", Index: 1, Outcome: event.OutcomeInterrupted, Attempts: 1}, fb[0])
 	})
 	synctest.Test(t, func(t *testing.T) {
 		p := retry.Policy{MaxAttempts: 3}
@@ -84,7 +84,7 @@ func TestR20_12_LastTargetAndOtherStallsRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := retry.Policy{MaxAttempts: 2}
 		f := stallFixture(t, stall.Limits{Header: 30 * time.Second}, p,
-			fallback.Config{Rules: fallback.Rules{Stalls: []layer.StallLimit{layer.StallHeader}}, Targets: []fallback.Target{{Model: "b"}}},
+			fallback.Config{Rules: fallback.Rules{Stalls: []event.StallLimit{event.StallHeader}}, Targets: []fallback.Target{{Model: "b"}}},
 			silent(t), silent(t), recoursetest.JSON(200, recoursetest.OpenAIChat("b at last")))
 		resp, _, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
 		require.NoError(t, err)
@@ -94,7 +94,7 @@ func TestR20_12_LastTargetAndOtherStallsRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := retry.Policy{MaxAttempts: 2}
 		f := stallFixture(t, stall.Limits{Header: 30 * time.Second}, p,
-			fallback.Config{Rules: fallback.Rules{Stalls: []layer.StallLimit{layer.StallFirstOutput}}, Targets: []fallback.Target{{Model: "b"}}},
+			fallback.Config{Rules: fallback.Rules{Stalls: []event.StallLimit{event.StallFirstOutput}}, Targets: []fallback.Target{{Model: "b"}}},
 			silent(t), recoursetest.JSON(200, recoursetest.OpenAIChat("a answers")))
 		resp, _, err := f.post(t, "/v1/chat/completions", chatBody("a", false))
 		require.NoError(t, err)
@@ -102,5 +102,5 @@ func TestR20_12_LastTargetAndOtherStallsRetry(t *testing.T) {
 		assert.Equal(t, []string{"a", "a"}, models(t, f.Server))
 	})
 	var ce *fallback.ConfigError
-	assert.ErrorAs(t, fallback.Rules{Stalls: []layer.StallLimit{"slow"}}.Validate(), &ce)
+	assert.ErrorAs(t, fallback.Rules{Stalls: []event.StallLimit{"slow"}}.Validate(), &ce)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
@@ -54,7 +55,7 @@ func TestR20_7_FallbackStreamThatFailsKeepsEveryTarget(t *testing.T) {
 			for _, x := range []*layer.RecoveryError{e, re} {
 				require.Len(t, x.Targets, 2)
 				assert.Equal(t, "a", x.Targets[0].Target)
-				assert.Equal(t, layer.OutcomeExhausted, x.Targets[0].Outcome)
+				assert.Equal(t, event.OutcomeExhausted, x.Targets[0].Outcome)
 				assert.Len(t, x.Targets[0].History, 2)
 				assert.Equal(t, "b", x.Targets[1].Target)
 				assert.Equal(t, x.Outcome, x.Targets[1].Outcome)

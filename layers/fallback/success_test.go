@@ -14,6 +14,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/fallback"
@@ -138,6 +139,6 @@ func TestR20_11_FailingGetBodyEndsWithTheFirstOutcome(t *testing.T) {
 	readBody(t, resp)
 	assert.Equal(t, []string{"gpt-4o", "gpt-4o"}, models(t, r.Server))
 	require.NotNil(t, lc.Result.Err)
-	assert.Equal(t, layer.OutcomeExhausted, lc.Result.Err.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, lc.Result.Err.Outcome)
 	assert.Empty(t, lc.Result.Err.Targets)
 }

@@ -14,17 +14,17 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
 // breakers returns the breaker events of evs.
-func breakers(t *testing.T, evs []layer.Event) []layer.Breaker {
-	var out []layer.Breaker
+func breakers(t *testing.T, evs []event.Event) []event.BreakerState {
+	var out []event.BreakerState
 	for _, ev := range evs {
-		if ev.Type == layer.EventBreaker {
+		if ev.Type == event.Breaker {
 			require.NotNil(t, ev.Breaker)
 			out = append(out, *ev.Breaker)
 		}
@@ -43,22 +43,22 @@ func TestR20_13_BreakerChangesAreEventsOncePerChange(t *testing.T) {
 		host := strings.TrimPrefix(p.URL, "http://")
 
 		// Two calls whose resend is refused: one change, one event.
-		assert.Equal(t, layer.OutcomeQuotaExhausted, recoveryError(t, r.call()).Outcome)
-		assert.Equal(t, layer.OutcomeQuotaExhausted, recoveryError(t, r.call()).Outcome)
+		assert.Equal(t, event.OutcomeQuotaExhausted, recoveryError(t, r.call()).Outcome)
+		assert.Equal(t, event.OutcomeQuotaExhausted, recoveryError(t, r.call()).Outcome)
 		b := breakers(t, r.take())
 		require.Len(t, b, 1, "a change is reported once, not per call")
-		assert.Equal(t, layer.Breaker{Upstream: host, Refusing: true}, b[0], "reported as the first call's resend is refused, before it ends")
+		assert.Equal(t, event.BreakerState{Upstream: host, Refusing: true}, b[0], "reported as the first call's resend is refused, before it ends")
 
 		// A Retry-After raises the cooldown: one more change.
 		now := time.Now()
-		assert.Equal(t, layer.OutcomeQuotaExhausted, recoveryError(t, r.call()).Outcome)
+		assert.Equal(t, event.OutcomeQuotaExhausted, recoveryError(t, r.call()).Outcome)
 		b = breakers(t, r.take())
 		require.Len(t, b, 1)
 		assert.Equal(t, now.Add(30*time.Second), b[0].CooldownUntil)
 		assert.True(t, b[0].Open(now))
 		snap := q.Breakers(time.Now())
 		require.Len(t, snap, 1)
-		assert.Equal(t, layer.Breaker{Upstream: host, Refusing: true, CooldownUntil: now.Add(30 * time.Second), Failures: 3}, snap[0])
+		assert.Equal(t, event.BreakerState{Upstream: host, Refusing: true, CooldownUntil: now.Add(30 * time.Second), Failures: 3}, snap[0])
 
 		// Once the cooldown ran out the next call reports it, and succeeds.
 		time.Sleep(31 * time.Second)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -26,7 +26,7 @@ func TestR18_4_RetryAfterDelaysOtherChains(t *testing.T) {
 		p := newProvider(t, rateLimited("5"), completion(), completion())
 		a := newRig(t, p, mustQuota(t, quota.WithStore(store)), retry.Policy{MaxAttempts: 1})
 		b := newRig(t, p, mustQuota(t, quota.WithStore(store)), retry.Policy{MaxAttempts: 1})
-		assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, a.call()).Outcome)
+		assert.Equal(t, event.OutcomeExhausted, recoveryError(t, a.call()).Outcome)
 		time.Sleep(time.Second)
 		start := time.Now()
 		require.NoError(t, b.call())
@@ -34,11 +34,11 @@ func TestR18_4_RetryAfterDelaysOtherChains(t *testing.T) {
 		evs := b.take()
 		require.Greater(t, len(evs), 1)
 		// The breaker of b's quota first sees the cooldown a set (R20.13).
-		assert.Equal(t, layer.EventBreaker, evs[0].Type)
+		assert.Equal(t, event.Breaker, evs[0].Type)
 		require.NotNil(t, evs[0].Breaker)
 		assert.Equal(t, start.Add(4*time.Second), evs[0].Breaker.CooldownUntil)
 		assert.False(t, evs[0].Breaker.Refusing)
-		assert.Equal(t, layer.EventCooldownWait, evs[1].Type)
+		assert.Equal(t, event.CooldownWait, evs[1].Type)
 		assert.Equal(t, 4*time.Second, evs[1].Delay)
 		assert.Equal(t, 1, evs[1].NextAttempt)
 		j, err := json.Marshal(evs[1])
@@ -66,7 +66,7 @@ func TestR18_4_ResendWaitsForHorizon(t *testing.T) {
 		assert.Equal(t, 4*time.Second, time.Since(start), "the resend was sent at the horizon")
 		var delays []time.Duration
 		for _, ev := range r.take() {
-			if ev.Type == layer.EventDelayScheduled {
+			if ev.Type == event.DelayScheduled {
 				delays = append(delays, ev.Delay)
 			}
 		}
@@ -82,12 +82,12 @@ func TestR18_4_RefusedByCeilingAndDeadline(t *testing.T) {
 		name    string
 		horizon time.Duration
 		pol     retry.Policy
-		want    layer.Outcome
+		want    event.Outcome
 		text    string
 	}{
-		{"ceiling", 40 * time.Second, retry.Policy{MaxAttempts: 2}, layer.OutcomeDelayCeiling,
+		{"ceiling", 40 * time.Second, retry.Policy{MaxAttempts: 2}, event.OutcomeDelayCeiling,
 			"recourse: no retry: the upstream's shared cooldown lasts beyond the delay ceiling; outcome delay_ceiling (HTTP 503, wire attempt 1)"},
-		{"deadline", 10 * time.Second, retry.Policy{MaxAttempts: 2}, layer.OutcomeDeadline,
+		{"deadline", 10 * time.Second, retry.Policy{MaxAttempts: 2}, event.OutcomeDeadline,
 			"recourse: no retry: the recovery budget or deadline ran out; outcome deadline (HTTP 503, wire attempt 1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,7 +200,7 @@ func TestQuotaCanaryCredentialNeverInKeysEventsOrErrors(t *testing.T) {
 		r := newRig(t, p, q, retry.Policy{MaxAttempts: 3})
 		err := r.call()
 		re := recoveryError(t, err)
-		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+		assert.Equal(t, event.OutcomeQuotaExhausted, re.Outcome)
 		var safe []string
 		safe = append(safe, err.Error(), fmt.Sprintf("%v %+v", err, err))
 		b, jerr := json.Marshal(re)
@@ -241,11 +241,11 @@ func TestR18_4_CancelDuringCooldownWait(t *testing.T) {
 		cancel()
 		err := <-done
 		re := recoveryError(t, err)
-		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, []string{"cancelled"}, r.types())
 		assert.Equal(t, 0, p.Count(), "nothing was sent")
-		assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
+		assert.Equal(t, event.AcceptanceNo, re.Failure.Acceptance)
 	})
 }
 
@@ -258,7 +258,7 @@ func TestWithoutCooldownSharesNoHorizon(t *testing.T) {
 		gate := make(chan struct{})
 		p := newProvider(t, rateLimited("5"), unavailable().Gated(-1, gate), completion())
 		a := newRig(t, p, mustQuota(t, quota.WithStore(store), quota.WithoutCooldown()), retry.Policy{MaxAttempts: 1})
-		assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, a.call()).Outcome)
+		assert.Equal(t, event.OutcomeExhausted, recoveryError(t, a.call()).Outcome)
 		assert.True(t, store.Horizon(memKey(p)).IsZero(), "a quota without cooldown writes no horizon")
 		zero := time.Duration(0)
 		b := newRig(t, p, mustQuota(t, quota.WithStore(store), quota.WithoutCooldown()), retry.Policy{MaxAttempts: 2, BaseDelay: &zero})
@@ -269,8 +269,8 @@ func TestWithoutCooldownSharesNoHorizon(t *testing.T) {
 		assert.Zero(t, time.Since(start), "nothing waited for the horizon another process set")
 		scheduled := 0
 		for _, ev := range b.take() {
-			assert.NotEqual(t, layer.EventCooldownWait, ev.Type)
-			if ev.Type == layer.EventDelayScheduled {
+			assert.NotEqual(t, event.CooldownWait, ev.Type)
+			if ev.Type == event.DelayScheduled {
 				scheduled++
 				assert.Less(t, ev.Delay, time.Second, "the horizon another process set is not a minimum here")
 			}

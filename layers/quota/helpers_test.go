@@ -13,8 +13,8 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -73,7 +73,7 @@ type rig struct {
 	t      *testing.T
 	client *client.Client
 	mu     sync.Mutex
-	events []layer.Event
+	events []event.Event
 }
 
 // newRig builds a chain over srv with q outermost and policy pol: its
@@ -85,7 +85,7 @@ func newRig(t *testing.T, srv *recoursetest.Server, q *quota.Layer, pol retry.Po
 	if pol.MaxAttempts > 1 {
 		pol.Jitter = func() float64 { return 0 }
 	}
-	pol.OnEvent = func(ev layer.Event) error {
+	pol.OnEvent = func(ev event.Event) error {
 		r.mu.Lock()
 		r.events = append(r.events, ev)
 		r.mu.Unlock()
@@ -141,7 +141,7 @@ func (r *rig) types() []string {
 	return out
 }
 
-func (r *rig) take() []layer.Event {
+func (r *rig) take() []event.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.events

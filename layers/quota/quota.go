@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -499,15 +500,15 @@ func (u *upstream) Horizon() time.Time {
 // Changed returns the upstream's breaker and true when whether it refuses
 // resends, or its cooldown horizon as seen at now, changed since the last
 // report; exactly one caller gets each change (layer.BreakerGate).
-func (u *upstream) Changed(now time.Time) (layer.Breaker, bool) {
+func (u *upstream) Changed(now time.Time) (event.BreakerState, bool) {
 	ref, h := u.refusing.Load(), u.horizonAt(now)
 	if ref == u.seenRef.Load() && h == u.seenH.Load() {
-		return layer.Breaker{}, false
+		return event.BreakerState{}, false
 	}
 	u.bmu.Lock()
 	defer u.bmu.Unlock()
 	if ref == u.seenRef.Load() && h == u.seenH.Load() {
-		return layer.Breaker{}, false
+		return event.BreakerState{}, false
 	}
 	u.seenRef.Store(ref)
 	u.seenH.Store(h)
@@ -535,8 +536,8 @@ func (u *upstream) horizonAt(now time.Time) int64 {
 
 // breaker returns the upstream's breaker for the refusing flag ref and the
 // horizon h (Unix nanoseconds, 0 for none).
-func (u *upstream) breaker(ref bool, h int64) layer.Breaker {
-	b := layer.Breaker{Upstream: u.name, Refusing: ref, Skipped: u.skipped.Load(), Failures: u.failures.Load()}
+func (u *upstream) breaker(ref bool, h int64) event.BreakerState {
+	b := event.BreakerState{Upstream: u.name, Refusing: ref, Skipped: u.skipped.Load(), Failures: u.failures.Load()}
 	if h != 0 {
 		b.CooldownUntil = time.Unix(0, h)
 	}
@@ -548,8 +549,8 @@ func (u *upstream) breaker(ref bool, h int64) layer.Breaker {
 // credential merged: refusing when any refuses, the furthest horizon, the
 // counts summed), sorted by host, as seen at now (R20.13). It is safe for
 // concurrent use; a metrics scrape reads it.
-func (l *Layer) Breakers(now time.Time) []layer.Breaker {
-	by := map[string]*layer.Breaker{}
+func (l *Layer) Breakers(now time.Time) []event.BreakerState {
+	by := map[string]*event.BreakerState{}
 	l.upstreams.Range(func(_, v any) bool {
 		u := v.(*upstream)
 		b := u.breaker(u.refusing.Load(), u.horizonAt(now))
@@ -566,17 +567,17 @@ func (l *Layer) Breakers(now time.Time) []layer.Breaker {
 		m.Failures += b.Failures
 		return true
 	})
-	out := make([]layer.Breaker, 0, len(by))
+	out := make([]event.BreakerState, 0, len(by))
 	for _, b := range by {
 		out = append(out, *b)
 	}
-	slices.SortFunc(out, func(a, b layer.Breaker) int { return strings.Compare(a.Upstream, b.Upstream) })
+	slices.SortFunc(out, func(a, b event.BreakerState) int { return strings.Compare(a.Upstream, b.Upstream) })
 	return out
 }
 
 // refusal returns the refusal of the ratio for sent resends.
-func (u *upstream) refusal(sent int, fleet bool) *layer.QuotaRefusal {
-	return &layer.QuotaRefusal{Upstream: u.name, Resends: sent, Window: u.l.cfg.window, Fleet: fleet}
+func (u *upstream) refusal(sent int, fleet bool) *event.QuotaRefusal {
+	return &event.QuotaRefusal{Upstream: u.name, Resends: sent, Window: u.l.cfg.window, Fleet: fleet}
 }
 
 // Peek reports whether a resend could be reserved now.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -46,7 +47,7 @@ func TestR18_2_PeekRefusesBeforeAdmission(t *testing.T) {
 		}})
 		err := r.call()
 		re := recoveryError(t, err)
-		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+		assert.Equal(t, event.OutcomeQuotaExhausted, re.Outcome)
 		assert.Equal(t, 1, p.Count(), "no resend")
 		assert.Zero(t, asked.Load(), "admission is not asked about a resend the quota refuses")
 		evs := r.take()
@@ -58,7 +59,7 @@ func TestR18_2_PeekRefusesBeforeAdmission(t *testing.T) {
 		require.NotNil(t, evs[2].Quota)
 		assert.Equal(t, 2, evs[2].NextAttempt)
 		host := strings.TrimPrefix(p.URL, "http://")
-		assert.Equal(t, &layer.QuotaRefusal{Upstream: host, Resends: 0, Window: 60 * time.Second}, evs[2].Quota)
+		assert.Equal(t, &event.QuotaRefusal{Upstream: host, Resends: 0, Window: 60 * time.Second}, evs[2].Quota)
 		require.NotNil(t, re.Quota)
 		assert.Equal(t, "recourse: not retried: retry quota for "+host+" exhausted: 0 resends in the last 60 s; outcome quota_exhausted (HTTP 503, wire attempt 1)", re.Error())
 		assert.Len(t, re.History, 1, "the history is kept")
@@ -84,8 +85,8 @@ func TestR18_2_ReserveLostRaceAfterAllow(t *testing.T) {
 			return layer.Allow, nil
 		}})
 		re := recoveryError(t, r.call())
-		assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, otherErr).Outcome, "its failed resend stays counted")
-		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+		assert.Equal(t, event.OutcomeExhausted, recoveryError(t, otherErr).Outcome, "its failed resend stays counted")
+		assert.Equal(t, event.OutcomeQuotaExhausted, re.Outcome)
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed", "quota_refused", "breaker", "exhausted"}, r.types())
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started", "attempt_started", "attempt_failed", "exhausted"}, other.types())
 		assert.Equal(t, 3, p.Count())
@@ -104,9 +105,9 @@ func TestR18_1_RatioAndWindowRefill(t *testing.T) {
 		outcomes := func(n int) (exhausted, refused int) {
 			for range n {
 				switch recoveryError(t, r.call()).Outcome {
-				case layer.OutcomeExhausted:
+				case event.OutcomeExhausted:
 					exhausted++
-				case layer.OutcomeQuotaExhausted:
+				case event.OutcomeQuotaExhausted:
 					refused++
 				}
 			}
@@ -149,13 +150,13 @@ func TestR18_2_FailedResendStaysCounted(t *testing.T) {
 		q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0), quota.WithStore(quota.NewMemoryStore()))
 		r := newRig(t, p, q, retry.Policy{MaxAttempts: 3})
 		re := recoveryError(t, r.call())
-		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome, "the second resend of the call is refused")
+		assert.Equal(t, event.OutcomeQuotaExhausted, re.Outcome, "the second resend of the call is refused")
 		assert.Equal(t, 2, p.Count())
 		require.NotNil(t, re.Quota, "a quota refused")
 		assert.Equal(t, 1, re.Quota.Resends)
 		assert.Len(t, re.History, 2)
 		re = recoveryError(t, r.call())
-		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+		assert.Equal(t, event.OutcomeQuotaExhausted, re.Outcome)
 		assert.Equal(t, 3, p.Count())
 	})
 }
@@ -167,7 +168,7 @@ func TestQuotaUnlimited(t *testing.T) {
 		q := mustQuota(t, quota.Unlimited(), quota.WithFloor(0), quota.WithRatio(0), quota.WithStore(quota.NewMemoryStore()))
 		r := newRig(t, p, q, retry.Policy{MaxAttempts: 4})
 		for range 3 {
-			assert.Equal(t, layer.OutcomeExhausted, recoveryError(t, r.call()).Outcome)
+			assert.Equal(t, event.OutcomeExhausted, recoveryError(t, r.call()).Outcome)
 		}
 		assert.Equal(t, 12, p.Count())
 	})
@@ -263,7 +264,7 @@ func TestR18_2_UnsentResendIsRefunded(t *testing.T) {
 		p := newProvider(t, unavailable("Retry-After", "10"), unavailable(), completion())
 		q := mustQuota(t, quota.WithFloor(1), quota.WithRatio(0), quota.WithStore(quota.NewMemoryStore()))
 		a := newRig(t, p, q, retry.Policy{MaxAttempts: 2, Deadline: time.Now().Add(5 * time.Second)})
-		assert.Equal(t, layer.OutcomeDeadline, recoveryError(t, a.call()).Outcome)
+		assert.Equal(t, event.OutcomeDeadline, recoveryError(t, a.call()).Outcome)
 		time.Sleep(11 * time.Second) // past the Retry-After's shared horizon
 		b := newRig(t, p, q, retry.Policy{MaxAttempts: 2})
 		require.NoError(t, b.call(), "the unsent resend was refunded")

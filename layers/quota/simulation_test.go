@@ -17,7 +17,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -96,8 +96,8 @@ func (s simulation) runInBubble(t *testing.T) simResult {
 	clients := make([]*client.Client, s.replicas)
 	for i := range clients {
 		pol := retry.Policy{MaxAttempts: simMaxAttempts, Jitter: func() float64 { return 0.5 },
-			OnEvent: func(ev layer.Event) error {
-				if ev.Type == layer.EventRetryStarted {
+			OnEvent: func(ev event.Event) error {
+				if ev.Type == event.RetryStarted {
 					mu.Lock()
 					res.resends[i]++
 					if prov.during(time.Now()) {

@@ -15,6 +15,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/quota"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -43,7 +44,7 @@ func TestR18_1_StreamResumeWithdraws(t *testing.T) {
 		}
 		var re *layer.RecoveryError
 		require.True(t, errors.As(serr, &re), "%v", serr)
-		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+		assert.Equal(t, event.OutcomeQuotaExhausted, re.Outcome)
 		require.NotNil(t, re.Quota, "a quota refused")
 		assert.Equal(t, 1, re.Quota.Resends, "the first resume withdrew")
 		assert.Equal(t, 2, srv.Count())

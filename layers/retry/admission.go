@@ -6,12 +6,13 @@ import (
 	"context"
 	"sync"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
 // admit runs admission for attempt next (R8). It returns the empty outcome
 // when the resend is allowed (or needs no hook).
-func (d *Decider) admit(ctx context.Context, f *layer.Failure, next int, emit Emit) (layer.Outcome, error) {
+func (d *Decider) admit(ctx context.Context, f *event.Failure, next int, emit Emit) (event.Outcome, error) {
 	if d.reading {
 		// A resume read sends nothing to infer (R19.13).
 		return "", nil
@@ -19,11 +20,11 @@ func (d *Decider) admit(ctx context.Context, f *layer.Failure, next int, emit Em
 	hook := d.r.admit
 	if hook == nil {
 		if layer.AdmissionRequired(d.facts, *f) || d.ambiguous(f) {
-			return layer.OutcomeAdmissionRequired, nil
+			return event.OutcomeAdmissionRequired, nil
 		}
 		return "", nil
 	}
-	if err := emit(layer.EventAdmissionPending, f, 0, next); err != nil {
+	if err := emit(event.AdmissionPending, f, 0, next); err != nil {
 		return "", err
 	}
 	// The wait is bounded by the budget and the deadline on the policy's
@@ -48,19 +49,19 @@ func (d *Decider) admit(ctx context.Context, f *layer.Failure, next int, emit Em
 	wg.Wait()
 	switch {
 	case ctx.Err() != nil:
-		return layer.OutcomeCancelled, nil
+		return event.OutcomeCancelled, nil
 	case v == verdictPending && expired:
-		return layer.OutcomeDeadline, nil
+		return event.OutcomeDeadline, nil
 	case v == verdictRejected:
-		return layer.OutcomeAdmissionRejected, nil
+		return event.OutcomeAdmissionRejected, nil
 	case v == verdictAllowed:
-		if err := emit(layer.EventAdmissionAllowed, f, 0, next); err != nil {
+		if err := emit(event.AdmissionAllowed, f, 0, next); err != nil {
 			return "", err
 		}
 		return "", nil
 	default:
 		f.SetAdmissionCause(cause)
-		return layer.OutcomeAdmissionNoDecision, nil
+		return event.OutcomeAdmissionNoDecision, nil
 	}
 }
 

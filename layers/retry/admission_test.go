@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -25,31 +26,31 @@ func TestR8_1_OnlyAnExplicitAllowAuthorizesAResend(t *testing.T) {
 	rows := []struct {
 		name    string
 		hook    layer.AdmissionHook
-		outcome layer.Outcome // "" = success after the resend
-		event   layer.EventType
+		outcome event.Outcome // "" = success after the resend
+		event   event.Type
 		cause   any
 	}{
-		{"allow", allowHook, "", layer.EventAdmissionAllowed, nil},
+		{"allow", allowHook, "", event.AdmissionAllowed, nil},
 		{"reject", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil },
-			layer.OutcomeAdmissionRejected, layer.EventAdmissionRejected, nil},
+			event.OutcomeAdmissionRejected, event.AdmissionRejected, nil},
 		{"zero decision", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "", nil },
-			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, layer.Decision("")},
+			event.OutcomeAdmissionNoDecision, event.AdmissionNoDecision, layer.Decision("")},
 		{"unknown decision", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "maybe", nil },
-			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, layer.Decision("maybe")},
+			event.OutcomeAdmissionNoDecision, event.AdmissionNoDecision, layer.Decision("maybe")},
 		{"Allow spelled differently", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "Allow", nil },
-			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, layer.Decision("Allow")},
+			event.OutcomeAdmissionNoDecision, event.AdmissionNoDecision, layer.Decision("Allow")},
 		{"error", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "", errHookDenied },
-			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, errHookDenied},
+			event.OutcomeAdmissionNoDecision, event.AdmissionNoDecision, errHookDenied},
 		{"allow with an error", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 			return layer.Allow, errHookDenied
 		},
-			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, errHookDenied},
+			event.OutcomeAdmissionNoDecision, event.AdmissionNoDecision, errHookDenied},
 		{"reject with an error", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
 			return layer.Reject, errHookDenied
 		},
-			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, errHookDenied},
+			event.OutcomeAdmissionNoDecision, event.AdmissionNoDecision, errHookDenied},
 		{"panic", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { panic(pv) },
-			layer.OutcomeAdmissionNoDecision, layer.EventAdmissionNoDecision, pv},
+			event.OutcomeAdmissionNoDecision, event.AdmissionNoDecision, pv},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,15 +73,15 @@ func TestR8_1_OnlyAnExplicitAllowAuthorizesAResend(t *testing.T) {
 				"R11.2: an admission outcome emits only its own event")
 			require.Len(t, re.History, 1, "R8.1: the failure history stays available")
 			assert.Equal(t, 503, re.Failure.HTTPStatus)
-			ev := layer.Inspect(&re.Failure)
+			ev := event.Inspect(&re.Failure)
 			require.NotNil(t, ev)
 			if err, ok := tc.cause.(error); ok {
 				assert.ErrorIs(t, ev.AdmissionCause.(error), err, "R10.5: the hook's own error value")
 			} else {
 				assert.Equal(t, tc.cause, ev.AdmissionCause, "R10.5: the panic value or unknown decision")
 			}
-			if tc.outcome == layer.OutcomeAdmissionNoDecision {
-				assert.NotEqual(t, layer.OutcomeAdmissionRejected, re.Outcome, "R10.6: never a refusal")
+			if tc.outcome == event.OutcomeAdmissionNoDecision {
+				assert.NotEqual(t, event.OutcomeAdmissionRejected, re.Outcome, "R10.6: never a refusal")
 			}
 		})
 	}
@@ -110,7 +111,7 @@ func TestR8_2_HookThatNeverReturnsIsAbandonedOnCancel(t *testing.T) {
 	err := awaitResult(t, done) // R9.1: promptly, without waiting for the hook
 
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, r.Server.Count(), "R8.2: a pending hook never permits a resend")
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "cancelled"}, r.Rec.Types())
@@ -147,7 +148,7 @@ func TestR8_4_HookSeesTheSafeFailureAndTheNextAttempt(t *testing.T) {
 	require.NoError(t, err)
 
 	evs := r.Rec.Events()
-	failed := eventsOf(evs, layer.EventAttemptFailed)
+	failed := eventsOf(evs, event.AttemptFailed)
 	require.Len(t, asked, 2)
 	require.Len(t, failed, 2)
 	for i, req := range asked {
@@ -159,7 +160,7 @@ func TestR8_4_HookSeesTheSafeFailureAndTheNextAttempt(t *testing.T) {
 	}
 	assert.Equal(t, 1, asked[0].Failure.WireAttempt)
 	assert.Equal(t, 2, asked[1].Failure.WireAttempt, "R8.4: the admission wait consumed no wire attempt")
-	started := eventsOf(evs, layer.EventAttemptStarted)
+	started := eventsOf(evs, event.AttemptStarted)
 	require.Len(t, started, 3)
 	for i, e := range started {
 		assert.Equal(t, i+1, e.WireAttempt)
@@ -182,7 +183,7 @@ func TestR8_4_AdmissionWaitConsumesNoAttempt(t *testing.T) {
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 2, Jitter: zeroJitter, Admit: hook}, statusStep(503), okStep("ok"))
 
 	_, done := completeAsync(r, context.Background())
-	require.Eventually(t, func() bool { return len(eventsOf(r.Rec.Events(), layer.EventAdmissionPending)) == 1 }, wait, time.Millisecond)
+	require.Eventually(t, func() bool { return len(eventsOf(r.Rec.Events(), event.AdmissionPending)) == 1 }, wait, time.Millisecond)
 	r.Clock.Advance(time.Hour) // no budget, no deadline: waiting is free
 	close(release)
 

@@ -10,7 +10,7 @@ package retry
 // layer.Reject stops with outcome admission_rejected. A hook that returns no
 // decision, an unknown value or an error, or that panics, stops with
 // admission_no_decision, and the error, panic value or unknown decision is
-// kept as private evidence (layer.Evidence.AdmissionCause). A hook that has
+// kept as private evidence (event.Evidence.AdmissionCause). A hook that has
 // not returned never permits a resend: its context is cancelled when the
 // wait ends for any reason (deadline, budget, cancellation), and those keep
 // their own outcomes.

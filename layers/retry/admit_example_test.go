@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -48,7 +49,7 @@ func ExampleNewAdmissionQueue() {
 	}()
 	policy := retry.Policy{MaxAttempts: 3, Admit: q.Hook}
 	for _, status := range []int{503, 500} {
-		d, _ := policy.Admit(ctx, layer.AdmissionRequest{Failure: layer.Failure{HTTPStatus: status}, NextAttempt: 2})
+		d, _ := policy.Admit(ctx, layer.AdmissionRequest{Failure: event.Failure{HTTPStatus: status}, NextAttempt: 2})
 		fmt.Println(status, d)
 	}
 	// Output:

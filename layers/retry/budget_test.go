@@ -11,6 +11,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -50,7 +51,7 @@ func TestR7_1_DeadlineInThePastAtTheFirstFailure(t *testing.T) {
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeDeadline, re.Outcome)
+	assert.Equal(t, event.OutcomeDeadline, re.Outcome)
 	assert.Equal(t, 1, r.Server.Count(), "R7.2: the first attempt is still made")
 	assert.Empty(t, r.Clock.Sleeps())
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, r.Rec.Types())
@@ -70,7 +71,7 @@ func TestR7_1_DeadlineRecheckedAfterTheSleep(t *testing.T) {
 
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 
-	assert.Equal(t, layer.OutcomeDeadline, asRecoveryError(t, err).Outcome)
+	assert.Equal(t, event.OutcomeDeadline, asRecoveryError(t, err).Outcome)
 	assert.Equal(t, 1, r.Server.Count())
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "exhausted"}, r.Rec.Types())
 }
@@ -87,7 +88,7 @@ func TestR7_1_BudgetRecheckedAfterTheSleep(t *testing.T) {
 
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 
-	assert.Equal(t, layer.OutcomeDeadline, asRecoveryError(t, err).Outcome)
+	assert.Equal(t, event.OutcomeDeadline, asRecoveryError(t, err).Outcome)
 	assert.Equal(t, 1, r.Server.Count())
 }
 
@@ -136,7 +137,7 @@ func TestR7_3_AdmissionWaitEndsAtTheDeadline(t *testing.T) {
 						t.Fatal("R8.2: the hook's context was never cancelled")
 					}
 					re := asRecoveryError(t, err)
-					assert.Equal(t, layer.OutcomeDeadline, re.Outcome, "R7.3")
+					assert.Equal(t, event.OutcomeDeadline, re.Outcome, "R7.3")
 					assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "exhausted"}, r.Rec.Types())
 					assert.Equal(t, 1, r.Server.Count())
 				})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -43,12 +44,12 @@ type call struct {
 	provider codec.Provider
 	logical  string
 	start    time.Duration
-	history  []layer.Failure
+	history  []event.Failure
 	wire     int // wire attempts sent
 
 	// The attempt in flight.
 	cur     *attempt.Attempt
-	id      layer.Identity
+	id      event.Identity
 	pending int    // its wire attempt number
 	status  int    // its response status
 	spareID string // an attempt ID not yet used, or ""
@@ -80,14 +81,14 @@ func (c *call) attemptID() string {
 func (c *call) BeginAttempt() error {
 	c.started = true
 	c.wire = c.pending
-	return c.emit(layer.EventAttemptStarted, nil, 0, 0)
+	return c.emit(event.AttemptStarted, nil, 0, 0)
 }
 
 // loop runs attempts from n on. When f is not nil it is the failure of
 // attempt n-1 (pass is its complete response, if any), and the decision
 // plane runs first. loop returns the successful response, or how the call
 // ends.
-func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Response, error) {
+func (c *call) loop(n int, f *event.Failure, pass *http.Response) (*http.Response, error) {
 	for ; ; n++ {
 		if f != nil {
 			if resp, err, stop := c.afterFailure(f, n-1, pass); stop {
@@ -97,7 +98,7 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 		if c.ctx.Err() != nil {
 			return c.cancelled(f)
 		}
-		c.id = layer.Identity{LogicalID: c.logical, AttemptID: c.attemptID(), WireAttempt: n}
+		c.id = event.Identity{LogicalID: c.logical, AttemptID: c.attemptID(), WireAttempt: n}
 		c.started, c.pending = false, n
 		if !c.firstUsed {
 			c.firstUsed = true
@@ -156,11 +157,11 @@ func (c *call) loop(n int, f *layer.Failure, pass *http.Response) (*http.Respons
 	}
 }
 
-func (c *call) newFailure(a *attempt.Attempt) layer.Failure {
-	f := layer.Failure{
+func (c *call) newFailure(a *attempt.Attempt) event.Failure {
+	f := event.Failure{
 		Identity: c.id, Provider: c.provider, Operation: c.in.info.Operation,
-		Category: layer.CategoryTransport, Acceptance: layer.AcceptanceUnknown,
-		RetryAfter: layer.RetryAfter{Kind: layer.RetryAfterAbsent},
+		Category: event.CategoryTransport, Acceptance: event.AcceptanceUnknown,
+		RetryAfter: event.RetryAfter{Kind: event.RetryAfterAbsent},
 	}
 	if a != nil {
 		f.Progress = a.Progress()

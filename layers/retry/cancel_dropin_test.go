@@ -12,6 +12,7 @@ import (
 
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -47,7 +48,7 @@ func TestR9_1_DropInStreamCancelledByItsCallerReturnsTheContextError(t *testing.
 			assert.ErrorIs(t, err, context.Canceled)
 			var re *layer.RecoveryError
 			require.True(t, errors.As(err, &re), "errors.As finds the *layer.RecoveryError in %T", err)
-			assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+			assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 			assert.NotContains(t, string(rest), "recourse_error", "no in-band frame for a caller that cancelled")
 			assert.NotContains(t, string(rest), "recovery cancelled")
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -22,7 +23,7 @@ import (
 func checkCancelled(t *testing.T, err error, types []string, lastWait string) *layer.RecoveryError {
 	t.Helper()
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, count(types, "cancelled"), "R9.2: exactly one cancelled event: %v", types)
 	require.GreaterOrEqual(t, len(types), 2)
@@ -125,8 +126,8 @@ func TestR9_1_CancelDuringRequestCapture(t *testing.T) {
 	err := awaitResult(t, done)
 
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome, "R9.1/R4.1: cancellation wins over capture_failed")
-	assert.Equal(t, layer.ReasonCancelled, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome, "R9.1/R4.1: cancellation wins over capture_failed")
+	assert.Equal(t, event.ReasonCancelled, re.Failure.Classification.Reason)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Empty(t, re.History, "R9.2: nothing was sent")
 	assert.Equal(t, 0, re.Failure.WireAttempt)
@@ -157,7 +158,7 @@ func TestR9_1_CancelDuringResponseCapture(t *testing.T) {
 	err := awaitResult(t, done)
 
 	re := checkCancelled(t, err, r.Rec.Types(), "attempt_failed")
-	assert.Equal(t, layer.ReasonCancelled, re.Failure.Classification.Reason)
+	assert.Equal(t, event.ReasonCancelled, re.Failure.Classification.Reason)
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, r.Rec.Types())
 	assert.Equal(t, 1, r.Server.Count())
 }
@@ -177,8 +178,8 @@ func TestR9_2_CancelledBeforeStartThroughHTTPClient(t *testing.T) {
 	}
 
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
-	assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance, "nothing was sent")
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome)
+	assert.Equal(t, event.AcceptanceNo, re.Failure.Acceptance, "nothing was sent")
 	assert.Empty(t, re.History)
 	assert.Equal(t, []string{"event:cancelled"}, rec.Log(), "no capture")
 	assert.Equal(t, 0, r.Server.Count())
@@ -196,7 +197,7 @@ func TestR9_3_CancelDuringAttemptKeepsRemoteTerminationUnconfirmed(t *testing.T)
 
 	re := checkCancelled(t, err, r.Rec.Types(), "attempt_failed")
 	require.Len(t, re.History, 1)
-	assert.Equal(t, layer.CategoryCancellation, re.History[0].Category)
+	assert.Equal(t, event.CategoryCancellation, re.History[0].Category)
 	assert.False(t, re.History[0].RemoteTerminationConfirmed, "R9.3")
 	assert.False(t, re.Failure.RemoteTerminationConfirmed, "R9.3")
 }

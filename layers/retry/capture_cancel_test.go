@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -43,14 +44,14 @@ func exCancellingCapture(marker []byte, cancel context.CancelFunc) layer.WireHoo
 func exCheckCancelledInCapture(t *testing.T, err error, rec *exRecorder, count int) *layer.RecoveryError {
 	t.Helper()
 	re := exRE(t, err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome, "cancellation wins over the capture failure it caused")
-	assert.Equal(t, layer.CategoryCancellation, re.Failure.Category)
-	assert.Equal(t, layer.ReasonCancelled, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome, "cancellation wins over the capture failure it caused")
+	assert.Equal(t, event.CategoryCancellation, re.Failure.Category)
+	assert.Equal(t, event.ReasonCancelled, re.Failure.Classification.Reason)
 	assert.ErrorIs(t, err, context.Canceled)
 	require.Len(t, re.History, 1, "R9.2: the attempt that was sent is recorded")
-	assert.Equal(t, layer.CategoryCancellation, re.History[0].Category)
+	assert.Equal(t, event.CategoryCancellation, re.History[0].Category)
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, exLifecycle(rec.Types()))
-	assert.NotContains(t, rec.Types(), string(layer.EventInterrupted))
+	assert.NotContains(t, rec.Types(), string(event.Interrupted))
 	assert.Equal(t, 1, count, "nothing is resent")
 	return re
 }

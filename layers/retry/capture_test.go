@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
@@ -30,7 +31,7 @@ func TestR12_2_OneRequestAndOneResponseSnapshotPerAttempt(t *testing.T) {
 
 	snaps := rec.Wire()
 	require.Len(t, snaps, 6, "R12.2: one request and one response snapshot per attempt")
-	started := eventsOf(rec.Events(), layer.EventAttemptStarted)
+	started := eventsOf(rec.Events(), event.AttemptStarted)
 	require.Len(t, started, 3)
 	reqs := r.Server.Requests()
 	wantStatus := []int{503, 502, 200}
@@ -56,7 +57,7 @@ func TestR12_2_OneRequestAndOneResponseSnapshotPerAttempt(t *testing.T) {
 // terminal.
 func TestR12_3_EvidenceCountedBeforeResponseCapture(t *testing.T) {
 	var mu sync.Mutex
-	var seen []layer.Progress
+	var seen []event.Progress
 	p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}
 	p.OnWire = func(ctx context.Context, s layer.WireSnapshot) error {
 		if s.Direction != layer.DirectionResponse {
@@ -80,8 +81,8 @@ func TestR12_3_EvidenceCountedBeforeResponseCapture(t *testing.T) {
 	assert.Equal(t, int64(3), seen[0].Observed.ContentBytes, "R12.3: counted before the callback")
 	assert.Equal(t, seen[0].RawBytes, re.Failure.Progress.RawBytes)
 	assert.Equal(t, int64(3), re.Failure.Progress.Observed.ContentBytes)
-	assert.Equal(t, layer.ReasonCaptureFailed, re.Failure.Classification.Reason)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonCaptureFailed, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 	assert.Equal(t, 1, r.Server.Count(), "R12.3: never another request")
 }
 
@@ -93,9 +94,9 @@ func TestR12_3_ResponseCaptureFailureIsTerminal(t *testing.T) {
 		_, err := r.Client.Complete(context.Background(), canaryRequest())
 
 		re := asRecoveryError(t, err)
-		assert.Equal(t, layer.ReasonCaptureFailed, re.Failure.Classification.Reason, "status %d", st.Status)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-		assert.Equal(t, errCaptureHook, layer.Inspect(&re.Failure).CaptureCause)
+		assert.Equal(t, event.ReasonCaptureFailed, re.Failure.Classification.Reason, "status %d", st.Status)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, errCaptureHook, event.Inspect(&re.Failure).CaptureCause)
 		assert.Equal(t, 1, r.Server.Count(), "R12.3: a capture failure never creates another request")
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "interrupted"}, r.Rec.Types())
 	}
@@ -176,7 +177,7 @@ func TestR12_2_CancelledAttemptIsCaptured(t *testing.T) {
 	cancel()
 	err := awaitResult(t, done)
 
-	assert.Equal(t, layer.OutcomeCancelled, asRecoveryError(t, err).Outcome)
+	assert.Equal(t, event.OutcomeCancelled, asRecoveryError(t, err).Outcome)
 	snaps := rec.Wire()
 	require.Len(t, snaps, 2)
 	assert.Equal(t, layer.DirectionResponse, snaps[1].Direction)

@@ -5,15 +5,15 @@ package retry
 import (
 	"net/http"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 )
 
 // ambiguous reports whether f, a failure of a background create before
 // its response ID was known, may have left the response queued at the
 // provider (R19.11): only a status answer (an HTTP failure) or a request
 // that provably never left shows that nothing was accepted.
-func (d *Decider) ambiguous(f *layer.Failure) bool {
-	return d.background && f.Acceptance != layer.AcceptanceNo && f.Category != layer.CategoryHTTP
+func (d *Decider) ambiguous(f *event.Failure) bool {
+	return d.background && f.Acceptance != event.AcceptanceNo && f.Category != event.CategoryHTTP
 }
 
 // Classify applies the eligibility rules of R4 to f, in order (first match
@@ -22,33 +22,33 @@ func (d *Decider) ambiguous(f *layer.Failure) bool {
 // exhausted quota recorded in f (on a 429 or in a provider error object),
 // a provider error object, x-should-retry: false recorded in f (see
 // Policy.ProviderHints), then the policy's categories and statuses.
-func (d *Decider) Classify(f *layer.Failure, captureFailed, partial bool) layer.Classification {
-	no := func(r layer.Reason) layer.Classification { return layer.Classification{Reason: r} }
+func (d *Decider) Classify(f *event.Failure, captureFailed, partial bool) event.Classification {
+	no := func(r event.Reason) event.Classification { return event.Classification{Reason: r} }
 	switch {
-	case f.Category == layer.CategoryCancellation:
-		return no(layer.ReasonCancelled)
+	case f.Category == event.CategoryCancellation:
+		return no(event.ReasonCancelled)
 	case f.HTTPStatus == http.StatusBadRequest || f.HTTPStatus == http.StatusUnauthorized || f.HTTPStatus == http.StatusForbidden:
-		return no(layer.ReasonPermanent)
+		return no(event.ReasonPermanent)
 	case captureFailed:
-		return no(layer.ReasonCaptureFailed)
+		return no(event.ReasonCaptureFailed)
 	case f.Progress.Observed.Any() || f.Progress.Delivered.Any():
-		return no(layer.ReasonSemanticOutput)
-	case f.Category == layer.CategoryProtocol:
-		return no(layer.ReasonMalformed)
+		return no(event.ReasonSemanticOutput)
+	case f.Category == event.CategoryProtocol:
+		return no(event.ReasonMalformed)
 	case partial && f.HTTPStatus/100 == 2:
 		// The provider accepted the request and its answer was cut, even
 		// before the first body byte: resending could duplicate inference,
 		// so an ordinary or structured call fails closed (R4.6).
-		return no(layer.ReasonPartialResponse)
-	case f.Hint == layer.HintInsufficientQuota:
+		return no(event.ReasonPartialResponse)
+	case f.Hint == event.HintInsufficientQuota:
 		// Before the provider error object's permanent: an exhausted
 		// quota sent in a 2xx error object keeps the reason it has on a
 		// 429.
-		return no(layer.ReasonInsufficientQuota)
-	case f.Category == layer.CategoryProviderResponse:
-		return no(layer.ReasonPermanent)
-	case f.Hint == layer.HintShouldNotRetry:
-		return no(layer.ReasonProviderNoRetry)
+		return no(event.ReasonInsufficientQuota)
+	case f.Category == event.CategoryProviderResponse:
+		return no(event.ReasonPermanent)
+	case f.Hint == event.HintShouldNotRetry:
+		return no(event.ReasonProviderNoRetry)
 	}
 	selected := false
 	for _, k := range d.r.categories {
@@ -56,7 +56,7 @@ func (d *Decider) Classify(f *layer.Failure, captureFailed, partial bool) layer.
 			selected = true
 		}
 	}
-	if selected && f.Category == layer.CategoryHTTP {
+	if selected && f.Category == event.CategoryHTTP {
 		selected = false
 		statuses := d.r.statuses
 		if statuses == nil {
@@ -72,7 +72,7 @@ func (d *Decider) Classify(f *layer.Failure, captureFailed, partial bool) layer.
 		}
 	}
 	if selected {
-		return layer.Classification{Eligible: true, Reason: layer.ReasonTransient}
+		return event.Classification{Eligible: true, Reason: event.ReasonTransient}
 	}
-	return no(layer.ReasonPermanent)
+	return no(event.ReasonPermanent)
 }

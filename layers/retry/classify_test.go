@@ -14,8 +14,8 @@ import (
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -39,58 +39,58 @@ func TestR4_ClassificationTable(t *testing.T) {
 		policy     func(*retry.Policy)
 		step       recoursetest.Step
 		structured bool
-		category   layer.Category
+		category   event.Category
 		status     int
-		acceptance layer.Acceptance
+		acceptance event.Acceptance
 		eligible   bool
-		reason     layer.Reason
+		reason     event.Reason
 	}{
 		// R4.2: 400, 401, 403 stay permanent even when the caller selects them.
-		{name: "400 selected", policy: selectStatuses(400, 401, 403, 503), step: statusStep(400), category: layer.CategoryHTTP, status: 400, reason: layer.ReasonPermanent},
-		{name: "401 selected", policy: selectStatuses(400, 401, 403, 503), step: statusStep(401), category: layer.CategoryHTTP, status: 401, reason: layer.ReasonPermanent},
-		{name: "403 selected", policy: selectStatuses(400, 401, 403, 503), step: statusStep(403), category: layer.CategoryHTTP, status: 403, reason: layer.ReasonPermanent},
-		{name: "400 body cut", policy: selectStatuses(400, 503), step: statusStep(400).Cut(10), category: layer.CategoryHTTP, status: 400, reason: layer.ReasonPermanent},
-		{name: "404", step: statusStep(404), category: layer.CategoryHTTP, status: 404, reason: layer.ReasonPermanent},
-		{name: "421", step: statusStep(421), category: layer.CategoryHTTP, status: 421, reason: layer.ReasonPermanent},
-		{name: "409 default", step: statusStep(409), category: layer.CategoryHTTP, status: 409, reason: layer.ReasonPermanent},
+		{name: "400 selected", policy: selectStatuses(400, 401, 403, 503), step: statusStep(400), category: event.CategoryHTTP, status: 400, reason: event.ReasonPermanent},
+		{name: "401 selected", policy: selectStatuses(400, 401, 403, 503), step: statusStep(401), category: event.CategoryHTTP, status: 401, reason: event.ReasonPermanent},
+		{name: "403 selected", policy: selectStatuses(400, 401, 403, 503), step: statusStep(403), category: event.CategoryHTTP, status: 403, reason: event.ReasonPermanent},
+		{name: "400 body cut", policy: selectStatuses(400, 503), step: statusStep(400).Cut(10), category: event.CategoryHTTP, status: 400, reason: event.ReasonPermanent},
+		{name: "404", step: statusStep(404), category: event.CategoryHTTP, status: 404, reason: event.ReasonPermanent},
+		{name: "421", step: statusStep(421), category: event.CategoryHTTP, status: 421, reason: event.ReasonPermanent},
+		{name: "409 default", step: statusStep(409), category: event.CategoryHTTP, status: 409, reason: event.ReasonPermanent},
 		// R4.7 defaults.
-		{name: "429", step: statusStep(429), category: layer.CategoryHTTP, status: 429, eligible: true, reason: layer.ReasonTransient},
-		{name: "500", step: statusStep(500), category: layer.CategoryHTTP, status: 500, eligible: true, reason: layer.ReasonTransient},
-		{name: "502", step: statusStep(502), category: layer.CategoryHTTP, status: 502, eligible: true, reason: layer.ReasonTransient},
-		{name: "503", step: statusStep(503), category: layer.CategoryHTTP, status: 503, eligible: true, reason: layer.ReasonTransient},
-		{name: "504", step: statusStep(504), category: layer.CategoryHTTP, status: 504, eligible: true, reason: layer.ReasonTransient},
-		{name: "503 body cut", step: statusStep(503).Cut(10), category: layer.CategoryHTTP, status: 503, eligible: true, reason: layer.ReasonTransient},
+		{name: "429", step: statusStep(429), category: event.CategoryHTTP, status: 429, eligible: true, reason: event.ReasonTransient},
+		{name: "500", step: statusStep(500), category: event.CategoryHTTP, status: 500, eligible: true, reason: event.ReasonTransient},
+		{name: "502", step: statusStep(502), category: event.CategoryHTTP, status: 502, eligible: true, reason: event.ReasonTransient},
+		{name: "503", step: statusStep(503), category: event.CategoryHTTP, status: 503, eligible: true, reason: event.ReasonTransient},
+		{name: "504", step: statusStep(504), category: event.CategoryHTTP, status: 504, eligible: true, reason: event.ReasonTransient},
+		{name: "503 body cut", step: statusStep(503).Cut(10), category: event.CategoryHTTP, status: 503, eligible: true, reason: event.ReasonTransient},
 		// Custom selections: HTTP needs both the category and the status.
-		{name: "409 selected", policy: selectStatuses(409), step: statusStep(409), category: layer.CategoryHTTP, status: 409, eligible: true, reason: layer.ReasonTransient},
-		{name: "503 not selected", policy: selectStatuses(409), step: statusStep(503), category: layer.CategoryHTTP, status: 503, reason: layer.ReasonPermanent},
-		{name: "503 category not selected", policy: selectCategories(layer.CategoryTransport), step: statusStep(503), category: layer.CategoryHTTP, status: 503, reason: layer.ReasonPermanent},
+		{name: "409 selected", policy: selectStatuses(409), step: statusStep(409), category: event.CategoryHTTP, status: 409, eligible: true, reason: event.ReasonTransient},
+		{name: "503 not selected", policy: selectStatuses(409), step: statusStep(503), category: event.CategoryHTTP, status: 503, reason: event.ReasonPermanent},
+		{name: "503 category not selected", policy: selectCategories(event.CategoryTransport), step: statusStep(503), category: event.CategoryHTTP, status: 503, reason: event.ReasonPermanent},
 		// Transport before headers: eligible, acceptance unknown.
-		{name: "reset before headers", step: recoursetest.Reset(), category: layer.CategoryTransport, acceptance: layer.AcceptanceUnknown, eligible: true, reason: layer.ReasonTransient},
-		{name: "reset, transport not selected", policy: selectCategories(layer.CategoryHTTP), step: recoursetest.Reset(), category: layer.CategoryTransport, acceptance: layer.AcceptanceUnknown, reason: layer.ReasonPermanent},
+		{name: "reset before headers", step: recoursetest.Reset(), category: event.CategoryTransport, acceptance: event.AcceptanceUnknown, eligible: true, reason: event.ReasonTransient},
+		{name: "reset, transport not selected", policy: selectCategories(event.CategoryHTTP), step: recoursetest.Reset(), category: event.CategoryTransport, acceptance: event.AcceptanceUnknown, reason: event.ReasonPermanent},
 		// R4.4: observed semantic output, never delivered.
-		{name: "200 cut after content", step: cutAfterContent(), category: layer.CategoryTransport, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonSemanticOutput},
+		{name: "200 cut after content", step: cutAfterContent(), category: event.CategoryTransport, status: 200, acceptance: event.AcceptanceYes, reason: event.ReasonSemanticOutput},
 		// R4.6: a partial 2xx body without semantic evidence (oMLX-like blank prelude).
-		{name: "200 blank body cut", step: recoursetest.JSON(200, strings.Repeat(" ", 64)).Cut(16), category: layer.CategoryTransport, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPartialResponse},
+		{name: "200 blank body cut", step: recoursetest.JSON(200, strings.Repeat(" ", 64)).Cut(16), category: event.CategoryTransport, status: 200, acceptance: event.AcceptanceYes, reason: event.ReasonPartialResponse},
 		// R4.6 and R10.2: a 2xx response was accepted; its body ending before
 		// the first of its Content-Length bytes is still a partial body.
-		{name: "200 headers then cut before any body byte", step: recoursetest.JSON(200, "", "Content-Length", "64").Cut(1), category: layer.CategoryTransport, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPartialResponse},
+		{name: "200 headers then cut before any body byte", step: recoursetest.JSON(200, "", "Content-Length", "64").Cut(1), category: event.CategoryTransport, status: 200, acceptance: event.AcceptanceYes, reason: event.ReasonPartialResponse},
 		// R4.7: a provider error object in a 2xx body is never eligible.
-		{name: "200 provider error", step: recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "overloaded")), category: layer.CategoryProviderResponse, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPermanent},
-		{name: "200 provider error, category selected", policy: selectCategories(layer.CategoryTransport, layer.CategoryHTTP, layer.CategoryProviderResponse),
-			step: recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "overloaded")), category: layer.CategoryProviderResponse, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonPermanent},
+		{name: "200 provider error", step: recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "overloaded")), category: event.CategoryProviderResponse, status: 200, acceptance: event.AcceptanceYes, reason: event.ReasonPermanent},
+		{name: "200 provider error, category selected", policy: selectCategories(event.CategoryTransport, event.CategoryHTTP, event.CategoryProviderResponse),
+			step: recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "overloaded")), category: event.CategoryProviderResponse, status: 200, acceptance: event.AcceptanceYes, reason: event.ReasonPermanent},
 		// R4.5: protocol errors.
-		{name: "200 malformed JSON", step: recoursetest.JSON(200, `{"id":"chatcmpl-1","choices":[{"index":0,,}]}`), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonMalformed},
-		{name: "200 malformed JSON, protocol selected", policy: selectCategories(layer.CategoryTransport, layer.CategoryHTTP, layer.CategoryProtocol),
-			step: recoursetest.JSON(200, `not json`), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonMalformed},
-		{name: "200 no choices", step: recoursetest.JSON(200, `{"id":"chatcmpl-1","choices":[]}`), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonMalformed},
-		{name: "structured empty content", structured: true, step: okStep(""), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonMalformed},
+		{name: "200 malformed JSON", step: recoursetest.JSON(200, `{"id":"chatcmpl-1","choices":[{"index":0,,}]}`), category: event.CategoryProtocol, status: 200, acceptance: event.AcceptanceYes, reason: event.ReasonMalformed},
+		{name: "200 malformed JSON, protocol selected", policy: selectCategories(event.CategoryTransport, event.CategoryHTTP, event.CategoryProtocol),
+			step: recoursetest.JSON(200, `not json`), category: event.CategoryProtocol, status: 200, acceptance: event.AcceptanceYes, reason: event.ReasonMalformed},
+		{name: "200 no choices", step: recoursetest.JSON(200, `{"id":"chatcmpl-1","choices":[]}`), category: event.CategoryProtocol, status: 200, acceptance: event.AcceptanceYes, reason: event.ReasonMalformed},
+		{name: "structured empty content", structured: true, step: okStep(""), category: event.CategoryProtocol, status: 200, acceptance: event.AcceptanceYes, reason: event.ReasonMalformed},
 		// A structured answer whose content is not JSON is a protocol error,
 		// but its content bytes were observed: R4 is first-match-wins and
 		// rule 4 (semantic_output) precedes rule 5 (malformed).
-		{name: "structured content not JSON", structured: true, step: okStep("not json at all"), category: layer.CategoryProtocol, status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonSemanticOutput},
+		{name: "structured content not JSON", structured: true, step: okStep("not json at all"), category: event.CategoryProtocol, status: 200, acceptance: event.AcceptanceYes, reason: event.ReasonSemanticOutput},
 		// R4.3 / R12.3: a capture failure is terminal, even for a retryable status.
-		{name: "response capture fails on 503", policy: func(p *retry.Policy) { p.OnWire = failResponseCapture }, step: statusStep(503), category: layer.CategoryHTTP, status: 503, reason: layer.ReasonCaptureFailed},
-		{name: "response capture fails on 200", policy: func(p *retry.Policy) { p.OnWire = failResponseCapture }, step: okStep("fine"), status: 200, acceptance: layer.AcceptanceYes, reason: layer.ReasonCaptureFailed},
+		{name: "response capture fails on 503", policy: func(p *retry.Policy) { p.OnWire = failResponseCapture }, step: statusStep(503), category: event.CategoryHTTP, status: 503, reason: event.ReasonCaptureFailed},
+		{name: "response capture fails on 200", policy: func(p *retry.Policy) { p.OnWire = failResponseCapture }, step: okStep("fine"), status: 200, acceptance: event.AcceptanceYes, reason: event.ReasonCaptureFailed},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,7 +119,7 @@ func TestR4_ClassificationTable(t *testing.T) {
 			if tc.acceptance != "" {
 				assert.Equal(t, tc.acceptance, f.Acceptance, "acceptance")
 			}
-			assert.Equal(t, layer.Classification{Eligible: tc.eligible, Reason: tc.reason}, f.Classification)
+			assert.Equal(t, event.Classification{Eligible: tc.eligible, Reason: tc.reason}, f.Classification)
 			assert.False(t, f.RemoteTerminationConfirmed, "R10.2")
 			assert.Equal(t, codec.OpenAI, f.Provider)
 			if tc.structured {
@@ -133,7 +133,7 @@ func TestR4_ClassificationTable(t *testing.T) {
 				return
 			}
 			re := asRecoveryError(t, err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 			assert.Equal(t, tc.reason, re.Failure.Classification.Reason)
 			assert.Equal(t, 1, r.Server.Count(), "an ineligible failure is never resent")
 			assert.Equal(t, []string{"attempt_started", "attempt_failed", "interrupted"}, r.Rec.Types())
@@ -145,7 +145,7 @@ func selectStatuses(s ...int) func(*retry.Policy) {
 	return func(p *retry.Policy) { p.RetryableStatuses = s }
 }
 
-func selectCategories(c ...layer.Category) func(*retry.Policy) {
+func selectCategories(c ...event.Category) func(*retry.Policy) {
 	return func(p *retry.Policy) { p.RetryableCategories = c }
 }
 
@@ -173,11 +173,11 @@ func TestR10_2_ConnectionRefusedIsAcceptanceNo(t *testing.T) {
 	_, err = cl.Complete(context.Background(), canaryRequest())
 
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome, "transport is eligible: both attempts were made")
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome, "transport is eligible: both attempts were made")
 	require.Len(t, re.History, 2)
 	for _, f := range re.History {
-		assert.Equal(t, layer.CategoryTransport, f.Category)
-		assert.Equal(t, layer.AcceptanceNo, f.Acceptance)
-		assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
+		assert.Equal(t, event.CategoryTransport, f.Category)
+		assert.Equal(t, event.AcceptanceNo, f.Acceptance)
+		assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, f.Classification)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -38,7 +38,7 @@ func newCloseRig(t *testing.T, cdc codec.Codec, steps ...recoursetest.Step) *clo
 	t.Cleanup(r.srv.Close)
 	ch, err := chain.Default(cdc, chain.WithTransport(r.srv.Transport()), chain.WithPolicy(retry.Policy{
 		MaxAttempts: 3, BaseDelay: new(10 * time.Second), Jitter: func() float64 { return 1 },
-		OnEvent: func(e layer.Event) error {
+		OnEvent: func(e event.Event) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.events = append(r.events, string(e.Type))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -91,9 +92,9 @@ func wired(p *retry.Policy) *rigtest.Recorder {
 var eventsOf = rigtest.EventsOf
 
 // firstFailed returns the safe failure of the first attempt_failed event.
-func firstFailed(t testing.TB, evs []layer.Event) layer.Failure {
+func firstFailed(t testing.TB, evs []event.Event) event.Failure {
 	t.Helper()
-	failed := eventsOf(evs, layer.EventAttemptFailed)
+	failed := eventsOf(evs, event.AttemptFailed)
 	require.NotEmpty(t, failed, "no attempt_failed event")
 	require.NotNil(t, failed[0].Failure)
 	return *failed[0].Failure
@@ -131,7 +132,7 @@ var awaitResult = rigtest.AwaitResult
 
 // withObserver returns a context whose per-call value reports every
 // lifecycle event of the call made with it to f, as a per-call layer does.
-func withObserver(ctx context.Context, f func(layer.Event)) context.Context {
+func withObserver(ctx context.Context, f func(event.Event)) context.Context {
 	lc := &layer.Call{}
 	lc.Observe(f)
 	return layer.WithCall(ctx, lc)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -28,7 +29,7 @@ type Decider struct {
 
 	gate    layer.UpstreamGate // the call's bound resend gate, or nil
 	held    layer.Reservation  // the reservation of the resend in flight
-	refusal *layer.QuotaRefusal
+	refusal *event.QuotaRefusal
 }
 
 // Bind makes the decision plane consult g (a retry quota and shared
@@ -39,20 +40,20 @@ func (d *Decider) Bind(g layer.UpstreamGate) { d.gate = g }
 
 // Refusal returns what the gate said when it refused the last resend
 // (outcome quota_exhausted), or nil.
-func (d *Decider) Refusal() *layer.QuotaRefusal { return d.refusal }
+func (d *Decider) Refusal() *event.QuotaRefusal { return d.refusal }
 
 // Observe is told of every completed failure f, after its attempt_failed
 // event: the resend in flight, if any, stays counted in the quota, and a
 // valid Retry-After (or provider delay hint) raises the upstream's shared
 // cooldown horizon. It emits quota_unavailable when the shared store did
 // not answer. Without a gate it does nothing.
-func (d *Decider) Observe(ctx context.Context, f *layer.Failure, emit Emit) error {
+func (d *Decider) Observe(ctx context.Context, f *event.Failure, emit Emit) error {
 	d.settle(false)
 	if d.gate == nil || !f.RetryAfter.Valid() || f.RetryAfter.Delay <= 0 {
 		return nil
 	}
 	if d.gate.Cooldown(ctx, d.r.wall().Add(f.RetryAfter.Delay)) {
-		return emit(layer.EventQuotaUnavailable, f, 0, 0)
+		return emit(event.QuotaUnavailable, f, 0, 0)
 	}
 	return nil
 }
@@ -89,7 +90,7 @@ func (d *Decider) HoldFirst(ctx context.Context, emit Emit) (cancelled bool, err
 	if rem, set := d.Remaining(); set && wait >= rem {
 		return false, nil
 	}
-	if err := emit(layer.EventCooldownWait, nil, wait, 1); err != nil {
+	if err := emit(event.CooldownWait, nil, wait, 1); err != nil {
 		return false, err
 	}
 	if d.sleep(ctx, wait) != nil || ctx.Err() != nil {
@@ -128,7 +129,7 @@ func (p *Policy) NewDecider(facts codec.Facts, resends int) (*Decider, error) {
 // admission_allowed, delay_scheduled (with the delay) and retry_started,
 // about failure f and the attempt next that would follow. A non-nil error
 // (an observer failed) ends the call with that error (R11.4).
-type Emit func(typ layer.EventType, f *layer.Failure, delay time.Duration, next int) error
+type Emit func(typ event.Type, f *event.Failure, delay time.Duration, next int) error
 
 // Failed records that a failure completed now: the budget starts at the
 // first one (R7.1).
@@ -181,11 +182,11 @@ func (d *Decider) Expired() bool {
 // ceiling or the time left. A reservation whose resend is not sent is
 // refunded; the engine settles the others (Observe, Succeeded). An
 // explicit Allow never overrides the quota.
-func (d *Decider) Resend(ctx context.Context, f *layer.Failure, n, next int, emit Emit) (layer.Outcome, error) {
+func (d *Decider) Resend(ctx context.Context, f *event.Failure, n, next int, emit Emit) (event.Outcome, error) {
 	d.settle(false) // a resend before this one failed: it stays counted
 	d.refusal = nil
 	if d.Expired() {
-		return layer.OutcomeDeadline, nil
+		return event.OutcomeDeadline, nil
 	}
 	if d.gate != nil {
 		if o, err := d.verdict(d.gate.Peek(ctx), f, next, emit); o != "" || err != nil {
@@ -220,9 +221,9 @@ func (d *Decider) Resend(ctx context.Context, f *layer.Failure, n, next int, emi
 // verdict turns a gate's verdict into the outcome quota_exhausted (after
 // its quota_refused event) or the empty outcome, emitting
 // quota_unavailable first when the store failed open.
-func (d *Decider) verdict(v layer.GateVerdict, f *layer.Failure, next int, emit Emit) (layer.Outcome, error) {
+func (d *Decider) verdict(v layer.GateVerdict, f *event.Failure, next int, emit Emit) (event.Outcome, error) {
 	if v.Unavailable {
-		if err := emit(layer.EventQuotaUnavailable, f, 0, next); err != nil {
+		if err := emit(event.QuotaUnavailable, f, 0, next); err != nil {
 			return "", err
 		}
 	}
@@ -230,19 +231,19 @@ func (d *Decider) verdict(v layer.GateVerdict, f *layer.Failure, next int, emit 
 		return "", nil
 	}
 	d.refusal = v.Refusal
-	if err := emit(layer.EventQuotaRefused, f, 0, next); err != nil {
+	if err := emit(event.QuotaRefused, f, 0, next); err != nil {
 		return "", err
 	}
-	return layer.OutcomeQuotaExhausted, nil
+	return event.OutcomeQuotaExhausted, nil
 }
 
 // delay computes the delay of the n-th resend (R5, R6; at least until
 // horizon when it is set), schedules it, sleeps and rechecks (R6.2).
-func (d *Decider) delay(ctx context.Context, f *layer.Failure, n, next int, horizon time.Time, emit Emit) (layer.Outcome, error) {
+func (d *Decider) delay(ctx context.Context, f *event.Failure, n, next int, horizon time.Time, emit Emit) (event.Outcome, error) {
 	delay := Backoff(n, d.r.base, d.r.ceiling, d.r.sample(n))
 	if f.RetryAfter.Valid() {
 		if f.RetryAfter.Delay > d.r.ceiling {
-			return layer.OutcomeDelayCeiling, nil
+			return event.OutcomeDelayCeiling, nil
 		}
 		delay = max(delay, f.RetryAfter.Delay)
 	}
@@ -250,31 +251,31 @@ func (d *Decider) delay(ctx context.Context, f *layer.Failure, n, next int, hori
 		// The shared cooldown is a minimum like a Retry-After (R5.5).
 		if wait := horizon.Sub(d.r.wall()); wait > delay {
 			if wait > d.r.ceiling {
-				return layer.OutcomeDelayCeiling, nil
+				return event.OutcomeDelayCeiling, nil
 			}
 			delay = wait
 		}
 	}
 	if rem, set := d.Remaining(); set && delay >= rem {
-		return layer.OutcomeDeadline, nil
+		return event.OutcomeDeadline, nil
 	}
-	if err := emit(layer.EventDelayScheduled, f, delay, next); err != nil {
+	if err := emit(event.DelayScheduled, f, delay, next); err != nil {
 		return "", err
 	}
 	if err := d.sleep(ctx, delay); err != nil {
 		if ctx.Err() != nil {
-			return layer.OutcomeCancelled, nil
+			return event.OutcomeCancelled, nil
 		}
 		f.SetDelayCause(err)
-		return layer.OutcomeInterrupted, nil
+		return event.OutcomeInterrupted, nil
 	}
 	if ctx.Err() != nil {
-		return layer.OutcomeCancelled, nil
+		return event.OutcomeCancelled, nil
 	}
 	if d.Expired() {
-		return layer.OutcomeDeadline, nil
+		return event.OutcomeDeadline, nil
 	}
-	if err := emit(layer.EventRetryStarted, f, 0, next); err != nil {
+	if err := emit(event.RetryStarted, f, 0, next); err != nil {
 		return "", err
 	}
 	return "", nil

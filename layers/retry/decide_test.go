@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -20,17 +21,17 @@ import (
 // default clocks and timers. A test keeps a Sleep hook only where it is
 // about that public seam.
 
-type recorder struct{ types []layer.EventType }
+type recorder struct{ types []event.Type }
 
-func (r *recorder) emit(typ layer.EventType, _ *layer.Failure, _ time.Duration, _ int) error {
+func (r *recorder) emit(typ event.Type, _ *event.Failure, _ time.Duration, _ int) error {
 	r.types = append(r.types, typ)
 	return nil
 }
 
-func eligible503() *layer.Failure {
-	return &layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503, Acceptance: layer.AcceptanceUnknown,
-		RetryAfter:     layer.RetryAfter{Kind: layer.RetryAfterAbsent},
-		Classification: layer.Classification{Eligible: true, Reason: layer.ReasonTransient}}
+func eligible503() *event.Failure {
+	return &event.Failure{Category: event.CategoryHTTP, HTTPStatus: 503, Acceptance: event.AcceptanceUnknown,
+		RetryAfter:     event.RetryAfter{Kind: event.RetryAfterAbsent},
+		Classification: event.Classification{Eligible: true, Reason: event.ReasonTransient}}
 }
 
 func one() float64 { return 1 }
@@ -51,11 +52,11 @@ func TestR6_2_ResendSchedulesSleepsAndStarts(t *testing.T) {
 			start := time.Now()
 			o, err := d.Resend(context.Background(), eligible503(), n+1, n+2, r.emit)
 			require.NoError(t, err)
-			require.Equal(t, layer.Outcome(""), o, "resend %d", n+1)
+			require.Equal(t, event.Outcome(""), o, "resend %d", n+1)
 			assert.Equal(t, want, time.Since(start), "resend %d slept its backoff", n+1)
 		}
-		assert.Equal(t, []layer.EventType{layer.EventDelayScheduled, layer.EventRetryStarted,
-			layer.EventDelayScheduled, layer.EventRetryStarted}, r.types)
+		assert.Equal(t, []event.Type{event.DelayScheduled, event.RetryStarted,
+			event.DelayScheduled, event.RetryStarted}, r.types)
 		assert.Equal(t, 2, samples, "and never again")
 	})
 }
@@ -65,12 +66,12 @@ func TestR6_2_ResendSchedulesSleepsAndStarts(t *testing.T) {
 func TestR8_3_DefaultRuleComesFromTheCodecFacts(t *testing.T) {
 	for _, tc := range []struct {
 		facts codec.Facts
-		acc   layer.Acceptance
-		want  layer.Outcome
+		acc   event.Acceptance
+		want  event.Outcome
 	}{
-		{codec.Facts{}, layer.AcceptanceUnknown, ""},
-		{codec.Facts{LocalInference: true}, layer.AcceptanceUnknown, layer.OutcomeAdmissionRequired},
-		{codec.Facts{LocalInference: true}, layer.AcceptanceNo, ""},
+		{codec.Facts{}, event.AcceptanceUnknown, ""},
+		{codec.Facts{LocalInference: true}, event.AcceptanceUnknown, event.OutcomeAdmissionRequired},
+		{codec.Facts{LocalInference: true}, event.AcceptanceNo, ""},
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			p := retry.Policy{MaxAttempts: 2, Jitter: one}
@@ -107,10 +108,10 @@ func TestR7_3_AdmissionWaitDoesNotUseTheSleepHook(t *testing.T) {
 		var r recorder
 		o, err := d.Resend(context.Background(), eligible503(), 1, 2, r.emit)
 		require.NoError(t, err)
-		require.Equal(t, layer.Outcome(""), o, "the resend goes")
+		require.Equal(t, event.Outcome(""), o, "the resend goes")
 		assert.Equal(t, []time.Duration{100 * time.Millisecond}, sleeps, "Sleep ran once, for the 100ms backoff")
 		require.GreaterOrEqual(t, len(r.types), 3)
-		assert.Equal(t, []layer.EventType{layer.EventAdmissionPending, layer.EventAdmissionAllowed, layer.EventDelayScheduled}, r.types[:3])
+		assert.Equal(t, []event.Type{event.AdmissionPending, event.AdmissionAllowed, event.DelayScheduled}, r.types[:3])
 	})
 }
 
@@ -132,7 +133,7 @@ func TestR7_3_PendingAdmissionEndsAtTheBudget(t *testing.T) {
 		var r recorder
 		o, err := d.Resend(context.Background(), eligible503(), 1, 2, r.emit)
 		require.NoError(t, err)
-		assert.Equal(t, layer.OutcomeDeadline, o)
+		assert.Equal(t, event.OutcomeDeadline, o)
 		assert.Equal(t, 10*time.Millisecond, time.Since(start), "the wait ends at the budget")
 		assert.ErrorIs(t, <-hookDone, context.Canceled, "the hook's context is cancelled")
 	})
@@ -144,11 +145,11 @@ func TestR7_3_PendingAdmissionEndsAtTheBudget(t *testing.T) {
 func TestR5_5_RetryAfterIsAMinimumCheckedAgainstCeilingAndBudget(t *testing.T) {
 	for _, tc := range []struct {
 		ra    time.Duration
-		want  layer.Outcome
+		want  event.Outcome
 		slept time.Duration
 	}{
-		{40 * time.Second, layer.OutcomeDelayCeiling, 0},
-		{2 * time.Second, layer.OutcomeDeadline, 0},
+		{40 * time.Second, event.OutcomeDelayCeiling, 0},
+		{2 * time.Second, event.OutcomeDeadline, 0},
 		{500 * time.Millisecond, "", 500 * time.Millisecond},
 	} {
 		synctest.Test(t, func(t *testing.T) {
@@ -157,7 +158,7 @@ func TestR5_5_RetryAfterIsAMinimumCheckedAgainstCeilingAndBudget(t *testing.T) {
 			require.NoError(t, err)
 			d.Failed()
 			f := eligible503()
-			f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterSeconds, Delay: tc.ra}
+			f.RetryAfter = event.RetryAfter{Kind: event.RetryAfterSeconds, Delay: tc.ra}
 			start := time.Now()
 			var r recorder
 			o, err := d.Resend(context.Background(), f, 1, 2, r.emit)
@@ -197,7 +198,7 @@ func TestR9_1_ResendHonoursCancellationAndSleepFailures(t *testing.T) {
 	require.NoError(t, err)
 	var r recorder
 	o, _ := d.Resend(ctx, eligible503(), 1, 2, r.emit)
-	assert.Equal(t, layer.OutcomeCancelled, o)
+	assert.Equal(t, event.OutcomeCancelled, o)
 
 	broken := errors.New("broken sleep")
 	p.Sleep = func(context.Context, time.Duration) error { return broken }
@@ -205,8 +206,8 @@ func TestR9_1_ResendHonoursCancellationAndSleepFailures(t *testing.T) {
 	require.NoError(t, err)
 	f := eligible503()
 	o, _ = d.Resend(context.Background(), f, 1, 2, r.emit)
-	assert.Equal(t, layer.OutcomeInterrupted, o)
-	ev := layer.Inspect(f)
+	assert.Equal(t, event.OutcomeInterrupted, o)
+	ev := event.Inspect(f)
 	require.NotNil(t, ev)
 	assert.Same(t, broken, ev.DelayCause, "the Sleep error is the DelayCause")
 
@@ -215,8 +216,8 @@ func TestR9_1_ResendHonoursCancellationAndSleepFailures(t *testing.T) {
 	require.NoError(t, err)
 	f = eligible503()
 	o, _ = d.Resend(context.Background(), f, 1, 2, r.emit)
-	assert.Equal(t, layer.OutcomeInterrupted, o, "a panicking Sleep")
-	ev = layer.Inspect(f)
+	assert.Equal(t, event.OutcomeInterrupted, o, "a panicking Sleep")
+	ev = event.Inspect(f)
 	require.NotNil(t, ev)
 	var pe *retry.PanicError
 	assert.ErrorAs(t, ev.DelayCause, &pe)
@@ -236,9 +237,9 @@ func TestR9_1_ResendCancelledDuringTheDefaultTimer(t *testing.T) {
 		var r recorder
 		o, err := d.Resend(ctx, eligible503(), 1, 2, r.emit)
 		require.NoError(t, err)
-		assert.Equal(t, layer.OutcomeCancelled, o)
+		assert.Equal(t, event.OutcomeCancelled, o)
 		assert.Equal(t, 30*time.Millisecond, time.Since(start))
-		assert.Equal(t, []layer.EventType{layer.EventDelayScheduled}, r.types)
+		assert.Equal(t, []event.Type{event.DelayScheduled}, r.types)
 	})
 }
 

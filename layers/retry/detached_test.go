@@ -15,6 +15,7 @@ import (
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -80,12 +81,12 @@ func TestR2_1_DetachedRequestIsRefusedAndNotRetried(t *testing.T) {
 			require.NoError(t, err)
 			_, err = cl.Complete(context.Background(), canaryRequest())
 			re := asRecoveryError(t, err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-			assert.Equal(t, layer.ReasonPermanent, re.Failure.Classification.Reason)
-			assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
-			assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance, "nothing was sent")
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.ReasonPermanent, re.Failure.Classification.Reason)
+			assert.Equal(t, event.CategoryTransport, re.Failure.Category)
+			assert.Equal(t, event.AcceptanceNo, re.Failure.Acceptance, "nothing was sent")
 			assert.Len(t, re.History, 1, "one attempt: the refusal is never resent")
-			ev := layer.Inspect(&re.Failure)
+			ev := event.Inspect(&re.Failure)
 			require.NotNil(t, ev)
 			assert.ErrorIs(t, ev.Cause, layer.ErrDetachedRequest)
 			require.Len(t, errs, 2)
@@ -107,19 +108,19 @@ func TestR8_3_DetachedRequestIsNotResentIntoAReset(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			srv := startServer(t, recoursetest.Reset(), recoursetest.JSON(200, recoursetest.OllamaChat("hi")), recoursetest.JSON(200, recoursetest.OllamaChat("hi")))
 			var errs []error
-			var events []layer.EventType
+			var events []event.Type
 			ch, err := chain.Default(ollama.New(), chain.WithTransport(newTransport(t)), chain.WithPerAttempt(detachTwice(t, d.detach, &errs)),
 				chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter,
-					OnEvent: func(ev layer.Event) error { events = append(events, ev.Type); return nil }}))
+					OnEvent: func(ev event.Event) error { events = append(events, ev.Type); return nil }}))
 			require.NoError(t, err)
 			cl, err := client.New(srv.URL, ch)
 			require.NoError(t, err)
 			_, err = cl.Complete(context.Background(), &chat.Request{Model: recoursetest.OllamaModel, Messages: canaryRequest().Messages})
 			re := asRecoveryError(t, err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-			assert.Equal(t, layer.ReasonPermanent, re.Failure.Classification.Reason)
-			assert.NotContains(t, events, layer.EventAdmissionRequired)
-			assert.NotContains(t, events, layer.EventRetryStarted)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.ReasonPermanent, re.Failure.Classification.Reason)
+			assert.NotContains(t, events, event.AdmissionRequired)
+			assert.NotContains(t, events, event.RetryStarted)
 			assert.Equal(t, 0, srv.Count(), "no POST: neither the first nor an unadmitted resend")
 		})
 	}

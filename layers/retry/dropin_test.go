@@ -15,6 +15,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -52,11 +53,11 @@ func TestDropIn2xxFailureFailsClosed(t *testing.T) {
 		name string
 		req  *chat.Request
 		step recoursetest.Step
-		cat  layer.Category
+		cat  event.Category
 	}{
-		{"error object", canaryRequest(), recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "echo "+rigtest.Prompt)), layer.CategoryProviderResponse},
-		{"malformed", canaryRequest(), recoursetest.JSON(200, `{"choices":`), layer.CategoryProtocol},
-		{"structured not JSON", structured, okStep("plain words " + rigtest.Prompt), layer.CategoryProtocol},
+		{"error object", canaryRequest(), recoursetest.JSON(200, recoursetest.OpenAIError("server_error", "server_error", "echo "+rigtest.Prompt)), event.CategoryProviderResponse},
+		{"malformed", canaryRequest(), recoursetest.JSON(200, `{"choices":`), event.CategoryProtocol},
+		{"structured not JSON", structured, okStep("plain words " + rigtest.Prompt), event.CategoryProtocol},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,7 +70,7 @@ func TestDropIn2xxFailureFailsClosed(t *testing.T) {
 			assert.Nil(t, resp)
 			var re *layer.RecoveryError
 			require.True(t, errors.As(err, &re), "errors.As(*layer.RecoveryError) on %T", err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 			assert.Equal(t, tc.cat, re.Failure.Category)
 			assert.Same(t, re, lc.Result.Err, "the call's Result holds the same error")
 			assert.Equal(t, 1, r.Server.Count(), "a 2xx failure is not resent")
@@ -116,12 +117,12 @@ func TestDropInFinalHTTPFailurePassesThrough(t *testing.T) {
 		name    string
 		pol     retry.Policy
 		steps   []recoursetest.Step
-		outcome layer.Outcome
+		outcome event.Outcome
 		posts   int
 	}{
-		{"exhausted", retry.Policy{MaxAttempts: 2, Jitter: zeroJitter}, []recoursetest.Step{s503, s503, okStep("never")}, layer.OutcomeExhausted, 2},
-		{"admission rejected", retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: deny}, []recoursetest.Step{s503, okStep("never")}, layer.OutcomeAdmissionRejected, 1},
-		{"interrupted 400", retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, []recoursetest.Step{recoursetest.JSON(400, busy), okStep("never")}, layer.OutcomeInterrupted, 1},
+		{"exhausted", retry.Policy{MaxAttempts: 2, Jitter: zeroJitter}, []recoursetest.Step{s503, s503, okStep("never")}, event.OutcomeExhausted, 2},
+		{"admission rejected", retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: deny}, []recoursetest.Step{s503, okStep("never")}, event.OutcomeAdmissionRejected, 1},
+		{"interrupted 400", retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}, []recoursetest.Step{recoursetest.JSON(400, busy), okStep("never")}, event.OutcomeInterrupted, 1},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,7 +154,7 @@ func TestDropInFinalHTTPFailurePassesThrough(t *testing.T) {
 		assert.Nil(t, resp)
 		var re *layer.RecoveryError
 		require.ErrorAs(t, err, &re)
-		assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+		assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 	})
 	t.Run("redirect", func(t *testing.T) {
 		target := recoursetest.NewServer(okStep("never"))

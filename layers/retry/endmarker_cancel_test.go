@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -15,8 +16,8 @@ import (
 func lifecycle(types []string) []string {
 	var out []string
 	for _, ty := range types {
-		switch layer.EventType(ty) {
-		case layer.EventAttemptStarted, layer.EventAttemptSucceeded, layer.EventAttemptFailed, layer.EventCancelled:
+		switch event.Type(ty) {
+		case event.AttemptStarted, event.AttemptSucceeded, event.AttemptFailed, event.Cancelled:
 			out = append(out, ty)
 		}
 	}
@@ -67,11 +68,11 @@ func TestR12_3_EndMarkerCancellationNeverFollowsASuccess(t *testing.T) {
 					cancel()
 
 					re := exRE(t, run.err)
-					assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+					assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 					assert.ErrorIs(t, run.err, context.Canceled)
 					assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, lifecycle(rec.Types()))
 					require.Len(t, re.History, 1)
-					assert.Equal(t, layer.CategoryCancellation, re.History[0].Category)
+					assert.Equal(t, event.CategoryCancellation, re.History[0].Category)
 					assert.False(t, run.done(), "abort wins over completion: no Done chunk")
 					assert.Equal(t, 1, endMarkers, "one end marker")
 					assert.Equal(t, 1, r.Server.Count(), "never resent")
@@ -103,7 +104,7 @@ func TestR12_3_EndMarkerCaptureFailureIsCaptureFailedWhereverItFalls(t *testing.
 			run := exCollect(r.Client.Stream(context.Background(), p.request()))
 
 			re := exRE(t, run.err)
-			assert.Equal(t, layer.ReasonCaptureFailed, re.Failure.Classification.Reason)
+			assert.Equal(t, event.ReasonCaptureFailed, re.Failure.Classification.Reason)
 			assert.False(t, re.Failure.Classification.Eligible)
 			assert.NotContains(t, rec.Types(), "attempt_succeeded")
 			assert.Equal(t, "attempt_failed", lifecycle(rec.Types())[1])

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -254,13 +255,13 @@ func (b *wireBody) Close() error {
 type eventLog struct {
 	start time.Time
 	mu    sync.Mutex
-	evs   []layer.Event
+	evs   []event.Event
 	at    []time.Duration
 }
 
 func newEventLog() *eventLog { return &eventLog{start: time.Now()} }
 
-func (l *eventLog) OnEvent(ev layer.Event) error {
+func (l *eventLog) OnEvent(ev event.Event) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.evs = append(l.evs, ev)
@@ -278,14 +279,14 @@ func (l *eventLog) types() []string {
 	return out
 }
 
-func (l *eventLog) events() []layer.Event {
+func (l *eventLog) events() []event.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]layer.Event(nil), l.evs...)
+	return append([]event.Event(nil), l.evs...)
 }
 
 // of returns the events of type typ with their instants.
-func (l *eventLog) of(typ layer.EventType) (evs []layer.Event, at []time.Duration) {
+func (l *eventLog) of(typ event.Type) (evs []event.Event, at []time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, e := range l.evs {

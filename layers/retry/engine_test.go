@@ -18,6 +18,7 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -76,12 +77,12 @@ func TestR11_3_EngineReferenceSequence503ThenSuccess(t *testing.T) {
 		}
 		assert.Equal(t, r.call.Result.LogicalID, evs[0].LogicalID)
 		assert.Equal(t, 2, r.call.Result.WireAttempts)
-		delays, at := log.of(layer.EventDelayScheduled)
+		delays, at := log.of(event.DelayScheduled)
 		require.Len(t, delays, 1)
 		assert.Equal(t, ms(100), delays[0].Delay)
 		assert.Equal(t, 2, delays[0].NextAttempt)
 		assert.Equal(t, time.Duration(0), at[0], "delay_scheduled comes before the sleep")
-		_, at = log.of(layer.EventRetryStarted)
+		_, at = log.of(event.RetryStarted)
 		assert.Equal(t, []time.Duration{ms(100)}, at, "retry_started comes after it")
 	})
 }
@@ -94,7 +95,7 @@ func TestR11_3_EngineThreeTimeouts504Exhausted15Events(t *testing.T) {
 			retry.Policy{MaxAttempts: 3, Admit: allow, Jitter: one, OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
 		re := r.recoveryErr(t)
-		assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+		assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 		once := []string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed", "delay_scheduled", "retry_started"}
 		want := append(append(append([]string{}, once...), once...), "attempt_started", "attempt_failed", "exhausted")
 		assert.Equal(t, want, log.types())
@@ -135,7 +136,7 @@ func TestR1_2_EngineZeroMaxAttemptsSendsOnce(t *testing.T) {
 		w := newWire(status503(), okAnswer("never"))
 		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
-		assert.Equal(t, layer.OutcomeExhausted, r.recoveryErr(t).Outcome)
+		assert.Equal(t, event.OutcomeExhausted, r.recoveryErr(t).Outcome)
 		assert.Len(t, w.requests(), 1)
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, log.types())
 		assert.Equal(t, time.Duration(0), r.took)
@@ -151,9 +152,9 @@ func TestR6_1_EngineBackoffDoublesUpToTheCeiling(t *testing.T) {
 		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 5, Jitter: one,
 			BaseDelay: new(ms(100)), DelayCeiling: new(ms(250)), OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
-		assert.Equal(t, layer.OutcomeExhausted, r.recoveryErr(t).Outcome)
+		assert.Equal(t, event.OutcomeExhausted, r.recoveryErr(t).Outcome)
 		assert.Equal(t, []time.Duration{0, ms(100), ms(300), ms(550), ms(800)}, w.starts())
-		delays, _ := log.of(layer.EventDelayScheduled)
+		delays, _ := log.of(event.DelayScheduled)
 		var got []time.Duration
 		for _, e := range delays {
 			got = append(got, e.Delay)
@@ -183,8 +184,8 @@ func TestR3_2_EngineJitterSampledOncePerPossibleResendInRetryOrder(t *testing.T)
 		jitter, calls := jitterOf(0.5, 1, 0.25)
 		var atFirstStart int
 		log := newEventLog()
-		onEvent := func(ev layer.Event) error {
-			if ev.Type == layer.EventAttemptStarted && ev.WireAttempt == 1 {
+		onEvent := func(ev event.Event) error {
+			if ev.Type == event.AttemptStarted && ev.WireAttempt == 1 {
 				atFirstStart = *calls
 			}
 			return log.OnEvent(ev)
@@ -246,7 +247,7 @@ func TestR3_2_EngineDefaultJitterScalesEachDelayWithinItsBackoff(t *testing.T) {
 		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 4, OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
 		body(t, r)
-		delays, _ := log.of(layer.EventDelayScheduled)
+		delays, _ := log.of(event.DelayScheduled)
 		require.Len(t, delays, 3)
 		starts := w.starts()
 		require.Len(t, starts, 4)
@@ -265,11 +266,11 @@ func TestR5_5_EngineRetryAfterIsAMinimumOfTheBackoff(t *testing.T) {
 	for _, tc := range []struct {
 		value string
 		want  time.Duration
-		kind  layer.RetryAfterKind
+		kind  event.RetryAfterKind
 	}{
-		{"2", 2 * time.Second, layer.RetryAfterSeconds},
-		{"0", ms(100), layer.RetryAfterSeconds},
-		{"soon", ms(100), layer.RetryAfterInvalid},
+		{"2", 2 * time.Second, event.RetryAfterSeconds},
+		{"0", ms(100), event.RetryAfterSeconds},
+		{"soon", ms(100), event.RetryAfterInvalid},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -281,7 +282,7 @@ func TestR5_5_EngineRetryAfterIsAMinimumOfTheBackoff(t *testing.T) {
 
 				body(t, r)
 				assert.Equal(t, []time.Duration{0, tc.want}, w.starts())
-				failed, _ := log.of(layer.EventAttemptFailed)
+				failed, _ := log.of(event.AttemptFailed)
 				require.Len(t, failed, 1)
 				assert.Equal(t, tc.kind, failed[0].Failure.RetryAfter.Kind)
 			})
@@ -301,9 +302,9 @@ func TestR5_1_EngineRetryAfterDateIsReadOnTheDefaultClock(t *testing.T) {
 
 		body(t, r)
 		assert.Equal(t, []time.Duration{0, 3 * time.Second}, w.starts())
-		failed, _ := log.of(layer.EventAttemptFailed)
+		failed, _ := log.of(event.AttemptFailed)
 		require.Len(t, failed, 1)
-		assert.Equal(t, layer.RetryAfterDate, failed[0].Failure.RetryAfter.Kind)
+		assert.Equal(t, event.RetryAfterDate, failed[0].Failure.RetryAfter.Kind)
 		assert.Equal(t, 3*time.Second, failed[0].Failure.RetryAfter.Delay)
 	})
 }
@@ -317,13 +318,13 @@ func TestR5_5_EngineRetryAfterRefusals(t *testing.T) {
 		name  string
 		value string
 		pol   func() retry.Policy
-		want  layer.Outcome
+		want  event.Outcome
 	}{
-		{"default ceiling", "40", func() retry.Policy { return retry.Policy{} }, layer.OutcomeDelayCeiling},
-		{"custom ceiling", "2", func() retry.Policy { return retry.Policy{DelayCeiling: new(time.Second)} }, layer.OutcomeDelayCeiling},
-		{"budget", "2", func() retry.Policy { return retry.Policy{Budget: new(time.Second)} }, layer.OutcomeDeadline},
-		{"deadline", "2", func() retry.Policy { return retry.Policy{Deadline: time.Now().Add(time.Second)} }, layer.OutcomeDeadline},
-		{"exactly the budget", "1", func() retry.Policy { return retry.Policy{Budget: new(time.Second)} }, layer.OutcomeDeadline},
+		{"default ceiling", "40", func() retry.Policy { return retry.Policy{} }, event.OutcomeDelayCeiling},
+		{"custom ceiling", "2", func() retry.Policy { return retry.Policy{DelayCeiling: new(time.Second)} }, event.OutcomeDelayCeiling},
+		{"budget", "2", func() retry.Policy { return retry.Policy{Budget: new(time.Second)} }, event.OutcomeDeadline},
+		{"deadline", "2", func() retry.Policy { return retry.Policy{Deadline: time.Now().Add(time.Second)} }, event.OutcomeDeadline},
+		{"exactly the budget", "1", func() retry.Policy { return retry.Policy{Budget: new(time.Second)} }, event.OutcomeDeadline},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -373,9 +374,9 @@ func TestR4_7_EngineShouldRetryFalseIsNotResentWithProviderHints(t *testing.T) {
 		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, ProviderHints: true},
 			w, openAIURL, openAIBody)
 		re := r.recoveryErr(t)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-		assert.Equal(t, layer.ReasonProviderNoRetry, re.Failure.Classification.Reason)
-		assert.Equal(t, layer.HintShouldNotRetry, re.Failure.Hint)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.ReasonProviderNoRetry, re.Failure.Classification.Reason)
+		assert.Equal(t, event.HintShouldNotRetry, re.Failure.Hint)
 		assert.Len(t, w.requests(), 1)
 	})
 }
@@ -402,7 +403,7 @@ func TestR7_1_EngineBudgetRefusesTheDelayThatDoesNotFit(t *testing.T) {
 		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 5, Jitter: one, Budget: new(time.Second),
 			BaseDelay: new(ms(400)), OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
-		assert.Equal(t, layer.OutcomeDeadline, r.recoveryErr(t).Outcome)
+		assert.Equal(t, event.OutcomeDeadline, r.recoveryErr(t).Outcome)
 		assert.Equal(t, []time.Duration{0, ms(400)}, w.starts())
 		assert.Equal(t, ms(400), r.took)
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started",
@@ -420,7 +421,7 @@ func TestR7_1_EngineDeadlinePassedDuringTheFirstAttempt(t *testing.T) {
 		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, Admit: allow,
 			Deadline: time.Now().Add(time.Second), OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
-		assert.Equal(t, layer.OutcomeDeadline, r.recoveryErr(t).Outcome)
+		assert.Equal(t, event.OutcomeDeadline, r.recoveryErr(t).Outcome)
 		assert.Len(t, w.requests(), 1)
 		assert.Equal(t, 2*time.Second, r.took)
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, log.types())
@@ -433,7 +434,7 @@ func TestR7_1_EngineZeroBudgetRefusesEveryResend(t *testing.T) {
 		w := newWire(status503(), okAnswer("never"))
 		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, Budget: new(time.Duration(0)),
 			Admit: allow, OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
-		assert.Equal(t, layer.OutcomeDeadline, r.recoveryErr(t).Outcome)
+		assert.Equal(t, event.OutcomeDeadline, r.recoveryErr(t).Outcome)
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, log.types(), "admission is not asked")
 		assert.Len(t, w.requests(), 1)
 		assert.Equal(t, time.Duration(0), r.took)
@@ -459,19 +460,19 @@ func TestR7_2_EngineAdmittedResendSucceedsAfterTheDeadline(t *testing.T) {
 func TestR7_2_EngineStallErrorBeforeOutputIsAResentTransportFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := newEventLog()
-		stall := wireStep{err: &layer.StallError{Limit: layer.StallHeader, After: 5 * time.Second}, connected: true}.taking(5 * time.Second)
+		stall := wireStep{err: &layer.StallError{Limit: event.StallHeader, After: 5 * time.Second}, connected: true}.taking(5 * time.Second)
 		w := newWire(stall, okAnswer("ok"))
 		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 2, Jitter: one, OnEvent: log.OnEvent},
 			w, openAIURL, openAIBody)
 
 		body(t, r)
 		assert.Equal(t, []time.Duration{0, 5*time.Second + ms(100)}, w.starts())
-		failed, _ := log.of(layer.EventAttemptFailed)
+		failed, _ := log.of(event.AttemptFailed)
 		require.Len(t, failed, 1)
 		f := failed[0].Failure
-		assert.Equal(t, layer.CategoryTransport, f.Category)
-		assert.Equal(t, layer.StallHeader, f.Stall)
-		assert.Equal(t, layer.AcceptanceUnknown, f.Acceptance)
+		assert.Equal(t, event.CategoryTransport, f.Category)
+		assert.Equal(t, event.StallHeader, f.Stall)
+		assert.Equal(t, event.AcceptanceUnknown, f.Acceptance)
 		assert.True(t, f.Classification.Eligible)
 	})
 }
@@ -507,7 +508,7 @@ func TestR7_3_EngineAdmissionWaitEndsAtTheTimeLeft(t *testing.T) {
 				w := newWire(status503(), okAnswer("never"))
 				r := roundTrip(t, context.Background(), openai.New(), p, w, openAIURL, openAIBody)
 
-				assert.Equal(t, layer.OutcomeDeadline, r.recoveryErr(t).Outcome)
+				assert.Equal(t, event.OutcomeDeadline, r.recoveryErr(t).Outcome)
 				assert.Equal(t, time.Second, r.took)
 				assert.Equal(t, time.Second, <-ended, "R8.2: the hook's context ends with the wait")
 				assert.Len(t, w.requests(), 1)
@@ -539,7 +540,7 @@ func TestR8_4_EngineAdmissionWaitConsumesNoAttemptAndPrecedesTheBackoff(t *testi
 		assert.Equal(t, 503, asked[0].Failure.HTTPStatus)
 		assert.Equal(t, []time.Duration{0, 5*time.Second + ms(100)}, w.starts())
 		assert.Equal(t, 2, r.call.Result.WireAttempts)
-		_, at := log.of(layer.EventAdmissionAllowed)
+		_, at := log.of(event.AdmissionAllowed)
 		assert.Equal(t, []time.Duration{5 * time.Second}, at)
 	})
 }
@@ -552,20 +553,20 @@ func TestR8_1_EngineOnlyAnExplicitAllowAuthorizesAResend(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		hook  layer.AdmissionHook
-		want  layer.Outcome
+		want  event.Outcome
 		event string
 		cause any
 	}{
 		{"reject", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Reject, nil },
-			layer.OutcomeAdmissionRejected, "admission_rejected", nil},
+			event.OutcomeAdmissionRejected, "admission_rejected", nil},
 		{"no decision", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "", nil },
-			layer.OutcomeAdmissionNoDecision, "admission_no_decision", layer.Decision("")},
+			event.OutcomeAdmissionNoDecision, "admission_no_decision", layer.Decision("")},
 		{"unknown", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return "maybe", nil },
-			layer.OutcomeAdmissionNoDecision, "admission_no_decision", layer.Decision("maybe")},
+			event.OutcomeAdmissionNoDecision, "admission_no_decision", layer.Decision("maybe")},
 		{"error", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { return layer.Allow, broken },
-			layer.OutcomeAdmissionNoDecision, "admission_no_decision", broken},
+			event.OutcomeAdmissionNoDecision, "admission_no_decision", broken},
 		{"panic", func(context.Context, layer.AdmissionRequest) (layer.Decision, error) { panic("hook broke") },
-			layer.OutcomeAdmissionNoDecision, "admission_no_decision", "hook broke"},
+			event.OutcomeAdmissionNoDecision, "admission_no_decision", "hook broke"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -579,7 +580,7 @@ func TestR8_1_EngineOnlyAnExplicitAllowAuthorizesAResend(t *testing.T) {
 				assert.Len(t, re.History, 1)
 				assert.Len(t, w.requests(), 1)
 				assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", tc.event}, log.types())
-				ev := layer.Inspect(&re.Failure)
+				ev := event.Inspect(&re.Failure)
 				require.NotNil(t, ev)
 				assert.Equal(t, tc.cause, ev.AdmissionCause)
 				assert.Equal(t, time.Duration(0), r.took)
@@ -599,8 +600,8 @@ func TestR8_3_EngineOllamaWithoutHookNeedsAdmissionUnlessNothingWasSent(t *testi
 		r := roundTrip(t, context.Background(), ollama.New(), retry.Policy{MaxAttempts: 3, Jitter: one, OnEvent: log.OnEvent},
 			w, ollamaURL, ollamaBody)
 		re := r.recoveryErr(t)
-		assert.Equal(t, layer.OutcomeAdmissionRequired, re.Outcome)
-		assert.Equal(t, layer.AcceptanceUnknown, re.Failure.Acceptance)
+		assert.Equal(t, event.OutcomeAdmissionRequired, re.Outcome)
+		assert.Equal(t, event.AcceptanceUnknown, re.Failure.Acceptance)
 		assert.Len(t, w.requests(), 1)
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_required"}, log.types())
 
@@ -619,11 +620,11 @@ func TestR4_6_EngineCutOrdinaryBodyIsNeverResent(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		at     int
-		reason layer.Reason
+		reason event.Reason
 	}{
-		{"before the first byte", 0, layer.ReasonPartialResponse},
-		{"before the content", strings.Index(full, `"content"`), layer.ReasonPartialResponse},
-		{"inside the content", strings.Index(full, "long"), layer.ReasonSemanticOutput},
+		{"before the first byte", 0, event.ReasonPartialResponse},
+		{"before the content", strings.Index(full, `"content"`), event.ReasonPartialResponse},
+		{"inside the content", strings.Index(full, "long"), event.ReasonSemanticOutput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -631,9 +632,9 @@ func TestR4_6_EngineCutOrdinaryBodyIsNeverResent(t *testing.T) {
 				r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, Admit: allow},
 					w, openAIURL, openAIBody)
 				re := r.recoveryErr(t)
-				assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+				assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 				assert.Equal(t, tc.reason, re.Failure.Classification.Reason)
-				assert.Equal(t, layer.AcceptanceYes, re.Failure.Acceptance)
+				assert.Equal(t, event.AcceptanceYes, re.Failure.Acceptance)
 				assert.Len(t, w.requests(), 1)
 			})
 		})
@@ -664,8 +665,8 @@ func TestR13_1_EngineStreamWithContentIsNeverResent(t *testing.T) {
 
 		var re *layer.RecoveryError
 		require.ErrorAs(t, err, &re)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-		assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 		assert.True(t, strings.HasPrefix(got, evs[0]+evs[1]), "the delivered frames stay delivered")
 		assert.Len(t, w.requests(), 1)
 		assert.Same(t, re, r.call.Result.Err)
@@ -701,7 +702,7 @@ func TestR9_1_EngineCancelDuringBackoffEndsAtTheInstantOfCancel(t *testing.T) {
 		r := roundTrip(t, ctx, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
 		re := r.recoveryErr(t)
-		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 		assert.ErrorIs(t, r.err, context.Canceled)
 		assert.Equal(t, 3*time.Second, r.took)
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "cancelled"}, log.types())
@@ -724,7 +725,7 @@ func TestR9_1_EngineCancelDuringAdmissionEndsAtTheInstantOfCancel(t *testing.T) 
 		r := roundTrip(t, ctx, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, Budget: new(time.Hour),
 			Admit: blockingHook(ended, time.Now()), OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
-		assert.Equal(t, layer.OutcomeCancelled, r.recoveryErr(t).Outcome)
+		assert.Equal(t, event.OutcomeCancelled, r.recoveryErr(t).Outcome)
 		assert.ErrorIs(t, r.err, context.Canceled)
 		assert.Equal(t, 2*time.Second, r.took)
 		assert.Equal(t, 2*time.Second, <-ended)
@@ -745,10 +746,10 @@ func TestR9_1_EngineCancelDuringAStalledBodyEndsAtTheInstantOfCancel(t *testing.
 		r := roundTrip(t, ctx, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
 		re := r.recoveryErr(t)
-		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 		assert.Equal(t, 7*time.Second, r.took)
 		require.Len(t, re.History, 1)
-		assert.Equal(t, layer.CategoryCancellation, re.History[0].Category)
+		assert.Equal(t, event.CategoryCancellation, re.History[0].Category)
 		assert.False(t, re.Failure.RemoteTerminationConfirmed, "R9.3")
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, log.types())
 		assert.Len(t, w.requests(), 1)
@@ -767,10 +768,10 @@ func TestR9_2_EngineContextDoneBeforeTheFirstSendSendsNothing(t *testing.T) {
 		r := roundTrip(t, ctx, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
 		re := r.recoveryErr(t)
-		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 		assert.Empty(t, re.History)
 		assert.Equal(t, 0, re.Failure.WireAttempt)
-		assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
+		assert.Equal(t, event.AcceptanceNo, re.Failure.Acceptance)
 		assert.Empty(t, w.requests())
 		assert.Equal(t, []string{"cancelled"}, log.types())
 		evs := log.events()
@@ -787,8 +788,8 @@ func TestR11_4_EngineObserverErrorOnAttemptStartedSendsNothing(t *testing.T) {
 		stop := errors.New("observer says stop")
 		w := newWire(okAnswer("never"))
 		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one,
-			OnEvent: func(ev layer.Event) error {
-				if ev.Type == layer.EventAttemptStarted {
+			OnEvent: func(ev event.Event) error {
+				if ev.Type == event.AttemptStarted {
 					return stop
 				}
 				return nil
@@ -832,7 +833,7 @@ func TestR18_4_EngineFirstAttemptWaitsForTheSharedHorizon(t *testing.T) {
 				body(t, r)
 				assert.Equal(t, []time.Duration{tc.first}, w.starts())
 				assert.Equal(t, tc.types, log.types())
-				if waits, _ := log.of(layer.EventCooldownWait); len(waits) == 1 {
+				if waits, _ := log.of(event.CooldownWait); len(waits) == 1 {
 					assert.Equal(t, tc.in, waits[0].Delay)
 				}
 				deposits, _, _, _, _ := g.record()
@@ -854,9 +855,9 @@ func TestR20_5_EngineOpenCircuitEndsBeforeAnySend(t *testing.T) {
 			w, openAIURL, openAIBody, &layer.Call{TypedErrors: true, Gate: g, SkipOpenCircuit: true})
 
 		re := r.recoveryErr(t)
-		assert.Equal(t, layer.OutcomeDelayCeiling, re.Outcome)
+		assert.Equal(t, event.OutcomeDelayCeiling, re.Outcome)
 		assert.Equal(t, 0, re.Failure.WireAttempt)
-		assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
+		assert.Equal(t, event.AcceptanceNo, re.Failure.Acceptance)
 		assert.Empty(t, w.requests())
 		assert.Equal(t, []string{"exhausted"}, log.types())
 		assert.Equal(t, time.Duration(0), r.took)
@@ -869,7 +870,7 @@ func TestR20_5_EngineOpenCircuitEndsBeforeAnySend(t *testing.T) {
 func TestR18_2_EngineQuotaPeekRefusalEndsBeforeAdmission(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := newEventLog()
-		refusal := &layer.QuotaRefusal{Upstream: "api.openai.test", Resends: 3, Window: time.Minute}
+		refusal := &event.QuotaRefusal{Upstream: "api.openai.test", Resends: 3, Window: time.Minute}
 		g := &scriptGate{peek: layer.GateVerdict{Refusal: refusal}}
 		asked := 0
 		hook := func(context.Context, layer.AdmissionRequest) (layer.Decision, error) {
@@ -881,7 +882,7 @@ func TestR18_2_EngineQuotaPeekRefusalEndsBeforeAdmission(t *testing.T) {
 			w, openAIURL, openAIBody, &layer.Call{TypedErrors: true, Gate: g})
 
 		re := r.recoveryErr(t)
-		assert.Equal(t, layer.OutcomeQuotaExhausted, re.Outcome)
+		assert.Equal(t, event.OutcomeQuotaExhausted, re.Outcome)
 		assert.Same(t, refusal, re.Quota)
 		assert.Equal(t, 0, asked)
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "quota_refused", "exhausted"}, log.types())
@@ -1001,12 +1002,12 @@ func TestR10_4_EngineDropInGetsTheFinalFailureResponseMarked(t *testing.T) {
 		defer r.resp.Body.Close()
 		assert.Equal(t, 503, r.resp.StatusCode)
 		assert.Equal(t, "false", r.resp.Header.Get(retry.HeaderShouldRetry))
-		assert.Equal(t, string(layer.OutcomeExhausted), r.resp.Header.Get(retry.HeaderOutcome))
+		assert.Equal(t, string(event.OutcomeExhausted), r.resp.Header.Get(retry.HeaderOutcome))
 		b, err := io.ReadAll(r.resp.Body)
 		require.NoError(t, err)
 		assert.Equal(t, busy, string(b), "the provider's body as sent")
 		require.NotNil(t, lc.Result.Err)
-		assert.Equal(t, layer.OutcomeExhausted, lc.Result.Err.Outcome)
+		assert.Equal(t, event.OutcomeExhausted, lc.Result.Err.Outcome)
 		assert.Equal(t, []time.Duration{0, ms(100)}, w.starts())
 
 		w = newWire(answer(200, recoursetest.OpenAIError("server_error", "server_error", "broke")))
@@ -1014,8 +1015,8 @@ func TestR10_4_EngineDropInGetsTheFinalFailureResponseMarked(t *testing.T) {
 		r = roundTripCall(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 2, Jitter: one}, w, openAIURL, openAIBody, lc)
 		assert.Nil(t, r.resp)
 		re := r.recoveryErr(t)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-		assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.CategoryProviderResponse, re.Failure.Category)
 		assert.Len(t, w.requests(), 1, "a provider error object is never resent (R4.7)")
 	})
 }
@@ -1030,8 +1031,8 @@ func TestR2_1_EngineSecondSendIsNotTransient(t *testing.T) {
 			w := newWire(wireStep{err: cause, connected: true}, okAnswer("never"))
 			r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one}, w, openAIURL, openAIBody)
 			re := r.recoveryErr(t)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome, "%v", cause)
-			assert.Equal(t, layer.ReasonPermanent, re.Failure.Classification.Reason)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome, "%v", cause)
+			assert.Equal(t, event.ReasonPermanent, re.Failure.Classification.Reason)
 			assert.Len(t, w.requests(), 1)
 		})
 	}
@@ -1083,9 +1084,9 @@ func TestR13_3_EngineLengthFinishIsTerminalAndNeverResent(t *testing.T) {
 
 		var re *layer.RecoveryError
 		require.ErrorAs(t, err, &re)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 		assert.Contains(t, re.Error(), "incomplete completion (finish length)")
-		ev := layer.Inspect(&re.Failure)
+		ev := event.Inspect(&re.Failure)
 		require.NotNil(t, ev)
 		var se *layer.StreamError
 		require.ErrorAs(t, ev.Cause, &se)
@@ -1110,10 +1111,10 @@ func TestR13_3_EngineEOFBeforeTheTerminalFrameIsAnIncompleteStream(t *testing.T)
 		_, err, _ = streamCall(t, context.Background(), retry.Policy{MaxAttempts: 3, Jitter: one}, w)
 		var re *layer.RecoveryError
 		require.ErrorAs(t, err, &re)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 		require.Len(t, re.History, 1)
-		assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
-		assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+		assert.Equal(t, event.CategoryTransport, re.Failure.Category)
+		assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 		assert.Len(t, w.requests(), 1)
 	})
 }
@@ -1133,7 +1134,7 @@ func TestR7_1_EngineAdmissionWaitConsumesTheBudget(t *testing.T) {
 		r := roundTrip(t, context.Background(), openai.New(), retry.Policy{MaxAttempts: 3, Jitter: one, Budget: new(time.Second),
 			Admit: slowAllow, OnEvent: log.OnEvent}, w, openAIURL, openAIBody)
 
-		assert.Equal(t, layer.OutcomeDeadline, r.recoveryErr(t).Outcome)
+		assert.Equal(t, event.OutcomeDeadline, r.recoveryErr(t).Outcome)
 		assert.Equal(t, ms(950), r.took)
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "admission_allowed", "exhausted"}, log.types())
 		assert.Len(t, w.requests(), 1)

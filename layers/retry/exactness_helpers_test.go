@@ -22,6 +22,7 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -151,10 +152,10 @@ func exPolicy() retry.Policy {
 type exRecorder struct {
 	rigtest.Recorder
 	mu   sync.Mutex
-	hook func(layer.Event)
+	hook func(event.Event)
 }
 
-func (r *exRecorder) OnEvent(ev layer.Event) error {
+func (r *exRecorder) OnEvent(ev event.Event) error {
 	_ = r.Recorder.OnEvent(ev)
 	r.mu.Lock()
 	h := r.hook
@@ -165,7 +166,7 @@ func (r *exRecorder) OnEvent(ev layer.Event) error {
 	return nil
 }
 
-func (r *exRecorder) setHook(h func(layer.Event)) {
+func (r *exRecorder) setHook(h func(event.Event)) {
 	r.mu.Lock()
 	r.hook = h
 	r.mu.Unlock()
@@ -183,7 +184,7 @@ func exRig(t *testing.T, cdc codec.Codec, pol retry.Policy, steps ...recoursetes
 func exLifecycle(types []string) []string {
 	var out []string
 	for _, s := range types {
-		if s != string(layer.EventTelemetry) && s != string(layer.EventMetrics) {
+		if s != string(event.Telemetry) && s != string(event.Metrics) {
 			out = append(out, s)
 		}
 	}
@@ -237,9 +238,9 @@ func exRE(t testing.TB, err error) *layer.RecoveryError {
 }
 
 // exEvidence returns the private evidence of re's final failure.
-func exEvidence(t testing.TB, re *layer.RecoveryError) *layer.Evidence {
+func exEvidence(t testing.TB, re *layer.RecoveryError) *event.Evidence {
 	t.Helper()
-	ev := layer.Inspect(&re.Failure)
+	ev := event.Inspect(&re.Failure)
 	require.NotNil(t, ev, "the failure keeps its evidence")
 	return ev
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/client"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -54,8 +55,8 @@ func TestR13_5_StreamCancelInAttemptSucceededObserverWins(t *testing.T) {
 				r, rec := exRig(t, p.codec(), exPolicy(), p.step(p.full("Hel", "lo")...))
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				rec.setHook(func(ev layer.Event) {
-					if ev.Type == layer.EventAttemptSucceeded {
+				rec.setHook(func(ev event.Event) {
+					if ev.Type == event.AttemptSucceeded {
 						cancel()
 					}
 				})
@@ -86,10 +87,10 @@ func TestR13_5_StreamCancelInAttemptSucceededObserverWins(t *testing.T) {
 					err = rerr
 				}
 				re := exRE(t, err)
-				assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+				assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 				assert.ErrorIs(t, err, context.Canceled)
 				require.Len(t, re.History, 1, "the attempt is recorded")
-				assert.Equal(t, layer.CategoryCancellation, re.History[0].Category)
+				assert.Equal(t, event.CategoryCancellation, re.History[0].Category)
 				assert.Zero(t, re.Failure.Progress.Delivered.CompletedToolCalls)
 				assert.Equal(t, want, exLifecycle(rec.Types()))
 				assert.Equal(t, 1, r.Server.Count(), "no resend")
@@ -302,8 +303,8 @@ func TestR12_3_FrameWhoseCaptureFailedIsNotDelivered(t *testing.T) {
 					assert.Equal(t, c.before, got, "only the frames before the failed capture are delivered")
 
 					re := exRE(t, err)
-					assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-					assert.Equal(t, layer.ReasonCaptureFailed, re.Failure.Classification.Reason)
+					assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+					assert.Equal(t, event.ReasonCaptureFailed, re.Failure.Classification.Reason)
 					pr := re.Failure.Progress
 					if shape != "drop_in" {
 						assert.Equal(t, int64(len(c.before)), pr.Delivered.ContentBytes, "delivered counters unchanged by the frame")
@@ -321,12 +322,12 @@ func TestR12_3_FrameWhoseCaptureFailedIsNotDelivered(t *testing.T) {
 					}
 					assert.Equal(t, want, string(ev.Bytes), "the attempt's bytes up to and including the frame")
 					types := rec.Types()
-					assert.NotContains(t, types, string(layer.EventAttemptSucceeded))
+					assert.NotContains(t, types, string(event.AttemptSucceeded))
 					assert.Equal(t, []string{"attempt_started", "attempt_failed", "interrupted"}, exLifecycle(types))
 					if p.ndjson {
 						progress := 0
 						for _, e := range rec.Events() {
-							if e.Type == layer.EventTelemetry {
+							if e.Type == event.Telemetry {
 								progress++
 							}
 						}
@@ -391,7 +392,7 @@ func TestR10_5_LengthFinishKeepsProviderEvidence(t *testing.T) {
 					return
 				}
 				re := exRE(t, err)
-				assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+				assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 				ev := exEvidence(t, re)
 				assert.Equal(t, "length", ev.Response.FinishReason)
 				assert.Equal(t, accepted.Model, ev.Response.Model, "the provider's model is kept")
@@ -486,12 +487,12 @@ func TestR13_5_ConsumerStopEndsLifecycleCancelled(t *testing.T) {
 					types := exLifecycle(rec.Types())
 					assert.Equal(t, want, types, "attempt_failed, then exactly one terminal cancelled event")
 					evs := rec.Events()
-					var failed, terminal []layer.Event
+					var failed, terminal []event.Event
 					for _, e := range evs {
 						switch e.Type {
-						case layer.EventAttemptFailed:
+						case event.AttemptFailed:
 							failed = append(failed, e)
-						case layer.EventCancelled, layer.EventInterrupted, layer.EventExhausted:
+						case event.Cancelled, event.Interrupted, event.Exhausted:
 							terminal = append(terminal, e)
 						}
 					}
@@ -499,9 +500,9 @@ func TestR13_5_ConsumerStopEndsLifecycleCancelled(t *testing.T) {
 					require.NotEmpty(t, failed)
 					last := failed[len(failed)-1].Failure
 					require.NotNil(t, last)
-					assert.Equal(t, layer.CategoryCancellation, last.Category)
-					assert.Equal(t, layer.ReasonCancelled, last.Classification.Reason)
-					assert.Equal(t, layer.AcceptanceYes, last.Acceptance)
+					assert.Equal(t, event.CategoryCancellation, last.Category)
+					assert.Equal(t, event.ReasonCancelled, last.Classification.Reason)
+					assert.Equal(t, event.AcceptanceYes, last.Acceptance)
 					assert.Equal(t, len(steps), last.WireAttempt)
 					assert.Equal(t, int64(2), last.Progress.Delivered.ContentBytes, "only \"Hi\" was delivered")
 					require.NotNil(t, terminal[0].Failure)
@@ -531,7 +532,7 @@ func TestR13_6_OllamaFrameIndicesCountFromOne(t *testing.T) {
 		require.NoError(t, run.err)
 		var frames, attempts []int
 		for _, e := range rec.Events() {
-			if e.Type == layer.EventTelemetry {
+			if e.Type == event.Telemetry {
 				frames = append(frames, e.Frame)
 				attempts = append(attempts, e.WireAttempt)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -36,14 +37,14 @@ func TestR10_5_ResponseCaptureFailureKeepsCause(t *testing.T) {
 	hooks := []struct {
 		name  string
 		hook  layer.WireHook
-		check func(t *testing.T, ev *layer.Evidence)
+		check func(t *testing.T, ev *event.Evidence)
 	}{
 		{"error", func(_ context.Context, s layer.WireSnapshot) error {
 			if s.Direction == layer.DirectionResponse {
 				return errExHook
 			}
 			return nil
-		}, func(t *testing.T, ev *layer.Evidence) {
+		}, func(t *testing.T, ev *event.Evidence) {
 			assert.ErrorIs(t, ev.Cause, errExHook, "Cause holds the capture error")
 			assert.Equal(t, errExHook, ev.CaptureCause, "CaptureCause holds the capture error")
 		}},
@@ -52,17 +53,17 @@ func TestR10_5_ResponseCaptureFailureKeepsCause(t *testing.T) {
 				panic("capture exploded")
 			}
 			return nil
-		}, func(t *testing.T, ev *layer.Evidence) {
+		}, func(t *testing.T, ev *event.Evidence) {
 			var pe *retry.PanicError
 			require.ErrorAs(t, ev.Cause, &pe, "Cause holds the capture panic")
 			assert.Equal(t, "capture exploded", pe.Value)
 			assert.Equal(t, "capture exploded", ev.CaptureCause)
 		}},
 	}
-	check := func(t *testing.T, re *layer.RecoveryError, status int, c func(*testing.T, *layer.Evidence)) {
+	check := func(t *testing.T, re *layer.RecoveryError, status int, c func(*testing.T, *event.Evidence)) {
 		t.Helper()
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-		assert.Equal(t, layer.ReasonCaptureFailed, re.Failure.Classification.Reason)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.ReasonCaptureFailed, re.Failure.Classification.Reason)
 		assert.Equal(t, status, re.Failure.HTTPStatus)
 		c(t, exEvidence(t, re))
 	}
@@ -182,10 +183,10 @@ func TestR9_2_CancelInBlockedRequestCaptureSendsNothing(t *testing.T) {
 
 					re := exRE(t, err)
 					assert.ErrorIs(t, err, context.Canceled)
-					assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
-					assert.Equal(t, layer.CategoryCancellation, re.Failure.Category)
-					assert.Equal(t, layer.ReasonCancelled, re.Failure.Classification.Reason)
-					assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance, "nothing was sent in the cancelled attempt")
+					assert.Equal(t, event.OutcomeCancelled, re.Outcome)
+					assert.Equal(t, event.CategoryCancellation, re.Failure.Category)
+					assert.Equal(t, event.ReasonCancelled, re.Failure.Classification.Reason)
+					assert.Equal(t, event.AcceptanceNo, re.Failure.Acceptance, "nothing was sent in the cancelled attempt")
 					assert.Equal(t, at-1, re.Failure.WireAttempt, "the wire attempts actually sent")
 					assert.Equal(t, at-1, r.Server.Count())
 					require.Len(t, re.History, at-1, "only attempts that left are in the history")
@@ -199,7 +200,7 @@ func TestR9_2_CancelInBlockedRequestCaptureSendsNothing(t *testing.T) {
 					}
 					cancelled := r.Rec.Events()[len(r.Rec.Events())-1]
 					require.NotNil(t, cancelled.Failure)
-					assert.Equal(t, layer.AcceptanceNo, cancelled.Failure.Acceptance)
+					assert.Equal(t, event.AcceptanceNo, cancelled.Failure.Acceptance)
 				})
 			}
 		}
@@ -242,12 +243,12 @@ func TestR10_2_CancelledBeforeConnectionSentNothing(t *testing.T) {
 	cancel()
 	err = exAwait(t, done, "the cancelled call")
 	re := exRE(t, err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 	assert.ErrorIs(t, err, context.Canceled)
 	require.Len(t, re.History, 1, "the attempt began: it is recorded (R9.2)")
-	assert.Equal(t, layer.CategoryCancellation, re.History[0].Category)
-	assert.Equal(t, layer.AcceptanceNo, re.History[0].Acceptance, "no connection: nothing was sent")
-	assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
+	assert.Equal(t, event.CategoryCancellation, re.History[0].Category)
+	assert.Equal(t, event.AcceptanceNo, re.History[0].Acceptance, "no connection: nothing was sent")
+	assert.Equal(t, event.AcceptanceNo, re.Failure.Acceptance)
 	assert.Equal(t, 1, re.Failure.WireAttempt)
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, rec.Types())
 }
@@ -264,20 +265,20 @@ func TestR9_2_CancelInAttemptSucceededObserverWins(t *testing.T) {
 	check := func(t *testing.T, err error, rec *exRecorder, server int) {
 		t.Helper()
 		re := exRE(t, err)
-		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 		assert.ErrorIs(t, err, context.Canceled)
-		assert.Equal(t, layer.CategoryCancellation, re.Failure.Category)
-		assert.Equal(t, layer.ReasonCancelled, re.Failure.Classification.Reason)
+		assert.Equal(t, event.CategoryCancellation, re.Failure.Category)
+		assert.Equal(t, event.ReasonCancelled, re.Failure.Classification.Reason)
 		require.Len(t, re.History, 1, "the attempt is recorded")
-		assert.Equal(t, layer.CategoryCancellation, re.History[0].Category)
+		assert.Equal(t, event.CategoryCancellation, re.History[0].Category)
 		assert.Equal(t, 1, re.Failure.WireAttempt)
 		assert.Zero(t, re.Failure.Progress.Delivered, "nothing was handed to the caller")
 		assert.Equal(t, want, rec.Types())
 		assert.Equal(t, 1, server, "no resend")
 	}
-	cancelOnSuccess := func(cancel context.CancelFunc) func(layer.Event) {
-		return func(ev layer.Event) {
-			if ev.Type == layer.EventAttemptSucceeded {
+	cancelOnSuccess := func(cancel context.CancelFunc) func(event.Event) {
+		return func(ev event.Event) {
+			if ev.Type == event.AttemptSucceeded {
 				cancel()
 			}
 		}

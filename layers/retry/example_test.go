@@ -8,6 +8,7 @@ import (
 
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -56,10 +57,10 @@ func ExamplePolicy_NewDecider() {
 	if err != nil {
 		panic(err)
 	}
-	f := &layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503}
+	f := &event.Failure{Category: event.CategoryHTTP, HTTPStatus: 503}
 	f.Classification = d.Classify(f, false, false)
 	d.Failed()
-	o, err := d.Resend(context.Background(), f, 1, 2, func(typ layer.EventType, _ *layer.Failure, delay time.Duration, next int) error {
+	o, err := d.Resend(context.Background(), f, 1, 2, func(typ event.Type, _ *event.Failure, delay time.Duration, next int) error {
 		fmt.Println(typ, delay, next)
 		return nil
 	})

@@ -14,8 +14,8 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/gemini"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -46,11 +46,11 @@ func TestR23_2_RetryDelayInTheBodyIsAMinimum(t *testing.T) {
 	assert.Equal(t, 2, r.Server.Count())
 	assert.Equal(t, "/v1beta/models/gemini-2.5-flash:generateContent", r.Server.Requests()[0].Path)
 	f := firstFailed(t, r.Rec.Events())
-	assert.Equal(t, layer.RetryAfterBody, f.RetryAfter.Kind)
+	assert.Equal(t, event.RetryAfterBody, f.RetryAfter.Kind)
 	assert.Equal(t, 3*time.Second, f.RetryAfter.Delay)
 	assert.Equal(t, "RetryInfo.retryDelay", f.RetryAfter.Header)
 	assert.Equal(t, []time.Duration{3 * time.Second}, r.Clock.Sleeps())
-	assert.Equal(t, "gemini-2.5-flash", eventsOf(r.Rec.Events(), layer.EventAttemptFailed)[0].Model, "the model read from the path names the call")
+	assert.Equal(t, "gemini-2.5-flash", eventsOf(r.Rec.Events(), event.AttemptFailed)[0].Model, "the model read from the path names the call")
 }
 
 // R23.2: a delay over the ceiling refuses, as Retry-After does, and a
@@ -60,7 +60,7 @@ func TestR23_2_RetryDelayOverTheCeilingRefuses(t *testing.T) {
 		recoursetest.GeminiRateLimit("3600s", perMinute), geminiOK("never"))
 	_, err := r.Client.Complete(context.Background(), geminiRequest(false))
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeDelayCeiling, re.Outcome)
+	assert.Equal(t, event.OutcomeDelayCeiling, re.Outcome)
 	assert.Equal(t, time.Hour, re.Failure.RetryAfter.Delay)
 	assert.Equal(t, 1, r.Server.Count())
 
@@ -77,7 +77,7 @@ func TestR23_2_PerDayQuotaIsNotRetried(t *testing.T) {
 		recoursetest.GeminiRateLimit("20s", perDay), geminiOK("never"))
 	_, err := r.Client.Complete(context.Background(), geminiRequest(false))
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.ReasonInsufficientQuota, re.Failure.Classification.Reason)
+	assert.Equal(t, event.ReasonInsufficientQuota, re.Failure.Classification.Reason)
 	assert.Equal(t, "RESOURCE_EXHAUSTED", re.Failure.ProviderCode, "the status is a known code")
 	assert.False(t, re.Failure.Classification.Eligible)
 	assert.Equal(t, 1, r.Server.Count())
@@ -97,7 +97,7 @@ func TestR23_3_InBandErrorBeforeOutputIsItsStatus(t *testing.T) {
 	assert.Equal(t, 2, r.Server.Count())
 	assert.Equal(t, "/v1beta/models/gemini-2.5-flash:streamGenerateContent", r.Server.Requests()[0].Path)
 	f := firstFailed(t, r.Rec.Events())
-	assert.Equal(t, layer.CategoryHTTP, f.Category)
+	assert.Equal(t, event.CategoryHTTP, f.Category)
 	assert.Equal(t, 503, f.HTTPStatus)
 
 	bad := recoursetest.SSE(recoursetest.GeminiEvent(recoursetest.GeminiError(400, "INVALID_ARGUMENT", "bad")))
@@ -126,7 +126,7 @@ func TestR23_3_InBandErrorAfterOutputIsNotResent(t *testing.T) {
 	assert.Equal(t, first+errEvent, string(body))
 	assert.Equal(t, 1, r.Server.Count())
 	f := firstFailed(t, r.Rec.Events())
-	assert.Equal(t, layer.ReasonSemanticOutput, f.Classification.Reason)
+	assert.Equal(t, event.ReasonSemanticOutput, f.Classification.Reason)
 }
 
 // R23.4: an API key in the "key" query parameter reaches no safe output:
@@ -199,8 +199,8 @@ var (
 )
 
 // resumeEvents returns the events that carry a Resume.
-func resumeEvents(evs []layer.Event) []layer.Event {
-	var out []layer.Event
+func resumeEvents(evs []event.Event) []event.Event {
+	var out []event.Event
 	for _, ev := range evs {
 		if ev.Resume != nil {
 			out = append(out, ev)
@@ -240,7 +240,7 @@ func TestR23_9_NativeStreamContinuesFromItsCheckpoint(t *testing.T) {
 	res := resumeEvents(r.Rec.Events())
 	require.NotEmpty(t, res, "the continuation is visible as a resume")
 	assert.Equal(t, int64(-1), res[0].Resume.Cursor)
-	assert.NotEmpty(t, eventsOf(r.Rec.Events(), layer.EventAttemptSucceeded))
+	assert.NotEmpty(t, eventsOf(r.Rec.Events(), event.AttemptSucceeded))
 	for _, ev := range r.Rec.Events() {
 		b, err := json.Marshal(ev)
 		require.NoError(t, err)
@@ -279,7 +279,7 @@ func TestR23_9_CutWithoutACheckpointIsNotContinued(t *testing.T) {
 				recoursetest.SSE(events...).CutEvents(len(events)), recoursetest.SSE(geminiContinuation...))
 			_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), geminiRequest(true)))
 			re := asRecoveryError(t, err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 			assert.Equal(t, 1, r.Server.Count())
 			assert.Empty(t, resumeEvents(r.Rec.Events()))
 		})

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -16,7 +17,7 @@ var millisHeaders = [...]string{"retry-after-ms", "x-ms-retry-after-ms"}
 // of Retry-After, "x-should-retry: false", and an exhausted quota on a 429.
 // code is the provider's error code exactly as sent. Only safe values reach
 // f: a parsed delay, the header's name, a fixed hint.
-func (c *call) providerHints(f *layer.Failure, h http.Header, code string) {
+func (c *call) providerHints(f *event.Failure, h http.Header, code string) {
 	if !c.d.r.hints {
 		return
 	}
@@ -26,7 +27,7 @@ func (c *call) providerHints(f *layer.Failure, h http.Header, code string) {
 	for _, name := range millisHeaders {
 		v := parseRetryAfterMillis(h.Values(name))
 		if v.Kind == afterMilliseconds {
-			f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterMilliseconds, Delay: v.Delay, Header: name}
+			f.RetryAfter = event.RetryAfter{Kind: event.RetryAfterMilliseconds, Delay: v.Delay, Header: name}
 			invalid = ""
 			break
 		}
@@ -34,22 +35,22 @@ func (c *call) providerHints(f *layer.Failure, h http.Header, code string) {
 			invalid = name
 		}
 	}
-	if invalid != "" && !f.RetryAfter.Valid() && f.RetryAfter.Kind != layer.RetryAfterInvalid {
+	if invalid != "" && !f.RetryAfter.Valid() && f.RetryAfter.Kind != event.RetryAfterInvalid {
 		// A hint was present but invalid, and no form is valid: the
 		// failure says so, as for an invalid Retry-After; it never
 		// replaces the jittered delay (R5.5).
-		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterInvalid, Header: invalid}
+		f.RetryAfter = event.RetryAfter{Kind: event.RetryAfterInvalid, Header: invalid}
 	}
 	if rh, ok := c.resetHinter(); ok && !f.RetryAfter.Valid() {
 		// A provider's own reset time, when nothing better was sent
 		// (R22.6): a minimum like a Retry-After date.
 		if at, name, ok := rh.ResetHint(f.HTTPStatus, h); ok {
 			d := max(at.Sub(c.d.r.wall()), 0)
-			f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterDate, Delay: d, Time: at.UTC(), Header: name}
+			f.RetryAfter = event.RetryAfter{Kind: event.RetryAfterDate, Delay: d, Time: at.UTC(), Header: name}
 		}
 	}
 	if vs := h.Values("X-Should-Retry"); len(vs) == 1 && strings.EqualFold(strings.TrimSpace(vs[0]), "false") {
-		f.Hint = layer.HintShouldNotRetry
+		f.Hint = event.HintShouldNotRetry
 	}
 	if f.HTTPStatus == http.StatusTooManyRequests || f.HTTPStatus/100 == 2 {
 		// A 429, or a provider error object in a 2xx body.
@@ -69,9 +70,9 @@ func (c *call) providerHints(f *layer.Failure, h http.Header, code string) {
 // as for the 429. After semantic output the hint is not recorded: the
 // classification is semantic_output (R4.4), and the code stays visible as
 // Failure.ProviderCode.
-func (c *call) quotaHint(f *layer.Failure, code string) {
+func (c *call) quotaHint(f *event.Failure, code string) {
 	if c.d.r.hints && layer.IsQuotaExhaustedCode(code) && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
-		f.Hint = layer.HintInsufficientQuota
+		f.Hint = event.HintInsufficientQuota
 	}
 }
 
@@ -96,16 +97,16 @@ const bodyFieldRetryDelay = "RetryInfo.retryDelay"
 // failure not eligible, reason insufficient_quota, unless output was
 // already seen (then R4.4 names it). Only the parsed delay and a fixed
 // field name reach f.
-func (c *call) bodyHints(f *layer.Failure, body []byte) {
+func (c *call) bodyHints(f *event.Failure, body []byte) {
 	bh, ok := c.t.l.codec.(codec.BodyHinter)
 	if !ok || len(body) == 0 {
 		return
 	}
 	hs := bh.BodyHints(body)
 	if hs.HasRetryDelay && hs.RetryDelay >= 0 && (!f.RetryAfter.Valid() || hs.RetryDelay > f.RetryAfter.Delay) {
-		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterBody, Delay: hs.RetryDelay, Header: bodyFieldRetryDelay}
+		f.RetryAfter = event.RetryAfter{Kind: event.RetryAfterBody, Delay: hs.RetryDelay, Header: bodyFieldRetryDelay}
 	}
 	if hs.QuotaExhausted && !f.Progress.Observed.Any() && !f.Progress.Delivered.Any() {
-		f.Hint = layer.HintInsufficientQuota
+		f.Hint = event.HintInsufficientQuota
 	}
 }

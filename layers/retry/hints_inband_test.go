@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -57,19 +57,19 @@ func TestProviderHints_InsufficientQuotaInA2xxStream(t *testing.T) {
 			text, _, err := collect(t, r.Client.Stream(context.Background(), req))
 			re := rigtest.AsRecoveryError(t, err)
 			assert.Empty(t, text)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-			assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
-			assert.Equal(t, layer.Classification{Reason: layer.ReasonInsufficientQuota}, re.Failure.Classification)
-			assert.Equal(t, layer.HintInsufficientQuota, re.Failure.Hint)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.CategoryProviderResponse, re.Failure.Category)
+			assert.Equal(t, event.Classification{Reason: event.ReasonInsufficientQuota}, re.Failure.Classification)
+			assert.Equal(t, event.HintInsufficientQuota, re.Failure.Hint)
 			assert.Equal(t, 200, re.Failure.HTTPStatus)
 			assert.Equal(t, "insufficient_quota", re.Failure.ProviderCode)
 			assert.Contains(t, re.Error(), "hint insufficient_quota")
 			assert.NotContains(t, re.Error(), "You exceeded", "the provider's message is not safe output")
 			require.Equal(t, 1, r.Server.Count(), "one POST")
-			interrupted := rigtest.EventsOf(r.Rec.Events(), layer.EventInterrupted)
+			interrupted := rigtest.EventsOf(r.Rec.Events(), event.Interrupted)
 			require.Len(t, interrupted, 1)
-			assert.Equal(t, layer.HintInsufficientQuota, interrupted[0].Failure.Hint, "the hint is in the event")
-			assert.Empty(t, rigtest.EventsOf(r.Rec.Events(), layer.EventRetryStarted))
+			assert.Equal(t, event.HintInsufficientQuota, interrupted[0].Failure.Hint, "the hint is in the event")
+			assert.Empty(t, rigtest.EventsOf(r.Rec.Events(), event.RetryStarted))
 		})
 	}
 }
@@ -85,8 +85,8 @@ func TestProviderHints_InsufficientQuotaInA2xxStreamWithoutHints(t *testing.T) {
 			req.Stream = true
 			_, _, err := collect(t, r.Client.Stream(context.Background(), req))
 			re := rigtest.AsRecoveryError(t, err)
-			assert.Equal(t, layer.Classification{Reason: layer.ReasonPermanent}, re.Failure.Classification)
-			assert.Equal(t, layer.HintNone, re.Failure.Hint)
+			assert.Equal(t, event.Classification{Reason: event.ReasonPermanent}, re.Failure.Classification)
+			assert.Equal(t, event.HintNone, re.Failure.Hint)
 			assert.Equal(t, "insufficient_quota", re.Failure.ProviderCode)
 			require.Equal(t, 1, r.Server.Count())
 		})
@@ -103,8 +103,8 @@ func TestProviderHints_InsufficientQuotaAfterOutput(t *testing.T) {
 	text, _, err := collect(t, r.Client.Stream(context.Background(), req))
 	re := rigtest.AsRecoveryError(t, err)
 	assert.Equal(t, "Hel", text)
-	assert.Equal(t, layer.Classification{Reason: layer.ReasonSemanticOutput}, re.Failure.Classification)
-	assert.Equal(t, layer.HintNone, re.Failure.Hint)
+	assert.Equal(t, event.Classification{Reason: event.ReasonSemanticOutput}, re.Failure.Classification)
+	assert.Equal(t, event.HintNone, re.Failure.Hint)
 	assert.Equal(t, "insufficient_quota", re.Failure.ProviderCode)
 	require.Equal(t, 1, r.Server.Count())
 }
@@ -115,15 +115,15 @@ func TestProviderHints_InsufficientQuotaInA2xxBody(t *testing.T) {
 	r := rigtest.New(t, openai.New(), hintPolicy(3), recoursetest.JSON(200, `{"error":`+quotaObject+`}`), okStep("never"))
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
-	assert.Equal(t, layer.Classification{Reason: layer.ReasonInsufficientQuota}, re.Failure.Classification)
-	assert.Equal(t, layer.HintInsufficientQuota, re.Failure.Hint)
+	assert.Equal(t, event.CategoryProviderResponse, re.Failure.Category)
+	assert.Equal(t, event.Classification{Reason: event.ReasonInsufficientQuota}, re.Failure.Classification)
+	assert.Equal(t, event.HintInsufficientQuota, re.Failure.Hint)
 	require.Equal(t, 1, r.Server.Count())
 
 	// Another provider error object in a 2xx keeps its reason.
 	r = rigtest.New(t, openai.New(), hintPolicy(3), recoursetest.JSON(200, recoursetest.OpenAIError("invalid_request_error", "model_not_found", "no such model")), okStep("never"))
 	_, err = r.Client.Complete(context.Background(), canaryRequest())
 	re = rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.Classification{Reason: layer.ReasonPermanent}, re.Failure.Classification)
-	assert.Equal(t, layer.HintNone, re.Failure.Hint)
+	assert.Equal(t, event.Classification{Reason: event.ReasonPermanent}, re.Failure.Classification)
+	assert.Equal(t, event.HintNone, re.Failure.Hint)
 }

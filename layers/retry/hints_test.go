@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -39,19 +39,19 @@ func TestProviderHints_MillisecondMinima(t *testing.T) {
 		name   string
 		body   string
 		kv     []string
-		kind   layer.RetryAfterKind
+		kind   event.RetryAfterKind
 		header string
 		sleep  time.Duration
 	}{
-		{"OpenAI", openAIRateLimit, []string{"retry-after-ms", "1500", "retry-after", "2"}, layer.RetryAfterMilliseconds, "retry-after-ms", 1500 * time.Millisecond},
-		{"Azure", azureRateLimit, []string{"retry-after-ms", "6000", "x-ms-retry-after-ms", "6000", "retry-after", "6"}, layer.RetryAfterMilliseconds, "retry-after-ms", 6 * time.Second},
-		{"x-ms alone", azureRateLimit, []string{"x-ms-retry-after-ms", "250"}, layer.RetryAfterMilliseconds, "x-ms-retry-after-ms", 250 * time.Millisecond},
-		{"fractional", openAIRateLimit, []string{"retry-after-ms", "12.5"}, layer.RetryAfterMilliseconds, "retry-after-ms", 12500 * time.Microsecond},
-		{"invalid ms falls back to the next", azureRateLimit, []string{"retry-after-ms", "soon", "x-ms-retry-after-ms", "300", "retry-after", "5"}, layer.RetryAfterMilliseconds, "x-ms-retry-after-ms", 300 * time.Millisecond},
-		{"invalid ms falls back to Retry-After", openAIRateLimit, []string{"retry-after-ms", "-1", "retry-after", "2"}, layer.RetryAfterSeconds, "", 2 * time.Second},
-		{"only invalid ms", openAIRateLimit, []string{"retry-after-ms", "1e3"}, layer.RetryAfterInvalid, "retry-after-ms", 0},
-		{"duplicate ms fields", openAIRateLimit, []string{"retry-after-ms", "10", "retry-after-ms", "20"}, layer.RetryAfterInvalid, "retry-after-ms", 0},
-		{"Retry-After alone", openAIRateLimit, []string{"retry-after", "3"}, layer.RetryAfterSeconds, "", 3 * time.Second},
+		{"OpenAI", openAIRateLimit, []string{"retry-after-ms", "1500", "retry-after", "2"}, event.RetryAfterMilliseconds, "retry-after-ms", 1500 * time.Millisecond},
+		{"Azure", azureRateLimit, []string{"retry-after-ms", "6000", "x-ms-retry-after-ms", "6000", "retry-after", "6"}, event.RetryAfterMilliseconds, "retry-after-ms", 6 * time.Second},
+		{"x-ms alone", azureRateLimit, []string{"x-ms-retry-after-ms", "250"}, event.RetryAfterMilliseconds, "x-ms-retry-after-ms", 250 * time.Millisecond},
+		{"fractional", openAIRateLimit, []string{"retry-after-ms", "12.5"}, event.RetryAfterMilliseconds, "retry-after-ms", 12500 * time.Microsecond},
+		{"invalid ms falls back to the next", azureRateLimit, []string{"retry-after-ms", "soon", "x-ms-retry-after-ms", "300", "retry-after", "5"}, event.RetryAfterMilliseconds, "x-ms-retry-after-ms", 300 * time.Millisecond},
+		{"invalid ms falls back to Retry-After", openAIRateLimit, []string{"retry-after-ms", "-1", "retry-after", "2"}, event.RetryAfterSeconds, "", 2 * time.Second},
+		{"only invalid ms", openAIRateLimit, []string{"retry-after-ms", "1e3"}, event.RetryAfterInvalid, "retry-after-ms", 0},
+		{"duplicate ms fields", openAIRateLimit, []string{"retry-after-ms", "10", "retry-after-ms", "20"}, event.RetryAfterInvalid, "retry-after-ms", 0},
+		{"Retry-After alone", openAIRateLimit, []string{"retry-after", "3"}, event.RetryAfterSeconds, "", 3 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rigtest.New(t, openai.New(), hintPolicy(2), recoursetest.JSON(429, tc.body, tc.kv...), okStep("ok"))
@@ -61,7 +61,7 @@ func TestProviderHints_MillisecondMinima(t *testing.T) {
 			assert.Equal(t, tc.kind, f.RetryAfter.Kind)
 			assert.Equal(t, tc.header, f.RetryAfter.Header)
 			assert.Equal(t, []time.Duration{tc.sleep}, r.Clock.Sleeps(), "max(minimum, jittered 0)")
-			delays := rigtest.EventsOf(r.Rec.Events(), layer.EventDelayScheduled)
+			delays := rigtest.EventsOf(r.Rec.Events(), event.DelayScheduled)
 			require.Len(t, delays, 1)
 			assert.Equal(t, tc.sleep, delays[0].Delay)
 			assert.Equal(t, tc.kind, delays[0].Failure.RetryAfter.Kind, "the hint is in the event's safe failure")
@@ -80,7 +80,7 @@ func TestProviderHints_MillisecondsAreHeldToTheCeilingAndTheBudget(t *testing.T)
 	r := rigtest.New(t, openai.New(), p, step, okStep("never"))
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeDelayCeiling, re.Outcome)
+	assert.Equal(t, event.OutcomeDelayCeiling, re.Outcome)
 	assert.Equal(t, 1500*time.Millisecond, re.Failure.RetryAfter.Delay)
 	assert.Contains(t, re.Error(), "(retry-after-ms), above the delay ceiling")
 	assert.Equal(t, 1, r.Server.Count())
@@ -91,7 +91,7 @@ func TestProviderHints_MillisecondsAreHeldToTheCeilingAndTheBudget(t *testing.T)
 	r = rigtest.New(t, openai.New(), p, step, okStep("never"))
 	_, err = r.Client.Complete(context.Background(), canaryRequest())
 	re = rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeDeadline, re.Outcome)
+	assert.Equal(t, event.OutcomeDeadline, re.Outcome)
 	assert.Equal(t, 1, r.Server.Count())
 	assert.Empty(t, r.Clock.Sleeps())
 }
@@ -107,10 +107,10 @@ func TestProviderHints_OffByDefault(t *testing.T) {
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	require.NoError(t, err, "without hints an insufficient_quota 429 is an ordinary 429")
 	f := firstFailed(t, r.Rec.Events())
-	assert.Equal(t, layer.RetryAfterAbsent, f.RetryAfter.Kind)
+	assert.Equal(t, event.RetryAfterAbsent, f.RetryAfter.Kind)
 	assert.Empty(t, f.RetryAfter.Header)
-	assert.Equal(t, layer.HintNone, f.Hint)
-	assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
+	assert.Equal(t, event.HintNone, f.Hint)
+	assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, f.Classification)
 	assert.Equal(t, []time.Duration{0}, r.Clock.Sleeps())
 	assert.Equal(t, 2, r.Server.Count())
 }
@@ -123,19 +123,19 @@ func TestProviderHints_ShouldRetryFalse(t *testing.T) {
 			recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "The server is overloaded."), "x-should-retry", v), okStep("never"))
 		_, err := r.Client.Complete(context.Background(), canaryRequest())
 		re := rigtest.AsRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome, v)
-		assert.Equal(t, layer.Classification{Reason: layer.ReasonProviderNoRetry}, re.Failure.Classification)
-		assert.Equal(t, layer.HintShouldNotRetry, re.Failure.Hint)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome, v)
+		assert.Equal(t, event.Classification{Reason: event.ReasonProviderNoRetry}, re.Failure.Classification)
+		assert.Equal(t, event.HintShouldNotRetry, re.Failure.Hint)
 		assert.Equal(t, 1, r.Server.Count())
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "interrupted"}, r.Rec.Types())
-		assert.Equal(t, layer.HintShouldNotRetry, r.Rec.Events()[1].Failure.Hint, "the hint is in the attempt_failed event")
+		assert.Equal(t, event.HintShouldNotRetry, r.Rec.Events()[1].Failure.Hint, "the hint is in the attempt_failed event")
 	}
 	// "true" changes nothing: the policy's statuses decide.
 	r := rigtest.New(t, openai.New(), hintPolicy(2),
 		recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "server_error", "busy"), "x-should-retry", "true"), okStep("ok"))
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	require.NoError(t, err)
-	assert.Equal(t, layer.HintNone, firstFailed(t, r.Rec.Events()).Hint)
+	assert.Equal(t, event.HintNone, firstFailed(t, r.Rec.Events()).Hint)
 }
 
 // TestProviderHints_InsufficientQuota: a 429 whose code says the quota is
@@ -147,9 +147,9 @@ func TestProviderHints_InsufficientQuota(t *testing.T) {
 			okStep("never"))
 		_, err := r.Client.Complete(context.Background(), canaryRequest())
 		re := rigtest.AsRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome, code)
-		assert.Equal(t, layer.Classification{Reason: layer.ReasonInsufficientQuota}, re.Failure.Classification)
-		assert.Equal(t, layer.HintInsufficientQuota, re.Failure.Hint)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome, code)
+		assert.Equal(t, event.Classification{Reason: event.ReasonInsufficientQuota}, re.Failure.Classification)
+		assert.Equal(t, event.HintInsufficientQuota, re.Failure.Hint)
 		assert.Equal(t, 429, re.Failure.HTTPStatus)
 		assert.Equal(t, 1, r.Server.Count())
 		assert.Contains(t, re.Error(), "insufficient_quota")
@@ -175,6 +175,6 @@ func TestProviderHints_Streaming(t *testing.T) {
 	r := rigtest.New(t, openai.New(), hintPolicy(3), recoursetest.JSON(429, openAIQuota), okStep("never"))
 	_, _, err := collect(t, r.Client.Stream(context.Background(), canaryRequest()))
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.ReasonInsufficientQuota, re.Failure.Classification.Reason)
+	assert.Equal(t, event.ReasonInsufficientQuota, re.Failure.Classification.Reason)
 	assert.Equal(t, 1, r.Server.Count())
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -50,10 +51,10 @@ func TestR10_5_OversizedBodyCostsTheLimitAndKeepsBoundedEvidence(t *testing.T) {
 	var cerr error
 	got := allocated(func() { _, cerr = cl.Complete(context.Background(), canaryRequest()) })
 	re := asRecoveryError(t, cerr)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.ReasonBodyTooLarge, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonBodyTooLarge, re.Failure.Classification.Reason)
 	assert.LessOrEqual(t, got, uint64(3*retry.MaxResponseBody/2), "reading a body over the limit allocates O(limit): %d MiB", got>>20)
-	ev := layer.Inspect(&re.Failure)
+	ev := event.Inspect(&re.Failure)
 	require.NotNil(t, ev)
 	assert.Len(t, ev.Bytes, retry.MaxEvidenceBytes, "the evidence keeps the first MaxEvidenceBytes")
 }
@@ -76,9 +77,9 @@ func TestR4_5_OversizedResponseHeadersAreNotTransient(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cl.Complete(context.Background(), canaryRequest())
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.CategoryProtocol, re.Failure.Category)
-	assert.Equal(t, layer.ReasonMalformed, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.CategoryProtocol, re.Failure.Category)
+	assert.Equal(t, event.ReasonMalformed, re.Failure.Classification.Reason)
 	assert.Equal(t, 1, hits, "one POST: the failure would repeat")
 }
 
@@ -103,9 +104,9 @@ func TestR2_1_SecondSendOfAnAttemptIsRefusedAndNotRetried(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cl.Complete(context.Background(), canaryRequest())
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.ReasonPermanent, re.Failure.Classification.Reason)
-	ev := layer.Inspect(&re.Failure)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonPermanent, re.Failure.Classification.Reason)
+	ev := event.Inspect(&re.Failure)
 	require.NotNil(t, ev)
 	assert.ErrorIs(t, ev.Cause, layer.ErrSecondSend)
 	assert.Equal(t, 1, srv.Count())

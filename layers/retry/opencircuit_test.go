@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -52,9 +53,9 @@ func TestR20_5_EngineSkipsAnOpenCircuit(t *testing.T) {
 		assert.Equal(t, 0, r.Server.Count(), "nothing sent")
 		e := lc.Result.Err
 		require.NotNil(t, e)
-		assert.Equal(t, layer.OutcomeDelayCeiling, e.Outcome)
+		assert.Equal(t, event.OutcomeDelayCeiling, e.Outcome)
 		assert.Equal(t, 0, e.Failure.WireAttempt)
-		assert.Equal(t, layer.AcceptanceNo, e.Failure.Acceptance)
+		assert.Equal(t, event.AcceptanceNo, e.Failure.Acceptance)
 		assert.Empty(t, e.History)
 		assert.Equal(t, []string{"exhausted"}, r.Rec.Types())
 		assert.Contains(t, e.Error(), "shared cooldown lasts beyond the delay ceiling")

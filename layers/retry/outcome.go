@@ -6,14 +6,15 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/chat"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
 // succeeded ends the call with a successful attempt.
-func (c *call) succeeded(resp *http.Response, ev layer.ResponseEvidence, comp *chat.Completion) (*http.Response, error) {
+func (c *call) succeeded(resp *http.Response, ev event.ResponseEvidence, comp *chat.Completion) (*http.Response, error) {
 	before := c.cur.Progress().Delivered
 	c.cur.SetDelivered(c.cur.Progress().Observed)
-	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
+	if err := c.emit(event.AttemptSucceeded, nil, 0, 0); err != nil {
 		closeResp(resp)
 		return nil, err
 	}
@@ -25,8 +26,8 @@ func (c *call) succeeded(resp *http.Response, ev layer.ResponseEvidence, comp *c
 		closeResp(resp)
 		c.cur.SetDelivered(before)
 		f := c.newFailure(c.cur)
-		f.Category, f.HTTPStatus, f.Acceptance = layer.CategoryCancellation, c.status, layer.AcceptanceYes
-		attachEvidence(&f, layer.Evidence{Cause: c.ctx.Err(), Headers: resp.Header.Clone(), Response: ev})
+		f.Category, f.HTTPStatus, f.Acceptance = event.CategoryCancellation, c.status, event.AcceptanceYes
+		attachEvidence(&f, event.Evidence{Cause: c.ctx.Err(), Headers: resp.Header.Clone(), Response: ev})
 		f.Classification = c.d.Classify(&f, false, false)
 		resp, err, _ := c.afterFailure(&f, c.wire, nil)
 		return resp, err
@@ -40,10 +41,10 @@ func (c *call) succeeded(resp *http.Response, ev layer.ResponseEvidence, comp *c
 // afterFailure records failed attempt n and runs the decision plane. stop
 // reports that the call ends with resp, err; otherwise attempt n+1 may
 // start.
-func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp *http.Response, err error, stop bool) {
+func (c *call) afterFailure(f *event.Failure, n int, pass *http.Response) (resp *http.Response, err error, stop bool) {
 	c.history = append(c.history, *f)
 	c.d.Failed()
-	if err := c.emit(layer.EventAttemptFailed, f, 0, 0); err != nil {
+	if err := c.emit(event.AttemptFailed, f, 0, 0); err != nil {
 		c.d.settle(false)
 		closeResp(pass)
 		return nil, err, true
@@ -57,7 +58,7 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 		c.report(nil)
 		return nil, err, true
 	}
-	if f.Category == layer.CategoryCancellation {
+	if f.Category == event.CategoryCancellation {
 		closeResp(pass)
 		resp, err = c.cancelled(f)
 		return resp, err, true
@@ -65,13 +66,13 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 	if !f.Classification.Eligible || c.lc.LeaveOnStall.Has(f.Stall) {
 		// Not resent; a stall the caller leaves on goes, unresent, to
 		// the next fallback target (R20.12).
-		resp, err = c.finish(layer.OutcomeInterrupted, f, pass)
+		resp, err = c.finish(event.OutcomeInterrupted, f, pass)
 		return resp, err, true
 	}
 	// pass (an in-memory body) is kept until the decision: when recovery
 	// gives up on it, it is the final response a drop-in caller gets.
 	if n >= c.d.r.maxAttempts {
-		resp, err = c.finish(layer.OutcomeExhausted, f, pass)
+		resp, err = c.finish(event.OutcomeExhausted, f, pass)
 		return resp, err, true
 	}
 	o, err := c.d.Resend(c.ctx, f, n, n+1, c.emit)
@@ -83,13 +84,13 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 		closeResp(pass)
 		c.report(nil)
 		return nil, err, true
-	case o == layer.OutcomeCancelled:
+	case o == event.OutcomeCancelled:
 		closeResp(pass)
 		resp, err = c.cancelled(f)
 		return resp, err, true
 	case o != "":
 		next := 0
-		if o.TerminalEvent() != layer.EventExhausted && o != layer.OutcomeInterrupted {
+		if o.TerminalEvent() != event.Exhausted && o != event.OutcomeInterrupted {
 			next = n + 1 // an admission event names the attempt it was about
 		}
 		resp, err = c.finishWith(o, f, pass, next)
@@ -100,13 +101,13 @@ func (c *call) afterFailure(f *layer.Failure, n int, pass *http.Response) (resp 
 }
 
 // finish emits the terminal event of o and ends the call (R11.2).
-func (c *call) finish(o layer.Outcome, f *layer.Failure, resp *http.Response) (*http.Response, error) {
+func (c *call) finish(o event.Outcome, f *event.Failure, resp *http.Response) (*http.Response, error) {
 	return c.finishWith(o, f, resp, 0)
 }
 
 // finishWith is finish with the attempt next that the terminal event is
 // about (an admission outcome names it; 0 for none).
-func (c *call) finishWith(o layer.Outcome, f *layer.Failure, resp *http.Response, next int) (*http.Response, error) {
+func (c *call) finishWith(o event.Outcome, f *event.Failure, resp *http.Response, next int) (*http.Response, error) {
 	if err := c.emit(o.TerminalEvent(), f, 0, next); err != nil {
 		closeResp(resp)
 		return nil, err
@@ -126,22 +127,22 @@ func (c *call) finishWith(o layer.Outcome, f *layer.Failure, resp *http.Response
 // malformed body, structured content that is not JSON), and an SDK would
 // read it as a success, so a drop-in caller fails closed as the native
 // client does.
-func (c *call) end(o layer.Outcome, f *layer.Failure, resp *http.Response) (*http.Response, error) {
+func (c *call) end(o event.Outcome, f *event.Failure, resp *http.Response) (*http.Response, error) {
 	if !responseOver(f) {
 		// The call gives up on a background response it started that may
 		// still be running: cancel it, as for a caller's cancel (R19.15).
 		c.cancelRemote()
 	}
 	var ctxErr error
-	if o == layer.OutcomeCancelled {
+	if o == event.OutcomeCancelled {
 		ctxErr = c.ctx.Err()
 	}
 	rerr := layer.NewRecoveryError(o, *f, c.history, ctxErr)
-	if o == layer.OutcomeQuotaExhausted {
+	if o == event.OutcomeQuotaExhausted {
 		rerr.Quota = c.d.refusal
 	}
 	c.report(rerr)
-	if resp != nil && o != layer.OutcomeCancelled && !c.lc.TypedErrors && !c.stream && passable(resp.StatusCode) {
+	if resp != nil && o != event.OutcomeCancelled && !c.lc.TypedErrors && !c.stream && passable(resp.StatusCode) {
 		if resp.Header == nil {
 			resp.Header = http.Header{}
 		}
@@ -159,7 +160,7 @@ const (
 	// HeaderShouldRetry is "false": recourse already decided about resends.
 	// OpenAI's SDKs honour it and never retry on top.
 	HeaderShouldRetry = "X-Should-Retry"
-	// HeaderOutcome is the call's layer.Outcome, for example "exhausted".
+	// HeaderOutcome is the call's event.Outcome, for example "exhausted".
 	HeaderOutcome = "X-Recourse-Outcome"
 )
 
@@ -175,8 +176,8 @@ func (c *call) report(err *layer.RecoveryError) {
 		if bg, ok := c.d.gate.(layer.BreakerGate); ok {
 			// The upstream's breaker counts the call: skipped, its circuit
 			// open, or failed — a stream that failed after its 200 too.
-			skipped := err.Outcome == layer.OutcomeDelayCeiling && c.wire == 0 && c.lc.SkipOpenCircuit
-			bg.Ended(skipped, !skipped && err.Outcome != layer.OutcomeCancelled)
+			skipped := err.Outcome == event.OutcomeDelayCeiling && c.wire == 0 && c.lc.SkipOpenCircuit
+			bg.Ended(skipped, !skipped && err.Outcome != event.OutcomeCancelled)
 		}
 		if c.lc.Finish != nil {
 			c.lc.Finish(err)
@@ -197,32 +198,32 @@ func (c *call) breaker() error {
 	if !changed || (c.d.r.onEvent == nil && len(c.lc.Observers()) == 0) {
 		return nil
 	}
-	ev := c.event(layer.EventBreaker)
+	ev := c.event(event.Breaker)
 	ev.Breaker = &b
 	return c.send(ev)
 }
 
 // cancelled ends the call with outcome cancelled (R9). f is the failure of
 // the last actual attempt, or nil when nothing was sent in this call.
-func (c *call) cancelled(f *layer.Failure) (*http.Response, error) {
+func (c *call) cancelled(f *event.Failure) (*http.Response, error) {
 	c.cancelRemote()
 	if c.id.AttemptID == "" {
 		c.id.AttemptID = c.attemptID()
 	}
-	if f == nil || f.Category != layer.CategoryCancellation {
+	if f == nil || f.Category != event.CategoryCancellation {
 		nf := c.newFailure(nil)
-		nf.Category = layer.CategoryCancellation
-		nf.Classification = layer.Classification{Reason: layer.ReasonCancelled}
+		nf.Category = event.CategoryCancellation
+		nf.Classification = event.Classification{Reason: event.ReasonCancelled}
 		if c.cur == nil {
 			// The attempt being cancelled never left (before the first
 			// send, or a resend cancelled in its request capture): nothing
 			// of it was sent (R10.2).
-			nf.Acceptance = layer.AcceptanceNo
+			nf.Acceptance = event.AcceptanceNo
 		}
-		nf.Attach(layer.Evidence{Cause: c.ctx.Err()})
+		nf.Attach(event.Evidence{Cause: c.ctx.Err()})
 		f = &nf
 	}
-	return c.finish(layer.OutcomeCancelled, f, nil)
+	return c.finish(event.OutcomeCancelled, f, nil)
 }
 
 // openCircuit ends a call whose upstream's circuit is open before its
@@ -230,20 +231,20 @@ func (c *call) cancelled(f *layer.Failure) (*http.Response, error) {
 func (c *call) openCircuit() (*http.Response, error) {
 	c.id.AttemptID = c.attemptID()
 	f := c.newFailure(nil)
-	f.Acceptance = layer.AcceptanceNo
-	f.Phase = layer.PhaseConnecting
-	f.Classification = layer.Classification{Eligible: true, Reason: layer.ReasonTransient}
-	return c.finish(layer.OutcomeDelayCeiling, &f, nil)
+	f.Acceptance = event.AcceptanceNo
+	f.Phase = event.PhaseConnecting
+	f.Classification = event.Classification{Eligible: true, Reason: event.ReasonTransient}
+	return c.finish(event.OutcomeDelayCeiling, &f, nil)
 }
 
 func (c *call) requestCaptureFailed(ce *layer.CaptureError) (*http.Response, error) {
 	f := c.newFailure(nil)
-	f.Category = layer.CategoryProtocol
-	f.Acceptance = layer.AcceptanceNo
-	f.Phase = layer.PhaseCapture
-	f.Classification = layer.Classification{Reason: layer.ReasonCaptureFailed}
-	f.Attach(layer.Evidence{Cause: captureCause(ce), CaptureCause: ce.Cause})
-	return c.finish(layer.OutcomeInterrupted, &f, nil)
+	f.Category = event.CategoryProtocol
+	f.Acceptance = event.AcceptanceNo
+	f.Phase = event.PhaseCapture
+	f.Classification = event.Classification{Reason: event.ReasonCaptureFailed}
+	f.Attach(event.Evidence{Cause: captureCause(ce), CaptureCause: ce.Cause})
+	return c.finish(event.OutcomeInterrupted, &f, nil)
 }
 
 // captureCause is the error a capture failure records as its Cause: the

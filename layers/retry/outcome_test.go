@@ -15,6 +15,7 @@ import (
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -22,7 +23,7 @@ import (
 )
 
 // sameFailure asserts that two safe failures are the same record.
-func sameFailure(t *testing.T, want, got layer.Failure) {
+func sameFailure(t *testing.T, want, got event.Failure) {
 	t.Helper()
 	wj, err := json.Marshal(want)
 	require.NoError(t, err)
@@ -37,7 +38,7 @@ func TestR10_4_HistoryIsBoundedAndEndsWithTheFinalFailure(t *testing.T) {
 			r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: max, Jitter: zeroJitter}, repeat(statusStep(503), max+2)...)
 			_, err := r.Client.Complete(context.Background(), canaryRequest())
 			re := asRecoveryError(t, err)
-			assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+			assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 			require.Len(t, re.History, max, "R10.4: one entry per completed HTTP attempt, at most MaxAttempts")
 			sameFailure(t, re.History[max-1], re.Failure)
 			logical := re.Failure.LogicalID
@@ -60,7 +61,7 @@ func TestR10_4_HistoryIsBoundedAndEndsWithTheFinalFailure(t *testing.T) {
 		r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 4, Jitter: zeroJitter}, statusStep(503), statusStep(404), okStep("never"))
 		_, err := r.Client.Complete(context.Background(), canaryRequest())
 		re := asRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 		require.Len(t, re.History, 2)
 		assert.Equal(t, 503, re.History[0].HTTPStatus)
 		assert.Equal(t, 404, re.History[1].HTTPStatus)
@@ -70,7 +71,7 @@ func TestR10_4_HistoryIsBoundedAndEndsWithTheFinalFailure(t *testing.T) {
 		r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 4, Jitter: zeroJitter}, statusStep(503), rateLimited("3600"))
 		_, err := r.Client.Complete(context.Background(), canaryRequest())
 		re := asRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeDelayCeiling, re.Outcome)
+		assert.Equal(t, event.OutcomeDelayCeiling, re.Outcome)
 		require.Len(t, re.History, 2)
 		sameFailure(t, re.History[1], re.Failure)
 	})
@@ -92,14 +93,14 @@ func TestR10_4_RequestCaptureFailureSendsNothing(t *testing.T) {
 
 	re := asRecoveryError(t, err)
 	assert.Equal(t, 0, r.Server.Count(), "R12.3: a request-capture failure sends nothing")
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.ReasonCaptureFailed, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonCaptureFailed, re.Failure.Classification.Reason)
 	assert.False(t, re.Failure.Classification.Eligible)
 	assert.Equal(t, 0, re.Failure.WireAttempt, "R10.4: wire attempt 0")
-	assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
+	assert.Equal(t, event.AcceptanceNo, re.Failure.Acceptance)
 	assert.Empty(t, re.History, "R10.4: empty history")
 	assert.Equal(t, []string{"interrupted"}, r.Rec.Types())
-	ev := layer.Inspect(&re.Failure)
+	ev := event.Inspect(&re.Failure)
 	require.NotNil(t, ev)
 	assert.ErrorIs(t, ev.Cause, errRequestCapture, "R10.5: Cause is the original error value")
 	assert.Same(t, errRequestCapture, ev.Cause)
@@ -116,8 +117,8 @@ func TestR10_4_RequestCapturePanicSendsNothing(t *testing.T) {
 
 	re := asRecoveryError(t, err)
 	assert.Equal(t, 0, r.Server.Count())
-	assert.Equal(t, layer.ReasonCaptureFailed, re.Failure.Classification.Reason)
-	assert.Equal(t, "capture panicked", layer.Inspect(&re.Failure).CaptureCause)
+	assert.Equal(t, event.ReasonCaptureFailed, re.Failure.Classification.Reason)
+	assert.Equal(t, "capture panicked", event.Inspect(&re.Failure).CaptureCause)
 }
 
 // R12.3 / R10.5: a response-capture failure keeps the hook's cause apart
@@ -129,9 +130,9 @@ func TestR10_5_ResponseCaptureCauseKeptApartFromTransportCause(t *testing.T) {
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.ReasonCaptureFailed, re.Failure.Classification.Reason)
+	assert.Equal(t, event.ReasonCaptureFailed, re.Failure.Classification.Reason)
 	assert.Equal(t, 1, r.Server.Count())
-	ev := layer.Inspect(&re.Failure)
+	ev := event.Inspect(&re.Failure)
 	require.NotNil(t, ev)
 	assert.Equal(t, errCaptureHook, ev.CaptureCause)
 	require.Error(t, ev.Cause, "the body transport cause is kept")
@@ -146,14 +147,14 @@ func TestR10_3_ProviderCodes(t *testing.T) {
 		prompt  string
 		apiKey  string
 		kept    bool
-		outcome layer.Outcome
+		outcome event.Outcome
 	}{
-		{"known code kept", 429, "rate_limit_exceeded", rigtest.Prompt, rigtest.Key, true, layer.OutcomeExhausted},
-		{"known code in a 2xx provider error", 200, "invalid_request_error", rigtest.Prompt, rigtest.Key, true, layer.OutcomeInterrupted},
-		{"arbitrary code dropped", 429, "weird_code", rigtest.Prompt, rigtest.Key, false, layer.OutcomeExhausted},
-		{"code echoing the prompt", 503, "server_error", rigtest.Prompt + " server_error", rigtest.Key, false, layer.OutcomeExhausted},
-		{"code echoing the credential", 503, "overloaded_error", rigtest.Prompt, "sk-overloaded_error-1", false, layer.OutcomeExhausted},
-		{"prompt as code", 400, rigtest.Prompt, rigtest.Prompt, rigtest.Key, false, layer.OutcomeInterrupted},
+		{"known code kept", 429, "rate_limit_exceeded", rigtest.Prompt, rigtest.Key, true, event.OutcomeExhausted},
+		{"known code in a 2xx provider error", 200, "invalid_request_error", rigtest.Prompt, rigtest.Key, true, event.OutcomeInterrupted},
+		{"arbitrary code dropped", 429, "weird_code", rigtest.Prompt, rigtest.Key, false, event.OutcomeExhausted},
+		{"code echoing the prompt", 503, "server_error", rigtest.Prompt + " server_error", rigtest.Key, false, event.OutcomeExhausted},
+		{"code echoing the credential", 503, "overloaded_error", rigtest.Prompt, "sk-overloaded_error-1", false, event.OutcomeExhausted},
+		{"prompt as code", 400, rigtest.Prompt, rigtest.Prompt, rigtest.Key, false, event.OutcomeInterrupted},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +174,7 @@ func TestR10_3_ProviderCodes(t *testing.T) {
 			} else {
 				assert.Empty(t, re.Failure.ProviderCode, "R10.3")
 			}
-			assert.Equal(t, tc.code, layer.Inspect(&re.Failure).Response.Code, "R10.3: reachable by inspection")
+			assert.Equal(t, tc.code, event.Inspect(&re.Failure).Response.Code, "R10.3: reachable by inspection")
 		})
 	}
 }
@@ -216,7 +217,7 @@ func TestR10_3_ProviderRequestIDs(t *testing.T) {
 			} else {
 				assert.Empty(t, re.Failure.ProviderRequestID, "R10.3")
 			}
-			assert.Equal(t, tc.id, layer.Inspect(&re.Failure).Response.RequestID, "R10.3: reachable by inspection")
+			assert.Equal(t, tc.id, event.Inspect(&re.Failure).Response.RequestID, "R10.3: reachable by inspection")
 		})
 	}
 }
@@ -228,7 +229,7 @@ func TestR10_5_InspectReturnsDefensiveCopies(t *testing.T) {
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	re := asRecoveryError(t, err)
 
-	first := layer.Inspect(&re.Failure)
+	first := event.Inspect(&re.Failure)
 	require.NotNil(t, first)
 	assert.Equal(t, []byte(body), first.Bytes)
 	assert.Equal(t, "req_abc", first.Headers.Get("X-Request-Id"))
@@ -239,16 +240,16 @@ func TestR10_5_InspectReturnsDefensiveCopies(t *testing.T) {
 	first.Headers.Set("X-Request-Id", "mutated")
 	first.Headers.Set("X-Added", "1")
 
-	second := layer.Inspect(&re.Failure)
+	second := event.Inspect(&re.Failure)
 	assert.Equal(t, []byte(body), second.Bytes, "R10.5: defensive copy of Bytes")
 	assert.Equal(t, "req_abc", second.Headers.Get("X-Request-Id"), "R10.5: defensive copy of Headers")
 	assert.Empty(t, second.Headers.Get("X-Added"))
 	// The history entry and the event copies hold the same evidence.
-	assert.Equal(t, []byte(body), layer.Inspect(&re.History[0]).Bytes)
-	assert.Equal(t, []byte(body), layer.Inspect(firstFailedPtr(t, r.Rec.Events())).Bytes)
+	assert.Equal(t, []byte(body), event.Inspect(&re.History[0]).Bytes)
+	assert.Equal(t, []byte(body), event.Inspect(firstFailedPtr(t, r.Rec.Events())).Bytes)
 }
 
-func firstFailedPtr(t *testing.T, evs []layer.Event) *layer.Failure {
+func firstFailedPtr(t *testing.T, evs []event.Event) *event.Failure {
 	f := firstFailed(t, evs)
 	return &f
 }
@@ -257,10 +258,10 @@ func TestR10_5_InspectKeepsSuccessfulEvidenceOutOfFailures(t *testing.T) {
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 1}, statusStep(503))
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 	re := asRecoveryError(t, err)
-	ev := layer.Inspect(&re.Failure)
+	ev := event.Inspect(&re.Failure)
 	require.NotNil(t, ev)
-	assert.Nil(t, layer.Inspect(nil))
-	assert.Nil(t, layer.Inspect(&layer.Failure{}))
+	assert.Nil(t, event.Inspect(nil))
+	assert.Nil(t, event.Inspect(&event.Failure{}))
 }
 
 func TestR10_5_RecoveryErrorJSON(t *testing.T) {
@@ -301,22 +302,22 @@ var errObserver = errors.New("observer store failed")
 // event type of a 503-then-success call in turn.
 func TestR11_4_ObserverErrorPropagatesAndIsNeverARetry(t *testing.T) {
 	rows := []struct {
-		on    layer.EventType
+		on    event.Type
 		posts int
 	}{
-		{layer.EventAttemptStarted, 0},
-		{layer.EventAttemptFailed, 1},
-		{layer.EventAdmissionPending, 1},
-		{layer.EventAdmissionAllowed, 1},
-		{layer.EventDelayScheduled, 1},
-		{layer.EventRetryStarted, 1},
-		{layer.EventAttemptSucceeded, 2},
+		{event.AttemptStarted, 0},
+		{event.AttemptFailed, 1},
+		{event.AdmissionPending, 1},
+		{event.AdmissionAllowed, 1},
+		{event.DelayScheduled, 1},
+		{event.RetryStarted, 1},
+		{event.AttemptSucceeded, 2},
 	}
 	for _, tc := range rows {
 		t.Run(string(tc.on), func(t *testing.T) {
 			rec := &rigtest.Recorder{}
 			p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: allowHook}
-			p.OnEvent = func(ev layer.Event) error {
+			p.OnEvent = func(ev event.Event) error {
 				_ = rec.OnEvent(ev)
 				if ev.Type == tc.on {
 					return errObserver
@@ -343,26 +344,26 @@ func TestR11_4_ObserverErrorPropagatesAndIsNeverARetry(t *testing.T) {
 // (recovered here); the goroutine check of TestMain proves nothing leaks.
 func TestR11_4_ObserverPanicPropagates(t *testing.T) {
 	rows := []struct {
-		on    layer.EventType
+		on    event.Type
 		posts int
 	}{
-		{layer.EventAttemptStarted, 0},
-		{layer.EventAttemptFailed, 1},
-		{layer.EventAdmissionPending, 1},
-		{layer.EventDelayScheduled, 1},
-		{layer.EventRetryStarted, 1},
-		{layer.EventAttemptSucceeded, 2},
-		{layer.EventExhausted, 1},
+		{event.AttemptStarted, 0},
+		{event.AttemptFailed, 1},
+		{event.AdmissionPending, 1},
+		{event.DelayScheduled, 1},
+		{event.RetryStarted, 1},
+		{event.AttemptSucceeded, 2},
+		{event.Exhausted, 1},
 	}
 	for _, tc := range rows {
 		t.Run(string(tc.on), func(t *testing.T) {
 			pv := &panicValue{"observer " + string(tc.on)}
 			p := retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Admit: allowHook}
 			steps := []recoursetest.Step{statusStep(503), okStep("ok")}
-			if tc.on == layer.EventExhausted {
+			if tc.on == event.Exhausted {
 				p.MaxAttempts = 1
 			}
-			p.OnEvent = func(ev layer.Event) error {
+			p.OnEvent = func(ev event.Event) error {
 				if ev.Type == tc.on {
 					panic(pv)
 				}
@@ -398,12 +399,12 @@ func TestR11_2_EveryEventCarriesTheIdentity(t *testing.T) {
 		assert.Equal(t, codec.OpenAI, e.Provider)
 		assert.Equal(t, codec.Ordinary, e.Operation)
 		switch e.Type {
-		case layer.EventAttemptStarted, layer.EventAttemptSucceeded:
+		case event.AttemptStarted, event.AttemptSucceeded:
 		default:
 			assert.NotNil(t, e.Failure, "R11.2: %s carries the failure", e.Type)
 		}
 	}
-	for _, e := range eventsOf(evs, layer.EventAttemptFailed) {
+	for _, e := range eventsOf(evs, event.AttemptFailed) {
 		assert.Equal(t, e.Progress, e.Failure.Progress)
 		assert.True(t, e.Progress.HeadersReceived)
 	}
@@ -429,12 +430,12 @@ func TestR10_4_RequestCaptureFailureOnAResend(t *testing.T) {
 
 	re := asRecoveryError(t, err)
 	assert.Equal(t, 1, r.Server.Count())
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.ReasonCaptureFailed, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonCaptureFailed, re.Failure.Classification.Reason)
 	require.Len(t, re.History, 1, "only completed HTTP attempts")
 	assert.Equal(t, 1, re.Failure.WireAttempt, "one wire attempt was made")
-	assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
-	assert.ErrorIs(t, layer.Inspect(&re.Failure).Cause, errRequestCapture)
+	assert.Equal(t, event.AcceptanceNo, re.Failure.Acceptance)
+	assert.ErrorIs(t, event.Inspect(&re.Failure).Cause, errRequestCapture)
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started", "interrupted"}, r.Rec.Types())
 }
 
@@ -446,8 +447,8 @@ func TestR10_5_RefusedStructuredAnswerKeepsResponseEvidence(t *testing.T) {
 	_, err := r.Client.CompleteStructured(context.Background(), canaryRequest(), chat.Schema{Schema: json.RawMessage(`{"type":"object"}`)})
 
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.CategoryProtocol, re.Failure.Category)
-	ev := layer.Inspect(&re.Failure)
+	assert.Equal(t, event.CategoryProtocol, re.Failure.Category)
+	ev := event.Inspect(&re.Failure)
 	require.NotNil(t, ev)
 	assert.Equal(t, "stop", ev.Response.FinishReason)
 	assert.Equal(t, recoursetest.OpenAIModel, ev.Response.Model)

@@ -14,6 +14,7 @@ import (
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
@@ -79,13 +80,13 @@ func testOversize(t *testing.T, hook bool) {
 			got := allocated(func() { _, cerr = cl.Complete(context.Background(), canaryRequest()) })
 			t.Logf("refusing the body allocated %d MiB", got>>20)
 			re := asRecoveryError(t, cerr)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-			assert.Equal(t, layer.CategoryProtocol, re.Failure.Category)
-			assert.Equal(t, layer.ReasonBodyTooLarge, re.Failure.Classification.Reason)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.CategoryProtocol, re.Failure.Category)
+			assert.Equal(t, event.ReasonBodyTooLarge, re.Failure.Classification.Reason)
 			assert.Contains(t, re.Error(), "body_too_large")
 			assert.True(t, re.Failure.Progress.Observed.Any(), "the observer counted the content it read")
 			assert.LessOrEqual(t, got, uint64(3*retry.MaxResponseBody/2), "refusing the body allocated %d MiB", got>>20)
-			ev := layer.Inspect(&re.Failure)
+			ev := event.Inspect(&re.Failure)
 			require.NotNil(t, ev)
 			assert.Len(t, ev.Bytes, retry.MaxEvidenceBytes, "the evidence keeps the first MaxEvidenceBytes")
 			assert.True(t, strings.HasPrefix(string(ev.Bytes), head))

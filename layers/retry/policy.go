@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -24,14 +25,14 @@ func DefaultRetryableStatuses() []int { return slices.Clone(defaultStatuses) }
 // DefaultRetryableCategories returns the failure categories retried by
 // default (R3): transport and http. Each call returns a new slice; changing
 // it changes no policy.
-func DefaultRetryableCategories() []layer.Category { return slices.Clone(defaultCategories) }
+func DefaultRetryableCategories() []event.Category { return slices.Clone(defaultCategories) }
 
 // The defaults a policy resolves to. Nothing outside this package can
 // reach them, and a resolved policy only reads them, so a call shares them
 // without a copy of its own.
 var (
 	defaultStatuses   = []int{429, 500, 502, 503, 504}
-	defaultCategories = []layer.Category{layer.CategoryTransport, layer.CategoryHTTP}
+	defaultCategories = []event.Category{event.CategoryTransport, event.CategoryHTTP}
 )
 
 // MaxAttemptsLimit is the largest MaxAttempts a policy accepts: a bound on
@@ -65,7 +66,7 @@ type Policy struct {
 	Deadline time.Time
 	// RetryableCategories selects eligible failure categories; nil means
 	// transport and http. HTTP failures need both category and status (R4.7).
-	RetryableCategories []layer.Category
+	RetryableCategories []event.Category
 	// RetryableStatuses selects eligible HTTP statuses; nil means 429, 500,
 	// 502, 503, 504. 400, 401 and 403 are never eligible (R4.2).
 	RetryableStatuses []int
@@ -75,7 +76,7 @@ type Policy struct {
 	Admit layer.AdmissionHook
 	// OnEvent observes safe lifecycle events synchronously (R11). An error
 	// it returns, or a panic, propagates to the caller and is never a retry.
-	OnEvent func(layer.Event) error
+	OnEvent func(event.Event) error
 	// OnWire is the sensitive capture hook (R12); nil captures nothing.
 	OnWire layer.WireHook
 	// Jitter returns a sample in [0, 1]. When set it is sampled exactly
@@ -177,10 +178,10 @@ type resolved struct {
 	budget      time.Duration
 	hasBudget   bool
 	deadline    time.Time
-	categories  []layer.Category
+	categories  []event.Category
 	statuses    []int
 	admit       layer.AdmissionHook
-	onEvent     func(layer.Event) error
+	onEvent     func(event.Event) error
 	onWire      layer.WireHook
 	samples     []float64 // pre-sampled custom jitter, in retry order
 	jitter      func() float64

@@ -21,6 +21,7 @@ import (
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -50,10 +51,10 @@ func policyErrorCases() []struct {
 		{"MaxAttempts=-1", "MaxAttempts", func(p *retry.Policy) { p.MaxAttempts = -1 }, []string{"-1"}},
 		{"MaxAttempts=-7654321", "MaxAttempts", func(p *retry.Policy) { p.MaxAttempts = -7654321 }, []string{"7654321"}},
 		{"RetryableCategories unknown", "RetryableCategories", func(p *retry.Policy) {
-			p.RetryableCategories = []layer.Category{layer.CategoryHTTP, "bogus_category_q"}
+			p.RetryableCategories = []event.Category{event.CategoryHTTP, "bogus_category_q"}
 		}, []string{"bogus_category_q"}},
 		{"RetryableCategories prompt", "RetryableCategories", func(p *retry.Policy) {
-			p.RetryableCategories = []layer.Category{layer.Category(rigtest.Prompt)}
+			p.RetryableCategories = []event.Category{event.Category(rigtest.Prompt)}
 		}, []string{rigtest.Prompt}},
 		{"RetryableStatuses 0", "RetryableStatuses", func(p *retry.Policy) { p.RetryableStatuses = []int{503, 0} }, []string{"0", "503"}},
 		{"RetryableStatuses 600", "RetryableStatuses", func(p *retry.Policy) { p.RetryableStatuses = []int{600} }, []string{"600"}},
@@ -145,7 +146,7 @@ func TestR3_2_JitterSampledMaxAttemptsMinusOneTimesBeforeAnything(t *testing.T) 
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
 
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 	assert.Equal(t, 4, r.Server.Count())
 	log := rec.Log()
 	require.GreaterOrEqual(t, len(log), 3)
@@ -154,7 +155,7 @@ func TestR3_2_JitterSampledMaxAttemptsMinusOneTimesBeforeAnything(t *testing.T) 
 	// Used in retry order: jitter 0, 0.5, 1 for failed attempts 1, 2, 3.
 	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 250 * time.Millisecond}, r.Clock.Sleeps(), "R3.2/R6.1")
 	var delays []time.Duration
-	for _, e := range eventsOf(rec.Events(), layer.EventDelayScheduled) {
+	for _, e := range eventsOf(rec.Events(), event.DelayScheduled) {
 		delays = append(delays, e.Delay)
 	}
 	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 250 * time.Millisecond}, delays)
@@ -189,7 +190,7 @@ func TestR3_2_OneAttemptSamplesNothing(t *testing.T) {
 
 			_, err := r.Client.Complete(context.Background(), canaryRequest())
 
-			assert.Equal(t, layer.OutcomeExhausted, asRecoveryError(t, err).Outcome)
+			assert.Equal(t, event.OutcomeExhausted, asRecoveryError(t, err).Outcome)
 			assert.Equal(t, 0, count(rec.Log(), "jitter"), "R3.2: MaxAttempts 1 samples nothing")
 			assert.Equal(t, 1, r.Server.Count())
 		})
@@ -280,14 +281,14 @@ func TestR6_2_DelayScheduledBeforeSleepRetryStartedAfter(t *testing.T) {
 	i := slices.Index(log, "event:delay_scheduled")
 	require.GreaterOrEqual(t, i, 0, "%v", log)
 	assert.Equal(t, []string{"event:delay_scheduled", "sleep 100ms", "event:retry_started", "wire:request", "event:attempt_started"}, log[i:i+5])
-	ds := eventsOf(rec.Events(), layer.EventDelayScheduled)
+	ds := eventsOf(rec.Events(), event.DelayScheduled)
 	require.Len(t, ds, 1)
 	assert.Equal(t, 100*time.Millisecond, ds[0].Delay, "R6.2: the event carries the delay")
 	assert.Equal(t, 2, ds[0].NextAttempt)
 	js, err := json.Marshal(ds[0])
 	require.NoError(t, err)
 	assert.Contains(t, string(js), `"delay_ms":100`)
-	rs := eventsOf(rec.Events(), layer.EventRetryStarted)
+	rs := eventsOf(rec.Events(), event.RetryStarted)
 	require.Len(t, rs, 1)
 	assert.Equal(t, 2, rs[0].NextAttempt)
 }
@@ -313,7 +314,7 @@ func TestR3_1_BoundaryValuesAreValid(t *testing.T) {
 		"DelayCeiling max":       func(p *retry.Policy) { p.DelayCeiling = new(layer.MaxDuration) },
 		"Budget max":             func(p *retry.Policy) { p.Budget = new(layer.MaxDuration) },
 		"MaxAttempts 0 means 1":  func(p *retry.Policy) { p.MaxAttempts = 0 },
-		"every category":         func(p *retry.Policy) { p.RetryableCategories = layer.Categories() },
+		"every category":         func(p *retry.Policy) { p.RetryableCategories = event.Categories() },
 		"statuses 100 and 599":   func(p *retry.Policy) { p.RetryableStatuses = []int{100, 599} },
 		"jitter 0 and 1 samples": func(p *retry.Policy) { p.MaxAttempts, p.Jitter = 3, jitterSeq(nil, 0, 1) },
 	}
@@ -336,7 +337,7 @@ func TestR7_1_ZeroBudgetRefusesEveryResend(t *testing.T) {
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Jitter: zeroJitter, Budget: new(time.Duration(0))},
 		statusStep(503), okStep("never"))
 	_, err := r.Client.Complete(context.Background(), canaryRequest())
-	assert.Equal(t, layer.OutcomeDeadline, asRecoveryError(t, err).Outcome)
+	assert.Equal(t, event.OutcomeDeadline, asRecoveryError(t, err).Outcome)
 	assert.Equal(t, 1, r.Server.Count())
 	assert.Empty(t, r.Clock.Sleeps())
 }
@@ -358,9 +359,9 @@ func TestR6_2_SleepThatPanicsEndsInterruptedWithTheDelayCause(t *testing.T) {
 		statusStep(503), okStep("never"))
 	_, err := r.Client.Complete(context.Background(), userRequest())
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 	var pe *retry.PanicError
-	require.ErrorAs(t, layer.Inspect(&re.Failure).DelayCause, &pe)
+	require.ErrorAs(t, event.Inspect(&re.Failure).DelayCause, &pe)
 	assert.Equal(t, "sleep broke", pe.Value)
 	assert.NotContains(t, err.Error(), "sleep broke")
 	assert.Equal(t, 1, r.Server.Count())
@@ -373,15 +374,15 @@ func TestR6_2_SleepThatPanicsEndsInterruptedWithTheDelayCause(t *testing.T) {
 func TestR3_1_DefaultsCannotBeChangedByAnImporter(t *testing.T) {
 	statuses, cats := retry.DefaultRetryableStatuses(), retry.DefaultRetryableCategories()
 	require.Equal(t, []int{429, 500, 502, 503, 504}, statuses)
-	require.Equal(t, []layer.Category{layer.CategoryTransport, layer.CategoryHTTP}, cats)
+	require.Equal(t, []event.Category{event.CategoryTransport, event.CategoryHTTP}, cats)
 	for i := range statuses {
 		statuses[i] = 999
 	}
 	for i := range cats {
-		cats[i] = layer.CategoryCancellation
+		cats[i] = event.CategoryCancellation
 	}
 	assert.Equal(t, []int{429, 500, 502, 503, 504}, retry.DefaultRetryableStatuses())
-	assert.Equal(t, []layer.Category{layer.CategoryTransport, layer.CategoryHTTP}, retry.DefaultRetryableCategories())
+	assert.Equal(t, []event.Category{event.CategoryTransport, event.CategoryHTTP}, retry.DefaultRetryableCategories())
 
 	srv := startServer(t, statusStep(503), recoursetest.Reset(), okStep("third"))
 	ch, err := chain.Default(openai.New(), chain.WithTransport(newTransport(t)), chain.WithPolicy(retry.Policy{MaxAttempts: 3, Jitter: zeroJitter}))

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -22,7 +22,7 @@ func TestR3_4_EngineAndContextKeepDeepCopies(t *testing.T) {
 	given := func() retry.Policy {
 		return retry.Policy{
 			MaxAttempts: 3, BaseDelay: new(time.Millisecond), DelayCeiling: new(time.Second), Budget: new(time.Minute),
-			RetryableCategories: []layer.Category{layer.CategoryTransport, layer.CategoryHTTP},
+			RetryableCategories: []event.Category{event.CategoryTransport, event.CategoryHTTP},
 			RetryableStatuses:   []int{503, 429},
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -143,7 +144,7 @@ func canaryScenarios() []canaryScenario {
 				return err
 			}},
 		{name: "per-call policy error", call: func(t *testing.T, r *rigtest.Rig, ctx context.Context) error {
-			p := retry.Policy{RetryableCategories: []layer.Category{layer.Category(rigtest.Prompt)}}
+			p := retry.Policy{RetryableCategories: []event.Category{event.Category(rigtest.Prompt)}}
 			_, err := r.Client.Complete(retry.WithPolicy(ctx, &p), canaryRequest())
 			return err
 		}, steps: steps()},
@@ -152,7 +153,7 @@ func canaryScenarios() []canaryScenario {
 
 // safeOutputs collects every safe rendering of err, the events and the
 // failures they carry, including structured log lines.
-func safeOutputs(err error, events []layer.Event) []string {
+func safeOutputs(err error, events []event.Event) []string {
 	var out []string
 	var buf bytes.Buffer
 	jsonLog := slog.New(slog.NewJSONHandler(&buf, nil))
@@ -163,7 +164,7 @@ func safeOutputs(err error, events []layer.Event) []string {
 		jsonLog.Info("recovery", "value", v)
 		textLog.Info("recovery", "value", v)
 	}
-	var failures []layer.Failure
+	var failures []event.Failure
 	if err != nil {
 		out = append(out, err.Error(), fmt.Sprintf("%v %+v %s %q", err, err, err, err))
 		js, _ := json.Marshal(err)
@@ -242,8 +243,8 @@ func TestR10_5_PrivacyCanary(t *testing.T) {
 			}
 			var re *layer.RecoveryError
 			if errors.As(err, &re) {
-				for _, f := range append([]layer.Failure{re.Failure}, re.History...) {
-					if ev := layer.Inspect(&f); ev != nil {
+				for _, f := range append([]event.Failure{re.Failure}, re.History...) {
+					if ev := event.Inspect(&f); ev != nil {
 						sensitive.Write(ev.Bytes)
 						for k, vs := range ev.Headers {
 							sensitive.WriteString(k + ": " + strings.Join(vs, ",") + "\n")
@@ -270,8 +271,8 @@ func TestR10_5_PrivacyCanary(t *testing.T) {
 // the same safe events.
 func TestR10_5_ContextObserversSeeOnlySafeEvents(t *testing.T) {
 	var mu sync.Mutex
-	var events []layer.Event
-	ctx := withObserver(context.Background(), func(e layer.Event) {
+	var events []event.Event
+	ctx := withObserver(context.Background(), func(e event.Event) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -82,7 +83,7 @@ func TestR13_3_TypedLengthFinishStaysIncomplete(t *testing.T) {
 			r, _ := exRig(t, row.p.codec(), exPolicy(), row.p.step(row.frames...), row.p.step(row.frames...))
 			run := exCollect(r.Client.Stream(context.Background(), row.p.request(), client.WithToolFragments()))
 			re := exRE(t, run.err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 			ev := exEvidence(t, re)
 			var se *layer.StreamError
 			require.ErrorAs(t, ev.Cause, &se)

@@ -19,8 +19,8 @@ import (
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 )
 
@@ -192,10 +192,10 @@ func TestProviders_R15_2_CapabilitiesNeverChangeEligibilityOrAdmission(t *testin
 			require.Error(t, err)
 			re := asRecoveryError(t, err)
 			assert.Nil(t, comp)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome, "400 stays permanent")
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome, "400 stays permanent")
 			require.Len(t, re.History, 2, "503 was retried without a hook")
-			assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, re.History[0].Classification)
-			assert.Equal(t, layer.Classification{Reason: layer.ReasonPermanent}, re.History[1].Classification)
+			assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, re.History[0].Classification)
+			assert.Equal(t, event.Classification{Reason: event.ReasonPermanent}, re.History[1].Classification)
 			assert.Equal(t, 2, r.Server.Count())
 		})
 	}

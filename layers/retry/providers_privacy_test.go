@@ -19,6 +19,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -27,7 +28,7 @@ import (
 
 // R10.3: known codes are kept (OpenAI and oMLX; Ollama has no codes, so its
 // ProviderCode is always empty), arbitrary codes are reachable only through
-// layer.Inspect, and a code that echoes the request or the credential is
+// event.Inspect, and a code that echoes the request or the credential is
 // omitted.
 func TestProviders_R10_3_ProviderCodes(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
@@ -39,18 +40,18 @@ func TestProviders_R10_3_ProviderCodes(t *testing.T) {
 			apiKey  string
 			code    string // the code the body carries
 			kept    bool   // kept in the safe record (never for Ollama)
-			outcome layer.Outcome
+			outcome event.Outcome
 		}{
-			{"known code kept", 429, p.codedError("rate_limit_exceeded", "slow down"), rigtest.Prompt, rigtest.Key, "rate_limit_exceeded", true, layer.OutcomeExhausted},
-			{"known code in a 2xx provider error", 200, p.codedError("invalid_request_error", "bad"), rigtest.Prompt, rigtest.Key, "invalid_request_error", true, layer.OutcomeInterrupted},
-			{"unknown code only by inspection", 429, p.codedError("weird_code", "slow down"), rigtest.Prompt, rigtest.Key, "weird_code", false, layer.OutcomeExhausted},
-			{"code echoing the prompt", 503, p.codedError("server_error", "busy"), rigtest.Prompt + " server_error", rigtest.Key, "server_error", false, layer.OutcomeExhausted},
-			{"code echoing the credential", 503, p.codedError("overloaded_error", "busy"), rigtest.Prompt, "sk-overloaded_error-1", "overloaded_error", false, layer.OutcomeExhausted},
-			{"prompt as code", 400, p.codedError(rigtest.Prompt, "bad"), rigtest.Prompt, rigtest.Key, rigtest.Prompt, false, layer.OutcomeInterrupted},
+			{"known code kept", 429, p.codedError("rate_limit_exceeded", "slow down"), rigtest.Prompt, rigtest.Key, "rate_limit_exceeded", true, event.OutcomeExhausted},
+			{"known code in a 2xx provider error", 200, p.codedError("invalid_request_error", "bad"), rigtest.Prompt, rigtest.Key, "invalid_request_error", true, event.OutcomeInterrupted},
+			{"unknown code only by inspection", 429, p.codedError("weird_code", "slow down"), rigtest.Prompt, rigtest.Key, "weird_code", false, event.OutcomeExhausted},
+			{"code echoing the prompt", 503, p.codedError("server_error", "busy"), rigtest.Prompt + " server_error", rigtest.Key, "server_error", false, event.OutcomeExhausted},
+			{"code echoing the credential", 503, p.codedError("overloaded_error", "busy"), rigtest.Prompt, "sk-overloaded_error-1", "overloaded_error", false, event.OutcomeExhausted},
+			{"prompt as code", 400, p.codedError(rigtest.Prompt, "bad"), rigtest.Prompt, rigtest.Key, rigtest.Prompt, false, event.OutcomeInterrupted},
 			// A proxy in front of Ollama may send an OpenAI-style error
 			// object: Ollama still has no codes.
-			{"error object with a known code", 429, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, rigtest.Prompt, rigtest.Key, "rate_limit_exceeded", true, layer.OutcomeExhausted},
-			{"error object with a known code in a 2xx", 200, `{"error":{"message":"bad","type":"invalid_request_error","code":"invalid_request_error"}}`, rigtest.Prompt, rigtest.Key, "invalid_request_error", true, layer.OutcomeInterrupted},
+			{"error object with a known code", 429, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, rigtest.Prompt, rigtest.Key, "rate_limit_exceeded", true, event.OutcomeExhausted},
+			{"error object with a known code in a 2xx", 200, `{"error":{"message":"bad","type":"invalid_request_error","code":"invalid_request_error"}}`, rigtest.Prompt, rigtest.Key, "invalid_request_error", true, event.OutcomeInterrupted},
 		}
 		for _, tc := range rows {
 			t.Run(tc.name, func(t *testing.T) {
@@ -65,7 +66,7 @@ func TestProviders_R10_3_ProviderCodes(t *testing.T) {
 				re := asRecoveryError(t, err)
 				assert.Equal(t, tc.outcome, re.Outcome)
 				assert.Equal(t, 1, r.Server.Count())
-				ev := layer.Inspect(&re.Failure)
+				ev := event.Inspect(&re.Failure)
 				require.NotNil(t, ev)
 				if p.provider == codec.Ollama {
 					assert.Empty(t, re.Failure.ProviderCode, "R10.3: Ollama has no provider codes")
@@ -78,7 +79,7 @@ func TestProviders_R10_3_ProviderCodes(t *testing.T) {
 					assert.Empty(t, re.Failure.ProviderCode, "R10.3")
 				}
 				assert.Equal(t, tc.code, ev.Response.Code, "R10.3: reachable by inspection")
-				for _, f := range eventsOf(r.Rec.Events(), layer.EventAttemptFailed) {
+				for _, f := range eventsOf(r.Rec.Events(), event.AttemptFailed) {
 					assert.Equal(t, re.Failure.ProviderCode, f.Failure.ProviderCode, "events carry the same safe code")
 				}
 			})
@@ -121,7 +122,7 @@ func TestProviders_R10_3_ProviderRequestIDs(t *testing.T) {
 				_, err = cl.Complete(context.Background(), req)
 
 				re := asRecoveryError(t, err)
-				ev := layer.Inspect(&re.Failure)
+				ev := event.Inspect(&re.Failure)
 				require.NotNil(t, ev)
 				if p.provider == codec.Ollama {
 					assert.Empty(t, re.Failure.ProviderRequestID, "Ollama sends no request ID")
@@ -284,8 +285,8 @@ func privacyCanary(t *testing.T, p pvProv) {
 			}
 			var re *layer.RecoveryError
 			if errors.As(err, &re) {
-				for _, f := range append([]layer.Failure{re.Failure}, re.History...) {
-					if ev := layer.Inspect(&f); ev != nil {
+				for _, f := range append([]event.Failure{re.Failure}, re.History...) {
+					if ev := event.Inspect(&f); ev != nil {
 						sensitive.Write(ev.Bytes)
 						for k, vs := range ev.Headers {
 							sensitive.WriteString(k + ": " + strings.Join(vs, ",") + "\n")

@@ -35,6 +35,7 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -345,11 +346,11 @@ func pvCheckPaths(t *testing.T, p pvProv, r *rigtest.Rig) {
 
 // pvNotResent checks an ineligible failure: outcome interrupted with reason,
 // one POST (R2.1), and no admission or delay event, with or without a hook.
-func pvNotResent(t *testing.T, p pvProv, r *rigtest.Rig, err error, reason layer.Reason) *layer.RecoveryError {
+func pvNotResent(t *testing.T, p pvProv, r *rigtest.Rig, err error, reason event.Reason) *layer.RecoveryError {
 	t.Helper()
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.Classification{Reason: reason}, re.Failure.Classification)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.Classification{Reason: reason}, re.Failure.Classification)
 	assert.Equal(t, p.provider, re.Failure.Provider)
 	assert.False(t, re.Failure.RemoteTerminationConfirmed, "R10.2")
 	assert.Equal(t, 1, r.Server.Count(), "an ineligible failure is never resent")
@@ -381,9 +382,9 @@ func TestProviders_R11_3_ReferenceSequence503ThenSuccess(t *testing.T) {
 		assert.NotEqual(t, evs[0].AttemptID, evs[6].AttemptID, "R2.5: a new attempt ID")
 		assert.Equal(t, 2, evs[6].WireAttempt)
 		f := firstFailed(t, evs)
-		assert.Equal(t, layer.CategoryHTTP, f.Category)
+		assert.Equal(t, event.CategoryHTTP, f.Category)
 		assert.Equal(t, 503, f.HTTPStatus)
-		assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
+		assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, f.Classification)
 		reqs := r.Server.Requests()
 		assert.Equal(t, reqs[0].Body, reqs[1].Body, "R2.5: the exact encoded payload")
 	})
@@ -413,14 +414,14 @@ func TestProviders_R8_3_503WithoutHook(t *testing.T) {
 func pvAdmissionRequiredCheck(t *testing.T, p pvProv, r *rigtest.Rig, err error, status int) {
 	t.Helper()
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeAdmissionRequired, re.Outcome)
+	assert.Equal(t, event.OutcomeAdmissionRequired, re.Outcome)
 	assert.Equal(t, 1, r.Server.Count(), "R8.3: no resend without an explicit Allow")
 	assert.Equal(t, pvAdmissionRequired, r.Rec.Types())
 	assert.Equal(t, p.provider, re.Failure.Provider)
 	assert.Equal(t, status, re.Failure.HTTPStatus)
 	assert.True(t, re.Failure.Classification.Eligible, "the failure itself is eligible; admission is what stops it")
 	require.Len(t, re.History, 1)
-	req := eventsOf(r.Rec.Events(), layer.EventAdmissionRequired)
+	req := eventsOf(r.Rec.Events(), event.AdmissionRequired)
 	require.Len(t, req, 1)
 	assert.Equal(t, 2, req[0].NextAttempt)
 	require.NotNil(t, req[0].Failure)
@@ -436,7 +437,7 @@ func TestProviders_R11_3_ThreeTimeouts504Exhausted15Events(t *testing.T) {
 		_, err := r.Client.Complete(context.Background(), p.request())
 
 		re := asRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+		assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 		types := r.Rec.Types()
 		require.Len(t, types, 15)
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, types[12:])
@@ -462,7 +463,7 @@ func TestProviders_R8_3_504WithoutHook(t *testing.T) {
 
 		if !p.needsAdmission {
 			re := asRecoveryError(t, err)
-			assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+			assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 			assert.Equal(t, 3, r.Server.Count())
 			assert.Len(t, r.Rec.Types(), 11, "three attempts, no admission events")
 			return
@@ -483,10 +484,10 @@ func TestProviders_R4_2_PermanentStatuses(t *testing.T) {
 
 				_, err := r.Client.Complete(context.Background(), p.request())
 
-				re := pvNotResent(t, p, r, err, layer.ReasonPermanent)
-				assert.Equal(t, layer.CategoryHTTP, re.Failure.Category)
+				re := pvNotResent(t, p, r, err, event.ReasonPermanent)
+				assert.Equal(t, event.CategoryHTTP, re.Failure.Category)
 				assert.Equal(t, status, re.Failure.HTTPStatus)
-				assert.Equal(t, layer.AcceptanceUnknown, re.Failure.Acceptance)
+				assert.Equal(t, event.AcceptanceUnknown, re.Failure.Acceptance)
 			})
 		}
 	})
@@ -512,8 +513,8 @@ func TestProviders_R5_429RetryAfterSeconds(t *testing.T) {
 
 				f := firstFailed(t, r.Rec.Events())
 				assert.Equal(t, 429, f.HTTPStatus)
-				assert.Equal(t, layer.RetryAfter{Kind: layer.RetryAfterSeconds, Delay: 2 * time.Second}, f.RetryAfter, "R5.1: seconds")
-				assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
+				assert.Equal(t, event.RetryAfter{Kind: event.RetryAfterSeconds, Delay: 2 * time.Second}, f.RetryAfter, "R5.1: seconds")
+				assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, f.Classification)
 				if !hook && p.needsAdmission {
 					pvAdmissionRequiredCheck(t, p, r, err, 429)
 					assert.Empty(t, r.Clock.Sleeps(), "nothing was scheduled")
@@ -522,7 +523,7 @@ func TestProviders_R5_429RetryAfterSeconds(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, "later", comp.Message.Content)
 				assert.Equal(t, 2, r.Server.Count())
-				delays := eventsOf(r.Rec.Events(), layer.EventDelayScheduled)
+				delays := eventsOf(r.Rec.Events(), event.DelayScheduled)
 				require.Len(t, delays, 1)
 				assert.Equal(t, 2*time.Second, delays[0].Delay, "R5.5: Retry-After is a minimum over the jittered 0")
 				assert.Equal(t, []time.Duration{2 * time.Second}, r.Clock.Sleeps())
@@ -541,8 +542,8 @@ func TestProviders_R2_2_Redirect307NothingFollows(t *testing.T) {
 
 		_, err := r.Client.Complete(context.Background(), p.request())
 
-		re := pvNotResent(t, p, r, err, layer.ReasonPermanent)
-		assert.Equal(t, layer.CategoryHTTP, re.Failure.Category)
+		re := pvNotResent(t, p, r, err, event.ReasonPermanent)
+		assert.Equal(t, event.CategoryHTTP, re.Failure.Category)
 		assert.Equal(t, 307, re.Failure.HTTPStatus)
 		assert.Equal(t, 0, target.Hits(), "R2.2: the Location is never contacted")
 	})
@@ -554,8 +555,8 @@ func TestProviders_R2_2_421NotRetried(t *testing.T) {
 
 		_, err := r.Client.Complete(context.Background(), p.request())
 
-		re := pvNotResent(t, p, r, err, layer.ReasonPermanent)
-		assert.Equal(t, layer.CategoryHTTP, re.Failure.Category)
+		re := pvNotResent(t, p, r, err, event.ReasonPermanent)
+		assert.Equal(t, event.CategoryHTTP, re.Failure.Category)
 		assert.Equal(t, 421, re.Failure.HTTPStatus)
 	})
 }
@@ -574,10 +575,10 @@ func TestProviders_R4_7_ResetBeforeHeadersIsEligible(t *testing.T) {
 			assert.Equal(t, pvRef503, r.Rec.Types())
 			assert.Equal(t, 2, r.Server.Count())
 			f := firstFailed(t, r.Rec.Events())
-			assert.Equal(t, layer.CategoryTransport, f.Category)
+			assert.Equal(t, event.CategoryTransport, f.Category)
 			assert.Equal(t, 0, f.HTTPStatus)
-			assert.Equal(t, layer.AcceptanceUnknown, f.Acceptance, "the request may have reached the server")
-			assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
+			assert.Equal(t, event.AcceptanceUnknown, f.Acceptance, "the request may have reached the server")
+			assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, f.Classification)
 			assert.False(t, f.Progress.HeadersReceived)
 		})
 		t.Run("without hook", func(t *testing.T) {
@@ -613,13 +614,13 @@ func TestProviders_R8_3_NothingSentNeedsNoAdmission(t *testing.T) {
 		_, err = cl.Complete(context.Background(), p.request())
 
 		re := asRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeExhausted, re.Outcome, "both attempts were made")
+		assert.Equal(t, event.OutcomeExhausted, re.Outcome, "both attempts were made")
 		require.Len(t, re.History, 2)
 		for _, f := range re.History {
-			assert.Equal(t, layer.CategoryTransport, f.Category)
-			assert.Equal(t, layer.AcceptanceNo, f.Acceptance)
+			assert.Equal(t, event.CategoryTransport, f.Category)
+			assert.Equal(t, event.AcceptanceNo, f.Acceptance)
 		}
-		assert.Empty(t, eventsOf(r.Rec.Events(), layer.EventAdmissionRequired))
+		assert.Empty(t, eventsOf(r.Rec.Events(), event.AdmissionRequired))
 	})
 }
 
@@ -640,12 +641,12 @@ func TestProviders_R4_6_Partial2xxBodyFailsClosed(t *testing.T) {
 		rows := []struct {
 			name     string
 			step     recoursetest.Step
-			reason   layer.Reason
+			reason   event.Reason
 			observed int64
 		}{
-			{"cut before any semantic output", recoursetest.JSON(200, p.okBody("Hello, world")).Cut(10), layer.ReasonPartialResponse, 0},
-			{"headers then cut before the first body byte", recoursetest.JSON(200, "", "Content-Length", "64").Cut(1), layer.ReasonPartialResponse, 0},
-			{"cut after content", p.cutAfterContent(), layer.ReasonSemanticOutput, 3},
+			{"cut before any semantic output", recoursetest.JSON(200, p.okBody("Hello, world")).Cut(10), event.ReasonPartialResponse, 0},
+			{"headers then cut before the first body byte", recoursetest.JSON(200, "", "Content-Length", "64").Cut(1), event.ReasonPartialResponse, 0},
+			{"cut after content", p.cutAfterContent(), event.ReasonSemanticOutput, 3},
 		}
 		for _, tc := range rows {
 			for _, structured := range []bool{false, true} {
@@ -660,9 +661,9 @@ func TestProviders_R4_6_Partial2xxBodyFailsClosed(t *testing.T) {
 					}
 
 					re := pvNotResent(t, p, r, err, tc.reason)
-					assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
+					assert.Equal(t, event.CategoryTransport, re.Failure.Category)
 					assert.Equal(t, 200, re.Failure.HTTPStatus)
-					assert.Equal(t, layer.AcceptanceYes, re.Failure.Acceptance)
+					assert.Equal(t, event.AcceptanceYes, re.Failure.Acceptance)
 					assert.Equal(t, tc.observed, re.Failure.Progress.Observed.ContentBytes)
 					assert.Zero(t, re.Failure.Progress.Delivered.ContentBytes, "nothing was delivered")
 					if structured {
@@ -681,16 +682,16 @@ func TestProviders_R4_6_Partial2xxBodyFailsClosed(t *testing.T) {
 func TestProviders_R4_7_ProviderErrorIn200NeverRetried(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
 		pol := pvPolicy()
-		pol.RetryableCategories = []layer.Category{layer.CategoryTransport, layer.CategoryHTTP, layer.CategoryProviderResponse}
+		pol.RetryableCategories = []event.Category{event.CategoryTransport, event.CategoryHTTP, event.CategoryProviderResponse}
 		r := p.rig(t, pol, recoursetest.JSON(200, p.codedError("server_error", "the model runner stopped")), p.okStep("never"))
 
 		_, err := r.Client.Complete(context.Background(), p.request())
 
-		re := pvNotResent(t, p, r, err, layer.ReasonPermanent)
-		assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
+		re := pvNotResent(t, p, r, err, event.ReasonPermanent)
+		assert.Equal(t, event.CategoryProviderResponse, re.Failure.Category)
 		assert.Equal(t, 200, re.Failure.HTTPStatus)
-		assert.Equal(t, layer.AcceptanceYes, re.Failure.Acceptance)
-		ev := layer.Inspect(&re.Failure)
+		assert.Equal(t, event.AcceptanceYes, re.Failure.Acceptance)
+		ev := event.Inspect(&re.Failure)
 		require.NotNil(t, ev)
 		var pe *codec.ProviderError
 		require.ErrorAs(t, ev.Cause, &pe)
@@ -705,17 +706,17 @@ func TestProviders_R4_5_Malformed200(t *testing.T) {
 		for _, body := range []string{`{"id":"x",,}`, `not json`, `{}`, `[]`} {
 			t.Run(body, func(t *testing.T) {
 				pol := pvPolicy()
-				pol.RetryableCategories = []layer.Category{layer.CategoryTransport, layer.CategoryHTTP, layer.CategoryProtocol}
+				pol.RetryableCategories = []event.Category{event.CategoryTransport, event.CategoryHTTP, event.CategoryProtocol}
 				r := p.rig(t, pol, recoursetest.JSON(200, body), p.okStep("never"))
 
 				_, err := r.Client.Complete(context.Background(), p.request())
 
-				re := pvNotResent(t, p, r, err, layer.ReasonMalformed)
-				assert.Equal(t, layer.CategoryProtocol, re.Failure.Category)
-				assert.Equal(t, layer.AcceptanceYes, re.Failure.Acceptance)
-				assert.Equal(t, layer.PhaseDecoding, re.Failure.Phase)
+				re := pvNotResent(t, p, r, err, event.ReasonMalformed)
+				assert.Equal(t, event.CategoryProtocol, re.Failure.Category)
+				assert.Equal(t, event.AcceptanceYes, re.Failure.Acceptance)
+				assert.Equal(t, event.PhaseDecoding, re.Failure.Phase)
 				var pe *codec.ProtocolError
-				assert.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &pe)
+				assert.ErrorAs(t, event.Inspect(&re.Failure).Cause, &pe)
 			})
 		}
 	})
@@ -740,14 +741,14 @@ func TestProviders_R10_4_RequestCaptureFailureSendsNothing(t *testing.T) {
 
 		re := asRecoveryError(t, err)
 		assert.Equal(t, 0, r.Server.Count(), "R12.3: a request-capture failure sends nothing")
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-		assert.Equal(t, layer.Classification{Reason: layer.ReasonCaptureFailed}, re.Failure.Classification)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.Classification{Reason: event.ReasonCaptureFailed}, re.Failure.Classification)
 		assert.Equal(t, 0, re.Failure.WireAttempt, "R10.4: wire attempt 0")
-		assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
+		assert.Equal(t, event.AcceptanceNo, re.Failure.Acceptance)
 		assert.Equal(t, p.provider, re.Failure.Provider)
 		assert.Empty(t, re.History)
 		assert.Equal(t, []string{"interrupted"}, r.Rec.Types())
-		assert.Same(t, errPvCapture, layer.Inspect(&re.Failure).CaptureCause)
+		assert.Same(t, errPvCapture, event.Inspect(&re.Failure).CaptureCause)
 	})
 }
 
@@ -765,9 +766,9 @@ func TestProviders_R12_3_ResponseCaptureFailureIsTerminal(t *testing.T) {
 
 				_, err := r.Client.Complete(context.Background(), p.request())
 
-				re := pvNotResent(t, p, r, err, layer.ReasonCaptureFailed)
+				re := pvNotResent(t, p, r, err, event.ReasonCaptureFailed)
 				assert.Equal(t, tc.status, re.Failure.HTTPStatus)
-				assert.Equal(t, errCaptureHook, layer.Inspect(&re.Failure).CaptureCause)
+				assert.Equal(t, errCaptureHook, event.Inspect(&re.Failure).CaptureCause)
 			})
 		}
 	})
@@ -786,11 +787,11 @@ func TestProviders_R9_2_CancelledBeforeStart(t *testing.T) {
 		_, err := r.Client.Complete(ctx, p.request())
 
 		re := asRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.Empty(t, re.History)
 		assert.Equal(t, 0, re.Failure.WireAttempt)
-		assert.Equal(t, layer.AcceptanceNo, re.Failure.Acceptance)
+		assert.Equal(t, event.AcceptanceNo, re.Failure.Acceptance)
 		assert.Equal(t, p.provider, re.Failure.Provider)
 		assert.Equal(t, []string{"cancelled"}, rec.Types())
 		assert.Empty(t, rec.Wire(), "R9.2: no capture")
@@ -816,12 +817,12 @@ func TestProviders_R9_2_CancelledDuringTheAttempt(t *testing.T) {
 		err := awaitResult(t, done)
 
 		re := asRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, r.Rec.Types(),
 			"R9.2: the failed attempt is recorded before exactly one cancelled event")
 		require.Len(t, re.History, 1)
-		assert.Equal(t, layer.CategoryCancellation, re.Failure.Category)
+		assert.Equal(t, event.CategoryCancellation, re.Failure.Category)
 		assert.False(t, re.Failure.RemoteTerminationConfirmed, "R9.3")
 		assert.Equal(t, 1, r.Server.Count())
 		select {
@@ -837,12 +838,12 @@ func TestProviders_R9_2_CancelledDuringTheAttempt(t *testing.T) {
 func TestProviders_R1_1_WithoutRecoveryIsOnePlainPost(t *testing.T) {
 	pvEach(t, func(t *testing.T, p pvProv) {
 		srv := startServer(t, p.statusStep(503), p.okStep("plain"))
-		var events []layer.Event
+		var events []event.Event
 		ch, err := chain.Default(p.codec(), chain.WithoutRecovery(), chain.WithTransport(newTransport(t)))
 		require.NoError(t, err)
 		cl, err := client.New(srv.URL, ch, client.WithAPIKey(rigtest.Key))
 		require.NoError(t, err)
-		ctx := withObserver(context.Background(), func(e layer.Event) { events = append(events, e) })
+		ctx := withObserver(context.Background(), func(e event.Event) { events = append(events, e) })
 
 		_, err = cl.Complete(ctx, p.request())
 
@@ -875,7 +876,7 @@ func TestProviders_R12_2_OneRequestAndOneResponseSnapshotPerAttempt(t *testing.T
 
 		snaps := rec.Wire()
 		require.Len(t, snaps, 6, "R12.2: one request and one response snapshot per attempt")
-		started := eventsOf(rec.Events(), layer.EventAttemptStarted)
+		started := eventsOf(rec.Events(), event.AttemptStarted)
 		require.Len(t, started, 3)
 		reqs := r.Server.Requests()
 		require.Len(t, reqs, 3)

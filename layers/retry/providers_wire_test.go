@@ -24,6 +24,7 @@ import (
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/omlx"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -287,7 +288,7 @@ func TestProviders_OMLX_EarlyWhitespaceThenJSONSucceeds(t *testing.T) {
 	assert.Equal(t, pvOMLXModel, comp.Model)
 	assert.Equal(t, []string{"attempt_started", "attempt_succeeded"}, rec.Types())
 	assert.Equal(t, 1, r.Server.Count())
-	ok := eventsOf(rec.Events(), layer.EventAttemptSucceeded)
+	ok := eventsOf(rec.Events(), event.AttemptSucceeded)
 	require.Len(t, ok, 1)
 	assert.Equal(t, int64(len("hello")), ok[0].Progress.Observed.ContentBytes, "only the content counts")
 	assert.Equal(t, int64(1+len(ws)+len(p.okBody("hello"))+1), ok[0].Progress.RawBytes)
@@ -318,10 +319,10 @@ func TestProviders_OMLX_WhitespaceThenCutIsPartialResponse(t *testing.T) {
 
 			_, err := r.Client.Complete(context.Background(), p.request())
 
-			re := pvNotResent(t, p, r, err, layer.ReasonPartialResponse)
-			assert.NotEqual(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
-			assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
-			assert.Equal(t, layer.AcceptanceYes, re.Failure.Acceptance)
+			re := pvNotResent(t, p, r, err, event.ReasonPartialResponse)
+			assert.NotEqual(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
+			assert.Equal(t, event.CategoryTransport, re.Failure.Category)
+			assert.Equal(t, event.AcceptanceYes, re.Failure.Acceptance)
 			assert.False(t, re.Failure.Progress.Observed.Any(), "whitespace is not semantic output")
 			assert.Equal(t, int64(tc.cut), re.Failure.Progress.RawBytes)
 		})
@@ -335,14 +336,14 @@ func TestProviders_OMLX_WhitespaceThenErrorObjectIsProviderResponse(t *testing.T
 	p := pvOMLXRow(t)
 	body := "   \n  " + p.codedError("server_error", "generation failed") + "\n"
 	pol := pvPolicy()
-	pol.RetryableCategories = []layer.Category{layer.CategoryTransport, layer.CategoryHTTP, layer.CategoryProviderResponse}
+	pol.RetryableCategories = []event.Category{event.CategoryTransport, event.CategoryHTTP, event.CategoryProviderResponse}
 	r := p.rig(t, pol, recoursetest.JSON(200, body), p.okStep("never"))
 
 	_, err := r.Client.Complete(context.Background(), p.request())
 
-	re := pvNotResent(t, p, r, err, layer.ReasonPermanent)
-	assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
-	assert.Equal(t, layer.AcceptanceYes, re.Failure.Acceptance)
+	re := pvNotResent(t, p, r, err, event.ReasonPermanent)
+	assert.Equal(t, event.CategoryProviderResponse, re.Failure.Category)
+	assert.Equal(t, event.AcceptanceYes, re.Failure.Acceptance)
 	assert.Equal(t, "server_error", re.Failure.ProviderCode)
 	assert.False(t, re.Failure.Progress.Observed.Any())
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -61,7 +62,7 @@ func TestR11_3_ThreeTimeouts504Exhausted15Events(t *testing.T) {
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: allow}, step, step, step)
 	_, err := r.Client.Complete(context.Background(), userRequest())
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 	types := r.Rec.Types()
 	assert.Len(t, types, 15)
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, types[12:])
@@ -76,7 +77,7 @@ func TestR1_2_EnabledPolicyDefaultsToOneAttempt(t *testing.T) {
 		recoursetest.JSON(200, recoursetest.OpenAIChat("never")))
 	_, err := r.Client.Complete(context.Background(), userRequest())
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 	assert.Equal(t, 1, r.Server.Count())
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "exhausted"}, r.Rec.Types())
 }
@@ -92,9 +93,9 @@ func TestR2_2_RedirectsAreFailuresNothingFollows(t *testing.T) {
 			r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3, Admit: allow}, recoursetest.Redirect(status, loc))
 			_, err := r.Client.Complete(context.Background(), userRequest())
 			re := recoveryError(t, err)
-			assert.Equal(t, layer.CategoryHTTP, re.Failure.Category)
+			assert.Equal(t, event.CategoryHTTP, re.Failure.Category)
 			assert.Equal(t, status, re.Failure.HTTPStatus)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 
 			// Through an http.Client with its default redirect policy.
 			req, _ := http.NewRequest("POST", r.Server.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[]}`))
@@ -104,7 +105,7 @@ func TestR2_2_RedirectsAreFailuresNothingFollows(t *testing.T) {
 				resp.Body.Close()
 			}
 			require.Error(t, err)
-			assert.Equal(t, layer.OutcomeInterrupted, recoveryError(t, err).Outcome)
+			assert.Equal(t, event.OutcomeInterrupted, recoveryError(t, err).Outcome)
 			assert.Equal(t, 0, target.Hits(), "R2.2: the Location is never contacted")
 			assert.Equal(t, 2, r.Server.Count(), "one POST per call")
 			target.Close()
@@ -119,7 +120,7 @@ func TestR9_2_CancelledBeforeStart(t *testing.T) {
 	cancel()
 	_, err := r.Client.Complete(ctx, userRequest())
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 	assert.Empty(t, re.History)
 	assert.Equal(t, 0, re.Failure.WireAttempt)
 	assert.Equal(t, []string{"cancelled"}, r.Rec.Types())
@@ -136,7 +137,7 @@ func TestR9_1_CancelDuringHeldRequestReturnsPromptly(t *testing.T) {
 	cancel()
 	err := <-done
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, r.Rec.Types())
 	assert.Len(t, re.History, 1)
 	select {

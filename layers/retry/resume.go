@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -89,15 +90,15 @@ const maxCancelBody = 64 << 10
 // answered with a resume read: a cut, a stall or another transport failure
 // or client timeout (R19.9). A provider's error, a malformed stream, a
 // capture failure and a cancellation are not.
-func resumable(cat layer.Category, ce *layer.CaptureError, fr *codec.Frame) bool {
-	return ce == nil && fr == nil && (cat == layer.CategoryTransport || cat == layer.CategoryClientTimeout)
+func resumable(cat event.Category, ce *layer.CaptureError, fr *codec.Frame) bool {
+	return ce == nil && fr == nil && (cat == event.CategoryTransport || cat == event.CategoryClientTimeout)
 }
 
 // noteResume is told of a failure f of the current stream attempt a: when
 // the codec can resume a's stream, the call reads it again from there on
 // instead of sending it again, and f, when it is resumable, is judged as if
 // it carried no output, under the policy's categories (R19.9).
-func (c *call) noteResume(a *attempt.Attempt, f *layer.Failure, resumableCause bool) {
+func (c *call) noteResume(a *attempt.Attempt, f *event.Failure, resumableCause bool) {
 	if c.resumer == nil || a == nil {
 		return
 	}
@@ -112,7 +113,7 @@ func (c *call) noteResume(a *attempt.Attempt, f *layer.Failure, resumableCause b
 		return
 	}
 	g := *f
-	g.Progress = layer.Progress{}
+	g.Progress = event.Progress{}
 	if cl := c.d.Classify(&g, false, false); cl.Eligible {
 		f.Classification = cl
 	}
@@ -129,8 +130,8 @@ func (c *call) resumeRequest(a *attempt.Attempt) *http.Request {
 // would change nothing (R19.15): the provider's own failure (an error
 // event, response.failed, an error document) or a read answered 404 or
 // 410 (the response is gone).
-func responseOver(f *layer.Failure) bool {
-	return f != nil && (f.Category == layer.CategoryProviderResponse ||
+func responseOver(f *event.Failure) bool {
+	return f != nil && (f.Category == event.CategoryProviderResponse ||
 		f.HTTPStatus == http.StatusNotFound || f.HTTPStatus == http.StatusGone)
 }
 
@@ -164,7 +165,7 @@ func (c *call) cancelRemote() {
 	if req == nil {
 		return
 	}
-	ident := layer.Identity{LogicalID: c.logical, AttemptID: newUUIDs(1)}
+	ident := event.Identity{LogicalID: c.logical, AttemptID: newUUIDs(1)}
 	a := attempt.New(ident, codec.RequestInfo{Operation: codec.Ordinary, Model: c.in.info.Model}, nil, nil, nil)
 	next := c.t.next
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), CancelTimeout)

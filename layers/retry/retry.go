@@ -43,7 +43,7 @@
 // read after the last delivered event — a GET the codec builds, counted as
 // a wire attempt under the same backoff, budget and deadline, asking no
 // admission — instead of a resend; events from then on carry the cursor
-// (layer.Event.Resume). A failure before the ID that shows no status
+// (event.Event.Resume). A failure before the ID that shows no status
 // answer is ambiguous and needs admission. When the caller cancels, the
 // engine sends the codec's cancel request on its own goroutine, bounded
 // by CancelTimeout. A drop-in client's own reads of a stored response are

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
@@ -110,7 +111,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.start = c.d.r.mono()
 	// Until an attempt starts, events (a cancellation before the first send)
 	// still carry a complete identity: wire attempt 0, nothing sent (R11.2).
-	c.id = layer.Identity{LogicalID: c.logical}
+	c.id = event.Identity{LogicalID: c.logical}
 	if g := c.lc.Gate; g != nil {
 		// A retry quota: the call deposits, and its first attempt waits for
 		// the upstream's shared cooldown.

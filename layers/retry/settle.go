@@ -11,17 +11,18 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 )
 
 // MaxResponseBody bounds an ordinary response body; a larger body is a
-// protocol failure with reason layer.ReasonBodyTooLarge rather than
+// protocol failure with reason event.ReasonBodyTooLarge rather than
 // unbounded memory, and refusing it allocates at most 1.5× the limit (R4.9).
 const MaxResponseBody = 64 << 20
 
 // MaxEvidenceBytes bounds the body bytes a failure keeps as private
-// evidence (layer.Evidence.Bytes): the first MaxEvidenceBytes of a failed
+// evidence (event.Evidence.Bytes): the first MaxEvidenceBytes of a failed
 // ordinary response, and the last MaxEvidenceBytes of a stream whose
 // capture failed (the failing chunk included). A stream that failed
 // otherwise keeps the bytes of the frame that ended it.
@@ -30,8 +31,8 @@ const MaxEvidenceBytes = 1 << 20
 // attemptResult is what one attempt ended with.
 type attemptResult struct {
 	resp     *http.Response // success, or a complete failure response that may pass through
-	failure  *layer.Failure
-	evidence layer.ResponseEvidence
+	failure  *event.Failure
+	evidence event.ResponseEvidence
 	comp     *chat.Completion // the decoded success, when there is a codec
 	err      error            // an observer error or a request-capture failure: stop now
 }
@@ -89,7 +90,7 @@ func (c *call) settleError(a *attempt.Attempt, err error) attemptResult {
 		return attemptResult{err: err}
 	}
 	f := c.newFailure(a)
-	ev := layer.Evidence{Cause: err}
+	ev := event.Evidence{Cause: err}
 	transportErr := err
 	if ce != nil {
 		ev.Cause, ev.CaptureCause = captureCause(ce), ce.Cause
@@ -98,16 +99,16 @@ func (c *call) settleError(a *attempt.Attempt, err error) attemptResult {
 	var refused *layer.RedirectError
 	switch {
 	case c.ctx.Err() != nil:
-		f.Category = layer.CategoryCancellation
+		f.Category = event.CategoryCancellation
 		ev.Cause = err
 		if !a.Connected() {
 			// Cancelled before a connection was obtained: nothing was sent.
-			f.Acceptance = layer.AcceptanceNo
+			f.Acceptance = event.AcceptanceNo
 		}
 	case errors.As(transportErr, &refused):
-		f.Category = layer.CategoryHTTP
+		f.Category = event.CategoryHTTP
 		f.HTTPStatus = refused.Response.StatusCode
-		f.Phase = layer.PhaseBody
+		f.Phase = event.PhaseBody
 		ev.Bytes = bytes.Clone(refused.Body)
 		ev.Headers = refused.Response.Header.Clone()
 		c.responseFacts(&f, &ev, refused.Response.Header, refused.Body)
@@ -115,15 +116,15 @@ func (c *call) settleError(a *attempt.Attempt, err error) attemptResult {
 		// The answer's headers are over the transport's limit: the same
 		// request would meet the same answer, so it is malformed, not
 		// transient.
-		f.Category = layer.CategoryProtocol
-		f.Phase = layer.PhaseAwaitingHeaders
+		f.Category = event.CategoryProtocol
+		f.Phase = event.PhaseAwaitingHeaders
 	default:
 		var ne net.Error
 		if errors.As(transportErr, &ne) && ne.Timeout() {
-			f.Category = layer.CategoryClientTimeout
+			f.Category = event.CategoryClientTimeout
 		}
 		if !a.Connected() {
-			f.Acceptance = layer.AcceptanceNo
+			f.Acceptance = event.AcceptanceNo
 		}
 	}
 	noteStall(&f, transportErr)
@@ -134,22 +135,22 @@ func (c *call) settleError(a *attempt.Attempt, err error) attemptResult {
 		// has the first POST) or sent a request it detached from the
 		// attempt (refused, nothing sent): a resend would meet the same
 		// layer. It is not transient.
-		f.Classification = layer.Classification{Reason: layer.ReasonPermanent}
+		f.Classification = event.Classification{Reason: event.ReasonPermanent}
 	}
 	return attemptResult{failure: &f}
 }
 
 // responseFacts fills the Retry-After, provider code and request ID of a
 // failure, keeping only safe values in the record (R5, R10.3).
-func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header, body []byte) {
+func (c *call) responseFacts(f *event.Failure, ev *event.Evidence, h http.Header, body []byte) {
 	ra := parseRetryAfter(h.Values("Retry-After"), c.d.r.wall())
 	switch ra.Kind {
 	case afterSeconds:
-		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterSeconds, Delay: ra.Delay}
+		f.RetryAfter = event.RetryAfter{Kind: event.RetryAfterSeconds, Delay: ra.Delay}
 	case afterDate:
-		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterDate, Delay: ra.Delay, Time: ra.Time}
+		f.RetryAfter = event.RetryAfter{Kind: event.RetryAfterDate, Delay: ra.Delay, Time: ra.Time}
 	case afterInvalid:
-		f.RetryAfter = layer.RetryAfter{Kind: layer.RetryAfterInvalid}
+		f.RetryAfter = event.RetryAfter{Kind: event.RetryAfterInvalid}
 	}
 	if c.t.l.codec == nil {
 		c.providerHints(f, h, "")
@@ -171,7 +172,7 @@ func (c *call) responseFacts(f *layer.Failure, ev *layer.Evidence, h http.Header
 // noteCode records a provider's error code: as sent in the private
 // evidence ev, and as f's ProviderCode only when it is a known code that
 // the request's body and headers do not echo (R10.5).
-func (c *call) noteCode(f *layer.Failure, ev *layer.Evidence, code string) {
+func (c *call) noteCode(f *event.Failure, ev *event.Evidence, code string) {
 	ev.Response.Code = code
 	if codec.IsKnownProviderCode(code) && !echoes(code, c.in.body, c.in.header) {
 		f.ProviderCode = code
@@ -219,7 +220,7 @@ func (c *call) settleResponse(a *attempt.Attempt, resp *http.Response) attemptRe
 	// record below (evidence copies, Retry-After, provider code) is needed.
 	complete := !cancelled && ok2xx && rerr == nil && !over
 	var (
-		comp    layer.ResponseEvidence
+		comp    event.ResponseEvidence
 		decoded *chat.Completion
 		derr    error
 	)
@@ -234,7 +235,7 @@ func (c *call) settleResponse(a *attempt.Attempt, resp *http.Response) attemptRe
 	}
 	f := c.newFailure(a)
 	f.HTTPStatus = resp.StatusCode
-	ev := layer.Evidence{Bytes: bytes.Clone(b[:min(len(b), MaxEvidenceBytes)]), Headers: resp.Header.Clone()}
+	ev := event.Evidence{Bytes: bytes.Clone(b[:min(len(b), MaxEvidenceBytes)]), Headers: resp.Header.Clone()}
 	c.responseFacts(&f, &ev, resp.Header, b)
 	var ce *layer.CaptureError
 	captureFailed := errors.As(rerr, &ce)
@@ -244,37 +245,37 @@ func (c *call) settleResponse(a *attempt.Attempt, resp *http.Response) attemptRe
 	partial, oversize := false, false
 	switch {
 	case cancelled:
-		f.Category = layer.CategoryCancellation
+		f.Category = event.CategoryCancellation
 		ev.Cause = c.ctx.Err()
 	case !ok2xx:
-		f.Category = layer.CategoryHTTP
+		f.Category = event.CategoryHTTP
 		ev.Cause = rerr
 	case rerr != nil:
-		f.Category = layer.CategoryTransport
-		f.Acceptance = layer.AcceptanceYes
+		f.Category = event.CategoryTransport
+		f.Acceptance = event.AcceptanceYes
 		ev.Cause = rerr
 		partial = !c.read // a read duplicates nothing (R19.13)
 	case captureFailed:
-		f.Acceptance = layer.AcceptanceYes
+		f.Acceptance = event.AcceptanceYes
 		ev.Cause = captureCause(ce)
 	case over:
-		f.Category = layer.CategoryProtocol
-		f.Acceptance = layer.AcceptanceYes
-		f.Phase = layer.PhaseDecoding
+		f.Category = event.CategoryProtocol
+		f.Acceptance = event.AcceptanceYes
+		f.Phase = event.PhaseDecoding
 		ev.Cause = &codec.ProtocolError{What: "response body exceeds the size limit"}
 		oversize = true
 	default:
 		// complete holds here and the body did not decode (derr != nil).
-		f.Acceptance = layer.AcceptanceYes
-		f.Phase = layer.PhaseDecoding
+		f.Acceptance = event.AcceptanceYes
+		f.Phase = event.PhaseDecoding
 		ev.Cause = derr
 		ev.Response.FinishReason, ev.Response.Model, ev.Response.Usage = comp.FinishReason, comp.Model, comp.Usage
 		var pe *codec.ProviderError
 		if errors.As(derr, &pe) {
-			f.Category = layer.CategoryProviderResponse
+			f.Category = event.CategoryProviderResponse
 			c.noteCode(&f, &ev, pe.Code)
 		} else {
-			f.Category = layer.CategoryProtocol
+			f.Category = event.CategoryProtocol
 		}
 	}
 	if captureFailed && ev.Cause == nil {
@@ -290,7 +291,7 @@ func (c *call) settleResponse(a *attempt.Attempt, resp *http.Response) attemptRe
 		// The body was refused for its size whatever it held: the
 		// semantic output R4.4 would name is cut, so the reason names the
 		// size (R4.9). Neither is ever eligible.
-		f.Classification = layer.Classification{Reason: layer.ReasonBodyTooLarge}
+		f.Classification = event.Classification{Reason: event.ReasonBodyTooLarge}
 	}
 	var pass *http.Response
 	if rerr == nil && !captureFailed && !over && !cancelled {
@@ -303,23 +304,23 @@ func (c *call) settleResponse(a *attempt.Attempt, resp *http.Response) attemptRe
 
 // decode decodes a complete 2xx body; a structured call's content must
 // itself be JSON (R4.5, R16.3: parsing only, no schema validation).
-func (c *call) decode(b []byte) (layer.ResponseEvidence, *chat.Completion, error) {
+func (c *call) decode(b []byte) (event.ResponseEvidence, *chat.Completion, error) {
 	if c.t.l.codec == nil || c.read {
 		// A read's body is the stored response as it is now, in any
 		// status: it is handed over, not judged (R19.13).
-		return layer.ResponseEvidence{}, nil, nil
+		return event.ResponseEvidence{}, nil, nil
 	}
 	if ch, ok := c.t.l.codec.(codec.Checker); ok && c.outcomeOnly() && c.in.info.Operation == codec.Ordinary {
 		// Nobody can read this call's result (a drop-in call without a
 		// *layer.Call), or its reader reads only the outcome (R20.11):
 		// judge the body as Decode would, without building the completion.
-		return layer.ResponseEvidence{}, nil, ch.Check(b)
+		return event.ResponseEvidence{}, nil, ch.Check(b)
 	}
 	comp, err := c.t.l.codec.Decode(b)
 	if err != nil {
-		return layer.ResponseEvidence{}, nil, err
+		return event.ResponseEvidence{}, nil, err
 	}
-	ev := layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
+	ev := event.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
 	if c.in.info.Operation == codec.Structured && len(comp.Message.ToolCalls) == 0 && !json.Valid([]byte(comp.Message.Content)) {
 		// The refused answer keeps its evidence for Inspect (R10.5).
 		return ev, nil, &codec.ProtocolError{What: "structured content is not JSON"}

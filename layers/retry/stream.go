@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
-	"github.com/recourse-dev/recourse/layer"
 )
 
 // streamBody is the consumer's view of a recovering stream (R13). It reads
@@ -185,7 +185,7 @@ func (b *streamBody) nextFrame() (codec.Frame, error) {
 		}
 		if b.c.ctx.Err() != nil {
 			// Abort wins over queued content and completion (R13.5).
-			b.fail(layer.CategoryCancellation, b.c.ctx.Err(), nil, nil)
+			b.fail(event.CategoryCancellation, b.c.ctx.Err(), nil, nil)
 			continue
 		}
 		if f, ok := b.a.NextFrame(); ok {

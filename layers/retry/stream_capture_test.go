@@ -32,6 +32,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chain"
 	"github.com/recourse-dev/recourse/client"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -125,7 +126,7 @@ func scSplitCaptures(t *testing.T, rec *rigtest.Recorder) []scAttemptCapture {
 	t.Helper()
 	var ids []string
 	for _, e := range rec.Events() {
-		if e.Type == layer.EventAttemptStarted {
+		if e.Type == event.AttemptStarted {
 			ids = append(ids, e.AttemptID)
 		}
 	}

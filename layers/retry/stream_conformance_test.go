@@ -33,6 +33,7 @@ import (
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -291,14 +292,14 @@ func scRE(t testing.TB, err error) *layer.RecoveryError {
 func scLifecycle(types []string) []string {
 	var out []string
 	for _, s := range types {
-		if s != string(layer.EventTelemetry) && s != string(layer.EventMetrics) {
+		if s != string(event.Telemetry) && s != string(event.Metrics) {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-func scCount(types []string, typ layer.EventType) int {
+func scCount(types []string, typ event.Type) int {
 	n := 0
 	for _, s := range types {
 		if s == string(typ) {
@@ -344,10 +345,10 @@ func TestR13_1_StreamConformance_KeepaliveThenResetResumes(t *testing.T) {
 			assert.Equal(t, reqs[0].Body, reqs[1].Body, "R2.3: byte-identical resend")
 			assert.Equal(t, resumedTypes, scLifecycle(r.Rec.Types()))
 			f := scFirstFailed(t, r.Rec.Events())
-			assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
-			assert.Equal(t, layer.CategoryTransport, f.Category)
+			assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, f.Classification)
+			assert.Equal(t, event.CategoryTransport, f.Category)
 			assert.Equal(t, codec.Streaming, f.Operation)
-			assert.Equal(t, layer.AcceptanceYes, f.Acceptance)
+			assert.Equal(t, event.AcceptanceYes, f.Acceptance)
 			assert.Equal(t, int64(len(p.keepalive)), f.Progress.RawBytes)
 			assert.False(t, f.Progress.Observed.Any(), "a keepalive is no semantic evidence")
 		})
@@ -384,7 +385,7 @@ func TestR14_2_StreamKeepaliveFormsResume(t *testing.T) {
 			assert.False(t, f.Progress.Observed.Any())
 			assert.Equal(t, int64(2*len(rw.keepalive)), f.Progress.RawBytes)
 			if p.ndjson {
-				assert.Zero(t, scCount(r.Rec.Types()[:2], layer.EventTelemetry), "a keepalive line is no frame")
+				assert.Zero(t, scCount(r.Rec.Types()[:2], event.Telemetry), "a keepalive line is no frame")
 			}
 		})
 	}
@@ -402,7 +403,7 @@ func TestR8_3_StreamKeepaliveThenResetWithoutHook(t *testing.T) {
 				return
 			}
 			re := scRE(t, run.err)
-			assert.Equal(t, layer.OutcomeAdmissionRequired, re.Outcome, "R8.3")
+			assert.Equal(t, event.OutcomeAdmissionRequired, re.Outcome, "R8.3")
 			assert.True(t, re.Failure.Classification.Eligible)
 			assert.Equal(t, 1, r.Server.Count(), "no resend without admission")
 			assert.Equal(t, 1, run.items, "the error is the only item")
@@ -436,10 +437,10 @@ func TestR13_1_StreamSemanticThenResetIsInterrupted(t *testing.T) {
 					r := rigtest.New(t, p.codec(), scPolicy(true), p.cut(p.empty, k.frame), p.step(p.full("x")...))
 					run := scCollect(r.Client.Stream(context.Background(), p.request(), opts.opts...))
 					re := scRE(t, run.err)
-					assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-					assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+					assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+					assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 					assert.False(t, re.Failure.Classification.Eligible)
-					assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
+					assert.Equal(t, event.CategoryTransport, re.Failure.Category)
 					assert.Equal(t, 1, r.Server.Count(), "one POST")
 					assert.Equal(t, k.want, re.Failure.Progress.Observed)
 					assert.Empty(t, run.dones(), "no Done chunk: nothing completed")
@@ -479,7 +480,7 @@ func TestR13_1_StreamEventsSemanticThenResetIsInterrupted(t *testing.T) {
 			require.Equal(t, client.EventError, last.Type)
 			assert.Equal(t, layer.StreamInterrupted, last.Err.Reason, "R13.1: reason interrupted_stream")
 			re := scRE(t, last.Err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 			assert.Equal(t, 1, r.Server.Count())
 		})
 	}
@@ -522,8 +523,8 @@ func TestR14_2_StreamDecodedNotPatternMatched(t *testing.T) {
 			r := rigtest.New(t, p.codec(), scPolicy(true), p.cut(p.keepalive, rw.frame), p.step(p.full("x")...))
 			run := scCollect(r.Client.Stream(context.Background(), p.request()))
 			re := scRE(t, run.err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-			assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 			assert.Equal(t, rw.want, re.Failure.Progress.Observed)
 			assert.Equal(t, rw.text, run.text(), "the decoded content is delivered")
 			assert.Equal(t, 1, r.Server.Count())
@@ -542,14 +543,14 @@ func TestR4_5_StreamMalformedFrameIsInterrupted(t *testing.T) {
 			r := rigtest.New(t, p.codec(), scPolicy(true), p.step(p.keepalive, p.empty, p.malformed, p.content("late")).Held(), p.step(p.full("x")...))
 			run := scCollect(r.Client.Stream(context.Background(), p.request()))
 			re := scRE(t, run.err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-			assert.Equal(t, layer.ReasonMalformed, re.Failure.Classification.Reason)
-			assert.Equal(t, layer.CategoryProtocol, re.Failure.Category)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.ReasonMalformed, re.Failure.Classification.Reason)
+			assert.Equal(t, event.CategoryProtocol, re.Failure.Category)
 			assert.False(t, re.Failure.Progress.Observed.Any())
 			assert.Equal(t, 1, r.Server.Count(), "one POST")
 			assert.Empty(t, run.chunks)
 			var pe *codec.ProtocolError
-			assert.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &pe)
+			assert.ErrorAs(t, event.Inspect(&re.Failure).Cause, &pe)
 			types := r.Rec.Types()
 			assert.Equal(t, []string{"attempt_started", "attempt_failed", "interrupted"}, scLifecycle(types))
 			if p.ndjson {
@@ -557,14 +558,14 @@ func TestR4_5_StreamMalformedFrameIsInterrupted(t *testing.T) {
 				// nothing for the malformed line itself.
 				var idx []int
 				for _, e := range r.Rec.Events() {
-					if e.Type == layer.EventTelemetry {
+					if e.Type == event.Telemetry {
 						idx = append(idx, e.Frame)
 					}
 				}
 				assert.Equal(t, []int{1}, idx, "R13.6: progress for the valid frame only")
-				assert.Zero(t, scCount(types, layer.EventMetrics))
+				assert.Zero(t, scCount(types, event.Metrics))
 			} else {
-				assert.Zero(t, scCount(types, layer.EventTelemetry)+scCount(types, layer.EventMetrics), "R13.6: SSE providers emit no telemetry")
+				assert.Zero(t, scCount(types, event.Telemetry)+scCount(types, event.Metrics), "R13.6: SSE providers emit no telemetry")
 			}
 		})
 	}
@@ -589,10 +590,10 @@ func TestR13_3_StreamLengthFinish(t *testing.T) {
 				r := rigtest.New(t, p.codec(), scPolicy(true), p.step(frames...).Held(), p.step(p.full("x")...))
 				run := scCollect(r.Client.Stream(context.Background(), p.request(), client.WithToolFragments()))
 				re := scRE(t, run.err)
-				assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+				assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 				assert.False(t, re.Failure.Classification.Eligible, "never retried")
 				assert.Equal(t, 1, r.Server.Count(), "one POST")
-				ev := layer.Inspect(&re.Failure)
+				ev := event.Inspect(&re.Failure)
 				require.NotNil(t, ev)
 				var se *layer.StreamError
 				require.ErrorAs(t, ev.Cause, &se)
@@ -629,12 +630,12 @@ func TestR13_3_StreamEOFWithoutTerminalIsIncomplete(t *testing.T) {
 			r := rigtest.New(t, p.codec(), scPolicy(true), p.step(p.keepalive, p.content("Hel")), p.step(p.full("x")...))
 			run := scCollect(r.Client.Stream(context.Background(), p.request()))
 			re := scRE(t, run.err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-			assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
-			assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.CategoryTransport, re.Failure.Category)
+			assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 			assert.Equal(t, "Hel", run.text())
 			assert.Equal(t, 1, r.Server.Count())
-			cause := layer.Inspect(&re.Failure).Cause
+			cause := event.Inspect(&re.Failure).Cause
 			require.Error(t, cause)
 			assert.NotErrorIs(t, cause, io.ErrUnexpectedEOF, "a clean EOF is reported by the decoder, not as a cut")
 			if p.ndjson {
@@ -646,8 +647,8 @@ func TestR13_3_StreamEOFWithoutTerminalIsIncomplete(t *testing.T) {
 				r := rigtest.New(t, p.codec(), scPolicy(true), p.step(p.stopNoEnd("Hel")...), p.step(p.full("x")...))
 				run := scCollect(r.Client.Stream(context.Background(), p.request()))
 				re := scRE(t, run.err)
-				assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-				assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
+				assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+				assert.Equal(t, event.CategoryTransport, re.Failure.Category)
 				assert.Empty(t, run.dones(), "R13.3: a stop finish needs [DONE]")
 				assert.Equal(t, 1, r.Server.Count())
 			})
@@ -659,7 +660,7 @@ func TestR13_3_StreamEOFWithoutTerminalIsIncomplete(t *testing.T) {
 			assert.Equal(t, "Hello", run.text())
 			assert.Equal(t, 2, r.Server.Count())
 			f := scFirstFailed(t, r.Rec.Events())
-			assert.Equal(t, layer.CategoryTransport, f.Category)
+			assert.Equal(t, event.CategoryTransport, f.Category)
 			assert.True(t, f.Classification.Eligible, "R4.8: keepalive-only failures stay eligible")
 			assert.Equal(t, resumedTypes, scLifecycle(r.Rec.Types()))
 		})
@@ -670,10 +671,10 @@ func TestR13_3_StreamEOFWithoutTerminalIsIncomplete(t *testing.T) {
 type scRecorder struct {
 	*rigtest.Recorder
 	mu   sync.Mutex
-	hook func(layer.Event)
+	hook func(event.Event)
 }
 
-func (r *scRecorder) OnEvent(ev layer.Event) error {
+func (r *scRecorder) OnEvent(ev event.Event) error {
 	_ = r.Recorder.OnEvent(ev)
 	r.mu.Lock()
 	h := r.hook
@@ -685,11 +686,11 @@ func (r *scRecorder) OnEvent(ev layer.Event) error {
 }
 
 // scSignal returns a channel closed the first time typ is observed.
-func scSignal(rec *scRecorder, typ layer.EventType) <-chan struct{} {
+func scSignal(rec *scRecorder, typ event.Type) <-chan struct{} {
 	ch := make(chan struct{})
 	var once sync.Once
 	rec.mu.Lock()
-	rec.hook = func(ev layer.Event) {
+	rec.hook = func(ev event.Event) {
 		if ev.Type == typ {
 			once.Do(func() { close(ch) })
 		}
@@ -707,10 +708,10 @@ func scRig(t *testing.T, p scProv, pol retry.Policy, steps ...recoursetest.Step)
 func scAssertCancelled(t *testing.T, run scRun) *layer.RecoveryError {
 	t.Helper()
 	re := scRE(t, run.err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 	assert.ErrorIs(t, run.err, context.Canceled)
-	assert.Equal(t, layer.CategoryCancellation, re.Failure.Category)
-	assert.Equal(t, layer.ReasonCancelled, re.Failure.Classification.Reason)
+	assert.Equal(t, event.CategoryCancellation, re.Failure.Category)
+	assert.Equal(t, event.ReasonCancelled, re.Failure.Classification.Reason)
 	return re
 }
 
@@ -723,7 +724,7 @@ func TestR9_StreamCancellation(t *testing.T) {
 			r, rec := scRig(t, p, scPolicy(true), p.step(p.full("x")...).Gated(-1, gate).Held())
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			started := scSignal(rec, layer.EventAttemptStarted)
+			started := scSignal(rec, event.AttemptStarted)
 			done := scCollectAsync(r.Client.Stream(ctx, p.request()))
 			scAwaitSignal(t, started, "attempt_started")
 			require.Eventually(t, func() bool { return r.Server.Count() == 1 }, scWait, time.Millisecond, "the request reaches the server")
@@ -740,8 +741,8 @@ func TestR9_StreamCancellation(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			r, rec := scRig(t, p, scPolicy(true), p.step(p.full("Hel", "lo")...))
-			rec.hook = func(ev layer.Event) {
-				if ev.Type == layer.EventAttemptStarted {
+			rec.hook = func(ev event.Event) {
+				if ev.Type == event.AttemptStarted {
 					cancel()
 				}
 			}
@@ -777,7 +778,7 @@ func TestR9_StreamCancellation(t *testing.T) {
 			}
 			assert.Equal(t, 1, r.Server.Count(), "R8.2: a pending hook never permits a resend")
 			assert.Equal(t, []string{"attempt_started", "attempt_failed", "admission_pending", "cancelled"}, scLifecycle(rec.Types()))
-			assert.Equal(t, 1, scCount(rec.Types(), layer.EventCancelled))
+			assert.Equal(t, 1, scCount(rec.Types(), event.Cancelled))
 			assert.Len(t, re.History, 1)
 		})
 		t.Run(p.name+"/during_backoff", func(t *testing.T) {
@@ -785,7 +786,7 @@ func TestR9_StreamCancellation(t *testing.T) {
 			defer cancel()
 			r, rec := scRig(t, p, scPolicy(true), p.cut(p.keepalive), p.step(p.full("x")...))
 			r.Clock.Block = true // the backoff sleep never ends by itself
-			scheduled := scSignal(rec, layer.EventDelayScheduled)
+			scheduled := scSignal(rec, event.DelayScheduled)
 			done := scCollectAsync(r.Client.Stream(ctx, p.request()))
 			scAwaitSignal(t, scheduled, "delay_scheduled")
 			cancel()
@@ -823,17 +824,17 @@ func TestR13_5_StreamCancelWhilePaused(t *testing.T) {
 			_, err, ok = next()
 			require.True(t, ok)
 			re := scRE(t, err)
-			assert.Equal(t, layer.OutcomeCancelled, re.Outcome, "abort wins over queued content")
+			assert.Equal(t, event.OutcomeCancelled, re.Outcome, "abort wins over queued content")
 			_, _, ok = next()
 			assert.False(t, ok, "the error is the last item")
 			types := rec.Types()
 			assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, scLifecycle(types))
-			assert.Equal(t, 1, scCount(types, layer.EventCancelled))
+			assert.Equal(t, 1, scCount(types, event.Cancelled))
 			assert.Equal(t, int64(2), re.Failure.Progress.Delivered.ContentBytes, "only \"Hi\" was delivered")
 			require.Len(t, re.History, 1, "R9.2: the attempt is recorded")
-			assert.Equal(t, layer.CategoryCancellation, re.History[0].Category)
+			assert.Equal(t, event.CategoryCancellation, re.History[0].Category)
 			if p.ndjson {
-				assert.Equal(t, 1, scCount(types, layer.EventTelemetry), "no telemetry for the frame queued behind the abort")
+				assert.Equal(t, 1, scCount(types, event.Telemetry), "no telemetry for the frame queued behind the abort")
 			}
 			assert.Equal(t, 1, r.Server.Count())
 		})
@@ -881,8 +882,8 @@ func TestR13_5_StreamConsumerStopsWhilePaused(t *testing.T) {
 				scAwaitLeft(t, r.Server, "consumer stop")
 				types := rec.Types()
 				assert.Equal(t, 1, r.Server.Count(), "nothing is resent")
-				assert.Zero(t, scCount(types, layer.EventRetryStarted))
-				assert.Zero(t, scCount(types, layer.EventAttemptSucceeded), "no completion is reported for an abandoned stream")
+				assert.Zero(t, scCount(types, event.RetryStarted))
+				assert.Zero(t, scCount(types, event.AttemptSucceeded), "no completion is reported for an abandoned stream")
 				assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, scLifecycle(types), "R13.5: the stop ends the lifecycle")
 				r.Close()
 				goleak.VerifyNone(t, ignore)
@@ -900,13 +901,13 @@ func TestR5_5_StreamRetryAfterIsAMinimum(t *testing.T) {
 		value  string
 		base   time.Duration
 		jitter float64
-		kind   layer.RetryAfterKind
+		kind   event.RetryAfterKind
 		want   time.Duration
 	}{
-		{"seconds_above_jitter", "3", time.Second, 0.5, layer.RetryAfterSeconds, 3 * time.Second},
-		{"seconds_below_jitter", "3", 8 * time.Second, 1, layer.RetryAfterSeconds, 8 * time.Second},
-		{"date_above_jitter", date, time.Second, 0.5, layer.RetryAfterDate, 5 * time.Second},
-		{"date_below_jitter", date, 8 * time.Second, 1, layer.RetryAfterDate, 8 * time.Second},
+		{"seconds_above_jitter", "3", time.Second, 0.5, event.RetryAfterSeconds, 3 * time.Second},
+		{"seconds_below_jitter", "3", 8 * time.Second, 1, event.RetryAfterSeconds, 8 * time.Second},
+		{"date_above_jitter", date, time.Second, 0.5, event.RetryAfterDate, 5 * time.Second},
+		{"date_below_jitter", date, 8 * time.Second, 1, event.RetryAfterDate, 8 * time.Second},
 	}
 	for _, p := range scProviders() {
 		for _, c := range cases {
@@ -922,9 +923,9 @@ func TestR5_5_StreamRetryAfterIsAMinimum(t *testing.T) {
 				assert.Equal(t, []time.Duration{c.want}, r.Clock.Sleeps())
 				f := scFirstFailed(t, rec.Events())
 				assert.Equal(t, 429, f.HTTPStatus)
-				assert.Equal(t, layer.CategoryHTTP, f.Category)
+				assert.Equal(t, event.CategoryHTTP, f.Category)
 				assert.Equal(t, c.kind, f.RetryAfter.Kind)
-				ds := scEventsOf(rec.Events(), layer.EventDelayScheduled)
+				ds := scEventsOf(rec.Events(), event.DelayScheduled)
 				require.Len(t, ds, 1)
 				assert.Equal(t, c.want, ds[0].Delay)
 				assert.Equal(t, 2, r.Server.Count())
@@ -951,10 +952,10 @@ func TestR2_2_StreamRedirectAnd421AreHTTPFailures(t *testing.T) {
 				r, rec := scRig(t, p, scPolicy(true), first, p.step(p.full("x")...))
 				run := scCollect(r.Client.Stream(context.Background(), p.request()))
 				re := scRE(t, run.err)
-				assert.Equal(t, layer.CategoryHTTP, re.Failure.Category)
+				assert.Equal(t, event.CategoryHTTP, re.Failure.Category)
 				assert.Equal(t, status, re.Failure.HTTPStatus)
 				assert.False(t, re.Failure.Classification.Eligible)
-				assert.Equal(t, layer.ReasonPermanent, re.Failure.Classification.Reason)
+				assert.Equal(t, event.ReasonPermanent, re.Failure.Classification.Reason)
 				assert.Equal(t, 1, r.Server.Count(), "one POST")
 				assert.Zero(t, target.Hits(), "the Location is never contacted")
 				assert.Equal(t, 1, run.items)
@@ -1047,8 +1048,8 @@ func TestR13_1_DropInStreamBodies(t *testing.T) {
 			defer resp.Body.Close()
 			b, err := io.ReadAll(resp.Body)
 			re := scRE(t, err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-			assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 			assert.Equal(t, dropInKeepalive(p)+p.content("Hel")+dropInErrorFrame(p, re.Error()), string(b),
 				"whole frames only, then the in-band error frame with the safe text")
 			assert.Equal(t, 1, r.Server.Count())
@@ -1076,8 +1077,8 @@ func dropInKeepalive(p scProv) string {
 }
 
 // scEventsOf returns the events of type typ, in order.
-func scEventsOf(evs []layer.Event, typ layer.EventType) []layer.Event {
-	var out []layer.Event
+func scEventsOf(evs []event.Event, typ event.Type) []event.Event {
+	var out []event.Event
 	for _, e := range evs {
 		if e.Type == typ {
 			out = append(out, e)
@@ -1087,9 +1088,9 @@ func scEventsOf(evs []layer.Event, typ layer.EventType) []layer.Event {
 }
 
 // scFirstFailed returns the safe failure of the first attempt_failed event.
-func scFirstFailed(t testing.TB, evs []layer.Event) layer.Failure {
+func scFirstFailed(t testing.TB, evs []event.Event) event.Failure {
 	t.Helper()
-	failed := scEventsOf(evs, layer.EventAttemptFailed)
+	failed := scEventsOf(evs, event.AttemptFailed)
 	require.NotEmpty(t, failed, "no attempt_failed event")
 	require.NotNil(t, failed[0].Failure)
 	return *failed[0].Failure

@@ -8,6 +8,7 @@ import (
 	"net"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -20,29 +21,29 @@ func (b *streamBody) ended(err error) {
 		// context itself, or returned its error once it was done):
 		// cancellation wins over the capture failure (R4.1, R9.1). The
 		// hook's failure stays private evidence (CaptureCause).
-		b.fail(layer.CategoryCancellation, captureCause(ce), ce, nil)
+		b.fail(event.CategoryCancellation, captureCause(ce), ce, nil)
 	case ce != nil:
-		b.fail(layer.CategoryTransport, captureCause(ce), ce, nil)
+		b.fail(event.CategoryTransport, captureCause(ce), ce, nil)
 	case err == io.EOF:
 		cause := b.endErr
 		if cause == nil {
 			cause = io.ErrUnexpectedEOF
 		}
-		cat := layer.CategoryTransport
+		cat := event.CategoryTransport
 		var pe *codec.ProviderError
 		if errors.As(cause, &pe) {
 			// A provider error object instead of a stream: the provider
 			// refused the request; never eligible (R4.7).
-			cat = layer.CategoryProviderResponse
+			cat = event.CategoryProviderResponse
 		}
 		b.fail(cat, cause, nil, nil)
 	default:
-		cat := layer.CategoryTransport
+		cat := event.CategoryTransport
 		var ne net.Error
 		if b.c.ctx.Err() != nil {
-			cat = layer.CategoryCancellation
+			cat = event.CategoryCancellation
 		} else if errors.As(err, &ne) && ne.Timeout() {
-			cat = layer.CategoryClientTimeout
+			cat = event.CategoryClientTimeout
 		}
 		b.fail(cat, err, nil, nil)
 	}
@@ -50,15 +51,15 @@ func (b *streamBody) ended(err error) {
 
 // fail records the current attempt's failure and runs the decision plane;
 // on an admitted resend it switches to the new attempt's body.
-func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureError, fr *codec.Frame) {
+func (b *streamBody) fail(cat event.Category, cause error, ce *layer.CaptureError, fr *codec.Frame) {
 	c := b.c
 	closeResp(b.resp)
 	f := c.newFailure(b.a)
 	f.Category = cat
 	f.HTTPStatus = b.resp.StatusCode
-	f.Acceptance = layer.AcceptanceYes
-	ev := layer.Evidence{Cause: cause, Headers: b.resp.Header.Clone()}
-	if cat == layer.CategoryCancellation {
+	f.Acceptance = event.AcceptanceYes
+	ev := event.Evidence{Cause: cause, Headers: b.resp.Header.Clone()}
+	if cat == event.CategoryCancellation {
 		ev.Cause = c.ctx.Err()
 	}
 	if ce != nil {
@@ -66,7 +67,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 	}
 	b.got = nil
 	if fr != nil {
-		f.Phase = layer.PhaseDecoding
+		f.Phase = event.PhaseDecoding
 		ev.Bytes = fr.Raw
 		var pe *codec.ProviderError
 		if errors.As(cause, &pe) {
@@ -76,7 +77,7 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 				// An in-band error that names its status, before any
 				// output: the failure that status is (R23.3), so an
 				// overload is resent like a 529 (R22.2).
-				f.Category, f.HTTPStatus = layer.CategoryHTTP, pe.Status
+				f.Category, f.HTTPStatus = event.CategoryHTTP, pe.Status
 				c.bodyHints(&f, fr.Raw)
 			}
 			c.quotaHint(&f, pe.Code)
@@ -85,16 +86,16 @@ func (b *streamBody) fail(cat layer.Category, cause error, ce *layer.CaptureErro
 		if fr.Completion != nil {
 			ev.Response.Model, ev.Response.Usage = fr.Completion.Model, fr.Completion.Usage
 		}
-	} else if pe := (*codec.ProviderError)(nil); cat == layer.CategoryProviderResponse && errors.As(cause, &pe) {
+	} else if pe := (*codec.ProviderError)(nil); cat == event.CategoryProviderResponse && errors.As(cause, &pe) {
 		// An error document in place of the stream (see ended).
-		f.Phase = layer.PhaseDecoding
+		f.Phase = event.PhaseDecoding
 		c.noteCode(&f, &ev, pe.Code)
 		c.quotaHint(&f, pe.Code)
 	}
 	noteStall(&f, cause)
 	attachEvidence(&f, ev)
 	f.Classification = c.d.Classify(&f, ce != nil, false)
-	if cat != layer.CategoryCancellation {
+	if cat != event.CategoryCancellation {
 		c.noteResume(b.a, &f, resumable(cat, ce, fr))
 	}
 	resp, err := c.loop(b.n+1, &f, nil)
@@ -171,12 +172,12 @@ func (b *streamBody) abandoned() {
 	c := b.c
 	b.err = errClosed
 	f := c.newFailure(b.a)
-	f.Category, f.HTTPStatus, f.Acceptance = layer.CategoryCancellation, b.resp.StatusCode, layer.AcceptanceYes
+	f.Category, f.HTTPStatus, f.Acceptance = event.CategoryCancellation, b.resp.StatusCode, event.AcceptanceYes
 	cause := c.ctx.Err()
 	if cause == nil {
 		cause = errClosed
 	}
-	f.Attach(layer.Evidence{Cause: cause, Headers: b.resp.Header.Clone()})
+	f.Attach(event.Evidence{Cause: cause, Headers: b.resp.Header.Clone()})
 	f.Classification = c.d.Classify(&f, false, false)
 	// The events' observer errors have nowhere to go: the consumer left.
 	_, _, _ = c.afterFailure(&f, b.n, nil)

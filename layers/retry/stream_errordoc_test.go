@@ -10,8 +10,8 @@ import (
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/omlx"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -29,9 +29,9 @@ func TestR4_7_StreamAnsweredWithAnErrorDocumentIsNotResent(t *testing.T) {
 			text, _, err := collect(t, r.Client.Stream(context.Background(), req))
 			re := asRecoveryError(t, err)
 			assert.Empty(t, text)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-			assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
-			assert.Equal(t, layer.ReasonPermanent, re.Failure.Classification.Reason)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.CategoryProviderResponse, re.Failure.Category)
+			assert.Equal(t, event.ReasonPermanent, re.Failure.Classification.Reason)
 			assert.Equal(t, "model_not_found", re.Failure.ProviderCode)
 			require.Equal(t, 1, r.Server.Count())
 		})

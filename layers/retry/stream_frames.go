@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -22,14 +23,14 @@ func (b *streamBody) frame(f *codec.Frame) (deliver bool) {
 	c := b.c
 	aborted := func() bool {
 		if c.ctx.Err() != nil {
-			b.fail(layer.CategoryCancellation, c.ctx.Err(), nil, nil)
+			b.fail(event.CategoryCancellation, c.ctx.Err(), nil, nil)
 			return true
 		}
 		return false
 	}
 	telemetry := c.d.facts.FrameTelemetry && !f.Keepalive && (f.Err == nil || isStreamError(f.Err))
 	if telemetry {
-		ev := c.event(layer.EventTelemetry)
+		ev := c.event(event.Telemetry)
 		ev.Frame = f.Index
 		if err := c.send(ev); err != nil {
 			b.err = err
@@ -39,7 +40,7 @@ func (b *streamBody) frame(f *codec.Frame) (deliver bool) {
 			return false
 		}
 		if f.Metrics != nil {
-			ev := c.event(layer.EventMetrics)
+			ev := c.event(event.Metrics)
 			m := *f.Metrics
 			ev.Metrics = &m
 			if err := c.send(ev); err != nil {
@@ -55,9 +56,9 @@ func (b *streamBody) frame(f *codec.Frame) (deliver bool) {
 		var pe *codec.ProviderError
 		switch {
 		case errors.As(f.Err, &pe), isStreamError(f.Err):
-			b.fail(layer.CategoryProviderResponse, f.Err, nil, f)
+			b.fail(event.CategoryProviderResponse, f.Err, nil, f)
 		default:
-			b.fail(layer.CategoryProtocol, f.Err, nil, f)
+			b.fail(event.CategoryProtocol, f.Err, nil, f)
 		}
 		return false
 	}
@@ -84,15 +85,15 @@ func (b *streamBody) frame(f *codec.Frame) (deliver bool) {
 		b.a.SetDelivered(before)
 		switch {
 		case c.ctx.Err() != nil && ce != nil:
-			b.fail(layer.CategoryCancellation, captureCause(ce), ce, nil)
+			b.fail(event.CategoryCancellation, captureCause(ce), ce, nil)
 		case c.ctx.Err() != nil:
-			b.fail(layer.CategoryCancellation, c.ctx.Err(), nil, nil)
+			b.fail(event.CategoryCancellation, c.ctx.Err(), nil, nil)
 		default:
-			b.fail(layer.CategoryTransport, captureCause(ce), ce, nil)
+			b.fail(event.CategoryTransport, captureCause(ce), ce, nil)
 		}
 		return false
 	}
-	if err := c.emit(layer.EventAttemptSucceeded, nil, 0, 0); err != nil {
+	if err := c.emit(event.AttemptSucceeded, nil, 0, 0); err != nil {
 		b.err = err
 		return false
 	}
@@ -101,13 +102,13 @@ func (b *streamBody) frame(f *codec.Frame) (deliver bool) {
 		// terminal frame is not handed over, and the attempt is recorded
 		// as cancelled before the one cancelled event (R9.2, R13.5).
 		b.a.SetDelivered(before)
-		b.fail(layer.CategoryCancellation, c.ctx.Err(), nil, nil)
+		b.fail(event.CategoryCancellation, c.ctx.Err(), nil, nil)
 		return false
 	}
 	c.d.Succeeded()
 	c.lc.Result.WireAttempts = c.wire
 	if comp := f.Completion; comp != nil {
-		c.lc.Result.Response = layer.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
+		c.lc.Result.Response = event.ResponseEvidence{FinishReason: comp.FinishReason, Model: comp.Model, Usage: comp.Usage}
 	}
 	b.err, b.got = io.EOF, nil
 	return true

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -75,7 +76,7 @@ func (b *streamBody) read(p []byte) (int, error) {
 func (b *streamBody) cancelled(err error) bool {
 	var re *layer.RecoveryError
 	return b.state.Load() >= closing || errors.Is(err, errClosed) ||
-		(errors.As(err, &re) && re.Outcome == layer.OutcomeCancelled)
+		(errors.As(err, &re) && re.Outcome == event.OutcomeCancelled)
 }
 
 // errorFrame returns the codec's in-band error frame for the stream's final
@@ -85,7 +86,7 @@ func (b *streamBody) cancelled(err error) bool {
 // the *layer.RecoveryError unwraps to, as it would without recourse (R9.1).
 func (b *streamBody) errorFrame(err error) []byte {
 	var re *layer.RecoveryError
-	if b.framed || b.state.Load() >= closing || !errors.As(err, &re) || re.Outcome == layer.OutcomeCancelled {
+	if b.framed || b.state.Load() >= closing || !errors.As(err, &re) || re.Outcome == event.OutcomeCancelled {
 		return nil
 	}
 	ef, ok := b.c.t.l.codec.(codec.ErrorFramer)

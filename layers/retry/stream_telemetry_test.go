@@ -16,7 +16,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 )
 
 // scOllama returns the Ollama provider row.
@@ -91,19 +91,19 @@ func TestR13_6_OllamaTelemetryPrecedesDelivery(t *testing.T) {
 	}, scEventLog(rec))
 
 	var frames, attempts []int
-	var metrics []layer.Event
+	var metrics []event.Event
 	started := map[int]string{}
 	for _, e := range rec.Events() {
 		switch e.Type {
-		case layer.EventAttemptStarted:
+		case event.AttemptStarted:
 			started[e.WireAttempt] = e.AttemptID
-		case layer.EventTelemetry:
+		case event.Telemetry:
 			frames = append(frames, e.Frame)
 			attempts = append(attempts, e.WireAttempt)
 			assert.Equal(t, started[e.WireAttempt], e.AttemptID, "progress carries the attempt's identity")
 			assert.True(t, e.Progress.HeadersReceived)
 			assert.Equal(t, codec.Ollama, e.Provider)
-		case layer.EventMetrics:
+		case event.Metrics:
 			metrics = append(metrics, e)
 		}
 	}
@@ -126,12 +126,12 @@ func TestR13_6_OllamaMetricsOnLength(t *testing.T) {
 	r, rec := scRig(t, p, scPolicy(true), p.step(p.length("abc")...).Held())
 	run := scNoted(rec, r.Client.Stream(context.Background(), p.request()))
 	re := scRE(t, run.err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 	log := scEventLog(rec)
 	assert.Equal(t, 1, scCountStr(log, "metrics"), "one metrics event")
 	var m *codec.Metrics
 	for _, e := range rec.Events() {
-		if e.Type == layer.EventMetrics {
+		if e.Type == event.Metrics {
 			m = e.Metrics
 		}
 	}
@@ -154,7 +154,7 @@ func TestR13_6_OllamaLengthFrameGetsTelemetry(t *testing.T) {
 	scRE(t, run.err)
 	var frames []int
 	for _, e := range rec.Events() {
-		if e.Type == layer.EventTelemetry {
+		if e.Type == event.Telemetry {
 			frames = append(frames, e.Frame)
 		}
 	}
@@ -217,7 +217,7 @@ func TestR13_2_StreamProgressCounters(t *testing.T) {
 					err = scCollect(r.Client.Stream(context.Background(), p.request(), m.opts...)).err
 				}
 				re := scRE(t, err)
-				assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+				assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 				pr := re.Failure.Progress
 				assert.True(t, pr.HeadersReceived)
 				assert.Equal(t, raw, pr.RawBytes, "raw bytes")
@@ -262,7 +262,7 @@ func TestR13_2_StreamProgressOnSuccess(t *testing.T) {
 					require.Len(t, run.dones(), 1)
 					assert.Equal(t, s, run.dones()[0].Completion.Message.Reasoning, "the completion keeps the reasoning")
 				}
-				ok := scEventsOf(rec.Events(), layer.EventAttemptSucceeded)
+				ok := scEventsOf(rec.Events(), event.AttemptSucceeded)
 				require.Len(t, ok, 1)
 				pr := ok[0].Progress
 				assert.Equal(t, codec.Counts{ReasoningBytes: 6, ContentBytes: 6}, pr.Observed)
@@ -291,8 +291,8 @@ func TestR13_5_OllamaAbortFromTelemetryObserverWins(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			r, rec := scRig(t, p, scPolicy(true), p.step(p.full("Hel", "lo")...).Held())
-			rec.hook = func(ev layer.Event) {
-				if ev.Type == layer.EventTelemetry && ev.Frame == c.at {
+			rec.hook = func(ev event.Event) {
+				if ev.Type == event.Telemetry && ev.Frame == c.at {
 					cancel()
 				}
 			}
@@ -300,9 +300,9 @@ func TestR13_5_OllamaAbortFromTelemetryObserverWins(t *testing.T) {
 			assert.Equal(t, c.wantText, run.text(), "nothing is delivered after the abort")
 			assert.Empty(t, run.dones(), "abort wins over completion")
 			types := rec.Types()
-			assert.Zero(t, scCount(types, layer.EventMetrics), "abort wins over terminal telemetry")
-			assert.Zero(t, scCount(types, layer.EventAttemptSucceeded), "abort wins over completion")
-			assert.Equal(t, 1, scCount(types, layer.EventCancelled))
+			assert.Zero(t, scCount(types, event.Metrics), "abort wins over terminal telemetry")
+			assert.Zero(t, scCount(types, event.AttemptSucceeded), "abort wins over completion")
+			assert.Equal(t, 1, scCount(types, event.Cancelled))
 			t.Logf("observed: %v", scEventLog(rec))
 			require.Error(t, run.err, "the stream must end with the cancellation, not a completion")
 			scAssertCancelled(t, run)

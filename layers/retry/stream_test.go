@@ -14,6 +14,7 @@ import (
 
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -48,8 +49,8 @@ func TestR13_1_ContentThenResetIsInterrupted(t *testing.T) {
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, cut, recoursetest.SSE(events...))
 	text, _, err := collect(t, r.Client.Stream(context.Background(), userRequest()))
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 	assert.Equal(t, "Hel", text)
 	assert.Equal(t, 1, r.Server.Count())
 	assert.Equal(t, int64(3), re.Failure.Progress.Observed.ContentBytes)
@@ -61,12 +62,12 @@ func TestR13_3_LengthFinishIsTerminalWithoutDone(t *testing.T) {
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, recoursetest.SSE(ev).Held())
 	_, _, err := collect(t, r.Client.Stream(context.Background(), userRequest()))
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 	var se *layer.StreamError
-	require.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &se)
+	require.ErrorAs(t, event.Inspect(&re.Failure).Cause, &se)
 	assert.Equal(t, layer.StreamIncompleteCompletion, se.Reason)
 	assert.Equal(t, "length", se.FinishReason)
-	assert.Equal(t, "length", layer.Inspect(&re.Failure).Response.FinishReason)
+	assert.Equal(t, "length", event.Inspect(&re.Failure).Response.FinishReason)
 	assert.Equal(t, 1, r.Server.Count())
 }
 
@@ -76,8 +77,8 @@ func TestR13_3_EOFBeforeTerminalIsIncomplete(t *testing.T) {
 	r := rigtest.New(t, openai.New(), retry.Policy{MaxAttempts: 3}, noDone)
 	_, _, err := collect(t, r.Client.Stream(context.Background(), userRequest()))
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
-	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, event.CategoryTransport, re.Failure.Category)
+	assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 }
 
 func TestR13_1_DropInStreamResumesBeforeSemanticOutput(t *testing.T) {
@@ -103,7 +104,7 @@ func TestR13_1_DropInStreamEndsWithTypedErrorWithoutDone(t *testing.T) {
 	_, err = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 }
 
 func TestR13_5_CancelWhilePausedClosesTheRequest(t *testing.T) {
@@ -125,7 +126,7 @@ func TestR13_5_CancelWhilePausedClosesTheRequest(t *testing.T) {
 	_, err, ok = next()
 	require.True(t, ok)
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+	assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 	types := r.Rec.Types()
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "cancelled"}, types)
 }
@@ -169,5 +170,5 @@ func TestR13_1_DropInInBandErrorReachesTheClientBeforeTheTypedError(t *testing.T
 	resp.Body.Close()
 	assert.True(t, strings.HasSuffix(string(b), line), "the provider's error line is handed over")
 	re := recoveryError(t, err)
-	assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
+	assert.Equal(t, event.CategoryProviderResponse, re.Failure.Category)
 }

@@ -2,7 +2,7 @@ package retry
 
 import (
 	"github.com/recourse-dev/recourse/chat"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 )
 
 // attachEvidence attaches ev behind f and copies the token counts of its
@@ -10,7 +10,7 @@ import (
 // reported them — an error frame's Completion, a failed body that decoded
 // its usage — the attempt's record says what it cost. The counts are
 // copied, so nothing else shares them.
-func attachEvidence(f *layer.Failure, ev layer.Evidence) {
+func attachEvidence(f *event.Failure, ev event.Evidence) {
 	if u := ev.Response.Usage; u != nil {
 		c := chat.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
 		f.Usage = &c

@@ -17,6 +17,7 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -54,7 +55,7 @@ func TestR2_1_OnePostPerAttempt(t *testing.T) {
 				asRecoveryError(t, err)
 			}
 			assert.Equal(t, tc.posts, r.Server.Count(), "R2.1: exactly one POST per attempt")
-			assert.Equal(t, tc.posts, len(eventsOf(r.Rec.Events(), layer.EventAttemptStarted)))
+			assert.Equal(t, tc.posts, len(eventsOf(r.Rec.Events(), event.AttemptStarted)))
 			for _, q := range r.Server.Requests() {
 				assert.Equal(t, http.MethodPost, q.Method)
 				assert.Equal(t, completionsPath, q.Path)
@@ -73,7 +74,7 @@ func TestR2_1_NoSilentResendOnAReusedConnection(t *testing.T) {
 	_, err = r.Client.Complete(context.Background(), canaryRequest())
 
 	re := asRecoveryError(t, err)
-	assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
+	assert.Equal(t, event.CategoryTransport, re.Failure.Category)
 	assert.Equal(t, 2, r.Server.Count(), "R2.1: the reset attempt was not resent")
 }
 

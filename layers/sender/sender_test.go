@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/sender"
@@ -48,7 +49,7 @@ func streamServer(t *testing.T, head string, rest func(w http.ResponseWriter, r 
 // the body. It returns how long Close took.
 func finishedStream(t *testing.T, s *sender.Layer, url, head string) time.Duration {
 	t.Helper()
-	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+	a := attempt.New(event.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 		codec.RequestInfo{Operation: codec.Streaming}, nil, nil, nil)
 	req, err := http.NewRequestWithContext(attempt.With(context.Background(), a), http.MethodPost, url, strings.NewReader("{}"))
 	require.NoError(t, err)
@@ -120,7 +121,7 @@ func TestUnfinishedStreamIsNotDrained(t *testing.T) {
 	defer close(release)
 	s := sender.New(nil)
 	defer s.CloseIdleConnections()
-	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+	a := attempt.New(event.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 		codec.RequestInfo{Operation: codec.Streaming}, nil, nil, nil)
 	req, err := http.NewRequestWithContext(attempt.With(context.Background(), a), http.MethodPost, srv.URL, strings.NewReader("{}"))
 	require.NoError(t, err)
@@ -149,7 +150,7 @@ func TestSenderMarksTheConnection(t *testing.T) {
 	s := sender.New(nil)
 	defer s.CloseIdleConnections()
 	for _, withOwn := range []bool{false, true} {
-		a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
+		a := attempt.New(event.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1},
 			codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 		ctx := context.Background()
 		var own atomic.Int64
@@ -202,7 +203,7 @@ func TestR2_1_SenderInEngineRefusesARequestWithoutAttempt(t *testing.T) {
 	require.True(t, body.closed.Load(), "the refused request's body is closed")
 	require.Zero(t, hits.Load(), "nothing is sent")
 
-	a := attempt.New(layer.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
+	a := attempt.New(event.Identity{LogicalID: "l", AttemptID: "a", WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	_, err = send(strict, attempt.With(context.Background(), a))
 	require.NoError(t, err)
 	_, err = send(strict, attempt.WithPassThrough(context.Background()))

@@ -13,7 +13,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
 	"github.com/recourse-dev/recourse/recoursetest"
@@ -51,8 +51,8 @@ func ExampleNew() {
 		chain.WithPolicy(retry.Policy{
 			MaxAttempts: 2,
 			BaseDelay:   new(time.Duration(0)),
-			OnEvent: func(ev layer.Event) error {
-				if ev.Type == layer.EventAttemptFailed {
+			OnEvent: func(ev event.Event) error {
+				if ev.Type == event.AttemptFailed {
 					fmt.Println("attempt", ev.WireAttempt, "failed:", ev.Failure.Stall, "eligible:", ev.Failure.Classification.Eligible)
 				}
 				return nil

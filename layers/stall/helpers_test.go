@@ -18,6 +18,7 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -134,7 +135,7 @@ type rig struct {
 	ctx    context.Context // cancelled when the test ends: no call outlives it
 	start  time.Time
 	mu     sync.Mutex
-	events []layer.Event
+	events []event.Event
 	at     []time.Duration // when each event was recorded, since start
 }
 
@@ -151,7 +152,7 @@ func newRigWith(t *testing.T, cdc codec.Codec, lim stall.Limits, pol retry.Polic
 	r := &rig{t: t, p: newProvider(t), start: time.Now()}
 	st, err := stall.New(lim)
 	require.NoError(t, err)
-	pol.OnEvent = func(ev layer.Event) error {
+	pol.OnEvent = func(ev event.Event) error {
 		r.mu.Lock()
 		r.events = append(r.events, ev)
 		r.at = append(r.at, r.since())
@@ -182,7 +183,7 @@ func (r *rig) feed(s *script, chunk string) {
 
 // eventsAt returns when the events of type typ were recorded, since the
 // rig was made.
-func (r *rig) eventsAt(typ layer.EventType) []time.Duration {
+func (r *rig) eventsAt(typ event.Type) []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []time.Duration
@@ -194,10 +195,10 @@ func (r *rig) eventsAt(typ layer.EventType) []time.Duration {
 	return out
 }
 
-func (r *rig) Events() []layer.Event {
+func (r *rig) Events() []event.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]layer.Event(nil), r.events...)
+	return append([]event.Event(nil), r.events...)
 }
 
 func (r *rig) types() []string {
@@ -209,10 +210,10 @@ func (r *rig) types() []string {
 }
 
 // failures returns the failures of the attempt_failed events.
-func (r *rig) failures() []layer.Failure {
-	var out []layer.Failure
+func (r *rig) failures() []event.Failure {
+	var out []event.Failure
 	for _, ev := range r.Events() {
-		if ev.Type == layer.EventAttemptFailed {
+		if ev.Type == event.AttemptFailed {
 			out = append(out, *ev.Failure)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/stall"
 )
@@ -86,7 +87,7 @@ func TestR7_2_RealClockIdleLimitBoundsEachWait(t *testing.T) {
 		_, err := resp.Body.Read(buf)
 		var se *layer.StallError
 		require.True(t, errors.As(err, &se), "the silent read ends with a stall, got %v", err)
-		assert.Equal(t, layer.StallIdle, se.Limit)
+		assert.Equal(t, event.StallIdle, se.Limit)
 		assert.Equal(t, idle, time.Since(start), "the limit fires when the read has waited it")
 	})
 }
@@ -131,7 +132,7 @@ func TestR7_2_RealClockHeaderLimit(t *testing.T) {
 		_, err = l.Wrap(silent).RoundTrip(req)
 		var se *layer.StallError
 		require.True(t, errors.As(err, &se), "got %v", err)
-		assert.Equal(t, layer.StallHeader, se.Limit)
+		assert.Equal(t, event.StallHeader, se.Limit)
 		assert.Equal(t, 3*time.Second, time.Since(start))
 	})
 }

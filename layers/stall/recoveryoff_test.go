@@ -23,6 +23,7 @@ import (
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -101,7 +102,7 @@ func testFirstOutputLimitFiresWithRecoveryOff(t *testing.T, p offStream, m offMo
 	assert.Equal(t, 60*time.Second, r.since(), "the first-output limit, counted from the headers")
 	var se *layer.StallError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, layer.StallFirstOutput, se.Limit)
+	assert.Equal(t, event.StallFirstOutput, se.Limit)
 	assert.Equal(t, 60*time.Second, se.After)
 	var re *layer.RecoveryError
 	assert.False(t, errors.As(err, &re), "R1.1: recovery is off, no *RecoveryError")
@@ -169,7 +170,7 @@ func testFirstOutputLimitFiresForADropInCallWithRecoveryOff(t *testing.T) {
 	assert.Equal(t, 60*time.Second, r.since())
 	var se *layer.StallError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, layer.StallFirstOutput, se.Limit)
+	assert.Equal(t, event.StallFirstOutput, se.Limit)
 	assert.Equal(t, 1, r.p.Count())
 }
 

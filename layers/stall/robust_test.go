@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -164,7 +165,7 @@ func testIdleLimitFiringWhileTheConsumerCloses(t *testing.T, order string) {
 		idle.f()
 		err := <-errc
 		require.ErrorAs(t, err, &se)
-		assert.Equal(t, layer.StallIdle, se.Limit)
+		assert.Equal(t, event.StallIdle, se.Limit)
 		_ = resp.Body.Close()
 	case "together":
 		closed := make(chan struct{})
@@ -223,7 +224,7 @@ func testZeroByteStreamEnds(t *testing.T) {
 	require.Len(t, r.failures(), 1)
 	f := r.failures()[0]
 	assert.Empty(t, f.Stall)
-	assert.Equal(t, layer.CategoryTransport, f.Category)
+	assert.Equal(t, event.CategoryTransport, f.Category)
 	assert.True(t, f.Classification.Eligible)
 }
 
@@ -232,13 +233,13 @@ func testZeroByteStreamHeld(t *testing.T) {
 	r.p.answer(&script{}) // headers, then nothing, held open
 	sendAll(r.p.answer(&script{}), hello...)
 	res := await(t, r.stream(context.Background()))
-	assert.Equal(t, []time.Duration{0, 30 * time.Second}, r.eventsAt(layer.EventAttemptStarted), "the first read was cut when it had waited the limit")
+	assert.Equal(t, []time.Duration{0, 30 * time.Second}, r.eventsAt(event.AttemptStarted), "the first read was cut when it had waited the limit")
 	require.NoError(t, res.err)
 	assert.Equal(t, "Hello", res.text)
 	require.Len(t, r.failures(), 1)
 	f := r.failures()[0]
-	assert.Equal(t, layer.StallIdle, f.Stall)
+	assert.Equal(t, event.StallIdle, f.Stall)
 	assert.True(t, f.Progress.HeadersReceived)
 	assert.Zero(t, f.Progress.RawBytes)
-	assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
+	assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, f.Classification)
 }

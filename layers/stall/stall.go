@@ -54,6 +54,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 )
 
@@ -163,7 +164,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var timer stopper
 	g := w.begin()
 	if d := w.lim.Header; d > 0 {
-		timer = w.arm(d, layer.StallHeader, g)
+		timer = w.arm(d, event.StallHeader, g)
 	}
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if timer != nil {
@@ -226,7 +227,7 @@ type watch struct {
 	afterFunc func(d time.Duration, f func()) stopper
 
 	mu     sync.Mutex
-	fired  layer.StallLimit
+	fired  event.StallLimit
 	closed bool
 	// gen numbers the waits for the provider (the headers, then every
 	// read); waiting says that wait gen is under way. A timer may fire
@@ -238,7 +239,7 @@ type watch struct {
 	// armedGen, armedLimit and deadline describe the wait the timer was
 	// last armed for (see arm).
 	armedGen   uint64
-	armedLimit layer.StallLimit
+	armedLimit event.StallLimit
 	deadline   time.Time
 }
 
@@ -247,7 +248,7 @@ type watch struct {
 // (time.Timer.Reset) and reports to fireArmed, so a wait costs no
 // allocation; the test hook afterFunc instead gets a callback for each
 // wait.
-func (w *watch) arm(d time.Duration, limit layer.StallLimit, g uint64) stopper {
+func (w *watch) arm(d time.Duration, limit event.StallLimit, g uint64) stopper {
 	if w.afterFunc != nil {
 		return w.afterFunc(d, func() { w.fire(limit, g) })
 	}
@@ -291,7 +292,7 @@ func (w *watch) begin() uint64 {
 
 // end ends the current wait and returns the limit that fired, if one did
 // (during this wait or an earlier one).
-func (w *watch) end() layer.StallLimit {
+func (w *watch) end() event.StallLimit {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.waiting = false
@@ -304,7 +305,7 @@ func (w *watch) end() layer.StallLimit {
 // lost the race with its Stop), when the body was closed (the consumer's
 // Close wins), or when a limit already fired (the first is the one
 // reported).
-func (w *watch) fire(limit layer.StallLimit, g uint64) {
+func (w *watch) fire(limit event.StallLimit, g uint64) {
 	w.mu.Lock()
 	ok := w.fired == "" && !w.closed && w.waiting && w.gen == g
 	if ok {
@@ -323,7 +324,7 @@ func (w *watch) spend() bool {
 	w.mu.Lock()
 	ok := w.fired == "" && !w.closed
 	if ok {
-		w.fired = layer.StallFirstOutput
+		w.fired = event.StallFirstOutput
 	}
 	w.mu.Unlock()
 	if ok {
@@ -332,18 +333,18 @@ func (w *watch) spend() bool {
 	return ok
 }
 
-func (w *watch) firedLimit() layer.StallLimit {
+func (w *watch) firedLimit() event.StallLimit {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.fired
 }
 
-func (w *watch) stallError(limit layer.StallLimit) *layer.StallError {
+func (w *watch) stallError(limit event.StallLimit) *layer.StallError {
 	after := w.lim.Idle
 	switch limit {
-	case layer.StallHeader:
+	case event.StallHeader:
 		after = w.lim.Header
-	case layer.StallFirstOutput:
+	case event.StallFirstOutput:
 		after = w.lim.FirstOutput
 	}
 	return &layer.StallError{Limit: limit, After: after}
@@ -362,10 +363,10 @@ func (w *watch) Read(p []byte) (int, error) {
 	}
 	var (
 		d     time.Duration
-		limit layer.StallLimit
+		limit event.StallLimit
 	)
 	if w.lim.Idle > 0 {
-		d, limit = w.lim.Idle, layer.StallIdle
+		d, limit = w.lim.Idle, event.StallIdle
 	}
 	counting := w.lim.FirstOutput > 0 && !w.output && w.a != nil
 	var start time.Time
@@ -375,10 +376,10 @@ func (w *watch) Read(p []byte) (int, error) {
 			// The reads already waited the whole limit without output (a
 			// read that returned just at it): the limit is spent, and
 			// racing a timer of 0 against this read would decide by chance.
-			return 0, w.stallError(layer.StallFirstOutput)
+			return 0, w.stallError(event.StallFirstOutput)
 		}
 		if limit == "" || rem <= d {
-			d, limit = max(rem, 0), layer.StallFirstOutput
+			d, limit = max(rem, 0), event.StallFirstOutput
 		}
 		start = time.Now()
 	}

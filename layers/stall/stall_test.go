@@ -18,6 +18,7 @@ import (
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/ollama"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/layers/stall"
@@ -53,14 +54,14 @@ func testHeaderTimeoutFiresAndTheAttemptIsRetried(t *testing.T) {
 	require.NoError(t, res.err)
 	assert.Equal(t, "Hello", res.text)
 	assert.Equal(t, 2, r.p.Count())
-	assert.Equal(t, []time.Duration{5 * time.Second}, r.eventsAt(layer.EventAttemptFailed), "the limit fires when it has elapsed, not before")
+	assert.Equal(t, []time.Duration{5 * time.Second}, r.eventsAt(event.AttemptFailed), "the limit fires when it has elapsed, not before")
 	assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started", "attempt_started", "attempt_succeeded"}, r.types())
 	f := r.failures()[0]
-	assert.Equal(t, layer.StallHeader, f.Stall)
-	assert.Equal(t, layer.CategoryTransport, f.Category)
-	assert.Equal(t, layer.PhaseAwaitingHeaders, f.Phase)
+	assert.Equal(t, event.StallHeader, f.Stall)
+	assert.Equal(t, event.CategoryTransport, f.Category)
+	assert.Equal(t, event.PhaseAwaitingHeaders, f.Phase)
 	assert.False(t, f.Progress.HeadersReceived)
-	assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
+	assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, f.Classification)
 }
 
 func TestHeaderTimeoutDoesNotFireWhenHeadersArriveInTime(t *testing.T) {
@@ -92,14 +93,14 @@ func testIdleTimeoutFiresAfterAKeepaliveAndSilence(t *testing.T) {
 	r.feed(s, keepalive) // the wait starts again
 	re := recoveryError(t, await(t, done).err)
 	assert.Equal(t, 50*time.Second, r.since(), "30 s after the keepalive")
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
-	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
-	assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
-	assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, re.Failure.Classification, "keepalives alone never block a resend (R4.8)")
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, event.StallIdle, re.Failure.Stall)
+	assert.Equal(t, event.CategoryTransport, re.Failure.Category)
+	assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, re.Failure.Classification, "keepalives alone never block a resend (R4.8)")
 	assert.Equal(t, int64(len(keepalive)), re.Failure.Progress.RawBytes)
 	assert.Contains(t, re.Error(), "idle_timeout")
 	var se *layer.StallError
-	require.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &se)
+	require.ErrorAs(t, event.Inspect(&re.Failure).Cause, &se)
 	assert.Equal(t, 30*time.Second, se.After)
 }
 
@@ -142,9 +143,9 @@ func testIdleTimeoutAfterOutputIsInterrupted(t *testing.T) {
 	assert.Equal(t, 40*time.Second, r.since())
 	re := recoveryError(t, res.err)
 	assert.Equal(t, "Hel", res.text)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
-	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, event.StallIdle, re.Failure.Stall)
 	assert.Equal(t, 1, r.p.Count(), "never resent after output (R13.1)")
 }
 
@@ -168,11 +169,11 @@ func testFirstOutputTimeoutFiresAtItsLimitWhileKeepalivesFlow(t *testing.T) {
 	// and the idle limit would fire only 30 s after the last keepalive.
 	re := recoveryError(t, await(t, done).err)
 	assert.Equal(t, 60*time.Second, r.since(), "the first-output limit, counted from the headers")
-	assert.Equal(t, layer.StallFirstOutput, re.Failure.Stall)
-	assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, re.Failure.Classification)
+	assert.Equal(t, event.StallFirstOutput, re.Failure.Stall)
+	assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, re.Failure.Classification)
 	assert.False(t, re.Failure.Progress.Observed.Any())
 	var se *layer.StallError
-	require.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &se)
+	require.ErrorAs(t, event.Inspect(&re.Failure).Cause, &se)
 	assert.Equal(t, 60*time.Second, se.After)
 }
 
@@ -206,7 +207,7 @@ func TestCancellationWinsOverAPendingLimit(t *testing.T) {
 		time.Sleep(20 * time.Second)
 		cancel()
 		re := recoveryError(t, await(t, done).err)
-		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 		assert.Empty(t, re.Failure.Stall)
 		assert.Equal(t, 20*time.Second, r.since())
 		time.Sleep(time.Hour)
@@ -226,8 +227,8 @@ func testStallOfALocalProviderNeedsAdmission(t *testing.T) {
 	r.p.answer(&script{header: http.Header{"Content-Type": {"application/x-ndjson"}}})
 	re := recoveryError(t, await(t, r.stream(context.Background())).err)
 	assert.Equal(t, 30*time.Second, r.since())
-	assert.Equal(t, layer.OutcomeAdmissionRequired, re.Outcome, "an eligible Ollama stall is an ambiguous local execution (R8.3)")
-	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
+	assert.Equal(t, event.OutcomeAdmissionRequired, re.Outcome, "an eligible Ollama stall is an ambiguous local execution (R8.3)")
+	assert.Equal(t, event.StallIdle, re.Failure.Stall)
 	assert.True(t, re.Failure.Classification.Eligible)
 	assert.Equal(t, 1, r.p.Count())
 }
@@ -242,11 +243,11 @@ func testOrdinaryHeaderTimeoutIsRetried(t *testing.T) {
 	body := recoursetest.OpenAIChat("hi")
 	sendAll(r.p.answer(&script{header: http.Header{"Content-Type": {"application/json"}}}), body)
 	res := await(t, r.complete(context.Background()))
-	assert.Equal(t, []time.Duration{0, 5 * time.Second}, r.eventsAt(layer.EventAttemptStarted))
+	assert.Equal(t, []time.Duration{0, 5 * time.Second}, r.eventsAt(event.AttemptStarted))
 	require.NoError(t, res.err)
 	assert.Equal(t, "hi", res.text)
 	require.Len(t, r.failures(), 1)
-	assert.Equal(t, layer.StallHeader, r.failures()[0].Stall)
+	assert.Equal(t, event.StallHeader, r.failures()[0].Stall)
 }
 
 // A body whose Content-Length promises bytes that never come, on a
@@ -261,9 +262,9 @@ func testOrdinaryBodyThatNeverComesFailsClosed(t *testing.T) {
 	r.p.answer(&script{header: http.Header{"Content-Type": {"application/json"}, "Content-Length": {"1000"}}})
 	re := recoveryError(t, await(t, r.complete(context.Background())).err)
 	assert.Equal(t, 5*time.Second, r.since())
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.ReasonPartialResponse, re.Failure.Classification.Reason)
-	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonPartialResponse, re.Failure.Classification.Reason)
+	assert.Equal(t, event.StallIdle, re.Failure.Stall)
 	assert.Equal(t, 1, r.p.Count())
 }
 
@@ -327,7 +328,7 @@ func testOutsideAnEngine(t *testing.T) {
 	_, err = client.Get(srv.URL + "/slow-headers")
 	var se *layer.StallError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, layer.StallHeader, se.Limit)
+	assert.Equal(t, event.StallHeader, se.Limit)
 	assert.Equal(t, time.Second, time.Since(start))
 
 	start = time.Now()
@@ -338,7 +339,7 @@ func testOutsideAnEngine(t *testing.T) {
 	// only the idle limit (2 s), never the first-output one (1 s).
 	_, err = io.ReadAll(resp.Body)
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, layer.StallIdle, se.Limit)
+	assert.Equal(t, event.StallIdle, se.Limit)
 	assert.Equal(t, 2*time.Second, time.Since(start))
 	assert.False(t, errors.Is(err, context.Canceled))
 }
@@ -374,7 +375,7 @@ func testStallSafeOutputsHoldNoCanary(t *testing.T) {
 	r.feed(s, recoursetest.OpenAIStream("You said " + prompt + " with " + key)[1])
 	res := await(t, done)
 	re := recoveryError(t, res.err)
-	assert.Equal(t, layer.StallIdle, re.Failure.Stall)
+	assert.Equal(t, event.StallIdle, re.Failure.Stall)
 	var outs []string
 	add := func(v any) {
 		js, _ := json.Marshal(v)
@@ -389,7 +390,7 @@ func testStallSafeOutputsHoldNoCanary(t *testing.T) {
 		}
 	}
 	var se *layer.StallError
-	require.ErrorAs(t, layer.Inspect(&re.Failure).Cause, &se)
+	require.ErrorAs(t, event.Inspect(&re.Failure).Cause, &se)
 	outs = append(outs, se.Error())
 	for _, o := range outs {
 		assert.NotContains(t, o, key)
@@ -442,10 +443,10 @@ func testLimitsNeverBoundAdmissionOrBackoff(t *testing.T) {
 	res := await(t, done)
 	// Two hours between the attempts, far over every limit, ended
 	// neither: the second attempt's limits started with it.
-	assert.Equal(t, []time.Duration{0, 2*time.Hour + 30*time.Second}, r.eventsAt(layer.EventAttemptStarted))
+	assert.Equal(t, []time.Duration{0, 2*time.Hour + 30*time.Second}, r.eventsAt(event.AttemptStarted))
 	require.NoError(t, res.err)
 	assert.Equal(t, "Hi", res.text)
 	require.Len(t, r.failures(), 1)
-	assert.Equal(t, layer.StallIdle, r.failures()[0].Stall)
+	assert.Equal(t, event.StallIdle, r.failures()[0].Stall)
 	assert.Equal(t, 2, r.p.Count())
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -81,13 +82,13 @@ func TestR19_9_BackgroundCutAfterOutputResumesFromCursor(t *testing.T) {
 
 		assert.Equal(t, []string{"attempt_started", "attempt_failed", "delay_scheduled", "retry_started", "attempt_started", "attempt_succeeded"}, r.Rec.Types(),
 			"a resume read asks no admission")
-		started := rigtest.EventsOf(r.Rec.Events(), layer.EventRetryStarted)
+		started := rigtest.EventsOf(r.Rec.Events(), event.RetryStarted)
 		require.Len(t, started, 1)
 		require.NotNil(t, started[0].Resume, "the lifecycle event carries the cursor")
 		assert.Equal(t, int64(5), started[0].Resume.Cursor)
 		require.NotNil(t, started[0].Failure)
-		assert.Equal(t, layer.CategoryTransport, started[0].Failure.Category, "the failure that caused it")
-		assert.Nil(t, rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptStarted)[0].Resume, "the create is no resume read")
+		assert.Equal(t, event.CategoryTransport, started[0].Failure.Category, "the failure that caused it")
+		assert.Nil(t, rigtest.EventsOf(r.Rec.Events(), event.AttemptStarted)[0].Resume, "the create is no resume read")
 		noCanary(t, r, err)
 	})
 	t.Run("events", func(t *testing.T) {
@@ -122,7 +123,7 @@ func TestR19_9_ForegroundCutAfterOutputIsStillInterrupted(t *testing.T) {
 	r := rigtest.New(t, responses.New(), policy(), recoursetest.SSE(bgEvents()...).CutEvents(6))
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 	assert.Equal(t, 1, r.Server.Count())
 	assert.NotContains(t, string(r.Server.Requests()[0].Body), `"background"`)
 }
@@ -139,7 +140,7 @@ func TestR19_10_ResumesAreBoundedByThePolicy(t *testing.T) {
 		recoursetest.ResponsesCancel(bgID))
 	text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeExhausted, re.Outcome)
+	assert.Equal(t, event.OutcomeExhausted, re.Outcome)
 	assert.Equal(t, "Hello, world", text, "what arrived, once")
 	require.Eventually(t, func() bool { return r.Server.Cancelled(bgID) }, 5*time.Second, time.Millisecond, "given up on: cancelled (R19.15)")
 	reqs := r.Server.Requests()
@@ -147,7 +148,7 @@ func TestR19_10_ResumesAreBoundedByThePolicy(t *testing.T) {
 	assert.Equal(t, "starting_after=4&stream=true", reqs[1].RawQuery)
 	assert.Equal(t, "starting_after=5&stream=true", reqs[2].RawQuery, "the cursor moves with what was delivered")
 	var cursors []int64
-	for _, ev := range rigtest.EventsOf(r.Rec.Events(), layer.EventRetryStarted) {
+	for _, ev := range rigtest.EventsOf(r.Rec.Events(), event.RetryStarted) {
 		require.NotNil(t, ev.Resume)
 		cursors = append(cursors, ev.Resume.Cursor)
 	}
@@ -164,7 +165,7 @@ func TestR19_10_ResumeReadAnswered404IsInterrupted(t *testing.T) {
 			recoursetest.JSON(status, recoursetest.OpenAIError("invalid_request_error", "", "gone")))
 		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		re := rigtest.AsRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 		assert.Equal(t, status, re.Failure.HTTPStatus)
 		assert.Equal(t, 2, r.Server.Count())
 		assert.Equal(t, http.MethodGet, r.Server.Requests()[1].Method)
@@ -207,7 +208,7 @@ func TestR19_11_BackgroundFailureBeforeIDIsAmbiguous(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(), cut, recoursetest.ResponsesBackground(bgID, bgEvents()...))
 		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 		re := rigtest.AsRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeAdmissionRequired, re.Outcome)
+		assert.Equal(t, event.OutcomeAdmissionRequired, re.Outcome)
 		assert.Equal(t, 1, r.Server.Count(), "never resent")
 	})
 	t.Run("hook allows", func(t *testing.T) {
@@ -218,7 +219,7 @@ func TestR19_11_BackgroundFailureBeforeIDIsAmbiguous(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "Hello, world!", text)
 		assert.Equal(t, 2, r.Server.Count())
-		assert.Contains(t, r.Rec.Types(), string(layer.EventAdmissionAllowed))
+		assert.Contains(t, r.Rec.Types(), string(event.AdmissionAllowed))
 	})
 	t.Run("503 is resent", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
@@ -227,7 +228,7 @@ func TestR19_11_BackgroundFailureBeforeIDIsAmbiguous(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "Hello, world!", text)
 		assert.Equal(t, 2, r.Server.Count())
-		assert.NotContains(t, r.Rec.Types(), string(layer.EventAdmissionRequired))
+		assert.NotContains(t, r.Rec.Types(), string(event.AdmissionRequired))
 	})
 	t.Run("foreground cut is resent", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(), policy(), recoursetest.SSE(bgEvents()...).CutEvents(0), recoursetest.SSE(bgEvents()...))
@@ -258,7 +259,7 @@ func TestR19_12_CallerCancelCancelsTheBackgroundResponse(t *testing.T) {
 		assert.Equal(t, "/v1/responses/"+bgID+"/cancel", reqs[1].Path)
 		assert.Empty(t, reqs[1].Body)
 		assert.Equal(t, "Bearer "+rigtest.Key, reqs[1].Header.Get("Authorization"))
-		assert.Equal(t, string(layer.EventCancelled), r.Rec.Types()[len(r.Rec.Types())-1])
+		assert.Equal(t, string(event.Cancelled), r.Rec.Types()[len(r.Rec.Types())-1])
 	})
 	t.Run("context", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
@@ -275,7 +276,7 @@ func TestR19_12_CallerCancelCancelsTheBackgroundResponse(t *testing.T) {
 			}
 		}
 		re := rigtest.AsRecoveryError(t, err)
-		assert.Equal(t, layer.OutcomeCancelled, re.Outcome)
+		assert.Equal(t, event.OutcomeCancelled, re.Outcome)
 		require.Eventually(t, func() bool { return r.Server.Cancelled(bgID) }, 5*time.Second, time.Millisecond)
 	})
 	t.Run("keep running", func(t *testing.T) {
@@ -338,8 +339,8 @@ func TestR19_13_RetrieveIsARead(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, got, `"status":"in_progress"`)
 	assert.Equal(t, 3, r.Server.Count(), "one 503, then the read")
-	assert.NotContains(t, r.Rec.Types(), string(layer.EventAdmissionPending))
-	assert.NotContains(t, r.Rec.Types(), string(layer.EventAdmissionRejected))
+	assert.NotContains(t, r.Rec.Types(), string(event.AdmissionPending))
+	assert.NotContains(t, r.Rec.Types(), string(event.AdmissionRejected))
 }
 
 // TestR19_13_StreamReadIsResumedFromItsOwnCursor: a drop-in client's own
@@ -426,8 +427,8 @@ func TestR19_9_NoSequenceNumbersNoResume(t *testing.T) {
 		recoursetest.ResponsesBackground(bgID, evs...).CutEvents(6), recoursetest.ResponsesResume(bgID))
 	_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 	assert.Equal(t, 1, r.Server.Count())
 }
 
@@ -444,7 +445,7 @@ func TestR19_10_ResumeIsBoundedByTheDeadline(t *testing.T) {
 	ctx := retry.WithPolicy(context.Background(), &p)
 	_, _, err := rigtest.Collect(t, r.Client.Stream(ctx, streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeDeadline, re.Outcome)
+	assert.Equal(t, event.OutcomeDeadline, re.Outcome)
 	require.Eventually(t, func() bool { return r.Server.Cancelled(bgID) }, 5*time.Second, time.Millisecond, "given up on: cancelled (R19.15)")
 	assert.Equal(t, 2, r.Server.Count(), "no read past the deadline, then the cancel")
 	assert.Equal(t, http.MethodPost, r.Server.Requests()[1].Method)
@@ -462,8 +463,8 @@ func TestR19_10_ResumedStreamThatFailsEndsTyped(t *testing.T) {
 		recoursetest.ResponsesBackground(bgID, append(evs[:6:6], failed)...).CutEvents(6), recoursetest.ResponsesResume(bgID))
 	text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.CategoryProviderResponse, re.Failure.Category)
 	assert.Equal(t, "server_error", re.Failure.ProviderCode)
 	assert.Equal(t, "Hello, world", text)
 	assert.Equal(t, 2, r.Server.Count())
@@ -527,7 +528,7 @@ func TestR19_12_CancelNeverHoldsUpTheCaller(t *testing.T) {
 	case <-time.After(retry.CancelTimeout / 2):
 		t.Fatal("the caller was held up by the cancel request")
 	}
-	assert.Equal(t, layer.OutcomeCancelled, rigtest.AsRecoveryError(t, err).Outcome)
+	assert.Equal(t, event.OutcomeCancelled, rigtest.AsRecoveryError(t, err).Outcome)
 	require.Eventually(t, func() bool { return r.Server.Count() == 2 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, "/v1/responses/"+bgID+"/cancel", r.Server.Requests()[1].Path, "sent, and never answered")
 }
@@ -587,7 +588,7 @@ func TestR19_15_GivingUpCancelsTheBackgroundResponse(t *testing.T) {
 	evs := bgEvents()
 	busy := recoursetest.JSON(503, recoursetest.OpenAIError("server_error", "", "busy"))
 	malformed := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":6,\"delta\":\n\n"
-	cancelled := func(t *testing.T, r *rigtest.Rig, want layer.Outcome, err error) {
+	cancelled := func(t *testing.T, r *rigtest.Rig, want event.Outcome, err error) {
 		t.Helper()
 		assert.Equal(t, want, rigtest.AsRecoveryError(t, err).Outcome)
 		require.Eventually(t, func() bool { return r.Server.Cancelled(bgID) }, 5*time.Second, time.Millisecond)
@@ -608,14 +609,14 @@ func TestR19_15_GivingUpCancelsTheBackgroundResponse(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
 			recoursetest.ResponsesBackground(bgID, evs...).CutEvents(5), busy, busy, recoursetest.ResponsesCancel(bgID))
 		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
-		cancelled(t, r, layer.OutcomeExhausted, err)
+		cancelled(t, r, event.OutcomeExhausted, err)
 		assert.Equal(t, 4, r.Server.Count())
 	})
 	t.Run("malformed event after output", func(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background()), policy(),
 			recoursetest.ResponsesBackground(bgID, append(evs[:6:6], malformed)...), recoursetest.ResponsesCancel(bgID))
 		text, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
-		cancelled(t, r, layer.OutcomeInterrupted, err)
+		cancelled(t, r, event.OutcomeInterrupted, err)
 		assert.Equal(t, "Hello, world", text)
 		assert.Equal(t, 2, r.Server.Count())
 	})
@@ -647,7 +648,7 @@ func TestR19_15_GivingUpCancelsTheBackgroundResponse(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rigtest.New(t, responses.New(responses.Background()), policy(), append(tc.steps, recoursetest.ResponsesCancel(bgID))...)
 			_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
-			assert.Equal(t, layer.OutcomeInterrupted, rigtest.AsRecoveryError(t, err).Outcome)
+			assert.Equal(t, event.OutcomeInterrupted, rigtest.AsRecoveryError(t, err).Outcome)
 			n := len(tc.steps)
 			assert.Never(t, func() bool { return r.Server.Count() > n }, 100*time.Millisecond, 5*time.Millisecond, "the response is over: no cancel")
 		})
@@ -656,7 +657,7 @@ func TestR19_15_GivingUpCancelsTheBackgroundResponse(t *testing.T) {
 		r := rigtest.New(t, responses.New(responses.Background(), responses.KeepRunning()), policy(),
 			recoursetest.ResponsesBackground(bgID, evs...).CutEvents(5), busy, busy, recoursetest.ResponsesCancel(bgID))
 		_, _, err := rigtest.Collect(t, r.Client.Stream(context.Background(), streamRequest()))
-		assert.Equal(t, layer.OutcomeExhausted, rigtest.AsRecoveryError(t, err).Outcome)
+		assert.Equal(t, event.OutcomeExhausted, rigtest.AsRecoveryError(t, err).Outcome)
 		assert.Never(t, func() bool { return r.Server.Count() > 3 }, 100*time.Millisecond, 5*time.Millisecond)
 		assert.False(t, r.Server.Cancelled(bgID))
 	})

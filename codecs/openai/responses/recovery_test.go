@@ -20,6 +20,7 @@ import (
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/openai/responses"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/rigtest"
 	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
@@ -104,12 +105,12 @@ func TestR19_3_CutBeforeFirstOutputIsResent(t *testing.T) {
 	}
 	assert.Equal(t, "Hello", text.String(), "content exactly once")
 	assert.Equal(t, 2, r.Server.Count(), "resent once")
-	failed := rigtest.EventsOf(r.Rec.Events(), layer.EventAttemptFailed)
+	failed := rigtest.EventsOf(r.Rec.Events(), event.AttemptFailed)
 	require.Len(t, failed, 1)
 	f := failed[0].Failure
 	require.NotNil(t, f)
-	assert.Equal(t, layer.Classification{Eligible: true, Reason: layer.ReasonTransient}, f.Classification)
-	assert.Equal(t, layer.CategoryTransport, f.Category)
+	assert.Equal(t, event.Classification{Eligible: true, Reason: event.ReasonTransient}, f.Classification)
+	assert.Equal(t, event.CategoryTransport, f.Category)
 	assert.False(t, f.Progress.Observed.Any(), "lifecycle events are no semantic evidence")
 	assert.Equal(t, int64(len(strings.Join(before, ""))), f.Progress.RawBytes)
 }
@@ -135,9 +136,9 @@ func TestR19_3_CutAfterTextDeltaIsInterrupted(t *testing.T) {
 			r := rigtest.New(t, responses.New(), policy(), responsesSSE(evs...).Cut(len(strings.Join(evs, ""))), responsesSSE(textStream("never")...))
 			text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), userRequest(), client.WithReasoning(), client.WithToolFragments()))
 			re := rigtest.AsRecoveryError(t, err)
-			assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-			assert.Equal(t, layer.Classification{Reason: layer.ReasonSemanticOutput}, re.Failure.Classification)
-			assert.Equal(t, layer.CategoryTransport, re.Failure.Category)
+			assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+			assert.Equal(t, event.Classification{Reason: event.ReasonSemanticOutput}, re.Failure.Classification)
+			assert.Equal(t, event.CategoryTransport, re.Failure.Category)
 			assert.Equal(t, k.want, re.Failure.Progress.Observed)
 			assert.Equal(t, k.want, re.Failure.Progress.Delivered, "delivered before the cut")
 			assert.Nil(t, comp, "nothing completed")
@@ -173,7 +174,7 @@ func TestR19_3_CutAfterTextDeltaIsInterrupted(t *testing.T) {
 		defer resp.Body.Close()
 		got, rerr := io.ReadAll(resp.Body)
 		re := rigtest.AsRecoveryError(t, rerr)
-		assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
+		assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
 		assert.True(t, strings.HasPrefix(string(got), strings.Join(evs, "")), "the delivered events pass through unchanged")
 		assert.True(t, strings.HasSuffix(string(got), string(responses.New().ErrorFrame(re.Error()))), "then the codec's error event with the safe text")
 		assert.Equal(t, 1, r.Server.Count())
@@ -187,13 +188,13 @@ func TestR19_4_MissingTerminalEventFailsClosed(t *testing.T) {
 	r := rigtest.New(t, responses.New(), policy(), responsesSSE(evs[:len(evs)-1]...), responsesSSE(textStream("never")...))
 	text, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), userRequest()))
 	re := rigtest.AsRecoveryError(t, err)
-	assert.Equal(t, layer.OutcomeInterrupted, re.Outcome)
-	assert.Equal(t, layer.CategoryTransport, re.Failure.Category, "R13.3: an incomplete stream")
-	assert.Equal(t, layer.ReasonSemanticOutput, re.Failure.Classification.Reason)
+	assert.Equal(t, event.OutcomeInterrupted, re.Outcome)
+	assert.Equal(t, event.CategoryTransport, re.Failure.Category, "R13.3: an incomplete stream")
+	assert.Equal(t, event.ReasonSemanticOutput, re.Failure.Classification.Reason)
 	assert.Equal(t, "Hello", text)
 	assert.Nil(t, comp, "no Done chunk")
 	assert.Equal(t, 1, r.Server.Count())
-	ev := layer.Inspect(&re.Failure)
+	ev := event.Inspect(&re.Failure)
 	require.NotNil(t, ev)
 	assert.True(t, errors.Is(ev.Cause, responses.ErrIncomplete), "cause %v", ev.Cause)
 }
@@ -215,7 +216,7 @@ func TestR19_4_IncompleteIsALengthFinish(t *testing.T) {
 		assert.Equal(t, "length", last.Err.FinishReason)
 		re := last.Err.Recovery
 		require.NotNil(t, re)
-		ev := layer.Inspect(&re.Failure)
+		ev := event.Inspect(&re.Failure)
 		require.NotNil(t, ev)
 		var se *layer.StreamError
 		require.ErrorAs(t, ev.Cause, &se)
@@ -246,7 +247,7 @@ func TestR19_6_FailedAndErrorEventsAreProviderErrors(t *testing.T) {
 			_, comp, err := rigtest.Collect(t, r.Client.Stream(context.Background(), userRequest()))
 			re := rigtest.AsRecoveryError(t, err)
 			assert.Nil(t, comp)
-			assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
+			assert.Equal(t, event.CategoryProviderResponse, re.Failure.Category)
 			assert.False(t, re.Failure.Classification.Eligible)
 			assert.Equal(t, "server_error", re.Failure.ProviderCode)
 			assert.Equal(t, 1, r.Server.Count(), "never resent")
@@ -274,7 +275,7 @@ func TestR19_6_FailedAndErrorEventsAreProviderErrors(t *testing.T) {
 		comp, err := r.Client.Complete(context.Background(), userRequest())
 		re := rigtest.AsRecoveryError(t, err)
 		assert.Nil(t, comp)
-		assert.Equal(t, layer.CategoryProviderResponse, re.Failure.Category)
+		assert.Equal(t, event.CategoryProviderResponse, re.Failure.Category)
 		assert.Equal(t, 1, r.Server.Count())
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -96,7 +96,7 @@ type EventFormat struct {
 // Print writes ev to w as one line: "event <type> attempt <n>/<max>", the
 // failure's category, HTTP status and reason when there is one, the next
 // attempt when f.Next is set, and the delay of a delay_scheduled event.
-func (f EventFormat) Print(w io.Writer, ev layer.Event) {
+func (f EventFormat) Print(w io.Writer, ev event.Event) {
 	line := fmt.Sprintf("%sevent %-*s attempt %d/%d", f.Indent, f.Width, ev.Type, ev.WireAttempt, ev.MaxAttempts)
 	if fl := ev.Failure; fl != nil {
 		line += fmt.Sprintf("  %s", fl.Category)
@@ -108,7 +108,7 @@ func (f EventFormat) Print(w io.Writer, ev layer.Event) {
 	if f.Next && ev.NextAttempt != 0 {
 		line += fmt.Sprintf("  next %d", ev.NextAttempt)
 	}
-	if ev.Type == layer.EventDelayScheduled {
+	if ev.Type == event.DelayScheduled {
 		line += fmt.Sprintf("  delay %s", ev.Delay.Round(time.Millisecond))
 	}
 	fmt.Fprintln(w, line)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/layer"
+	"github.com/recourse-dev/recourse/event"
 )
 
 // An example prints only an event's safe fields (R10.5): its type,
@@ -18,9 +18,9 @@ import (
 // never the failure's evidence.
 func TestR10_5_EventFormatPrintsOnlySafeFields(t *testing.T) {
 	t.Parallel()
-	f := &layer.Failure{Category: layer.CategoryHTTP, HTTPStatus: 503, Classification: layer.Classification{Reason: layer.ReasonTransient}}
-	f.Attach(layer.Evidence{Bytes: []byte(`{"error":{"message":"secret prompt"}}`)})
-	ev := layer.Event{Type: layer.EventDelayScheduled, Identity: layer.Identity{WireAttempt: 1}, MaxAttempts: 3, NextAttempt: 2, Delay: 1234567 * time.Microsecond, Failure: f}
+	f := &event.Failure{Category: event.CategoryHTTP, HTTPStatus: 503, Classification: event.Classification{Reason: event.ReasonTransient}}
+	f.Attach(event.Evidence{Bytes: []byte(`{"error":{"message":"secret prompt"}}`)})
+	ev := event.Event{Type: event.DelayScheduled, Identity: event.Identity{WireAttempt: 1}, MaxAttempts: 3, NextAttempt: 2, Delay: 1234567 * time.Microsecond, Failure: f}
 	var b strings.Builder
 	EventFormat{Indent: "  ", Width: 17}.Print(&b, ev)
 	EventFormat{Width: 19, Next: true}.Print(&b, ev)

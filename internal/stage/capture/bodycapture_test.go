@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/stage/capture"
 	"github.com/recourse-dev/recourse/layer"
@@ -23,7 +24,7 @@ func get(t *testing.T, url string, onWire layer.WireHook) *http.Response {
 	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	a := attempt.New(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, onWire, nil)
+	a := attempt.New(event.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, onWire, nil)
 	req, err := http.NewRequestWithContext(attempt.With(context.Background(), a), http.MethodGet, url, nil)
 	require.NoError(t, err)
 	resp, err := capture.New().Wrap(tr).RoundTrip(req)

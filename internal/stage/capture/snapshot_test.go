@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/stage/capture"
 	"github.com/recourse-dev/recourse/layer"
@@ -65,7 +66,7 @@ func (s *snapshots) all() []layer.WireSnapshot {
 // it. It returns the round trip's error.
 func postOnce(t *testing.T, url string, next http.RoundTripper, rec *snapshots, body string) error {
 	t.Helper()
-	a := attempt.New(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, rec.hook, nil)
+	a := attempt.New(event.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, rec.hook, nil)
 	ctx := attempt.With(context.Background(), a)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
 	require.NoError(t, err)
@@ -206,7 +207,7 @@ func TestR12_2_StreamCaptureOneSnapshotPerReceivedChunk(t *testing.T) {
 			t.Cleanup(tr.CloseIdleConnections)
 			log := &readLog{next: tr}
 			rec := &snapshots{}
-			a := attempt.New(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Streaming}, nil, rec.hook, nil)
+			a := attempt.New(event.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Streaming}, nil, rec.hook, nil)
 			req, err := http.NewRequestWithContext(attempt.With(context.Background(), a), http.MethodPost, srv.URL, strings.NewReader(`{}`))
 			require.NoError(t, err)
 

@@ -8,8 +8,8 @@ import (
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/client"
 	"github.com/recourse-dev/recourse/codecs/openai"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/stage/progress"
-	"github.com/recourse-dev/recourse/layer"
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
@@ -18,8 +18,8 @@ import (
 func ExampleNew() {
 	srv := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.OpenAIChat("é🙂")))
 	defer srv.Close()
-	rl, _ := retry.New(openai.New(), &retry.Policy{OnEvent: func(e layer.Event) error {
-		if e.Type == layer.EventAttemptSucceeded {
+	rl, _ := retry.New(openai.New(), &retry.Policy{OnEvent: func(e event.Event) error {
+		if e.Type == event.AttemptSucceeded {
 			fmt.Println("content bytes observed:", e.Progress.Observed.ContentBytes, "delivered:", e.Progress.Delivered.ContentBytes)
 		}
 		return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/codec"
+	"github.com/recourse-dev/recourse/event"
 	"github.com/recourse-dev/recourse/internal/attempt"
 	"github.com/recourse-dev/recourse/internal/stage/progress"
 	"github.com/recourse-dev/recourse/layer"
@@ -29,7 +30,7 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 // error.
 func send(t *testing.T, url string, next http.RoundTripper) (*attempt.Attempt, error) {
 	t.Helper()
-	a := attempt.New(layer.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
+	a := attempt.New(event.Identity{WireAttempt: 1}, codec.RequestInfo{Operation: codec.Ordinary}, nil, nil, nil)
 	req, err := http.NewRequestWithContext(attempt.With(context.Background(), a), http.MethodPost, url, strings.NewReader(`{}`))
 	require.NoError(t, err)
 	resp, err := progress.New().Wrap(next).RoundTrip(req)
@@ -75,7 +76,7 @@ func TestR13_2_ProgressCountsHeadersAndRawBytes(t *testing.T) {
 			p := a.Progress()
 			assert.True(t, p.HeadersReceived)
 			assert.Equal(t, int64(tc.raw), p.RawBytes)
-			assert.Equal(t, layer.PhaseBody, a.Phase(), "the attempt is in its body once headers arrived")
+			assert.Equal(t, event.PhaseBody, a.Phase(), "the attempt is in its body once headers arrived")
 		})
 	}
 }
@@ -90,7 +91,7 @@ func TestR13_2_ProgressOfAFailureBeforeHeadersIsZero(t *testing.T) {
 	a, err := send(t, srv.URL, loopback(t))
 
 	require.Error(t, err)
-	assert.Equal(t, layer.Progress{}, a.Progress())
+	assert.Equal(t, event.Progress{}, a.Progress())
 }
 
 // TestR13_2_ProgressCountsARefusedRedirectBody: a redirect the guard below

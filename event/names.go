@@ -1,4 +1,4 @@
-package layer
+package event
 
 import "slices"
 
@@ -106,8 +106,8 @@ const (
 	OutcomeAdmissionNoDecision Outcome = "admission_no_decision"
 	OutcomeDeadline            Outcome = "deadline"
 	OutcomeDelayCeiling        Outcome = "delay_ceiling"
-	// OutcomeQuotaExhausted: a retry quota (a ResendGate, package
-	// layers/quota) refused the resend; RecoveryError.Quota says which.
+	// OutcomeQuotaExhausted: a retry quota (a layer.ResendGate, package
+	// layers/quota) refused the resend; layer.RecoveryError.Quota says which.
 	OutcomeQuotaExhausted Outcome = "quota_exhausted"
 )
 
@@ -118,70 +118,70 @@ func Outcomes() []Outcome { return slices.Clone(outcomes) }
 var outcomes = []Outcome{OutcomeExhausted, OutcomeInterrupted, OutcomeCancelled, OutcomeAdmissionRequired, OutcomeAdmissionRejected, OutcomeAdmissionNoDecision, OutcomeDeadline, OutcomeDelayCeiling, OutcomeQuotaExhausted}
 
 // TerminalEvent returns the lifecycle event type that announces o (R11.2):
-// exhausted, deadline, delay_ceiling and quota_exhausted map to EventExhausted, interrupted to
-// EventInterrupted, cancelled to EventCancelled, and each admission outcome
+// exhausted, deadline, delay_ceiling and quota_exhausted map to Exhausted, interrupted to
+// Interrupted, cancelled to Cancelled, and each admission outcome
 // to its own admission event.
-func (o Outcome) TerminalEvent() EventType {
+func (o Outcome) TerminalEvent() Type {
 	switch o {
 	case OutcomeInterrupted:
-		return EventInterrupted
+		return Interrupted
 	case OutcomeCancelled:
-		return EventCancelled
+		return Cancelled
 	case OutcomeAdmissionRequired:
-		return EventAdmissionRequired
+		return AdmissionRequired
 	case OutcomeAdmissionRejected:
-		return EventAdmissionRejected
+		return AdmissionRejected
 	case OutcomeAdmissionNoDecision:
-		return EventAdmissionNoDecision
+		return AdmissionNoDecision
 	default:
-		return EventExhausted
+		return Exhausted
 	}
 }
 
-// EventType is the type of a lifecycle event (R11.1).
-type EventType string
+// Type is the type of a lifecycle event (R11.1).
+type Type string
 
 // The lifecycle event types of R11.1.
 const (
-	EventAttemptStarted      EventType = "attempt_started"
-	EventAttemptSucceeded    EventType = "attempt_succeeded"
-	EventAttemptFailed       EventType = "attempt_failed"
-	EventAdmissionPending    EventType = "admission_pending"
-	EventAdmissionAllowed    EventType = "admission_allowed"
-	EventAdmissionRejected   EventType = "admission_rejected"
-	EventAdmissionNoDecision EventType = "admission_no_decision"
-	EventAdmissionRequired   EventType = "admission_required"
-	EventDelayScheduled      EventType = "delay_scheduled"
-	EventRetryStarted        EventType = "retry_started"
-	EventExhausted           EventType = "exhausted"
-	EventInterrupted         EventType = "interrupted"
-	EventCancelled           EventType = "cancelled"
-	// EventTelemetry reports one valid Ollama stream frame (its Frame
-	// index) and EventMetrics the numbers of its done frame; both are
+	AttemptStarted      Type = "attempt_started"
+	AttemptSucceeded    Type = "attempt_succeeded"
+	AttemptFailed       Type = "attempt_failed"
+	AdmissionPending    Type = "admission_pending"
+	AdmissionAllowed    Type = "admission_allowed"
+	AdmissionRejected   Type = "admission_rejected"
+	AdmissionNoDecision Type = "admission_no_decision"
+	AdmissionRequired   Type = "admission_required"
+	DelayScheduled      Type = "delay_scheduled"
+	RetryStarted        Type = "retry_started"
+	Exhausted           Type = "exhausted"
+	Interrupted         Type = "interrupted"
+	Cancelled           Type = "cancelled"
+	// Telemetry reports one valid Ollama stream frame (its Frame
+	// index) and Metrics the numbers of its done frame; both are
 	// emitted for Ollama streams only (R13.6). "Telemetry" names the
 	// provider's per-frame report; the attempt's counted bytes and evidence
 	// are its Progress, carried by every event.
-	EventTelemetry EventType = "telemetry"
-	EventMetrics   EventType = "metrics"
-	// EventQuotaRefused precedes the terminal exhausted event of outcome
+	Telemetry Type = "telemetry"
+	Metrics   Type = "metrics"
+	// QuotaRefused precedes the terminal exhausted event of outcome
 	// quota_exhausted; its Quota says which quota refused.
-	EventQuotaRefused EventType = "quota_refused"
-	// EventQuotaUnavailable reports that a retry quota's shared store did
+	QuotaRefused Type = "quota_refused"
+	// QuotaUnavailable reports that a retry quota's shared store did
 	// not answer in time or failed: the decision failed open.
-	EventQuotaUnavailable EventType = "quota_unavailable"
-	// EventCooldownWait announces that a first attempt waits, for Delay,
+	QuotaUnavailable Type = "quota_unavailable"
+	// CooldownWait announces that a first attempt waits, for Delay,
 	// until its upstream's shared cooldown horizon (a Retry-After another
 	// call saw).
-	EventCooldownWait EventType = "cooldown_wait"
-	// EventBreaker reports a change of an upstream's breaker (its Breaker):
-	// its resends began or ceased to be refused, or its shared cooldown
-	// was raised or ran out. It is emitted once per change, on the call
-	// that saw it, not on every call (R20.13).
-	EventBreaker EventType = "breaker"
+	CooldownWait Type = "cooldown_wait"
+	// Breaker reports a change of an upstream's breaker (its Breaker, a
+	// BreakerState): its resends began or ceased to be refused, or its
+	// shared cooldown was raised or ran out. It is emitted once per
+	// change, on the call that saw it, not on every call (R20.13).
+	Breaker Type = "breaker"
 )
 
-// EventTypes returns every lifecycle event type of R11.1. Each call returns
+// Types returns every lifecycle event type of R11.1. Each call returns
 // a new slice; changing it changes nothing else.
-func EventTypes() []EventType { return slices.Clone(eventTypes) }
+func Types() []Type { return slices.Clone(eventTypes) }
 
-var eventTypes = []EventType{EventAttemptStarted, EventAttemptSucceeded, EventAttemptFailed, EventAdmissionPending, EventAdmissionAllowed, EventAdmissionRejected, EventAdmissionNoDecision, EventAdmissionRequired, EventDelayScheduled, EventRetryStarted, EventExhausted, EventInterrupted, EventCancelled, EventTelemetry, EventMetrics, EventQuotaRefused, EventQuotaUnavailable, EventCooldownWait, EventTargetStarted, EventFallback, EventBreaker}
+var eventTypes = []Type{AttemptStarted, AttemptSucceeded, AttemptFailed, AdmissionPending, AdmissionAllowed, AdmissionRejected, AdmissionNoDecision, AdmissionRequired, DelayScheduled, RetryStarted, Exhausted, Interrupted, Cancelled, Telemetry, Metrics, QuotaRefused, QuotaUnavailable, CooldownWait, TargetStarted, Fallback, Breaker}

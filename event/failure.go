@@ -1,4 +1,4 @@
-package layer
+package event
 
 import (
 	"encoding/json"
@@ -143,35 +143,10 @@ const (
 	// HintInsufficientQuota is an HTTP 429, or a provider error object
 	// with a 2xx status (a stream's in-band error frame included), whose
 	// provider error code says the account's quota or spend limit is
-	// exhausted (see IsQuotaExhaustedCode): not eligible, reason
+	// exhausted (see layer.IsQuotaExhaustedCode): not eligible, reason
 	// ReasonInsufficientQuota.
 	HintInsufficientQuota Hint = "insufficient_quota"
 )
-
-// quotaCodes are the provider error codes that mean an exhausted account
-// quota or spend limit rather than a rate limit: OpenAI's
-// insufficient_quota and the spend- and usage-limit codes that replace it.
-var quotaCodes = []string{
-	"insufficient_quota",
-	"credit_balance_exhausted",
-	"organization_spend_limit_exceeded",
-	"project_spend_limit_exceeded",
-	"organization_usage_limit_exceeded",
-}
-
-// IsQuotaExhaustedCode reports whether code, a provider error code exactly
-// as sent, says that the account's quota or spend limit is exhausted:
-// "insufficient_quota", "credit_balance_exhausted",
-// "organization_spend_limit_exceeded", "project_spend_limit_exceeded" or
-// "organization_usage_limit_exceeded".
-func IsQuotaExhaustedCode(code string) bool {
-	for _, c := range quotaCodes {
-		if code == c {
-			return true
-		}
-	}
-	return false
-}
 
 // Classification is the eligibility verdict of R4.
 type Classification struct {
@@ -224,8 +199,8 @@ type Failure struct {
 	// never proves that remote inference ended (R9.3).
 	RemoteTerminationConfirmed bool `json:"remote_termination_confirmed"`
 	// Stall names the per-attempt stall limit that ended the attempt (see
-	// StallError): StallHeader, StallFirstOutput or StallIdle. It is empty
-	// when no stall limit fired, or when a StallError named a limit
+	// layer.StallError): StallHeader, StallFirstOutput or StallIdle. It is empty
+	// when no stall limit fired, or when a layer.StallError named a limit
 	// outside these three (the failure is still a stall). A stall is a
 	// transport failure (CategoryTransport), or an HTTP failure when it cut
 	// an error response's body.

@@ -1,4 +1,4 @@
-package layer
+package event
 
 import (
 	"encoding/json"
@@ -14,8 +14,8 @@ import (
 // propagates that to the caller and never causes a retry (R11.4).
 type Event struct {
 	// Type is the lifecycle event type (R11.1), for example
-	// EventAttemptStarted; it says which of the optional fields are set.
-	Type EventType `json:"type"`
+	// AttemptStarted; it says which of the optional fields are set.
+	Type Type `json:"type"`
 	// Identity is the identity of the logical completion and of its
 	// current (or last) wire attempt.
 	Identity
@@ -51,10 +51,10 @@ type Event struct {
 	// Metrics is set on an Ollama metrics event.
 	Metrics *codec.Metrics `json:"metrics,omitempty"`
 	// Fallback is set on target_started and fallback events (R20).
-	Fallback *Fallback `json:"fallback,omitempty"`
+	Fallback *FallbackStep `json:"fallback,omitempty"`
 	// Breaker is set on a breaker event: the upstream's breaker state
 	// after the change.
-	Breaker *Breaker `json:"breaker,omitempty"`
+	Breaker *BreakerState `json:"breaker,omitempty"`
 	// Resume is set on the events of a background stream's resume read
 	// (R19.10): the delay_scheduled and retry_started before it, and its
 	// attempt_started, attempt_failed or attempt_succeeded.
@@ -69,7 +69,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		DelayMS   *int64 `json:"delay_ms,omitempty"`
 		ElapsedMS int64  `json:"elapsed_ms"`
 	}{plain: plain(e), ElapsedMS: e.Elapsed.Milliseconds()}
-	if e.Type == EventDelayScheduled || e.Type == EventCooldownWait {
+	if e.Type == DelayScheduled || e.Type == CooldownWait {
 		ms := e.Delay.Milliseconds()
 		v.DelayMS = &ms
 	}
