@@ -302,6 +302,17 @@ func Inspect(f *Failure) *Evidence {
 	return out
 }
 
+// PrivateCause returns the private cause f carries (what Inspect's
+// Evidence.Cause holds) without copying the rest of its evidence, or nil
+// for none or a nil f. Like Inspect, it is for code that must tell causes
+// apart (an error's safe text asks it); the cause is not safe to log.
+func (f *Failure) PrivateCause() error {
+	if f == nil || f.ev == nil {
+		return nil
+	}
+	return f.ev.cause
+}
+
 // Attach stores private evidence behind f. It is for layer and codec
 // implementations; the values are retained as given (callers pass copies).
 func (f *Failure) Attach(e Evidence) {

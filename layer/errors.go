@@ -166,15 +166,15 @@ func (e *RecoveryError) text() string {
 // the cause is codec.ErrNoEndMarker; and "" otherwise: what was incomplete, in
 // safe terms.
 func incompleteText(f *event.Failure) string {
-	ev := event.Inspect(f)
-	if ev == nil {
+	cause := f.PrivateCause()
+	if cause == nil {
 		return ""
 	}
-	if errors.Is(ev.Cause, codec.ErrNoEndMarker) {
+	if errors.Is(cause, codec.ErrNoEndMarker) {
 		return ": the stream ended after its finish without its end marker"
 	}
 	var se *StreamError
-	if !errors.As(ev.Cause, &se) || se.Reason != StreamIncompleteCompletion {
+	if !errors.As(cause, &se) || se.Reason != StreamIncompleteCompletion {
 		return ""
 	}
 	if codec.DocumentedFinish(se.FinishReason) {
