@@ -72,6 +72,8 @@ type settings struct {
 
 	set map[string]bool // the flags given, on the command line or in the environment
 
+	configFile string // -config: the file of routes and settings (config.go)
+
 	keys    keySettings // the keys the proxy holds and admits (keys.go)
 	version bool        // -version: print the version and exit (ready.go)
 
@@ -115,6 +117,7 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.BoolVar(&s.cooldown, "quota-cooldown", true, "with -quota, share a Retry-After (and, with -provider-hints, retry-after-ms) as a cooldown: every client's attempts to the upstream wait for it, within -delay-ceiling (-quota-cooldown=false: only the call that saw it waits)")
 	fs.StringVar(&s.quotaKey, "quota-key", "upstream", "what one quota counts: upstream (scheme, host and port), or narrowed by model, credential (the Authorization or API key header, kept only as a hash) or model,credential")
 
+	fs.StringVar(&s.configFile, "config", "", "read the settings from this YAML file: its keys are these flags' names (max-attempts: 4) and its routes serve several wires in one process, each with its own upstream and settings (see docs/proxy-team.md); a key in the file wins over its flag and variable; SIGHUP reads it again (empty: the flags alone)")
 	defineFallback(fs, s)
 	defineKeys(fs, s)
 	defineVersion(fs, s)
@@ -170,6 +173,13 @@ Flags:
 // parse reads the settings from args and the environment getenv; help
 // output goes to out. It returns flag.ErrHelp for -h.
 func parse(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
+	s, _, err := parseFlags(args, getenv, out)
+	return s, err
+}
+
+// parseFlags is parse, also returning the flag set bound to the settings,
+// on which a -config file's keys are then set (config.go).
+func parseFlags(args []string, getenv func(string) string, out io.Writer) (*settings, *flag.FlagSet, error) {
 	s := &settings{getenv: getenv}
 	fs := flag.NewFlagSet("recourse-proxy", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -184,10 +194,10 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (flags only; see -h)", fs.Arg(0))
+		return nil, nil, fmt.Errorf("unexpected argument %q (flags only; see -h)", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -203,36 +213,21 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*settings,
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { s.set[f.Name] = true })
-	return s, nil
+	return s, fs, nil
 }
 
 // envError is the error of a flag's environment variable whose value v
 // does not parse: the variable, the value (quoted, at most 64 bytes of
 // it), the flag, and the form the flag wants (R21.10).
 func envError(f *flag.Flag, v string) error {
-	form := "a valid value"
-	if g, ok := f.Value.(flag.Getter); ok {
-		switch g.Get().(type) {
-		case bool:
-			form = "true or false"
-		case time.Duration:
-			form = "a duration such as 500ms, 30s or 1m30s"
-		case int64:
-			form = "a whole number of bytes, for example 33554432"
-		case int, uint, uint64:
-			form = "an integer, for example " + f.DefValue
-		case float64:
-			form = "a number, for example " + f.DefValue
-		}
-	}
 	if len(v) > 64 {
 		v = v[:64] + "…"
 	}
-	return fmt.Errorf("%s is %q; want %s (it sets -%s)", envName(f.Name), v, form, f.Name)
+	return fmt.Errorf("%s is %q; want %s (it sets -%s)", envName(f.Name), v, formOf(f), f.Name)
 }
 
 // config returns the proxy's Config for s, or an error naming the bad
@@ -376,7 +371,7 @@ func (s *settings) quotaLayer() (*quota.Layer, error) {
 	}
 	q, err := quota.New(append(opts, fo...)...)
 	if err != nil {
-		if f != nil {
+		if f != nil && f != s.fleet {
 			f.Close()
 		}
 		return nil, err

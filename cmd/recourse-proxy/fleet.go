@@ -114,7 +114,8 @@ func (f *fleet) Close() error {
 }
 
 // fleetOptions returns the quota options of -redis and -quota-fleet-cap,
-// and the fleet to close at exit (nil without -redis).
+// and the fleet to close at exit (nil without -redis): s.fleet when it is
+// set, which every route of a -config file shares, or a new one.
 func (s *settings) fleetOptions(getenv func(string) string, log *slog.Logger) ([]quota.Option, *fleet, error) {
 	if s.fleetCap < 0 {
 		return nil, nil, fmt.Errorf("-quota-fleet-cap is %d; want 0 (none) or more", s.fleetCap)
@@ -125,11 +126,14 @@ func (s *settings) fleetOptions(getenv func(string) string, log *slog.Logger) ([
 		}
 		return nil, nil, nil
 	}
-	opts, err := redisOptions(s.redis, getenv)
-	if err != nil {
-		return nil, nil, err
+	f := s.fleet // the process's store, when a -config file's routes share it
+	if f == nil {
+		opts, err := redisOptions(s.redis, getenv)
+		if err != nil {
+			return nil, nil, err
+		}
+		f = newFleet(opts, log)
 	}
-	f := newFleet(opts, log)
 	qo := []quota.Option{quota.WithStore(f.store)}
 	if s.fleetCap > 0 {
 		qo = append(qo, quota.WithFleetCap(s.fleetCap))

@@ -69,17 +69,22 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		printVersion(stdout)
 		return 0
 	}
+	// The process's settings: the flags, and a -config file's top level.
+	if s, _, _, err = processSettings(args, getenv); err != nil {
+		fmt.Fprintln(stderr, "recourse-proxy:", err)
+		return 2
+	}
 	log, err := s.logger(stderr)
 	if err == nil {
 		err = checkListen(s.listen, s.remoteAllowed())
 	}
-	var cfg proxy.Config
-	if err == nil {
-		s.log = log
-		cfg, err = s.config()
-	}
-	if s.fleet != nil {
-		defer s.fleet.Close()
+	b := &builder{args: args, getenv: getenv, log: log}
+	if err == nil && s.redis != "" {
+		opts, e := redisOptions(s.redis, getenv)
+		if err = e; err == nil {
+			b.fleet = newFleet(opts, log)
+			defer b.fleet.Close()
+		}
 	}
 	var tel *telemetry
 	if err == nil {
@@ -87,15 +92,15 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			log.LogAttrs(context.Background(), slog.LevelWarn, "telemetry export failed", slog.String("error", e.Error()))
 		}))
 		if tel, err = newTelemetry(context.Background(), s, getenv); err == nil {
-			cfg.PerCall = append(cfg.PerCall, tel.layer())
-			cfg.OnClientRetry = tel.onClientRetry()
-			tel.breakers(cfg.Quota)
+			b.tel = tel
 		}
 	}
-	var h *proxy.Handler
+	sw := &swapper{}
 	if err == nil {
-		cfg.Logger = log
-		h, err = proxy.New(cfg)
+		var first *built
+		if first, err = b.build(); err == nil {
+			sw.cur.Store(first)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "recourse-proxy:", err)
@@ -108,15 +113,33 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	log.LogAttrs(ctx, slog.LevelInfo, "listening", slog.String("addr", ln.Addr().String()),
-		slog.String("provider", s.provider), slog.String("upstream", s.upstream),
-		slog.Int("max_attempts", s.maxAttempts), slog.String("admit", s.admit),
-		slog.Bool("quota", s.quota), slog.Bool("provider_hints", s.providerHints),
-		slog.String("header_timeout", s.headerTimeout.String()), slog.String("first_output_timeout", s.firstOutputTimeout.String()),
-		slog.String("idle_timeout", s.idleTimeout.String()),
-		slog.String("redis", redisAddr(s.redis)), slog.Int("quota_fleet_cap", s.fleetCap))
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				sw.reload(ctx, b)
+			}
+		}
+	}()
+	attrs := []slog.Attr{slog.String("addr", ln.Addr().String())}
+	if routes := sw.cur.Load().routes; len(routes) > 0 {
+		attrs = append(attrs, slog.String("config", s.configFile), slog.Any("routes", routes), slog.String("redis", redisAddr(s.redis)))
+	} else {
+		attrs = append(attrs, slog.String("provider", s.provider), slog.String("upstream", s.upstream),
+			slog.Int("max_attempts", s.maxAttempts), slog.String("admit", s.admit),
+			slog.Bool("quota", s.quota), slog.Bool("provider_hints", s.providerHints),
+			slog.String("header_timeout", s.headerTimeout.String()), slog.String("first_output_timeout", s.firstOutputTimeout.String()),
+			slog.String("idle_timeout", s.idleTimeout.String()),
+			slog.String("redis", redisAddr(s.redis)), slog.Int("quota_fleet_cap", s.fleetCap))
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "listening", attrs...)
 	code := 0
-	if err := proxy.Serve(ctx, ln, readiness(s.fleet, tel.handler(h)), s.grace, log); err != nil {
+	if err := proxy.Serve(ctx, ln, readiness(b.fleet, tel.handler(sw)), s.grace, log); err != nil {
 		fmt.Fprintln(stderr, "recourse-proxy:", err)
 		code = 1
 	}

@@ -151,10 +151,12 @@ const (
 // are refused (1) or not (0), until when its shared cooldown holds (Unix
 // seconds, 0 for none), how many calls went straight to a fallback target
 // and how many failed (a stream that failed after its 200 included). A nil
-// q publishes nothing.
-func (t *telemetry) breakers(q *quota.Layer) {
+// q publishes nothing. It returns the function that stops publishing them,
+// for a reload that replaces q.
+func (t *telemetry) breakers(q *quota.Layer) (stop func()) {
+	stop = func() {}
 	if q == nil {
-		return
+		return stop
 	}
 	m := t.mp.Meter("github.com/recourse-dev/recourse/cmd/recourse-proxy")
 	refusing, err1 := m.Int64ObservableGauge(metricBreakerRefusing,
@@ -167,9 +169,9 @@ func (t *telemetry) breakers(q *quota.Layer) {
 		metric.WithDescription("Calls to the upstream that ended in failure, a stream that failed after its 200 included."))
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		otel.Handle(err)
-		return
+		return stop
 	}
-	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		now := time.Now()
 		for _, b := range q.Breakers(now) {
 			set := metric.WithAttributeSet(attribute.NewSet(attribute.String("recourse.breaker.upstream", b.Upstream)))
@@ -190,6 +192,12 @@ func (t *telemetry) breakers(q *quota.Layer) {
 	}, refusing, cooldown, skipped, failures)
 	if err != nil {
 		otel.Handle(err)
+		return stop
+	}
+	return func() {
+		if err := reg.Unregister(); err != nil {
+			otel.Handle(err)
+		}
 	}
 }
 
