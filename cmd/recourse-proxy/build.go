@@ -32,7 +32,8 @@ type builder struct {
 // must release.
 type built struct {
 	handler http.Handler
-	routes  []string // the route names; empty for one wire without -config
+	routes  []string       // the route names; empty for one wire without -config
+	configs []proxy.Config // each route's configuration, in the file's order (one for one wire)
 	process map[string]string
 	stops   []func() // unregister its breaker metrics
 }
@@ -119,7 +120,7 @@ func (b *builder) build() (*built, error) {
 			}
 			return nil, err
 		}
-		out.handler = h
+		out.handler, out.configs = h, []proxy.Config{cfg}
 		return out, nil
 	}
 	rc := proxy.RouterConfig{Default: fc.defaultRoute, Logger: b.log}
@@ -156,6 +157,7 @@ func (b *builder) build() (*built, error) {
 		cfg.ClientKeys = nil // the Router admits clients for every route
 		rc.Routes = append(rc.Routes, proxy.Route{Name: r.name, Prefix: r.prefix, Config: cfg})
 		out.routes = append(out.routes, r.name)
+		out.configs = append(out.configs, cfg)
 	}
 	rt, err := proxy.NewRouter(rc)
 	if err != nil {
