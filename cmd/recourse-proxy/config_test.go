@@ -199,3 +199,20 @@ func FuzzConfigFile(f *testing.F) {
 		}
 	})
 }
+
+// R22.1: the proxy's default retry statuses are the policy's, which add
+// the provider's overload status: Claude's 529 is retried by a proxy
+// started without -retry-statuses, as by the library. A list given is
+// taken as given.
+func TestR22_1_ProxyRetriesClaudesOverloadByDefault(t *testing.T) {
+	s, err := parse([]string{"-provider", "anthropic", "-upstream", "https://api.anthropic.com"}, env(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	cfg, err := s.config()
+	require.NoError(t, err)
+	assert.Nil(t, cfg.Policy.RetryableStatuses, "the policy's defaults, with the codec's overload status")
+	s, err = parse([]string{"-provider", "anthropic", "-upstream", "https://api.anthropic.com", "-retry-statuses", "503"}, env(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	cfg, err = s.config()
+	require.NoError(t, err)
+	assert.Equal(t, []int{503}, cfg.Policy.RetryableStatuses)
+}

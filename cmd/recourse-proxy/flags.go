@@ -101,7 +101,7 @@ func define(fs *flag.FlagSet, s *settings) {
 	fs.DurationVar(&s.delayCeiling, "delay-ceiling", retry.DefaultDelayCeiling, "the longest single delay; a longer Retry-After ends recovery with delay_ceiling")
 	fs.DurationVar(&s.budget, "budget", 0, "bound on the time spent waiting between attempts, from the first failure (0: none)")
 	fs.DurationVar(&s.deadline, "deadline", 0, "bound on waiting between attempts, counted from the request's arrival (0: none)")
-	fs.StringVar(&s.statuses, "retry-statuses", joinInts(retry.DefaultRetryableStatuses()), "comma-separated HTTP statuses eligible for a retry (400, 401 and 403 never are)")
+	fs.StringVar(&s.statuses, "retry-statuses", joinInts(retry.DefaultRetryableStatuses()), "comma-separated HTTP statuses eligible for a retry (400, 401 and 403 never are); unset, also the provider's overload status (529 for anthropic)")
 	fs.StringVar(&s.categories, "retry-categories", joinCategories(retry.DefaultRetryableCategories()), "comma-separated failure categories eligible for a retry ("+joinCategories(event.Categories())+")")
 	fs.StringVar(&s.admit, "admit", "deny", "admission of a resend to a local provider: deny gives no permission, so ollama and omlx stop with admission_required (openai needs none); allow lets every resend through")
 
@@ -251,8 +251,13 @@ func (s *settings) config() (proxy.Config, error) {
 		p.Budget = new(s.budget)
 	}
 	var err error
-	if p.RetryableStatuses, err = parseStatuses(s.statuses); err != nil {
-		return cfg, fmt.Errorf("-retry-statuses: %w", err)
+	// Unset, the policy keeps its default statuses, which add the
+	// provider's overload status (Claude's 529, R22.1); set, it is the
+	// list as given.
+	if s.set["retry-statuses"] {
+		if p.RetryableStatuses, err = parseStatuses(s.statuses); err != nil {
+			return cfg, fmt.Errorf("-retry-statuses: %w", err)
+		}
 	}
 	if p.RetryableCategories, err = parseCategories(s.categories); err != nil {
 		return cfg, err
