@@ -3,10 +3,12 @@
 // their base URL. The command recourse-proxy (cmd/recourse-proxy) serves
 // it; a Go program may embed it.
 //
-// A Handler serves one provider (openai, ollama, omlx or gemini) in front of one
-// upstream root URL, keeping the client's path (a client whose base URL is
-// http://127.0.0.1:8787/v1 reaches {upstream}/v1/chat/completions, never
-// /v1/v1):
+// A Handler serves one provider (openai, ollama, omlx, gemini or anthropic)
+// in front of one upstream root URL; a Router serves several, each a
+// route with its own Handler, in one process (see Router for how a
+// request finds its route). A Handler keeps the client's path (a client
+// whose base URL is http://127.0.0.1:8787/v1 reaches
+// {upstream}/v1/chat/completions, never /v1/v1):
 //
 //   - The completion endpoint (POST /v1/chat/completions for openai and
 //     omlx, POST /api/chat for ollama; for gemini, every model, POST

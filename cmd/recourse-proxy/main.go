@@ -30,7 +30,12 @@
 // proxy serves many clients whose resends would otherwise add up during an
 // outage. GET /readyz answers whether the proxy is ready and whether Redis
 // answers (R21.13); -version prints the module version from the build
-// information. See package proxy for what clients see.
+// information. With -config FILE it reads a YAML file whose keys are the
+// flags' names and whose routes serve every wire in one process, each with
+// its own upstream, policy and held key (proxy.Router; see
+// docs/proxy-team.md); SIGHUP reads the file and the key files again
+// without cutting a request in flight, and a bad file keeps the running
+// configuration. See package proxy for what clients see.
 package main
 
 import (
