@@ -78,8 +78,14 @@ type result struct {
 func (r *rig) node(t *testing.T, mode string) result {
 	t.Helper()
 	var res result
-	nodetest.Run(t, nodeDir, r.url, 60*time.Second, nil, &res, "client.mjs", mode)
+	nodeRun(t, r.url, mode, &res)
 	return res
+}
+
+// nodeRun runs one call of client.mjs against the proxy at url.
+func nodeRun(t *testing.T, url, mode string, res *result) {
+	t.Helper()
+	nodetest.Run(t, nodeDir, url, 60*time.Second, nil, res, "client.mjs", mode)
 }
 
 func events() []string { return recoursetest.AnthropicEvents("Hello", ", world", "!") }
