@@ -163,6 +163,7 @@ says whether the proxy is ready and whether Redis (-redis) answers.
 Usage:
   recourse-proxy -upstream https://api.openai.com -provider openai -max-attempts 4
   recourse-proxy -listen 127.0.0.1:11435 -upstream http://127.0.0.1:11434 -provider ollama -admit allow
+  recourse-proxy -config /etc/recourse-proxy/routes.yaml   # every wire in one process; SIGHUP reloads it
 
 Every flag can also be set with its environment variable (shown in
 brackets); a flag on the command line wins.
