@@ -216,3 +216,24 @@ func TestR22_1_ProxyRetriesClaudesOverloadByDefault(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{503}, cfg.Policy.RetryableStatuses)
 }
+
+// R21.12, R21.16: a file that listens beyond loopback is refused unless it
+// admits clients by key (client-keys) or says allow-remote, as the flags
+// are.
+func TestR21_16_ConfigListenBeyondLoopbackNeedsKeys(t *testing.T) {
+	route := "routes:\n\t- name: a\n\t\tprovider: openai\n\t\tupstream: https://api.openai.com\n"
+	for _, c := range []struct {
+		top string
+		ok  bool
+	}{
+		{"listen: 0.0.0.0:8787\n", false},
+		{"listen: 0.0.0.0:8787\nallow-remote: true\n", true},
+		{"listen: 0.0.0.0:8787\nclient-keys: " + clientKeysFile(t) + "\n", true},
+		{"listen: 127.0.0.1:8787\n", true},
+	} {
+		s, _, _, err := processSettings([]string{"-config", writeConfig(t, c.top+route)}, env(nil))
+		require.NoError(t, err)
+		err = checkListen(s.listen, s.remoteAllowed())
+		assert.Equal(t, c.ok, err == nil, "%s: %v", c.top, err)
+	}
+}
