@@ -26,6 +26,20 @@ type builder struct {
 	log    *slog.Logger
 	tel    *telemetry
 	fleet  *fleet // the process's Redis store, shared by every route; nil without -redis
+	// transport is every route's upstream transport, kept across reloads so
+	// that their connections stay warm and a replaced build leaves none
+	// behind; nil: each Handler's own.
+	transport http.RoundTripper
+}
+
+// newTransport returns the process's upstream transport: HTTP/1.1, as the
+// providers' streams are read, with room for 64 idle connections to each
+// upstream (what a Handler without a Transport uses).
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ForceAttemptHTTP2 = false
+	t.MaxIdleConnsPerHost = 64
+	return t
 }
 
 // built is one build: the handler and what it holds that a replacement
@@ -186,6 +200,9 @@ func (b *builder) routeConfig(s, ps *settings, out *built) (proxy.Config, error)
 		return cfg, err
 	}
 	cfg.Logger = b.log
+	if b.transport != nil {
+		cfg.Transport = b.transport
+	}
 	if b.tel != nil {
 		cfg.PerCall = append(cfg.PerCall, b.tel.layer())
 		cfg.OnClientRetry = b.tel.onClientRetry()
