@@ -30,6 +30,9 @@ type builder struct {
 	// that their connections stay warm and a replaced build leaves none
 	// behind; nil: each Handler's own.
 	transport http.RoundTripper
+	// redis and listen are the process's -redis and -listen at start; a
+	// reload keeps them (a new store or address needs a restart).
+	redis, listen string
 }
 
 // newTransport returns the process's upstream transport: HTTP/1.1, as the
@@ -47,6 +50,7 @@ func newTransport() *http.Transport {
 type built struct {
 	handler http.Handler
 	routes  []string       // the route names; empty for one wire without -config
+	remote  bool           // its settings allow a -listen beyond loopback (settings.remoteAllowed)
 	configs []proxy.Config // each route's configuration, in the file's order (one for one wire)
 	process map[string]string
 	stops   []func() // unregister its breaker metrics
@@ -98,11 +102,15 @@ func (fc *fileConfig) keyVarsSet(getenv func(string) string) string {
 	return ""
 }
 
-// processValues returns the values of the process's settings, to tell a
-// reload that changes one (it takes effect only at a restart).
+// processValues returns the values of the process's settings that a
+// reload does not change, to say so when it would (they take effect at the
+// next start). The client keys are read again at every reload.
 func processValues(fs *flag.FlagSet) map[string]string {
 	out := map[string]string{}
 	for name := range processFlags {
+		if name == "client-keys" {
+			continue
+		}
 		if f := fs.Lookup(name); f != nil {
 			out[name] = f.Value.String()
 		}
@@ -118,7 +126,7 @@ func (b *builder) build() (*built, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &built{process: processValues(fs)}
+	out := &built{process: processValues(fs), remote: ps.remoteAllowed()}
 	if fc == nil || len(fc.routes) == 0 {
 		cfg, err := b.routeConfig(ps, ps, out)
 		if err != nil {
@@ -136,6 +144,13 @@ func (b *builder) build() (*built, error) {
 		}
 		out.handler, out.configs = h, []proxy.Config{cfg}
 		return out, nil
+	}
+	// Settings that name one upstream cannot be every route's.
+	for _, name := range []string{"provider", "upstream", "upstream-key-file"} {
+		if ps.set[name] {
+			return nil, &configError{path: fc.path, line: max(lineOfKey(fc.top, name), 1), field: name,
+				msg: "is set at the top level, by its flag or by " + envName(name) + ", but the file has routes: each route names its own (a key: upstream-key-env or upstream-key-file in the route)"}
+		}
 	}
 	rc := proxy.RouterConfig{Default: fc.defaultRoute, Logger: b.log}
 	if ps.keys.clientKeys != "" {
@@ -161,8 +176,13 @@ func (b *builder) build() (*built, error) {
 		if err := fc.apply(rfs, rs.set, fmt.Sprintf("%s[%d].", keyRoutes, r.index), r.keys); err != nil {
 			return nil, err
 		}
-		if !rs.set["upstream"] {
-			return nil, &configError{path: fc.path, line: r.line, field: fmt.Sprintf("%s[%d] (%s)", keyRoutes, r.index, r.name), msg: "has no upstream; every route needs its provider's root URL"}
+		for _, name := range []string{"provider", "upstream"} {
+			if lineOfKey(r.keys, name) == 0 {
+				return nil, &configError{path: fc.path, line: r.line, field: fmt.Sprintf("%s[%d] (%s)", keyRoutes, r.index, r.name), msg: "has no " + name + "; every route names its provider and its upstream's root URL"}
+			}
+		}
+		if r.upstreamKeyEnv != "" && rs.keys.upstreamKeyFile != "" {
+			return nil, &configError{path: fc.path, line: max(lineOfKey(r.keys, "upstream-key-file"), r.line), field: fmt.Sprintf("%s[%d].upstream-key-env", keyRoutes, r.index), msg: "and upstream-key-file are both set; give the route's key one way"}
 		}
 		cfg, err := b.routeConfig(rs, ps, out)
 		if err != nil {
@@ -193,7 +213,7 @@ func (b *builder) build() (*built, error) {
 // telemetry, and its breaker metrics are registered on out.
 func (b *builder) routeConfig(s, ps *settings, out *built) (proxy.Config, error) {
 	s.log = b.log
-	s.redis = ps.redis
+	s.redis = b.redis
 	s.fleet = b.fleet
 	cfg, err := s.config()
 	if err != nil {
@@ -267,6 +287,11 @@ func (s *swapper) reload(ctx context.Context, b *builder) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	nb, err := b.build()
+	if err == nil && !nb.remote {
+		// The address was allowed at start by client keys the new
+		// configuration drops.
+		err = checkListen(b.listen, false)
+	}
 	if err != nil {
 		b.log.LogAttrs(ctx, slog.LevelError, "reload refused: the running configuration stays", slog.String("error", err.Error()))
 		return
@@ -280,4 +305,14 @@ func (s *swapper) reload(ctx context.Context, b *builder) {
 	}
 	old.release()
 	b.log.LogAttrs(ctx, slog.LevelInfo, "reloaded", slog.Any("routes", nb.routes))
+}
+
+// lineOfKey returns the line of the key name among keys, or 0.
+func lineOfKey(keys []fileKey, name string) int {
+	for _, k := range keys {
+		if k.name == name {
+			return k.line
+		}
+	}
+	return 0
 }

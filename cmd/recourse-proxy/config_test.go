@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,6 +132,10 @@ func TestR21_16_ConfigFileErrorsNameFileLineAndField(t *testing.T) {
 		{route + "\t- name: a\n\t\tprovider: ollama\n\t\tupstream: http://127.0.0.1:11434\n", `:5: routes[1].name: "a" names the route at line 2 too`},
 		{route + "\t- provider: ollama\n", ":5: routes[1]: has no name"},
 		{route + "\t- name: b\n\t\tprovider: ollama\n", ":5: routes[1] (b): has no upstream"},
+		{route + "\t- name: b\n\t\tupstream: http://127.0.0.1:11434\n", ":5: routes[1] (b): has no provider"},
+		{"upstream: https://api.openai.com\n" + route, ":1: upstream: is set at the top level"},
+		{"upstream-key-file: /k\n" + route, ":1: upstream-key-file: is set at the top level"},
+		{route + "\t\tupstream-key-env: OPENAI_KEY\n\t\tupstream-key-file: /k\n", ":6: routes[0].upstream-key-env: and upstream-key-file are both set"},
 		{route + "\t- name: b\n\t\tprovider: omlx\n\t\tupstream: http://127.0.0.1:8000\n", ":5: routes[1].prefix: is empty, and route \"a\" without a prefix recovers POST /v1/chat/completions too"},
 		{route + "\t- name: B\n\t\tprovider: ollama\n\t\tupstream: http://127.0.0.1:11434\n", ":5: routes[1].name: is \"B\"; want lower-case"},
 		{route + "\t\tprefix: mlx\n", ":2: routes[0].prefix: is \"mlx\"; want a path starting with /"},
@@ -236,4 +241,38 @@ func TestR21_16_ConfigListenBeyondLoopbackNeedsKeys(t *testing.T) {
 		err = checkListen(s.listen, s.remoteAllowed())
 		assert.Equal(t, c.ok, err == nil, "%s: %v", c.top, err)
 	}
+}
+
+// R21.16: a route inherits no upstream: one set by a variable (as an
+// environment file of the one-wire proxy would) is refused beside routes.
+func TestR21_16_RoutesInheritNoUpstream(t *testing.T) {
+	path := writeConfig(t, "routes:\n\t- name: a\n\t\tprovider: openai\n\t\tupstream: https://api.openai.com\n")
+	_, err := buildWith(t, []string{"-config", path}, map[string]string{"RECOURSE_PROXY_UPSTREAM": "https://api.anthropic.com"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), path+":1: upstream: is set at the top level, by its flag or by RECOURSE_PROXY_UPSTREAM")
+}
+
+// R21.16: a reload that would leave a proxy listening beyond loopback
+// without client keys is refused, the running configuration kept; the
+// client keys file is read again at each reload.
+func TestR21_16_ReloadKeepsListeningSafe(t *testing.T) {
+	keys := clientKeysFile(t)
+	route := "routes:\n\t- name: a\n\t\tprovider: openai\n\t\tupstream: https://api.openai.com\n"
+	path := writeConfig(t, "listen: 0.0.0.0:8787\nclient-keys: "+keys+"\n"+route)
+	var logs bytes.Buffer
+	b := &builder{args: []string{"-config", path}, getenv: env(nil), log: slog.New(slog.NewTextHandler(&logs, nil)), listen: "0.0.0.0:8787"}
+	first, err := b.build()
+	require.NoError(t, err)
+	sw := &swapper{}
+	sw.cur.Store(first)
+	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll("listen: 0.0.0.0:8787\n"+route, "\t", "  ")), 0o600))
+	sw.reload(t.Context(), b)
+	assert.Contains(t, logs.String(), "reload refused: the running configuration stays")
+	assert.Contains(t, logs.String(), "not a loopback address")
+	assert.Same(t, first, sw.cur.Load())
+	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll("listen: 0.0.0.0:8787\nclient-keys: "+keys+"\n"+strings.Replace(route, "name: a", "name: b", 1), "\t", "  ")), 0o600))
+	sw.reload(t.Context(), b)
+	assert.Contains(t, logs.String(), "msg=reloaded")
+	assert.Equal(t, []string{"b"}, sw.cur.Load().routes)
+	assert.NotContains(t, logs.String(), "setting=client-keys", "the client keys are read again, not left for a restart")
 }

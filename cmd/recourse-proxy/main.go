@@ -83,7 +83,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if err == nil {
 		err = checkListen(s.listen, s.remoteAllowed())
 	}
-	b := &builder{args: args, getenv: getenv, log: log, transport: newTransport()}
+	b := &builder{args: args, getenv: getenv, log: log, transport: newTransport(), redis: s.redis, listen: s.listen}
 	if err == nil && s.redis != "" {
 		opts, e := redisOptions(s.redis, getenv)
 		if err = e; err == nil {
