@@ -4,15 +4,12 @@ package anthropicnode
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/layers/retry"
-	"github.com/recourse-dev/recourse/proxy"
+	"github.com/recourse-dev/recourse/proxy/e2e/internal/nodetest"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -41,47 +38,24 @@ func TestR21_15_NodeClientsThroughATeamsRouter(t *testing.T) {
 			if c.mode == "sdk-stream" {
 				answer = recoursetest.AnthropicStream(events()...)
 			}
-			up := recoursetest.NewServer(recoursetest.AnthropicOverloaded(), answer)
-			t.Cleanup(up.Close)
-			decoy := recoursetest.NewServer()
-			t.Cleanup(decoy.Close)
-			p := retry.Recommended()
-			p.BaseDelay = new(time.Duration(0)) // nothing waits
 			clientKey := "sk-ant-e2e-test"
 			if !c.admits {
 				clientKey = "another-proxy-key"
 			}
-			rt, err := proxy.NewRouter(proxy.RouterConfig{
-				ClientKeys: []proxy.ClientKey{{Hash: proxy.HashKey(clientKey), Name: "team", Routes: []string{"claude"}}},
-				Routes: []proxy.Route{
-					{Name: "openai", Config: proxy.Config{Provider: "openai", Upstream: decoy.URL, Policy: p}},
-					{Name: "claude", Config: proxy.Config{Provider: "anthropic", Upstream: up.URL, Policy: p, UpstreamKey: heldKey}},
-				},
-			})
-			require.NoError(t, err)
-			srv := httptest.NewServer(rt)
-			t.Cleanup(srv.Close)
+			team := nodetest.NewTeam(t, "anthropic", clientKey, heldKey, recoursetest.AnthropicOverloaded(), answer)
 			var res result
-			nodeRun(t, srv.URL, c.mode, &res)
-			assert.Zero(t, decoy.Count(), "nothing reached the other route")
+			nodeRun(t, team.URL, c.mode, &res)
 			if !c.admits {
 				require.NotNil(t, res.Error)
 				require.NotNil(t, res.Error.Status)
 				assert.Equal(t, http.StatusUnauthorized, *res.Error.Status)
-				assert.Zero(t, up.Count())
+				assert.Zero(t, team.Up.Count())
 				return
 			}
 			require.Nil(t, res.Error, "%+v", res.Error)
 			assert.Equal(t, "Hello, world!", res.Text)
-			require.Equal(t, 2, up.Count())
-			for _, q := range up.Requests() {
-				assert.Equal(t, heldKey, q.Header.Get("X-Api-Key"))
-				for name, vs := range q.Header {
-					for _, v := range vs {
-						assert.NotContains(t, v, "sk-ant-e2e-test", name)
-					}
-				}
-			}
+			require.Equal(t, 2, team.Up.Count())
+			team.CheckHeld(t, "X-Api-Key", "sk-ant-e2e-test")
 		})
 	}
 }

@@ -4,15 +4,12 @@ package gemininode
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/recourse-dev/recourse/layers/retry"
-	"github.com/recourse-dev/recourse/proxy"
+	"github.com/recourse-dev/recourse/proxy/e2e/internal/nodetest"
 	"github.com/recourse-dev/recourse/recoursetest"
 )
 
@@ -41,48 +38,24 @@ func TestR21_15_NodeClientsThroughATeamsRouter(t *testing.T) {
 			if c.mode == "genai-stream" {
 				answer = recoursetest.SSE(recoursetest.GeminiStream("Hello", ", world", "!")...)
 			}
-			up := recoursetest.NewServer(overloaded, answer)
-			t.Cleanup(up.Close)
-			decoy := recoursetest.NewServer()
-			t.Cleanup(decoy.Close)
-			p := retry.Recommended()
-			p.BaseDelay = new(time.Duration(0)) // nothing waits
 			clientKey := "e2e-test-key"
 			if !c.admits {
 				clientKey = "another-proxy-key"
 			}
-			rt, err := proxy.NewRouter(proxy.RouterConfig{
-				ClientKeys: []proxy.ClientKey{{Hash: proxy.HashKey(clientKey), Name: "team", Routes: []string{"gemini"}}},
-				Routes: []proxy.Route{
-					{Name: "openai", Config: proxy.Config{Provider: "openai", Upstream: decoy.URL, Policy: p}},
-					{Name: "gemini", Config: proxy.Config{Provider: "gemini", Upstream: up.URL, Policy: p, UpstreamKey: heldKey}},
-				},
-			})
-			require.NoError(t, err)
-			srv := httptest.NewServer(rt)
-			t.Cleanup(srv.Close)
+			team := nodetest.NewTeam(t, "gemini", clientKey, heldKey, overloaded, answer)
 			var res result
-			nodeRun(t, srv.URL, c.mode, &res)
-			assert.Zero(t, decoy.Count(), "nothing reached the other route")
+			nodeRun(t, team.URL, c.mode, &res)
 			if !c.admits {
 				require.NotNil(t, res.Error)
 				require.NotNil(t, res.Error.Status, "%+v", res.Error)
 				assert.Equal(t, http.StatusUnauthorized, *res.Error.Status)
-				assert.Zero(t, up.Count())
+				assert.Zero(t, team.Up.Count())
 				return
 			}
 			require.Nil(t, res.Error, "%+v", res.Error)
 			assert.Equal(t, "Hello, world!", res.Text)
-			require.Equal(t, 2, up.Count())
-			for _, q := range up.Requests() {
-				assert.Equal(t, heldKey, q.Header.Get("X-Goog-Api-Key"))
-				assert.NotContains(t, q.RawQuery, "e2e-test-key")
-				for name, vs := range q.Header {
-					for _, v := range vs {
-						assert.NotContains(t, v, "e2e-test-key", name)
-					}
-				}
-			}
+			require.Equal(t, 2, team.Up.Count())
+			team.CheckHeld(t, "X-Goog-Api-Key", "e2e-test-key")
 		})
 	}
 }
