@@ -2,11 +2,9 @@ package nodetest
 
 import (
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/recourse-dev/recourse/layers/retry"
 	"github.com/recourse-dev/recourse/proxy"
@@ -35,7 +33,9 @@ func NewTeam(t *testing.T, provider, clientKey, heldKey string, steps ...recours
 	t.Cleanup(up.Close)
 	decoy := recoursetest.NewServer()
 	t.Cleanup(func() {
-		assert.Zero(t, decoy.Count(), "nothing reached the other route")
+		if n := decoy.Count(); n != 0 {
+			t.Errorf("%d requests reached the other route", n)
+		}
 		decoy.Close()
 	})
 	p := retry.Recommended()
@@ -47,7 +47,9 @@ func NewTeam(t *testing.T, provider, clientKey, heldKey string, steps ...recours
 			{Name: provider, Config: proxy.Config{Provider: provider, Upstream: up.URL, Policy: p, UpstreamKey: heldKey}},
 		},
 	})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(rt)
 	t.Cleanup(srv.Close)
 	return &Team{URL: srv.URL, Up: up, HeldKey: heldKey}
@@ -58,11 +60,17 @@ func NewTeam(t *testing.T, provider, clientKey, heldKey string, steps ...recours
 func (tm *Team) CheckHeld(t *testing.T, header, clientKey string) {
 	t.Helper()
 	for _, q := range tm.Up.Requests() {
-		assert.Equal(t, tm.HeldKey, q.Header.Get(header))
-		assert.NotContains(t, q.RawQuery, clientKey)
+		if got := q.Header.Get(header); got != tm.HeldKey {
+			t.Errorf("the upstream got %s %q, not the held key", header, got)
+		}
+		if strings.Contains(q.RawQuery, clientKey) {
+			t.Error("the client's key reached the upstream in the query")
+		}
 		for name, vs := range q.Header {
 			for _, v := range vs {
-				assert.NotContains(t, v, clientKey, name)
+				if strings.Contains(v, clientKey) {
+					t.Errorf("the client's key reached the upstream in %s", name)
+				}
 			}
 		}
 	}
