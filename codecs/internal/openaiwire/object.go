@@ -71,6 +71,18 @@ func ParseObject(b []byte, noun string) (Object, error) {
 	return o, nil
 }
 
+// ParseDocument decodes b, a whole request or response body, as one JSON
+// object, as ParseObject does, except that the JSON null is also the
+// *codec.ProtocolError "<noun> is not a JSON object": a body must be an
+// object, so the Object it returns is never nil.
+func ParseDocument(b []byte, noun string) (Object, error) {
+	o, err := ParseObject(b, noun)
+	if err == nil && o == nil {
+		err = ProtocolError(noun+" is not a JSON object", nil)
+	}
+	return o, err
+}
+
 // CopyPtr returns a pointer to a copy of *p, or nil when p is nil, so that
 // an encoded request never aliases the chat.Request it was made from.
 func CopyPtr[T any](p *T) *T {

@@ -52,6 +52,22 @@ func TestR14_1_ObjectReadsMembersByExactKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, o)
 
+	// ParseDocument, for a whole body, also refuses null; it parses an
+	// object as ParseObject does.
+	for body, want := range map[string]string{
+		`null`: "response is not a JSON object",
+		`[1]`:  "response is not a JSON object",
+		`{`:    "response is not valid JSON",
+	} {
+		_, err := ParseDocument([]byte(body), "response")
+		var pe *codec.ProtocolError
+		require.ErrorAs(t, err, &pe, body)
+		assert.Equal(t, want, pe.What, body)
+	}
+	o, err = ParseDocument([]byte(` {"model":"m"} `), "response")
+	require.NoError(t, err)
+	assert.Equal(t, "m", o.Str("model"))
+
 	var pe *codec.ProtocolError
 	require.ErrorAs(t, ProtocolError("stream event is not valid UTF-8", nil), &pe)
 	assert.Equal(t, "stream event is not valid UTF-8", pe.Err.Error(), "a nil cause is the description")
