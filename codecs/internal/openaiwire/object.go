@@ -169,6 +169,20 @@ func (d *Dialect) CheckReasoning(o *chat.Options, reasoning bool) error {
 	return d.unsupported(control)
 }
 
+// ParseRequest reads an encoded request body that must be one JSON object
+// (ParseDocument's errors, noun "request") and its "model" and "stream"
+// members (RequestHead's errors): the start of the Anthropic and Responses
+// codecs' Describe.
+func ParseRequest(body []byte) (o Object, model string, stream bool, err error) {
+	if o, err = ParseDocument(body, "request"); err != nil {
+		return nil, "", false, err
+	}
+	if model, stream, err = RequestHead(o); err != nil {
+		return nil, "", false, err
+	}
+	return o, model, stream, nil
+}
+
 // RequestHead reads the "model" and "stream" members of the request o, in
 // that order; a member of the wrong type is a *codec.ProtocolError ("request
 // model is not a string", "request stream is not a boolean"). Absent or

@@ -68,6 +68,23 @@ func TestR14_1_ObjectReadsMembersByExactKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "m", o.Str("model"))
 
+	// ParseRequest adds RequestHead's reading of model and stream.
+	o, model, stream, err := ParseRequest([]byte(`{"model":"m","stream":true}`))
+	require.NoError(t, err)
+	assert.Equal(t, "m", o.Str("model"))
+	assert.Equal(t, "m", model)
+	assert.True(t, stream)
+	for body, want := range map[string]string{
+		`null`:         "request is not a JSON object",
+		`{"model":1}`:  "request model is not a string",
+		`{"stream":1}`: "request stream is not a boolean",
+	} {
+		_, _, _, err := ParseRequest([]byte(body))
+		var pe *codec.ProtocolError
+		require.ErrorAs(t, err, &pe, body)
+		assert.Equal(t, want, pe.What, body)
+	}
+
 	var pe *codec.ProtocolError
 	require.ErrorAs(t, ProtocolError("stream event is not valid UTF-8", nil), &pe)
 	assert.Equal(t, "stream event is not valid UTF-8", pe.Err.Error(), "a nil cause is the description")

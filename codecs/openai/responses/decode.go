@@ -17,11 +17,7 @@ import (
 // object, or whose model, stream, text or text.format has the wrong type,
 // is a *[codec.ProtocolError]. Describe is safe for concurrent use.
 func (c *Codec) Describe(body []byte) (codec.RequestInfo, error) {
-	o, err := openaiwire.ParseDocument(body, "request")
-	if err != nil {
-		return codec.RequestInfo{}, err
-	}
-	model, stream, err := openaiwire.RequestHead(o)
+	o, model, stream, err := openaiwire.ParseRequest(body)
 	if err != nil {
 		return codec.RequestInfo{}, err
 	}
