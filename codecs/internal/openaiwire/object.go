@@ -83,6 +83,19 @@ func ParseDocument(b []byte, noun string) (Object, error) {
 	return o, err
 }
 
+// DocumentError reads doc, the plain JSON document a provider answered a
+// streaming request with in place of an event stream (sse.Front.Document),
+// as a response object and returns the provider error read reads from it,
+// or nil when doc is not a JSON object or read finds none: what a stream
+// decoder's End reports before it calls the stream incomplete.
+func DocumentError(doc []byte, read func(top Object) *codec.ProviderError) *codec.ProviderError {
+	top, err := ParseObject(doc, "response")
+	if err != nil {
+		return nil
+	}
+	return read(top)
+}
+
 // CopyPtr returns a pointer to a copy of *p, or nil when p is nil, so that
 // an encoded request never aliases the chat.Request it was made from.
 func CopyPtr[T any](p *T) *T {

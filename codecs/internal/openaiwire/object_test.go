@@ -68,6 +68,18 @@ func TestR14_1_ObjectReadsMembersByExactKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "m", o.Str("model"))
 
+	// DocumentError reads a provider error only out of a JSON object.
+	read := func(top Object) *codec.ProviderError {
+		if m := top.Str("message"); m != "" {
+			return &codec.ProviderError{Message: m}
+		}
+		return nil
+	}
+	assert.Equal(t, &codec.ProviderError{Message: "no"}, DocumentError([]byte(`{"message":"no"}`), read))
+	assert.Nil(t, DocumentError([]byte(`{"other":1}`), read))
+	assert.Nil(t, DocumentError([]byte(`[{"message":"no"}]`), read))
+	assert.Nil(t, DocumentError([]byte(`{"message":"no"`), read))
+
 	// ParseRequest adds RequestHead's reading of model and stream.
 	o, model, stream, err := ParseRequest([]byte(`{"model":"m","stream":true}`))
 	require.NoError(t, err)

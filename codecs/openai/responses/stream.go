@@ -166,10 +166,8 @@ func (d *StreamDecoder) End() error {
 		return nil
 	}
 	if doc, ok := d.front.Document(); ok {
-		if top, err := openaiwire.ParseObject(doc, "response"); err == nil {
-			if pe := providerError(top); pe != nil {
-				return pe
-			}
+		if pe := openaiwire.DocumentError(doc, providerError); pe != nil {
+			return pe
 		}
 	}
 	return ErrIncomplete
