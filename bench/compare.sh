@@ -48,6 +48,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 
 # Build every package's test binary at every revision.
 i=0
