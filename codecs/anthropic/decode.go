@@ -117,12 +117,9 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	if !jsonscan.Valid(body) {
 		return nil, openaiwire.ProtocolError("response is not valid JSON or nests too deep", nil)
 	}
-	top, err := openaiwire.ParseObject(body, "response")
+	top, err := openaiwire.ParseDocument(body, "response")
 	if err != nil {
 		return nil, err
-	}
-	if top == nil {
-		return nil, openaiwire.ProtocolError("response is not a JSON object", nil)
 	}
 	if pe := providerError(top); pe != nil {
 		return nil, pe

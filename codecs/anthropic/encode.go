@@ -298,14 +298,7 @@ func isObject(raw []byte) bool {
 // otherwise. A body that is not a JSON object, or whose model or stream
 // has the wrong type, is a *codec.ProtocolError.
 func (c *Codec) Describe(body []byte) (codec.RequestInfo, error) {
-	o, err := openaiwire.ParseObject(body, "request")
-	if err != nil {
-		return codec.RequestInfo{}, err
-	}
-	if o == nil {
-		return codec.RequestInfo{}, openaiwire.ProtocolError("request is not a JSON object", nil)
-	}
-	model, stream, err := openaiwire.RequestHead(o)
+	o, model, stream, err := openaiwire.ParseRequest(body)
 	if err != nil {
 		return codec.RequestInfo{}, err
 	}

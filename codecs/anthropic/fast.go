@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"unicode/utf8"
 
 	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
@@ -35,10 +34,6 @@ type fastEvent struct {
 
 // fastDelta decodes ev when it is a plain content_block_delta of a text,
 // thinking or input JSON delta. scratch is reused to unescape the text.
-// It is one function of more than 80 lines because it is one pass over the
-// event, its top-level members and then its delta's, each step able to leave
-// the event to the reference decoder (ok false), and it runs once an event
-// on the stream's fast path.
 func fastDelta(ev sse.Event, scratch *[]byte) (fe fastEvent, ok bool) {
 	if ev.Event == "error" {
 		return fe, false
@@ -48,34 +43,24 @@ func fastDelta(ev sse.Event, scratch *[]byte) (fe fastEvent, ok bool) {
 		return fe, false
 	}
 	var typ, index, delta []byte
-	seen := func(dst *[]byte, v int) int {
-		if *dst != nil {
-			return -1 // a repeated key: the reference decides which wins
-		}
-		end := jsonscan.SkipValid(data, v, 1)
-		if end >= 0 {
-			*dst = data[v:end]
-		}
-		return end
-	}
 	end := jsonscan.ValidObject(data, 0, 0, func(key []byte, escaped bool, v int) int {
 		if escaped {
 			return -1
 		}
-		switch string(key) {
+		switch string(key) { // a repeated key (Once: -1) is the reference's
 		case "type":
-			return seen(&typ, v)
+			return jsonscan.Once(&typ, data, v, 1)
 		case "index":
-			return seen(&index, v)
+			return jsonscan.Once(&index, data, v, 1)
 		case "delta":
-			return seen(&delta, v)
+			return jsonscan.Once(&delta, data, v, 1)
 		}
 		return jsonscan.SkipValid(data, v, 1)
 	})
 	if end != len(data) || string(typ) != `"content_block_delta"` || len(delta) == 0 || delta[0] != '{' {
 		return fe, false
 	}
-	i, ok := digits(index)
+	i, ok := jsonscan.PlainInt(index)
 	if !ok || i > maxFastIndex {
 		return fe, false
 	}
@@ -114,31 +99,10 @@ func fastDelta(ev sse.Event, scratch *[]byte) (fe fastEvent, ok bool) {
 	default:
 		return fe, false
 	}
-	if len(raw) < 2 || raw[0] != '"' {
+	s, ok := jsonscan.Text(raw, scratch)
+	if !ok {
 		return fe, false
-	}
-	s := raw[1 : len(raw)-1]
-	if bytes.IndexByte(s, '\\') >= 0 {
-		*scratch = jsonscan.Unquote((*scratch)[:0], raw)
-		s = *scratch
 	}
 	fe.index, fe.text = int(i), string(s)
 	return fe, true
-}
-
-// digits returns the value of a JSON number made of decimal digits only
-// (no sign, fraction or exponent) that fits an int64 with room to spare,
-// and ok=false for any other number.
-func digits(num []byte) (int64, bool) {
-	if len(num) == 0 || len(num) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range num {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
 }

@@ -140,14 +140,14 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 			if s.Name == "" {
 				return nil, errs.Plain("tool " + strconv.Itoa(i) + " has no name")
 			}
-			if len(s.Parameters) > 0 && !isJSONObject(s.Parameters) {
+			if len(s.Parameters) > 0 && !request.IsJSONObject(s.Parameters) {
 				return nil, errs.Plain("tool " + strconv.Itoa(i) + " parameters are not a JSON object")
 			}
 			t.FunctionDeclarations = append(t.FunctionDeclarations, wireFunction{Name: s.Name, Description: s.Description, ParametersJSONSchema: s.Parameters})
 		}
 		w.Tools = []wireTool{t}
 	}
-	return marshal(w)
+	return errs.Marshal(w)
 }
 
 func encodeMessage(w *wireRequest, names map[string]string, i int, m chat.Message) error {
@@ -168,7 +168,7 @@ func encodeMessage(w *wireRequest, names map[string]string, i int, m chat.Messag
 			return errs.Plain(at + " is a tool result without a tool name")
 		}
 		resp := json.RawMessage(m.Content)
-		if !isJSONObject(resp) {
+		if !request.IsJSONObject(resp) {
 			b, _ := json.Marshal(struct {
 				Output string `json:"output"`
 			}{m.Content})
@@ -211,7 +211,7 @@ func encodeMessage(w *wireRequest, names map[string]string, i int, m chat.Messag
 		if len(jsonscan.TrimSpace(args)) == 0 {
 			args = json.RawMessage("{}")
 		}
-		if !isJSONObject(args) {
+		if !request.IsJSONObject(args) {
 			return errs.Plain(call + " arguments are not a JSON object")
 		}
 		if tc.ID != "" {
@@ -263,7 +263,7 @@ func encodeConfig(req *chat.Request) (*wireConfig, error) {
 	}
 	switch {
 	case req.Schema != nil:
-		if !isJSONObject(req.Schema.Schema) {
+		if !request.IsJSONObject(req.Schema.Schema) {
 			return nil, errs.Plain("Schema.Schema is not a JSON object")
 		}
 		cfg.ResponseMIMEType, cfg.ResponseJSONSchema = jsonMIME, req.Schema.Schema
@@ -315,22 +315,3 @@ func (c *Codec) Describe(body []byte) (codec.RequestInfo, error) {
 
 // present reports whether a raw member was sent with a value other than null.
 func present(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
-
-// isJSONObject reports whether raw is valid JSON whose value is an object.
-func isJSONObject(raw []byte) bool {
-	t := jsonscan.TrimSpace(raw)
-	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
-}
-
-// marshal encodes v without HTML escaping, so that text such as "<think>"
-// travels as written.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		// Unreachable for validated input; the json error may quote values.
-		return nil, errs.Plain("request cannot be encoded as JSON")
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
-}

@@ -118,13 +118,7 @@ func (d *streamDecoder) Next() (codec.Frame, bool) {
 // Write frames and decodes p. Bytes after a terminal or error frame are
 // ignored.
 func (d *streamDecoder) Write(p []byte) {
-	if d.q.Ended() {
-		return
-	}
-	if err := d.front.Write(p, func(ev sse.Event) bool {
-		d.event(ev)
-		return !d.q.Ended()
-	}); err != nil {
+	if err := d.front.Decode(p, d.q.Ended, d.event); err != nil {
 		d.q.Push(codec.Frame{Err: err})
 	}
 }

@@ -1,7 +1,6 @@
 package ollama
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"math"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
-	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 	"github.com/recourse-dev/recourse/codecs/internal/request"
 )
 
@@ -109,7 +107,7 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 	}
 	switch {
 	case req.Schema != nil:
-		if !isJSONObject(req.Schema.Schema) {
+		if !request.IsJSONObject(req.Schema.Schema) {
 			return nil, errs.Plain("Schema.Schema is not a JSON object")
 		}
 		w.Format = req.Schema.Schema
@@ -125,7 +123,7 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 		if t.Name == "" {
 			return nil, errs.Plain("tool " + strconv.Itoa(i) + " has no name")
 		}
-		if len(t.Parameters) > 0 && !isJSONObject(t.Parameters) {
+		if len(t.Parameters) > 0 && !request.IsJSONObject(t.Parameters) {
 			return nil, errs.Plain("tool " + strconv.Itoa(i) + " parameters are not a JSON object")
 		}
 		w.Tools = append(w.Tools, wireTool{
@@ -133,7 +131,7 @@ func (c *Codec) Encode(req *chat.Request) ([]byte, error) {
 			Function: wireFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters},
 		})
 	}
-	return marshal(w)
+	return errs.Marshal(w)
 }
 
 func encodeMessage(i int, m chat.Message) (wireMessage, error) {
@@ -160,7 +158,7 @@ func encodeMessage(i int, m chat.Message) (wireMessage, error) {
 		if tc.Name == "" {
 			return wireMessage{}, errs.Plain(call + " has no name")
 		}
-		if !isJSONObject(tc.Arguments) {
+		if !request.IsJSONObject(tc.Arguments) {
 			return wireMessage{}, errs.Plain(call + " arguments are not a JSON object")
 		}
 		wm.ToolCalls = append(wm.ToolCalls, wireToolCall{
@@ -193,23 +191,4 @@ func encodeOptions(o chat.Options) (*wireOptions, error) {
 		Stop:        o.Stop,
 		Seed:        o.Seed,
 	}, nil
-}
-
-// isJSONObject reports whether raw is valid JSON whose value is an object.
-func isJSONObject(raw []byte) bool {
-	t := jsonscan.TrimSpace(raw)
-	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
-}
-
-// marshal encodes v without HTML escaping, so that text such as "<think>"
-// travels as written. encoding/json compacts embedded raw JSON.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		// Unreachable for validated input; the json error may quote values.
-		return nil, errs.Plain("request cannot be encoded as JSON")
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }

@@ -71,6 +71,31 @@ func ParseObject(b []byte, noun string) (Object, error) {
 	return o, nil
 }
 
+// ParseDocument decodes b, a whole request or response body, as one JSON
+// object, as ParseObject does, except that the JSON null is also the
+// *codec.ProtocolError "<noun> is not a JSON object": a body must be an
+// object, so the Object it returns is never nil.
+func ParseDocument(b []byte, noun string) (Object, error) {
+	o, err := ParseObject(b, noun)
+	if err == nil && o == nil {
+		err = ProtocolError(noun+" is not a JSON object", nil)
+	}
+	return o, err
+}
+
+// DocumentError reads doc, the plain JSON document a provider answered a
+// streaming request with in place of an event stream (sse.Front.Document),
+// as a response object and returns the provider error read reads from it,
+// or nil when doc is not a JSON object or read finds none: what a stream
+// decoder's End reports before it calls the stream incomplete.
+func DocumentError(doc []byte, read func(top Object) *codec.ProviderError) *codec.ProviderError {
+	top, err := ParseObject(doc, "response")
+	if err != nil {
+		return nil
+	}
+	return read(top)
+}
+
 // CopyPtr returns a pointer to a copy of *p, or nil when p is nil, so that
 // an encoded request never aliases the chat.Request it was made from.
 func CopyPtr[T any](p *T) *T {
@@ -155,6 +180,20 @@ func (d *Dialect) CheckReasoning(o *chat.Options, reasoning bool) error {
 		return nil
 	}
 	return d.unsupported(control)
+}
+
+// ParseRequest reads an encoded request body that must be one JSON object
+// (ParseDocument's errors, noun "request") and its "model" and "stream"
+// members (RequestHead's errors): the start of the Anthropic and Responses
+// codecs' Describe.
+func ParseRequest(body []byte) (o Object, model string, stream bool, err error) {
+	if o, err = ParseDocument(body, "request"); err != nil {
+		return nil, "", false, err
+	}
+	if model, stream, err = RequestHead(o); err != nil {
+		return nil, "", false, err
+	}
+	return o, model, stream, nil
 }
 
 // RequestHead reads the "model" and "stream" members of the request o, in

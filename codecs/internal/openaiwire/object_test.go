@@ -52,6 +52,51 @@ func TestR14_1_ObjectReadsMembersByExactKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, o)
 
+	// ParseDocument, for a whole body, also refuses null; it parses an
+	// object as ParseObject does.
+	for body, want := range map[string]string{
+		`null`: "response is not a JSON object",
+		`[1]`:  "response is not a JSON object",
+		`{`:    "response is not valid JSON",
+	} {
+		_, err := ParseDocument([]byte(body), "response")
+		var pe *codec.ProtocolError
+		require.ErrorAs(t, err, &pe, body)
+		assert.Equal(t, want, pe.What, body)
+	}
+	o, err = ParseDocument([]byte(` {"model":"m"} `), "response")
+	require.NoError(t, err)
+	assert.Equal(t, "m", o.Str("model"))
+
+	// DocumentError reads a provider error only out of a JSON object.
+	read := func(top Object) *codec.ProviderError {
+		if m := top.Str("message"); m != "" {
+			return &codec.ProviderError{Message: m}
+		}
+		return nil
+	}
+	assert.Equal(t, &codec.ProviderError{Message: "no"}, DocumentError([]byte(`{"message":"no"}`), read))
+	assert.Nil(t, DocumentError([]byte(`{"other":1}`), read))
+	assert.Nil(t, DocumentError([]byte(`[{"message":"no"}]`), read))
+	assert.Nil(t, DocumentError([]byte(`{"message":"no"`), read))
+
+	// ParseRequest adds RequestHead's reading of model and stream.
+	o, model, stream, err := ParseRequest([]byte(`{"model":"m","stream":true}`))
+	require.NoError(t, err)
+	assert.Equal(t, "m", o.Str("model"))
+	assert.Equal(t, "m", model)
+	assert.True(t, stream)
+	for body, want := range map[string]string{
+		`null`:         "request is not a JSON object",
+		`{"model":1}`:  "request model is not a string",
+		`{"stream":1}`: "request stream is not a boolean",
+	} {
+		_, _, _, err := ParseRequest([]byte(body))
+		var pe *codec.ProtocolError
+		require.ErrorAs(t, err, &pe, body)
+		assert.Equal(t, want, pe.What, body)
+	}
+
 	var pe *codec.ProtocolError
 	require.ErrorAs(t, ProtocolError("stream event is not valid UTF-8", nil), &pe)
 	assert.Equal(t, "stream event is not valid UTF-8", pe.Err.Error(), "a nil cause is the description")

@@ -1,15 +1,19 @@
-// Package request holds what the Ollama and oMLX codecs share about a
-// request body: the errors their Encode returns, which name the provider
-// and never a value, and the first reading of an encoded body in Describe.
+// Package request holds what the Ollama, oMLX and Gemini codecs share about
+// a request body: the errors their Encode returns, which name the provider
+// and never a value, the encoding of the wire struct and the check of a raw
+// JSON object it embeds, and the first reading of an encoded body in
+// Describe.
 package request
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 
 	"github.com/recourse-dev/recourse/chat"
 	"github.com/recourse-dev/recourse/codec"
 	"github.com/recourse-dev/recourse/codecs/internal/bodyscan"
+	"github.com/recourse-dev/recourse/codecs/internal/jsonscan"
 )
 
 // Errors makes the encoding errors of the codec of Provider. The zero value
@@ -43,6 +47,29 @@ func (e Errors) Check(req *chat.Request) error {
 		return e.Plain("request has no model")
 	}
 	return nil
+}
+
+// Marshal encodes v, a request's wire struct, without HTML escaping, so that
+// text such as "<think>" travels as written, and without a trailing
+// newline; encoding/json compacts embedded raw JSON. Its error is the plain
+// "request cannot be encoded as JSON", never encoding/json's, which may
+// quote values (unreachable for a request Encode validated).
+func (e Errors) Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, e.Plain("request cannot be encoded as JSON")
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
+// IsJSONObject reports whether raw is valid JSON whose value is an object:
+// what a codec requires of tool parameters, tool arguments and a schema
+// before it embeds them.
+func IsJSONObject(raw []byte) bool {
+	t := jsonscan.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
 }
 
 // Head is what Describe reads of every request body: embedded in the

@@ -1,6 +1,7 @@
 package request
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,5 +50,33 @@ func TestR14_1_DecodeRefusesWhatIsNotARequest(t *testing.T) {
 		var pe *codec.ProtocolError
 		require.ErrorAs(t, err, &pe, body)
 		assert.Equal(t, want, pe.What, body)
+	}
+}
+
+// Marshal keeps HTML characters as written, drops encoding/json's newline
+// and compacts embedded raw JSON; a value encoding/json cannot encode is the
+// plain error that names the provider and no value.
+func TestMarshal(t *testing.T) {
+	t.Parallel()
+	e := Errors{Provider: codec.Gemini}
+	b, err := e.Marshal(struct {
+		Text string          `json:"text"`
+		Args json.RawMessage `json:"args"`
+	}{"<think>&", json.RawMessage(`{ "a" : [1, 2] }`)})
+	require.NoError(t, err)
+	assert.Equal(t, `{"text":"<think>&","args":{"a":[1,2]}}`, string(b))
+	_, err = e.Marshal(map[string]any{"secret": func() {}})
+	require.EqualError(t, err, "recourse: gemini: request cannot be encoded as JSON")
+}
+
+// IsJSONObject accepts exactly a valid JSON document whose value is an
+// object, white space around it allowed.
+func TestIsJSONObject(t *testing.T) {
+	t.Parallel()
+	for doc, want := range map[string]bool{
+		`{}`: true, ` {"a":1} `: true, "\n{\"a\":{\"b\":[]}}\t": true,
+		``: false, `[]`: false, `null`: false, `"{}"`: false, `{"a":}`: false, `{} {}`: false, `{`: false,
+	} {
+		assert.Equal(t, want, IsJSONObject([]byte(doc)), "%q", doc)
 	}
 }

@@ -40,12 +40,11 @@
 // a plain JSON document (a provider's error answer sent in place of an
 // event stream) from an event stream, keeps the first MaxDocument bytes of
 // such a document for the decoder's End, frames the stream and hands every
-// complete event to the decoder's callback, allocating nothing per event:
+// complete event to the decoder's callback, allocating nothing per event.
+// A decoder's Write is Front.Decode with its queue's end and its event
+// method:
 //
-//	if err := d.front.Write(p, func(ev sse.Event) bool {
-//		d.event(ev)
-//		return !d.q.Ended()
-//	}); err != nil {
+//	if err := d.front.Decode(p, d.q.Ended, d.event); err != nil {
 //		d.push(codec.Frame{Err: err}) // oversized SSE event
 //	}
 //

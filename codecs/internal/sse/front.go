@@ -83,6 +83,23 @@ func (f *Front) Write(p []byte, event func(Event) (more bool)) error {
 	}
 }
 
+// Decode is a stream decoder's Write: it does nothing once ended reports
+// the stream over (its terminal or error frame is queued), and otherwise
+// writes p as Write does and calls event with each complete event, in wire
+// order, until ended reports true, so that bytes after the terminal frame
+// are ignored. Its error is Write's ("oversized SSE event"), for the
+// decoder to queue as an error frame. Decode keeps no reference to ended or
+// event.
+func (f *Front) Decode(p []byte, ended func() bool, event func(Event)) error {
+	if ended() {
+		return nil
+	}
+	return f.Write(p, func(ev Event) bool {
+		event(ev)
+		return !ended()
+	})
+}
+
 // Document returns the kept first bytes (at most MaxDocument) of a plain
 // document answer and true, or nil and false when the answer is an event
 // stream or nothing but JSON whitespace arrived yet.

@@ -147,6 +147,29 @@ func TestR13_10_FrontStopsWhenTheDecoderEnds(t *testing.T) {
 	assert.Equal(t, []string{"data: 1\n\n", "data: 2\n\n"}, raws)
 }
 
+// TestR13_10_FrontDecodeIgnoresBytesAfterTheEnd proves Decode, a stream
+// decoder's Write: events are handed over until the decoder's stream has
+// ended (here at the second event), the rest of that write and every later
+// write are ignored, and an oversized event is returned for the decoder to
+// queue.
+func TestR13_10_FrontDecodeIgnoresBytesAfterTheEnd(t *testing.T) {
+	f := NewFront("{")
+	var raws []string
+	ended := func() bool { return len(raws) >= 2 }
+	event := func(ev Event) { raws = append(raws, string(ev.Raw)) }
+	require.NoError(t, f.Decode([]byte("data: 1\n\ndata: 2\n\ndata: 3\n\n"), ended, event))
+	require.NoError(t, f.Decode([]byte("data: 4\n\n"), ended, event))
+	assert.Equal(t, []string{"data: 1\n\n", "data: 2\n\n"}, raws)
+
+	g := NewFront("{")
+	raws = nil
+	err := g.Decode([]byte("data: 1\n\ndata: "+strings.Repeat("x", DefaultMaxEventBytes)+"\n\n"), ended, event)
+	var pe *codec.ProtocolError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "oversized SSE event", pe.What)
+	assert.Equal(t, []string{"data: 1\n\n"}, raws)
+}
+
 // TestR13_10_FrontAllocatesNothingPerEvent proves that handing events to
 // a decoder's callback allocates nothing: the stream path runs it for
 // every frame.

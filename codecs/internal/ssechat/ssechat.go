@@ -175,13 +175,7 @@ func jsonError(doc []byte) *codec.ProviderError {
 
 // Write frames and decodes p. Bytes after the terminal frame are ignored.
 func (d *Decoder) Write(p []byte) {
-	if d.q.Ended() {
-		return
-	}
-	if err := d.front.Write(p, func(ev sse.Event) bool {
-		d.event(ev)
-		return !d.q.Ended()
-	}); err != nil {
+	if err := d.front.Decode(p, d.q.Ended, d.event); err != nil {
 		d.push(codec.Frame{Err: err})
 	}
 }

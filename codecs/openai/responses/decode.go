@@ -17,14 +17,7 @@ import (
 // object, or whose model, stream, text or text.format has the wrong type,
 // is a *[codec.ProtocolError]. Describe is safe for concurrent use.
 func (c *Codec) Describe(body []byte) (codec.RequestInfo, error) {
-	o, err := openaiwire.ParseObject(body, "request")
-	if err != nil {
-		return codec.RequestInfo{}, err
-	}
-	if o == nil {
-		return codec.RequestInfo{}, openaiwire.ProtocolError("request is not a JSON object", nil)
-	}
-	model, stream, err := openaiwire.RequestHead(o)
+	o, model, stream, err := openaiwire.ParseRequest(body)
 	if err != nil {
 		return codec.RequestInfo{}, err
 	}
@@ -67,12 +60,9 @@ func (c *Codec) Decode(body []byte) (*chat.Completion, error) {
 	if !utf8.Valid(body) {
 		return nil, openaiwire.ProtocolError("response is not valid UTF-8", nil)
 	}
-	top, err := openaiwire.ParseObject(body, "response")
+	top, err := openaiwire.ParseDocument(body, "response")
 	if err != nil {
 		return nil, err
-	}
-	if top == nil {
-		return nil, openaiwire.ProtocolError("response is not a JSON object", nil)
 	}
 	// encoding/json accepts nesting far deeper than the observer scans; a
 	// body the observer cannot account for is not accepted either.

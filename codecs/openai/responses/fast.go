@@ -77,10 +77,6 @@ func deltaType(t []byte) deltaKind {
 // of its own. For an arguments delta the frame's one fragment carries the
 // output index and the piece, which the caller adds to that call's
 // arguments as the reference does.
-// It is one function of more than 80 lines because it is one pass over the
-// event, its top-level members and then its delta's or item's, each step
-// able to leave the event to the reference decoder (ok false), and it runs
-// once an event on the stream's fast path.
 func fastDelta(ev sse.Event, scratch *[]byte) (f codec.Frame, seq int64, kind deltaKind, ok bool) {
 	if ev.Done || ev.Event == "error" {
 		return f, 0, notDelta, false
@@ -90,31 +86,21 @@ func fastDelta(ev sse.Event, scratch *[]byte) (f codec.Frame, seq int64, kind de
 		return f, 0, notDelta, false
 	}
 	var typ, num, index, delta, item []byte
-	seen := func(dst *[]byte, v int) int {
-		if *dst != nil {
-			return -1 // a repeated key: the reference decides which wins
-		}
-		end := jsonscan.SkipValid(data, v, 1)
-		if end >= 0 {
-			*dst = data[v:end]
-		}
-		return end
-	}
 	end := jsonscan.ValidObject(data, 0, 0, func(key []byte, escaped bool, v int) int {
 		if escaped {
 			return -1
 		}
-		switch string(key) {
+		switch string(key) { // a repeated key (Once: -1) is the reference's
 		case "type":
-			return seen(&typ, v)
+			return jsonscan.Once(&typ, data, v, 1)
 		case "sequence_number":
-			return seen(&num, v)
+			return jsonscan.Once(&num, data, v, 1)
 		case "output_index":
-			return seen(&index, v)
+			return jsonscan.Once(&index, data, v, 1)
 		case "delta":
-			return seen(&delta, v)
+			return jsonscan.Once(&delta, data, v, 1)
 		case "item":
-			return seen(&item, v)
+			return jsonscan.Once(&item, data, v, 1)
 		case "response":
 			return -1 // the reference remembers its id and model
 		}
@@ -128,7 +114,7 @@ func fastDelta(ev sse.Event, scratch *[]byte) (f codec.Frame, seq int64, kind de
 	}
 	seq = -1
 	if num != nil {
-		if seq, ok = digits(num); !ok {
+		if seq, ok = jsonscan.PlainInt(num); !ok {
 			return f, 0, notDelta, false
 		}
 	}
@@ -142,13 +128,9 @@ func fastDelta(ev sse.Event, scratch *[]byte) (f codec.Frame, seq int64, kind de
 		}
 		return f, seq, lifecycleEvent, true
 	}
-	if len(delta) < 2 || delta[0] != '"' {
+	text, ok := jsonscan.Text(delta, scratch)
+	if !ok {
 		return f, 0, notDelta, false
-	}
-	text := delta[1 : len(delta)-1]
-	if bytes.IndexByte(text, '\\') >= 0 {
-		*scratch = jsonscan.Unquote((*scratch)[:0], delta)
-		text = *scratch
 	}
 	switch kind {
 	case reasoningDelta:
@@ -156,7 +138,7 @@ func fastDelta(ev sse.Event, scratch *[]byte) (f codec.Frame, seq int64, kind de
 	case argumentsPiece:
 		i := int64(0) // absent: the reference's default
 		if index != nil {
-			if i, ok = digits(index); !ok || i > maxFastIndex {
+			if i, ok = jsonscan.PlainInt(index); !ok || i > maxFastIndex {
 				return f, 0, notDelta, false
 			}
 		}
@@ -195,21 +177,4 @@ func otherItem(item []byte) bool {
 		return false
 	}
 	return string(typ) != `"function_call"`
-}
-
-// digits returns the value of a JSON number made of decimal digits only
-// (no sign, fraction or exponent) that fits an int64 with room to spare,
-// and ok=false for any other number.
-func digits(num []byte) (int64, bool) {
-	if len(num) == 0 || len(num) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range num {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
 }

@@ -166,10 +166,8 @@ func (d *StreamDecoder) End() error {
 		return nil
 	}
 	if doc, ok := d.front.Document(); ok {
-		if top, err := openaiwire.ParseObject(doc, "response"); err == nil {
-			if pe := providerError(top); pe != nil {
-				return pe
-			}
+		if pe := openaiwire.DocumentError(doc, providerError); pe != nil {
+			return pe
 		}
 	}
 	return ErrIncomplete
@@ -177,13 +175,7 @@ func (d *StreamDecoder) End() error {
 
 // Write frames and decodes p. Bytes after the terminal frame are ignored.
 func (d *StreamDecoder) Write(p []byte) {
-	if d.q.Ended() {
-		return
-	}
-	if err := d.front.Write(p, func(ev sse.Event) bool {
-		d.event(ev)
-		return !d.q.Ended()
-	}); err != nil {
+	if err := d.front.Decode(p, d.q.Ended, d.event); err != nil {
 		d.push(codec.Frame{Err: err}, -1)
 	}
 }
