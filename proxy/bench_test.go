@@ -92,6 +92,11 @@ func (u *pacedUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		if i == len(u.events)-1 {
 			return // the body ends with its last frame, as a provider's does
 		}
+		if i == 0 {
+			// The role chunk: a recovering proxy holds it until the first
+			// output (R13.9), so neither side waits on it.
+			continue
+		}
 		select {
 		case <-ack:
 		case <-r.Context().Done():
@@ -107,7 +112,7 @@ type streamTimes struct {
 }
 
 // openStream runs one streaming request to base and acknowledges every
-// frame.
+// frame but the role chunk and the last.
 func openStream(c *http.Client, base string, u *pacedUpstream, id string) (streamTimes, error) {
 	ack := u.ack(id)
 	req, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(streamBody))
@@ -142,12 +147,13 @@ func openStream(c *http.Client, base string, u *pacedUpstream, id string) (strea
 			continue
 		}
 		now := time.Now()
-		if frames < len(u.events)-1 {
+		if frames > 0 && frames < len(u.events)-1 {
 			ack <- struct{}{}
 		}
-		if frames == 0 {
+		switch {
+		case frames == 0:
 			t.ttfb = now.Sub(start)
-		} else {
+		case frames > 1: // the role chunk and the first output come together through a proxy
 			gaps = append(gaps, now.Sub(last))
 		}
 		last = now

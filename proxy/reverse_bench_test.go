@@ -228,6 +228,11 @@ func (p *ackedProvider) serve(w http.ResponseWriter, r *http.Request) {
 		if i == len(events)-1 {
 			return // the body ends with its last frame, as a provider's does
 		}
+		if i == 0 {
+			// The role chunk: a recovering proxy holds it until the first
+			// output (R13.9), so neither side waits on it.
+			continue
+		}
 		if _, err := io.ReadFull(e.conn, one[:]); err != nil {
 			return
 		}
