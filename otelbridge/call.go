@@ -78,6 +78,7 @@ func (c *call) startLogical(ev *event.Event) {
 		attrs = append(attrs, c.genAIAttributes(ev)...)
 	}
 	attrs = append(attrs, c.target.server()...)
+	attrs = append(attrs, c.l.extra...)
 	c.lctx, c.logical = c.l.tracer.Start(c.parent, name,
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(c.start),
@@ -150,7 +151,7 @@ func (c *call) observe(ev event.Event) {
 		_, c.attempt = c.l.tracer.Start(c.attemptParent(), name,
 			trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithTimestamp(now),
-			trace.WithAttributes(attrs...))
+			trace.WithAttributes(append(attrs, c.l.extra...)...))
 	case event.AttemptSucceeded:
 		c.succeeded = true
 		if c.attempt != nil {

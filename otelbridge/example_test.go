@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -162,4 +163,42 @@ func ExampleWithMeterProvider() {
 	// recourse.client.outcomes ({completion}) total 1
 	// recourse.client.resends ({resend}) total 1
 	// recourse.client.retry.delay (s) samples 1
+}
+
+// A tracing layer whose spans and metrics name the route they serve, as
+// recourse-proxy's do.
+func ExampleWithAttributes() {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	srv := recoursetest.NewServer(recoursetest.JSON(200, recoursetest.OpenAIChat("Hello.")))
+	defer srv.Close()
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	defer base.CloseIdleConnections()
+	ch, err := chain.Default(openai.New(),
+		chain.WithPerCall(otelbridge.New(otelbridge.WithTracerProvider(tp),
+			otelbridge.WithAttributes(attribute.String("recourse.proxy.route", "openai")))),
+		chain.WithTransport(base))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cl, _ := client.New(srv.URL, ch)
+	if _, err := cl.Complete(context.Background(), &chat.Request{
+		Model:    "gpt-4o-mini",
+		Messages: []chat.Message{{Role: chat.User, Content: "Say hello."}},
+	}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range sr.Ended() {
+		for _, kv := range s.Attributes() {
+			if kv.Key == "recourse.proxy.route" {
+				fmt.Println(s.Name(), kv.Value.AsString())
+			}
+		}
+	}
+	// Output:
+	// POST openai
+	// chat gpt-4o-mini openai
 }

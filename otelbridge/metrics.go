@@ -136,8 +136,8 @@ func int64Counter(m metric.Meter, name, unit, desc string) metric.Int64Counter {
 // metricAttributes are the attributes every measurement of the call
 // carries: gen_ai.operation.name, gen_ai.provider.name and
 // gen_ai.request.model once an event taught them, server.address and
-// server.port, and recourse.fallback.target on a call with fallback
-// targets. No identifier of a call or attempt: cardinality stays
+// server.port, recourse.fallback.target on a call with fallback
+// targets, and the layer's WithAttributes. No identifier of a call or attempt: cardinality stays
 // bounded by the configuration. extra is appended. c.mu must be held.
 func (c *call) metricAttributes(extra ...attribute.KeyValue) metric.MeasurementOption {
 	a := make([]attribute.KeyValue, 0, 6+len(extra))
@@ -150,6 +150,7 @@ func (c *call) metricAttributes(extra ...attribute.KeyValue) metric.MeasurementO
 	}
 	a = append(a, c.target.server()...)
 	a = c.fallbackLabel(a)
+	a = append(a, c.l.extra...)
 	return metric.WithAttributes(append(a, extra...)...)
 }
 

@@ -2,9 +2,11 @@ package otelbridge
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -23,15 +25,17 @@ type Layer struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
 	inst   instruments
+	extra  []attribute.KeyValue // WithAttributes
 }
 
 // Option configures New.
 type Option func(*config)
 
 type config struct {
-	tp   trace.TracerProvider
-	mp   metric.MeterProvider
-	prop propagation.TextMapPropagator
+	tp    trace.TracerProvider
+	mp    metric.MeterProvider
+	prop  propagation.TextMapPropagator
+	extra []attribute.KeyValue
 }
 
 // WithTracerProvider sets the tracer provider; nil (the default) means
@@ -57,6 +61,16 @@ func WithPropagation(p propagation.TextMapPropagator) Option {
 	return func(c *config) { c.prop = p }
 }
 
+// WithAttributes adds attrs to every span and every measurement of the
+// layer, after the layer's own attributes, for example the name of the
+// recourse-proxy route a chain serves. Their values should be a fixed,
+// small set, as every combination is a series of each metric; never put
+// an identifier of a call, a credential or a prompt in them. Several
+// WithAttributes add up; none (the default) adds nothing.
+func WithAttributes(attrs ...attribute.KeyValue) Option {
+	return func(c *config) { c.extra = append(c.extra, attrs...) }
+}
+
 // New returns a tracing layer. Without options it uses the global tracer
 // and meter providers and sends no propagation header.
 func New(opts ...Option) *Layer {
@@ -74,6 +88,7 @@ func New(opts ...Option) *Layer {
 		tracer: c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 		prop:   c.prop,
 		inst:   newInstruments(c.mp.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))),
+		extra:  slices.Clip(c.extra),
 	}
 }
 

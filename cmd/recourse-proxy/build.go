@@ -128,7 +128,7 @@ func (b *builder) build() (*built, error) {
 	}
 	out := &built{process: processValues(fs), remote: ps.remoteAllowed()}
 	if fc == nil || len(fc.routes) == 0 {
-		cfg, err := b.routeConfig(ps, ps, out)
+		cfg, err := b.routeConfig("", ps, out)
 		if err != nil {
 			if fc != nil {
 				return nil, fc.explain(nil, err)
@@ -184,7 +184,7 @@ func (b *builder) build() (*built, error) {
 		if r.upstreamKeyEnv != "" && rs.keys.upstreamKeyFile != "" {
 			return nil, &configError{path: fc.path, line: max(lineOfKey(r.keys, "upstream-key-file"), r.line), field: fmt.Sprintf("%s[%d].upstream-key-env", keyRoutes, r.index), msg: "and upstream-key-file are both set; give the route's key one way"}
 		}
-		cfg, err := b.routeConfig(rs, ps, out)
+		cfg, err := b.routeConfig(r.name, rs, out)
 		if err != nil {
 			return nil, fc.explain(r, err)
 		}
@@ -208,10 +208,11 @@ func (b *builder) build() (*built, error) {
 	return out, nil
 }
 
-// routeConfig returns the proxy.Config of one wire's settings s, ps being
-// the process's: the route shares the process's Redis store, logger and
-// telemetry, and its breaker metrics are registered on out.
-func (b *builder) routeConfig(s, ps *settings, out *built) (proxy.Config, error) {
+// routeConfig returns the proxy.Config of one wire's settings s, the
+// route named route ("" for the one-wire proxy): it shares the process's
+// Redis store, transport, logger and telemetry, its spans and metrics
+// carry its name, and its breaker metrics are registered on out.
+func (b *builder) routeConfig(route string, s *settings, out *built) (proxy.Config, error) {
 	s.log = b.log
 	s.redis = b.redis
 	s.fleet = b.fleet
@@ -224,8 +225,8 @@ func (b *builder) routeConfig(s, ps *settings, out *built) (proxy.Config, error)
 		cfg.Transport = b.transport
 	}
 	if b.tel != nil {
-		cfg.PerCall = append(cfg.PerCall, b.tel.layer())
-		cfg.OnClientRetry = b.tel.onClientRetry()
+		cfg.PerCall = append(cfg.PerCall, b.tel.layer(route))
+		cfg.OnClientRetry = b.tel.onClientRetry(route)
 		out.stops = append(out.stops, b.tel.breakers(cfg.Quota))
 	}
 	return cfg, nil

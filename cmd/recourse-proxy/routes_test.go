@@ -158,7 +158,9 @@ routes:
 		}
 	}
 	_, _, metrics := do(t, c, http.MethodGet, p.url+"/metrics", "")
-	assert.Contains(t, metrics, "recourse")
+	for _, name := range []string{"openai", "claude", "gemini", "local", "mlx"} {
+		assert.Contains(t, metrics, `recourse_proxy_route="`+name+`"`, "each route's metrics carry its name")
+	}
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	assert.Equal(t, 0, p.wait(t))
 	logs := p.log()

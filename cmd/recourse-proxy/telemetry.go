@@ -98,9 +98,18 @@ func newTelemetry(ctx context.Context, s *settings, getenv func(string) string) 
 	return t, nil
 }
 
-// layer returns the per-call tracing and metrics layer.
-func (t *telemetry) layer() *otelbridge.Layer {
+// keyRoute is the attribute naming a -config file's route on its spans and
+// metrics.
+const keyRoute = "recourse.proxy.route"
+
+// layer returns the per-call tracing and metrics layer of the route named
+// route ("" for the one-wire proxy, whose spans and metrics then carry no
+// route).
+func (t *telemetry) layer(route string) *otelbridge.Layer {
 	opts := []otelbridge.Option{otelbridge.WithMeterProvider(t.mp)}
+	if route != "" {
+		opts = append(opts, otelbridge.WithAttributes(attribute.String(keyRoute, route)))
+	}
 	if t.tp != nil {
 		opts = append(opts, otelbridge.WithTracerProvider(t.tp))
 	} else {
@@ -114,10 +123,11 @@ func (t *telemetry) layer() *otelbridge.Layer {
 // proxy.ClientRetry).
 const metricClientRetries = "recourse.proxy.client_retries"
 
-// onClientRetry returns the proxy's Config.OnClientRetry: it counts each
-// client retry in metricClientRetries, whose label set is fixed
-// (proxy.ClientRetries).
-func (t *telemetry) onClientRetry() func(context.Context, proxy.ClientRetry) {
+// onClientRetry returns the proxy's Config.OnClientRetry for the route
+// named route ("" for the one-wire proxy): it counts each client retry in
+// metricClientRetries, whose label set is fixed (proxy.ClientRetries, and
+// the route).
+func (t *telemetry) onClientRetry(route string) func(context.Context, proxy.ClientRetry) {
 	c, err := t.mp.Meter("github.com/recourse-dev/recourse/cmd/recourse-proxy").Int64Counter(metricClientRetries,
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Requests a client sent again on its own after the proxy had recovered, or given up on, the same call, by how the proxy answered them."))
@@ -127,7 +137,11 @@ func (t *telemetry) onClientRetry() func(context.Context, proxy.ClientRetry) {
 	}
 	sets := map[proxy.ClientRetry]metric.AddOption{}
 	for _, a := range proxy.ClientRetries {
-		sets[a] = metric.WithAttributeSet(attribute.NewSet(attribute.String("recourse.client_retry.answer", string(a))))
+		kv := []attribute.KeyValue{attribute.String("recourse.client_retry.answer", string(a))}
+		if route != "" {
+			kv = append(kv, attribute.String(keyRoute, route))
+		}
+		sets[a] = metric.WithAttributeSet(attribute.NewSet(kv...))
 	}
 	return func(ctx context.Context, a proxy.ClientRetry) {
 		if o, ok := sets[a]; ok {
