@@ -121,12 +121,17 @@ func processValues(fs *flag.FlagSet) map[string]string {
 // build reads everything again and returns the handler: one Handler
 // without -config or for a file without routes, a Router of the file's
 // routes otherwise. An error names the flag, variable or file line.
-func (b *builder) build() (*built, error) {
+func (b *builder) build() (_ *built, err error) {
 	ps, fs, fc, err := processSettings(b.args, b.getenv)
 	if err != nil {
 		return nil, err
 	}
 	out := &built{process: processValues(fs), remote: ps.remoteAllowed()}
+	defer func() {
+		if err != nil {
+			out.release() // the breaker metrics of the routes built before the error
+		}
+	}()
 	if fc == nil || len(fc.routes) == 0 {
 		cfg, err := b.routeConfig("", ps, out)
 		if err != nil {
