@@ -42,7 +42,8 @@ var providers = []string{"openai", "ollama", "omlx", "gemini", "anthropic"}
 // Config configures a Handler. The zero value is not usable: Provider and
 // Upstream are required.
 type Config struct {
-	// Provider is "openai", "ollama", "omlx" or "anthropic": it chooses the codec, the
+	// Provider is one of Providers() ("openai", "ollama", "omlx", "gemini",
+	// "anthropic"): it chooses the codec, the
 	// completion endpoint and the dialect of the proxy's own error bodies.
 	Provider string
 	// Upstream is the provider's root URL, for example

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/recourse-dev/recourse/layer"
 )
 
 // viaRouterEnv, when set in a test process's environment, makes every rig
@@ -23,9 +25,6 @@ import (
 // (TestR21_15_EveryWireTestThroughOneRouter). Its value is a file to which
 // the process appends one line per rig built that way.
 const viaRouterEnv = "RECOURSE_PROXY_TEST_VIA_ROUTER"
-
-// viaRouted counts the rigs a process built through viaRouter.
-var viaRouted atomic.Int64
 
 // viaRouter returns a Router whose route "wire" is cfg, without a prefix,
 // beside a route of every other provider, each with a transport that fails
@@ -45,7 +44,7 @@ func viaRouter(t *testing.T, cfg Config) http.Handler {
 			continue
 		}
 		var contacted atomic.Int64
-		decoy := layerRoundTripper(func(*http.Request) (*http.Response, error) {
+		decoy := layer.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
 			contacted.Add(1)
 			return nil, errors.New("decoy upstream contacted")
 		})
@@ -68,7 +67,6 @@ func viaRouter(t *testing.T, cfg Config) http.Handler {
 		fmt.Fprintln(f, cfg.Provider, t.Name())
 		f.Close()
 	}
-	viaRouted.Add(1)
 	return rt
 }
 
@@ -114,8 +112,3 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(l, "\n")
 }
-
-// layerRoundTripper is a RoundTripper from a function.
-type layerRoundTripper func(*http.Request) (*http.Response, error)
-
-func (f layerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
