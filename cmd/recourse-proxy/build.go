@@ -81,8 +81,8 @@ func processSettings(args []string, getenv func(string) string) (*settings, *fla
 	if err := fc.apply(fs, s.set, "", fc.top); err != nil {
 		return nil, nil, nil, err
 	}
-	if len(fc.routes) > 0 && fc.keyVarsSet(getenv) != "" {
-		return nil, nil, nil, &configError{path: fc.path, line: 1, msg: fc.keyVarsSet(getenv) + " is set, but a file with routes takes each route's keys from the variables its upstream-key-env and fallback-key-env name; unset it, or name it there"}
+	if v := fc.keyVarsSet(getenv); len(fc.routes) > 0 && v != "" {
+		return nil, nil, nil, &configError{path: fc.path, line: 1, msg: v + " is set, but a file with routes takes each route's keys from the variables its upstream-key-env and fallback-key-env name; unset it, or name it there"}
 	}
 	return s, fs, fc, nil
 }

@@ -118,8 +118,13 @@ func readConfigFile(path string, fs *flag.FlagSet) (*fileConfig, error) {
 		return nil, &configError{path: path, line: line, msg: "not YAML the proxy can read: " + msg}
 	}
 	var more yaml.Node
-	if err := dec.Decode(&more); err == nil {
+	switch err := dec.Decode(&more); {
+	case err == nil:
 		return nil, &configError{path: path, line: more.Line, msg: "a second YAML document; want one"}
+	case !errors.Is(err, io.EOF):
+		// What follows the first document does not parse either.
+		line, msg := yamlError(err)
+		return nil, &configError{path: path, line: line, msg: "not YAML the proxy can read: " + msg}
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {

@@ -120,6 +120,8 @@ func TestR21_16_ConfigFileErrorsNameFileLineAndField(t *testing.T) {
 		{"", ":1: the file is empty"},
 		{"routes: [\n", ":1: not YAML the proxy can read"},
 		{"- a\n- b\n", ":1: want a mapping of settings"},
+		{"max-attempts: 3\n---\nmax-attempts: 4\n", ":2: a second YAML document"},
+		{"max-attempts: 3\n---\nroutes: [\n", ":3: not YAML the proxy can read"},
 		{"max-attempt: 3\n", ":1: max-attempt: is not a setting"},
 		{"max-attempts: three\n", `:1: max-attempts: is "three"; want an integer`},
 		{"max-attempts: 3\nmax-attempts: 4\n", ":2: max-attempts: is given twice (first at line 1)"},
